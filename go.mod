@@ -1,0 +1,3 @@
+module github.com/conveyor/conveyor
+
+go 1.26

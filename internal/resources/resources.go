@@ -1,0 +1,314 @@
+// Package resources is the one definition of Conveyor's AWS resources per
+// environment: the tier FIFO queues and their DLQs, the DynamoDB table with
+// its indexes and TTL attribute, the upload bucket and its notification, the
+// KMS key alias and the event bus. The CDK stacks (infra/) and the emulator
+// provisioning (localstack/provision) both read it, so nothing is named twice
+// and local and cloud cannot drift.
+package resources
+
+import (
+	"fmt"
+	"time"
+)
+
+// Env names a deployment environment.
+type Env string
+
+// The environments Conveyor is deployed to. Local is the offline stack.
+const (
+	Local   Env = "local"
+	Staging Env = "staging"
+	ProdRU  Env = "prod-ru"
+	ProdEN  Env = "prod-en"
+)
+
+// Envs lists every environment, local first.
+var Envs = []Env{Local, Staging, ProdRU, ProdEN}
+
+// CloudEnvs lists the environments that get a CDK stack.
+var CloudEnvs = []Env{Staging, ProdRU, ProdEN}
+
+// ParseEnv returns the Env named s, or an error naming the valid ones.
+func ParseEnv(s string) (Env, error) {
+	for _, e := range Envs {
+		if string(e) == s {
+			return e, nil
+		}
+	}
+	return "", fmt.Errorf("unknown environment %q (want one of local, staging, prod-ru, prod-en)", s)
+}
+
+// Production reports whether the environment serves real users; production
+// tables get deletion protection and retained resources.
+func (e Env) Production() bool { return e == ProdRU || e == ProdEN }
+
+// Tier is a priority tier; each has its own FIFO queue and DLQ.
+type Tier string
+
+// The four tiers.
+const (
+	High   Tier = "high"
+	Medium Tier = "medium"
+	Low    Tier = "low"
+	System Tier = "system"
+)
+
+// Tiers lists every tier, highest priority first.
+var Tiers = []Tier{High, Medium, Low, System}
+
+// PublishTiers are the tiers whose queues the publisher consumes.
+var PublishTiers = []Tier{High, Medium, Low}
+
+// ParseTier returns the Tier named s.
+func ParseTier(s string) (Tier, error) {
+	for _, t := range Tiers {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown tier %q (want one of high, medium, low, system)", s)
+}
+
+// TierForPlan maps a user's plan to the tier its jobs run in. Unknown plans
+// run in the low tier.
+func TierForPlan(plan string) Tier {
+	switch plan {
+	case "enterprise", "corporate":
+		return High
+	case "standard", "pro":
+		return Medium
+	default:
+		return Low
+	}
+}
+
+// Queue describes one tier's FIFO queue, its DLQ and the event source
+// mapping that feeds it to its consumer function.
+type Queue struct {
+	Tier Tier
+	// Name is the queue name, ending in .fifo.
+	Name string
+	// DLQName is the dead-letter queue's name, ending in .fifo.
+	DLQName string
+	// VisibilityTimeout must exceed the consumer's timeout (AWS recommends 6×).
+	VisibilityTimeout time.Duration
+	// MaxReceiveCount is how many receives move a message to the DLQ. It is
+	// larger than the job's attempts because circuit-open snoozes also count
+	// as receives; attempts are counted on the job in DynamoDB.
+	MaxReceiveCount int
+	// Retention is how long a message stays in the queue.
+	Retention time.Duration
+	// DLQRetention is how long a message stays in the DLQ (the maximum).
+	DLQRetention time.Duration
+	// BatchSize is the event source mapping's batch size (≤ 10 for FIFO).
+	BatchSize int
+	// MaxConcurrency is the event source mapping's maximum concurrency; it
+	// gives the tiers their weights (high > medium > low).
+	MaxConcurrency int
+	// Consumer names the function that consumes the queue.
+	Consumer string
+}
+
+// KeyType is a DynamoDB attribute type for a key.
+type KeyType string
+
+// Key attribute types.
+const (
+	String KeyType = "S"
+	Number KeyType = "N"
+)
+
+// Key is one key attribute of a table or index.
+type Key struct {
+	Name string
+	Type KeyType
+}
+
+// Index is a global secondary index (projection ALL).
+type Index struct {
+	Name         string
+	PartitionKey Key
+	SortKey      Key
+}
+
+// Table describes the DynamoDB table.
+type Table struct {
+	Name         string
+	PartitionKey Key
+	SortKey      Key
+	Indexes      []Index
+	// TTLAttribute holds the epoch second after which an item is expired;
+	// readers treat expired items as gone, since TTL deletes late.
+	TTLAttribute string
+	// PointInTimeRecovery and DeletionProtection are on in the cloud.
+	PointInTimeRecovery bool
+	DeletionProtection  bool
+}
+
+// Bucket describes the upload bucket and its notification.
+type Bucket struct {
+	// Name is the bucket's name; in the cloud the account id is appended
+	// (bucket names are global).
+	Name string
+	// UploadPrefix is where presigned uploads land; ObjectCreated events
+	// under it go to NotifyFunction.
+	UploadPrefix string
+	// NotifyFunction is the function that receives ObjectCreated events.
+	NotifyFunction string
+	// AbandonedUploadExpiry removes objects nobody confirmed or used.
+	AbandonedUploadExpiry time.Duration
+	// CORSOrigins may PUT to presigned URLs from a browser.
+	CORSOrigins []string
+}
+
+// Schedule describes a scheduled function.
+type Schedule struct {
+	Name     string
+	Function string
+	// Expression is the EventBridge Scheduler expression used in AWS.
+	Expression string
+	// Interval is the same period, used by the local runtime's ticker
+	// (overridden there by configuration).
+	Interval time.Duration
+}
+
+// Definition is every resource of one environment.
+type Definition struct {
+	Env       Env
+	Prefix    string
+	Queues    []Queue
+	Table     Table
+	Bucket    Bucket
+	KMSAlias  string
+	EventBus  string
+	Schedules []Schedule
+	// Functions lists the Lambda functions (their directory under functions/).
+	Functions []string
+}
+
+// Function names (directories under functions/).
+const (
+	FuncAPI       = "api"
+	FuncConfirm   = "confirm"
+	FuncPublisher = "publisher"
+	FuncSystem    = "system"
+	FuncRecovery  = "recovery"
+	FuncStream    = "stream"
+)
+
+// Table attribute names: the key schema, the index keys and TTL. The store
+// writes items with these names; the definition creates tables with them.
+const (
+	AttrPK          = "pk"
+	AttrSK          = "sk"
+	AttrOwner       = "owner"       // byOwner / byOwnerUpdated partition key
+	AttrCreatedKey  = "createdKey"  // byOwner sort key: createdAt#id
+	AttrOwnerStatus = "ownerStatus" // byOwnerStatus partition key: owner#status
+	AttrUpdatedKey  = "updatedKey"  // byOwnerStatus / byOwnerUpdated sort key: updatedAt#id
+	AttrSweepKey    = "sweepKey"    // bySweep partition key: status#shard (sparse)
+	AttrSweepAt     = "sweepAt"     // bySweep sort key: the time the sweep looks at
+	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
+)
+
+// Index names.
+const (
+	IndexByOwner        = "byOwner"
+	IndexByOwnerStatus  = "byOwnerStatus"
+	IndexByOwnerUpdated = "byOwnerUpdated"
+	IndexBySweep        = "bySweep"
+)
+
+// SweepShards is how many partitions the sparse sweep index spreads each
+// status over, so no single partition gets hot; sweeps query each shard.
+const SweepShards = 4
+
+// Default tuning shared by all environments.
+const (
+	// ConsumerTimeout is the publisher's Lambda timeout.
+	ConsumerTimeout = 2 * time.Minute
+	// DefaultMaxReceiveCount lets a message be received this many times
+	// before it moves to the DLQ.
+	DefaultMaxReceiveCount = 10
+)
+
+// For returns the definition of an environment.
+func For(env Env) Definition {
+	prefix := "conveyor-" + string(env)
+	d := Definition{
+		Env:      env,
+		Prefix:   prefix,
+		KMSAlias: "alias/" + prefix,
+		EventBus: prefix,
+		Table: Table{
+			Name:         prefix,
+			PartitionKey: Key{AttrPK, String},
+			SortKey:      Key{AttrSK, String},
+			Indexes: []Index{
+				{IndexByOwner, Key{AttrOwner, String}, Key{AttrCreatedKey, String}},
+				{IndexByOwnerStatus, Key{AttrOwnerStatus, String}, Key{AttrUpdatedKey, String}},
+				{IndexByOwnerUpdated, Key{AttrOwner, String}, Key{AttrUpdatedKey, String}},
+				{IndexBySweep, Key{AttrSweepKey, String}, Key{AttrSweepAt, String}},
+			},
+			TTLAttribute:        AttrExpiresAt,
+			PointInTimeRecovery: env != Local,
+			DeletionProtection:  env.Production(),
+		},
+		Bucket: Bucket{
+			Name:                  prefix + "-uploads",
+			UploadPrefix:          "uploads/",
+			NotifyFunction:        FuncConfirm,
+			AbandonedUploadExpiry: 7 * 24 * time.Hour,
+			CORSOrigins:           corsOrigins(env),
+		},
+		Schedules: []Schedule{{
+			Name:       prefix + "-recovery",
+			Function:   FuncRecovery,
+			Expression: "rate(5 minutes)",
+			Interval:   5 * time.Minute,
+		}},
+		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream},
+	}
+	concurrency := map[Tier]int{High: 50, Medium: 20, Low: 5, System: 10}
+	for _, t := range Tiers {
+		consumer := FuncPublisher
+		if t == System {
+			consumer = FuncSystem
+		}
+		d.Queues = append(d.Queues, Queue{
+			Tier:              t,
+			Name:              fmt.Sprintf("%s-%s.fifo", prefix, t),
+			DLQName:           fmt.Sprintf("%s-%s-dlq.fifo", prefix, t),
+			VisibilityTimeout: 6 * ConsumerTimeout,
+			MaxReceiveCount:   DefaultMaxReceiveCount,
+			Retention:         4 * 24 * time.Hour,
+			DLQRetention:      14 * 24 * time.Hour,
+			BatchSize:         10,
+			MaxConcurrency:    concurrency[t],
+			Consumer:          consumer,
+		})
+	}
+	return d
+}
+
+func corsOrigins(env Env) []string {
+	switch env {
+	case Local:
+		return []string{"*"}
+	case Staging:
+		return []string{"https://staging.conveyor.example"}
+	case ProdRU:
+		return []string{"https://conveyor.example.ru"}
+	default:
+		return []string{"https://conveyor.example.com"}
+	}
+}
+
+// Queue returns the definition of a tier's queue.
+func (d Definition) Queue(t Tier) (Queue, bool) {
+	for _, q := range d.Queues {
+		if q.Tier == t {
+			return q, true
+		}
+	}
+	return Queue{}, false
+}
