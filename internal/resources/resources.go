@@ -232,8 +232,13 @@ const (
 )
 
 // For returns the definition of an environment.
-func For(env Env) Definition {
-	prefix := "conveyor-" + string(env)
+func For(env Env) Definition { return Named(env, "conveyor-"+string(env)) }
+
+// Named returns the definition of an environment with every resource name
+// built from prefix instead of the environment's default, so that tests can
+// provision isolated copies side by side on one emulator. Prefix must be a
+// valid start of a bucket name (lowercase letters, digits, hyphens).
+func Named(env Env, prefix string) Definition {
 	d := Definition{
 		Env:      env,
 		Prefix:   prefix,

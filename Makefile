@@ -1,0 +1,49 @@
+# Conveyor — every command a developer needs. `make run` and `make test` are
+# the two a newcomer uses; each installs what it needs itself.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+PYTHON    ?= python3
+VENV      := .venv
+MOTO      := $(VENV)/bin/moto_server
+FUNCTIONS := $(notdir $(wildcard functions/*))
+STATICCHECK_VERSION := v0.8.2
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CONVEYOR_MOTO_SERVER := $(CURDIR)/$(MOTO)
+
+.PHONY: help run test test-go build lint bench chaos emulator clean invoke
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(MOTO): localstack/requirements.txt
+	@echo "installing the AWS emulator (moto) into $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt
+	@touch $(MOTO)
+
+emulator: $(MOTO) ## install the emulator (moto) into .venv
+
+run: $(MOTO) ## start the whole stack on localhost (emulator, gateway, pollers, simulator)
+	$(GO) run ./localstack/cmd/conveyor-local
+
+test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
+	$(GO) vet ./...
+	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v /infra)
+	$(GO) test -count=1 -timeout 12m ./infra/...
+
+build: ## each function to bin/<name>/bootstrap (linux/arm64, static, stripped)
+	@for f in $(FUNCTIONS); do \
+		echo "build bin/$$f/bootstrap"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+lint: ## go vet + staticcheck
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+clean: ## remove build output and the local state
+	rm -rf bin cdk.out .local
+
+-include infra/make.mk

@@ -1,0 +1,351 @@
+// Package provision creates every resource of a resources.Definition on the
+// emulator, idempotently: running it twice changes nothing, and a second run
+// converges attributes that drifted. It is the offline twin of the CDK
+// stacks, reading the same definition.
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Result names what was provisioned: the URLs and ids the functions need.
+type Result struct {
+	Definition resources.Definition
+	// QueueURLs and DLQURLs by tier.
+	QueueURLs map[resources.Tier]string
+	DLQURLs   map[resources.Tier]string
+	// DLQARNs by tier (the redrive target).
+	DLQARNs map[resources.Tier]string
+	// KMSKeyID is the key behind the definition's alias.
+	KMSKeyID string
+	// EventBusARN is the environment's bus.
+	EventBusARN string
+	// NotificationQueueURL is the local bridge for the bucket's ObjectCreated
+	// notification: moto cannot invoke a Lambda, so S3 sends the event to
+	// this standard queue and the local runtime hands it to the confirm
+	// handler exactly as Lambda would.
+	NotificationQueueURL string
+}
+
+// Apply provisions def using clients. Safe to run any number of times.
+func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (Result, error) {
+	r := Result{
+		Definition: def,
+		QueueURLs:  map[resources.Tier]string{},
+		DLQURLs:    map[resources.Tier]string{},
+		DLQARNs:    map[resources.Tier]string{},
+	}
+	for _, q := range def.Queues {
+		if err := queue(ctx, c.SQS, q, &r); err != nil {
+			return r, fmt.Errorf("provisioning queue %s: %w", q.Name, err)
+		}
+	}
+	if err := table(ctx, c.DynamoDB, def.Table); err != nil {
+		return r, fmt.Errorf("provisioning table %s: %w", def.Table.Name, err)
+	}
+	var err error
+	if r.NotificationQueueURL, err = bucket(ctx, c.S3, c.SQS, def); err != nil {
+		return r, fmt.Errorf("provisioning bucket %s: %w", def.Bucket.Name, err)
+	}
+	if r.KMSKeyID, err = key(ctx, c.KMS, def.KMSAlias); err != nil {
+		return r, fmt.Errorf("provisioning KMS key %s: %w", def.KMSAlias, err)
+	}
+	if r.EventBusARN, err = bus(ctx, c.EventBridge, def.EventBus); err != nil {
+		return r, fmt.Errorf("provisioning event bus %s: %w", def.EventBus, err)
+	}
+	slog.DebugContext(ctx, "provisioned", "env", def.Env, "prefix", def.Prefix)
+	return r, nil
+}
+
+func secs(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) }
+
+// ensureQueue creates the queue or, when it exists, sets its attributes to
+// the wanted ones (CreateQueue refuses differing attributes on AWS).
+func ensureQueue(ctx context.Context, client *sqs.Client, name string, attrs map[string]string) (url, arn string, err error) {
+	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	var missing *sqstypes.QueueDoesNotExist
+	switch {
+	case errors.As(err, &missing):
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			return "", "", err
+		}
+		url = aws.ToString(out.QueueUrl)
+	case err != nil:
+		return "", "", err
+	default:
+		url = aws.ToString(got.QueueUrl)
+		set := map[string]string{}
+		for k, v := range attrs {
+			if k != string(sqstypes.QueueAttributeNameFifoQueue) {
+				set[k] = v
+			}
+		}
+		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: set}); err != nil {
+			return "", "", err
+		}
+	}
+	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return url, a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+}
+
+func queue(ctx context.Context, client *sqs.Client, q resources.Queue, r *Result) error {
+	dlqURL, dlqARN, err := ensureQueue(ctx, client, q.DLQName, map[string]string{
+		"FifoQueue":                 "true",
+		"ContentBasedDeduplication": "false",
+		"MessageRetentionPeriod":    secs(q.DLQRetention),
+		"VisibilityTimeout":         secs(q.VisibilityTimeout),
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter queue: %w", err)
+	}
+	redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": q.MaxReceiveCount})
+	url, _, err := ensureQueue(ctx, client, q.Name, map[string]string{
+		"FifoQueue":                 "true",
+		"ContentBasedDeduplication": "false",
+		"MessageRetentionPeriod":    secs(q.Retention),
+		"VisibilityTimeout":         secs(q.VisibilityTimeout),
+		"RedrivePolicy":             string(redrive),
+	})
+	if err != nil {
+		return err
+	}
+	r.QueueURLs[q.Tier], r.DLQURLs[q.Tier], r.DLQARNs[q.Tier] = url, dlqURL, dlqARN
+	return nil
+}
+
+func attrType(t resources.KeyType) ddbtypes.ScalarAttributeType {
+	if t == resources.Number {
+		return ddbtypes.ScalarAttributeTypeN
+	}
+	return ddbtypes.ScalarAttributeTypeS
+}
+
+func keySchema(pk, sk resources.Key) []ddbtypes.KeySchemaElement {
+	ks := []ddbtypes.KeySchemaElement{{AttributeName: aws.String(pk.Name), KeyType: ddbtypes.KeyTypeHash}}
+	if sk.Name != "" {
+		ks = append(ks, ddbtypes.KeySchemaElement{AttributeName: aws.String(sk.Name), KeyType: ddbtypes.KeyTypeRange})
+	}
+	return ks
+}
+
+func attributeDefinitions(t resources.Table) []ddbtypes.AttributeDefinition {
+	seen := map[string]bool{}
+	var defs []ddbtypes.AttributeDefinition
+	add := func(k resources.Key) {
+		if k.Name == "" || seen[k.Name] {
+			return
+		}
+		seen[k.Name] = true
+		defs = append(defs, ddbtypes.AttributeDefinition{AttributeName: aws.String(k.Name), AttributeType: attrType(k.Type)})
+	}
+	add(t.PartitionKey)
+	add(t.SortKey)
+	for _, ix := range t.Indexes {
+		add(ix.PartitionKey)
+		add(ix.SortKey)
+	}
+	return defs
+}
+
+func gsi(ix resources.Index) ddbtypes.GlobalSecondaryIndex {
+	return ddbtypes.GlobalSecondaryIndex{
+		IndexName:  aws.String(ix.Name),
+		KeySchema:  keySchema(ix.PartitionKey, ix.SortKey),
+		Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+	}
+}
+
+func table(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+	var missing *ddbtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &missing):
+		var gsis []ddbtypes.GlobalSecondaryIndex
+		for _, ix := range t.Indexes {
+			gsis = append(gsis, gsi(ix))
+		}
+		_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:                 aws.String(t.Name),
+			KeySchema:                 keySchema(t.PartitionKey, t.SortKey),
+			AttributeDefinitions:      attributeDefinitions(t),
+			GlobalSecondaryIndexes:    gsis,
+			BillingMode:               ddbtypes.BillingModePayPerRequest,
+			DeletionProtectionEnabled: aws.Bool(t.DeletionProtection),
+		})
+		var inUse *ddbtypes.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		have := map[string]bool{}
+		for _, g := range desc.Table.GlobalSecondaryIndexes {
+			have[aws.ToString(g.IndexName)] = true
+		}
+		for _, ix := range t.Indexes {
+			if have[ix.Name] {
+				continue
+			}
+			g := gsi(ix)
+			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+				TableName:            aws.String(t.Name),
+				AttributeDefinitions: attributeDefinitions(t),
+				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Create: &ddbtypes.CreateGlobalSecondaryIndexAction{
+					IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
+				}}},
+			}); err != nil {
+				return fmt.Errorf("adding index %s: %w", ix.Name, err)
+			}
+		}
+	}
+	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}, 2*time.Minute); err != nil {
+		return err
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.Name)})
+	if err != nil {
+		return err
+	}
+	if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(d.AttributeName) != t.TTLAttribute {
+		if _, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(t.Name),
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true)},
+		}); err != nil {
+			return fmt.Errorf("enabling TTL: %w", err)
+		}
+	}
+	return nil
+}
+
+func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def resources.Definition) (string, error) {
+	b := def.Bucket
+	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+		in := &s3.CreateBucketInput{Bucket: aws.String(b.Name)}
+		if region := client.Options().Region; region != "us-east-1" {
+			in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(region)}
+		}
+		_, err := client.CreateBucket(ctx, in)
+		var owned *s3types.BucketAlreadyOwnedByYou
+		if err != nil && !errors.As(err, &owned) {
+			return "", err
+		}
+	}
+	if _, err := client.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{
+		Bucket: aws.String(b.Name),
+		PublicAccessBlockConfiguration: &s3types.PublicAccessBlockConfiguration{
+			BlockPublicAcls: aws.Bool(true), BlockPublicPolicy: aws.Bool(true),
+			IgnorePublicAcls: aws.Bool(true), RestrictPublicBuckets: aws.Bool(true),
+		},
+	}); err != nil {
+		return "", fmt.Errorf("blocking public access: %w", err)
+	}
+	if _, err := client.PutBucketCors(ctx, &s3.PutBucketCorsInput{
+		Bucket: aws.String(b.Name),
+		CORSConfiguration: &s3types.CORSConfiguration{CORSRules: []s3types.CORSRule{{
+			AllowedMethods: []string{"PUT"},
+			AllowedOrigins: b.CORSOrigins,
+			AllowedHeaders: []string{"Content-Type", "Content-Length"},
+			MaxAgeSeconds:  aws.Int32(3000),
+		}}},
+	}); err != nil {
+		return "", fmt.Errorf("setting CORS: %w", err)
+	}
+	// The local bridge for the ObjectCreated notification (see Result).
+	url, arn, err := ensureQueue(ctx, sqsClient, def.Prefix+"-s3-events", map[string]string{"VisibilityTimeout": "60"})
+	if err != nil {
+		return "", fmt.Errorf("notification bridge queue: %w", err)
+	}
+	if _, err := client.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+		Bucket: aws.String(b.Name),
+		NotificationConfiguration: &s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{{
+			Id:       aws.String(b.NotifyFunction),
+			QueueArn: aws.String(arn),
+			Events:   []s3types.Event{s3types.EventS3ObjectCreated},
+			Filter: &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{{
+				Name: s3types.FilterRuleNamePrefix, Value: aws.String(b.UploadPrefix),
+			}}}},
+		}}},
+	}); err != nil {
+		return "", fmt.Errorf("setting the ObjectCreated notification: %w", err)
+	}
+	return url, nil
+}
+
+func key(ctx context.Context, client *kms.Client, alias string) (string, error) {
+	d, err := client.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
+	var missing *kmstypes.NotFoundException
+	switch {
+	case err == nil:
+		return aws.ToString(d.KeyMetadata.KeyId), nil
+	case !errors.As(err, &missing):
+		return "", err
+	}
+	k, err := client.CreateKey(ctx, &kms.CreateKeyInput{
+		Description: aws.String("Conveyor envelope encryption of account tokens (" + alias + ")"),
+		KeyUsage:    kmstypes.KeyUsageTypeEncryptDecrypt,
+	})
+	if err != nil {
+		return "", err
+	}
+	id := aws.ToString(k.KeyMetadata.KeyId)
+	if _, err := client.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: aws.String(id)}); err != nil {
+		var exists *kmstypes.AlreadyExistsException
+		if !errors.As(err, &exists) {
+			return "", err
+		}
+		// A concurrent run created the alias first: use its key.
+		d, err := client.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(d.KeyMetadata.KeyId), nil
+	}
+	return id, nil
+}
+
+func bus(ctx context.Context, client *eventbridge.Client, name string) (string, error) {
+	d, err := client.DescribeEventBus(ctx, &eventbridge.DescribeEventBusInput{Name: aws.String(name)})
+	if err == nil {
+		return aws.ToString(d.Arn), nil
+	}
+	var missing *ebtypes.ResourceNotFoundException
+	if !errors.As(err, &missing) {
+		return "", err
+	}
+	out, err := client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(name)})
+	if err != nil {
+		var exists *ebtypes.ResourceAlreadyExistsException
+		if errors.As(err, &exists) {
+			return bus(ctx, client, name)
+		}
+		return "", err
+	}
+	return aws.ToString(out.EventBusArn), nil
+}

@@ -1,0 +1,159 @@
+package provision_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/provision"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+func TestApplyCreatesFIFOQueuesWithRedrive(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	ctx := context.Background()
+	for _, q := range env.Res.Definition.Queues {
+		attrs, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(env.Res.QueueURLs[q.Tier]),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", q.Name, err)
+		}
+		if got := attrs.Attributes["FifoQueue"]; got != "true" {
+			t.Errorf("%s FifoQueue = %q, want true", q.Name, got)
+		}
+		var redrive struct {
+			DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+			MaxReceiveCount     any    `json:"maxReceiveCount"`
+		}
+		if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive); err != nil {
+			t.Fatalf("%s RedrivePolicy %q: %v", q.Name, attrs.Attributes["RedrivePolicy"], err)
+		}
+		if redrive.DeadLetterTargetArn != env.Res.DLQARNs[q.Tier] {
+			t.Errorf("%s redrive target = %q, want %q", q.Name, redrive.DeadLetterTargetArn, env.Res.DLQARNs[q.Tier])
+		}
+		if got := toInt(redrive.MaxReceiveCount); got != q.MaxReceiveCount {
+			t.Errorf("%s maxReceiveCount = %v, want %d", q.Name, redrive.MaxReceiveCount, q.MaxReceiveCount)
+		}
+		if got, want := attrs.Attributes["VisibilityTimeout"], secs(q); got != want {
+			t.Errorf("%s VisibilityTimeout = %s, want %s", q.Name, got, want)
+		}
+		dlq, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(env.Res.DLQURLs[q.Tier]),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue},
+		})
+		if err != nil || dlq.Attributes["FifoQueue"] != "true" {
+			t.Errorf("%s DLQ is not FIFO: %v %v", q.DLQName, dlq, err)
+		}
+	}
+}
+
+func toInt(v any) int {
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case string:
+		var i int
+		_ = json.Unmarshal([]byte(n), &i)
+		return i
+	}
+	return -1
+}
+
+func secs(q resources.Queue) string {
+	b, _ := json.Marshal(int(q.VisibilityTimeout.Seconds()))
+	return string(b)
+}
+
+func TestApplyCreatesTableWithIndexesAndTTL(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	ctx := context.Background()
+	def := env.Res.Definition.Table
+	d, err := env.Clients.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(def.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type index struct{ Name, PK, SK string }
+	var want, got []index
+	for _, ix := range def.Indexes {
+		want = append(want, index{ix.Name, ix.PartitionKey.Name, ix.SortKey.Name})
+	}
+	for _, g := range d.Table.GlobalSecondaryIndexes {
+		got = append(got, index{aws.ToString(g.IndexName), aws.ToString(g.KeySchema[0].AttributeName), aws.ToString(g.KeySchema[1].AttributeName)})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("indexes (-want +got):\n%s", diff)
+	}
+	if pk := aws.ToString(d.Table.KeySchema[0].AttributeName); pk != def.PartitionKey.Name {
+		t.Errorf("partition key = %s, want %s", pk, def.PartitionKey.Name)
+	}
+	ttl, err := env.Clients.DynamoDB.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(def.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != def.TTLAttribute {
+		t.Errorf("TTL attribute = %q, want %q", got, def.TTLAttribute)
+	}
+}
+
+func TestApplyTwiceChangesNothing(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	again, err := provision.Apply(context.Background(), env.Clients, env.Res.Definition)
+	if err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if diff := cmp.Diff(env.Res, again); diff != "" {
+		t.Errorf("second run changed the result (-first +second):\n%s", diff)
+	}
+	// Nothing new appeared either: still exactly the queues of the definition.
+	out, err := env.Clients.SQS.ListQueues(context.Background(), &sqs.ListQueuesInput{QueueNamePrefix: aws.String(env.Res.Definition.Prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(out.QueueUrls), 2*len(resources.Tiers)+1; got != want {
+		t.Errorf("queues after two runs = %d, want %d (tiers, DLQs, notification bridge): %v", got, want, out.QueueUrls)
+	}
+}
+
+func TestFIFODedupDropsDuplicateInsideWindow(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	ctx := context.Background()
+	url := env.Res.QueueURLs[resources.High]
+	for range 2 {
+		if _, err := env.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl: aws.String(url), MessageBody: aws.String(`{"jobId":"job_1"}`),
+			MessageGroupId: aws.String("job_1"), MessageDeduplicationId: aws.String("job_1-1"),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 {
+		t.Fatalf("received %d messages, want 1 (the duplicate must be dropped)", len(out.Messages))
+	}
+	again, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Messages) != 0 {
+		t.Errorf("a second receive got %d messages, want 0", len(again.Messages))
+	}
+}
+
