@@ -156,4 +156,3 @@ func TestFIFODedupDropsDuplicateInsideWindow(t *testing.T) {
 		t.Errorf("a second receive got %d messages, want 0", len(again.Messages))
 	}
 }
-

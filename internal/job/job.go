@@ -1,0 +1,409 @@
+// Package job is Conveyor's public vocabulary: the Job, its statuses, phases
+// and items, and the state machine that says which transitions are allowed.
+// It does no I/O; the store persists what this package decides.
+package job
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is the source of truth of a job's lifecycle.
+type Status string
+
+// The statuses of the contract.
+const (
+	Scheduled Status = "scheduled"
+	Queued    Status = "queued"
+	Running   Status = "running"
+	Succeeded Status = "succeeded"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+	Stale     Status = "stale"
+)
+
+// Statuses lists every status.
+var Statuses = []Status{Scheduled, Queued, Running, Succeeded, Failed, Cancelled, Stale}
+
+// ParseStatus returns the Status named s.
+func ParseStatus(s string) (Status, error) {
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown status %q", s)
+}
+
+// Active reports whether the job still has work ahead (scheduled, queued or
+// running). An active job blocks an identical submission.
+func (s Status) Active() bool { return s == Scheduled || s == Queued || s == Running }
+
+// Finished reports whether the job reached an end (succeeded, failed,
+// cancelled) and is waiting for retention.
+func (s Status) Finished() bool { return s == Succeeded || s == Failed || s == Cancelled }
+
+// Action is something that moves a job from one status to another.
+type Action string
+
+// The actions of the state machine.
+const (
+	// Release moves a scheduled job to the queue when its time has come.
+	Release Action = "release"
+	// Start is a worker claiming a queued job (or resuming a running one
+	// whose previous worker's lease expired).
+	Start Action = "start"
+	// Succeed ends a running job whose every item is published.
+	Succeed Action = "succeed"
+	// Fail ends a job with an error kept on it.
+	Fail Action = "fail"
+	// Requeue puts a job back in the queue for another attempt.
+	Requeue Action = "requeue"
+	// Cancel stops a job; outputs already produced are kept.
+	Cancel Action = "cancel"
+	// Retry is a user or operator restarting a finished job's unfinished work.
+	Retry Action = "retry"
+	// Expire marks a finished job stale (first retention stage).
+	Expire Action = "expire"
+)
+
+// transitions is the whole state machine: for each action, the statuses it
+// may start from and the status it leads to.
+var transitions = map[Action]struct {
+	from []Status
+	to   Status
+}{
+	Release: {[]Status{Scheduled}, Queued},
+	Start:   {[]Status{Queued, Running}, Running},
+	Succeed: {[]Status{Running}, Succeeded},
+	Fail:    {[]Status{Scheduled, Queued, Running}, Failed},
+	Requeue: {[]Status{Queued, Running}, Queued},
+	Cancel:  {[]Status{Scheduled, Queued, Running}, Cancelled},
+	Retry:   {[]Status{Failed, Cancelled, Stale}, Queued},
+	Expire:  {[]Status{Succeeded, Failed, Cancelled}, Stale},
+}
+
+// ErrTransition is returned (wrapped in *TransitionError) when an action is
+// not allowed from the job's status.
+var ErrTransition = errors.New("transition not allowed")
+
+// TransitionError says which action was refused from which status.
+type TransitionError struct {
+	From   Status
+	Action Action
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("cannot %s a %s job", e.Action, e.From)
+}
+
+// Unwrap makes errors.Is(err, ErrTransition) true.
+func (e *TransitionError) Unwrap() error { return ErrTransition }
+
+// Next returns the status action leads to from status from, or a
+// *TransitionError when the state machine does not allow it.
+func Next(from Status, a Action) (Status, error) {
+	t, ok := transitions[a]
+	if !ok {
+		return "", fmt.Errorf("unknown action %q", a)
+	}
+	for _, s := range t.from {
+		if s == from {
+			return t.to, nil
+		}
+	}
+	return "", &TransitionError{From: from, Action: a}
+}
+
+// Allowed reports whether action a may be taken from status s.
+func Allowed(s Status, a Action) bool {
+	_, err := Next(s, a)
+	return err == nil
+}
+
+// PhaseStatus is the status of one phase.
+type PhaseStatus string
+
+// Phase statuses.
+const (
+	PhasePending   PhaseStatus = "pending"
+	PhaseRunning   PhaseStatus = "running"
+	PhaseCompleted PhaseStatus = "completed"
+	PhaseFailed    PhaseStatus = "failed"
+)
+
+// The phases of a publish job, in order. Download streams each object from
+// S3 straight into the upload, so an item's download completes when its
+// bytes have all been read by the upload.
+const (
+	PhaseToken    = "token"
+	PhaseDownload = "download"
+	PhaseUpload   = "upload"
+	PhasePublish  = "publish"
+)
+
+// PublishPhases lists the phases of a publish job in order.
+var PublishPhases = []string{PhaseToken, PhaseDownload, PhaseUpload, PhasePublish}
+
+// TypePublish is the one job type today.
+const TypePublish = "publish"
+
+// Phase is one phase's persisted state.
+type Phase struct {
+	Name        string      `json:"name" dynamodbav:"name"`
+	Status      PhaseStatus `json:"status" dynamodbav:"status"`
+	Progress    int         `json:"progress" dynamodbav:"progress"`
+	Message     string      `json:"message" dynamodbav:"message"`
+	StartedAt   *time.Time  `json:"startedAt" dynamodbav:"startedAt,omitempty"`
+	CompletedAt *time.Time  `json:"completedAt" dynamodbav:"completedAt,omitempty"`
+	Error       *Error      `json:"error" dynamodbav:"error,omitempty"`
+}
+
+// ItemStatus is the status of one item (one file to publish).
+type ItemStatus string
+
+// Item statuses, in the order an item moves through them.
+const (
+	ItemPending   ItemStatus = "pending"
+	ItemUploaded  ItemStatus = "uploaded"
+	ItemPublished ItemStatus = "published"
+	ItemFailed    ItemStatus = "failed"
+)
+
+// Output is what publishing an item produced.
+type Output struct {
+	DeviationID string `json:"deviationId" dynamodbav:"deviationId"`
+	URL         string `json:"url" dynamodbav:"url"`
+}
+
+// Item is one file of a job, with its own status and output.
+type Item struct {
+	ID       string     `json:"id" dynamodbav:"id"`
+	UploadID string     `json:"uploadId" dynamodbav:"uploadId"`
+	Status   ItemStatus `json:"status" dynamodbav:"status"`
+	Output   *Output    `json:"output" dynamodbav:"output,omitempty"`
+	Error    *Error     `json:"error,omitempty" dynamodbav:"error,omitempty"`
+	// Key, ContentType, Size and Filename describe the confirmed upload.
+	Key         string `json:"-" dynamodbav:"key"`
+	ContentType string `json:"-" dynamodbav:"contentType"`
+	Size        int64  `json:"-" dynamodbav:"size"`
+	Filename    string `json:"-" dynamodbav:"filename"`
+	// StashItemID is the external API's id of the uploaded file.
+	StashItemID int64 `json:"-" dynamodbav:"stashItemId,omitempty"`
+}
+
+// Error is a failure kept on a job, a phase or an item.
+type Error struct {
+	Code      string `json:"code" dynamodbav:"code"`
+	Message   string `json:"message" dynamodbav:"message"`
+	Retryable bool   `json:"retryable" dynamodbav:"retryable"`
+}
+
+// Params are the user's publication parameters.
+type Params struct {
+	Title       string   `json:"title" dynamodbav:"title"`
+	Description string   `json:"description,omitempty" dynamodbav:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty" dynamodbav:"tags,omitempty"`
+}
+
+// Job is one unit of work and everything known about it.
+type Job struct {
+	ID          string     `json:"id" dynamodbav:"id"`
+	Type        string     `json:"type" dynamodbav:"type"`
+	Status      Status     `json:"status" dynamodbav:"status"`
+	Tier        string     `json:"tier" dynamodbav:"tier"`
+	Phase       string     `json:"phase" dynamodbav:"phase"`
+	Progress    int        `json:"progress" dynamodbav:"progress"`
+	Phases      []Phase    `json:"phases" dynamodbav:"phases"`
+	Items       []Item     `json:"items" dynamodbav:"items"`
+	Params      Params     `json:"params" dynamodbav:"params"`
+	Attempts    int        `json:"attempts" dynamodbav:"attempts"`
+	MaxAttempts int        `json:"maxAttempts" dynamodbav:"maxAttempts"`
+	Error       *Error     `json:"error" dynamodbav:"error,omitempty"`
+	Result      *Output    `json:"result" dynamodbav:"result,omitempty"`
+	WebhookURL  string     `json:"webhookUrl,omitempty" dynamodbav:"webhookUrl,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt" dynamodbav:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt" dynamodbav:"updatedAt"`
+	ScheduleAt  *time.Time `json:"scheduleAt" dynamodbav:"scheduleAt,omitempty"`
+	StartedAt   *time.Time `json:"startedAt" dynamodbav:"startedAt,omitempty"`
+	FinishedAt  *time.Time `json:"finishedAt" dynamodbav:"finishedAt,omitempty"`
+
+	// Owner is the user id the job belongs to.
+	Owner string `json:"-" dynamodbav:"owner"`
+	// Hash is the canonical hash of the submission (per owner).
+	Hash string `json:"-" dynamodbav:"hash"`
+	// Version increases with every write; writes are conditional on it.
+	Version int64 `json:"-" dynamodbav:"version"`
+	// QueuedAt is when the job last entered the queue (recovery looks at it).
+	QueuedAt *time.Time `json:"-" dynamodbav:"queuedAt,omitempty"`
+	// Enqueues counts messages sent for the job; it makes each send's
+	// deduplication id fresh.
+	Enqueues int `json:"-" dynamodbav:"enqueues"`
+	// HeartbeatAt is refreshed by the worker while the job runs.
+	HeartbeatAt *time.Time `json:"-" dynamodbav:"heartbeatAt,omitempty"`
+	// LeaseOwner and LeaseUntil: the worker that runs the job and until when
+	// its claim holds without a heartbeat.
+	LeaseOwner string     `json:"-" dynamodbav:"leaseOwner,omitempty"`
+	LeaseUntil *time.Time `json:"-" dynamodbav:"leaseUntil,omitempty"`
+	// RetryAt is when a job requeued after a temporary error may run again.
+	RetryAt *time.Time `json:"-" dynamodbav:"retryAt,omitempty"`
+}
+
+// NewPhases returns the initial phases of a job type.
+func NewPhases(typ string) []Phase {
+	ps := make([]Phase, 0, len(PublishPhases))
+	for _, n := range PublishPhases {
+		ps = append(ps, Phase{Name: n, Status: PhasePending})
+	}
+	return ps
+}
+
+// Apply moves j with action a at time now, updating status, timestamps and
+// the display phase. It returns a *TransitionError and leaves j untouched
+// when the action is not allowed.
+func (j *Job) Apply(a Action, now time.Time) error {
+	next, err := Next(j.Status, a)
+	if err != nil {
+		return err
+	}
+	now = now.UTC()
+	j.Status = next
+	j.UpdatedAt = now
+	switch a {
+	case Release, Requeue:
+		j.Phase = "queued"
+		j.QueuedAt = &now
+		j.LeaseOwner, j.LeaseUntil = "", nil
+	case Retry:
+		j.Phase = "queued"
+		j.QueuedAt = &now
+		j.LeaseOwner, j.LeaseUntil, j.RetryAt = "", nil, nil
+		j.Error, j.FinishedAt = nil, nil
+		j.Attempts = 0
+		for i := range j.Phases {
+			if j.Phases[i].Status != PhaseCompleted {
+				j.Phases[i].Status, j.Phases[i].Error, j.Phases[i].Message = PhasePending, nil, ""
+			}
+		}
+		for i := range j.Items {
+			if j.Items[i].Status == ItemFailed {
+				j.Items[i].Status, j.Items[i].Error = ItemPending, nil
+				if j.Items[i].StashItemID != 0 {
+					j.Items[i].Status = ItemUploaded
+				}
+			}
+		}
+	case Start:
+		if j.StartedAt == nil {
+			j.StartedAt = &now
+		}
+		j.HeartbeatAt = &now
+		j.RetryAt = nil
+	case Succeed, Fail, Cancel:
+		j.FinishedAt = &now
+		j.Phase = string(next)
+		j.LeaseOwner, j.LeaseUntil = "", nil
+		if a == Succeed {
+			j.Progress = 100
+		}
+	case Expire:
+		j.Phase = string(next)
+	}
+	return nil
+}
+
+// CurrentPhase returns the index of the first phase not completed, or
+// len(Phases) when all are.
+func (j *Job) CurrentPhase() int {
+	for i, p := range j.Phases {
+		if p.Status != PhaseCompleted {
+			return i
+		}
+	}
+	return len(j.Phases)
+}
+
+// PhaseIndex returns the index of the named phase, or -1.
+func (j *Job) PhaseIndex(name string) int {
+	for i, p := range j.Phases {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// StartPhase marks the named phase running (keeping its first start time)
+// and makes it the display phase.
+func (j *Job) StartPhase(name, message string, now time.Time) {
+	i := j.PhaseIndex(name)
+	if i < 0 {
+		return
+	}
+	p := &j.Phases[i]
+	if p.StartedAt == nil {
+		t := now.UTC()
+		p.StartedAt = &t
+	}
+	p.Status, p.Message, p.Error = PhaseRunning, message, nil
+	j.Phase = name
+	j.recomputeProgress()
+}
+
+// SetPhaseProgress records a running phase's progress (0–100).
+func (j *Job) SetPhaseProgress(name string, progress int, message string) {
+	if i := j.PhaseIndex(name); i >= 0 {
+		j.Phases[i].Progress = min(max(progress, 0), 100)
+		if message != "" {
+			j.Phases[i].Message = message
+		}
+	}
+	j.recomputeProgress()
+}
+
+// CompletePhase marks the named phase completed.
+func (j *Job) CompletePhase(name, message string, now time.Time) {
+	i := j.PhaseIndex(name)
+	if i < 0 {
+		return
+	}
+	t := now.UTC()
+	p := &j.Phases[i]
+	if p.StartedAt == nil {
+		p.StartedAt = &t
+	}
+	p.Status, p.Progress, p.Message, p.CompletedAt, p.Error = PhaseCompleted, 100, message, &t, nil
+	j.recomputeProgress()
+}
+
+// FailPhase marks the named phase failed with e.
+func (j *Job) FailPhase(name string, e *Error) {
+	if i := j.PhaseIndex(name); i >= 0 {
+		j.Phases[i].Status, j.Phases[i].Error = PhaseFailed, e
+		if e != nil {
+			j.Phases[i].Message = e.Message
+		}
+	}
+}
+
+// recomputeProgress derives overall progress from the phases:
+// ((phaseIndex + phaseProgress/100) / phases) * 100.
+func (j *Job) recomputeProgress() {
+	if len(j.Phases) == 0 {
+		return
+	}
+	total := 0.0
+	for _, p := range j.Phases {
+		switch p.Status {
+		case PhaseCompleted:
+			total += 1
+		case PhaseRunning, PhaseFailed:
+			total += float64(p.Progress) / 100
+		}
+	}
+	j.Progress = int(total / float64(len(j.Phases)) * 100)
+}
+
+// Finished reports whether the job's status is an end state or stale.
+func (j *Job) Finished() bool { return j.Status.Finished() || j.Status == Stale }
