@@ -1,0 +1,217 @@
+// Package config reads Conveyor's configuration from the environment, once,
+// with every default in one place. Functions in Lambda and the local runtime
+// read the same variables; every timing is a Go duration so a test can run
+// the whole life of a job in seconds.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Defaults, named so code and README agree.
+const (
+	APIAddrDefault           = "127.0.0.1:8080"
+	MaxAttemptsDefault       = 7
+	RetryBaseDefault         = 2 * time.Second
+	RetryMaxDefault          = 15 * time.Minute
+	BreakerWindowDefault     = time.Minute
+	BreakerThresholdDefault  = 5
+	BreakerCooldownDefault   = 5 * time.Minute
+	RecoveryIntervalDefault  = 5 * time.Minute
+	StuckAfterDefault        = 20 * time.Minute
+	HeartbeatIntervalDefault = 30 * time.Second
+	StaleAfterDefault        = 168 * time.Hour
+	DeleteAfterDefault       = 720 * time.Hour
+	UploadExpiryDefault      = 5 * time.Minute
+	MaxUploadSizeDefault     = 50 << 20
+	DeviantArtURLDefault     = "https://www.deviantart.com"
+)
+
+// Config is the whole configuration of one process.
+type Config struct {
+	// Env is the environment (CONVEYOR_ENV, default local).
+	Env resources.Env
+	// Table is the DynamoDB table (CONVEYOR_TABLE).
+	Table string
+	// Bucket is the upload bucket (CONVEYOR_BUCKET).
+	Bucket string
+	// QueueURLs and DLQURLs per tier (CONVEYOR_QUEUE_URL_HIGH, CONVEYOR_DLQ_URL_HIGH, …).
+	QueueURLs map[resources.Tier]string
+	DLQURLs   map[resources.Tier]string
+	// KMSKeyID encrypts account tokens (CONVEYOR_KMS_KEY_ID; an alias works).
+	KMSKeyID string
+	// EventBus receives job events (CONVEYOR_EVENT_BUS).
+	EventBus string
+	// JWTSecret verifies bearer tokens, HS256 (CONVEYOR_JWT_SECRET).
+	JWTSecret []byte
+	// WebhookSecret signs webhook bodies (CONVEYOR_WEBHOOK_SECRET).
+	WebhookSecret []byte
+	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
+	// default the real service; the local stack points it at the simulator).
+	DeviantArtURL string
+	// DeviantArtClientID / Secret identify Conveyor to the external API.
+	DeviantArtClientID     string
+	DeviantArtClientSecret string
+	// APIAddr is the local gateway's address (CONVEYOR_API_ADDR, default 127.0.0.1:8080).
+	APIAddr string
+	// MaxAttempts before a job fails (CONVEYOR_MAX_ATTEMPTS, default 7).
+	MaxAttempts int
+	// RetryBase / RetryMax bound the exponential backoff (default 2s / 15m).
+	RetryBase, RetryMax time.Duration
+	// Breaker window, threshold and cooldown (default 1m / 5 / 5m).
+	BreakerWindow    time.Duration
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+	// RecoveryInterval / StuckAfter drive stuck-job recovery (default 5m / 20m).
+	RecoveryInterval, StuckAfter time.Duration
+	// HeartbeatInterval is how often a running job's worker proves it lives (default 30s).
+	HeartbeatInterval time.Duration
+	// StaleAfter / DeleteAfter are the two retention stages (default 168h / 720h).
+	StaleAfter, DeleteAfter time.Duration
+	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
+	UploadExpiry time.Duration
+	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
+	MaxUploadSize int64
+}
+
+// FromEnv reads and validates the configuration.
+func FromEnv() (Config, error) { return From(os.Getenv) }
+
+// From reads the configuration through getenv (tests pass a map's lookup).
+func From(getenv func(string) string) (Config, error) {
+	r := reader{get: getenv}
+	c := Config{
+		Table:                  getenv("CONVEYOR_TABLE"),
+		Bucket:                 getenv("CONVEYOR_BUCKET"),
+		KMSKeyID:               getenv("CONVEYOR_KMS_KEY_ID"),
+		EventBus:               getenv("CONVEYOR_EVENT_BUS"),
+		JWTSecret:              []byte(getenv("CONVEYOR_JWT_SECRET")),
+		WebhookSecret:          []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
+		DeviantArtURL:          r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
+		DeviantArtClientID:     getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
+		DeviantArtClientSecret: getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),
+		APIAddr:                r.str("CONVEYOR_API_ADDR", APIAddrDefault),
+		MaxAttempts:            r.int("CONVEYOR_MAX_ATTEMPTS", MaxAttemptsDefault),
+		RetryBase:              r.dur("CONVEYOR_RETRY_BASE", RetryBaseDefault),
+		RetryMax:               r.dur("CONVEYOR_RETRY_MAX", RetryMaxDefault),
+		BreakerWindow:          r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
+		BreakerThreshold:       r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
+		BreakerCooldown:        r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
+		RecoveryInterval:       r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
+		StuckAfter:             r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
+		HeartbeatInterval:      r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
+		StaleAfter:             r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
+		DeleteAfter:            r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
+		UploadExpiry:           r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
+		MaxUploadSize:          int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
+		QueueURLs:              map[resources.Tier]string{},
+		DLQURLs:                map[resources.Tier]string{},
+	}
+	env, err := resources.ParseEnv(r.str("CONVEYOR_ENV", string(resources.Local)))
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+	c.Env = env
+	for _, t := range resources.Tiers {
+		up := strings.ToUpper(string(t))
+		if v := getenv("CONVEYOR_QUEUE_URL_" + up); v != "" {
+			c.QueueURLs[t] = v
+		}
+		if v := getenv("CONVEYOR_DLQ_URL_" + up); v != "" {
+			c.DLQURLs[t] = v
+		}
+	}
+	if err := c.validate(); err != nil {
+		r.errs = append(r.errs, err)
+	}
+	if len(r.errs) > 0 {
+		return c, fmt.Errorf("configuration: %w", errors.Join(r.errs...))
+	}
+	return c, nil
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.MaxAttempts < 1 {
+		errs = append(errs, errors.New("CONVEYOR_MAX_ATTEMPTS must be at least 1"))
+	}
+	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase {
+		errs = append(errs, errors.New("CONVEYOR_RETRY_BASE must be positive and not above CONVEYOR_RETRY_MAX"))
+	}
+	if c.BreakerThreshold < 1 {
+		errs = append(errs, errors.New("CONVEYOR_BREAKER_THRESHOLD must be at least 1"))
+	}
+	if c.DeleteAfter < c.StaleAfter {
+		errs = append(errs, errors.New("CONVEYOR_DELETE_AFTER must not be before CONVEYOR_STALE_AFTER"))
+	}
+	if c.MaxUploadSize < 1 {
+		errs = append(errs, errors.New("CONVEYOR_MAX_UPLOAD_SIZE must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Environ renders the resource part of the configuration as environment
+// variables (the inverse of From), for the local runtime and tests.
+func (c Config) Environ() map[string]string {
+	m := map[string]string{
+		"CONVEYOR_ENV":            string(c.Env),
+		"CONVEYOR_TABLE":          c.Table,
+		"CONVEYOR_BUCKET":         c.Bucket,
+		"CONVEYOR_KMS_KEY_ID":     c.KMSKeyID,
+		"CONVEYOR_EVENT_BUS":      c.EventBus,
+		"CONVEYOR_API_ADDR":       c.APIAddr,
+		"CONVEYOR_DEVIANTART_URL": c.DeviantArtURL,
+	}
+	for t, u := range c.QueueURLs {
+		m["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u
+	}
+	for t, u := range c.DLQURLs {
+		m["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
+	}
+	return m
+}
+
+type reader struct {
+	get  func(string) string
+	errs []error
+}
+
+func (r *reader) str(name, def string) string {
+	if v := r.get(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) int(name string, def int) int {
+	v := r.get(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (r *reader) dur(name string, def time.Duration) time.Duration {
+	v := r.get(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not a Go duration (like 30s or 5m)", name, v))
+		return def
+	}
+	return d
+}

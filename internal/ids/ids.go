@@ -1,0 +1,42 @@
+// Package ids makes the opaque, unguessable identifiers of the contract: a
+// kind prefix and 128 random bits from crypto/rand.
+package ids
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"strings"
+)
+
+// Kinds of identifiers.
+const (
+	Job      = "job"
+	Upload   = "upl"
+	Item     = "itm"
+	Delivery = "dlv"
+	Event    = "evt"
+)
+
+var enc = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// New returns "<kind>_" followed by 26 base32 characters (128 random bits).
+func New(kind string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return kind + "_" + enc.EncodeToString(b[:])
+}
+
+// Valid reports whether s looks like an id of kind: the prefix and 26
+// characters of the alphabet. It lets handlers refuse junk before any I/O.
+func Valid(kind, s string) bool {
+	rest, ok := strings.CutPrefix(s, kind+"_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}

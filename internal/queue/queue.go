@@ -1,0 +1,85 @@
+// Package queue sends work to the tier FIFO queues. A message carries ids
+// only — never media or secrets. Each job is its own message group, so one
+// job's retries never hold back another's, and each send of a job has its
+// own deduplication id, so a resend is not swallowed while a duplicate of
+// the same send is.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Kinds of work.
+const (
+	KindPublish = "publish"
+	KindWebhook = "webhook"
+)
+
+// Message is the body of every queue message.
+type Message struct {
+	Kind  string `json:"kind"`
+	JobID string `json:"jobId"`
+	// Send is the job's enqueue counter at the time of sending.
+	Send int `json:"send"`
+	// DeliveryID names a webhook delivery (system tier).
+	DeliveryID string `json:"deliveryId,omitempty"`
+}
+
+// Decode parses a message body.
+func Decode(body string) (Message, error) {
+	var m Message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return Message{}, fmt.Errorf("decoding queue message: %w", err)
+	}
+	if m.JobID == "" {
+		return Message{}, fmt.Errorf("decoding queue message: no jobId")
+	}
+	return m, nil
+}
+
+// Sender sends messages to the tier queues.
+type Sender struct {
+	sqs  *sqs.Client
+	urls map[resources.Tier]string
+}
+
+// NewSender returns a Sender for the queues at urls.
+func NewSender(client *sqs.Client, urls map[resources.Tier]string) *Sender {
+	return &Sender{sqs: client, urls: urls}
+}
+
+// DedupID is the deduplication id of a job's n-th send.
+func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(send) }
+
+// Send puts m on tier's queue, in the job's message group.
+func (s *Sender) Send(ctx context.Context, tier resources.Tier, m Message) error {
+	url, ok := s.urls[tier]
+	if !ok {
+		return fmt.Errorf("no queue configured for tier %q", tier)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	dedup := DedupID(m.JobID, m.Send)
+	if m.DeliveryID != "" {
+		dedup = m.DeliveryID
+	}
+	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:               aws.String(url),
+		MessageBody:            aws.String(string(body)),
+		MessageGroupId:         aws.String(m.JobID),
+		MessageDeduplicationId: aws.String(dedup),
+	}); err != nil {
+		return fmt.Errorf("sending job %s to the %s queue: %w", m.JobID, tier, err)
+	}
+	return nil
+}

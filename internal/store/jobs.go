@@ -1,0 +1,318 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+const (
+	jobSK  = "JOB"
+	idemSK = "IDEM"
+)
+
+func jobPK(id string) string                   { return "JOB#" + id }
+func idemPK(owner, hash string) string         { return "IDEM#" + owner + "#" + hash }
+func sweepKey(st job.Status, id string) string { return string(st) + "#" + strconv.Itoa(shard(id)) }
+
+// shard spreads a job over the sweep index's partitions.
+func shard(id string) int {
+	h := sha256.Sum256([]byte(id))
+	return int(binary.BigEndian.Uint32(h[:4]) % resources.SweepShards)
+}
+
+// SweepKey returns the bySweep partition key of status st in shard n.
+func SweepKey(st job.Status, n int) string { return string(st) + "#" + strconv.Itoa(n) }
+
+// sweepAt is the time a sweep looks at for a job in its status: when a
+// scheduled job is due, when a queued job was queued (or may retry), when a
+// running job last beat, when a finished job finished.
+func sweepAt(j *job.Job) string {
+	switch j.Status {
+	case job.Scheduled:
+		if j.ScheduleAt != nil {
+			return sortTime(*j.ScheduleAt)
+		}
+	case job.Queued:
+		if j.RetryAt != nil {
+			return sortTime(*j.RetryAt)
+		}
+		if j.QueuedAt != nil {
+			return sortTime(*j.QueuedAt)
+		}
+	case job.Running:
+		if j.HeartbeatAt != nil {
+			return sortTime(*j.HeartbeatAt)
+		}
+	case job.Succeeded, job.Failed, job.Cancelled:
+		if j.FinishedAt != nil {
+			return sortTime(*j.FinishedAt)
+		}
+	}
+	return sortTime(j.UpdatedAt)
+}
+
+// jobItem renders j with its table and index keys.
+func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
+	item, err := attributevalue.MarshalMap(j)
+	if err != nil {
+		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
+	}
+	item[resources.AttrPK] = str(jobPK(j.ID))
+	item[resources.AttrSK] = str(jobSK)
+	item[resources.AttrOwner] = str(j.Owner)
+	item[resources.AttrCreatedKey] = str(sortTime(j.CreatedAt) + "#" + j.ID)
+	item[resources.AttrUpdatedKey] = str(sortTime(j.UpdatedAt) + "#" + j.ID)
+	item[resources.AttrOwnerStatus] = str(jobStatusIndexKey(j.Owner, j.Status))
+	if j.Status != job.Stale {
+		// Stale jobs leave the sparse sweep index: only TTL concerns them.
+		item[resources.AttrSweepKey] = str(sweepKey(j.Status, j.ID))
+		item[resources.AttrSweepAt] = str(sweepAt(j))
+	}
+	return item, nil
+}
+
+// GetJob returns the job with id, or ErrNotFound (also once it expired).
+func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
+	var j job.Job
+	err := s.get(ctx, jobPK(id), jobSK, &j)
+	return j, err
+}
+
+type idemRecord struct {
+	JobID string `dynamodbav:"jobId"`
+}
+
+// CreateJob stores a new job together with its idempotency record in one
+// transaction. When an active job of the same owner has the same hash, that
+// job is returned with created=false and nothing is written. A finished job
+// with the same hash does not block: its idempotency record is taken over.
+func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
+	j.Version = 1
+	item, err := jobItem(j)
+	if err != nil {
+		return job.Job{}, false, err
+	}
+	idem, err := attributevalue.MarshalMap(idemRecord{JobID: j.ID})
+	if err != nil {
+		return job.Job{}, false, err
+	}
+	for k, v := range keyOf(idemPK(j.Owner, j.Hash), idemSK) {
+		idem[k] = v
+	}
+	jobCond := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
+	prev := ""
+	for range 5 {
+		idemCond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+		if prev != "" {
+			idemCond = expression.Name("jobId").Equal(expression.Value(prev))
+		}
+		ic := condition(idemCond)
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: jobCond.Condition(), ExpressionAttributeNames: jobCond.Names()}},
+			{Put: &types.Put{TableName: aws.String(s.table), Item: idem, ConditionExpression: ic.Condition(), ExpressionAttributeNames: ic.Names(), ExpressionAttributeValues: ic.Values()}},
+		}})
+		if err == nil {
+			return *j, true, nil
+		}
+		var tc *types.TransactionCanceledException
+		if !errors.As(err, &tc) {
+			return job.Job{}, false, fmt.Errorf("creating job %s: %w", j.ID, err)
+		}
+		// Someone holds the hash: find out whether their job is active.
+		var rec idemRecord
+		switch err := s.get(ctx, idemPK(j.Owner, j.Hash), idemSK, &rec); {
+		case errors.Is(err, ErrNotFound):
+			prev = "" // released meanwhile: try again as new
+			continue
+		case err != nil:
+			return job.Job{}, false, err
+		}
+		other, err := s.GetJob(ctx, rec.JobID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return job.Job{}, false, err
+		case other.Status.Active():
+			return other, false, nil
+		}
+		prev = rec.JobID
+	}
+	return job.Job{}, false, fmt.Errorf("creating job %s: too much contention on its idempotency record", j.ID)
+}
+
+// SaveJob writes j if nobody changed it since it was read (its Version), and
+// advances j.Version. It returns ErrConflict when the race was lost; the
+// caller re-reads and decides again.
+func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
+	prev := j.Version
+	j.Version++
+	item, err := jobItem(j)
+	if err != nil {
+		j.Version = prev
+		return err
+	}
+	c := condition(expression.Name("version").Equal(expression.Value(prev)))
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item,
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
+	})
+	if err != nil {
+		j.Version = prev
+		if isConditionFailed(err) {
+			return ErrConflict
+		}
+		return fmt.Errorf("saving job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// UpdateJob reads the job, applies fn and saves it, retrying on conflicts.
+// fn returns an error to abort without writing.
+func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (job.Job, error) {
+	for range 8 {
+		j, err := s.GetJob(ctx, id)
+		if err != nil {
+			return job.Job{}, err
+		}
+		if err := fn(&j); err != nil {
+			return j, err
+		}
+		switch err := s.SaveJob(ctx, &j); {
+		case errors.Is(err, ErrConflict):
+			continue
+		case err != nil:
+			return job.Job{}, err
+		}
+		return j, nil
+	}
+	return job.Job{}, fmt.Errorf("updating job %s: %w (gave up after retries)", id, ErrConflict)
+}
+
+// ListQuery selects jobs of one owner.
+type ListQuery struct {
+	Owner string
+	// Status filters by status when set.
+	Status job.Status
+	// UpdatedSince, when set, returns jobs updated at or after it, oldest first.
+	UpdatedSince string
+	// Limit is the page size (1–200).
+	Limit int
+	// Cursor continues a previous page.
+	Cursor string
+}
+
+// ListJobs returns one page of jobs, newest first (or oldest first by
+// updatedAt when UpdatedSince is set), and the cursor of the next page.
+func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, error) {
+	in, cursorKeys, err := s.listInput(q)
+	if err != nil {
+		return nil, "", err
+	}
+	in.Limit = aws.Int32(int32(q.Limit))
+	start, err := decodeCursor(q.Cursor, cursorKeys...)
+	if err != nil {
+		return nil, "", err
+	}
+	in.ExclusiveStartKey = start
+	var jobs []job.Job
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", fmt.Errorf("listing jobs: %w", err)
+		}
+		for _, item := range out.Items {
+			if s.expired(item) {
+				continue
+			}
+			var j job.Job
+			if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+				return nil, "", fmt.Errorf("decoding job: %w", err)
+			}
+			jobs = append(jobs, j)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return jobs, "", nil
+		}
+		if len(jobs) >= q.Limit {
+			next, err := encodeCursor(out.LastEvaluatedKey)
+			return jobs, next, err
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		in.Limit = aws.Int32(int32(q.Limit - len(jobs)))
+	}
+}
+
+// CountJobs counts an owner's jobs (of one status when q.Status is set) from
+// the index, paging through it with Select COUNT; it never scans.
+func (s *Store) CountJobs(ctx context.Context, q ListQuery) (int, error) {
+	q.UpdatedSince = ""
+	in, _, err := s.listInput(q)
+	if err != nil {
+		return 0, err
+	}
+	in.Select = types.SelectCount
+	total := 0
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("counting jobs: %w", err)
+		}
+		total += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return total, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, []string, error) {
+	var kc expression.KeyConditionBuilder
+	var index string
+	var sortAttr string
+	forward := false
+	switch {
+	case q.Status != "":
+		index, sortAttr = resources.IndexByOwnerStatus, resources.AttrUpdatedKey
+		kc = expression.Key(resources.AttrOwnerStatus).Equal(expression.Value(jobStatusIndexKey(q.Owner, q.Status)))
+		if q.UpdatedSince != "" {
+			kc = kc.And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
+			forward = true
+		}
+	case q.UpdatedSince != "":
+		index, sortAttr, forward = resources.IndexByOwnerUpdated, resources.AttrUpdatedKey, true
+		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner)).
+			And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
+	default:
+		index, sortAttr = resources.IndexByOwner, resources.AttrCreatedKey
+		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	pkAttr := resources.AttrOwner
+	if index == resources.IndexByOwnerStatus {
+		pkAttr = resources.AttrOwnerStatus
+	}
+	return &dynamodb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(index),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(forward),
+	}, []string{resources.AttrPK, resources.AttrSK, pkAttr, sortAttr}, nil
+}
+
+// SinceKey renders an updatedSince time for ListQuery.UpdatedSince.
+var SinceKey = sortTime

@@ -1,0 +1,151 @@
+// Package store persists Conveyor's state in the one DynamoDB table: jobs
+// with their idempotency records, uploads and connected accounts. Every state
+// change is a conditional write (optimistic concurrency on a version), so
+// concurrent writers never lose each other's updates. Items whose TTL has
+// passed are treated as gone, since DynamoDB deletes them late.
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// ErrNotFound is returned when an item does not exist or has expired.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a conditional write lost a race: the item
+// changed since it was read.
+var ErrConflict = errors.New("conflicting update")
+
+// Store reads and writes the table.
+type Store struct {
+	db    *dynamodb.Client
+	table string
+	now   func() time.Time
+}
+
+// New returns a Store on table. now defaults to time.Now.
+func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, table: table, now: now}
+}
+
+// sortTime renders t so that lexicographic order is time order.
+func sortTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
+func keyOf(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		resources.AttrPK: &types.AttributeValueMemberS{Value: pk},
+		resources.AttrSK: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// expired reports whether an item's TTL attribute has passed.
+func (s *Store) expired(item map[string]types.AttributeValue) bool {
+	v, ok := item[resources.AttrExpiresAt].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	sec, err := strconv.ParseInt(v.Value, 10, 64)
+	return err == nil && sec <= s.now().Unix()
+}
+
+// get reads one item with a strongly consistent read.
+func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(pk, sk), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", pk, err)
+	}
+	if res.Item == nil || s.expired(res.Item) {
+		return ErrNotFound
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return fmt.Errorf("decoding %s: %w", pk, err)
+	}
+	return nil
+}
+
+// Cursor encoding: an opaque, URL-safe rendering of a LastEvaluatedKey whose
+// attributes are all strings (every key of the table and its indexes is).
+
+func encodeCursor(k map[string]types.AttributeValue) (string, error) {
+	if len(k) == 0 {
+		return "", nil
+	}
+	m := map[string]string{}
+	for name, v := range k {
+		sv, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return "", fmt.Errorf("cursor attribute %s is not a string", name)
+		}
+		m[name] = sv.Value
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// ErrBadCursor is returned for a cursor this store did not hand out.
+var ErrBadCursor = errors.New("invalid cursor")
+
+func decodeCursor(c string, allowed ...string) (map[string]types.AttributeValue, error) {
+	if c == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil || len(m) != len(allowed) {
+		return nil, ErrBadCursor
+	}
+	k := map[string]types.AttributeValue{}
+	for _, name := range allowed {
+		v, ok := m[name]
+		if !ok || v == "" {
+			return nil, ErrBadCursor
+		}
+		k[name] = str(v)
+	}
+	return k, nil
+}
+
+// condition builds a condition expression or panics on a programming error.
+func condition(c expression.ConditionBuilder) expression.Expression {
+	e, err := expression.NewBuilder().WithCondition(c).Build()
+	if err != nil {
+		panic(fmt.Sprintf("store: building condition: %v", err))
+	}
+	return e
+}
+
+// jobStatusIndexKey is the partition key of the byOwnerStatus index.
+func jobStatusIndexKey(owner string, st job.Status) string { return owner + "#" + string(st) }

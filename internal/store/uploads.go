@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// UploadStatus is where an upload stands.
+type UploadStatus string
+
+// Upload statuses.
+const (
+	UploadPending   UploadStatus = "pending"
+	UploadConfirmed UploadStatus = "confirmed"
+	UploadRejected  UploadStatus = "rejected"
+)
+
+// Upload is one presigned upload slot and what became of it.
+type Upload struct {
+	ID          string       `json:"id" dynamodbav:"id"`
+	Owner       string       `json:"-" dynamodbav:"uploadOwner"`
+	Status      UploadStatus `json:"status" dynamodbav:"status"`
+	Key         string       `json:"key" dynamodbav:"key"`
+	Filename    string       `json:"filename" dynamodbav:"filename"`
+	Size        int64        `json:"size" dynamodbav:"size"`
+	ContentType string       `json:"contentType" dynamodbav:"contentType"`
+	Reason      string       `json:"reason,omitempty" dynamodbav:"reason,omitempty"`
+	CreatedAt   time.Time    `json:"createdAt" dynamodbav:"createdAt"`
+	ConfirmedAt *time.Time   `json:"confirmedAt,omitempty" dynamodbav:"confirmedAt,omitempty"`
+}
+
+const uploadSK = "UPLOAD"
+
+func uploadPK(id string) string { return "UPL#" + id }
+
+// PutUpload stores a new upload; it fails if the id exists.
+func (s *Store) PutUpload(ctx context.Context, u Upload) error {
+	item, err := attributevalue.MarshalMap(u)
+	if err != nil {
+		return err
+	}
+	for k, v := range keyOf(uploadPK(u.ID), uploadSK) {
+		item[k] = v
+	}
+	c := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item,
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(),
+	}); err != nil {
+		if isConditionFailed(err) {
+			return ErrConflict
+		}
+		return fmt.Errorf("storing upload %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// GetUpload returns the upload with id or ErrNotFound.
+func (s *Store) GetUpload(ctx context.Context, id string) (Upload, error) {
+	var u Upload
+	err := s.get(ctx, uploadPK(id), uploadSK, &u)
+	return u, err
+}
+
+// GetUploads returns the uploads with the given ids (missing ones are
+// absent from the map), in one BatchGetItem per 100 ids.
+func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload, error) {
+	out := map[string]Upload{}
+	seen := map[string]bool{}
+	var keys []map[string]types.AttributeValue
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, keyOf(uploadPK(id), uploadSK))
+		}
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
+		keys = keys[n:]
+		for len(req) > 0 {
+			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return nil, fmt.Errorf("reading uploads: %w", err)
+			}
+			for _, item := range res.Responses[s.table] {
+				var u Upload
+				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+					return nil, err
+				}
+				out[u.ID] = u
+			}
+			req = res.UnprocessedKeys
+		}
+	}
+	return out, nil
+}
+
+// SettleUpload moves a pending upload to confirmed or rejected. Settling it
+// again to the same outcome is a no-op that returns the stored upload, so
+// the S3 event and the confirm endpoint may race or repeat safely.
+func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, at time.Time) (Upload, error) {
+	update := expression.Set(expression.Name("status"), expression.Value(status)).
+		Set(expression.Name("confirmedAt"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
+	if reason != "" {
+		update = update.Set(expression.Name("reason"), expression.Value(reason))
+	}
+	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).
+		And(expression.Name("status").Equal(expression.Value(UploadPending)))
+	e, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return Upload{}, err
+	}
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		// Already settled (or missing): report what is stored.
+		return s.GetUpload(ctx, id)
+	}
+	if err != nil {
+		return Upload{}, fmt.Errorf("settling upload %s: %w", id, err)
+	}
+	var u Upload
+	err = attributevalue.UnmarshalMap(res.Attributes, &u)
+	return u, err
+}

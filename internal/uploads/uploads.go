@@ -1,0 +1,274 @@
+// Package uploads hands out presigned S3 PUT slots and confirms what
+// arrives in them: on the S3 ObjectCreated event or on demand, the object is
+// checked (owner, exact size, declared type, and its first bytes really are
+// that image type) and the upload is marked confirmed or rejected.
+package uploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// AllowedTypes are the content types an upload may declare.
+var AllowedTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// ErrNotUploaded means the object is not in S3 (yet).
+var ErrNotUploaded = errors.New("the object has not been uploaded yet")
+
+// ValidationError is bad input, named by field.
+type ValidationError struct{ Field, Message string }
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+// Config configures a Service; every field is required unless noted.
+type Config struct {
+	Store   *store.Store
+	S3      *s3.Client
+	Presign *s3.PresignClient
+	Bucket  string
+	// Prefix is where uploads land, e.g. "uploads/".
+	Prefix string
+	// MaxSize is the largest upload in bytes.
+	MaxSize int64
+	// Expiry is how long a presigned URL is valid.
+	Expiry time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Service signs and confirms uploads.
+type Service struct{ cfg Config }
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg}
+}
+
+// SignRequest asks for an upload slot.
+type SignRequest struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Size        int64  `json:"size"`
+}
+
+// Signed is a slot: PUT the bytes to URL with exactly Headers.
+type Signed struct {
+	UploadID  string            `json:"uploadId"`
+	Key       string            `json:"key"`
+	URL       string            `json:"url"`
+	Method    string            `json:"method"`
+	Headers   map[string]string `json:"headers"`
+	ExpiresAt time.Time         `json:"expiresAt"`
+}
+
+// SanitizeFilename keeps a safe base name: no directories, no "..", no
+// control characters, at most 100 bytes; it never returns an empty name.
+func SanitizeFilename(name string) string {
+	name = strings.ReplaceAll(name, "\\", "/")
+	name = path.Base("/" + name)
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == '/' || unicode.IsControl(r) || r == unicode.ReplacementChar:
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r):
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	out := strings.Trim(b.String(), ".")
+	for strings.Contains(out, "..") {
+		out = strings.ReplaceAll(out, "..", ".")
+	}
+	if len(out) > 100 {
+		out = out[len(out)-100:]
+	}
+	if out == "" || out == "_" {
+		out = "file"
+	}
+	return out
+}
+
+// Sign validates the request, stores a pending upload and presigns a PUT
+// bound to the content type and exact size.
+func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Signed, error) {
+	switch {
+	case strings.TrimSpace(req.Filename) == "":
+		return Signed{}, &ValidationError{"filename", "is required"}
+	case len(req.Filename) > 255:
+		return Signed{}, &ValidationError{"filename", "must be at most 255 bytes"}
+	case !AllowedTypes[req.ContentType]:
+		return Signed{}, &ValidationError{"contentType", "must be one of image/png, image/jpeg, image/gif, image/webp"}
+	case req.Size < 1 || req.Size > s.cfg.MaxSize:
+		return Signed{}, &ValidationError{"size", fmt.Sprintf("must be between 1 and %d bytes", s.cfg.MaxSize)}
+	}
+	now := s.cfg.Now().UTC()
+	u := store.Upload{
+		ID:          ids.New(ids.Upload),
+		Owner:       owner,
+		Status:      store.UploadPending,
+		Filename:    SanitizeFilename(req.Filename),
+		Size:        req.Size,
+		ContentType: req.ContentType,
+		CreatedAt:   now,
+	}
+	u.Key = s.cfg.Prefix + owner + "/" + u.ID + "/" + u.Filename
+	presigned, err := s.cfg.Presign.PresignPutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(s.cfg.Bucket),
+		Key:           aws.String(u.Key),
+		ContentType:   aws.String(u.ContentType),
+		ContentLength: aws.Int64(u.Size),
+	}, s3.WithPresignExpires(s.cfg.Expiry))
+	if err != nil {
+		return Signed{}, fmt.Errorf("presigning upload: %w", err)
+	}
+	if err := s.cfg.Store.PutUpload(ctx, u); err != nil {
+		return Signed{}, err
+	}
+	headers := map[string]string{"Content-Type": u.ContentType}
+	for name, vals := range presigned.SignedHeader {
+		if len(vals) > 0 && !strings.EqualFold(name, "host") {
+			headers[http.CanonicalHeaderKey(name)] = vals[0]
+		}
+	}
+	headers["Content-Length"] = fmt.Sprint(u.Size)
+	return Signed{
+		UploadID: u.ID, Key: u.Key, URL: presigned.URL, Method: presigned.Method,
+		Headers: headers, ExpiresAt: now.Add(s.cfg.Expiry),
+	}, nil
+}
+
+// Get returns owner's upload, or store.ErrNotFound (also for someone else's).
+func (s *Service) Get(ctx context.Context, owner, id string) (store.Upload, error) {
+	if !ids.Valid(ids.Upload, id) {
+		return store.Upload{}, store.ErrNotFound
+	}
+	u, err := s.cfg.Store.GetUpload(ctx, id)
+	if err != nil {
+		return store.Upload{}, err
+	}
+	if u.Owner != owner {
+		return store.Upload{}, store.ErrNotFound
+	}
+	return u, nil
+}
+
+// Confirm checks owner's upload in S3 and settles it; idempotent. It returns
+// ErrNotUploaded when the object is not there yet.
+func (s *Service) Confirm(ctx context.Context, owner, id string) (store.Upload, error) {
+	u, err := s.Get(ctx, owner, id)
+	if err != nil {
+		return store.Upload{}, err
+	}
+	return s.settle(ctx, u)
+}
+
+// ObjectCreated handles the S3 ObjectCreated event of one object: the key
+// must be an upload slot of the user it names. Objects that are no upload
+// slot are ignored (logged), never an error, so the event is not retried.
+func (s *Service) ObjectCreated(ctx context.Context, bucket, key string) (store.Upload, error) {
+	log := s.cfg.Logger.With("bucket", bucket, "key", key)
+	if bucket != s.cfg.Bucket {
+		log.WarnContext(ctx, "ignoring object of another bucket")
+		return store.Upload{}, nil
+	}
+	rest, ok := strings.CutPrefix(key, s.cfg.Prefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 3 || !ids.Valid(ids.Upload, parts[1]) {
+		log.WarnContext(ctx, "ignoring object outside the upload slots")
+		return store.Upload{}, nil
+	}
+	u, err := s.cfg.Store.GetUpload(ctx, parts[1])
+	if errors.Is(err, store.ErrNotFound) {
+		log.WarnContext(ctx, "ignoring object of an unknown upload", "upload_id", parts[1])
+		return store.Upload{}, nil
+	}
+	if err != nil {
+		return store.Upload{}, err
+	}
+	if u.Owner != parts[0] || u.Key != key {
+		// Someone wrote into a slot path that is not theirs.
+		return s.cfg.Store.SettleUpload(ctx, u.ID, store.UploadRejected, "object key does not belong to the upload's owner", s.cfg.Now())
+	}
+	return s.settle(ctx, u)
+}
+
+// settle HEADs the object, checks it and records the outcome.
+func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, error) {
+	if u.Status != store.UploadPending {
+		return u, nil
+	}
+	head, err := s.cfg.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(u.Key)})
+	if err != nil {
+		var nf *s3types.NotFound
+		var nsk *s3types.NoSuchKey
+		if errors.As(err, &nf) || errors.As(err, &nsk) {
+			return u, ErrNotUploaded
+		}
+		return u, fmt.Errorf("checking upload %s: %w", u.ID, err)
+	}
+	reason := ""
+	switch size := aws.ToInt64(head.ContentLength); {
+	case size != u.Size:
+		reason = fmt.Sprintf("size is %d bytes, %d were declared", size, u.Size)
+	case !strings.EqualFold(strings.TrimSpace(strings.Split(aws.ToString(head.ContentType), ";")[0]), u.ContentType):
+		reason = fmt.Sprintf("content type is %q, %q was declared", aws.ToString(head.ContentType), u.ContentType)
+	default:
+		reason, err = s.sniff(ctx, u)
+		if err != nil {
+			return u, err
+		}
+	}
+	status := store.UploadConfirmed
+	if reason != "" {
+		status = store.UploadRejected
+	}
+	settled, err := s.cfg.Store.SettleUpload(ctx, u.ID, status, reason, s.cfg.Now())
+	if err == nil {
+		s.cfg.Logger.InfoContext(ctx, "upload settled", "upload_id", u.ID, "status", settled.Status, "reason", settled.Reason)
+	}
+	return settled, err
+}
+
+// sniff reads the object's first bytes and checks they are the declared
+// image type; it returns the rejection reason or "".
+func (s *Service) sniff(ctx context.Context, u store.Upload) (string, error) {
+	obj, err := s.cfg.S3.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(u.Key), Range: aws.String("bytes=0-511"),
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading upload %s: %w", u.ID, err)
+	}
+	defer obj.Body.Close()
+	head, err := io.ReadAll(io.LimitReader(obj.Body, 512))
+	if err != nil {
+		return "", fmt.Errorf("reading upload %s: %w", u.ID, err)
+	}
+	if got := http.DetectContentType(head); got != u.ContentType {
+		return fmt.Sprintf("content is %s, not the declared %s", got, u.ContentType), nil
+	}
+	return "", nil
+}
