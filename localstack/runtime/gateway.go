@@ -1,0 +1,141 @@
+// Package runtime stands in, on localhost, for the parts of AWS that run
+// Conveyor's functions and that the emulator does not provide: API Gateway
+// (an HTTP gateway building payload v2 events), Lambda's SQS event source
+// mappings (pollers with batchItemFailures), EventBridge schedules (a
+// ticker), and S3 → Lambda notifications (a bridge queue). Each calls the
+// very handlers that Lambda calls.
+package runtime
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/ids"
+)
+
+// APIHandler is the API function's handler.
+type APIHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// MaxGatewayBody is what API Gateway accepts as a request body (10 MB);
+// the handler applies the API's own, smaller limit.
+const MaxGatewayBody = 10 << 20
+
+// Gateway turns HTTP requests into API Gateway HTTP API (payload v2) events
+// for h, and h's responses back into HTTP, as API Gateway does.
+func Gateway(h APIHandler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ev, err := Event(r)
+		if err != nil {
+			http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
+			return
+		}
+		resp, err := h(r.Context(), ev)
+		if err != nil {
+			// API Gateway answers 500 when the function itself fails.
+			log.ErrorContext(r.Context(), "API function failed", "error", err, "request_id", ev.RequestContext.RequestID)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"message":"Internal Server Error"}`)
+			return
+		}
+		Write(w, resp)
+	})
+}
+
+// Event builds the payload v2 event of r.
+func Event(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
+	now := time.Now().UTC()
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxGatewayBody+1))
+	if err != nil {
+		return events.APIGatewayV2HTTPRequest{}, err
+	}
+	if len(body) > MaxGatewayBody {
+		return events.APIGatewayV2HTTPRequest{}, io.ErrShortBuffer
+	}
+	headers := map[string]string{}
+	for name, vals := range r.Header {
+		if strings.EqualFold(name, "Cookie") {
+			continue
+		}
+		headers[strings.ToLower(name)] = strings.Join(vals, ",")
+	}
+	if r.ContentLength >= 0 && len(body) > 0 {
+		headers["content-length"] = strconv.Itoa(len(body))
+	}
+	var cookies []string
+	for _, c := range r.Cookies() {
+		cookies = append(cookies, c.String())
+	}
+	query := map[string]string{}
+	for k, vals := range r.URL.Query() {
+		query[k] = strings.Join(vals, ",")
+	}
+	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:               "2.0",
+		RouteKey:              "$default",
+		RawPath:               r.URL.EscapedPath(),
+		RawQueryString:        r.URL.RawQuery,
+		Cookies:               cookies,
+		Headers:               headers,
+		QueryStringParameters: query,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:   "$default",
+			AccountID:  "123456789012",
+			Stage:      "$default",
+			RequestID:  ids.New("req"),
+			APIID:      "local",
+			DomainName: r.Host,
+			Time:       now.Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:  now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP, UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	return ev, nil
+}
+
+// Write renders a payload v2 response.
+func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
+			body = b
+		}
+	}
+	status := resp.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQSHandler is a queue consumer function's handler.
+type SQSHandler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Poller feeds a queue's messages to a handler the way Lambda's SQS event
+// source mapping does: batches of up to BatchSize, the function's timeout
+// as the invocation deadline, whole-batch retry when the handler errors, and
+// with ReportBatchItemFailures only the reported messages left in the queue
+// (they come back after their visibility timeout; the DLQ takes them after
+// maxReceiveCount receives). Workers run like concurrent Lambda instances;
+// FIFO group order is the queue's own (an in-flight message holds its group).
+type Poller struct {
+	// SQS is the client; QueueURL and QueueARN name the queue.
+	SQS      *sqs.Client
+	QueueURL string
+	QueueARN string
+	Region   string
+	// BatchSize is the most messages per invocation (default 10).
+	BatchSize int
+	// Concurrency is how many invocations may run at once (default 2).
+	Concurrency int
+	// Timeout is the function's timeout (default 2m).
+	Timeout time.Duration
+	// Wait is the long-poll wait per receive (default 1s, short so that
+	// shutdown is quick).
+	Wait time.Duration
+	// Paused, when it returns true, stops receiving — the local twin of a
+	// disabled event source mapping. Nil means never paused.
+	Paused func(context.Context) bool
+	// Handler is the function.
+	Handler SQSHandler
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Run polls until ctx ends.
+func (p *Poller) Run(ctx context.Context) {
+	if p.BatchSize == 0 {
+		p.BatchSize = 10
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = 2
+	}
+	if p.Timeout == 0 {
+		p.Timeout = 2 * time.Minute
+	}
+	if p.Wait == 0 {
+		p.Wait = time.Second
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	var wg sync.WaitGroup
+	for range p.Concurrency {
+		wg.Go(func() { p.worker(ctx) })
+	}
+	wg.Wait()
+}
+
+func (p *Poller) worker(ctx context.Context) {
+	for ctx.Err() == nil {
+		if p.Paused != nil && p.Paused(ctx) {
+			sleep(ctx, p.Wait)
+			continue
+		}
+		if _, err := p.PollOnce(ctx); err != nil && ctx.Err() == nil {
+			p.Logger.WarnContext(ctx, "polling failed", "queue", p.QueueURL, "error", err)
+			sleep(ctx, p.Wait)
+		}
+	}
+}
+
+// PollOnce receives one batch and invokes the handler with it; it returns
+// how many messages were handed over.
+func (p *Poller) PollOnce(ctx context.Context) (int, error) {
+	out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(p.QueueURL),
+		MaxNumberOfMessages:         int32(p.BatchSize),
+		WaitTimeSeconds:             int32(p.Wait / time.Second),
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(out.Messages) == 0 {
+		return 0, nil
+	}
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(out.Messages))}
+	for _, m := range out.Messages {
+		rec := events.SQSMessage{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+			Body: aws.ToString(m.Body), Md5OfBody: aws.ToString(m.MD5OfBody),
+			Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: p.QueueARN, AWSRegion: p.Region,
+			MessageAttributes: map[string]events.SQSMessageAttribute{},
+		}
+		for k, v := range m.MessageAttributes {
+			rec.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue, DataType: aws.ToString(v.DataType)}
+		}
+		ev.Records = append(ev.Records, rec)
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
+	resp, err := p.invoke(ictx, ev)
+	cancel()
+	if err != nil {
+		// Lambda retries the whole batch: leave every message in flight.
+		p.Logger.WarnContext(ctx, "consumer failed; the batch returns after its visibility timeout", "queue", p.QueueURL, "error", err)
+		return len(ev.Records), nil
+	}
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var del []sqstypes.DeleteMessageBatchRequestEntry
+	for i, m := range ev.Records {
+		if !failed[m.MessageId] {
+			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(m.ReceiptHandle)})
+		}
+	}
+	if len(del) > 0 {
+		if _, err := p.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(p.QueueURL), Entries: del}); err != nil {
+			return len(ev.Records), err
+		}
+	}
+	return len(ev.Records), nil
+}
+
+// invoke calls the handler, turning a panic into an error as Lambda would
+// report a crashed invocation.
+func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("handler panicked")
+			p.Logger.ErrorContext(ctx, "consumer panicked", "panic", r)
+		}
+	}()
+	return p.Handler(ctx, ev)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
