@@ -1,0 +1,281 @@
+// Package accounts connects users' external accounts and hands out valid
+// access tokens for them. Tokens are sealed with KMS envelope encryption
+// before they reach the table and are never returned or logged. Refreshing
+// an expired token is serialised per account across all instances with a
+// conditional lease, because the external API rotates refresh tokens: two
+// concurrent refreshes would invalidate each other.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Provider is the one external provider.
+const Provider = "deviantart"
+
+// Defaults.
+const (
+	// ExpiryMarginDefault: a token expiring sooner than this is refreshed.
+	ExpiryMarginDefault = time.Minute
+	// RefreshLeaseDefault bounds one refresh; a crashed refresher's lease
+	// expires after it.
+	RefreshLeaseDefault = 30 * time.Second
+	// WaitPollDefault is how often a waiter re-reads while another refreshes.
+	WaitPollDefault = 100 * time.Millisecond
+)
+
+// ValidationError is bad input, named by field.
+type ValidationError struct{ Field, Message string }
+
+func (e *ValidationError) Error() string { return e.Field + " " + e.Message }
+
+// ErrNotConnected means the user has no connected account.
+var ErrNotConnected = errors.New("no connected account")
+
+// Refresher exchanges a refresh token for new tokens (deviantart.Client).
+type Refresher interface {
+	Refresh(ctx context.Context, refreshToken string) (deviantart.Token, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	Store     *store.Store
+	Sealer    *secrets.Sealer
+	Refresher Refresher
+	// Worker names this instance in refresh leases.
+	Worker string
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// ExpiryMargin, RefreshLease and WaitPoll default to the constants above.
+	ExpiryMargin, RefreshLease, WaitPoll time.Duration
+}
+
+// Service connects accounts and provides access tokens.
+type Service struct {
+	cfg   Config
+	mu    sync.Mutex
+	cache map[string]cached // owner → decrypted access token, per warm instance
+}
+
+type cached struct {
+	token   string
+	expires time.Time
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ExpiryMargin == 0 {
+		cfg.ExpiryMargin = ExpiryMarginDefault
+	}
+	if cfg.RefreshLease == 0 {
+		cfg.RefreshLease = RefreshLeaseDefault
+	}
+	if cfg.WaitPoll == 0 {
+		cfg.WaitPoll = WaitPollDefault
+	}
+	if cfg.Worker == "" {
+		cfg.Worker = fmt.Sprintf("acct-%d", time.Now().UnixNano())
+	}
+	return &Service{cfg: cfg, cache: map[string]cached{}}
+}
+
+// ConnectRequest is the body of PUT /v1/account/connection.
+type ConnectRequest struct {
+	Provider     string     `json:"provider"`
+	RefreshToken string     `json:"refreshToken"`
+	AccessToken  string     `json:"accessToken"`
+	ExpiresAt    *time.Time `json:"expiresAt"`
+}
+
+func aad(owner, kind string) map[string]string {
+	return map[string]string{"user": owner, "provider": Provider, "token": kind}
+}
+
+// Connect stores owner's tokens, sealed, replacing an earlier connection.
+func (s *Service) Connect(ctx context.Context, owner string, req ConnectRequest) error {
+	switch {
+	case req.Provider != Provider:
+		return &ValidationError{"provider", `must be "deviantart"`}
+	case req.RefreshToken == "":
+		return &ValidationError{"refreshToken", "is required"}
+	case len(req.RefreshToken) > 4096 || len(req.AccessToken) > 4096:
+		return &ValidationError{"refreshToken", "is too long"}
+	case req.AccessToken != "" && req.ExpiresAt == nil:
+		return &ValidationError{"expiresAt", "is required with accessToken"}
+	}
+	now := s.cfg.Now().UTC()
+	a := store.Account{Owner: owner, Provider: Provider, ConnectedAt: now, UpdatedAt: now}
+	var err error
+	if a.Refresh, err = s.cfg.Sealer.Seal(ctx, []byte(req.RefreshToken), aad(owner, "refresh")); err != nil {
+		return fmt.Errorf("sealing the refresh token: %w", err)
+	}
+	if req.AccessToken != "" {
+		env, err := s.cfg.Sealer.Seal(ctx, []byte(req.AccessToken), aad(owner, "access"))
+		if err != nil {
+			return fmt.Errorf("sealing the access token: %w", err)
+		}
+		exp := req.ExpiresAt.UTC()
+		a.Access, a.AccessExpiresAt = &env, &exp
+	}
+	if err := s.cfg.Store.PutAccount(ctx, a); err != nil {
+		return err
+	}
+	s.forget(owner)
+	s.cfg.Logger.InfoContext(ctx, "account connected", "user", owner, "provider", Provider)
+	return nil
+}
+
+// Connected reports whether owner has connected an account.
+func (s *Service) Connected(ctx context.Context, owner string) (bool, error) {
+	_, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Service) forget(owner string) {
+	s.mu.Lock()
+	delete(s.cache, owner)
+	s.mu.Unlock()
+}
+
+// Invalidate drops the cached token of owner (after the API refused it).
+func (s *Service) Invalidate(owner string) { s.forget(owner) }
+
+// AccessToken returns a valid access token for owner's account, refreshing
+// it when it expired. Only one instance refreshes an account at a time; the
+// others wait for its result.
+func (s *Service) AccessToken(ctx context.Context, owner string) (string, error) {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	c, ok := s.cache[owner]
+	s.mu.Unlock()
+	if ok && c.expires.After(now.Add(s.cfg.ExpiryMargin)) {
+		return c.token, nil
+	}
+	deadline := now.Add(s.cfg.RefreshLease + 5*time.Second)
+	for {
+		a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", retry.Permanent(ErrNotConnected)
+		}
+		if err != nil {
+			return "", err
+		}
+		now = s.cfg.Now()
+		if a.Access != nil && a.AccessExpiresAt != nil && a.AccessExpiresAt.After(now.Add(s.cfg.ExpiryMargin)) {
+			tok, err := s.cfg.Sealer.Open(ctx, *a.Access, aad(owner, "access"))
+			if err != nil {
+				return "", fmt.Errorf("opening the access token: %w", err)
+			}
+			s.remember(owner, string(tok), *a.AccessExpiresAt)
+			return string(tok), nil
+		}
+		switch err := s.cfg.Store.LeaseAccount(ctx, owner, Provider, s.cfg.Worker, now, now.Add(s.cfg.RefreshLease)); {
+		case err == nil:
+			return s.refresh(ctx, a)
+		case !errors.Is(err, store.ErrConflict):
+			return "", err
+		}
+		// Another instance is refreshing: wait for its result.
+		if now.After(deadline) {
+			return "", retry.Temporary(errors.New("waiting for another instance to refresh the token"), 0)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(s.cfg.WaitPoll):
+		}
+	}
+}
+
+func (s *Service) remember(owner, token string, expires time.Time) {
+	s.mu.Lock()
+	s.cache[owner] = cached{token: token, expires: expires}
+	s.mu.Unlock()
+}
+
+// refresh runs under the account's lease: it exchanges the refresh token,
+// seals the rotated pair and stores it, releasing the lease.
+func (s *Service) refresh(ctx context.Context, a store.Account) (string, error) {
+	owner := a.Owner
+	release := func() {
+		if err := s.cfg.Store.ReleaseAccount(context.WithoutCancel(ctx), owner, Provider, s.cfg.Worker); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "releasing the refresh lease failed", "user", owner, "error", err)
+		}
+	}
+	// The lease may have been taken right after another instance stored a
+	// fresh token: re-read under the lease before spending the refresh token.
+	fresh, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
+	if err != nil {
+		release()
+		return "", err
+	}
+	a = fresh
+	now := s.cfg.Now()
+	if a.Access != nil && a.AccessExpiresAt != nil && a.AccessExpiresAt.After(now.Add(s.cfg.ExpiryMargin)) {
+		release()
+		return s.AccessToken(ctx, owner)
+	}
+	rt, err := s.cfg.Sealer.Open(ctx, a.Refresh, aad(owner, "refresh"))
+	if err != nil {
+		release()
+		return "", fmt.Errorf("opening the refresh token: %w", err)
+	}
+	// The call must end well inside the lease, or another instance could
+	// refresh with the same (then rotated-away) refresh token.
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RefreshLease/2)
+	tok, err := s.cfg.Refresher.Refresh(rctx, string(rt))
+	cancel()
+	clear(rt)
+	if err != nil {
+		release()
+		var apiErr *deviantart.APIError
+		if errors.As(err, &apiErr) && !apiErr.Temporary() {
+			return "", retry.Permanent(fmt.Errorf("the account must be reconnected: %w", err))
+		}
+		return "", err
+	}
+	refreshEnv, err := s.cfg.Sealer.Seal(ctx, []byte(tok.RefreshToken), aad(owner, "refresh"))
+	if err != nil {
+		release()
+		return "", err
+	}
+	accessEnv, err := s.cfg.Sealer.Seal(ctx, []byte(tok.AccessToken), aad(owner, "access"))
+	if err != nil {
+		release()
+		return "", err
+	}
+	exp := tok.ExpiresAt.UTC()
+	a.Refresh, a.Access, a.AccessExpiresAt = refreshEnv, &accessEnv, &exp
+	a.Version++
+	a.UpdatedAt = now.UTC()
+	if err := s.cfg.Store.SaveRefreshed(ctx, a, s.cfg.Worker); err != nil {
+		// Our lease expired and someone else refreshed meanwhile: the token
+		// we got was rotated away by theirs or theirs by ours; the stored
+		// one is authoritative.
+		return "", retry.Temporary(fmt.Errorf("storing refreshed tokens: %w", err), 0)
+	}
+	s.remember(owner, tok.AccessToken, exp)
+	s.cfg.Logger.InfoContext(ctx, "access token refreshed", "user", owner)
+	return tok.AccessToken, nil
+}

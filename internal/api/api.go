@@ -1,0 +1,178 @@
+// Package api maps the HTTP contract (shared/API.md) onto the domain: it
+// registers every route on an httpapi.Router, decodes requests, calls the
+// services and renders their answers and errors.
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
+)
+
+// Services are what the routes call.
+type Services struct {
+	Jobs     *jobs.Service
+	Uploads  *uploads.Service
+	Accounts *accounts.Service
+	// Ready reports whether the dependencies answer (GET /healthz).
+	Ready func(context.Context) error
+}
+
+// Register adds every route of the contract to rt.
+func Register(rt *httpapi.Router, s Services) {
+	rt.Handle(http.MethodGet, "/healthz", httpapi.Public, s.healthz)
+	rt.Handle(http.MethodPost, "/v1/uploads/sign", httpapi.AnyUser, s.signUpload)
+	rt.Handle(http.MethodPost, "/v1/uploads/{id}/confirm", httpapi.AnyUser, s.confirmUpload)
+	rt.Handle(http.MethodGet, "/v1/uploads/{id}", httpapi.AnyUser, s.getUpload)
+	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.AnyUser, s.connectAccount)
+	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.AnyUser, s.submitJob)
+	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
+	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
+	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.AnyUser, s.cancelJob)
+	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.AnyUser, s.retryJob)
+}
+
+func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
+	if s.Ready != nil {
+		if err := s.Ready(r.Ctx); err != nil {
+			return httpapi.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable"}), nil
+		}
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"status": "ok"}), nil
+}
+
+// domainError renders the domain's errors in the contract's terms.
+func domainError(err error) error {
+	var ve *jobs.ValidationError
+	var ue *jobs.UnusableError
+	var uve *uploads.ValidationError
+	var ave *accounts.ValidationError
+	var te *job.TransitionError
+	switch {
+	case errors.As(err, &ve):
+		return httpapi.BadRequest(ve.Field, "%s %s", ve.Field, ve.Message)
+	case errors.As(err, &uve):
+		return httpapi.BadRequest(uve.Field, "%s %s", uve.Field, uve.Message)
+	case errors.As(err, &ave):
+		return httpapi.BadRequest(ave.Field, "%s %s", ave.Field, ave.Message)
+	case errors.As(err, &ue):
+		return httpapi.Unprocessable(ue.Code, ue.Field, ue.Message)
+	case errors.As(err, &te):
+		return httpapi.Conflict("invalid_transition", te.Error())
+	case errors.Is(err, uploads.ErrNotUploaded):
+		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
+	case errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound()
+	}
+	return err
+}
+
+func (s Services) signUpload(r *httpapi.Request) (httpapi.Response, error) {
+	var req uploads.SignRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return httpapi.Response{}, err
+	}
+	signed, err := s.Uploads.Sign(r.Ctx, r.Claims.Subject, req)
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusCreated, signed), nil
+}
+
+func (s Services) confirmUpload(r *httpapi.Request) (httpapi.Response, error) {
+	u, err := s.Uploads.Confirm(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusOK, u), nil
+}
+
+func (s Services) getUpload(r *httpapi.Request) (httpapi.Response, error) {
+	u, err := s.Uploads.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusOK, u), nil
+}
+
+func (s Services) connectAccount(r *httpapi.Request) (httpapi.Response, error) {
+	var req accounts.ConnectRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return httpapi.Response{}, err
+	}
+	if err := s.Accounts.Connect(r.Ctx, r.Claims.Subject, req); err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
+}
+
+func (s Services) submitJob(r *httpapi.Request) (httpapi.Response, error) {
+	var req jobs.SubmitRequest
+	if err := httpapi.Decode(r, &req); err != nil {
+		return httpapi.Response{}, err
+	}
+	j, created, err := s.Jobs.Submit(r.Ctx, jobs.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	if !created {
+		return httpapi.JSON(http.StatusOK, j), nil
+	}
+	resp := httpapi.JSON(http.StatusCreated, j)
+	resp.Headers["Location"] = "/v1/jobs/" + j.ID
+	return resp, nil
+}
+
+func (s Services) getJob(r *httpapi.Request) (httpapi.Response, error) {
+	j, err := s.Jobs.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
+	q := jobs.ListRequest{Status: r.Query("status"), UpdatedSince: r.Query("updatedSince"), Cursor: r.Query("cursor")}
+	if l := r.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return httpapi.Response{}, httpapi.BadRequest("limit", "limit must be an integer")
+		}
+		q.Limit = &n
+	}
+	res, err := s.Jobs.List(r.Ctx, r.Claims.Subject, q)
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	var next *string
+	if res.NextCursor != "" {
+		next = &res.NextCursor
+	}
+	resp := httpapi.JSON(http.StatusOK, map[string]any{"jobs": res.Jobs, "nextCursor": next})
+	resp.Headers["X-Total-Count"] = strconv.Itoa(res.Total)
+	return resp, nil
+}
+
+func (s Services) cancelJob(r *httpapi.Request) (httpapi.Response, error) {
+	j, err := s.Jobs.Cancel(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+func (s Services) retryJob(r *httpapi.Request) (httpapi.Response, error) {
+	j, err := s.Jobs.Retry(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, domainError(err)
+	}
+	return httpapi.JSON(http.StatusOK, j), nil
+}

@@ -1,0 +1,145 @@
+// Package app builds Conveyor's object graph from the configuration and the
+// AWS clients, once per cold start, the same way for every function, the
+// local runtime and the tests.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
+)
+
+// Options adjusts the graph; the zero value is production.
+type Options struct {
+	// Now replaces the clock everywhere (tests).
+	Now func() time.Time
+	// Logger defaults to JSON on stderr.
+	Logger *slog.Logger
+	// HTTPClient is used for the external API (default a fresh client).
+	HTTPClient *http.Client
+	// Crash is the publisher's crash hook (tests).
+	Crash func(point string, j *job.Job) error
+}
+
+// App is every service, wired.
+type App struct {
+	Config    config.Config
+	Clients   awsclient.Clients
+	Logger    *slog.Logger
+	Store     *store.Store
+	Sender    *queue.Sender
+	Uploads   *uploads.Service
+	Accounts  *accounts.Service
+	Jobs      *jobs.Service
+	API       *deviantart.Client
+	Publisher *publish.Publisher
+	Router    *httpapi.Router
+	QueueURLs handler.QueueURLs
+}
+
+// NewLogger returns the JSON logger every function uses.
+func NewLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// New wires the graph.
+func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = NewLogger()
+	}
+	log := opts.Logger.With("env", cfg.Env)
+	st := store.New(clients.DynamoDB, cfg.Table, opts.Now)
+	sender := queue.NewSender(clients.SQS, cfg.QueueURLs)
+	da := deviantart.New(deviantart.Config{
+		BaseURL: cfg.DeviantArtURL, ClientID: cfg.DeviantArtClientID, ClientSecret: cfg.DeviantArtClientSecret,
+		HTTPClient: opts.HTTPClient, Now: opts.Now,
+	})
+	worker := ids.New("wrk")
+	acc := accounts.New(accounts.Config{
+		Store: st, Sealer: secrets.NewSealer(clients.KMS, cfg.KMSKeyID), Refresher: da,
+		Worker: worker, Now: opts.Now, Logger: log,
+	})
+	up := uploads.New(uploads.Config{
+		Store: st, S3: clients.S3, Presign: s3.NewPresignClient(clients.S3), Bucket: cfg.Bucket,
+		Prefix: "uploads/", MaxSize: cfg.MaxUploadSize, Expiry: cfg.UploadExpiry, Now: opts.Now, Logger: log,
+	})
+	js := jobs.New(jobs.Config{
+		Store: st, Sender: sender, Accounts: acc, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
+	})
+	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts}
+	if err := policy.Validate(); err != nil {
+		return nil, fmt.Errorf("retry policy: %w", err)
+	}
+	pcfg := publish.Config{
+		Store: st, S3: clients.S3, Bucket: cfg.Bucket, Tokens: acc, API: da, Policy: policy,
+		Heartbeat: cfg.HeartbeatInterval, Worker: worker, Now: opts.Now, Logger: log,
+	}
+	pcfg.Crash = opts.Crash
+	pub := publish.New(pcfg)
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(cfg.JWTSecret, opts.Now), Logger: log})
+	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
+	var urls []string
+	for _, u := range cfg.QueueURLs {
+		urls = append(urls, u)
+	}
+	return &App{
+		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
+		Jobs: js, API: da, Publisher: pub, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+	}, nil
+}
+
+// FromEnv reads the configuration and AWS settings from the environment and
+// wires the graph: what every function's main does at cold start.
+func FromEnv(ctx context.Context) (*App, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, awsclient.New(awsCfg), Options{})
+}
+
+// APIHandler is the API function's handler.
+func (a *App) APIHandler() func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return a.Router.Serve
+}
+
+// ConfirmHandler is the confirm function's handler.
+func (a *App) ConfirmHandler() func(context.Context, events.S3Event) error {
+	return handler.Confirm(a.Uploads)
+}
+
+// PublisherHandler is the publisher function's handler.
+func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return handler.Publisher(a.Publisher, a.Clients.SQS, a.QueueURLs, a.Logger)
+}

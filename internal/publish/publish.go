@@ -1,0 +1,566 @@
+// Package publish carries one job through its phases to the external API:
+// token → download → upload → publish → succeeded. Each phase's state is
+// persisted on the job, so a redelivered or retried job resumes at its first
+// unfinished phase and item. Before repeating a call whose outcome was lost
+// (the process died after the call returned), it asks the API what already
+// happened, so no item is ever published twice.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// API is the external publishing API (deviantart.Client, possibly behind
+// the circuit breaker).
+type API interface {
+	Submit(ctx context.Context, accessToken string, s deviantart.Submission) (int64, error)
+	Publish(ctx context.Context, accessToken string, itemID int64) (deviantart.Deviation, error)
+	Item(ctx context.Context, accessToken string, itemID int64) (deviantart.StashItem, error)
+	FindByStack(ctx context.Context, accessToken, stack string) (deviantart.StashItem, bool, error)
+}
+
+// Tokens hands out a valid access token for a user's connected account,
+// refreshing (serialised per account) when it expired.
+type Tokens interface {
+	AccessToken(ctx context.Context, owner string) (string, error)
+}
+
+// Crash points: a test hook may fail the run at each of them, the way a
+// process dies between two steps.
+const (
+	AfterClaim   = "after-claim"
+	AfterToken   = "after-token"
+	AfterSubmit  = "after-submit"  // the API returned the itemid, nothing persisted yet
+	AfterUpload  = "after-upload"  // the itemid is persisted
+	AfterPublish = "after-publish" // the API published, nothing persisted yet
+	AfterItem    = "after-item"    // the item's output is persisted
+	BeforeFinish = "before-finish"
+)
+
+// ErrCrash is what a crash hook returns; the run stops as if killed.
+var ErrCrash = errors.New("injected crash")
+
+// Config configures a Publisher.
+type Config struct {
+	Store  *store.Store
+	S3     *s3.Client
+	Bucket string
+	Tokens Tokens
+	API    API
+	// Policy decides retries (backoff, attempts).
+	Policy retry.Policy
+	// Heartbeat is how often a running job's heartbeat is written (default 30s).
+	Heartbeat time.Duration
+	// Worker names this instance in leases (default a random id).
+	Worker string
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Crash, when set, is called at each crash point; a non-nil return
+	// aborts the run without any further write (tests only).
+	Crash func(point string, j *job.Job) error
+}
+
+// Publisher runs jobs.
+type Publisher struct{ cfg Config }
+
+// New returns a Publisher.
+func New(cfg Config) *Publisher {
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Worker == "" {
+		cfg.Worker = fmt.Sprintf("w-%d", time.Now().UnixNano())
+	}
+	return &Publisher{cfg: cfg}
+}
+
+// Verdict tells the queue consumer what to do with the message.
+type Verdict struct {
+	// Done: delete the message (the job finished, or the message is moot).
+	Done bool
+	// RetryIn: leave the message and make it visible again after this long.
+	RetryIn time.Duration
+	// Reason is for logs.
+	Reason string
+}
+
+// leaseFor is how long a claim holds without a heartbeat.
+func (p *Publisher) leaseFor() time.Duration { return 3 * p.cfg.Heartbeat }
+
+// Run processes job id once: claims it, runs its unfinished phases, and
+// records the outcome. The error is non-nil only when the outcome could not
+// be recorded (the message must then come back).
+func (p *Publisher) Run(ctx context.Context, id string) (Verdict, error) {
+	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
+	j, err := p.cfg.Store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		log.WarnContext(ctx, "message for an unknown job dropped")
+		return Verdict{Done: true, Reason: "unknown job"}, nil
+	}
+	if err != nil {
+		return Verdict{}, err
+	}
+	now := p.cfg.Now()
+	switch {
+	case j.Status == job.Queued && j.RetryAt != nil && j.RetryAt.After(now):
+		return Verdict{RetryIn: j.RetryAt.Sub(now), Reason: "backing off"}, nil
+	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
+		return Verdict{Done: true, Reason: "running elsewhere"}, nil
+	case j.Status != job.Queued && j.Status != job.Running:
+		return Verdict{Done: true, Reason: "job is " + string(j.Status)}, nil
+	}
+	resumed := j.Status == job.Running || j.Attempts > 0
+	if err := j.Apply(job.Start, now); err != nil {
+		return Verdict{Done: true, Reason: err.Error()}, nil
+	}
+	j.Attempts++
+	j.LeaseOwner = p.cfg.Worker
+	until := now.Add(p.leaseFor())
+	j.LeaseUntil = &until
+	switch err := p.cfg.Store.SaveJob(ctx, &j); {
+	case errors.Is(err, store.ErrConflict):
+		return Verdict{Done: true, Reason: "claimed by another worker"}, nil
+	case err != nil:
+		return Verdict{}, err
+	}
+	log = log.With("attempt", j.Attempts, "tier", j.Tier)
+	log.InfoContext(ctx, "job started", "resumed", resumed)
+	if err := p.crash(AfterClaim, &j); err != nil {
+		return Verdict{}, err
+	}
+
+	r := &run{p: p, log: log, resumed: resumed}
+	r.job = j
+	hbCtx, stopHB := context.WithCancel(ctx)
+	workCtx, cancelWork := context.WithCancelCause(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { r.heartbeat(hbCtx, cancelWork) })
+	err = r.phases(workCtx)
+	stopHB()
+	hb.Wait()
+	cancelWork(nil)
+	if errors.Is(err, ErrCrash) {
+		return Verdict{}, err
+	}
+	if errors.Is(err, errLostLease) {
+		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
+	}
+	if err == nil {
+		return Verdict{Done: true, Reason: "succeeded"}, nil
+	}
+	return r.settleFailure(ctx, err)
+}
+
+func (p *Publisher) crash(point string, j *job.Job) error {
+	if p.cfg.Crash == nil {
+		return nil
+	}
+	if err := p.cfg.Crash(point, j); err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrCrash, point, err)
+	}
+	return nil
+}
+
+var errLostLease = errors.New("lease lost")
+
+// run is one attempt at one job.
+type run struct {
+	p       *Publisher
+	log     *slog.Logger
+	resumed bool
+	mu      sync.Mutex // guards job against the heartbeat
+	job     job.Job
+}
+
+// save persists the in-memory job. On a version conflict (the heartbeat or
+// a user wrote meanwhile) it re-reads: if the job is still ours and
+// running, mutate is applied again to the fresh copy and saved.
+func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mutate(&r.job)
+	r.job.UpdatedAt = r.p.cfg.Now().UTC()
+	for range 5 {
+		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, err := r.p.cfg.Store.GetJob(ctx, r.job.ID)
+		if err != nil {
+			return err
+		}
+		if fresh.Status != job.Running || fresh.LeaseOwner != r.p.cfg.Worker {
+			return errLostLease
+		}
+		r.job = fresh
+		mutate(&r.job)
+		r.job.UpdatedAt = r.p.cfg.Now().UTC()
+	}
+	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
+}
+
+// snapshot returns a copy of the job for reading outside the lock.
+func (r *run) snapshot() job.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.job
+}
+
+// heartbeat refreshes the job's heartbeat and lease until ctx ends; if the
+// job stops being ours (cancelled, taken over), it cancels the work.
+func (r *run) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(r.p.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := r.save(ctx, func(j *job.Job) {
+				now := r.p.cfg.Now().UTC()
+				until := now.Add(r.p.leaseFor())
+				j.HeartbeatAt, j.LeaseUntil = &now, &until
+			})
+			if errors.Is(err, errLostLease) {
+				r.log.WarnContext(ctx, "job changed under the worker; stopping")
+				cancel(errLostLease)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				r.log.WarnContext(ctx, "heartbeat failed", "error", err)
+			}
+		}
+	}
+}
+
+// phases runs every unfinished phase and item, then succeeds the job.
+func (r *run) phases(ctx context.Context) error {
+	p := r.p
+	now := p.cfg.Now
+	j := r.snapshot()
+
+	// token
+	r.mu.Lock()
+	r.job.StartPhase(job.PhaseToken, "getting an access token", now())
+	r.mu.Unlock()
+	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
+	if err != nil {
+		return r.phaseErr(ctx, job.PhaseToken, err)
+	}
+	r.mu.Lock()
+	r.job.CompletePhase(job.PhaseToken, "access token ready", now())
+	r.mu.Unlock()
+	if err := p.crash(AfterToken, &j); err != nil {
+		return err
+	}
+
+	// download + upload, item by item (the download streams into the upload)
+	total := len(j.Items)
+	for i := range j.Items {
+		it := r.snapshot().Items[i]
+		if it.Status != job.ItemPending {
+			continue
+		}
+		r.mu.Lock()
+		r.job.StartPhase(job.PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
+		r.job.StartPhase(job.PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
+		r.mu.Unlock()
+		itemID, err := r.upload(ctx, token, j, it)
+		if err != nil {
+			return r.itemErr(ctx, job.PhaseUpload, i, err)
+		}
+		if err := p.crash(AfterSubmit, &j); err != nil {
+			return err
+		}
+		done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
+		if err := r.save(ctx, func(j *job.Job) {
+			j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
+			pct := done * 100 / total
+			msg := fmt.Sprintf("%d of %d items", done, total)
+			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
+			j.SetPhaseProgress(job.PhaseUpload, pct, msg)
+		}); err != nil {
+			return err
+		}
+		if err := p.crash(AfterUpload, &j); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	r.job.CompletePhase(job.PhaseDownload, fmt.Sprintf("%d of %d items", total, total), now())
+	r.job.CompletePhase(job.PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
+	r.job.StartPhase(job.PhasePublish, "publishing", now())
+	r.mu.Unlock()
+
+	// publish
+	for i := range j.Items {
+		it := r.snapshot().Items[i]
+		if it.Status != job.ItemUploaded {
+			continue
+		}
+		dev, err := r.publish(ctx, token, it)
+		if err != nil {
+			return r.itemErr(ctx, job.PhasePublish, i, err)
+		}
+		if err := p.crash(AfterPublish, &j); err != nil {
+			return err
+		}
+		last := countItems(r.snapshot(), i, job.ItemPublished) == total
+		if err := r.save(ctx, func(j *job.Job) {
+			j.Items[i].Status = job.ItemPublished
+			j.Items[i].Output = &job.Output{DeviationID: dev.ID, URL: dev.URL}
+			done := 0
+			for _, it := range j.Items {
+				if it.Status == job.ItemPublished {
+					done++
+				}
+			}
+			j.SetPhaseProgress(job.PhasePublish, done*100/total, fmt.Sprintf("%d of %d items", done, total))
+			if last {
+				r.finish(j)
+			}
+		}); err != nil {
+			return err
+		}
+		if err := p.crash(AfterItem, &j); err != nil {
+			return err
+		}
+		if last {
+			r.log.InfoContext(ctx, "job succeeded")
+			return nil
+		}
+	}
+	// Every item was already published (a resumed job): finish.
+	if err := p.crash(BeforeFinish, &j); err != nil {
+		return err
+	}
+	if err := r.save(ctx, r.finish); err != nil {
+		return err
+	}
+	r.log.InfoContext(ctx, "job succeeded")
+	return nil
+}
+
+// finish moves the job to succeeded with its result.
+func (r *run) finish(j *job.Job) {
+	now := r.p.cfg.Now()
+	j.CompletePhase(job.PhasePublish, fmt.Sprintf("%d of %d items", len(j.Items), len(j.Items)), now)
+	if len(j.Items) > 0 && j.Items[0].Output != nil {
+		out := *j.Items[0].Output
+		j.Result = &out
+	}
+	j.Error = nil
+	_ = j.Apply(job.Succeed, now)
+}
+
+// countItems counts items in one of statuses, counting item i as if it had
+// reached the first of them.
+func countItems(j job.Job, i int, statuses ...job.ItemStatus) int {
+	n := 0
+	for k, it := range j.Items {
+		if k == i {
+			n++
+			continue
+		}
+		for _, s := range statuses {
+			if it.Status == s {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// upload streams the item's object from S3 into stash/submit. On a resumed
+// job it first asks the API whether an earlier attempt already submitted
+// the item (the stack is named by the item id).
+func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item) (int64, error) {
+	if r.resumed {
+		found, ok, err := r.p.cfg.API.FindByStack(ctx, token, it.ID)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			r.log.InfoContext(ctx, "item was already submitted by an earlier attempt", "item_id", it.ID)
+			return found.ItemID, nil
+		}
+	}
+	obj, err := r.p.cfg.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.p.cfg.Bucket), Key: aws.String(it.Key)})
+	if err != nil {
+		return 0, fmt.Errorf("downloading %s: %w", it.UploadID, err)
+	}
+	defer obj.Body.Close()
+	body := &countingReader{r: obj.Body}
+	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
+		Title: j.Params.Title, Description: j.Params.Description, Tags: j.Params.Tags, Stack: it.ID,
+		Filename: it.Filename, ContentType: it.ContentType, Body: body, Size: it.Size,
+	})
+	if err != nil {
+		return 0, err
+	}
+	if body.n != it.Size {
+		return 0, fmt.Errorf("downloaded %d bytes of %s, expected %d", body.n, it.UploadID, it.Size)
+	}
+	return itemID, nil
+}
+
+// publish publishes an uploaded item, unless the API says an earlier attempt
+// already did.
+func (r *run) publish(ctx context.Context, token string, it job.Item) (deviantart.Deviation, error) {
+	if r.resumed {
+		st, err := r.p.cfg.API.Item(ctx, token, it.StashItemID)
+		if err != nil {
+			return deviantart.Deviation{}, err
+		}
+		if st.Published {
+			r.log.InfoContext(ctx, "item was already published by an earlier attempt", "item_id", it.ID)
+			return deviantart.Deviation{ID: st.DeviationID, URL: st.URL}, nil
+		}
+	}
+	dev, err := r.p.cfg.API.Publish(ctx, token, it.StashItemID)
+	if deviantart.IsAlreadyPublished(err) {
+		st, ierr := r.p.cfg.API.Item(ctx, token, it.StashItemID)
+		if ierr != nil {
+			return deviantart.Deviation{}, ierr
+		}
+		return deviantart.Deviation{ID: st.DeviationID, URL: st.URL}, nil
+	}
+	return dev, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// stepError carries where a step failed.
+type stepError struct {
+	phase string
+	item  int // -1 for the job
+	err   error
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func (r *run) phaseErr(_ context.Context, phase string, err error) error {
+	return &stepError{phase: phase, item: -1, err: err}
+}
+
+func (r *run) itemErr(_ context.Context, phase string, i int, err error) error {
+	return &stepError{phase: phase, item: i, err: err}
+}
+
+// settleFailure decides what a failed attempt means and records it:
+// snooze (circuit open: no attempt spent), retry later, or fail.
+func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
+	p := r.p
+	now := p.cfg.Now()
+	j := r.snapshot()
+	d := p.cfg.Policy.Decide(err, j.Attempts, now)
+	phase, item := "", -1
+	var se *stepError
+	if errors.As(err, &se) {
+		phase, item = se.phase, se.item
+	}
+	msg := err.Error()
+	code := errorCode(d.Class)
+	log := r.log.With("phase", phase, "error", msg, "class", d.Reason)
+	var verdict Verdict
+	saveErr := r.save(ctx, func(j *job.Job) {
+		e := &job.Error{Code: code, Message: msg, Retryable: d.Class != retry.ClassPermanent}
+		switch {
+		case d.Class == retry.ClassSnooze:
+			j.Attempts-- // a refused call spends no attempt
+			_ = j.Apply(job.Requeue, now)
+			at := now.Add(d.Delay).UTC()
+			j.RetryAt = &at
+			j.Phase = "waiting"
+			if phase != "" {
+				if i := j.PhaseIndex(phase); i >= 0 {
+					j.Phases[i].Message = "circuit open; waiting"
+				}
+			}
+			verdict = Verdict{RetryIn: d.Delay, Reason: "circuit open"}
+		case d.Retry:
+			j.FailPhase(phase, e)
+			if phase != "" {
+				if i := j.PhaseIndex(phase); i >= 0 {
+					j.Phases[i].Status = job.PhasePending
+				}
+			}
+			j.Error = e
+			_ = j.Apply(job.Requeue, now)
+			at := now.Add(d.Delay).UTC()
+			j.RetryAt = &at
+			j.Phase = "retrying"
+			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
+		default:
+			if d.Exhausted {
+				e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, msg)
+			}
+			j.FailPhase(phase, e)
+			if item >= 0 && item < len(j.Items) {
+				j.Items[item].Status, j.Items[item].Error = job.ItemFailed, e
+			}
+			j.Error = e
+			_ = j.Apply(job.Fail, now)
+			verdict = Verdict{Done: true, Reason: "failed"}
+		}
+	})
+	if errors.Is(saveErr, errLostLease) {
+		return Verdict{Done: true, Reason: "job changed under the worker"}, nil
+	}
+	if saveErr != nil {
+		return Verdict{}, fmt.Errorf("recording the failure of job %s: %w", j.ID, saveErr)
+	}
+	switch {
+	case verdict.Done:
+		log.WarnContext(ctx, "job failed")
+	case d.Class == retry.ClassSnooze:
+		log.InfoContext(ctx, "job snoozed while the circuit is open", "retry_in", verdict.RetryIn.String())
+	default:
+		log.WarnContext(ctx, "job will retry", "retry_in", verdict.RetryIn.String())
+	}
+	return verdict, nil
+}
+
+func errorCode(c retry.Class) string {
+	switch c {
+	case retry.ClassPermanent:
+		return "permanent_error"
+	case retry.ClassSnooze:
+		return "circuit_open"
+	default:
+		return "temporary_error"
+	}
+}

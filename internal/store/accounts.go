@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secrets"
+)
+
+// Account is a user's connected external account. Its tokens are stored
+// only as KMS envelopes; the plaintext never reaches the table.
+type Account struct {
+	Owner    string `dynamodbav:"accountOwner"`
+	Provider string `dynamodbav:"provider"`
+	// Refresh is the sealed refresh token.
+	Refresh secrets.Envelope `dynamodbav:"refresh"`
+	// Access is the sealed access token, when one is known.
+	Access *secrets.Envelope `dynamodbav:"access,omitempty"`
+	// AccessExpiresAt is when Access stops working.
+	AccessExpiresAt *time.Time `dynamodbav:"accessExpiresAt,omitempty"`
+	// Version increases with every token change.
+	Version int64 `dynamodbav:"version"`
+	// LeaseOwner / LeaseUntil serialise refreshes of this account.
+	// LeaseUntilMs is epoch milliseconds (a number, so conditions compare
+	// it correctly).
+	LeaseOwner   string    `dynamodbav:"leaseOwner,omitempty"`
+	LeaseUntilMs int64     `dynamodbav:"leaseUntilMs,omitempty"`
+	ConnectedAt  time.Time `dynamodbav:"connectedAt"`
+	UpdatedAt    time.Time `dynamodbav:"updatedAt"`
+}
+
+func accountPK(owner string) string { return "ACCT#" + owner }
+
+// GetAccount returns owner's account for provider, or ErrNotFound.
+func (s *Store) GetAccount(ctx context.Context, owner, provider string) (Account, error) {
+	var a Account
+	err := s.get(ctx, accountPK(owner), provider, &a)
+	return a, err
+}
+
+// PutAccount stores a (re)connected account, replacing any earlier one.
+func (s *Store) PutAccount(ctx context.Context, a Account) error {
+	item, err := attributevalue.MarshalMap(a)
+	if err != nil {
+		return err
+	}
+	for k, v := range keyOf(accountPK(a.Owner), a.Provider) {
+		item[k] = v
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("storing account of %s: %w", a.Owner, err)
+	}
+	return nil
+}
+
+// LeaseAccount takes the refresh lease of an account for worker until
+// until, if nobody holds an unexpired one. It returns ErrConflict when
+// another worker holds it.
+func (s *Store) LeaseAccount(ctx context.Context, owner, provider, worker string, now, until time.Time) error {
+	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(
+		expression.AttributeNotExists(expression.Name("leaseUntilMs")).
+			Or(expression.Name("leaseUntilMs").LessThan(expression.Value(now.UnixMilli()))).
+			Or(expression.Name("leaseOwner").Equal(expression.Value(worker))))
+	update := expression.Set(expression.Name("leaseOwner"), expression.Value(worker)).
+		Set(expression.Name("leaseUntilMs"), expression.Value(until.UnixMilli()))
+	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(accountPK(owner), provider),
+		ConditionExpression: e.Condition(), UpdateExpression: e.Update(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if isConditionFailed(err) {
+		return ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("leasing account of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// SaveRefreshed stores rotated tokens and releases the lease, if worker
+// still holds it (ErrConflict otherwise).
+func (s *Store) SaveRefreshed(ctx context.Context, a Account, worker string) error {
+	a.LeaseOwner, a.LeaseUntilMs = "", 0
+	item, err := attributevalue.MarshalMap(a)
+	if err != nil {
+		return err
+	}
+	for k, v := range keyOf(accountPK(a.Owner), a.Provider) {
+		item[k] = v
+	}
+	c := condition(expression.Name("leaseOwner").Equal(expression.Value(worker)))
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item,
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
+	})
+	if isConditionFailed(err) {
+		return ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("storing refreshed tokens of %s: %w", a.Owner, err)
+	}
+	return nil
+}
+
+// ReleaseAccount gives up worker's refresh lease (after a failed refresh).
+func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker string) error {
+	e, err := expression.NewBuilder().
+		WithCondition(expression.Name("leaseOwner").Equal(expression.Value(worker))).
+		WithUpdate(expression.Remove(expression.Name("leaseOwner")).Remove(expression.Name("leaseUntilMs"))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(accountPK(owner), provider),
+		ConditionExpression: e.Condition(), UpdateExpression: e.Update(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+// Package stack starts the whole of Conveyor on localhost: the emulator
+// (or the one AWS_ENDPOINT_URL names), provisioned from the one resource
+// definition; the external-API simulator; and the real handlers behind the
+// local runtime — the API gateway, the tier queue pollers, the S3
+// notification bridge and the schedules. `make run` and the end-to-end
+// tests use it alike.
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/app"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/emulator"
+	"github.com/conveyor/conveyor/localstack/provision"
+	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/simulator"
+)
+
+// Options configures Start; the zero value is `make run`'s stack.
+type Options struct {
+	// Endpoint is an emulator to use; empty means AWS_ENDPOINT_URL, and if
+	// that is empty too, a moto process of our own.
+	Endpoint string
+	// Prefix names the resources (default "conveyor-local"); tests pass a
+	// unique one to share an emulator.
+	Prefix string
+	// APIAddr is the gateway's address (default from CONVEYOR_API_ADDR,
+	// then 127.0.0.1:8080; "127.0.0.1:0" picks a free port).
+	APIAddr string
+	// SimulatorAddr is the simulator's address (default
+	// CONVEYOR_SIMULATOR_ADDR, then a free port).
+	SimulatorAddr string
+	// Getenv reads the configuration (default os.Getenv); the stack sets
+	// the resource names itself.
+	Getenv func(string) string
+	// Logger defaults to JSON on stderr.
+	Logger *slog.Logger
+	// Crash is the publisher's crash hook (tests).
+	Crash func(point string, j *job.Job) error
+	// PollerConcurrency is how many invocations each tier's poller runs at
+	// once (default 4).
+	PollerConcurrency int
+	// Now replaces the clock (tests).
+	Now func() time.Time
+}
+
+// Stack is a running local Conveyor.
+type Stack struct {
+	APIURL       string
+	SimulatorURL string
+	Endpoint     string
+	Config       config.Config
+	App          *app.App
+	Provisioned  provision.Result
+	Simulator    *simulator.Server
+	// EmulatorStart is how long our own emulator took to answer (0 when
+	// an existing one was used).
+	EmulatorStart time.Duration
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	server   *http.Server
+	emulator *emulator.Process
+	stopSim  func()
+	closed   sync.Once
+}
+
+// Start brings the stack up and returns once the API answers.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Logger == nil {
+		opts.Logger = app.NewLogger()
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "conveyor-" + string(resources.Local)
+	}
+	if opts.APIAddr == "" {
+		opts.APIAddr = opts.Getenv("CONVEYOR_API_ADDR")
+	}
+	if opts.APIAddr == "" {
+		opts.APIAddr = config.APIAddrDefault
+	}
+	if opts.SimulatorAddr == "" {
+		opts.SimulatorAddr = opts.Getenv("CONVEYOR_SIMULATOR_ADDR")
+	}
+	if opts.SimulatorAddr == "" {
+		opts.SimulatorAddr = "127.0.0.1:0"
+	}
+	if opts.PollerConcurrency == 0 {
+		opts.PollerConcurrency = 4
+	}
+	s := &Stack{}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	// The emulator.
+	s.Endpoint = opts.Endpoint
+	if s.Endpoint == "" {
+		s.Endpoint = opts.Getenv("AWS_ENDPOINT_URL")
+	}
+	if s.Endpoint == "" {
+		logFile, _ := os.CreateTemp("", "conveyor-moto-*.log")
+		p, err := emulator.Start(ctx, emulator.Options{Log: logFile})
+		if err != nil {
+			return nil, err
+		}
+		s.emulator, s.Endpoint, s.EmulatorStart = p, p.Endpoint, p.Started
+	}
+	clients := awsclient.New(awsclient.ForEndpoint(s.Endpoint, awsclient.DefaultRegion))
+	def := resources.Named(resources.Local, opts.Prefix)
+	res, err := provision.Apply(ctx, clients, def)
+	if err != nil {
+		return nil, err
+	}
+	s.Provisioned = res
+
+	// The simulator.
+	sim, simURL, stopSim, err := simulator.Start(opts.SimulatorAddr, simulator.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	s.Simulator, s.SimulatorURL, s.stopSim = sim, simURL, stopSim
+
+	// The configuration: the environment's timings, our resources.
+	env := map[string]string{}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return opts.Getenv(k)
+	}
+	ln, err := net.Listen("tcp", opts.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s (set CONVEYOR_API_ADDR to use another address): %w", opts.APIAddr, err)
+	}
+	env["CONVEYOR_ENV"] = string(resources.Local)
+	env["CONVEYOR_TABLE"] = def.Table.Name
+	env["CONVEYOR_BUCKET"] = def.Bucket.Name
+	env["CONVEYOR_KMS_KEY_ID"] = res.KMSKeyID
+	env["CONVEYOR_EVENT_BUS"] = def.EventBus
+	env["CONVEYOR_API_ADDR"] = ln.Addr().String()
+	env["CONVEYOR_DEVIANTART_URL"] = simURL
+	if getenv("CONVEYOR_DEVIANTART_CLIENT_ID") == "" {
+		env["CONVEYOR_DEVIANTART_CLIENT_ID"] = "conveyor-local"
+		env["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = randomHex(16)
+	}
+	for _, name := range []string{"CONVEYOR_JWT_SECRET", "CONVEYOR_WEBHOOK_SECRET"} {
+		if getenv(name) == "" {
+			env[name] = randomHex(32)
+		}
+	}
+	for t, u := range res.QueueURLs {
+		env["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u
+	}
+	for t, u := range res.DLQURLs {
+		env["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
+	}
+	cfg, err := config.From(getenv)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.Config = cfg
+	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.App = a
+
+	// The runtime.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	mux := http.NewServeMux()
+	mux.Handle("/", runtime.Gateway(a.APIHandler(), opts.Logger))
+	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.APIURL = "http://" + ln.Addr().String()
+	s.wg.Go(func() {
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			opts.Logger.Error("gateway stopped", "error", err)
+		}
+	})
+	for _, q := range def.Queues {
+		if q.Consumer != resources.FuncPublisher {
+			continue
+		}
+		arn := queueARN(q.Name)
+		p := &runtime.Poller{
+			SQS: clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: arn, Region: awsclient.DefaultRegion,
+			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
+			Timeout: resources.ConsumerTimeout, Handler: a.PublisherHandler(), Logger: opts.Logger.With("tier", q.Tier),
+		}
+		s.wg.Go(func() { p.Run(rctx) })
+	}
+	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Handler: a.ConfirmHandler(), Logger: opts.Logger}
+	s.wg.Go(func() { bridge.Run(rctx) })
+
+	if err := waitHealthy(ctx, s.APIURL); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// queueARN is the ARN moto gives a queue in the default account and region.
+func queueARN(name string) string {
+	return "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + name
+}
+
+func waitHealthy(ctx context.Context, base string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the local API at %s did not become healthy: %v", base, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Env is what .local/env holds: the stack's URLs, secrets and names.
+func (s *Stack) Env() map[string]string {
+	m := s.Config.Environ()
+	m["CONVEYOR_API_URL"] = s.APIURL
+	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
+	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
+	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
+	m["AWS_ENDPOINT_URL"] = s.Endpoint
+	m["AWS_REGION"] = awsclient.DefaultRegion
+	m["AWS_ACCESS_KEY_ID"] = "test"
+	m["AWS_SECRET_ACCESS_KEY"] = "test"
+	return m
+}
+
+// WriteEnv writes Env to path as shell-sourceable `export K='v'` lines.
+func (s *Stack) WriteEnv(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	env := s.Env()
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# Written by `make run`; source it: . .local/env\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// Close stops everything the stack started, in reverse order.
+func (s *Stack) Close() {
+	s.closed.Do(func() {
+		if s.server != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.server.Shutdown(ctx)
+			cancel()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+		if s.stopSim != nil {
+			s.stopSim()
+		}
+		if s.emulator != nil {
+			_ = s.emulator.Stop()
+		}
+	})
+}
