@@ -47,3 +47,7 @@ clean: ## remove build output and the local state
 	rm -rf bin cdk.out .local
 
 -include infra/make.mk
+
+invoke: ## feed EVENT=events/<file>.json to FN=<function> against the running stack
+	@test -f .local/env || { echo "run \`make run\` first"; exit 1; }
+	@set -a; . ./.local/env; set +a; $(GO) run ./localstack/cmd/invoke -fn $(FN) -event $(EVENT)

@@ -1,0 +1,45 @@
+// Package events_test checks that every sample payload decodes, strictly,
+// into the aws-lambda-go type its function receives.
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+func TestSamplesDecode(t *testing.T) {
+	t.Parallel()
+	samples := map[string]func() any{
+		"api-healthz.json":        func() any { return &events.APIGatewayV2HTTPRequest{} },
+		"s3-object-created.json":  func() any { return &events.S3Event{} },
+		"sqs-publish.json":        func() any { return &events.SQSEvent{} },
+		"scheduled-recovery.json": func() any { return &events.EventBridgeEvent{} },
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "README.md" || e.Name() == "events_test.go" {
+			continue
+		}
+		if _, ok := samples[e.Name()]; !ok {
+			t.Errorf("sample %s has no decoding test", e.Name())
+		}
+	}
+	for name, newV := range samples {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		v := newV()
+		if err := dec.Decode(v); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
