@@ -248,6 +248,9 @@ type Job struct {
 	LeaseUntil *time.Time `json:"-" dynamodbav:"leaseUntil,omitempty"`
 	// RetryAt is when a job requeued after a temporary error may run again.
 	RetryAt *time.Time `json:"-" dynamodbav:"retryAt,omitempty"`
+	// ExpiresAt is the epoch second after which the job is gone (DynamoDB
+	// TTL; readers ignore expired items since TTL deletes late).
+	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
 }
 
 // NewPhases returns the initial phases of a job type.
@@ -279,7 +282,7 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		j.Phase = "queued"
 		j.QueuedAt = &now
 		j.LeaseOwner, j.LeaseUntil, j.RetryAt = "", nil, nil
-		j.Error, j.FinishedAt = nil, nil
+		j.Error, j.FinishedAt, j.ExpiresAt = nil, nil, 0
 		j.Attempts = 0
 		for i := range j.Phases {
 			if j.Phases[i].Status != PhaseCompleted {
