@@ -59,6 +59,9 @@ type Options struct {
 	PollerConcurrency int
 	// Now replaces the clock (tests).
 	Now func() time.Time
+	// Counter, when set, counts every AWS request the running stack makes
+	// (provisioning excluded).
+	Counter *awsclient.Counter
 }
 
 // Stack is a running local Conveyor.
@@ -129,13 +132,17 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.emulator, s.Endpoint, s.EmulatorStart = p, p.Endpoint, p.Started
 	}
-	clients := awsclient.New(awsclient.ForEndpoint(s.Endpoint, awsclient.DefaultRegion))
+	awsCfg := awsclient.ForEndpoint(s.Endpoint, awsclient.DefaultRegion)
 	def := resources.Named(resources.Local, opts.Prefix)
-	res, err := provision.Apply(ctx, clients, def)
+	res, err := provision.Apply(ctx, awsclient.New(awsCfg), def)
 	if err != nil {
 		return nil, err
 	}
 	s.Provisioned = res
+	if opts.Counter != nil {
+		awsCfg = opts.Counter.Attach(awsCfg)
+	}
+	clients := awsclient.New(awsCfg)
 
 	// The simulator.
 	sim, simURL, stopSim, err := simulator.Start(opts.SimulatorAddr, simulator.Options{})
