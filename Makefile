@@ -26,7 +26,8 @@ $(MOTO): localstack/requirements.txt
 emulator: $(MOTO) ## install the emulator (moto) into .venv
 
 run: $(MOTO) ## start the whole stack on localhost (emulator, gateway, pollers, simulator)
-	$(GO) run ./localstack/cmd/conveyor-local
+	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
+	@exec .local/bin/conveyor-local
 
 test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
 	$(GO) vet ./...
