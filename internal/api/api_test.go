@@ -1,15 +1,7 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -18,172 +10,18 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// bundle is one test's running stack and a way to call it.
-type bundle struct {
-	t     *testing.T
-	stack *stack.Stack
-}
-
-func setup(t *testing.T) *bundle {
-	t.Helper()
-	env := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "100ms", "CONVEYOR_RETRY_MAX": "500ms"}
-	s, err := stack.Start(context.Background(), stack.Options{
-		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), APIAddr: "127.0.0.1:0",
-		Getenv: func(k string) string { return env[k] }, Logger: quietLogger(),
-	})
-	if err != nil {
-		t.Fatalf("starting the stack: %v", err)
-	}
-	t.Cleanup(s.Close)
-	return &bundle{t: t, stack: s}
-}
-
-// token mints a JWT for user with plan and role.
-func (b *bundle) token(sub, role, plan string) string {
-	b.t.Helper()
-	tok, err := auth.Mint(b.stack.Config.JWTSecret, auth.Claims{Subject: sub, Role: auth.Role(role), Plan: plan, ExpiresAt: time.Now().Add(time.Hour)})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return tok
-}
-
-type response struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    []byte
-}
-
-func (r response) errorCode() string {
-	e, _ := r.Body["error"].(map[string]any)
-	s, _ := e["code"].(string)
-	return s
-}
-
-// call sends a request; body may be nil, a string (sent raw) or a value
-// (sent as JSON).
-func (b *bundle) call(method, path, token string, body any, headers ...string) response {
-	b.t.Helper()
-	var rd io.Reader
-	switch v := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(v)
-	case []byte:
-		rd = bytes.NewReader(v)
-	default:
-		j, _ := json.Marshal(v)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, b.stack.APIURL+path, rd)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	_ = json.Unmarshal(raw, &r.Body)
-	return r
-}
-
-func (b *bundle) must(r response, status int) response {
-	b.t.Helper()
-	if r.Status != status {
-		b.t.Fatalf("status %d, want %d: %s", r.Status, status, r.Raw)
-	}
-	return r
-}
-
-// pngBytes is a real PNG of n×n pixels.
-func pngBytes(t *testing.T, n int) []byte {
-	img := image.NewRGBA(image.Rect(0, 0, n, n))
-	for i := range n {
-		img.Set(i, i, color.RGBA{R: 200, A: 255})
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// upload signs, PUTs with a plain HTTP client and waits until the S3 event
-// confirmed the upload — no confirm call.
-func (b *bundle) upload(token string, data []byte) string {
-	b.t.Helper()
-	r := b.must(b.call("POST", "/v1/uploads/sign", token, map[string]any{"filename": "cat.png", "contentType": "image/png", "size": len(data)}), 201)
-	id := r.Body["uploadId"].(string)
-	req, _ := http.NewRequest(r.Body["method"].(string), r.Body["url"].(string), bytes.NewReader(data))
-	for k, v := range r.Body["headers"].(map[string]any) {
-		req.Header.Set(k, v.(string))
-	}
-	req.ContentLength = int64(len(data))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b.t.Fatalf("presigned PUT: %s", resp.Status)
-	}
-	b.eventually(func() bool {
-		return b.call("GET", "/v1/uploads/"+id, token, nil).Body["status"] == "confirmed"
-	}, "upload %s confirmed by the S3 event", id)
-	return id
-}
-
-func (b *bundle) connect(token string) {
-	b.t.Helper()
-	b.must(b.call("PUT", "/v1/account/connection", token, map[string]any{"provider": "deviantart", "refreshToken": "rt-" + fmt.Sprint(time.Now().UnixNano())}), 204)
-}
-
-func (b *bundle) eventually(cond func() bool, format string, args ...any) {
-	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.t.Fatalf("timed out waiting: "+format, args...)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// waitStatus polls the job until it reaches status.
-func (b *bundle) waitStatus(token, id, status string) response {
-	b.t.Helper()
-	var r response
-	b.eventually(func() bool {
-		r = b.call("GET", "/v1/jobs/"+id, token, nil)
-		return r.Body["status"] == status
-	}, "job %s to become %s (last: %s)", id, status, func() []byte { return r.Raw }())
-	return r
-}
-
 func TestSubmitPublishesThroughTheStack(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tok := b.token("u-happy", "user", "pro")
-	b.connect(tok)
-	up := b.upload(tok, pngBytes(t, 16))
-	r := b.must(b.call("POST", "/v1/jobs", tok, map[string]any{
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-happy", "user", "pro")
+	b.Connect(tok)
+	up := b.Upload(tok, stacktest.PNG(t, 16))
+	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{
 		"type": "publish", "items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "A cat", "tags": []string{"Cat", "cat "}},
 	}), 201)
 	id := r.Body["id"].(string)
@@ -193,7 +31,7 @@ func TestSubmitPublishesThroughTheStack(t *testing.T) {
 	if r.Body["tier"] != "medium" || r.Body["status"] != "queued" {
 		t.Errorf("new job: tier %v status %v", r.Body["tier"], r.Body["status"])
 	}
-	done := b.waitStatus(tok, id, "succeeded")
+	done := b.WaitStatus(tok, id, "succeeded")
 	res, _ := done.Body["result"].(map[string]any)
 	if res["deviationId"] == "" || res["deviationId"] == nil {
 		t.Errorf("no deviationId in result: %s", done.Raw)
@@ -203,24 +41,24 @@ func TestSubmitPublishesThroughTheStack(t *testing.T) {
 			t.Errorf("phase not completed: %v", p)
 		}
 	}
-	if pubs := b.stack.Simulator.Publications(); len(pubs) != 1 {
+	if pubs := b.Stack.Simulator.Publications(); len(pubs) != 1 {
 		t.Errorf("publications = %d, want 1", len(pubs))
 	}
 }
 
 func TestIdenticalSubmitsCreateOneJob(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tok := b.token("u-idem", "user", "free")
-	b.connect(tok)
-	up := b.upload(tok, pngBytes(t, 8))
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-idem", "user", "free")
+	b.Connect(tok)
+	up := b.Upload(tok, stacktest.PNG(t, 8))
 	body := map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "same", "tags": []string{"b", "a"}}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}
 	var wg sync.WaitGroup
 	statuses := make([]int, 20)
 	jobIDs := make([]string, 20)
 	for i := range 20 {
 		wg.Go(func() {
-			r := b.call("POST", "/v1/jobs", tok, body)
+			r := b.Call("POST", "/v1/jobs", tok, body)
 			statuses[i] = r.Status
 			jobIDs[i], _ = r.Body["id"].(string)
 		})
@@ -242,7 +80,7 @@ func TestIdenticalSubmitsCreateOneJob(t *testing.T) {
 	if created != 1 {
 		t.Errorf("%d submits created a job, want exactly 1", created)
 	}
-	count := b.call("GET", "/v1/jobs?limit=0", tok, nil)
+	count := b.Call("GET", "/v1/jobs?limit=0", tok, nil)
 	if got := count.Header.Get("X-Total-Count"); got != "1" {
 		t.Errorf("X-Total-Count = %s, want 1", got)
 	}
@@ -250,22 +88,22 @@ func TestIdenticalSubmitsCreateOneJob(t *testing.T) {
 
 func TestDifferentSubmitsCreateManyJobs(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tok := b.token("u-many", "user", "free")
-	b.connect(tok)
-	up := b.upload(tok, pngBytes(t, 8))
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-many", "user", "free")
+	b.Connect(tok)
+	up := b.Upload(tok, stacktest.PNG(t, 8))
 	later := time.Now().Add(time.Hour).Format(time.RFC3339)
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			r := b.call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("title %d", i)}, "scheduleAt": later})
+			r := b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("title %d", i)}, "scheduleAt": later})
 			if r.Status != 201 {
 				t.Errorf("submit %d: %d %s", i, r.Status, r.Raw)
 			}
 		})
 	}
 	wg.Wait()
-	r := b.must(b.call("GET", "/v1/jobs?status=scheduled&limit=7", tok, nil), 200)
+	r := b.Must(b.Call("GET", "/v1/jobs?status=scheduled&limit=7", tok, nil), 200)
 	if got := r.Header.Get("X-Total-Count"); got != "20" {
 		t.Errorf("X-Total-Count = %s, want 20", got)
 	}
@@ -276,7 +114,7 @@ func TestDifferentSubmitsCreateManyJobs(t *testing.T) {
 		if cursor != "" {
 			q += "&cursor=" + cursor
 		}
-		r := b.must(b.call("GET", q, tok, nil), 200)
+		r := b.Must(b.Call("GET", q, tok, nil), 200)
 		for _, j := range r.Body["jobs"].([]any) {
 			seen[j.(map[string]any)["id"].(string)] = true
 		}
@@ -293,15 +131,15 @@ func TestDifferentSubmitsCreateManyJobs(t *testing.T) {
 
 func TestContractErrors(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	alice := b.token("u-alice", "user", "free")
-	bob := b.token("u-bob", "user", "free")
-	b.connect(alice)
-	up := b.upload(alice, pngBytes(t, 8))
-	job := b.must(b.call("POST", "/v1/jobs", alice, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "mine"}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), 201)
+	b := stacktest.Setup(t, nil, stack.Options{})
+	alice := b.Token("u-alice", "user", "free")
+	bob := b.Token("u-bob", "user", "free")
+	b.Connect(alice)
+	up := b.Upload(alice, stacktest.PNG(t, 8))
+	job := b.Must(b.Call("POST", "/v1/jobs", alice, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "mine"}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), 201)
 	jobID := job.Body["id"].(string)
-	pendingUpload := b.must(b.call("POST", "/v1/uploads/sign", alice, map[string]any{"filename": "x.png", "contentType": "image/png", "size": 10}), 201).Body["uploadId"].(string)
-	expired, _ := auth.Mint(b.stack.Config.JWTSecret, auth.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(-time.Hour)})
+	pendingUpload := b.Must(b.Call("POST", "/v1/uploads/sign", alice, map[string]any{"filename": "x.png", "contentType": "image/png", "size": 10}), 201).Body["uploadId"].(string)
+	expired, _ := auth.Mint(b.Stack.Config.JWTSecret, auth.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(-time.Hour)})
 	forged, _ := auth.Mint([]byte("not-the-secret"), auth.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
 	item := func(id string) []any { return []any{map[string]any{"uploadId": id}} }
 
@@ -328,7 +166,7 @@ func TestContractErrors(t *testing.T) {
 		{"too large", "POST", "/v1/jobs", alice, `{"params":{"title":"` + strings.Repeat("x", 300<<10) + `"}}`, nil, 413, ""},
 		{"upload not confirmed", "POST", "/v1/jobs", alice, map[string]any{"items": item(pendingUpload), "params": map[string]any{"title": "t"}}, nil, 422, "upload_not_confirmed"},
 		{"someone else's upload", "POST", "/v1/jobs", bob, map[string]any{"items": item(up), "params": map[string]any{"title": "t"}}, nil, 422, ""},
-		{"account not connected", "POST", "/v1/jobs", b.token("u-lonely", "user", "free"), map[string]any{"items": item(up), "params": map[string]any{"title": "t"}}, nil, 422, ""},
+		{"account not connected", "POST", "/v1/jobs", b.Token("u-lonely", "user", "free"), map[string]any{"items": item(up), "params": map[string]any{"title": "t"}}, nil, 422, ""},
 		{"someone else's job", "GET", "/v1/jobs/" + jobID, bob, nil, nil, 404, ""},
 		{"unknown job", "GET", "/v1/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa", alice, nil, nil, 404, ""},
 		{"junk job id", "GET", "/v1/jobs/../../etc", alice, nil, nil, 404, ""},
@@ -348,15 +186,15 @@ func TestContractErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := b.call(tt.method, tt.path, tt.token, tt.body, tt.headers...)
+			r := b.Call(tt.method, tt.path, tt.token, tt.body, tt.headers...)
 			if r.Status != tt.status {
 				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Raw)
 			}
-			if r.errorCode() == "" {
+			if r.ErrorCode() == "" {
 				t.Errorf("no error code in %s", r.Raw)
 			}
-			if tt.code != "" && r.errorCode() != tt.code {
-				t.Errorf("code %q, want %q", r.errorCode(), tt.code)
+			if tt.code != "" && r.ErrorCode() != tt.code {
+				t.Errorf("code %q, want %q", r.ErrorCode(), tt.code)
 			}
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type %q", ct)
@@ -365,14 +203,14 @@ func TestContractErrors(t *testing.T) {
 	}
 
 	// Cancel, then the 409s of finished jobs.
-	c := b.must(b.call("POST", "/v1/jobs/"+jobID+"/cancel", alice, nil), 200)
+	c := b.Must(b.Call("POST", "/v1/jobs/"+jobID+"/cancel", alice, nil), 200)
 	if c.Body["status"] != "cancelled" {
 		t.Fatalf("cancel: %s", c.Raw)
 	}
-	if r := b.call("POST", "/v1/jobs/"+jobID+"/cancel", alice, nil); r.Status != 409 {
+	if r := b.Call("POST", "/v1/jobs/"+jobID+"/cancel", alice, nil); r.Status != 409 {
 		t.Errorf("second cancel: %d %s", r.Status, r.Raw)
 	}
-	if r := b.call("POST", "/v1/jobs/"+jobID+"/retry", alice, nil); r.Status != 200 || r.Body["status"] != "queued" {
+	if r := b.Call("POST", "/v1/jobs/"+jobID+"/retry", alice, nil); r.Status != 200 || r.Body["status"] != "queued" {
 		t.Errorf("retry of a cancelled job: %d %s", r.Status, r.Raw)
 	}
 }

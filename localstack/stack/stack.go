@@ -59,6 +59,9 @@ type Options struct {
 	PollerConcurrency int
 	// Now replaces the clock (tests).
 	Now func() time.Time
+	// DisablePollers leaves the queues alone, so a test can drive the
+	// publisher itself.
+	DisablePollers bool
 	// Counter, when set, counts every AWS request the running stack makes
 	// (provisioning excluded).
 	Counter *awsclient.Counter
@@ -211,7 +214,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	})
 	for _, q := range def.Queues {
-		if q.Consumer != resources.FuncPublisher {
+		if q.Consumer != resources.FuncPublisher || opts.DisablePollers {
 			continue
 		}
 		arn := queueARN(q.Name)

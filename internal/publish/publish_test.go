@@ -1,0 +1,277 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// clock is a test clock that only moves when told.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().UTC()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// submit connects the user (once), uploads n images and submits a job.
+func submit(b *stacktest.Bundle, tok, title string, n int) string {
+	b.T.Helper()
+	var items []any
+	for i := range n {
+		items = append(items, map[string]any{"uploadId": b.Upload(tok, stacktest.PNG(b.T, 4+i))})
+	}
+	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": items, "params": map[string]any{"title": title}}), 201)
+	return r.Body["id"].(string)
+}
+
+func publicationsOf(sim *simulator.Server, j job.Job) map[string]int {
+	stacks := map[string]bool{}
+	for _, it := range j.Items {
+		stacks[it.ID] = true
+	}
+	out := map[string]int{}
+	for _, p := range sim.Publications() {
+		if stacks[p.Stack] {
+			out[p.Stack]++
+		}
+	}
+	return out
+}
+
+func TestTemporaryErrorsAreRetriedToSuccess(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-retry", "user", "enterprise")
+	b.Connect(tok)
+	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 500, Count: 2})
+	id := submit(b, tok, "flaky", 1)
+	r := b.WaitStatus(tok, id, "succeeded")
+	if got := r.Body["attempts"].(float64); got != 3 {
+		t.Errorf("attempts = %v, want 3 (two 500s, then success)", got)
+	}
+	if r.Body["error"] != nil {
+		t.Errorf("a succeeded job keeps an error: %v", r.Body["error"])
+	}
+}
+
+func TestPermanentErrorFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-perm", "user", "free")
+	b.Connect(tok)
+	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 400, Count: 1})
+	id := submit(b, tok, "refused", 1)
+	r := b.WaitStatus(tok, id, "failed")
+	e := r.Body["error"].(map[string]any)
+	if e["retryable"] != false || e["code"] != "permanent_error" {
+		t.Errorf("error = %v, want a permanent, non-retryable one", e)
+	}
+	if got := r.Body["attempts"].(float64); got != 1 {
+		t.Errorf("attempts = %v, want 1", got)
+	}
+	items := r.Body["items"].([]any)
+	if items[0].(map[string]any)["status"] != "failed" {
+		t.Errorf("item status = %v, want failed", items[0])
+	}
+}
+
+// TestCrashAtEveryBoundaryPublishesOnce kills the run at every crash point
+// (between phases, and right after each external call returned but before
+// its result was stored), then lets the redelivered message run: the job
+// succeeds and each item is submitted and published exactly once.
+func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	var mu sync.Mutex
+	crashAt := map[string]string{} // job id → crash point (fires once)
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true, Now: clk.Now, Crash: func(point string, j *job.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if crashAt[j.ID] == point {
+			delete(crashAt, j.ID)
+			return errors.New("killed")
+		}
+		return nil
+	}})
+	tok := b.Token("u-crash", "user", "pro")
+	b.Connect(tok)
+	pub := b.Stack.App.Publisher
+	ctx := context.Background()
+	points := []string{publish.AfterClaim, publish.AfterToken, publish.AfterSubmit, publish.AfterUpload, publish.AfterPublish, publish.AfterItem}
+	for _, point := range points {
+		id := submit(b, tok, "crash "+point, 2)
+		mu.Lock()
+		crashAt[id] = point
+		mu.Unlock()
+		before := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]
+		if _, err := pub.Run(ctx, id); !errors.Is(err, publish.ErrCrash) {
+			t.Fatalf("%s: first run = %v, want a crash", point, err)
+		}
+		// The message comes back after the visibility timeout; by then the
+		// dead worker's lease has lapsed.
+		clk.Advance(time.Minute)
+		v, err := pub.Run(ctx, id)
+		if err != nil || !v.Done {
+			t.Fatalf("%s: redelivery = %+v, %v", point, v, err)
+		}
+		j, err := b.Stack.App.Store.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.Succeeded {
+			t.Errorf("%s: status %s, want succeeded", point, j.Status)
+		}
+		pubs := publicationsOf(b.Stack.Simulator, j)
+		for _, it := range j.Items {
+			if pubs[it.ID] != 1 {
+				t.Errorf("%s: item %s published %d times, want 1", point, it.ID, pubs[it.ID])
+			}
+			if it.Output == nil || it.Output.DeviationID == "" {
+				t.Errorf("%s: item %s has no output", point, it.ID)
+			}
+		}
+		after := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]
+		if after-before != 2 {
+			t.Errorf("%s: %d submits for 2 items, want 2", point, after-before)
+		}
+	}
+}
+
+func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-dup", "user", "pro")
+	b.Connect(tok)
+	id := submit(b, tok, "twice", 1)
+	var wg sync.WaitGroup
+	verdicts := make([]publish.Verdict, 4)
+	for i := range verdicts {
+		wg.Go(func() {
+			v, err := b.Stack.App.Publisher.Run(context.Background(), id)
+			if err != nil {
+				t.Errorf("run %d: %v", i, err)
+			}
+			verdicts[i] = v
+		})
+	}
+	wg.Wait()
+	j, err := b.Stack.App.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Succeeded {
+		t.Fatalf("status %s, want succeeded (verdicts %+v)", j.Status, verdicts)
+	}
+	if n := publicationsOf(b.Stack.Simulator, j)[j.Items[0].ID]; n != 1 {
+		t.Errorf("published %d times, want 1", n)
+	}
+	if j.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1 (duplicates must not claim)", j.Attempts)
+	}
+}
+
+// TestConcurrentRefreshesRefreshOnce runs eight instances (as eight
+// Lambdas, each with its own cache) asking for a token of one account whose
+// access token expired: the API sees one refresh, all get the same token,
+// and the rotated refresh token is what is stored.
+func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-refresh", "user", "pro")
+	original := "rt-original-" + fmt.Sprint(time.Now().UnixNano())
+	b.Must(b.Call("PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": original,
+		"accessToken": "stale", "expiresAt": time.Now().Add(-time.Hour).Format(time.RFC3339)}), 204)
+	app := b.Stack.App
+	sealer := secrets.NewSealer(app.Clients.KMS, app.Config.KMSKeyID)
+	before := b.Stack.Simulator.Stats().Refreshes
+	tokens := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range tokens {
+		wg.Go(func() {
+			svc := accounts.New(accounts.Config{Store: app.Store, Sealer: sealer, Refresher: app.API, Worker: fmt.Sprintf("lambda-%d", i)})
+			got, err := svc.AccessToken(context.Background(), "u-refresh")
+			if err != nil {
+				t.Errorf("instance %d: %v", i, err)
+			}
+			tokens[i] = got
+		})
+	}
+	wg.Wait()
+	if n := b.Stack.Simulator.Stats().Refreshes - before; n != 1 {
+		t.Errorf("refresh calls = %d, want 1", n)
+	}
+	for i, tk := range tokens {
+		if tk == "" || tk != tokens[0] {
+			t.Errorf("instance %d got %q, instance 0 got %q", i, tk, tokens[0])
+		}
+	}
+	acct, err := app.Store.GetAccount(context.Background(), "u-refresh", accounts.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := sealer.Open(context.Background(), acct.Refresh, map[string]string{"user": "u-refresh", "provider": accounts.Provider, "token": "refresh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rt) == original || len(rt) == 0 {
+		t.Errorf("stored refresh token was not rotated")
+	}
+	if acct.LeaseOwner != "" {
+		t.Errorf("refresh lease not released: %q", acct.LeaseOwner)
+	}
+}
+
+// TestFailingJobDoesNotHoldBackAnother: job A is told by the API to come
+// back in 30 s; job B, submitted after, finishes while A still waits —
+// each job is its own message group.
+func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{})
+	tok := b.Token("u-groups", "user", "free")
+	b.Connect(tok)
+	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 429, RetryAfter: 30, Count: 1})
+	a := submit(b, tok, "first, throttled", 1)
+	b.Eventually(func() bool {
+		j, err := b.Stack.App.Store.GetJob(context.Background(), a)
+		return err == nil && j.Status == job.Queued && j.RetryAt != nil
+	}, "job A to back off")
+	second := submit(b, tok, "second", 1)
+	b.WaitStatus(tok, second, "succeeded")
+	ja, err := b.Stack.App.Store.GetJob(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ja.Status != job.Queued || ja.RetryAt == nil || time.Until(*ja.RetryAt) < 20*time.Second {
+		t.Errorf("job A = %s retryAt %v; want still waiting out its Retry-After", ja.Status, ja.RetryAt)
+	}
+	if ja.Error == nil || !ja.Error.Retryable {
+		t.Errorf("job A error = %+v, want a retryable one", ja.Error)
+	}
+}
