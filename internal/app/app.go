@@ -27,6 +27,7 @@ import (
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
@@ -57,6 +58,7 @@ type App struct {
 	Jobs      *jobs.Service
 	API       *deviantart.Client
 	Publisher *publish.Publisher
+	Recoverer *recovery.Recoverer
 	Router    *httpapi.Router
 	QueueURLs handler.QueueURLs
 }
@@ -103,6 +105,10 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	pcfg.Crash = opts.Crash
 	pub := publish.New(pcfg)
+	rec := recovery.New(recovery.Config{
+		Store: st, Sender: sender, S3: clients.S3, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
+		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Now: opts.Now, Logger: log,
+	})
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(cfg.JWTSecret, opts.Now), Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
 	var urls []string
@@ -111,7 +117,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -142,4 +148,9 @@ func (a *App) ConfirmHandler() func(context.Context, events.S3Event) error {
 // PublisherHandler is the publisher function's handler.
 func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return handler.Publisher(a.Publisher, a.Clients.SQS, a.QueueURLs, a.Logger)
+}
+
+// RecoveryHandler is the recovery function's handler.
+func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
+	return handler.Recovery(a.Recoverer, a.Logger)
 }

@@ -25,6 +25,7 @@ const (
 	BreakerThresholdDefault  = 5
 	BreakerCooldownDefault   = 5 * time.Minute
 	RecoveryIntervalDefault  = 5 * time.Minute
+	ScheduleIntervalDefault  = time.Minute
 	StuckAfterDefault        = 20 * time.Minute
 	HeartbeatIntervalDefault = 30 * time.Second
 	StaleAfterDefault        = 168 * time.Hour
@@ -71,6 +72,8 @@ type Config struct {
 	BreakerCooldown  time.Duration
 	// RecoveryInterval / StuckAfter drive stuck-job recovery (default 5m / 20m).
 	RecoveryInterval, StuckAfter time.Duration
+	// ScheduleInterval is how often due scheduled jobs are released (default 1m).
+	ScheduleInterval time.Duration
 	// HeartbeatInterval is how often a running job's worker proves it lives (default 30s).
 	HeartbeatInterval time.Duration
 	// StaleAfter / DeleteAfter are the two retention stages (default 168h / 720h).
@@ -106,6 +109,7 @@ func From(getenv func(string) string) (Config, error) {
 		BreakerCooldown:        r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
 		RecoveryInterval:       r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
 		StuckAfter:             r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
+		ScheduleInterval:       r.dur("CONVEYOR_SCHEDULE_INTERVAL", ScheduleIntervalDefault),
 		HeartbeatInterval:      r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
 		StaleAfter:             r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
 		DeleteAfter:            r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),

@@ -5,6 +5,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -103,5 +106,37 @@ func Publisher(pub *publish.Publisher, client *sqs.Client, urls QueueURLs, log *
 			}
 		}
 		return resp, nil
+	}
+}
+
+// Sweeper is what the recovery function runs.
+type Sweeper interface {
+	Run(ctx context.Context) (recovery.Result, error)
+	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
+}
+
+// Recovery is the scheduled recovery function. The schedule's detail names
+// the task: "release" (every minute: scheduled jobs whose time came) or
+// "recover" (stuck jobs and retention; the default).
+func Recovery(s Sweeper, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+	return func(ctx context.Context, ev events.EventBridgeEvent) error {
+		var detail struct {
+			Task string `json:"task"`
+		}
+		_ = json.Unmarshal(ev.Detail, &detail)
+		var res recovery.Result
+		var err error
+		switch detail.Task {
+		case resources.TaskRelease:
+			res, err = s.ReleaseScheduled(ctx)
+		default:
+			res, err = s.Run(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
+			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
+		return nil
 	}
 }

@@ -170,7 +170,16 @@ type Schedule struct {
 	// Interval is the same period, used by the local runtime's ticker
 	// (overridden there by configuration).
 	Interval time.Duration
+	// Task is sent in the event's detail ({"task": …}) so one function
+	// can serve several schedules.
+	Task string
 }
+
+// Scheduled tasks of the recovery function.
+const (
+	TaskRecover = "recover"
+	TaskRelease = "release"
+)
 
 // Definition is every resource of one environment.
 type Definition struct {
@@ -270,6 +279,14 @@ func Named(env Env, prefix string) Definition {
 			Function:   FuncRecovery,
 			Expression: "rate(5 minutes)",
 			Interval:   5 * time.Minute,
+			Task:       TaskRecover,
+		}, {
+			// Scheduled jobs start within a minute after their time.
+			Name:       prefix + "-release",
+			Function:   FuncRecovery,
+			Expression: "rate(1 minute)",
+			Interval:   time.Minute,
+			Task:       TaskRelease,
 		}},
 		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream},
 	}

@@ -22,8 +22,10 @@ type ScheduledHandler func(context.Context, events.EventBridgeEvent) error
 type Ticker struct {
 	Name     string
 	Interval time.Duration
-	Handler  ScheduledHandler
-	Logger   *slog.Logger
+	// Detail is the event's detail JSON (default {}).
+	Detail  string
+	Handler ScheduledHandler
+	Logger  *slog.Logger
 }
 
 // Run ticks until ctx ends. Runs never overlap within one Ticker (in AWS
@@ -32,6 +34,10 @@ func (t *Ticker) Run(ctx context.Context) {
 	log := t.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	detail := t.Detail
+	if detail == "" {
+		detail = "{}"
 	}
 	tick := time.NewTicker(t.Interval)
 	defer tick.Stop()
@@ -44,7 +50,7 @@ func (t *Ticker) Run(ctx context.Context) {
 				Version: "0", ID: ids.New("evt"), DetailType: "Scheduled Event", Source: "aws.scheduler",
 				AccountID: "123456789012", Time: now.UTC(), Region: "us-east-1",
 				Resources: []string{"arn:aws:scheduler:us-east-1:123456789012:schedule/default/" + t.Name},
-				Detail:    json.RawMessage("{}"),
+				Detail:    json.RawMessage(detail),
 			}
 			if err := t.Handler(ctx, ev); err != nil && ctx.Err() == nil {
 				log.ErrorContext(ctx, "scheduled function failed", "schedule", t.Name, "error", err)

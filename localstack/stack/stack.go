@@ -228,6 +228,16 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Handler: a.ConfirmHandler(), Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(rctx) })
 
+	for _, sch := range def.Schedules {
+		interval := cfg.RecoveryInterval
+		if sch.Task == resources.TaskRelease {
+			interval = cfg.ScheduleInterval
+		}
+		tk := &runtime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Handler: a.RecoveryHandler(), Logger: opts.Logger}
+		if !opts.DisablePollers {
+			s.wg.Go(func() { tk.Run(rctx) })
+		}
+	}
 	if err := waitHealthy(ctx, s.APIURL); err != nil {
 		return nil, err
 	}

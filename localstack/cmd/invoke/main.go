@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	fn := flag.String("fn", "", "function: api, confirm or publisher")
+	fn := flag.String("fn", "", "function: api, confirm, publisher or recovery")
 	event := flag.String("event", "", "path of the event JSON")
 	flag.Parse()
 	payload, err := os.ReadFile(*event)
@@ -36,8 +36,10 @@ func main() {
 		h = lambda.NewHandler(a.ConfirmHandler())
 	case "publisher":
 		h = lambda.NewHandler(a.PublisherHandler())
+	case "recovery":
+		h = lambda.NewHandler(a.RecoveryHandler())
 	default:
-		fail(fmt.Errorf("unknown function %q (api, confirm, publisher)", *fn))
+		fail(fmt.Errorf("unknown function %q (api, confirm, publisher, recovery)", *fn))
 	}
 	out, err := h.Invoke(ctx, payload)
 	if err != nil {

@@ -1,0 +1,336 @@
+package recovery_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type bundle struct {
+	*stacktest.Bundle
+	clk     *clock
+	counter *awsclient.Counter
+	tok     string
+	crash   map[string]string
+	mu      sync.Mutex
+}
+
+// setup runs a stack without pollers or tickers: the test drives the
+// publisher and the recovery runs with its own clock.
+func setup(t *testing.T) *bundle {
+	b := &bundle{clk: &clock{t: time.Now().UTC()}, counter: awsclient.NewCounter(), crash: map[string]string{}}
+	b.Bundle = stacktest.Setup(t, map[string]string{"CONVEYOR_STUCK_AFTER": "20m", "CONVEYOR_MAX_ATTEMPTS": "3"}, stack.Options{
+		DisablePollers: true, Now: b.clk.Now, Counter: b.counter,
+		Crash: func(point string, j *job.Job) error {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.crash[j.ID] == point {
+				delete(b.crash, j.ID)
+				return errors.New("killed")
+			}
+			return nil
+		},
+	})
+	b.tok = b.Token("u-rec", "user", "standard")
+	b.Connect(b.tok)
+	t.Cleanup(func() {
+		if n := b.counter.Get("DynamoDB.Scan"); n != 0 {
+			t.Errorf("%d DynamoDB Scans were issued; recovery must only query indexes", n)
+		}
+	})
+	return b
+}
+
+func (b *bundle) submit(body map[string]any) string {
+	b.T.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	body["items"] = []any{map[string]any{"uploadId": b.Upload(b.tok, stacktest.PNG(b.T, 5))}}
+	if body["params"] == nil {
+		body["params"] = map[string]any{"title": "recover me " + ids.New("x")}
+	}
+	return b.Must(b.Call("POST", "/v1/jobs", b.tok, body), 201).Body["id"].(string)
+}
+
+// freshToken is valid at the test clock's now.
+func (b *bundle) freshToken() string {
+	tok, err := auth.Mint(b.Stack.Config.JWTSecret, auth.Claims{Subject: "u-rec", Role: auth.RoleUser, Plan: "standard", ExpiresAt: b.clk.Now().Add(time.Hour)})
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return tok
+}
+
+func (b *bundle) job(id string) job.Job {
+	b.T.Helper()
+	j, err := b.Stack.App.Store.GetJob(context.Background(), id)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return j
+}
+
+// drain receives every message of the tier's queue and returns their count.
+func (b *bundle) drain(tier resources.Tier) int {
+	b.T.Helper()
+	n := 0
+	for {
+		out, err := b.Stack.App.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(b.Stack.Config.QueueURLs[tier]), MaxNumberOfMessages: 10,
+		})
+		if err != nil {
+			b.T.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return n
+		}
+		for _, m := range out.Messages {
+			n++
+			_, _ = b.Stack.App.Clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(b.Stack.Config.QueueURLs[tier]), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	b.drain(resources.Medium)
+	b.crash[id] = publish.AfterUpload
+	if _, err := b.Stack.App.Publisher.Run(ctx, id); !errors.Is(err, publish.ErrCrash) {
+		t.Fatalf("run = %v, want a crash", err)
+	}
+	if j := b.job(id); j.Status != job.Running {
+		t.Fatalf("after the crash: %s, want running", j.Status)
+	}
+	rec := b.Stack.App.Recoverer
+	if res, _ := rec.Run(ctx); res.Requeued != 0 {
+		t.Fatalf("a fresh heartbeat was judged stuck: %+v", res)
+	}
+	b.clk.Advance(21 * time.Minute)
+	res, err := rec.Run(ctx)
+	if err != nil || res.Orphans != 1 || res.Requeued != 1 {
+		t.Fatalf("recovery = %+v, %v; want one orphan requeued", res, err)
+	}
+	if n := b.drain(resources.Medium); n != 1 {
+		t.Fatalf("%d messages after recovery, want 1", n)
+	}
+	if v, err := b.Stack.App.Publisher.Run(ctx, id); err != nil || !v.Done {
+		t.Fatalf("redelivery: %+v %v", v, err)
+	}
+	j := b.job(id)
+	if j.Status != job.Succeeded {
+		t.Fatalf("status %s", j.Status)
+	}
+	n := 0
+	for _, p := range b.Stack.Simulator.Publications() {
+		if p.Stack == j.Items[0].ID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d publications, want 1", n)
+	}
+}
+
+func TestStoredButNeverSentIsSent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	b.drain(resources.Medium) // as if the process died before SendMessage
+	b.clk.Advance(10 * time.Minute)
+	if res, _ := b.Stack.App.Recoverer.Run(ctx); res.Requeued != 0 {
+		t.Fatalf("requeued before STUCK_AFTER: %+v", res)
+	}
+	b.clk.Advance(11 * time.Minute)
+	res, err := b.Stack.App.Recoverer.Run(ctx)
+	if err != nil || res.Requeued != 1 {
+		t.Fatalf("recovery = %+v, %v", res, err)
+	}
+	if n := b.drain(resources.Medium); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+	if j := b.job(id); j.Attempts != 1 || j.Enqueues != 2 {
+		t.Errorf("attempts %d enqueues %d, want 1 and 2", j.Attempts, j.Enqueues)
+	}
+}
+
+func TestExhaustedStuckJobFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	for range 4 { // MAX_ATTEMPTS is 3: three requeues spend them, the fourth run fails the job
+		b.clk.Advance(21 * time.Minute)
+		if _, err := b.Stack.App.Recoverer.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := b.job(id)
+	if j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" || !j.Error.Retryable {
+		t.Fatalf("job = %s %+v, want failed with a retryable stuck error", j.Status, j.Error)
+	}
+	// The user can retry it.
+	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
+}
+
+func TestOverlappingRunsEnqueueOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for range 5 {
+		b.submit(nil)
+	}
+	b.drain(resources.Medium)
+	b.clk.Advance(21 * time.Minute)
+	app := b.Stack.App
+	var wg sync.WaitGroup
+	results := make([]recovery.Result, 4)
+	for i := range results {
+		wg.Go(func() {
+			r := recovery.New(recovery.Config{Store: app.Store, Sender: app.Sender, StuckAfter: 20 * time.Minute,
+				StaleAfter: time.Hour, DeleteAfter: 2 * time.Hour, Now: b.clk.Now, Logger: app.Logger})
+			res, err := r.Run(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, r := range results {
+		total += r.Requeued
+	}
+	if total != 5 {
+		t.Errorf("runs requeued %d in total, want 5 (each job once): %+v", total, results)
+	}
+	if n := b.drain(resources.Medium); n != 5 {
+		t.Errorf("%d messages, want 5", n)
+	}
+}
+
+func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	at := b.clk.Now().Add(time.Hour).Truncate(time.Second)
+	id := b.submit(map[string]any{"scheduleAt": at.Format(time.RFC3339)})
+	if j := b.job(id); j.Status != job.Scheduled {
+		t.Fatalf("status %s, want scheduled", j.Status)
+	}
+	if n := b.drain(resources.Medium); n != 0 {
+		t.Fatalf("a scheduled job was sent at once (%d messages)", n)
+	}
+	b.clk.Advance(59 * time.Minute)
+	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx); res.Released != 0 {
+		t.Fatalf("released a minute early: %+v", res)
+	}
+	b.clk.Advance(time.Minute + time.Second)
+	res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx)
+	if err != nil || res.Released != 1 {
+		t.Fatalf("release = %+v, %v", res, err)
+	}
+	if j := b.job(id); j.Status != job.Queued {
+		t.Errorf("status %s, want queued", j.Status)
+	}
+	if n := b.drain(resources.Medium); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+	if v, err := b.Stack.App.Publisher.Run(ctx, id); err != nil || !v.Done {
+		t.Fatalf("run: %+v %v", v, err)
+	}
+	if j := b.job(id); j.Status != job.Succeeded || !j.StartedAt.After(at) {
+		t.Errorf("job %s started %v, schedule %v", j.Status, j.StartedAt, at)
+	}
+}
+
+func TestRetentionStaleThenDeleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	if v, err := b.Stack.App.Publisher.Run(ctx, id); err != nil || !v.Done {
+		t.Fatalf("run: %+v %v", v, err)
+	}
+	key := b.job(id).Items[0].Key
+	b.clk.Advance(167 * time.Hour)
+	if res, _ := b.Stack.App.Recoverer.Run(ctx); res.Staled != 0 {
+		t.Fatalf("staled early: %+v", res)
+	}
+	b.clk.Advance(2 * time.Hour)
+	res, err := b.Stack.App.Recoverer.Run(ctx)
+	if err != nil || res.Staled != 1 {
+		t.Fatalf("recovery = %+v, %v", res, err)
+	}
+	j := b.job(id)
+	if j.Status != job.Stale || j.ExpiresAt == 0 {
+		t.Fatalf("job = %s expiresAt %d", j.Status, j.ExpiresAt)
+	}
+	if _, err := b.Stack.App.Clients.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(key)}); err == nil {
+		t.Error("the stale job's object is still in S3")
+	}
+	b.clk.Advance(720 * time.Hour)
+	if _, err := b.Stack.App.Store.GetJob(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired job still readable: %v", err)
+	}
+	r := b.Call("GET", "/v1/jobs/"+id, b.freshToken(), nil)
+	if r.Status != 404 {
+		t.Errorf("GET expired job: %d", r.Status)
+	}
+}
+
+func TestRecoveryRunCost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for range 3 {
+		b.submit(nil)
+	}
+	b.counter.Reset()
+	if _, err := b.Stack.App.Recoverer.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one recovery run + one release run with nothing due: %d requests %v", b.counter.Total(), b.counter.Snapshot())
+	if n := b.counter.Get("DynamoDB.Query"); n != b.counter.Total() {
+		t.Errorf("a run with nothing due made non-Query requests: %v", b.counter.Snapshot())
+	}
+}
