@@ -6,8 +6,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -25,6 +28,7 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -42,6 +46,8 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPClient is used for the external API (default a fresh client).
 	HTTPClient *http.Client
+	// Metrics receives EMF metric lines (default stdout).
+	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
 }
@@ -58,6 +64,8 @@ type App struct {
 	Jobs      *jobs.Service
 	API       *deviantart.Client
 	Publisher *publish.Publisher
+	Breaker   *breaker.Breaker
+	Metrics   *metrics.Emitter
 	Recoverer *recovery.Recoverer
 	Router    *httpapi.Router
 	QueueURLs handler.QueueURLs
@@ -84,9 +92,29 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		HTTPClient: opts.HTTPClient, Now: opts.Now,
 	})
 	worker := ids.New("wrk")
+	emf := metrics.New(opts.Metrics, string(cfg.Env), opts.Now)
+	bcfg := breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
+		ProbeLease: min(breaker.ProbeLeaseDefault, cfg.BreakerCooldown), CacheTTL: cfg.BreakerCache}
+	if err := bcfg.Validate(); err != nil {
+		return nil, err
+	}
+	brk := breaker.New(breaker.Options{Config: bcfg, DB: clients.DynamoDB, Table: cfg.Table, Owner: worker, Now: opts.Now, Logger: log,
+		OnTransition: func(t breaker.Transition) {
+			open := 0.0
+			if t.To == breaker.Open {
+				open = 1
+			}
+			emf.Emit(map[string]float64{"BreakerOpen": open, "BreakerTransition": 1}, map[string]string{"To": string(t.To)})
+		}})
+	host := cfg.DeviantArtURL
+	if u, err := url.Parse(cfg.DeviantArtURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	hostKey := breaker.Key("host", host)
 	acc := accounts.New(accounts.Config{
-		Store: st, Sealer: secrets.NewSealer(clients.KMS, cfg.KMSKeyID), Refresher: da,
-		Worker: worker, Now: opts.Now, Logger: log,
+		Store: st, Sealer: secrets.NewSealer(clients.KMS, cfg.KMSKeyID),
+		Refresher: breaker.GuardedRefresher{Refresher: da, Breaker: brk, HostKey: hostKey},
+		Worker:    worker, Now: opts.Now, Logger: log,
 	})
 	up := uploads.New(uploads.Config{
 		Store: st, S3: clients.S3, Presign: s3.NewPresignClient(clients.S3), Bucket: cfg.Bucket,
@@ -100,7 +128,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		return nil, fmt.Errorf("retry policy: %w", err)
 	}
 	pcfg := publish.Config{
-		Store: st, S3: clients.S3, Bucket: cfg.Bucket, Tokens: acc, API: da, Policy: policy,
+		Store: st, S3: clients.S3, Bucket: cfg.Bucket, Tokens: acc, API: breaker.GuardedAPI{API: da, Breaker: brk, HostKey: hostKey}, Policy: policy,
 		Heartbeat: cfg.HeartbeatInterval, Worker: worker, Now: opts.Now, Logger: log,
 	}
 	pcfg.Crash = opts.Crash
@@ -117,7 +145,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 

@@ -24,6 +24,7 @@ const (
 	BreakerWindowDefault     = time.Minute
 	BreakerThresholdDefault  = 5
 	BreakerCooldownDefault   = 5 * time.Minute
+	BreakerCacheDefault      = 5 * time.Second
 	RecoveryIntervalDefault  = 5 * time.Minute
 	ScheduleIntervalDefault  = time.Minute
 	StuckAfterDefault        = 20 * time.Minute
@@ -70,6 +71,9 @@ type Config struct {
 	BreakerWindow    time.Duration
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// BreakerCache is how long an instance trusts its snapshot of the
+	// breakers (CONVEYOR_BREAKER_CACHE, default 5s).
+	BreakerCache time.Duration
 	// RecoveryInterval / StuckAfter drive stuck-job recovery (default 5m / 20m).
 	RecoveryInterval, StuckAfter time.Duration
 	// ScheduleInterval is how often due scheduled jobs are released (default 1m).
@@ -107,6 +111,7 @@ func From(getenv func(string) string) (Config, error) {
 		BreakerWindow:          r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
 		BreakerThreshold:       r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
 		BreakerCooldown:        r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
+		BreakerCache:           r.dur("CONVEYOR_BREAKER_CACHE", BreakerCacheDefault),
 		RecoveryInterval:       r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
 		StuckAfter:             r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
 		ScheduleInterval:       r.dur("CONVEYOR_SCHEDULE_INTERVAL", ScheduleIntervalDefault),

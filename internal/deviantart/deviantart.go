@@ -336,3 +336,6 @@ func (c *Client) FindByStack(ctx context.Context, accessToken, stack string) (St
 	}
 	return StashItem{}, false, errors.New("stash delta: too many pages")
 }
+
+// StatusCode is the HTTP status of the answer.
+func (e *APIError) StatusCode() int { return e.Status }

@@ -512,6 +512,11 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			}
 			verdict = Verdict{RetryIn: d.Delay, Reason: "circuit open"}
 		case d.Retry:
+			if rateLimited(err) {
+				// A 429 says "not now", not "this job is broken": like a
+				// refusal by the open circuit it spends no attempt.
+				j.Attempts--
+			}
 			j.FailPhase(phase, e)
 			if phase != "" {
 				if i := j.PhaseIndex(phase); i >= 0 {
@@ -552,6 +557,12 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		log.WarnContext(ctx, "job will retry", "retry_in", verdict.RetryIn.String())
 	}
 	return verdict, nil
+}
+
+// rateLimited reports whether the external API answered 429.
+func rateLimited(err error) bool {
+	var sc interface{ StatusCode() int }
+	return errors.As(err, &sc) && sc.StatusCode() == 429
 }
 
 func errorCode(c retry.Class) string {

@@ -275,3 +275,58 @@ func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
 		t.Errorf("job A error = %+v, want a retryable one", ja.Error)
 	}
 }
+
+// TestRateLimitStormOpensTheCircuitAndNoJobFails: a 429 storm opens the
+// breaker; while open the API hears (almost) nothing — only a probe per
+// cooldown — no job fails or spends attempts on it, and every job succeeds
+// once the storm ends.
+func TestRateLimitStormOpensTheCircuitAndNoJobFails(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, map[string]string{
+		"CONVEYOR_BREAKER_THRESHOLD": "3", "CONVEYOR_BREAKER_WINDOW": "30s",
+		"CONVEYOR_BREAKER_COOLDOWN": "2s", "CONVEYOR_BREAKER_CACHE": "100ms", "CONVEYOR_MAX_ATTEMPTS": "3",
+	}, stack.Options{})
+	tok := b.Token("u-storm", "user", "corporate")
+	b.Connect(tok)
+	sim := b.Stack.Simulator
+	sim.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/", Status: 429})
+	var jobs []string
+	for i := range 6 {
+		jobs = append(jobs, submit(b, tok, fmt.Sprintf("storm %d", i), 1))
+	}
+	stashCalls := func() int {
+		n := 0
+		for path, byStatus := range sim.Stats().Calls {
+			if len(path) > len("/api/v1/oauth2/stash") && path[:len("/api/v1/oauth2/stash")] == "/api/v1/oauth2/stash" {
+				for _, c := range byStatus {
+					n += c
+				}
+			}
+		}
+		return n
+	}
+	b.Eventually(func() bool {
+		list, _ := b.Stack.App.Breaker.List(context.Background())
+		for _, r := range list {
+			if r.State == "open" {
+				return true
+			}
+		}
+		return false
+	}, "a breaker to open")
+	before := stashCalls()
+	time.Sleep(3 * time.Second)
+	during := stashCalls() - before
+	// Six jobs polling for 3 s with a 2 s cooldown: only probes get through.
+	if during > 4 {
+		t.Errorf("%d calls reached the API in 3 s while the circuit was open; want only probes", during)
+	}
+	sim.ClearFaults()
+	for _, id := range jobs {
+		r := b.WaitStatus(tok, id, "succeeded")
+		if a := r.Body["attempts"].(float64); a > 3 {
+			t.Errorf("job %s spent %v attempts", id, a)
+		}
+	}
+	t.Logf("calls that reached the API while open: %d in 3 s", during)
+}

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -52,6 +53,8 @@ type Options struct {
 	Getenv func(string) string
 	// Logger defaults to JSON on stderr.
 	Logger *slog.Logger
+	// Metrics receives the EMF metric lines (default stdout).
+	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
 	// PollerConcurrency is how many invocations each tier's poller runs at
@@ -194,7 +197,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Config = cfg
-	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now})
+	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err

@@ -40,6 +40,9 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = io.Discard
+	}
 	s, err := stack.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("starting the stack: %v", err)
@@ -175,10 +178,15 @@ func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
 // waitStatus polls the job until it reaches status.
 func (b *Bundle) WaitStatus(token, id, status string) Response {
 	b.T.Helper()
-	var r Response
-	b.Eventually(func() bool {
-		r = b.Call("GET", "/v1/jobs/"+id, token, nil)
-		return r.Body["status"] == status
-	}, "job %s to become %s (last: %s)", id, status, func() []byte { return r.Raw }())
-	return r
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := b.Call("GET", "/v1/jobs/"+id, token, nil)
+		if r.Body["status"] == status {
+			return r
+		}
+		if time.Now().After(deadline) {
+			b.T.Fatalf("timed out waiting for job %s to become %s; last seen: %s", id, status, r.Raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -1,0 +1,223 @@
+package stack
+
+import (
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// builder carries the constructs of one stack between its build steps.
+type builder struct {
+	stack awscdk.Stack
+	def   resources.Definition
+	props Props
+
+	queues map[resources.Tier]awssqs.Queue
+	dlqs   map[resources.Tier]awssqs.Queue
+	table  awsdynamodb.Table
+	bucket awss3.Bucket
+	logs   awss3.Bucket
+	key    awskms.Key
+	bus    awsevents.EventBus
+
+	jwtSecret     awssecretsmanager.Secret
+	webhookSecret awssecretsmanager.Secret
+
+	fns     map[string]awslambda.Function
+	fnLogs  map[string]awslogs.LogGroup
+	esms    map[resources.Tier]awslambdaeventsources.SqsEventSource
+	apiLogs awslogs.LogGroup
+}
+
+// removal is RETAIN in production (data outlives a mistaken stack deletion)
+// and DESTROY in staging.
+func (b *builder) removal() awscdk.RemovalPolicy {
+	if b.def.Env.Production() {
+		return awscdk.RemovalPolicy_RETAIN
+	}
+	return awscdk.RemovalPolicy_DESTROY
+}
+
+func dur(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+func (b *builder) data() {
+	b.queuesAndDLQs()
+	b.tableFromDefinition()
+	b.uploadBucket()
+
+	// The key envelope-encrypts account tokens (internal/secrets): a data
+	// key per record, the secret sealed under it, only the wrapped data key
+	// stored.
+	b.key = awskms.NewKey(b.stack, jsii.String("TokenKey"), &awskms.KeyProps{
+		Alias:             jsii.String(b.def.KMSAlias),
+		Description:       jsii.String("Conveyor " + string(b.def.Env) + ": envelope encryption of connected-account tokens"),
+		EnableKeyRotation: jsii.Bool(true),
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+
+	b.bus = awsevents.NewEventBus(b.stack, jsii.String("EventBus"), &awsevents.EventBusProps{
+		EventBusName: jsii.String(b.def.EventBus),
+		Description:  jsii.String("Conveyor job and webhook events"),
+	})
+
+	secret := func(id, name, what string) awssecretsmanager.Secret {
+		return awssecretsmanager.NewSecret(b.stack, jsii.String(id), &awssecretsmanager.SecretProps{
+			SecretName:  jsii.String(b.def.Prefix + "/" + name),
+			Description: jsii.String(what),
+			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+				PasswordLength:     jsii.Number(64),
+				ExcludePunctuation: jsii.Bool(true),
+			},
+			RemovalPolicy: b.removal(),
+		})
+	}
+	b.jwtSecret = secret("JWTSecret", "jwt", "HS256 key that signs and verifies Conveyor bearer tokens")
+	b.webhookSecret = secret("WebhookSecret", "webhook-signing", "HMAC-SHA256 key that signs webhook bodies")
+}
+
+func (b *builder) queuesAndDLQs() {
+	b.queues = map[resources.Tier]awssqs.Queue{}
+	b.dlqs = map[resources.Tier]awssqs.Queue{}
+	for _, q := range b.def.Queues {
+		tier := title(string(q.Tier))
+		dlq := awssqs.NewQueue(b.stack, jsii.String(tier+"DLQ"), &awssqs.QueueProps{
+			QueueName:                 jsii.String(q.DLQName),
+			Fifo:                      jsii.Bool(true),
+			ContentBasedDeduplication: jsii.Bool(false),
+			RetentionPeriod:           dur(q.DLQRetention),
+			VisibilityTimeout:         dur(q.VisibilityTimeout),
+			Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:                jsii.Bool(true),
+			RemovalPolicy:             b.removal(),
+		})
+		b.dlqs[q.Tier] = dlq
+		b.queues[q.Tier] = awssqs.NewQueue(b.stack, jsii.String(tier+"Queue"), &awssqs.QueueProps{
+			QueueName:                 jsii.String(q.Name),
+			Fifo:                      jsii.Bool(true),
+			ContentBasedDeduplication: jsii.Bool(false),
+			RetentionPeriod:           dur(q.Retention),
+			VisibilityTimeout:         dur(q.VisibilityTimeout),
+			Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:                jsii.Bool(true),
+			DeadLetterQueue: &awssqs.DeadLetterQueue{
+				Queue:           dlq,
+				MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount)),
+			},
+			RemovalPolicy: b.removal(),
+		})
+	}
+}
+
+func attrType(t resources.KeyType) awsdynamodb.AttributeType {
+	if t == resources.Number {
+		return awsdynamodb.AttributeType_NUMBER
+	}
+	return awsdynamodb.AttributeType_STRING
+}
+
+func attr(k resources.Key) *awsdynamodb.Attribute {
+	if k.Name == "" {
+		return nil
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(k.Name), Type: attrType(k.Type)}
+}
+
+func (b *builder) tableFromDefinition() {
+	t := b.def.Table
+	// AWS-owned-by-service (aws/dynamodb) encryption, not the token key:
+	// the only secrets in the table (refresh tokens) are already sealed
+	// under the customer-managed key by the application, and a CMK on the
+	// table would add kms:Decrypt/GenerateDataKey to every function's role
+	// and a KMS request to many table operations.
+	b.table = awsdynamodb.NewTable(b.stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:           jsii.String(t.Name),
+		PartitionKey:        attr(t.PartitionKey),
+		SortKey:             attr(t.SortKey),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
+		TimeToLiveAttribute: jsii.String(t.TTLAttribute),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(t.PointInTimeRecovery),
+		},
+		DeletionProtection: jsii.Bool(t.DeletionProtection),
+		RemovalPolicy:      b.removal(),
+	})
+	for _, ix := range t.Indexes {
+		b.table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(ix.Name),
+			PartitionKey:   attr(ix.PartitionKey),
+			SortKey:        attr(ix.SortKey),
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+}
+
+// BucketName is the upload bucket's name in the cloud: the definition's
+// name with the account id appended, since bucket names are global.
+func BucketName(def resources.Definition) *string {
+	return awscdk.Fn_Join(jsii.String("-"), &[]*string{jsii.String(def.Bucket.Name), awscdk.Aws_ACCOUNT_ID()})
+}
+
+func (b *builder) uploadBucket() {
+	bk := b.def.Bucket
+	// Server access logs of the upload bucket. It needs SSE-S3 (the log
+	// delivery service cannot use a KMS key) and keeps logs for 90 days.
+	b.logs = awss3.NewBucket(b.stack, jsii.String("AccessLogs"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:         jsii.String("expire-access-logs"),
+			Expiration: awscdk.Duration_Days(jsii.Number(90)),
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	// SSE-S3 rather than a KMS key: presigned browser PUTs and the
+	// functions' reads would otherwise each need kms:GenerateDataKey or
+	// kms:Decrypt, for media that is not secret once published.
+	b.bucket = awss3.NewBucket(b.stack, jsii.String("Uploads"), &awss3.BucketProps{
+		BucketName:             BucketName(b.def),
+		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:             awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:             jsii.Bool(true),
+		ObjectOwnership:        awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		ServerAccessLogsBucket: b.logs,
+		ServerAccessLogsPrefix: jsii.String(bk.Name + "/"),
+		Cors: &[]*awss3.CorsRule{{
+			Id:             jsii.String("browser-presigned-put"),
+			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
+			AllowedOrigins: jsii.Strings(bk.CORSOrigins...),
+			AllowedHeaders: jsii.Strings("Content-Type", "Content-Length"),
+			ExposedHeaders: jsii.Strings("ETag"),
+			MaxAge:         jsii.Number(3600),
+		}},
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:         jsii.String("expire-abandoned-uploads"),
+			Prefix:     jsii.String(bk.UploadPrefix),
+			Expiration: dur(bk.AbandonedUploadExpiry),
+		}, {
+			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		// A retained bucket keeps users' media if the stack is deleted;
+		// staging too, since its name is fixed and a re-created stack
+		// would collide with a half-deleted bucket.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+}

@@ -1,0 +1,161 @@
+package stack
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// FunctionSpec is the sizing of one function.
+type FunctionSpec struct {
+	// MemoryMB is the function's memory (and so its CPU share).
+	MemoryMB int
+	// Timeout bounds one invocation.
+	Timeout time.Duration
+	// Description says what the function does.
+	Description string
+}
+
+// FunctionSpecs sizes every function of the definition. A function added to
+// the definition without a spec here fails the synth, naming it.
+var FunctionSpecs = map[string]FunctionSpec{
+	// API Gateway's integration timeout is 30 s.
+	resources.FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, Description: "HTTP API: uploads, jobs, admin"},
+	resources.FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second,
+		Description: "confirms an upload on its S3 ObjectCreated event"},
+	// The tier queues' visibility timeout is 6× this.
+	resources.FuncPublisher: {MemoryMB: 1024, Timeout: resources.ConsumerTimeout,
+		Description: "publishes jobs from the high, medium and low tier queues"},
+	resources.FuncSystem: {MemoryMB: 256, Timeout: time.Minute,
+		Description: "delivers webhooks and other system-tier work"},
+	// Overlapping runs are safe (every change is a conditional write); the
+	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
+	resources.FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute,
+		Description: "requeues stuck jobs, releases scheduled ones, applies retention"},
+	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
+	// cost of an idle browser tab.
+	resources.FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute,
+		Description: "server-sent events: a job's snapshot, then live events"},
+}
+
+// FunctionName is the deployed name of a function of def.
+func FunctionName(def resources.Definition, fn string) string { return def.Prefix + "-" + fn }
+
+func (b *builder) logRetention() awslogs.RetentionDays {
+	if b.def.Env.Production() {
+		return awslogs.RetentionDays_SIX_MONTHS
+	}
+	return awslogs.RetentionDays_ONE_MONTH
+}
+
+// commonEnv is the configuration every function reads at cold start
+// (internal/config): the resource names, URLs and ids.
+func (b *builder) commonEnv() map[string]*string {
+	env := map[string]*string{
+		"CONVEYOR_ENV":        jsii.String(string(b.def.Env)),
+		"CONVEYOR_TABLE":      b.table.TableName(),
+		"CONVEYOR_BUCKET":     b.bucket.BucketName(),
+		"CONVEYOR_KMS_KEY_ID": b.key.KeyArn(),
+		"CONVEYOR_EVENT_BUS":  b.bus.EventBusName(),
+	}
+	for _, q := range b.def.Queues {
+		up := strings.ToUpper(string(q.Tier))
+		env["CONVEYOR_QUEUE_URL_"+up] = b.queues[q.Tier].QueueUrl()
+		env["CONVEYOR_DLQ_URL_"+up] = b.dlqs[q.Tier].QueueUrl()
+	}
+	return env
+}
+
+// secretEnv names the secrets a function may read, by ARN; the function
+// fetches their values once per cold start.
+func (b *builder) secretEnv(fn string) map[string]*string {
+	env := map[string]*string{}
+	if readsJWTSecret(fn) {
+		env["CONVEYOR_JWT_SECRET_ARN"] = b.jwtSecret.SecretArn()
+	}
+	if readsWebhookSecret(fn) {
+		env["CONVEYOR_WEBHOOK_SECRET_ARN"] = b.webhookSecret.SecretArn()
+	}
+	return env
+}
+
+func readsJWTSecret(fn string) bool     { return fn == resources.FuncAPI || fn == resources.FuncStream }
+func readsWebhookSecret(fn string) bool { return fn == resources.FuncSystem }
+
+func (b *builder) functions() {
+	b.fns = map[string]awslambda.Function{}
+	b.fnLogs = map[string]awslogs.LogGroup{}
+	for _, fn := range b.def.Functions {
+		spec, ok := FunctionSpecs[fn]
+		if !ok {
+			panic(fmt.Sprintf("infra: function %q of the definition has no FunctionSpec (memory, timeout)", fn))
+		}
+		id := title(fn)
+		name := FunctionName(b.def, fn)
+		logs := awslogs.NewLogGroup(b.stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/aws/lambda/" + name),
+			Retention:     b.logRetention(),
+			RemovalPolicy: b.removal(),
+		})
+		// A role per function with no managed policy: permissions() adds
+		// exactly what the function uses; here only its own log group.
+		role := awsiam.NewRole(b.stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			Description: jsii.String("Conveyor " + fn + " function (" + string(b.def.Env) + ")"),
+		})
+		logs.GrantWrite(role)
+
+		env := b.commonEnv()
+		for k, v := range b.secretEnv(fn) {
+			env[k] = v
+		}
+		f := awslambda.NewFunction(b.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+			FunctionName:  jsii.String(name),
+			Description:   jsii.String(spec.Description),
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(b.props.FunctionsDir, fn)), nil),
+			MemorySize:    jsii.Number(float64(spec.MemoryMB)),
+			Timeout:       dur(spec.Timeout),
+			Role:          role,
+			LogGroup:      logs,
+			Environment:   &env,
+			Tracing:       awslambda.Tracing_ACTIVE,
+			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+		})
+		b.fns[fn] = f
+		b.fnLogs[fn] = logs
+	}
+}
+
+// title turns "prod-ru" or "api" into "ProdRu" or "Api" for construct ids.
+func title(s string) string {
+	var out strings.Builder
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' }) {
+		out.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return out.String()
+}
+
+// fn returns the function named name, panicking with its name when the
+// definition lacks it (a trigger that would otherwise point nowhere).
+func (b *builder) fn(name string) awslambda.Function {
+	f, ok := b.fns[name]
+	if !ok {
+		panic(fmt.Sprintf("infra: the definition has no function %q", name))
+	}
+	return f
+}
+
+// removalPolicyFor is a helper kept for symmetry with CDK's API.
+var _ = awscdk.RemovalPolicy_RETAIN

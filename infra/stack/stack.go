@@ -1,0 +1,108 @@
+// Package stack defines Conveyor's CDK stack for one cloud environment, built
+// entirely from the resource definition in internal/resources: the tier FIFO
+// queues and their DLQs, the DynamoDB table, the upload bucket, the KMS key,
+// the event bus, the secrets, the functions with their triggers and
+// least-privilege roles, the schedules, the alarms and the dashboard.
+//
+// The stack is environment-agnostic (no account or region lookups), so every
+// environment synthesizes without AWS credentials.
+package stack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// FunctionsDirDefault is where `make build` writes bin/<fn>/bootstrap.
+const FunctionsDirDefault = "bin"
+
+// Props configures one environment's stack.
+type Props struct {
+	// Env is the cloud environment (one of resources.CloudEnvs).
+	Env resources.Env
+	// FunctionsDir holds <fn>/bootstrap for every function of the
+	// definition (default FunctionsDirDefault, relative to the working
+	// directory).
+	FunctionsDir string
+	// Synthesizer overrides the stack synthesizer (default: CDK's default
+	// synthesizer). The emulator uses one without the bootstrap-version
+	// rule; see EmulatorSynthesizer.
+	Synthesizer awscdk.IStackSynthesizer
+}
+
+// StackID is the construct id (and CloudFormation stack name) of env's stack.
+func StackID(env resources.Env) string { return "Conveyor-" + string(env) }
+
+// EmulatorSynthesizer returns a synthesizer whose templates carry no
+// bootstrap-version rule, so they deploy to an emulator that was never
+// `cdk bootstrap`ped.
+func EmulatorSynthesizer() awscdk.IStackSynthesizer {
+	return awscdk.NewDefaultStackSynthesizer(&awscdk.DefaultStackSynthesizerProps{
+		GenerateBootstrapVersionRule: jsii.Bool(false),
+	})
+}
+
+// CheckAssets reports, in one error naming every missing file, the functions
+// of def that have no bootstrap under dir. The stack never packages a
+// placeholder: build the functions first (`make build`).
+func CheckAssets(dir string, def resources.Definition) error {
+	var missing []string
+	for _, fn := range def.Functions {
+		p := filepath.Join(dir, fn, "bootstrap")
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("function build output missing: %v; run `make build` first (or set CONVEYOR_FUNCTIONS_DIR)", missing)
+	}
+	return nil
+}
+
+// New adds env's stack to scope. It panics, naming what is wrong, when the
+// environment is not a cloud environment or a function's bootstrap is
+// missing (CDK constructs report configuration errors by panicking; call
+// CheckAssets first for an error value).
+func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
+	if !isCloudEnv(props.Env) {
+		panic(fmt.Sprintf("infra: %q is not a cloud environment (want one of %v)", props.Env, resources.CloudEnvs))
+	}
+	if props.FunctionsDir == "" {
+		props.FunctionsDir = FunctionsDirDefault
+	}
+	def := resources.For(props.Env)
+	if err := CheckAssets(props.FunctionsDir, def); err != nil {
+		panic("infra: " + err.Error())
+	}
+	st := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
+		Description: jsii.String(fmt.Sprintf("Conveyor job pipeline, %s environment", props.Env)),
+		Synthesizer: props.Synthesizer,
+	})
+	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("conveyor"), nil)
+	awscdk.Tags_Of(st).Add(jsii.String("environment"), jsii.String(string(props.Env)), nil)
+
+	b := &builder{stack: st, def: def, props: props}
+	b.data()
+	b.functions()
+	b.triggers()
+	b.permissions()
+	b.monitoring()
+	b.suppressions()
+	return st
+}
+
+func isCloudEnv(env resources.Env) bool {
+	for _, e := range resources.CloudEnvs {
+		if e == env {
+			return true
+		}
+	}
+	return false
+}

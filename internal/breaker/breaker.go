@@ -1,0 +1,342 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/retry"
+)
+
+// partition holds every breaker record, so that one Query reads them all.
+// Only keys with recent failures have a record (closing deletes it, and
+// records expire by TTL), so the partition stays small.
+const partition = "BREAKER"
+
+// Options configures a Breaker.
+type Options struct {
+	Config Config
+	DB     *dynamodb.Client
+	Table  string
+	// Owner names this instance (probe leases).
+	Owner string
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// OnTransition is called for every state change this instance makes
+	// (metrics).
+	OnTransition func(Transition)
+}
+
+// Breaker is one instance's view of the shared breakers. It reads the
+// whole state with one Query per CacheTTL and writes only on failures and
+// transitions.
+type Breaker struct {
+	o      Options
+	mu     sync.Mutex
+	snap   map[string]Record
+	snapAt time.Time
+}
+
+// New returns a Breaker.
+func New(o Options) *Breaker {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Breaker{o: o}
+}
+
+type item struct {
+	Record
+	ExpiresAt int64 `dynamodbav:"expiresAt"`
+}
+
+func keyAttrs(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		resources.AttrPK: &types.AttributeValueMemberS{Value: partition},
+		resources.AttrSK: &types.AttributeValueMemberS{Value: key},
+	}
+}
+
+// List returns every breaker that has a record (expired ones excluded).
+func (b *Breaker) List(ctx context.Context) ([]Record, error) {
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(resources.AttrPK).Equal(expression.Value(partition))).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(b.o.Table), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true),
+	}
+	now := b.o.Now()
+	var out []Record
+	for {
+		res, err := b.o.DB.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("reading breakers: %w", err)
+		}
+		for _, raw := range res.Items {
+			var it item
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				return nil, err
+			}
+			if it.ExpiresAt > 0 && it.ExpiresAt <= now.Unix() {
+				continue
+			}
+			out = append(out, it.Record)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// Reset deletes a key's record: the breaker is closed and forgets its failures.
+func (b *Breaker) Reset(ctx context.Context, key string) error {
+	if _, err := b.o.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.o.Table), Key: keyAttrs(key)}); err != nil {
+		return fmt.Errorf("resetting breaker %s: %w", key, err)
+	}
+	b.mu.Lock()
+	delete(b.snap, key)
+	b.mu.Unlock()
+	b.o.Logger.Info("breaker reset", "breaker", key)
+	return nil
+}
+
+// state returns the cached record of key, refreshing the snapshot when it
+// is older than CacheTTL.
+func (b *Breaker) state(ctx context.Context, key string) (Record, error) {
+	now := b.o.Now()
+	b.mu.Lock()
+	fresh := b.snap != nil && now.Sub(b.snapAt) < b.o.Config.CacheTTL
+	r, ok := b.snap[key]
+	b.mu.Unlock()
+	if !fresh {
+		all, err := b.List(ctx)
+		if err != nil {
+			return Record{}, err
+		}
+		snap := make(map[string]Record, len(all))
+		for _, r := range all {
+			snap[r.Key] = r
+		}
+		b.mu.Lock()
+		b.snap, b.snapAt = snap, now
+		b.mu.Unlock()
+		r, ok = snap[key]
+	}
+	if !ok {
+		r = Record{Key: key, State: Closed}
+	}
+	return r, nil
+}
+
+func (b *Breaker) remember(r Record) {
+	b.mu.Lock()
+	if b.snap == nil {
+		b.snap = map[string]Record{}
+	}
+	b.snap[r.Key] = r
+	b.mu.Unlock()
+}
+
+// read fetches one key's record with a strongly consistent read.
+func (b *Breaker) read(ctx context.Context, key string) (Record, error) {
+	res, err := b.o.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.o.Table), Key: keyAttrs(key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Record{}, fmt.Errorf("reading breaker %s: %w", key, err)
+	}
+	var it item
+	if res.Item != nil {
+		if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
+			return Record{}, err
+		}
+	}
+	if res.Item == nil || (it.ExpiresAt > 0 && it.ExpiresAt <= b.o.Now().Unix()) {
+		return Record{Key: key, State: Closed}, nil
+	}
+	return it.Record, nil
+}
+
+var errConflict = errors.New("breaker changed meanwhile")
+
+// write stores next if the stored version is still prev's (a closed
+// record is deleted instead).
+func (b *Breaker) write(ctx context.Context, prev, next Record) error {
+	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+	if prev.Version > 0 {
+		cond = expression.Name("version").Equal(expression.Value(prev.Version))
+	}
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return err
+	}
+	if next.State == Closed && next.Failures == 0 {
+		if prev.Version == 0 {
+			return nil
+		}
+		_, err = b.o.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(b.o.Table), Key: keyAttrs(next.Key),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		})
+	} else {
+		until := next.OpenUntil
+		for _, t := range []time.Time{next.WindowStart.Add(b.o.Config.Window), next.ProbeUntil} {
+			if t.After(until) {
+				until = t
+			}
+		}
+		av, merr := attributevalue.MarshalMap(item{Record: next, ExpiresAt: until.Add(time.Hour).Unix()})
+		if merr != nil {
+			return merr
+		}
+		for k, v := range keyAttrs(next.Key) {
+			av[k] = v
+		}
+		_, err = b.o.DB.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(b.o.Table), Item: av,
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		})
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return errConflict
+	}
+	if err != nil {
+		return fmt.Errorf("writing breaker %s: %w", next.Key, err)
+	}
+	b.remember(next)
+	return nil
+}
+
+// Allow decides whether a call guarded by keys may go ahead. When a key is
+// half-open it leases the probe for this instance (a conditional write:
+// exactly one instance wins). A refusal is a retry.Snooze wrapping an
+// *OpenError: the caller comes back at its RetryAt without spending an
+// attempt.
+func (b *Breaker) Allow(ctx context.Context, keys ...string) error {
+	for _, key := range keys {
+		r, err := b.state(ctx, key)
+		if err != nil {
+			return err
+		}
+		now := b.o.Now()
+		a := Admit(b.o.Config, r, now)
+		if !a.Allow {
+			return retry.Snooze(&OpenError{Key: key, RetryAt: a.RetryAt}, a.RetryAt)
+		}
+		if !a.Probe {
+			continue
+		}
+		// Lease from the stored state, not the cache.
+		if r, err = b.read(ctx, key); err != nil {
+			return err
+		}
+		leased, ok := LeaseProbe(b.o.Config, r, b.o.Owner, now)
+		if ok {
+			err = b.write(ctx, r, leased)
+		}
+		if !ok || errors.Is(err, errConflict) {
+			if fresh, rerr := b.read(ctx, key); rerr == nil {
+				b.remember(fresh)
+			}
+			retryAt := now.Add(b.o.Config.ProbeLease)
+			return retry.Snooze(&OpenError{Key: key, RetryAt: retryAt}, retryAt)
+		}
+		if err != nil {
+			return err
+		}
+		b.o.Logger.Info("breaker probe", "breaker", key, "owner", b.o.Owner)
+	}
+	return nil
+}
+
+// Record applies a call's outcome to every key, writing only when the
+// state machine says something changed.
+func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duration, keys ...string) error {
+	var errs []error
+	for _, key := range keys {
+		r, err := b.state(ctx, key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for range 5 {
+			next, changed, tr := OnResult(b.o.Config, r, o, retryAfter, b.o.Owner, b.o.Now())
+			if !changed {
+				break
+			}
+			err = b.write(ctx, r, next)
+			if errors.Is(err, errConflict) {
+				if r, err = b.read(ctx, key); err != nil {
+					break
+				}
+				continue
+			}
+			if err == nil && tr != nil {
+				b.o.Logger.Warn("breaker state changed", "breaker", key, "from", tr.From, "to", tr.To, "reason", tr.Reason, "open_until", next.OpenUntil)
+				if b.o.OnTransition != nil {
+					b.o.OnTransition(*tr)
+				}
+			}
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Classify maps a call's error to an outcome for the breaker: success
+// (including a permanent 4xx — the API answered), failure (5xx, timeouts,
+// network), or rate limited (429, with its Retry-After).
+func Classify(err error) (Outcome, time.Duration) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return Success, 0
+	}
+	var status interface {
+		Temporary() bool
+		RetryAfter() time.Duration
+	}
+	var code interface{ StatusCode() int }
+	if errors.As(err, &status) {
+		if errors.As(err, &code) && code.StatusCode() == 429 {
+			return RateLimited, status.RetryAfter()
+		}
+		if !status.Temporary() {
+			return Success, 0
+		}
+		return Failure, status.RetryAfter()
+	}
+	return Failure, 0
+}
+
+// Do runs fn under the breakers of keys: refused fast when open, the
+// outcome recorded after.
+func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error, keys ...string) error {
+	if err := b.Allow(ctx, keys...); err != nil {
+		return err
+	}
+	err := fn(ctx)
+	o, ra := Classify(err)
+	if rerr := b.Record(context.WithoutCancel(ctx), o, ra, keys...); rerr != nil {
+		b.o.Logger.Warn("recording a breaker outcome failed", "error", rerr)
+	}
+	return err
+}

@@ -1,0 +1,187 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type apiErr struct{ status int }
+
+func (e apiErr) Error() string             { return fmt.Sprintf("HTTP %d", e.status) }
+func (e apiErr) Temporary() bool           { return e.status == 429 || e.status >= 500 }
+func (e apiErr) RetryAfter() time.Duration { return 0 }
+func (e apiErr) StatusCode() int           { return e.status }
+
+// instances builds n breakers sharing one table, as n Lambdas would.
+func instances(t *testing.T, n int, clk *clock, counter *awsclient.Counter) []*breaker.Breaker {
+	env := awstest.Provision(t)
+	cfg := env.Config
+	if counter != nil {
+		cfg = counter.Attach(cfg)
+	}
+	db := awsclient.New(cfg).DynamoDB
+	c := breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: time.Second}
+	var out []*breaker.Breaker
+	for i := range n {
+		out = append(out, breaker.New(breaker.Options{Config: c, DB: db, Table: env.Res.Definition.Table.Name,
+			Owner: fmt.Sprintf("lambda-%d", i), Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}))
+	}
+	return out
+}
+
+func isOpen(err error) bool {
+	var oe *breaker.OpenError
+	return errors.As(err, &oe) && retry.Classify(err) == retry.ClassSnooze
+}
+
+// TestEightInstancesAgree: after the threshold all eight refuse within one
+// cache period; after the cooldown exactly one probe passes — 50 times over.
+func TestEightInstancesAgree(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	bs := instances(t, 8, clk, nil)
+	ctx := context.Background()
+	for round := range 50 {
+		key := fmt.Sprintf("host:round-%d", round)
+		// Failures from several instances open the circuit.
+		for i := range 5 {
+			err := bs[i%len(bs)].Do(ctx, func(context.Context) error { return apiErr{503} }, key)
+			if err == nil {
+				t.Fatalf("round %d: the failing call reported success", round)
+			}
+		}
+		clk.Advance(1100 * time.Millisecond) // one cache period
+		var calls atomic.Int32
+		var wg sync.WaitGroup
+		for _, b := range bs {
+			wg.Go(func() {
+				err := b.Do(ctx, func(context.Context) error { calls.Add(1); return nil }, key)
+				if !isOpen(err) {
+					t.Errorf("round %d: an instance was not refused: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+		if calls.Load() != 0 {
+			t.Fatalf("round %d: %d calls reached the API while open", round, calls.Load())
+		}
+		clk.Advance(5 * time.Minute)
+		var probes atomic.Int32
+		block := make(chan struct{})
+		for _, b := range bs {
+			wg.Go(func() {
+				err := b.Do(ctx, func(context.Context) error { probes.Add(1); <-block; return apiErr{503} }, key)
+				if err != nil && !isOpen(err) && !errors.As(err, new(apiErr)) {
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		time.Sleep(50 * time.Millisecond)
+		close(block)
+		wg.Wait()
+		if probes.Load() != 1 {
+			t.Fatalf("round %d: %d probes in half-open, want exactly 1", round, probes.Load())
+		}
+	}
+}
+
+func TestProbeSuccessCloses(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	bs := instances(t, 2, clk, nil)
+	ctx := context.Background()
+	key := "token:abc"
+	for range 5 {
+		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{500} }, key)
+	}
+	clk.Advance(5*time.Minute + time.Second)
+	if err := bs[1].Do(ctx, func(context.Context) error { return nil }, key); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	list, err := bs[0].List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Errorf("a closed breaker keeps a record: %+v", list)
+	}
+	clk.Advance(2 * time.Second)
+	if err := bs[0].Do(ctx, func(context.Context) error { return nil }, key); err != nil {
+		t.Errorf("closed breaker refused: %v", err)
+	}
+}
+
+func TestRateLimitOpensForRetryAfterAndResets(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	bs := instances(t, 1, clk, nil)
+	ctx := context.Background()
+	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "host:x"); err != nil {
+		t.Fatal(err)
+	}
+	err := bs[0].Allow(ctx, "host:x")
+	var oe *breaker.OpenError
+	if !errors.As(err, &oe) || !oe.RetryAt.Equal(clk.Now().Add(2*time.Minute)) {
+		t.Fatalf("after a 429: %v", err)
+	}
+	if err := bs[0].Reset(ctx, "host:x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bs[0].Allow(ctx, "host:x"); err != nil {
+		t.Errorf("after reset: %v", err)
+	}
+}
+
+// TestHealthyCallsCostAlmostNothing: with a healthy API, one snapshot
+// Query per cache period, whatever the number of calls.
+func TestHealthyCallsCostAlmostNothing(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	counter := awsclient.NewCounter()
+	bs := instances(t, 1, clk, counter)
+	ctx := context.Background()
+	calls := 0
+	for i := range 400 {
+		if i%100 == 0 {
+			clk.Advance(time.Second) // four cache periods in all
+		}
+		if err := bs[0].Do(ctx, func(context.Context) error { return nil }, "host:x", breaker.TokenKey(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		calls++
+	}
+	per := float64(counter.Total()) / float64(calls)
+	t.Logf("%d DynamoDB requests for %d healthy calls: %.4f per call (%v)", counter.Total(), calls, per, counter.Snapshot())
+	if counter.Get("DynamoDB.GetItem")+counter.Get("DynamoDB.PutItem") != 0 {
+		t.Errorf("healthy calls read or wrote single records: %v", counter.Snapshot())
+	}
+	if per > 0.05 {
+		t.Errorf("%.3f requests per call, want ≤ 0.05", per)
+	}
+}

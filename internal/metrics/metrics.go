@@ -1,0 +1,71 @@
+// Package metrics emits CloudWatch metrics as Embedded Metric Format log
+// lines: in Lambda, CloudWatch Logs turns each line into metric data points
+// with no API call; locally they are plain JSON on stdout.
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Namespace of every Conveyor metric.
+const Namespace = "Conveyor"
+
+// Emitter writes EMF lines.
+type Emitter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	env string
+	now func() time.Time
+}
+
+// New returns an Emitter writing to w (default stdout) with the
+// Environment dimension env.
+func New(w io.Writer, env string, now func() time.Time) *Emitter {
+	if w == nil {
+		w = os.Stdout
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Emitter{w: w, env: env, now: now}
+}
+
+// Emit writes one line with the given values (unit Count) and extra
+// dimensions.
+func (e *Emitter) Emit(values map[string]float64, dims map[string]string) {
+	if e == nil {
+		return
+	}
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	dimNames := []string{"Environment"}
+	line := map[string]any{"Environment": e.env}
+	for k, v := range dims {
+		dimNames = append(dimNames, k)
+		line[k] = v
+	}
+	var defs []map[string]string
+	for _, n := range names {
+		defs = append(defs, map[string]string{"Name": n, "Unit": "Count"})
+		line[n] = values[n]
+	}
+	line["_aws"] = map[string]any{
+		"Timestamp":         e.now().UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{"Namespace": Namespace, "Dimensions": [][]string{dimNames}, "Metrics": defs}},
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _ = e.w.Write(append(b, '\n'))
+}
