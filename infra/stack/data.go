@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -39,6 +40,7 @@ type builder struct {
 	fnLogs  map[string]awslogs.LogGroup
 	esms    map[resources.Tier]awslambdaeventsources.SqsEventSource
 	apiLogs awslogs.LogGroup
+	api     awsapigatewayv2.HttpApi
 }
 
 // removal is RETAIN in production (data outlives a mistaken stack deletion)

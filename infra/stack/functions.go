@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -156,6 +155,3 @@ func (b *builder) fn(name string) awslambda.Function {
 	}
 	return f
 }
-
-// removalPolicyFor is a helper kept for symmetry with CDK's API.
-var _ = awscdk.RemovalPolicy_RETAIN

@@ -1,0 +1,152 @@
+package stack
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// DynamoDB action sets. Transactions need no actions of their own: a
+// TransactWriteItems is authorised item by item as PutItem, UpdateItem,
+// DeleteItem and ConditionCheckItem. Scan is granted to nobody.
+var (
+	ddbRead  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+	ddbWrite = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+)
+
+func concat(sets ...[]string) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	return out
+}
+
+func (b *builder) allow(fn string, actions []string, resources ...*string) {
+	b.fn(fn).AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:    awsiam.Effect_ALLOW,
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	}))
+}
+
+// indexArn is the ARN of one of the table's indexes.
+func (b *builder) indexArn(name string) *string {
+	return awscdk.Fn_Join(jsii.String(""), &[]*string{b.table.TableArn(), jsii.String("/index/" + name)})
+}
+
+// tableAndIndexes is the table's ARN followed by the named indexes' ARNs
+// (exact ARNs, no index/* wildcard).
+func (b *builder) tableAndIndexes(indexes ...string) []*string {
+	arns := []*string{b.table.TableArn()}
+	for _, ix := range indexes {
+		arns = append(arns, b.indexArn(ix))
+	}
+	return arns
+}
+
+func (b *builder) allIndexes() []string {
+	var names []string
+	for _, ix := range b.def.Table.Indexes {
+		names = append(names, ix.Name)
+	}
+	return names
+}
+
+// uploadObjects is the ARN of every object under the upload prefix.
+func (b *builder) uploadObjects() *string {
+	return b.bucket.ArnForObjects(jsii.String(b.def.Bucket.UploadPrefix + "*"))
+}
+
+func (b *builder) queueArns(tiers ...resources.Tier) []*string {
+	var arns []*string
+	for _, t := range tiers {
+		arns = append(arns, b.queues[t].QueueArn())
+	}
+	return arns
+}
+
+func (b *builder) dlqArns() []*string {
+	var arns []*string
+	for _, q := range b.def.Queues {
+		arns = append(arns, b.dlqs[q.Tier].QueueArn())
+	}
+	return arns
+}
+
+// permissions gives each function exactly the actions it uses on exactly
+// the resources it uses them on. Grant methods are used where they are
+// exact (events:PutEvents on the bus, the event sources' consume grants);
+// elsewhere statements are written out, since the table and secret grants
+// include actions nobody here needs (Scan, DescribeSecret, …).
+func (b *builder) permissions() {
+	for _, fn := range b.def.Functions {
+		switch fn {
+		case resources.FuncAPI:
+			b.apiPermissions()
+		case resources.FuncConfirm:
+			// Mark the upload confirmed; HeadObject and the ranged GET that
+			// sniffs the content type are both s3:GetObject.
+			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, b.table.TableArn())
+			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
+		case resources.FuncPublisher:
+			// Consuming high/medium/low (ReceiveMessage, DeleteMessage,
+			// ChangeMessageVisibility for backoff, GetQueueAttributes) is
+			// granted by the event sources; webhooks go to the system tier.
+			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
+			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
+			// Decrypt opens a refresh token; GenerateDataKey re-seals a
+			// rotated one.
+			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.System)...)
+			b.bus.GrantPutEventsTo(b.fn(fn), nil)
+		case resources.FuncSystem:
+			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
+			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.webhookSecret.SecretArn())
+			b.bus.GrantPutEventsTo(b.fn(fn), nil)
+		case resources.FuncRecovery:
+			// Sweeps query the sparse sweep index, never scan.
+			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
+			b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
+			// Retention removes finished jobs' media.
+			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
+			b.bus.GrantPutEventsTo(b.fn(fn), nil)
+		case resources.FuncStream:
+			b.allow(fn, ddbRead, b.table.TableArn())
+			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+		default:
+			panic(fmt.Sprintf("infra: function %q has no permissions defined", fn))
+		}
+	}
+}
+
+func (b *builder) apiPermissions() {
+	fn := resources.FuncAPI
+	// Jobs, uploads, accounts, lists (every index), the overview's counts.
+	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
+	// Presigned PUTs are signed with the function's credentials, so the
+	// role needs PutObject; HeadObject (confirm on demand) is GetObject.
+	b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
+	// Submissions, restarts and redrive targets; the overview's depths.
+	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
+	// DLQ peek (receive, then release with visibility 0), delete, and
+	// redrive to the original queue with a message move task.
+	b.allow(fn, []string{
+		"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
+		"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask",
+	}, b.dlqArns()...)
+	// Connecting an account seals its refresh token.
+	b.allow(fn, []string{"kms:GenerateDataKey", "kms:Decrypt"}, b.key.KeyArn())
+	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+	// Pause/resume a tier (disable/enable its mapping), and show it.
+	var esms []*string
+	for _, q := range b.def.Queues {
+		esms = append(esms, b.esms[q.Tier].EventSourceMappingArn())
+	}
+	b.allow(fn, []string{"lambda:UpdateEventSourceMapping", "lambda:GetEventSourceMapping"}, esms...)
+	b.bus.GrantPutEventsTo(b.fn(fn), nil)
+}

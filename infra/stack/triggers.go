@@ -1,0 +1,170 @@
+package stack
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// triggers wires every function to what invokes it: the tier queues, the
+// bucket notification, the HTTP API, the SSE function URL and the schedules.
+func (b *builder) triggers() {
+	b.eventSourceMappings()
+	b.uploadNotification()
+	b.httpAPI()
+	b.streamURL()
+	b.schedules()
+}
+
+// eventSourceMappings feeds each tier queue to its consumer. The maximum
+// concurrency per mapping gives the tiers their weights; partial batch
+// failures keep one failed message from redelivering its batch mates.
+func (b *builder) eventSourceMappings() {
+	b.esms = map[resources.Tier]awslambdaeventsources.SqsEventSource{}
+	for _, q := range b.def.Queues {
+		src := awslambdaeventsources.NewSqsEventSource(b.queues[q.Tier], &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(float64(q.BatchSize)),
+			MaxConcurrency:          jsii.Number(float64(q.MaxConcurrency)),
+			ReportBatchItemFailures: jsii.Bool(true),
+		})
+		b.fn(q.Consumer).AddEventSource(src)
+		b.esms[q.Tier] = src
+	}
+	// The API pauses and resumes a tier by disabling its mapping.
+	api := b.fn(resources.FuncAPI)
+	for _, q := range b.def.Queues {
+		api.AddEnvironment(jsii.String("CONVEYOR_ESM_UUID_"+strings.ToUpper(string(q.Tier))), b.esms[q.Tier].EventSourceMappingId(), nil)
+	}
+}
+
+// uploadNotification sends ObjectCreated events under the upload prefix to
+// the confirm function (S3 cannot notify a FIFO queue).
+func (b *builder) uploadNotification() {
+	bk := b.def.Bucket
+	b.bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED,
+		awss3notifications.NewLambdaDestination(b.fn(bk.NotifyFunction)),
+		&awss3.NotificationKeyFilter{Prefix: jsii.String(bk.UploadPrefix)})
+}
+
+// accessLogFormat is the HTTP API's JSON access log line.
+var accessLogFormat = func() string {
+	b, _ := json.Marshal(map[string]string{
+		"requestId":          "$context.requestId",
+		"ip":                 "$context.identity.sourceIp",
+		"requestTime":        "$context.requestTime",
+		"httpMethod":         "$context.httpMethod",
+		"routeKey":           "$context.routeKey",
+		"path":               "$context.path",
+		"status":             "$context.status",
+		"protocol":           "$context.protocol",
+		"responseLength":     "$context.responseLength",
+		"responseLatency":    "$context.responseLatency",
+		"integrationLatency": "$context.integrationLatency",
+		"integrationError":   "$context.integrationErrorMessage",
+		"userAgent":          "$context.identity.userAgent",
+	})
+	return string(b)
+}()
+
+// httpAPI routes every request ($default) to the api function, which does
+// its own routing and authentication (HS256 JWT).
+func (b *builder) httpAPI() {
+	api := awsapigatewayv2.NewHttpApi(b.stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		ApiName:     jsii.String(b.def.Prefix + "-api"),
+		Description: jsii.String("Conveyor HTTP API (" + string(b.def.Env) + ")"),
+		DefaultIntegration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.fn(resources.FuncAPI),
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+			}),
+		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
+			AllowOrigins:  jsii.Strings(b.def.Bucket.CORSOrigins...),
+			AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
+			AllowHeaders:  jsii.Strings("Authorization", "Content-Type", "Idempotency-Key"),
+			ExposeHeaders: jsii.Strings("X-Total-Count", "Location"),
+			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+		},
+	})
+	b.apiLogs = awslogs.NewLogGroup(b.stack, jsii.String("HttpApiAccessLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/apigateway/" + b.def.Prefix + "-api"),
+		Retention:     b.logRetention(),
+		RemovalPolicy: b.removal(),
+	})
+	stage := api.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: b.apiLogs.LogGroupArn(),
+		Format:         jsii.String(accessLogFormat),
+	})
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingBurstLimit: jsii.Number(500),
+		ThrottlingRateLimit:  jsii.Number(1000),
+	})
+	awscdk.NewCfnOutput(b.stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+		Value:       api.ApiEndpoint(),
+		Description: jsii.String("Base URL of the HTTP API"),
+	})
+	b.api = api
+}
+
+// streamURL gives the SSE function a public URL with response streaming.
+// Auth is NONE on purpose: the function verifies the caller's JWT itself
+// (browsers' EventSource cannot sign requests with SigV4).
+func (b *builder) streamURL() {
+	url := b.fn(resources.FuncStream).AddFunctionUrl(&awslambda.FunctionUrlOptions{
+		AuthType:   awslambda.FunctionUrlAuthType_NONE,
+		InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
+		Cors: &awslambda.FunctionUrlCorsOptions{
+			AllowedOrigins: jsii.Strings(b.def.Bucket.CORSOrigins...),
+			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET},
+			AllowedHeaders: jsii.Strings("Authorization", "Last-Event-ID"),
+			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),
+		},
+	})
+	awscdk.NewCfnOutput(b.stack, jsii.String("StreamUrl"), &awscdk.CfnOutputProps{
+		Value:       url.Url(),
+		Description: jsii.String("URL of the server-sent events endpoint"),
+	})
+}
+
+// schedules invokes the scheduled functions through EventBridge Scheduler
+// (the L2 awsscheduler constructs are stable in this CDK version). The
+// payload is shaped like an EventBridge event, with the task in its detail,
+// so the handler reads it as events.EventBridgeEvent just as locally.
+func (b *builder) schedules() {
+	for _, s := range b.def.Schedules {
+		input := awsscheduler.ScheduleTargetInput_FromObject(map[string]interface{}{
+			"version":     "0",
+			"id":          awsscheduler.ContextAttribute_ExecutionId(),
+			"detail-type": "Scheduled Event",
+			"source":      "aws.scheduler",
+			"account":     awscdk.Aws_ACCOUNT_ID(),
+			"time":        awsscheduler.ContextAttribute_ScheduledTime(),
+			"region":      awscdk.Aws_REGION(),
+			"resources":   []interface{}{awsscheduler.ContextAttribute_ScheduleArn()},
+			"detail":      map[string]interface{}{"task": s.Task},
+		})
+		awsscheduler.NewSchedule(b.stack, jsii.String(title(strings.TrimPrefix(s.Name, b.def.Prefix+"-"))+"Schedule"), &awsscheduler.ScheduleProps{
+			ScheduleName: jsii.String(s.Name),
+			Description:  jsii.String("Conveyor " + s.Task + " (" + string(b.def.Env) + ")"),
+			Schedule:     awsscheduler.ScheduleExpression_Expression(jsii.String(s.Expression), nil),
+			Target: awsschedulertargets.NewLambdaInvoke(b.fn(s.Function), &awsschedulertargets.ScheduleTargetBaseProps{
+				Input: input,
+				// A missed run is covered by the next one.
+				RetryAttempts: jsii.Number(0),
+				MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+			}),
+		})
+	}
+}
