@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -271,6 +272,13 @@ func (b *Breaker) Allow(ctx context.Context, keys ...string) error {
 func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duration, keys ...string) error {
 	var errs []error
 	for _, key := range keys {
+		o, retryAfter := o, retryAfter
+		if o == RateLimited && strings.HasPrefix(key, "host:") {
+			// A 429 flags the token that got it; for the host it is one
+			// failure towards the threshold, so one user's rate limit does
+			// not stop everyone.
+			o, retryAfter = Failure, 0
+		}
 		r, err := b.state(ctx, key)
 		if err != nil {
 			errs = append(errs, err)

@@ -142,18 +142,25 @@ func TestRateLimitOpensForRetryAfterAndResets(t *testing.T) {
 	clk := &clock{t: time.Now().UTC()}
 	bs := instances(t, 1, clk, nil)
 	ctx := context.Background()
-	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "host:x"); err != nil {
+	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "token:x"); err != nil {
 		t.Fatal(err)
 	}
-	err := bs[0].Allow(ctx, "host:x")
+	err := bs[0].Allow(ctx, "token:x")
 	var oe *breaker.OpenError
 	if !errors.As(err, &oe) || !oe.RetryAt.Equal(clk.Now().Add(2*time.Minute)) {
 		t.Fatalf("after a 429: %v", err)
 	}
-	if err := bs[0].Reset(ctx, "host:x"); err != nil {
+	// For a host, a 429 is one failure towards the threshold, not a flag.
+	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "host:x"); err != nil {
 		t.Fatal(err)
 	}
 	if err := bs[0].Allow(ctx, "host:x"); err != nil {
+		t.Errorf("one 429 stopped the whole host: %v", err)
+	}
+	if err := bs[0].Reset(ctx, "token:x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bs[0].Allow(ctx, "token:x"); err != nil {
 		t.Errorf("after reset: %v", err)
 	}
 }

@@ -187,7 +187,7 @@ func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if j.Status != job.Succeeded {
-		t.Fatalf("status %s, want succeeded (verdicts %+v)", j.Status, verdicts)
+		t.Fatalf("status %s, want succeeded (verdicts %+v), error %+v, items %+v", j.Status, verdicts, j.Error, j.Items)
 	}
 	if n := publicationsOf(b.Stack.Simulator, j)[j.Items[0].ID]; n != 1 {
 		t.Errorf("published %d times, want 1", n)
@@ -249,8 +249,9 @@ func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 }
 
 // TestFailingJobDoesNotHoldBackAnother: job A is told by the API to come
-// back in 30 s; job B, submitted after, finishes while A still waits —
-// each job is its own message group.
+// back in 30 s; job B (another user: A's token is flagged by its 429),
+// submitted after, finishes while A still waits — each job is its own
+// message group.
 func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
 	t.Parallel()
 	b := stacktest.Setup(t, nil, stack.Options{})
@@ -262,8 +263,10 @@ func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
 		j, err := b.Stack.App.Store.GetJob(context.Background(), a)
 		return err == nil && j.Status == job.Queued && j.RetryAt != nil
 	}, "job A to back off")
-	second := submit(b, tok, "second", 1)
-	b.WaitStatus(tok, second, "succeeded")
+	other := b.Token("u-groups-2", "user", "free")
+	b.Connect(other)
+	second := submit(b, other, "second", 1)
+	b.WaitStatus(other, second, "succeeded")
 	ja, err := b.Stack.App.Store.GetJob(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
