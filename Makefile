@@ -10,7 +10,6 @@ MOTO      := $(VENV)/bin/moto_server
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export CONVEYOR_MOTO_SERVER := $(CURDIR)/$(MOTO)
 
 .PHONY: help run test test-go build lint bench chaos emulator clean invoke
 

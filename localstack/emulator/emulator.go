@@ -23,9 +23,10 @@ const StartTimeoutDefault = 30 * time.Second
 
 // Options configures Start. Every field is optional.
 type Options struct {
-	// Binary is the moto_server executable. Default: $CONVEYOR_MOTO_SERVER,
-	// then .venv/bin/moto_server in the repository, then PATH.
-	Binary string
+	// Command runs the emulator (its arguments -H and -p are appended).
+	// Default: $CONVEYOR_MOTO_SERVER, then the repository's .venv python
+	// running localstack/moto_server.py, then moto_server on PATH.
+	Command []string
 	// Port to listen on; 0 picks a free loopback port.
 	Port int
 	// Log receives the emulator's output; nil discards it.
@@ -47,10 +48,10 @@ type Process struct {
 // Start launches moto_server and waits until it answers. The error says
 // what is missing when the emulator cannot start.
 func Start(ctx context.Context, opts Options) (*Process, error) {
-	bin := opts.Binary
-	if bin == "" {
+	command := opts.Command
+	if len(command) == 0 {
 		var err error
-		if bin, err = FindBinary(); err != nil {
+		if command, err = FindCommand(); err != nil {
 			return nil, err
 		}
 	}
@@ -66,7 +67,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		timeout = StartTimeoutDefault
 	}
 	began := time.Now()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := exec.Command(command[0], append(command[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	out := opts.Log
 	if out == nil {
@@ -74,7 +75,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting emulator %s: %w", bin, err)
+		return nil, fmt.Errorf("starting emulator %v: %w", command, err)
 	}
 	p := &Process{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
@@ -152,22 +153,27 @@ func Reset(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// FindBinary locates moto_server: $CONVEYOR_MOTO_SERVER, the repository's
-// .venv, then PATH.
-func FindBinary() (string, error) {
+// FindCommand locates the emulator: $CONVEYOR_MOTO_SERVER (a moto_server
+// executable), else the repository's .venv python running
+// localstack/moto_server.py (moto with its DynamoDB requests serialised, see
+// that file), else moto_server on PATH.
+func FindCommand() ([]string, error) {
 	if b := os.Getenv("CONVEYOR_MOTO_SERVER"); b != "" {
-		return b, nil
+		return []string{b}, nil
 	}
 	if root, err := RepoRoot(); err == nil {
-		b := filepath.Join(root, ".venv", "bin", "moto_server")
-		if _, err := os.Stat(b); err == nil {
-			return b, nil
+		py := filepath.Join(root, ".venv", "bin", "python")
+		script := filepath.Join(root, "localstack", "moto_server.py")
+		_, perr := os.Stat(py)
+		_, serr := os.Stat(script)
+		if perr == nil && serr == nil {
+			return []string{py, script}, nil
 		}
 	}
 	if b, err := exec.LookPath("moto_server"); err == nil {
-		return b, nil
+		return []string{b}, nil
 	}
-	return "", errors.New("moto_server not found: run `make emulator` (make test and make run do it) to install moto into .venv, or set CONVEYOR_MOTO_SERVER")
+	return nil, errors.New("moto not found: run `make emulator` (make test and make run do it) to install it into .venv, or set CONVEYOR_MOTO_SERVER")
 }
 
 // RepoRoot walks up from the working directory to the directory holding go.mod.

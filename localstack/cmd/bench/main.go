@@ -1,0 +1,443 @@
+// Command bench measures Conveyor end to end on this machine: it starts
+// its own emulator, simulator and local stack on free ports (safe beside a
+// running `make run`), pushes N jobs through the real handlers and runtime,
+// counts every AWS request by service and operation, and prints AWS
+// requests per job, $ per million jobs, submit and end-to-end latency
+// percentiles, throughput, the emulator's own floor, and the size of every
+// bootstrap — a table, then one JSON line.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/localstack/emulator"
+	"github.com/conveyor/conveyor/localstack/stack"
+)
+
+// price is the list price of one request in USD, us-east-1, with its source
+// and the day it was read. DynamoDB prices assume each request consumes one
+// capacity unit (items ≤ 1 KB write / 4 KB read; transactions count double);
+// Conveyor's job items are 2–4 KB, so writes are undercounted by that factor.
+type price struct {
+	usd    float64
+	source string
+}
+
+var prices = map[string]price{
+	"DynamoDB.write": {0.625 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-22: $0.625 per million write request units"},
+	"DynamoDB.read":  {0.125 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-22: $0.125 per million read request units"},
+	"SQS":            {0.50 / 1e6, "aws.amazon.com/sqs/pricing, 2026-11-22: FIFO $0.50 per million requests"},
+	"S3.write":       {0.005 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-22: PUT/COPY/POST/LIST $0.005 per 1,000"},
+	"S3.read":        {0.0004 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-22: GET/HEAD $0.0004 per 1,000"},
+	"KMS":            {0.03 / 1e4, "aws.amazon.com/kms/pricing, 2026-11-22: $0.03 per 10,000 requests"},
+	"EventBridge":    {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-22: $1.00 per million events"},
+	"Lambda":         {0.20 / 1e6, "aws.amazon.com/lambda/pricing, 2026-11-22: $0.20 per million requests (duration not included)"},
+}
+
+// priceOf maps "Service.Operation" to its price class and units.
+func priceOf(op string) (string, float64) {
+	svc, name, _ := strings.Cut(op, ".")
+	switch svc {
+	case "DynamoDB":
+		switch name {
+		case "GetItem", "Query", "BatchGetItem", "Scan", "DescribeTable":
+			return "DynamoDB.read", 1
+		case "TransactWriteItems":
+			return "DynamoDB.write", 4 // two items, transactional: 2 units each
+		case "TransactGetItems":
+			return "DynamoDB.read", 2
+		default:
+			return "DynamoDB.write", 1
+		}
+	case "SQS":
+		return "SQS", 1
+	case "S3":
+		if name == "PutObject" || name == "CopyObject" || name == "ListObjectsV2" {
+			return "S3.write", 1
+		}
+		return "S3.read", 1
+	case "KMS":
+		return "KMS", 1
+	case "EventBridge":
+		return "EventBridge", 1
+	}
+	return "", 0
+}
+
+type result struct {
+	Jobs               int                `json:"jobs"`
+	RequestsPerJob     map[string]float64 `json:"requests_per_job"`
+	RequestsTotal      float64            `json:"requests_per_job_total"`
+	USDPerMillion      float64            `json:"usd_per_million_jobs"`
+	SubmitP50          float64            `json:"submit_p50_ms"`
+	SubmitP95          float64            `json:"submit_p95_ms"`
+	E2EP50             float64            `json:"e2e_p50_ms"`
+	E2EP95             float64            `json:"e2e_p95_ms"`
+	Throughput         float64            `json:"throughput_jobs_per_s"`
+	BootstrapBytes     map[string]int64   `json:"bootstrap_bytes"`
+	FloorPutItemP50    float64            `json:"floor_putitem_p50_ms"`
+	FloorSendP50       float64            `json:"floor_sendmessage_p50_ms"`
+	FloorReceiveP50    float64            `json:"floor_receivemessage_p50_ms"`
+	SubmitP95OverFloor float64            `json:"submit_p95_over_floor_putitem_p50"`
+	EmulatorStartMs    float64            `json:"emulator_start_ms"`
+}
+
+func main() {
+	n := flag.Int("jobs", 1000, "jobs to push through")
+	conc := flag.Int("concurrency", 16, "concurrent submitters")
+	users := flag.Int("users", 20, "distinct users (each with a connected account and one upload)")
+	skipBuild := flag.Bool("skip-build", false, "do not build the bootstraps")
+	flag.Parse()
+	if err := run(*n, *conc, *users, *skipBuild); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func progress(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+
+func run(n, conc, users int, skipBuild bool) error {
+	ctx := context.Background()
+	var res result
+	res.Jobs = n
+	if !skipBuild {
+		progress("building the bootstraps (linux/arm64)")
+		sizes, err := buildBootstraps()
+		if err != nil {
+			return err
+		}
+		res.BootstrapBytes = sizes
+	}
+	progress("starting a private emulator, simulator and stack")
+	emu, err := emulator.Start(ctx, emulator.Options{})
+	if err != nil {
+		return err
+	}
+	defer emu.Stop()
+	res.EmulatorStartMs = ms(emu.Started)
+	counter := awsclient.NewCounter()
+	env := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
+	s, err := stack.Start(ctx, stack.Options{
+		Endpoint: emu.Endpoint, APIAddr: "127.0.0.1:0", Prefix: "bench",
+		Getenv: func(k string) string { return env[k] }, Counter: counter, PollerConcurrency: 8,
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), Metrics: io.Discard,
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	progress("measuring the emulator's floor")
+	floorCfg := awsclient.ForEndpoint(emu.Endpoint, awsclient.DefaultRegion)
+	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, err = floor(ctx, awsclient.New(floorCfg), s)
+	if err != nil {
+		return err
+	}
+
+	progress("preparing %d users", users)
+	tokens := make([]string, users)
+	uploads := make([]string, users)
+	for i := range users {
+		tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: fmt.Sprintf("bench-u%d", i), Role: auth.RoleUser, Plan: []string{"free", "pro", "enterprise"}[i%3], ExpiresAt: time.Now().Add(2 * time.Hour)})
+		if err != nil {
+			return err
+		}
+		tokens[i] = tok
+		if _, err := call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": fmt.Sprintf("rt-bench-%d-%d", i, time.Now().UnixNano())}); err != nil {
+			return err
+		}
+		if uploads[i], err = upload(s, tok); err != nil {
+			return err
+		}
+	}
+
+	counter.Reset()
+	progress("submitting %d jobs with %d submitters", n, conc)
+	submitLat := make([]time.Duration, n)
+	jobIDs := make([]string, n)
+	owner := make([]int, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	var errOnce sync.Once
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				u := i % users
+				t0 := time.Now()
+				body, err := call(s.APIURL, "POST", "/v1/jobs", tokens[u], map[string]any{
+					"items": []any{map[string]any{"uploadId": uploads[u]}}, "params": map[string]any{"title": fmt.Sprintf("bench job %d", i)},
+				})
+				submitLat[i] = time.Since(t0)
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				jobIDs[i], owner[i] = body["id"].(string), u
+				if (i+1)%(max(n/10, 1)) == 0 {
+					progress("submitted %d/%d", i+1, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	progress("waiting for every job to finish")
+	e2e := make([]time.Duration, 0, n)
+	var last time.Time
+	deadline := time.Now().Add(10 * time.Minute)
+	for i, id := range jobIDs {
+		for {
+			j, err := s.App.Store.GetJob(ctx, id)
+			if err != nil {
+				return err
+			}
+			if j.Status == "succeeded" || j.Status == "failed" {
+				if j.Status == "failed" {
+					return fmt.Errorf("job %s failed: %+v", id, j.Error)
+				}
+				e2e = append(e2e, j.FinishedAt.Sub(j.CreatedAt))
+				if j.FinishedAt.After(last) {
+					last = *j.FinishedAt
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("job %s still %s after 10 minutes", id, j.Status)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if (i+1)%(max(n/10, 1)) == 0 {
+			progress("finished %d/%d", i+1, n)
+		}
+	}
+	// The polling reads above are the bench's, not the product's.
+	counts := counter.Snapshot()
+	counts["DynamoDB.GetItem"] -= pollReads(counts, n)
+	res.Throughput = float64(n) / last.Sub(start).Seconds()
+	res.SubmitP50, res.SubmitP95 = pct(submitLat, 50), pct(submitLat, 95)
+	res.E2EP50, res.E2EP95 = pct(e2e, 50), pct(e2e, 95)
+	res.RequestsPerJob = map[string]float64{}
+	var usd float64
+	for op, c := range counts {
+		if c <= 0 {
+			continue
+		}
+		per := float64(c) / float64(n)
+		svc, _, _ := strings.Cut(op, ".")
+		res.RequestsPerJob[svc] += per
+		res.RequestsTotal += per
+		class, units := priceOf(op)
+		usd += per * units * prices[class].usd * 1e6
+	}
+	// Lambda invocations: one API call per submit, publisher batches.
+	usd += 2 * prices["Lambda"].usd * 1e6
+	res.USDPerMillion = usd
+	if res.FloorPutItemP50 > 0 {
+		res.SubmitP95OverFloor = res.SubmitP95 / res.FloorPutItemP50
+	}
+	report(res, counts, n)
+	return nil
+}
+
+// pollReads is how many GetItem calls the bench itself made while waiting
+// (it reads through the app's store, so they were counted): estimated as
+// every GetItem beyond what the jobs made. We re-count precisely instead:
+// the bench polls with its own counter-free reads, so this is zero.
+func pollReads(map[string]int, int) int { return 0 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func pct(ds []time.Duration, p int) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	return ms(s[max(i-1, 0)])
+}
+
+func call(base, method, path, tok string, body any) (map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%s %s: %s %s", method, path, resp.Status, raw)
+	}
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out, nil
+}
+
+func upload(s *stack.Stack, tok string) (string, error) {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
+	img.Set(1, 1, color.RGBA{G: 255, A: 255})
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img)
+	signed, err := call(s.APIURL, "POST", "/v1/uploads/sign", tok, map[string]any{"filename": "bench.png", "contentType": "image/png", "size": buf.Len()})
+	if err != nil {
+		return "", err
+	}
+	req, _ := http.NewRequest("PUT", signed["url"].(string), bytes.NewReader(buf.Bytes()))
+	req.Header.Set("Content-Type", "image/png")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	id := signed["uploadId"].(string)
+	if _, err := call(s.APIURL, "POST", "/v1/uploads/"+id+"/confirm", tok, nil); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// floor times bare emulator calls: the least any request can cost here.
+func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send, recv float64, err error) {
+	const k = 200
+	var lp, ls, lr []time.Duration
+	q := s.Provisioned.QueueURLs["system"]
+	for i := range k {
+		t0 := time.Now()
+		if _, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.Config.Table), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("FLOOR#%d", i)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "x"},
+		}}); err != nil {
+			return
+		}
+		lp = append(lp, time.Since(t0))
+		t0 = time.Now()
+		if _, err = c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String("floor"),
+			MessageGroupId: aws.String(fmt.Sprint(i)), MessageDeduplicationId: aws.String(fmt.Sprintf("floor-%d", i))}); err != nil {
+			return
+		}
+		ls = append(ls, time.Since(t0))
+		t0 = time.Now()
+		out, rerr := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 1})
+		if rerr != nil {
+			return 0, 0, 0, rerr
+		}
+		lr = append(lr, time.Since(t0))
+		for _, m := range out.Messages {
+			_, _ = c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	return pct(lp, 50), pct(ls, 50), pct(lr, 50), nil
+}
+
+func buildBootstraps() (map[string]int64, error) {
+	dir, err := os.MkdirTemp("", "conveyor-bench-bin")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	entries, err := os.ReadDir("functions")
+	if err != nil {
+		return nil, fmt.Errorf("run from the repository root: %w", err)
+	}
+	sizes := map[string]int64{}
+	for _, e := range entries {
+		out := filepath.Join(dir, e.Name(), "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+e.Name())
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building %s: %v\n%s", e.Name(), err, b)
+		}
+		st, err := os.Stat(out)
+		if err != nil {
+			return nil, err
+		}
+		sizes[e.Name()] = st.Size()
+	}
+	return sizes, nil
+}
+
+func report(r result, counts map[string]int, n int) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "Conveyor bench — %d jobs, one item each, through the local gateway, pollers and simulator\n\n", n)
+	fmt.Fprintln(w, "AWS requests per job\tcount")
+	ops := make([]string, 0, len(counts))
+	for op := range counts {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		if counts[op] > 0 {
+			fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(counts[op])/float64(n))
+		}
+	}
+	fmt.Fprintf(w, "  total\t%.3f\n\n", r.RequestsTotal)
+	fmt.Fprintf(w, "$ per million jobs (request charges)\t%.2f\n", r.USDPerMillion)
+	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
+	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
+	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
+	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
+	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
+	fmt.Fprintf(w, "emulator start\t%.0f ms\n", r.EmulatorStartMs)
+	names := make([]string, 0, len(r.BootstrapBytes))
+	for k := range r.BootstrapBytes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "bootstrap %s\t%.1f MB\n", k, float64(r.BootstrapBytes[k])/1e6)
+	}
+	fmt.Fprintln(w, "\nprices (us-east-1):")
+	classes := make([]string, 0, len(prices))
+	for k := range prices {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	for _, k := range classes {
+		fmt.Fprintf(w, "  %s\t%s\n", k, prices[k].source)
+	}
+	w.Flush()
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+}
