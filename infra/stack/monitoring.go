@@ -116,7 +116,6 @@ func (b *builder) monitoring() {
 		},
 		Period:    minute,
 		Statistic: jsii.String("Maximum"),
-		Label:     jsii.String("circuit opened"),
 	})
 	alarm("BreakerOpenAlarm", "breaker-open",
 		"A circuit breaker around the external API opened: calls fail fast until a probe succeeds",

@@ -92,7 +92,7 @@ func (b *builder) httpAPI() {
 		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
 			AllowOrigins:  jsii.Strings(b.def.Bucket.CORSOrigins...),
 			AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
-			AllowHeaders:  jsii.Strings("Authorization", "Content-Type", "Idempotency-Key"),
+			AllowHeaders:  jsii.Strings("Authorization", "Content-Type"),
 			ExposeHeaders: jsii.Strings("X-Total-Count", "Location"),
 			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 		},

@@ -1,0 +1,929 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Synthesizing is slow (every construct call crosses into Node), so the
+// stacks are built once per test binary, in one app, and shared.
+
+var (
+	functionsDir string
+	once         sync.Once
+	built        map[resources.Env]*synthesized
+	emulator     *synthesized
+	buildErr     error
+)
+
+// synthesized is one environment's stack and its template.
+type synthesized struct {
+	def   resources.Definition
+	stack awscdk.Stack
+	tmpl  assertions.Template
+	// res is the template's Resources, decoded once for Go-side checks.
+	res map[string]resource
+	raw map[string]any
+}
+
+type resource struct {
+	Type                string
+	Properties          map[string]any
+	DeletionPolicy      string
+	UpdateReplacePolicy string
+}
+
+func TestMain(m *testing.M) {
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	dir, err := os.MkdirTemp("", "conveyor-infra-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	functionsDir = filepath.Join(dir, "bin")
+	for _, fn := range resources.For(resources.Staging).Functions {
+		if err := os.MkdirAll(filepath.Join(functionsDir, fn), 0o755); err == nil {
+			err = os.WriteFile(filepath.Join(functionsDir, fn, "bootstrap"), nil, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	jsii.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stacks returns every cloud environment's synthesized stack.
+func stacks(t *testing.T) map[resources.Env]*synthesized {
+	t.Helper()
+	once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				buildErr = fmt.Errorf("synthesizing: %v", r)
+			}
+		}()
+		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"))
+		sts := map[resources.Env]awscdk.Stack{}
+		for _, env := range resources.CloudEnvs {
+			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
+		}
+		emu := stack.New(app, stack.StackID(resources.Staging)+"-emulator", stack.Props{
+			Env: resources.Staging, FunctionsDir: functionsDir, Synthesizer: stack.EmulatorSynthesizer(),
+		})
+		stack.Check(app)
+		built = map[resources.Env]*synthesized{}
+		for env, st := range sts {
+			built[env] = decode(st, resources.For(env))
+		}
+		emulator = decode(emu, resources.For(resources.Staging))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+func decode(st awscdk.Stack, def resources.Definition) *synthesized {
+	tmpl := assertions.Template_FromStack(st, nil)
+	b, err := json.Marshal(tmpl.ToJSON())
+	if err != nil {
+		panic(err)
+	}
+	var doc struct {
+		Resources map[string]resource
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		panic(err)
+	}
+	return &synthesized{def: def, stack: st, tmpl: tmpl, res: doc.Resources, raw: raw}
+}
+
+// jsiiMu serialises calls into the jsii kernel (one Node process, one
+// request stream): the Go runtime is not safe for concurrent calls. Tests
+// run in parallel; their CDK assertions and matcher constructions take
+// turns, while the Go-side checks on the decoded templates do not wait.
+var jsiiMu sync.Mutex
+
+// check runs a CDK assertion, which panics on mismatch, as a test error.
+// Build patterns with obj, arrayWith, present… (plain Go); hasProps converts them.
+func check(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	jsiiMu.Lock()
+	defer jsiiMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+// Patterns are built as plain Go values and turned into CDK matchers only
+// inside check, under jsiiMu.
+type (
+	like     map[string]any // assertions.Match_ObjectLike
+	contains []any          // assertions.Match_ArrayWith
+	present  struct{}       // assertions.Match_AnyValue
+	absent   struct{}       // assertions.Match_Absent
+	regex    string         // assertions.Match_StringLikeRegexp
+)
+
+func obj(m map[string]any) like       { return like(m) }
+func arrayWith(items ...any) contains { return contains(items) }
+
+// matcher turns a pattern into CDK matchers; call it under jsiiMu.
+func matcher(p any) any {
+	switch p := p.(type) {
+	case like:
+		m := map[string]any{}
+		for k, v := range p {
+			m[k] = matcher(v)
+		}
+		return assertions.Match_ObjectLike(&m)
+	case map[string]any:
+		m := map[string]any{}
+		for k, v := range p {
+			m[k] = matcher(v)
+		}
+		return m
+	case contains:
+		items := make([]any, len(p))
+		for i, v := range p {
+			items[i] = matcher(v)
+		}
+		return assertions.Match_ArrayWith(&items)
+	case []any:
+		items := make([]any, len(p))
+		for i, v := range p {
+			items[i] = matcher(v)
+		}
+		return items
+	case present:
+		return assertions.Match_AnyValue()
+	case absent:
+		return assertions.Match_Absent()
+	case regex:
+		return assertions.Match_StringLikeRegexp(jsii.String(string(p)))
+	}
+	return p
+}
+
+// hasProps asserts that a resource of type typ matches pattern; call it
+// inside check.
+func (s *synthesized) hasProps(typ string, pattern any) {
+	s.tmpl.HasResourceProperties(jsii.String(typ), matcher(pattern))
+}
+
+// each runs fn for every cloud environment as a parallel subtest.
+func each(t *testing.T, fn func(t *testing.T, s *synthesized)) {
+	t.Helper()
+	for env, s := range stacks(t) {
+		t.Run(string(env), func(t *testing.T) {
+			t.Parallel()
+			fn(t, s)
+		})
+	}
+}
+
+// logicalID finds the one resource of type typ whose property key equals
+// value (a physical name from the definition).
+func (s *synthesized) logicalID(t *testing.T, typ, key string, value any) string {
+	t.Helper()
+	var ids []string
+	for id, r := range s.res {
+		if r.Type == typ && cmp.Equal(r.Properties[key], value) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("%s with %s=%v: found %v, want exactly one", typ, key, value, ids)
+	}
+	return ids[0]
+}
+
+func (s *synthesized) ofType(typ string) map[string]resource {
+	out := map[string]resource{}
+	for id, r := range s.res {
+		if r.Type == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// esmFor finds the event source mapping of a tier's queue.
+func (s *synthesized) esmFor(t *testing.T, q resources.Queue) string {
+	t.Helper()
+	arn := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name), "Arn")
+	for id, r := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		if cmp.Equal(r.Properties["EventSourceArn"], arn) {
+			return id
+		}
+	}
+	t.Fatalf("no event source mapping for %s", q.Name)
+	return ""
+}
+
+func (s *synthesized) functionID(t *testing.T, fn string) string {
+	return s.logicalID(t, "AWS::Lambda::Function", "FunctionName", stack.FunctionName(s.def, fn))
+}
+
+func getAtt(id, attr string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, attr}} }
+func ref(id string) map[string]any          { return map[string]any{"Ref": id} }
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		for _, q := range s.def.Queues {
+			dlq := s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName)
+			check(t, q.Name, func() {
+				s.hasProps("AWS::SQS::Queue", obj(map[string]any{
+					"QueueName":                 q.Name,
+					"FifoQueue":                 true,
+					"ContentBasedDeduplication": false,
+					"VisibilityTimeout":         q.VisibilityTimeout.Seconds(),
+					"MessageRetentionPeriod":    q.Retention.Seconds(),
+					"SqsManagedSseEnabled":      true,
+					"RedrivePolicy": map[string]any{
+						"deadLetterTargetArn": getAtt(dlq, "Arn"),
+						"maxReceiveCount":     q.MaxReceiveCount,
+					},
+				}))
+			})
+			check(t, q.DLQName, func() {
+				s.hasProps("AWS::SQS::Queue", obj(map[string]any{
+					"QueueName":              q.DLQName,
+					"FifoQueue":              true,
+					"MessageRetentionPeriod": q.DLQRetention.Seconds(),
+					"SqsManagedSseEnabled":   true,
+					"RedrivePolicy":          absent{},
+				}))
+			})
+			// enforceSSL: a deny on aws:SecureTransport=false for both.
+			for _, id := range []string{s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name), dlq} {
+				check(t, "TLS only on "+id, func() {
+					s.hasProps("AWS::SQS::QueuePolicy", obj(map[string]any{
+						"Queues": []any{ref(id)},
+						"PolicyDocument": obj(map[string]any{"Statement": arrayWith(obj(map[string]any{
+							"Effect":    "Deny",
+							"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+						}))}),
+					}))
+				})
+			}
+		}
+	})
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		tbl := s.def.Table
+		props := map[string]any{
+			"TableName":   tbl.Name,
+			"BillingMode": "PAY_PER_REQUEST",
+			"KeySchema": []any{
+				map[string]any{"AttributeName": tbl.PartitionKey.Name, "KeyType": "HASH"},
+				map[string]any{"AttributeName": tbl.SortKey.Name, "KeyType": "RANGE"},
+			},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": tbl.TTLAttribute, "Enabled": true},
+			"PointInTimeRecoverySpecification": obj(map[string]any{"PointInTimeRecoveryEnabled": true}),
+			"SSESpecification":                 map[string]any{"SSEEnabled": true},
+		}
+		if s.def.Env.Production() {
+			props["DeletionProtectionEnabled"] = true
+		} else {
+			props["DeletionProtectionEnabled"] = false
+		}
+		check(t, "table", func() {
+			s.hasProps("AWS::DynamoDB::Table", obj(props))
+		})
+		for _, ix := range tbl.Indexes {
+			check(t, "index "+ix.Name, func() {
+				s.hasProps("AWS::DynamoDB::Table", obj(map[string]any{
+					"GlobalSecondaryIndexes": arrayWith(map[string]any{
+						"IndexName": ix.Name,
+						"KeySchema": []any{
+							map[string]any{"AttributeName": ix.PartitionKey.Name, "KeyType": "HASH"},
+							map[string]any{"AttributeName": ix.SortKey.Name, "KeyType": "RANGE"},
+						},
+						"Projection": map[string]any{"ProjectionType": "ALL"},
+					}),
+				}))
+			})
+		}
+		want := "Delete"
+		if s.def.Env.Production() {
+			want = "Retain"
+		}
+		id := s.logicalID(t, "AWS::DynamoDB::Table", "TableName", tbl.Name)
+		if got := s.res[id].DeletionPolicy; got != want {
+			t.Errorf("table DeletionPolicy = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestBucket(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		bk := s.def.Bucket
+		name := map[string]any{"Fn::Join": []any{"-", []any{bk.Name, ref("AWS::AccountId")}}}
+		check(t, "bucket", func() {
+			s.hasProps("AWS::S3::Bucket", obj(map[string]any{
+				"BucketName": name,
+				"PublicAccessBlockConfiguration": map[string]any{
+					"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+				},
+				"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{
+					map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}},
+				}},
+				"CorsConfiguration": map[string]any{"CorsRules": []any{obj(map[string]any{
+					"AllowedMethods": []any{"PUT"},
+					"AllowedOrigins": toAny(bk.CORSOrigins),
+					"AllowedHeaders": []any{"Content-Type", "Content-Length"},
+				})}},
+				"LifecycleConfiguration": map[string]any{"Rules": arrayWith(
+					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.AbandonedUploadExpiry.Hours() / 24, "Status": "Enabled"}),
+					obj(map[string]any{"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"}),
+				)},
+				"LoggingConfiguration": obj(map[string]any{"DestinationBucketName": present{}}),
+			}))
+		})
+		bucket := s.logicalID(t, "AWS::S3::Bucket", "BucketName", name)
+		check(t, "bucket TLS only", func() {
+			s.hasProps("AWS::S3::BucketPolicy", obj(map[string]any{
+				"Bucket": ref(bucket),
+				"PolicyDocument": obj(map[string]any{"Statement": arrayWith(obj(map[string]any{
+					"Effect":    "Deny",
+					"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+				}))}),
+			}))
+		})
+		check(t, "ObjectCreated notification", func() {
+			s.hasProps("Custom::S3BucketNotifications", obj(map[string]any{
+				"BucketName": ref(bucket),
+				"NotificationConfiguration": map[string]any{"LambdaFunctionConfigurations": []any{map[string]any{
+					"Events":            []any{"s3:ObjectCreated:*"},
+					"Filter":            map[string]any{"Key": map[string]any{"FilterRules": []any{map[string]any{"Name": "prefix", "Value": bk.UploadPrefix}}}},
+					"LambdaFunctionArn": getAtt(s.functionID(t, bk.NotifyFunction), "Arn"),
+				}}},
+			}))
+		})
+	})
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func TestFunctions(t *testing.T) {
+	t.Parallel()
+	if got := stack.FunctionSpecs[resources.FuncPublisher].Timeout; got != resources.ConsumerTimeout {
+		t.Errorf("publisher timeout = %v, want resources.ConsumerTimeout %v", got, resources.ConsumerTimeout)
+	}
+	each(t, func(t *testing.T, s *synthesized) {
+		retention := 30.0
+		if s.def.Env.Production() {
+			retention = 180
+		}
+		for _, fn := range s.def.Functions {
+			spec := stack.FunctionSpecs[fn]
+			name := stack.FunctionName(s.def, fn)
+			logs := s.logicalID(t, "AWS::Logs::LogGroup", "LogGroupName", "/aws/lambda/"+name)
+			bucket := s.logicalID(t, "AWS::S3::Bucket", "BucketName",
+				map[string]any{"Fn::Join": []any{"-", []any{s.def.Bucket.Name, ref("AWS::AccountId")}}})
+			key := s.res[s.logicalID(t, "AWS::KMS::Alias", "AliasName", s.def.KMSAlias)].Properties["TargetKeyId"]
+			env := map[string]any{
+				"CONVEYOR_ENV":        string(s.def.Env),
+				"CONVEYOR_TABLE":      ref(s.logicalID(t, "AWS::DynamoDB::Table", "TableName", s.def.Table.Name)),
+				"CONVEYOR_BUCKET":     ref(bucket),
+				"CONVEYOR_KMS_KEY_ID": key,
+				"CONVEYOR_EVENT_BUS":  ref(s.logicalID(t, "AWS::Events::EventBus", "Name", s.def.EventBus)),
+			}
+			for _, q := range s.def.Queues {
+				up := strings.ToUpper(string(q.Tier))
+				env["CONVEYOR_QUEUE_URL_"+up] = ref(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name))
+				env["CONVEYOR_DLQ_URL_"+up] = ref(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName))
+				if fn == resources.FuncAPI {
+					env["CONVEYOR_ESM_UUID_"+up] = ref(s.esmFor(t, q))
+				}
+			}
+			switch fn {
+			case resources.FuncAPI, resources.FuncStream:
+				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
+			case resources.FuncSystem:
+				env["CONVEYOR_WEBHOOK_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/webhook-signing"))
+			}
+			check(t, fn, func() {
+				s.hasProps("AWS::Lambda::Function", obj(map[string]any{
+					"FunctionName":  name,
+					"Runtime":       "provided.al2023",
+					"Architectures": []any{"arm64"},
+					"Handler":       "bootstrap",
+					"MemorySize":    spec.MemoryMB,
+					"Timeout":       spec.Timeout.Seconds(),
+					"LoggingConfig": map[string]any{"LogGroup": ref(logs)},
+					"TracingConfig": map[string]any{"Mode": "Active"},
+					"Environment":   map[string]any{"Variables": obj(env)},
+				}))
+			})
+			check(t, fn+" log retention", func() {
+				s.hasProps("AWS::Logs::LogGroup", obj(map[string]any{
+					"LogGroupName": "/aws/lambda/" + name, "RetentionInDays": retention,
+				}))
+			})
+			// The secrets stay out of functions that may not read them.
+			vars := s.res[s.functionID(t, fn)].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for k := range vars {
+				if _, ok := env[k]; !ok {
+					t.Errorf("%s: unexpected environment variable %s", fn, k)
+				}
+			}
+		}
+	})
+}
+
+func TestEventSourceMappings(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		conc := map[resources.Tier]float64{}
+		for _, q := range s.def.Queues {
+			queue := s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)
+			check(t, q.Name, func() {
+				s.hasProps("AWS::Lambda::EventSourceMapping", obj(map[string]any{
+					"EventSourceArn":        getAtt(queue, "Arn"),
+					"FunctionName":          ref(s.functionID(t, q.Consumer)),
+					"BatchSize":             q.BatchSize,
+					"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+					"ScalingConfig":         map[string]any{"MaximumConcurrency": q.MaxConcurrency},
+				}))
+			})
+			for _, r := range s.ofType("AWS::Lambda::EventSourceMapping") {
+				if cmp.Equal(r.Properties["EventSourceArn"], getAtt(queue, "Arn")) {
+					conc[q.Tier] = r.Properties["ScalingConfig"].(map[string]any)["MaximumConcurrency"].(float64)
+				}
+			}
+		}
+		if !(conc[resources.High] > conc[resources.Medium] && conc[resources.Medium] > conc[resources.Low]) {
+			t.Errorf("maximum concurrency high > medium > low does not hold: %v", conc)
+		}
+		check(t, "mapping count", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(s.def.Queues))))
+		})
+	})
+}
+
+func TestHTTPAPIAndStreamURL(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		api := s.functionID(t, resources.FuncAPI)
+		check(t, "integration", func() {
+			s.hasProps("AWS::ApiGatewayV2::Integration", obj(map[string]any{
+				"IntegrationType": "AWS_PROXY", "IntegrationUri": getAtt(api, "Arn"), "PayloadFormatVersion": "2.0",
+			}))
+		})
+		check(t, "route", func() {
+			s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": "$default"}))
+		})
+		check(t, "access logs", func() {
+			s.hasProps("AWS::ApiGatewayV2::Stage", obj(map[string]any{
+				"StageName": "$default",
+				"AccessLogSettings": obj(map[string]any{
+					"DestinationArn": getAtt(s.logicalID(t, "AWS::Logs::LogGroup", "LogGroupName", "/aws/apigateway/"+s.def.Prefix+"-api"), "Arn"),
+					"Format":         regex(`\$context\.requestId`),
+				}),
+			}))
+		})
+		check(t, "stream URL", func() {
+			s.hasProps("AWS::Lambda::Url", obj(map[string]any{
+				"TargetFunctionArn": getAtt(s.functionID(t, resources.FuncStream), "Arn"),
+				"InvokeMode":        "RESPONSE_STREAM",
+				"AuthType":          "NONE",
+			}))
+		})
+	})
+}
+
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		for _, sc := range s.def.Schedules {
+			check(t, sc.Name, func() {
+				s.hasProps("AWS::Scheduler::Schedule", obj(map[string]any{
+					"Name":               sc.Name,
+					"ScheduleExpression": sc.Expression,
+					"State":              "ENABLED",
+					"Target": obj(map[string]any{
+						"Arn":   getAtt(s.functionID(t, sc.Function), "Arn"),
+						"Input": present{},
+					}),
+				}))
+			})
+			id := s.logicalID(t, "AWS::Scheduler::Schedule", "Name", sc.Name)
+			input, _ := json.Marshal(s.res[id].Properties["Target"].(map[string]any)["Input"])
+			if want := fmt.Sprintf(`{\"task\":\"%s\"}`, sc.Task); !strings.Contains(string(input), want) {
+				t.Errorf("%s: input %s lacks the task detail %s", sc.Name, input, want)
+			}
+		}
+	})
+}
+
+func TestKeyBusSecrets(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		key := s.logicalID(t, "AWS::KMS::Alias", "AliasName", s.def.KMSAlias)
+		target := s.res[key].Properties["TargetKeyId"]
+		check(t, "token key", func() {
+			s.hasProps("AWS::KMS::Key", obj(map[string]any{"EnableKeyRotation": true}))
+		})
+		keyID := target.(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+		if rot := s.res[keyID].Properties["EnableKeyRotation"]; rot != true {
+			t.Errorf("the aliased key %s has EnableKeyRotation %v", keyID, rot)
+		}
+		check(t, "event bus", func() {
+			s.hasProps("AWS::Events::EventBus", obj(map[string]any{"Name": s.def.EventBus}))
+		})
+		for _, name := range []string{s.def.Prefix + "/jwt", s.def.Prefix + "/webhook-signing"} {
+			check(t, name, func() {
+				s.hasProps("AWS::SecretsManager::Secret", obj(map[string]any{
+					"Name":                 name,
+					"GenerateSecretString": obj(map[string]any{"PasswordLength": 64}),
+				}))
+			})
+		}
+	})
+}
+
+func TestAlarmsAndDashboard(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		topics := s.ofType("AWS::SNS::Topic")
+		if len(topics) != 1 {
+			t.Fatalf("want one alarm topic, got %d", len(topics))
+		}
+		var topic string
+		for id, r := range topics {
+			topic = id
+			if r.Properties["KmsMasterKeyId"] == nil {
+				t.Error("alarm topic is not encrypted")
+			}
+		}
+		alarm := func(what string, props map[string]any) {
+			props["AlarmActions"] = []any{ref(topic)}
+			check(t, what, func() { s.hasProps("AWS::CloudWatch::Alarm", obj(props)) })
+		}
+		queueDim := func(id string) []any {
+			return []any{map[string]any{"Name": "QueueName", "Value": getAtt(id, "QueueName")}}
+		}
+		for _, q := range s.def.Queues {
+			alarm("DLQ depth "+q.DLQName, map[string]any{
+				"Namespace": "AWS/SQS", "MetricName": "ApproximateNumberOfMessagesVisible",
+				"Dimensions":         queueDim(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName)),
+				"ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+			})
+			alarm("oldest message "+q.Name, map[string]any{
+				"Namespace": "AWS/SQS", "MetricName": "ApproximateAgeOfOldestMessage",
+				"Dimensions":         queueDim(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)),
+				"ComparisonOperator": "GreaterThanThreshold", "Threshold": stack.OldestMessageAlarmAfter[q.Tier].Seconds(),
+			})
+		}
+		for _, fn := range s.def.Functions {
+			for _, metric := range []string{"Errors", "Throttles"} {
+				alarm(fn+" "+metric, map[string]any{
+					"Namespace": "AWS/Lambda", "MetricName": metric,
+					"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, fn))}},
+				})
+			}
+		}
+		alarm("breaker open", map[string]any{
+			"Namespace": stack.BreakerNamespace, "MetricName": stack.BreakerMetricName,
+			"Dimensions": arrayWith(
+				map[string]any{"Name": "Environment", "Value": string(s.def.Env)},
+				map[string]any{"Name": "To", "Value": stack.BreakerOpenState},
+			),
+		})
+		check(t, "dashboard", func() {
+			s.hasProps("AWS::CloudWatch::Dashboard", obj(map[string]any{"DashboardName": s.def.Prefix}))
+		})
+	})
+}
+
+// TestTemplateMatchesDefinition walks the definition of every cloud
+// environment and finds each resource in the template under its name.
+func TestTemplateMatchesDefinition(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		d := s.def
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues); got != want {
+			t.Errorf("%d queues, want %d (a queue and a DLQ per tier)", got, want)
+		}
+		for _, q := range d.Queues {
+			main := s.res[s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)].Properties
+			dlq := s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName)
+			if main["FifoQueue"] != true || s.res[dlq].Properties["FifoQueue"] != true {
+				t.Errorf("%s: queue or DLQ is not FIFO", q.Tier)
+			}
+			want := map[string]any{"deadLetterTargetArn": getAtt(dlq, "Arn"), "maxReceiveCount": float64(q.MaxReceiveCount)}
+			if diff := cmp.Diff(want, main["RedrivePolicy"]); diff != "" {
+				t.Errorf("%s redrive (-want +got):\n%s", q.Name, diff)
+			}
+		}
+
+		tables := s.ofType("AWS::DynamoDB::Table")
+		if len(tables) != 1 {
+			t.Fatalf("%d tables, want 1", len(tables))
+		}
+		tbl := s.res[s.logicalID(t, "AWS::DynamoDB::Table", "TableName", d.Table.Name)].Properties
+		keySchema := func(pk, sk resources.Key) []any {
+			return []any{
+				map[string]any{"AttributeName": pk.Name, "KeyType": "HASH"},
+				map[string]any{"AttributeName": sk.Name, "KeyType": "RANGE"},
+			}
+		}
+		if diff := cmp.Diff(keySchema(d.Table.PartitionKey, d.Table.SortKey), tbl["KeySchema"]); diff != "" {
+			t.Errorf("table keys (-want +got):\n%s", diff)
+		}
+		wantAttrs := map[string]string{}
+		for _, k := range []resources.Key{d.Table.PartitionKey, d.Table.SortKey} {
+			wantAttrs[k.Name] = string(k.Type)
+		}
+		var wantGSIs []any
+		for _, ix := range d.Table.Indexes {
+			wantAttrs[ix.PartitionKey.Name] = string(ix.PartitionKey.Type)
+			wantAttrs[ix.SortKey.Name] = string(ix.SortKey.Type)
+			wantGSIs = append(wantGSIs, map[string]any{
+				"IndexName":  ix.Name,
+				"KeySchema":  keySchema(ix.PartitionKey, ix.SortKey),
+				"Projection": map[string]any{"ProjectionType": "ALL"},
+			})
+		}
+		gotAttrs := map[string]string{}
+		for _, a := range tbl["AttributeDefinitions"].([]any) {
+			a := a.(map[string]any)
+			gotAttrs[a["AttributeName"].(string)] = a["AttributeType"].(string)
+		}
+		if diff := cmp.Diff(wantAttrs, gotAttrs); diff != "" {
+			t.Errorf("attribute definitions (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantGSIs, tbl["GlobalSecondaryIndexes"]); diff != "" {
+			t.Errorf("GSIs (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(map[string]any{"AttributeName": d.Table.TTLAttribute, "Enabled": true}, tbl["TimeToLiveSpecification"]); diff != "" {
+			t.Errorf("TTL (-want +got):\n%s", diff)
+		}
+		pitr, _ := tbl["PointInTimeRecoverySpecification"].(map[string]any)
+		if pitr["PointInTimeRecoveryEnabled"] != d.Table.PointInTimeRecovery {
+			t.Errorf("PITR = %v, want %v", pitr, d.Table.PointInTimeRecovery)
+		}
+		if tbl["DeletionProtectionEnabled"] != d.Table.DeletionProtection {
+			t.Errorf("deletion protection = %v, want %v", tbl["DeletionProtectionEnabled"], d.Table.DeletionProtection)
+		}
+
+		s.logicalID(t, "AWS::S3::Bucket", "BucketName", map[string]any{"Fn::Join": []any{"-", []any{d.Bucket.Name, ref("AWS::AccountId")}}})
+		s.logicalID(t, "AWS::KMS::Alias", "AliasName", d.KMSAlias)
+		s.logicalID(t, "AWS::Events::EventBus", "Name", d.EventBus)
+		for _, sc := range d.Schedules {
+			r := s.res[s.logicalID(t, "AWS::Scheduler::Schedule", "Name", sc.Name)].Properties
+			if r["ScheduleExpression"] != sc.Expression {
+				t.Errorf("%s: expression %v, want %s", sc.Name, r["ScheduleExpression"], sc.Expression)
+			}
+		}
+		for _, fn := range d.Functions {
+			s.functionID(t, fn)
+		}
+	})
+}
+
+// policyActions collects, per function, every action its role may take and
+// the resources of each statement.
+func policyActions(t *testing.T, s *synthesized) map[string][]string {
+	t.Helper()
+	roleOf := map[string]string{}
+	for _, fn := range s.def.Functions {
+		role := s.res[s.functionID(t, fn)].Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+		roleOf[role] = fn
+		if mp := s.res[role].Properties["ManagedPolicyArns"]; mp != nil {
+			t.Errorf("%s: role has managed policies %v", fn, mp)
+		}
+	}
+	out := map[string][]string{}
+	for id, p := range s.ofType("AWS::IAM::Policy") {
+		for _, r := range p.Properties["Roles"].([]any) {
+			fn, ok := roleOf[r.(map[string]any)["Ref"].(string)]
+			if !ok {
+				continue
+			}
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				if st["Effect"] != "Allow" {
+					t.Errorf("%s: unexpected %v statement", id, st["Effect"])
+				}
+				out[fn] = append(out[fn], strs(st["Action"])...)
+				if slices.Contains(strs(st["Resource"]), "*") && !allXRay(strs(st["Action"])) {
+					t.Errorf("%s: actions %v on resource *", fn, st["Action"])
+				}
+			}
+		}
+	}
+	for fn := range out {
+		sort.Strings(out[fn])
+		out[fn] = slices.Compact(out[fn])
+	}
+	return out
+}
+
+func strs(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func allXRay(actions []string) bool {
+	for _, a := range actions {
+		if !strings.HasPrefix(a, "xray:") {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
+	logs := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	rw := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
+		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	want := map[string][]string{
+		resources.FuncAPI: concat(logs, rw, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey",
+			"lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
+			"secretsmanager:GetSecretValue", "sqs:CancelMessageMoveTask", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+			"sqs:GetQueueAttributes", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
+		resources.FuncConfirm:   concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject"}),
+		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "sqs:SendMessage"}),
+		resources.FuncSystem:    concat(logs, rw, consume, []string{"events:PutEvents", "secretsmanager:GetSecretValue"}),
+		resources.FuncRecovery:  concat(logs, rw, []string{"events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		resources.FuncStream:    concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
+	}
+	for fn := range want {
+		sort.Strings(want[fn])
+		want[fn] = slices.Compact(want[fn])
+	}
+	each(t, func(t *testing.T, s *synthesized) {
+		got := policyActions(t, s)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("actions per function (-want +got):\n%s", diff)
+		}
+		for _, a := range got[resources.FuncConfirm] {
+			if strings.HasPrefix(a, "sqs:") {
+				t.Errorf("confirm may %s", a)
+			}
+		}
+		// No statement anywhere in the template scans the table or uses
+		// an action wildcard.
+		for id, p := range s.ofType("AWS::IAM::Policy") {
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				for _, a := range strs(st.(map[string]any)["Action"]) {
+					if a == "dynamodb:Scan" || strings.Contains(a, "*") {
+						t.Errorf("%s allows %s", id, a)
+					}
+				}
+			}
+		}
+		// Recovery queries only the sweep index; only the API lists by owner.
+		for _, fn := range []string{resources.FuncRecovery, resources.FuncPublisher, resources.FuncConfirm, resources.FuncStream} {
+			b, _ := json.Marshal(policyDocs(t, s, fn))
+			for _, ix := range s.def.Table.Indexes {
+				if strings.Contains(string(b), "/index/"+ix.Name+`"`) != (fn == resources.FuncRecovery && ix.Name == resources.IndexBySweep) {
+					t.Errorf("%s: access to index %s is not as intended", fn, ix.Name)
+				}
+			}
+		}
+	})
+}
+
+func policyDocs(t *testing.T, s *synthesized, fn string) []any {
+	role := s.res[s.functionID(t, fn)].Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	var docs []any
+	for _, p := range s.ofType("AWS::IAM::Policy") {
+		for _, r := range p.Properties["Roles"].([]any) {
+			if r.(map[string]any)["Ref"] == role {
+				docs = append(docs, p.Properties["PolicyDocument"])
+			}
+		}
+	}
+	return docs
+}
+
+func concat(sets ...[]string) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// TestNoUnsuppressedNagFindings: cdk-nag's AwsSolutions pack reports
+// nothing that is not suppressed with a reason.
+func TestNoUnsuppressedNagFindings(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		jsiiMu.Lock()
+		defer jsiiMu.Unlock()
+		ann := assertions.Annotations_FromStack(s.stack)
+		pattern := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+		for _, m := range *ann.FindError(jsii.String("*"), pattern) {
+			t.Errorf("cdk-nag error at %s: %v", *m.Id, m.Entry.Data)
+		}
+		for _, m := range *ann.FindWarning(jsii.String("*"), pattern) {
+			t.Errorf("cdk-nag warning at %s: %v", *m.Id, m.Entry.Data)
+		}
+	})
+}
+
+func TestEmulatorSynthesizer(t *testing.T) {
+	t.Parallel()
+	s := stacks(t)[resources.Staging]
+	if rules, _ := s.raw["Rules"].(map[string]any); rules["CheckBootstrapVersion"] == nil {
+		t.Error("the default synthesizer lost its bootstrap-version rule")
+	}
+	if rules, ok := emulator.raw["Rules"].(map[string]any); ok {
+		if _, ok := rules["CheckBootstrapVersion"]; ok {
+			t.Error("the emulator template checks the bootstrap version")
+		}
+	}
+	if params, ok := emulator.raw["Parameters"].(map[string]any); ok {
+		if _, ok := params["BootstrapVersion"]; ok {
+			t.Error("the emulator template has a BootstrapVersion parameter")
+		}
+	}
+}
+
+func TestMissingBootstrapFailsClearly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, fn := range []string{resources.FuncAPI, resources.FuncConfirm} {
+		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := stack.CheckAssets(dir, resources.For(resources.Staging))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, resources.FuncPublisher, "bootstrap")) ||
+		!strings.Contains(err.Error(), "make build") || strings.Contains(err.Error(), filepath.Join(dir, resources.FuncAPI, "bootstrap")) {
+		t.Errorf("CheckAssets = %v, want the missing bootstraps named and `make build` suggested", err)
+	}
+	got := func() (r any) {
+		defer func() { r = recover() }()
+		stack.New(nil, "Conveyor-staging", stack.Props{Env: resources.Staging, FunctionsDir: dir})
+		return nil
+	}()
+	if msg, _ := got.(string); !strings.Contains(msg, "make build") {
+		t.Errorf("New with a missing bootstrap: panic %v, want one suggesting `make build`", got)
+	}
+	got = func() (r any) {
+		defer func() { r = recover() }()
+		stack.New(nil, "Conveyor-local", stack.Props{Env: resources.Local, FunctionsDir: functionsDir})
+		return nil
+	}()
+	if msg, _ := got.(string); !strings.Contains(msg, "not a cloud environment") {
+		t.Errorf("New for local: panic %v, want a refusal", got)
+	}
+}
