@@ -180,5 +180,5 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Metrics, a.Logger)
 }

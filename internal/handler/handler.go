@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -118,7 +119,7 @@ type Sweeper interface {
 // Recovery is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came) or
 // "recover" (stuck jobs and retention; the default).
-func Recovery(s Sweeper, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+func Recovery(s Sweeper, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task string `json:"task"`
@@ -135,6 +136,8 @@ func Recovery(s Sweeper, log *slog.Logger) func(context.Context, events.EventBri
 		if err != nil {
 			return err
 		}
+		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
+			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released)}, nil)
 		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
 			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
 		return nil

@@ -155,7 +155,10 @@ func render(e *Error) Response {
 // Decode reads the JSON body into v: Content-Type must be application/json
 // (415), the body at most the router's limit (413), one JSON value of the
 // right shape with no unknown fields (400, naming the field).
-func Decode(r *Request, v any) error {
+func Decode(r *Request, v any) error { return DecodeWithLimit(r, v, r.maxBody) }
+
+// DecodeWithLimit is Decode with an explicit body limit.
+func DecodeWithLimit(r *Request, v any, limit int64) error {
 	ct := r.Header("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != "application/json" {
@@ -167,8 +170,8 @@ func Decode(r *Request, v any) error {
 			return BadRequest("", "the body is not valid base64")
 		}
 	}
-	if int64(len(body)) > r.maxBody {
-		return tooLarge(r.maxBody)
+	if int64(len(body)) > limit {
+		return tooLarge(limit)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
