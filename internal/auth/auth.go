@@ -1,11 +1,11 @@
-// Package auth verifies and mints the API's bearer tokens: HS256 JWTs with
-// the environment's secret, carrying sub, role, plan and exp. Every other
-// algorithm (none included), a bad signature or a past exp is refused.
+// Package auth verifies and mints the API's bearer tokens: HS256 JWTs signed
+// with the environment's secret, carrying sub, role, plan and exp. Every other
+// algorithm (none included), a bad signature, a missing or past exp, a missing
+// subject or an unknown role or plan is refused.
 package auth
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,102 +15,205 @@ import (
 // Role is what a caller may do.
 type Role string
 
-// Roles.
+// The roles a token may carry.
 const (
-	RoleUser    Role = "user"
-	RoleAdmin   Role = "admin"
+	// RoleUser is an end user: sees and changes only its own resources.
+	RoleUser Role = "user"
+	// RoleAdmin is an operator: may read and act on everything.
+	RoleAdmin Role = "admin"
+	// RoleService is another system: may read what an admin reads.
 	RoleService Role = "service"
 )
 
-// Plans a user may be on.
-var Plans = map[string]bool{"free": true, "standard": true, "pro": true, "corporate": true, "enterprise": true}
+// Valid reports whether r is one of the known roles.
+func (r Role) Valid() bool { return r == RoleUser || r == RoleAdmin || r == RoleService }
 
-// Leeway tolerates clock skew on exp.
+// PlanDefault is the plan of a user token that names none.
+const PlanDefault = "free"
+
+// Plans are the plans a token may name.
+var Plans = []string{"free", "standard", "pro", "corporate", "enterprise"}
+
+// ValidPlan reports whether p is one of Plans.
+func ValidPlan(p string) bool {
+	for _, q := range Plans {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// Leeway is the clock skew tolerated on exp (and nbf).
 const Leeway = 30 * time.Second
+
+// MaxTokenLength bounds the size of a token Verify will parse.
+const MaxTokenLength = 8 << 10
+
+// subjectMaxLength bounds sub: it becomes part of storage keys.
+const subjectMaxLength = 128
 
 // Claims are the verified facts of a token.
 type Claims struct {
-	Subject   string
-	Role      Role
-	Plan      string
+	// Subject is the caller's user id (sub).
+	Subject string
+	// Role is what the caller may do.
+	Role Role
+	// Plan is the user's plan; PlanDefault for a user token without one,
+	// possibly empty for admin and service tokens.
+	Plan string
+	// ExpiresAt is when the token stops being accepted (exp).
 	ExpiresAt time.Time
 }
 
-// ErrUnauthorized is wrapped by every verification failure.
+// ErrUnauthorized matches (errors.Is) every error Verify returns.
 var ErrUnauthorized = errors.New("unauthorized")
 
+// Error is a refused token. Reason says why in words that are safe to show
+// the caller; it never contains the token.
+type Error struct {
+	Reason string
+}
+
+func (e *Error) Error() string { return "unauthorized: " + e.Reason }
+
+// Is makes errors.Is(err, ErrUnauthorized) true.
+func (e *Error) Is(target error) bool { return target == ErrUnauthorized }
+
+func refuse(reason string) error { return &Error{Reason: reason} }
+
+// tokenClaims is the JWT payload.
 type tokenClaims struct {
 	Role Role   `json:"role"`
 	Plan string `json:"plan,omitempty"`
 	jwt.RegisteredClaims
 }
 
-// Verifier checks bearer tokens.
+// Verifier checks bearer tokens against one secret. It is safe for
+// concurrent use.
 type Verifier struct {
 	secret []byte
 	now    func() time.Time
+	parser *jwt.Parser
 }
 
-// NewVerifier returns a Verifier for secret; now defaults to time.Now.
+// NewVerifier returns a Verifier for secret; now is the clock exp is checked
+// against (time.Now when nil). A Verifier with an empty secret refuses every
+// token.
 func NewVerifier(secret []byte, now func() time.Time) *Verifier {
 	if now == nil {
 		now = time.Now
 	}
-	return &Verifier{secret: secret, now: now}
+	return &Verifier{
+		secret: append([]byte(nil), secret...),
+		now:    now,
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+			jwt.WithLeeway(Leeway),
+			jwt.WithTimeFunc(now),
+		),
+	}
 }
 
-// Verify checks an Authorization header value ("Bearer <jwt>").
-func (v *Verifier) Verify(header string) (Claims, error) {
-	raw, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		if raw, ok = strings.CutPrefix(header, "bearer "); !ok {
-			return Claims{}, fmt.Errorf("%w: missing bearer token", ErrUnauthorized)
-		}
+// Verify checks an Authorization header value ("Bearer <jwt>", the scheme
+// case-insensitive) and returns the token's claims. Only HS256 with the
+// Verifier's secret is accepted; every refusal matches ErrUnauthorized and is
+// an *Error.
+func (v *Verifier) Verify(bearerHeader string) (Claims, error) {
+	scheme, raw, ok := strings.Cut(strings.TrimSpace(bearerHeader), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Claims{}, refuse("missing bearer token")
 	}
-	if len(v.secret) == 0 {
-		return Claims{}, fmt.Errorf("%w: no signing secret configured", ErrUnauthorized)
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		return Claims{}, refuse("missing bearer token")
+	case len(raw) > MaxTokenLength:
+		return Claims{}, refuse("malformed token")
+	case len(v.secret) == 0:
+		return Claims{}, refuse("token verification is not configured")
 	}
 	var tc tokenClaims
-	_, err := jwt.ParseWithClaims(strings.TrimSpace(raw), &tc, func(*jwt.Token) (any, error) { return v.secret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithLeeway(Leeway), jwt.WithTimeFunc(v.now))
+	tok, err := v.parser.ParseWithClaims(raw, &tc, func(*jwt.Token) (any, error) { return v.secret, nil })
 	if err != nil {
-		return Claims{}, fmt.Errorf("%w: %s", ErrUnauthorized, reason(err))
+		if tok != nil && tok.Method != nil && tok.Method.Alg() != jwt.SigningMethodHS256.Alg() {
+			return Claims{}, refuse("unacceptable signing method")
+		}
+		return Claims{}, refuse(reason(err))
 	}
-	c := Claims{Subject: tc.Subject, Role: tc.Role, Plan: tc.Plan, ExpiresAt: tc.ExpiresAt.Time}
+	c := Claims{Subject: tc.Subject, Role: tc.Role, Plan: tc.Plan}
+	if tc.ExpiresAt != nil {
+		c.ExpiresAt = tc.ExpiresAt.UTC()
+	}
 	switch {
-	case c.Subject == "" || len(c.Subject) > 128 || strings.ContainsAny(c.Subject, "#/\x00"):
-		return Claims{}, fmt.Errorf("%w: invalid subject", ErrUnauthorized)
-	case c.Role != RoleUser && c.Role != RoleAdmin && c.Role != RoleService:
-		return Claims{}, fmt.Errorf("%w: unknown role", ErrUnauthorized)
+	case c.Subject == "":
+		return Claims{}, refuse("sub is required")
+	case !validSubject(c.Subject):
+		return Claims{}, refuse("invalid sub")
+	case !c.Role.Valid():
+		return Claims{}, refuse("unknown role")
 	case c.Plan == "" && c.Role == RoleUser:
-		c.Plan = "free"
-	case c.Plan != "" && !Plans[c.Plan]:
-		return Claims{}, fmt.Errorf("%w: unknown plan", ErrUnauthorized)
+		c.Plan = PlanDefault
+	case c.Plan != "" && !ValidPlan(c.Plan):
+		return Claims{}, refuse("unknown plan")
 	}
 	return c, nil
 }
 
+// validSubject keeps sub usable as a part of storage keys and paths.
+func validSubject(s string) bool {
+	if len(s) > subjectMaxLength {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '#' || r == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// reason turns a jwt error into words safe to show the caller.
 func reason(err error) string {
 	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return "token expired"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed token"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
 		return "bad signature"
-	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrSignatureInvalid):
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
 		return "unacceptable signing method"
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return "exp is required"
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return "malformed token"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "token expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "token not valid yet"
 	}
 	return "invalid token"
 }
 
-// Mint signs claims with secret (HS256): for the CLI and tests.
+// Mint signs c with secret as an HS256 JWT that Verify accepts until
+// c.ExpiresAt: for the CLI and tests. It refuses an empty secret or subject,
+// an unknown role or plan, and a zero ExpiresAt (a past one is allowed, to
+// make expired tokens for tests).
 func Mint(secret []byte, c Claims) (string, error) {
+	switch {
+	case len(secret) == 0:
+		return "", errors.New("auth: minting needs a secret")
+	case c.Subject == "" || !validSubject(c.Subject):
+		return "", errors.New("auth: minting needs a valid subject")
+	case !c.Role.Valid():
+		return "", errors.New("auth: unknown role " + string(c.Role))
+	case c.Plan != "" && !ValidPlan(c.Plan):
+		return "", errors.New("auth: unknown plan " + c.Plan)
+	case c.ExpiresAt.IsZero():
+		return "", errors.New("auth: minting needs an expiry")
+	}
 	tc := tokenClaims{Role: c.Role, Plan: c.Plan, RegisteredClaims: jwt.RegisteredClaims{
-		Subject: c.Subject, ExpiresAt: jwt.NewNumericDate(c.ExpiresAt), IssuedAt: jwt.NewNumericDate(time.Now()),
+		Subject:   c.Subject,
+		ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
+		IssuedAt:  jwt.NewNumericDate(time.Now()),
 	}}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, tc).SignedString(secret)
 }
