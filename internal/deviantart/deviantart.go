@@ -1,8 +1,13 @@
-// Package deviantart is the client of the external publishing API: OAuth
-// refresh (the provider rotates refresh tokens), stash/submit with the file
-// streamed as multipart, stash/publish, and the lookups that tell what an
-// earlier, interrupted attempt already did. Errors carry the HTTP status and
-// Retry-After and never a token.
+// Package deviantart is the client of the external publishing API
+// (DeviantArt, or the simulator in localstack/simulator): OAuth refresh with
+// rotating refresh tokens, stash/submit with the file streamed as
+// multipart, stash/publish, and the lookups that tell what an earlier,
+// interrupted attempt already did.
+//
+// Every non-2xx answer is an *APIError carrying the status, the API's error
+// code and Retry-After; transport failures and context deadlines are
+// returned wrapped as they are. No error ever carries an access token, a
+// refresh token or the client secret.
 package deviantart
 
 import (
@@ -11,93 +16,161 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
+	"net"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// BaseURLDefault is the API's base URL unless Config.BaseURL says otherwise.
+const BaseURLDefault = "https://www.deviantart.com"
+
+// RetryAfterMax bounds the Retry-After an APIError reports.
+const RetryAfterMax = 24 * time.Hour
+
+// answerMaxBytes bounds how much of an answer is read.
+const answerMaxBytes = 1 << 20
+
 // Config configures a Client.
 type Config struct {
-	// BaseURL is e.g. https://www.deviantart.com (or the simulator).
+	// BaseURL is the API's scheme and host, e.g. https://www.deviantart.com
+	// or the simulator's URL. Default BaseURLDefault.
 	BaseURL string
-	// ClientID and ClientSecret identify the application.
+	// ClientID and ClientSecret identify Conveyor to the API's token
+	// endpoint. The secret never appears in an error.
 	ClientID, ClientSecret string
-	// HTTPClient defaults to a client without a global timeout: deadlines
-	// come from each call's context.
+	// HTTPClient makes the calls. Default: a client with connection
+	// pooling and dial/TLS timeouts but no overall timeout; each call's
+	// deadline comes from its context.
 	HTTPClient *http.Client
-	// Now defaults to time.Now.
+	// Now is the clock that turns expires_in and Retry-After dates into
+	// times. Default time.Now.
 	Now func() time.Time
 }
 
-// Client calls the API.
+// Client calls the API. It is safe for concurrent use.
 type Client struct{ cfg Config }
 
-// New returns a Client.
+// New returns a Client for cfg, with defaults filled in.
 func New(cfg Config) *Client {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = BaseURLDefault
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 60 * time.Second,
-		}}
+		cfg.HTTPClient = &http.Client{Transport: newTransport()}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	return &Client{cfg: cfg}
 }
 
-// APIError is a non-2xx answer.
+func newTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// APIError is a non-2xx answer of the API. Its message names the operation,
+// the status and the API's error, never a token or secret.
 type APIError struct {
-	Op          string
-	Status      int
-	Code        string
+	// Op is the operation that failed, e.g. "stash publish".
+	Op string
+	// Status is the HTTP status.
+	Status int
+	// Code is the API's "error" field, e.g. "invalid_grant",
+	// "invalid_request" ("" if the body was not the API's JSON).
+	Code string
+	// ErrorCode is the API's "error_code" field when present, e.g.
+	// "already_published".
+	ErrorCode string
+	// Description is the API's "error_description".
 	Description string
-	// Retry is the Retry-After the API asked for.
+	// Retry is the delay the Retry-After header asked for (seconds or an
+	// HTTP date), at most RetryAfterMax; 0 if none.
 	Retry time.Duration
 }
 
+// Error describes the failure without any credential.
 func (e *APIError) Error() string {
-	s := fmt.Sprintf("%s: HTTP %d", e.Op, e.Status)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: HTTP %d", e.Op, e.Status)
 	if e.Code != "" {
-		s += " " + e.Code
+		b.WriteString(" " + e.Code)
+	}
+	if e.ErrorCode != "" {
+		b.WriteString(" (" + e.ErrorCode + ")")
 	}
 	if e.Description != "" {
-		s += ": " + e.Description
+		b.WriteString(": " + e.Description)
 	}
-	return s
+	if e.Retry > 0 {
+		fmt.Fprintf(&b, " (retry after %s)", e.Retry)
+	}
+	return b.String()
 }
 
-// Temporary reports whether retrying may help: 429 and 5xx.
-func (e *APIError) Temporary() bool { return e.Status == 429 || e.Status >= 500 }
+// Temporary reports whether the same call may succeed later: true for 429
+// and 5xx, false for every other status.
+func (e *APIError) Temporary() bool {
+	return e.Status == http.StatusTooManyRequests || e.Status >= 500
+}
 
-// RetryAfter is the delay the API asked for (0 if none).
+// RetryAfter is the delay the API asked for before the next call (0 if it
+// did not say).
 func (e *APIError) RetryAfter() time.Duration { return e.Retry }
 
-// IsAlreadyPublished reports whether err says the item was published before.
+// StatusCode is the HTTP status of the answer.
+func (e *APIError) StatusCode() int { return e.Status }
+
+// IsAlreadyPublished reports whether err is the API refusing to publish an
+// item that was published before.
 func IsAlreadyPublished(err error) bool {
 	var e *APIError
-	return errors.As(err, &e) && (e.Code == "already_published" || strings.Contains(strings.ToLower(e.Description), "already published"))
+	return errors.As(err, &e) && e.Status < 500 &&
+		(e.ErrorCode == "already_published" || strings.Contains(strings.ToLower(e.Description), "already published"))
 }
 
-// Token is an OAuth token pair.
+// Token is an OAuth token pair. The refresh token replaces the one
+// presented, which the API no longer accepts.
 type Token struct {
-	AccessToken, RefreshToken string
-	ExpiresAt                 time.Time
+	// AccessToken authorises API calls until ExpiresAt.
+	AccessToken string
+	// RefreshToken is good for exactly one refresh.
+	RefreshToken string
+	// ExpiresAt is when the access token stops working.
+	ExpiresAt time.Time
 }
 
 // Deviation is a published item.
-type Deviation struct{ ID, URL string }
+type Deviation struct {
+	// ID is the API's deviation id (a UUID).
+	ID string
+	// URL is the deviation's public page.
+	URL string
+}
 
 // StashItem is what the API knows of a submitted item.
 type StashItem struct {
-	ItemID      int64
-	Stack       string
-	Title       string
+	// ItemID is the stash item id Submit returned.
+	ItemID int64
+	// Stack is the stack the item was submitted to.
+	Stack string
+	// Title is the item's title.
+	Title string
+	// Published, DeviationID and URL say whether and where the item was
+	// published; only Item fills them.
 	Published   bool
 	DeviationID string
 	URL         string
@@ -105,237 +178,275 @@ type StashItem struct {
 
 // Submission is one file to submit.
 type Submission struct {
-	Title, Description string
-	Tags               []string
-	// Stack names the stash stack; the publisher uses the item id, so it
-	// can find the submission again after a crash.
-	Stack                 string
+	// Title is required; the API accepts at most 50 characters.
+	Title string
+	// Description is sent as the artist comments.
+	Description string
+	// Tags are sent as tags[].
+	Tags []string
+	// Stack names the stash stack the item goes to. The publisher uses its
+	// item id, so FindByStack can find the submission after a crash.
+	Stack string
+	// Filename and ContentType describe the file part.
 	Filename, ContentType string
-	Body                  io.Reader
-	Size                  int64
+	// Body is the file, read once, as a stream. It is not read after
+	// Submit returns, and it should honour the call's context (an S3
+	// object body does) so a cancelled call does not wait on it.
+	Body io.Reader
+	// Size is Body's length in bytes; when positive it is sent as part of
+	// the Content-Length and a body of another length fails the call.
+	// 0 means unknown (the request is chunked).
+	Size int64
 }
 
-func (c *Client) do(ctx context.Context, op string, req *http.Request, out any) error {
-	resp, err := c.cfg.HTTPClient.Do(req.WithContext(ctx))
+// errorAnswer is the API's error body.
+type errorAnswer struct {
+	Error       string          `json:"error"`
+	Description string          `json:"error_description"`
+	Code        json.RawMessage `json:"error_code"`
+}
+
+// do sends req and decodes a 2xx JSON answer into out. secrets are
+// scrubbed from anything the error carries.
+func (c *Client) do(req *http.Request, op string, out any, secrets ...string) error {
+	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, scrub(err))
+		return fmt.Errorf("%s: %w", op, scrubURL(err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, answerMaxBytes))
 	if err != nil {
 		return fmt.Errorf("%s: reading the answer: %w", op, err)
 	}
-	var envelope struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-		Code        any    `json:"error_code"`
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		_ = json.Unmarshal(body, &envelope)
-		e := &APIError{Op: op, Status: resp.StatusCode, Code: envelope.Error, Description: envelope.Description, Retry: retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now())}
-		if code, ok := envelope.Code.(string); ok && code != "" {
-			e.Code = code
+		var ea errorAnswer
+		_ = json.Unmarshal(body, &ea)
+		return &APIError{
+			Op: op, Status: resp.StatusCode,
+			Code:        redact(ea.Error, secrets),
+			ErrorCode:   redact(errorCode(ea.Code), secrets),
+			Description: redact(ea.Description, secrets),
+			Retry:       parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()),
 		}
-		return e
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%s: decoding the answer: %w", op, err)
+			return fmt.Errorf("%s: decoding the answer (HTTP %d): %w", op, resp.StatusCode, err)
 		}
 	}
 	return nil
 }
 
-// scrub removes the query (which may carry a token) from URL errors.
-func scrub(err error) error {
+// errorCode reads error_code, a string or a number.
+func errorCode(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// redact replaces every secret in s.
+func redact(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return s
+}
+
+// scrubURL drops the query from a transport error's URL. This client never
+// puts a credential in a URL; this keeps it so.
+func scrubURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		u, perr := url.Parse(ue.URL)
-		if perr == nil {
-			u.RawQuery = ""
+		if u, perr := url.Parse(ue.URL); perr == nil && (u.RawQuery != "" || u.User != nil) {
+			u.RawQuery, u.User = "", nil
 			return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
 		}
 	}
 	return err
 }
 
-func retryAfter(v string, now time.Time) time.Duration {
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s >= int64(RetryAfterMax/time.Second) {
+			return RetryAfterMax
+		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), RetryAfterMax)
 	}
 	return 0
 }
 
-// Refresh exchanges a refresh token for a new pair (the old one dies).
-func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error) {
-	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret}}
-	req, err := http.NewRequest(http.MethodPost, c.cfg.BaseURL+"/oauth2/token", strings.NewReader(form.Encode()))
-	if err != nil {
-		return Token{}, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	var out struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int    `json:"expires_in"`
-	}
-	if err := c.do(ctx, "token refresh", req, &out); err != nil {
-		return Token{}, err
-	}
-	if out.AccessToken == "" || out.RefreshToken == "" {
-		return Token{}, errors.New("token refresh: the answer has no tokens")
-	}
-	return Token{AccessToken: out.AccessToken, RefreshToken: out.RefreshToken, ExpiresAt: c.cfg.Now().Add(time.Duration(out.ExpiresIn) * time.Second)}, nil
-}
-
-func (c *Client) authed(method, path, token string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequest(method, c.cfg.BaseURL+path, body)
+func (c *Client) newRequest(ctx context.Context, method, path, accessToken string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL+path, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	if accessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+accessToken)
+	}
 	return req, nil
 }
 
-// Submit streams the file into stash/submit and returns the item id. The
-// body is never held in memory whole.
-func (c *Client) Submit(ctx context.Context, accessToken string, s Submission) (int64, error) {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		err := func() error {
-			fields := [][2]string{{"title", s.Title}, {"artist_comments", s.Description}, {"stack", s.Stack}}
-			for _, t := range s.Tags {
-				fields = append(fields, [2]string{"tags[]", t})
-			}
-			for _, f := range fields {
-				if f[1] == "" && f[0] != "title" {
-					continue
-				}
-				if err := mw.WriteField(f[0], f[1]); err != nil {
-					return err
-				}
-			}
-			h := textproto.MIMEHeader{}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, s.Filename))
-			h.Set("Content-Type", s.ContentType)
-			part, err := mw.CreatePart(h)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, s.Body); err != nil {
-				return err
-			}
-			return mw.Close()
-		}()
-		pw.CloseWithError(err)
-	}()
-	req, err := c.authed(http.MethodPost, "/api/v1/oauth2/stash/submit", accessToken, pr)
+func (c *Client) postForm(ctx context.Context, path, accessToken string, form url.Values) (*http.Request, error) {
+	req, err := c.newRequest(ctx, http.MethodPost, path, accessToken, strings.NewReader(form.Encode()))
 	if err != nil {
-		pr.Close()
-		return 0, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	var out struct {
-		ItemID int64 `json:"itemid"`
-	}
-	err = c.do(ctx, "stash submit", req, &out)
-	pr.Close()
-	if err != nil {
-		return 0, err
-	}
-	if out.ItemID == 0 {
-		return 0, errors.New("stash submit: the answer has no itemid")
-	}
-	return out.ItemID, nil
-}
-
-// Publish publishes a stash item.
-func (c *Client) Publish(ctx context.Context, accessToken string, itemID int64) (Deviation, error) {
-	form := url.Values{"itemid": {strconv.FormatInt(itemID, 10)}, "agree_submission": {"1"}, "agree_tos": {"1"}, "is_mature": {"false"}}
-	req, err := c.authed(http.MethodPost, "/api/v1/oauth2/stash/publish", accessToken, strings.NewReader(form.Encode()))
-	if err != nil {
-		return Deviation{}, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req, nil
+}
+
+// Refresh exchanges refreshToken for a new token pair. The API rotates
+// refresh tokens: after a successful call refreshToken is dead, so the
+// caller must store the new one before anything else; a dead or revoked
+// token is an *APIError with Code "invalid_grant" (not temporary).
+func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error) {
+	const op = "token refresh"
+	if refreshToken == "" {
+		return Token{}, fmt.Errorf("%s: no refresh token", op)
+	}
+	form := url.Values{
+		"grant_type": {"refresh_token"}, "refresh_token": {refreshToken},
+		"client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret},
+	}
+	req, err := c.postForm(ctx, "/oauth2/token", "", form)
+	if err != nil {
+		return Token{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var out struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int64  `json:"expires_in"`
+	}
+	if err := c.do(req, op, &out, refreshToken, c.cfg.ClientSecret); err != nil {
+		return Token{}, err
+	}
+	if out.AccessToken == "" || out.RefreshToken == "" {
+		return Token{}, fmt.Errorf("%s: the answer has no tokens", op)
+	}
+	return Token{
+		AccessToken: out.AccessToken, RefreshToken: out.RefreshToken,
+		ExpiresAt: c.cfg.Now().Add(time.Duration(out.ExpiresIn) * time.Second),
+	}, nil
+}
+
+// Publish publishes a stash item and returns its deviation. Publishing an
+// item that was already published fails with an error for which
+// IsAlreadyPublished is true; Item then tells its deviation.
+func (c *Client) Publish(ctx context.Context, accessToken string, itemID int64) (Deviation, error) {
+	const op = "stash publish"
+	form := url.Values{
+		"itemid": {strconv.FormatInt(itemID, 10)}, "agree_submission": {"1"}, "agree_tos": {"1"}, "is_mature": {"false"},
+	}
+	req, err := c.postForm(ctx, "/api/v1/oauth2/stash/publish", accessToken, form)
+	if err != nil {
+		return Deviation{}, fmt.Errorf("%s: %w", op, err)
+	}
 	var out struct {
 		DeviationID string `json:"deviationid"`
 		URL         string `json:"url"`
 	}
-	if err := c.do(ctx, "stash publish", req, &out); err != nil {
+	if err := c.do(req, op, &out, accessToken); err != nil {
 		return Deviation{}, err
+	}
+	if out.DeviationID == "" {
+		return Deviation{}, fmt.Errorf("%s: the answer has no deviationid", op)
 	}
 	return Deviation{ID: out.DeviationID, URL: out.URL}, nil
 }
 
-type itemJSON struct {
-	ItemID      int64  `json:"itemid"`
-	Stack       string `json:"stack"`
-	Title       string `json:"title"`
-	Published   bool   `json:"published"`
-	DeviationID string `json:"deviationid"`
-	URL         string `json:"url"`
-	Metadata    struct {
-		Title string `json:"title"`
-	} `json:"metadata"`
-}
-
-func (i itemJSON) item() StashItem {
-	t := i.Title
-	if t == "" {
-		t = i.Metadata.Title
-	}
-	return StashItem{ItemID: i.ItemID, Stack: i.Stack, Title: t, Published: i.Published, DeviationID: i.DeviationID, URL: i.URL}
-}
-
-// Item returns what the API knows of a stash item.
+// Item returns what the API knows of a stash item of the caller, including
+// whether and where it was published. An unknown item is an *APIError
+// (400).
 func (c *Client) Item(ctx context.Context, accessToken string, itemID int64) (StashItem, error) {
-	req, err := c.authed(http.MethodGet, "/api/v1/oauth2/stash/item/"+strconv.FormatInt(itemID, 10), accessToken, nil)
+	const op = "stash item"
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/oauth2/stash/item/"+strconv.FormatInt(itemID, 10), accessToken, nil)
 	if err != nil {
+		return StashItem{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var out struct {
+		ItemID      int64  `json:"itemid"`
+		Stack       string `json:"stack"`
+		Title       string `json:"title"`
+		Published   bool   `json:"published"`
+		DeviationID string `json:"deviationid"`
+		URL         string `json:"url"`
+	}
+	if err := c.do(req, op, &out, accessToken); err != nil {
 		return StashItem{}, err
 	}
-	var out itemJSON
-	if err := c.do(ctx, "stash item", req, &out); err != nil {
-		return StashItem{}, err
-	}
-	return out.item(), nil
+	return StashItem{ItemID: out.ItemID, Stack: out.Stack, Title: out.Title, Published: out.Published,
+		DeviationID: out.DeviationID, URL: out.URL}, nil
 }
 
-// FindByStack pages through the account's stash for an item submitted to
-// stack.
+// deltaPageSize is how many entries FindByStack asks for per page (the
+// API's maximum).
+const deltaPageSize = 120
+
+// deltaPagesMax bounds how many pages FindByStack reads.
+const deltaPagesMax = 1000
+
+// FindByStack pages through the caller's stash for an item submitted to
+// stack and returns the first (oldest) one, with ItemID, Stack and Title
+// set; call Item for its publication state. found is false when no item is
+// in that stack.
 func (c *Client) FindByStack(ctx context.Context, accessToken, stack string) (StashItem, bool, error) {
+	const op = "stash delta"
 	offset := 0
-	for range 1000 {
-		req, err := c.authed(http.MethodGet, fmt.Sprintf("/api/v1/oauth2/stash/delta?offset=%d&limit=120", offset), accessToken, nil)
+	for range deltaPagesMax {
+		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(deltaPageSize)}}
+		req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/oauth2/stash/delta?"+q.Encode(), accessToken, nil)
 		if err != nil {
-			return StashItem{}, false, err
+			return StashItem{}, false, fmt.Errorf("%s: %w", op, err)
 		}
 		var out struct {
-			HasMore    bool       `json:"has_more"`
-			NextOffset *int       `json:"next_offset"`
-			Entries    []itemJSON `json:"entries"`
+			HasMore    bool `json:"has_more"`
+			NextOffset *int `json:"next_offset"`
+			Entries    []struct {
+				ItemID   int64  `json:"itemid"`
+				Stack    string `json:"stack"`
+				Metadata struct {
+					Title string `json:"title"`
+				} `json:"metadata"`
+			} `json:"entries"`
 		}
-		if err := c.do(ctx, "stash delta", req, &out); err != nil {
+		if err := c.do(req, op, &out, accessToken); err != nil {
 			return StashItem{}, false, err
 		}
 		for _, e := range out.Entries {
 			if e.Stack == stack {
-				return e.item(), true, nil
+				return StashItem{ItemID: e.ItemID, Stack: e.Stack, Title: e.Metadata.Title}, true, nil
 			}
 		}
 		if !out.HasMore || out.NextOffset == nil {
 			return StashItem{}, false, nil
 		}
+		if *out.NextOffset <= offset {
+			return StashItem{}, false, fmt.Errorf("%s: next_offset %d does not advance from %d", op, *out.NextOffset, offset)
+		}
 		offset = *out.NextOffset
 	}
-	return StashItem{}, false, errors.New("stash delta: too many pages")
+	return StashItem{}, false, fmt.Errorf("%s: more than %d pages", op, deltaPagesMax)
 }
-
-// StatusCode is the HTTP status of the answer.
-func (e *APIError) StatusCode() int { return e.Status }
