@@ -33,21 +33,30 @@ var textFields = map[string]bool{
 
 // Item is one submitted stash item as the simulator recorded it.
 type Item struct {
-	ItemID         int64     `json:"itemid"`
-	Account        string    `json:"account"`
-	Stack          string    `json:"stack"`
-	StackID        int64     `json:"stackid"`
-	Title          string    `json:"title"`
-	ArtistComments string    `json:"artist_comments"`
-	Tags           []string  `json:"tags"`
-	Filename       string    `json:"filename"`
-	ContentType    string    `json:"contentType"`
-	Size           int64     `json:"size"`
-	SHA256         string    `json:"sha256"`
-	SubmittedAt    time.Time `json:"submittedAt"`
-	Published      bool      `json:"published"`
-	DeviationID    string    `json:"deviationid,omitempty"`
-	URL            string    `json:"url,omitempty"`
+	// ItemID is the id stash/submit answered.
+	ItemID int64 `json:"itemid"`
+	// Account is the owner, as AccountOf names it.
+	Account string `json:"account"`
+	// Stack and StackID are the stack the item went to; stacks are per
+	// account and named by the submit's stack field.
+	Stack   string `json:"stack"`
+	StackID int64  `json:"stackid"`
+	// Title, ArtistComments and Tags are the submitted fields.
+	Title          string   `json:"title"`
+	ArtistComments string   `json:"artist_comments"`
+	Tags           []string `json:"tags"`
+	// Filename and ContentType are the file part's.
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	// Size and SHA256 (hex) describe the bytes received.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// SubmittedAt is when the submit was answered (Options.Now).
+	SubmittedAt time.Time `json:"submittedAt"`
+	// Published, DeviationID and URL say whether and where it was published.
+	Published   bool   `json:"published"`
+	DeviationID string `json:"deviationid,omitempty"`
+	URL         string `json:"url,omitempty"`
 }
 
 // item is an Item with its owner as a number.
@@ -63,11 +72,15 @@ type stackKey struct {
 
 // Publication is one deviation published through stash/publish.
 type Publication struct {
-	DeviationID string    `json:"deviationid"`
-	ItemID      int64     `json:"itemid"`
-	Title       string    `json:"title"`
-	Stack       string    `json:"stack"`
-	URL         string    `json:"url"`
+	// DeviationID is the UUID stash/publish answered.
+	DeviationID string `json:"deviationid"`
+	// ItemID, Title and Stack are the published item's.
+	ItemID int64  `json:"itemid"`
+	Title  string `json:"title"`
+	Stack  string `json:"stack"`
+	// URL is the deviation's page as answered.
+	URL string `json:"url"`
+	// PublishedAt is when it was published (Options.Now, UTC).
 	PublishedAt time.Time `json:"publishedAt"`
 }
 
