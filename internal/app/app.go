@@ -23,6 +23,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
+	events2 "github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -32,10 +33,13 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Options adjusts the graph; the zero value is production.
@@ -65,6 +69,9 @@ type App struct {
 	API       *deviantart.Client
 	Publisher *publish.Publisher
 	Breaker   *breaker.Breaker
+	Relay     *events2.Relay
+	Webhooks  *webhook.Deliverer
+	Streams   *stream.Server
 	Metrics   *metrics.Emitter
 	Recoverer *recovery.Recoverer
 	Router    *httpapi.Router
@@ -137,7 +144,12 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		Store: st, Sender: sender, S3: clients.S3, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
 		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Now: opts.Now, Logger: log,
 	})
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(cfg.JWTSecret, opts.Now), Logger: log})
+	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender, Logger: log}
+	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Secret: cfg.WebhookSecret,
+		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
+	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
+	streams := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
 	var urls []string
 	for _, u := range cfg.QueueURLs {
@@ -145,7 +157,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, Streams: streams, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -180,5 +192,19 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Relay, a.Metrics, a.Logger)
+}
+
+// SystemHandler is the system tier consumer's handler.
+func (a *App) SystemHandler() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return handler.System(a.Webhooks, a.Clients.SQS, a.QueueURLs, a.Logger)
+}
+
+// StreamHandler is the SSE function's handler (function URL, response streaming).
+func (a *App) StreamHandler() func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+	v := auth.NewVerifier(a.Config.JWTSecret, nil)
+	return handler.Stream(a.Streams, func(h string) (string, error) {
+		c, err := v.Verify(h)
+		return c.Subject, err
+	}, a.Logger)
 }

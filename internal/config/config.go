@@ -82,6 +82,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// StaleAfter / DeleteAfter are the two retention stages (default 168h / 720h).
 	StaleAfter, DeleteAfter time.Duration
+	// StreamPing is the longest silence on an SSE stream (CONVEYOR_STREAM_PING, default 15s).
+	StreamPing time.Duration
 	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
@@ -118,6 +120,7 @@ func From(getenv func(string) string) (Config, error) {
 		HeartbeatInterval:      r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
 		StaleAfter:             r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
 		DeleteAfter:            r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
+		StreamPing:             r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
 		UploadExpiry:           r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
 		MaxUploadSize:          int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
 		QueueURLs:              map[resources.Tier]string{},

@@ -7,14 +7,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -22,6 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Confirm is the confirm function: it settles the upload of every object
@@ -116,10 +120,15 @@ type Sweeper interface {
 	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
 }
 
+// Relayer moves events from the outbox to the bus.
+type Relayer interface {
+	Run(ctx context.Context) (int, error)
+}
+
 // Recovery is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came) or
 // "recover" (stuck jobs and retention; the default).
-func Recovery(s Sweeper, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+func Recovery(s Sweeper, relay Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task string `json:"task"`
@@ -136,10 +145,113 @@ func Recovery(s Sweeper, emf *metrics.Emitter, log *slog.Logger) func(context.Co
 		if err != nil {
 			return err
 		}
+		// Both schedules also drain the event outbox (events reach the bus
+		// within a minute; SSE clients read the event log directly).
+		relayed, rerr := relay.Run(ctx)
+		if rerr != nil {
+			log.WarnContext(ctx, "relaying events failed; they stay in the outbox", "error", rerr)
+		}
 		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
-			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released)}, nil)
+			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released), "EventsRelayed": float64(relayed)}, nil)
 		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
 			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
 		return nil
+	}
+}
+
+// Deliverer makes one webhook delivery attempt.
+type Deliverer interface {
+	Deliver(ctx context.Context, m queue.Message, attempt int) (webhook.Verdict, error)
+}
+
+// System is the system tier's consumer: webhook deliveries now, e-mail and
+// billing work later (unknown kinds are dropped loudly). A delivery to
+// retry gets its message delayed by the backoff and is reported failed.
+func System(d Deliverer, client *sqs.Client, urls QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		failedGroups := map[string]bool{}
+		fail := func(m events.SQSMessage) {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			failedGroups[m.Attributes["MessageGroupId"]] = true
+		}
+		for _, m := range ev.Records {
+			if failedGroups[m.Attributes["MessageGroupId"]] {
+				fail(m)
+				continue
+			}
+			msg, err := queue.Decode(m.Body)
+			if err != nil || msg.Kind != queue.KindWebhook {
+				log.ErrorContext(ctx, "dropping a system message no consumer knows", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
+				continue
+			}
+			attempt, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+			v, err := d.Deliver(ctx, msg, max(attempt, 1))
+			switch {
+			case err != nil:
+				log.WarnContext(ctx, "delivery could not be recorded; the message comes back", "job_id", msg.JobID, "error", err)
+				fail(m)
+			case !v.Done:
+				if url := urls.forARN(m.EventSourceARN); url != "" {
+					_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+						QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: retry.VisibilityFor(v.RetryIn),
+					})
+				}
+				fail(m)
+			}
+		}
+		return resp, nil
+	}
+}
+
+// StreamServer is the SSE server.
+type StreamServer interface {
+	Open(ctx context.Context, owner, jobID string) (*job.Job, error)
+	Stream(ctx context.Context, w io.Writer, flush func(), owner, jobID, lastEventID string) error
+}
+
+// Stream is the SSE function behind a Lambda function URL in
+// response-streaming mode: it checks the token, then streams into the
+// response body until the client disconnects (the context ends).
+func Stream(srv StreamServer, verify func(string) (string, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: strings.NewReader(string(b))}
+	}
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+		header := func(name string) string {
+			for k, v := range req.Headers {
+				if strings.EqualFold(k, name) {
+					return v
+				}
+			}
+			return ""
+		}
+		owner, err := verify(header("Authorization"))
+		if err != nil {
+			return jsonErr(401, "unauthorized", "a valid bearer token is required"), nil
+		}
+		path := req.RawPath
+		jobID := ""
+		switch {
+		case path == "/v1/events":
+		case strings.HasPrefix(path, "/v1/jobs/") && strings.HasSuffix(path, "/events"):
+			jobID = strings.TrimSuffix(strings.TrimPrefix(path, "/v1/jobs/"), "/events")
+			if _, err := srv.Open(ctx, owner, jobID); err != nil {
+				return jsonErr(404, "not_found", "no such resource"), nil
+			}
+		default:
+			return jsonErr(404, "not_found", "no such resource"), nil
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			err := srv.Stream(ctx, pw, nil, owner, jobID, header("Last-Event-ID"))
+			if err != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "stream ended", "error", err)
+			}
+			pw.CloseWithError(err)
+		}()
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: 200, Body: pr,
+			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
 	}
 }

@@ -251,6 +251,10 @@ type Job struct {
 	// ExpiresAt is the epoch second after which the job is gone (DynamoDB
 	// TTL; readers ignore expired items since TTL deletes late).
 	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
+	// EventSeq is the sequence number of the job's last persisted event.
+	EventSeq int64 `json:"-" dynamodbav:"eventSeq"`
+	// Pending are events to persist with the next write (not stored).
+	Pending []Event `json:"-" dynamodbav:"-"`
 }
 
 // NewPhases returns the initial phases of a job type.
@@ -271,6 +275,9 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		return err
 	}
 	now = now.UTC()
+	if ev := eventFor(a, j.Status); ev != "" {
+		j.Emit(ev, now, nil)
+	}
 	j.Status = next
 	j.UpdatedAt = now
 	switch a {
@@ -373,10 +380,14 @@ func (j *Job) CompletePhase(name, message string, now time.Time) {
 	}
 	t := now.UTC()
 	p := &j.Phases[i]
+	if p.Status == PhaseCompleted {
+		return
+	}
 	if p.StartedAt == nil {
 		p.StartedAt = &t
 	}
 	p.Status, p.Progress, p.Message, p.CompletedAt, p.Error = PhaseCompleted, 100, message, &t, nil
+	j.Emit(EventPhaseCompleted, t, map[string]string{"phase": name})
 	j.recomputeProgress()
 }
 

@@ -256,6 +256,8 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
 		j.Status, j.Phase, j.ScheduleAt, j.QueuedAt, j.Enqueues = job.Scheduled, "scheduled", r.ScheduleAt, nil, 0
+	} else {
+		j.Emit(job.EventEnqueued, now, nil)
 	}
 	existing, created, err := s.cfg.Store.CreateJob(ctx, &j)
 	if err != nil {

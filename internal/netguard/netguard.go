@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrForbidden is wrapped by every refusal.
@@ -147,7 +148,7 @@ var blocked = []netip.Prefix{
 // DialControl is a net.Dialer Control function that refuses non-public
 // addresses at connect time, after resolution, so that DNS rebinding cannot
 // slip past CheckURL.
-func DialControl(network, address string, _ any) error {
+func DialControl(network, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -301,6 +302,7 @@ func (r *run) phases(ctx context.Context) error {
 			msg := fmt.Sprintf("%d of %d items", done, total)
 			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
 			j.SetPhaseProgress(job.PhaseUpload, pct, msg)
+			j.Emit(job.EventProgress, now(), map[string]string{"phase": job.PhaseUpload, "items": msg})
 		}); err != nil {
 			return err
 		}
@@ -415,7 +417,7 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item) 
 	defer obj.Body.Close()
 	body := &countingReader{r: obj.Body}
 	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
-		Title: j.Params.Title, Description: j.Params.Description, Tags: j.Params.Tags, Stack: it.ID,
+		Title: apiTitle(j.Params.Title), Description: j.Params.Description, Tags: j.Params.Tags, Stack: it.ID,
 		Filename: it.Filename, ContentType: it.ContentType, Body: body, Size: it.Size,
 	})
 	if err != nil {
@@ -449,6 +451,18 @@ func (r *run) publish(ctx context.Context, token string, it job.Item) (deviantar
 		return deviantart.Deviation{ID: st.DeviationID, URL: st.URL}, nil
 	}
 	return dev, err
+}
+
+// MaxAPITitle is the longest title the external API accepts (in runes);
+// longer job titles are cut there, the full title stays on the job.
+const MaxAPITitle = 50
+
+func apiTitle(t string) string {
+	r := []rune(t)
+	if len(r) <= MaxAPITitle {
+		return t
+	}
+	return strings.TrimSpace(string(r[:MaxAPITitle-1])) + "…"
 }
 
 type countingReader struct {

@@ -31,6 +31,8 @@ type Message struct {
 	Send int `json:"send"`
 	// DeliveryID names a webhook delivery (system tier).
 	DeliveryID string `json:"deliveryId,omitempty"`
+	// Seq is the job event a webhook delivers.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Decode parses a message body.

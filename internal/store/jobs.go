@@ -101,6 +101,11 @@ type idemRecord struct {
 // with the same hash does not block: its idempotency record is taken over.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
 	j.Version = 1
+	events, err := s.eventItems(j)
+	if err != nil {
+		return job.Job{}, false, err
+	}
+	j.EventSeq += int64(len(events))
 	item, err := jobItem(j)
 	if err != nil {
 		return job.Job{}, false, err
@@ -120,11 +125,16 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 			idemCond = expression.Name("jobId").Equal(expression.Value(prev))
 		}
 		ic := condition(idemCond)
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		tx := []types.TransactWriteItem{
 			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: jobCond.Condition(), ExpressionAttributeNames: jobCond.Names()}},
 			{Put: &types.Put{TableName: aws.String(s.table), Item: idem, ConditionExpression: ic.Condition(), ExpressionAttributeNames: ic.Names(), ExpressionAttributeValues: ic.Values()}},
-		}})
+		}
+		for _, ev := range events {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		if err == nil {
+			j.Pending = nil
 			return *j, true, nil
 		}
 		var tc *types.TransactionCanceledException
@@ -157,25 +167,47 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 // advances j.Version. It returns ErrConflict when the race was lost; the
 // caller re-reads and decides again.
 func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
-	prev := j.Version
+	prev, prevSeq := j.Version, j.EventSeq
 	j.Version++
-	item, err := jobItem(j)
+	events, err := s.eventItems(j)
 	if err != nil {
 		j.Version = prev
 		return err
 	}
-	c := condition(expression.Name("version").Equal(expression.Value(prev)))
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table), Item: item,
-		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
-	})
+	j.EventSeq += int64(len(events))
+	item, err := jobItem(j)
 	if err != nil {
-		j.Version = prev
+		j.Version, j.EventSeq = prev, prevSeq
+		return err
+	}
+	c := condition(expression.Name("version").Equal(expression.Value(prev)))
+	if len(events) == 0 {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table), Item: item,
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
+		})
+	} else {
+		// The events and the change they describe: one transaction.
+		tx := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(s.table), Item: item,
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}
+		for _, ev := range events {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		var tc *types.TransactionCanceledException
+		if errors.As(err, &tc) {
+			j.Version, j.EventSeq = prev, prevSeq
+			return ErrConflict
+		}
+	}
+	if err != nil {
+		j.Version, j.EventSeq = prev, prevSeq
 		if isConditionFailed(err) {
 			return ErrConflict
 		}
 		return fmt.Errorf("saving job %s: %w", j.ID, err)
 	}
+	j.Pending = nil
 	return nil
 }
 

@@ -36,6 +36,8 @@ type Store struct {
 	db    *dynamodb.Client
 	table string
 	now   func() time.Time
+	// EventTTL is how long events are kept (default EventTTLDefault).
+	EventTTL time.Duration
 }
 
 // New returns a Store on table. now defaults to time.Now.

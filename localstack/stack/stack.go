@@ -209,6 +209,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	s.cancel = cancel
 	mux := http.NewServeMux()
 	mux.Handle("/", runtime.Gateway(a.APIHandler(), opts.Logger))
+	// The SSE function (a function URL in AWS) streams straight from here.
+	mux.Handle("GET /v1/events", a.Streams)
+	mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {
@@ -217,14 +220,18 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	})
 	for _, q := range def.Queues {
-		if q.Consumer != resources.FuncPublisher || opts.DisablePollers {
+		if opts.DisablePollers {
 			continue
+		}
+		h := a.PublisherHandler()
+		if q.Consumer == resources.FuncSystem {
+			h = a.SystemHandler()
 		}
 		arn := queueARN(q.Name)
 		p := &runtime.Poller{
 			SQS: clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: arn, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
-			Timeout: resources.ConsumerTimeout, Handler: a.PublisherHandler(), Logger: opts.Logger.With("tier", q.Tier),
+			Timeout: resources.ConsumerTimeout, Handler: h, Logger: opts.Logger.With("tier", q.Tier),
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// EventTTLDefault keeps events as long as jobs (the delete stage).
+const EventTTLDefault = 720 * time.Hour
+
+// outboxStatus is the sweep-index "status" of events not yet relayed to
+// the event bus: the sparse bySweep index doubles as the outbox.
+const outboxStatus = job.Status("outbox")
+
+// EventRecord is one persisted event: written in the same transaction as
+// the job change it describes, with the job as it was right after.
+type EventRecord struct {
+	JobID      string            `dynamodbav:"jobId" json:"jobId"`
+	Owner      string            `dynamodbav:"eventOwner" json:"-"`
+	Seq        int64             `dynamodbav:"seq" json:"seq"`
+	Type       string            `dynamodbav:"type" json:"type"`
+	At         time.Time         `dynamodbav:"at" json:"at"`
+	Detail     map[string]string `dynamodbav:"detail,omitempty" json:"detail,omitempty"`
+	Job        string            `dynamodbav:"job" json:"-"`
+	Tier       string            `dynamodbav:"tier" json:"-"`
+	WebhookURL string            `dynamodbav:"webhookUrl,omitempty" json:"-"`
+}
+
+// ID is the event's id within its job's stream.
+func (e EventRecord) ID() string { return strconv.FormatInt(e.Seq, 10) }
+
+func eventSK(seq int64) string { return fmt.Sprintf("EVT#%012d", seq) }
+
+// eventItems assigns sequence numbers to j's pending events and renders
+// them as items (in the outbox until relayed).
+func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error) {
+	if len(j.Pending) == 0 {
+		return nil, nil
+	}
+	view, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	ttl := s.EventTTL
+	if ttl == 0 {
+		ttl = EventTTLDefault
+	}
+	var items []map[string]types.AttributeValue
+	seq := j.EventSeq
+	for _, ev := range j.Pending {
+		seq++
+		rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: ev.Type, At: ev.At, Detail: ev.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
+		item, err := attributevalue.MarshalMap(rec)
+		if err != nil {
+			return nil, err
+		}
+		item[resources.AttrPK] = str(jobPK(j.ID))
+		item[resources.AttrSK] = str(eventSK(seq))
+		item[resources.AttrSweepKey] = str(sweepKey(outboxStatus, j.ID+eventSK(seq)))
+		item[resources.AttrSweepAt] = str(sortTime(ev.At))
+		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
+		items = append(items, item)
+	}
+	return items, nil
+}
+
+// Events returns a job's events after seq, oldest first (at most limit).
+func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int) ([]EventRecord, error) {
+	kc := expression.Key(resources.AttrPK).Equal(expression.Value(jobPK(jobID))).
+		And(expression.Key(resources.AttrSK).Between(expression.Value(eventSK(after+1)), expression.Value(eventSK(1<<39))))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(s.table), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ConsistentRead: aws.Bool(true), Limit: aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading events of %s: %w", jobID, err)
+	}
+	out := make([]EventRecord, 0, len(res.Items))
+	for _, item := range res.Items {
+		if s.expired(item) {
+			continue
+		}
+		var r EventRecord
+		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// GetEvent returns one event of a job.
+func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRecord, error) {
+	var r EventRecord
+	err := s.get(ctx, jobPK(jobID), eventSK(seq), &r)
+	return r, err
+}
+
+// Outbox returns up to limit events not yet relayed to the event bus,
+// oldest first, across the outbox's shards of the sweep index.
+func (s *Store) Outbox(ctx context.Context, limit int) ([]EventRecord, error) {
+	var out []EventRecord
+	for n := range resources.SweepShards {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(outboxStatus, n)))
+		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			Limit: aws.Int32(int32(limit)),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the outbox: %w", err)
+		}
+		for _, item := range res.Items {
+			var r EventRecord
+			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Relayed takes events out of the outbox (they reached the bus), 25 per
+// request, by rewriting them without their outbox keys.
+func (s *Store) Relayed(ctx context.Context, evs []EventRecord) error {
+	ttl := s.EventTTL
+	if ttl == 0 {
+		ttl = EventTTLDefault
+	}
+	var reqs []types.WriteRequest
+	for _, ev := range evs {
+		item, err := attributevalue.MarshalMap(ev)
+		if err != nil {
+			return err
+		}
+		item[resources.AttrPK] = str(jobPK(ev.JobID))
+		item[resources.AttrSK] = str(eventSK(ev.Seq))
+		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+	}
+	for len(reqs) > 0 {
+		n := min(len(reqs), 25)
+		batch := map[string][]types.WriteRequest{s.table: reqs[:n]}
+		reqs = reqs[n:]
+		for len(batch) > 0 {
+			res, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: batch})
+			if err != nil {
+				return fmt.Errorf("clearing the outbox: %w", err)
+			}
+			batch = res.UnprocessedItems
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+// Package webhook delivers job events to the URL a job (or the
+// environment) names: a JSON body signed with HMAC-SHA256 of the raw body,
+// a 10 s timeout, no redirects followed, retries with backoff on 5xx and
+// transport errors, the delivery's state kept, and webhook.delivered /
+// webhook.failed events. Outside the local environment, targets that
+// resolve to private, loopback, link-local or metadata addresses are
+// refused, checked on the address actually dialled.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/events"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/netguard"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Headers of a delivery.
+const (
+	HeaderEvent     = "X-Conveyor-Event"
+	HeaderDelivery  = "X-Conveyor-Delivery"
+	HeaderSignature = "X-Conveyor-Signature"
+)
+
+// Defaults.
+const (
+	TimeoutDefault     = 10 * time.Second
+	MaxAttemptsDefault = 8
+)
+
+// Sign returns the signature header value of body: "sha256=<hex HMAC>".
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether header is body's signature under secret, in
+// constant time. Receivers use it on the raw body, before parsing.
+func Verify(secret, body []byte, header string) bool {
+	want := Sign(secret, body)
+	return hmac.Equal([]byte(want), []byte(strings.TrimSpace(header)))
+}
+
+// Config configures a Deliverer.
+type Config struct {
+	Store  *store.Store
+	DB     *dynamodb.Client
+	Table  string
+	Secret []byte
+	// Local allows http and private targets (the local environment only).
+	Local bool
+	// Timeout per delivery (default 10s).
+	Timeout time.Duration
+	// Policy spaces the retries; MaxAttempts bounds them (default 8).
+	Policy retry.Policy
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Transport overrides the HTTP transport (tests); the SSRF guard is
+	// added to the default one only.
+	Transport http.RoundTripper
+}
+
+// Deliverer delivers webhooks.
+type Deliverer struct {
+	cfg    Config
+	client *http.Client
+	guard  netguard.Policy
+}
+
+// New returns a Deliverer.
+func New(cfg Config) *Deliverer {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = TimeoutDefault
+	}
+	if cfg.Policy.MaxAttempts == 0 {
+		cfg.Policy = retry.Policy{Base: 2 * time.Second, Max: 10 * time.Minute, MaxAttempts: MaxAttemptsDefault}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		dialer := &net.Dialer{Timeout: 5 * time.Second}
+		if !cfg.Local {
+			dialer.Control = netguard.DialControl // on the resolved address: no DNS rebinding
+		}
+		tr = &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: 4}
+	}
+	client := &http.Client{
+		Transport:     tr,
+		Timeout:       cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Deliverer{cfg: cfg, client: client, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local}}
+}
+
+// Delivery is the kept state of one delivery.
+type Delivery struct {
+	ID         string    `dynamodbav:"deliveryId" json:"id"`
+	JobID      string    `dynamodbav:"jobId" json:"jobId"`
+	Event      string    `dynamodbav:"event" json:"event"`
+	URL        string    `dynamodbav:"url" json:"url"`
+	Status     string    `dynamodbav:"status" json:"status"` // delivered, retrying, failed
+	Attempts   int       `dynamodbav:"attempts" json:"attempts"`
+	LastStatus int       `dynamodbav:"lastStatus" json:"lastStatus"`
+	LastError  string    `dynamodbav:"lastError,omitempty" json:"lastError,omitempty"`
+	UpdatedAt  time.Time `dynamodbav:"updatedAt" json:"updatedAt"`
+}
+
+// Verdict tells the consumer what to do with the message.
+type Verdict struct {
+	Done    bool
+	RetryIn time.Duration
+}
+
+// Deliver makes one attempt at the delivery m names; attempt is 1-based
+// (the message's receive count).
+func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (Verdict, error) {
+	ev, err := d.cfg.Store.GetEvent(ctx, m.JobID, m.Seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return Verdict{Done: true}, nil // retention removed the job meanwhile
+	}
+	if err != nil {
+		return Verdict{}, err
+	}
+	log := d.cfg.Logger.With("job_id", m.JobID, "delivery", m.DeliveryID, "event", ev.Type, "attempt", attempt)
+	dl := Delivery{ID: m.DeliveryID, JobID: m.JobID, Event: ev.Type, URL: ev.WebhookURL, Attempts: attempt}
+	body, _ := json.Marshal(events.BodyOf(ev))
+	status, sendErr := d.send(ctx, ev, m.DeliveryID, body)
+	dl.LastStatus = status
+	switch {
+	case sendErr == nil && status >= 200 && status < 300:
+		dl.Status = "delivered"
+		log.InfoContext(ctx, "webhook delivered", "status", status)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered)
+	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbidden):
+		dl.Status, dl.LastError = "failed", sendErr.Error()
+		log.WarnContext(ctx, "webhook target refused", "error", sendErr)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+	case sendErr == nil && status < 500 && status != http.StatusTooManyRequests:
+		dl.Status, dl.LastError = "failed", fmt.Sprintf("the receiver answered %d", status)
+		log.WarnContext(ctx, "webhook refused by the receiver", "status", status)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+	}
+	if sendErr != nil {
+		dl.LastError = sendErr.Error()
+	} else {
+		dl.LastError = fmt.Sprintf("the receiver answered %d", status)
+	}
+	if attempt >= d.cfg.Policy.MaxAttempts {
+		dl.Status = "failed"
+		log.WarnContext(ctx, "webhook failed: attempts spent", "error", dl.LastError)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+	}
+	dl.Status = "retrying"
+	wait := max(d.cfg.Policy.Backoff(attempt), time.Second)
+	log.InfoContext(ctx, "webhook will retry", "error", dl.LastError, "retry_in", wait.String())
+	return Verdict{RetryIn: wait}, d.save(ctx, dl)
+}
+
+func (d *Deliverer) send(ctx context.Context, ev store.EventRecord, delivery string, body []byte) (int, error) {
+	if _, err := d.guard.CheckURL(ctx, ev.WebhookURL); err != nil {
+		return 0, fmt.Errorf("%w: %v", netguard.ErrForbidden, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", netguard.ErrForbidden, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Conveyor-Webhook/1")
+	req.Header.Set(HeaderEvent, ev.Type)
+	req.Header.Set(HeaderDelivery, delivery)
+	req.Header.Set(HeaderSignature, Sign(d.cfg.Secret, body))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		if errors.Is(err, netguard.ErrForbidden) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("delivering: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
+	dl.UpdatedAt = d.cfg.Now().UTC()
+	item, err := attributevalue.MarshalMap(dl)
+	if err != nil {
+		return err
+	}
+	item[resources.AttrPK] = &types.AttributeValueMemberS{Value: "JOB#" + dl.JobID}
+	item[resources.AttrSK] = &types.AttributeValueMemberS{Value: "WH#" + dl.ID}
+	if _, err := d.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.cfg.Table), Item: item}); err != nil {
+		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
+	}
+	return nil
+}
+
+// finish records the delivery and appends its outcome to the job's events.
+func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string) error {
+	if err := d.save(ctx, dl); err != nil {
+		return err
+	}
+	_, err := d.cfg.Store.UpdateJob(ctx, dl.JobID, func(j *job.Job) error {
+		j.Emit(event, d.cfg.Now(), map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)})
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
