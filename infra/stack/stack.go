@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -61,7 +62,8 @@ func CheckAssets(dir string, def resources.Definition) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("function build output missing: %v; run `make build` first (or set CONVEYOR_FUNCTIONS_DIR)", missing)
+		return fmt.Errorf("function build output missing: %s; run `make build` first (or set CONVEYOR_FUNCTIONS_DIR)",
+			strings.Join(missing, ", "))
 	}
 	return nil
 }
