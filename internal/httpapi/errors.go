@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error codes the plumbing itself answers with. Handlers choose their own
+// codes for domain failures (snake_case, stable once published).
+const (
+	// CodeInvalidRequest: a value is present and well-typed but not
+	// acceptable (BadRequest's code).
+	CodeInvalidRequest = "invalid_request"
+	// CodeInvalidJSON: the body is empty, not JSON, or more than one value.
+	CodeInvalidJSON = "invalid_json"
+	// CodeInvalidType: a JSON value has the wrong type for its field.
+	CodeInvalidType = "invalid_type"
+	// CodeUnknownField: the body has a member the endpoint does not know.
+	CodeUnknownField = "unknown_field"
+	// CodeUnauthorized: no token, or one that does not verify.
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden: the token's role may not use the route.
+	CodeForbidden = "forbidden"
+	// CodeNotFound: no such route, or no such resource for this caller.
+	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed: the path exists, the method does not.
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodePayloadTooLarge: the body is over the router's limit.
+	CodePayloadTooLarge = "payload_too_large"
+	// CodeUnsupportedMediaType: a JSON endpoint got another Content-Type.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeInternal: the server failed; the details are only in the log.
+	CodeInternal = "internal"
+)
+
+// Error is a failure the client is meant to see. A handler returns it (or
+// an error wrapping it) and the router renders it as
+// {"error":{"code","message","field"}} with Status; it never carries
+// internal detail.
+type Error struct {
+	// Status is the HTTP status code, 4xx (or 5xx for deliberate answers).
+	Status int
+	// Code is a stable snake_case identifier clients may branch on.
+	Code string
+	// Message is human text for the client.
+	Message string
+	// Field is the JSON path of the offending value ("params.title",
+	// "items.0.uploadId"), or empty.
+	Field string
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an Error with status, code and a formatted message.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400 invalid_request about field (may be empty).
+func BadRequest(field, format string, args ...any) *Error {
+	e := Errorf(http.StatusBadRequest, CodeInvalidRequest, format, args...)
+	e.Field = field
+	return e
+}
+
+// NotFound is a 404 that reveals nothing, not even whether the resource
+// exists for someone else.
+func NotFound() *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such resource"}
+}
+
+// Conflict is a 409: the resource is not in a state that allows this.
+func Conflict(code, msg string) *Error {
+	return &Error{Status: http.StatusConflict, Code: code, Message: msg}
+}
+
+// Unprocessable is a 422: the request is well-formed but cannot be acted on.
+func Unprocessable(code, field, msg string) *Error {
+	return &Error{Status: http.StatusUnprocessableEntity, Code: code, Message: msg, Field: field}
+}
+
+// Forbidden is a 403: the caller is known but its role may not do this.
+func Forbidden() *Error {
+	return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "your role may not do this"}
+}
+
+// Unauthorized is a 401 with msg saying what is wrong with the credentials.
+func Unauthorized(msg string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg}
+}
+
+func internalError(requestID string) *Error {
+	return Errorf(http.StatusInternalServerError, CodeInternal, "internal error; quote request id %s when reporting it", requestID)
+}
+
+func tooLarge(limit int64) *Error {
+	return Errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "the body must be at most %d bytes", limit)
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// render turns e into its response.
+func render(e *Error) Response {
+	return JSON(e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+}

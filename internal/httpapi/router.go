@@ -1,0 +1,389 @@
+// Package httpapi is the HTTP plumbing of the API function: a router over
+// API Gateway HTTP API (payload v2) events with per-route access rules,
+// strict JSON decoding (content type, size limit, unknown fields, types),
+// the error contract — every failure is {"error":{"code","message","field"}},
+// never a 500 for anything a client sent, never a crash — and one structured
+// access log line per request. It holds no domain logic.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/ids"
+)
+
+// MaxBodyDefault is the largest request body accepted unless Options say
+// otherwise (256 KiB).
+const MaxBodyDefault = 256 << 10
+
+// Access says who may call a route. The zero value is not a valid Access, so
+// a route cannot become public by omission.
+type Access int
+
+// Access rules.
+const (
+	// Public needs no token; Request.Claims stays zero.
+	Public Access = iota + 1
+	// AnyUser needs a valid token of any role (user, admin, service).
+	AnyUser
+	// ReadOnly needs an admin or service token.
+	ReadOnly
+	// AdminOnly needs an admin token.
+	AdminOnly
+)
+
+// String names the rule.
+func (a Access) String() string {
+	switch a {
+	case Public:
+		return "public"
+	case AnyUser:
+		return "any-user"
+	case ReadOnly:
+		return "read-only"
+	case AdminOnly:
+		return "admin-only"
+	}
+	return "Access(" + strconv.Itoa(int(a)) + ")"
+}
+
+func (a Access) allows(r auth.Role) bool {
+	switch a {
+	case AnyUser:
+		return r.Valid()
+	case ReadOnly:
+		return r == auth.RoleAdmin || r == auth.RoleService
+	case AdminOnly:
+		return r == auth.RoleAdmin
+	}
+	return false
+}
+
+// HandlerFunc answers one request. Returning an *Error (or an error wrapping
+// one) renders it; any other error becomes a 500 whose detail is only
+// logged.
+type HandlerFunc func(r *Request) (Response, error)
+
+// Options configures a Router.
+type Options struct {
+	// Verifier checks bearer tokens. Required as soon as one route is not
+	// Public.
+	Verifier *auth.Verifier
+	// Logger receives the access log and the details of 500s. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxBody is the largest request body in bytes. Default MaxBodyDefault.
+	MaxBody int64
+}
+
+// Router dispatches API Gateway events to routes. Register every route with
+// Handle before the first Serve; Serve is then safe for concurrent use.
+type Router struct {
+	opts   Options
+	routes []*route
+}
+
+type route struct {
+	method  string
+	pattern string
+	segs    []segment
+	access  Access
+	h       HandlerFunc
+}
+
+// segment is a literal path segment, or a parameter when param is set.
+type segment struct {
+	lit   string
+	param string
+}
+
+// NewRouter returns a Router with no routes.
+func NewRouter(opts Options) *Router {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = MaxBodyDefault
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Router{opts: opts}
+}
+
+// Handle routes method and pattern to h under access. A pattern is a path
+// whose segments in braces are parameters: "/v1/jobs/{id}/cancel". When
+// several patterns match a path, the one with a literal where the others
+// have a parameter, earliest in the path, wins ("/v1/uploads/sign" over
+// "/v1/uploads/{id}"). Handle panics on a malformed pattern, a nil handler,
+// an invalid Access, a route registered twice, or a protected route on a
+// Router without a Verifier: wiring mistakes that must fail at start-up.
+func (rt *Router) Handle(method, pattern string, access Access, h HandlerFunc) {
+	fail := func(format string, args ...any) {
+		panic(fmt.Sprintf("httpapi: Handle(%q, %q): %s", method, pattern, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " /"):
+		fail("method must be an upper-case token")
+	case h == nil:
+		fail("nil handler")
+	case access < Public || access > AdminOnly:
+		fail("invalid access %v", access)
+	case access != Public && rt.opts.Verifier == nil:
+		fail("a %v route needs Options.Verifier", access)
+	case !strings.HasPrefix(pattern, "/"):
+		fail("the pattern must start with /")
+	}
+	var segs []segment
+	seen := map[string]bool{}
+	for _, s := range splitPath(pattern) {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			name := s[1 : len(s)-1]
+			if name == "" || strings.ContainsAny(name, "{}") || seen[name] {
+				fail("bad or repeated parameter %q", s)
+			}
+			seen[name] = true
+			segs = append(segs, segment{param: name})
+			continue
+		}
+		if s == "" || strings.ContainsAny(s, "{}") {
+			fail("bad segment %q", s)
+		}
+		segs = append(segs, segment{lit: s})
+	}
+	for _, r := range rt.routes {
+		if r.method == method && sameShape(r.segs, segs) {
+			fail("conflicts with %q", r.pattern)
+		}
+	}
+	rt.routes = append(rt.routes, &route{method: method, pattern: pattern, segs: segs, access: access, h: h})
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+func sameShape(a, b []segment) bool {
+	return slices.EqualFunc(a, b, func(x, y segment) bool {
+		return (x.param != "") == (y.param != "") && x.lit == y.lit
+	})
+}
+
+// moreSpecific reports whether a beats b for a path both match.
+func moreSpecific(a, b []segment) bool {
+	for i := range a {
+		if (a[i].param == "") != (b[i].param == "") {
+			return a[i].param == ""
+		}
+	}
+	return false
+}
+
+// match returns the parameters when segs matches the unescaped path segments.
+func match(segs []segment, path []string) (map[string]string, bool) {
+	if len(segs) != len(path) {
+		return nil, false
+	}
+	var params map[string]string
+	for i, s := range segs {
+		if s.param == "" {
+			if s.lit != path[i] {
+				return nil, false
+			}
+			continue
+		}
+		if path[i] == "" {
+			return nil, false
+		}
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[s.param] = path[i]
+	}
+	return params, true
+}
+
+// Serve is the Lambda handler of the API function. It always answers with
+// the contract's response and a nil error, so that API Gateway never turns
+// a failure into its own 500: unknown path → 404, known path with another
+// method → 405 with Allow, token problems → 401, role → 403, body over the
+// limit → 413, a handler's *Error as it is, and any other error or panic →
+// 500 with the detail only in the log. Every response carries
+// X-Request-Id and a Content-Type (application/json unless the handler set
+// another).
+func (rt *Router) Serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	start := time.Now()
+	reqID := ev.RequestContext.RequestID
+	if reqID == "" {
+		reqID = ids.New("req")
+	}
+	req := &Request{Ctx: ctx, Raw: ev, RequestID: reqID, maxBody: rt.opts.MaxBody}
+	method := strings.ToUpper(ev.RequestContext.HTTP.Method)
+	pattern, resp := rt.dispatch(req, method)
+	finish(&resp, reqID)
+
+	level := slog.LevelInfo
+	if resp.StatusCode >= http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	rt.opts.Logger.LogAttrs(ctx, level, "request",
+		slog.String("request_id", reqID),
+		slog.String("method", method),
+		slog.String("route", pattern),
+		slog.Int("status", resp.StatusCode),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+		slog.String("user", req.Claims.Subject),
+	)
+	return resp, nil
+}
+
+// dispatch finds the route and runs it; it returns the matched pattern ("" if
+// none) and the response, recovering from a panic anywhere below.
+func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			rt.opts.Logger.ErrorContext(req.Ctx, "handler panicked",
+				"request_id", req.RequestID, "route", pattern, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp = render(internalError(req.RequestID))
+		}
+	}()
+
+	path, ok := requestPath(req.Raw)
+	if !ok {
+		return "", render(NotFound())
+	}
+	var best *route
+	var allowed []string
+	for _, r := range rt.routes {
+		params, ok := match(r.segs, path)
+		if !ok {
+			continue
+		}
+		if r.method != method {
+			allowed = append(allowed, r.method)
+			continue
+		}
+		if best == nil || moreSpecific(r.segs, best.segs) {
+			best, req.Params = r, params
+		}
+	}
+	if best == nil {
+		if len(allowed) == 0 {
+			return "", render(NotFound())
+		}
+		slices.Sort(allowed)
+		allowed = slices.Compact(allowed)
+		resp := render(Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "this path accepts %s", strings.Join(allowed, ", ")))
+		resp.Headers["Allow"] = strings.Join(allowed, ", ")
+		return "", resp
+	}
+	pattern = best.pattern
+
+	if e := rt.admit(req, best.access); e != nil {
+		resp := render(e)
+		if e.Status == http.StatusUnauthorized {
+			resp.Headers["WWW-Authenticate"] = `Bearer realm="conveyor"`
+		}
+		return pattern, resp
+	}
+	if e := rt.checkSize(req.Raw); e != nil {
+		return pattern, render(e)
+	}
+
+	out, err := best.h(req)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e != nil {
+			return pattern, render(e)
+		}
+		rt.opts.Logger.ErrorContext(req.Ctx, "request failed",
+			"request_id", req.RequestID, "route", pattern, "error", err.Error())
+		return pattern, render(internalError(req.RequestID))
+	}
+	if out.StatusCode < 100 || out.StatusCode > 599 {
+		rt.opts.Logger.ErrorContext(req.Ctx, "handler returned no valid status",
+			"request_id", req.RequestID, "route", pattern, "status", out.StatusCode)
+		return pattern, render(internalError(req.RequestID))
+	}
+	return pattern, out
+}
+
+// requestPath returns the unescaped segments of the request path; ok is
+// false for a path that cannot be unescaped. The raw path is preferred so
+// that an escaped slash stays inside its segment.
+func requestPath(ev events.APIGatewayV2HTTPRequest) (segs []string, ok bool) {
+	p := ev.RawPath
+	if p == "" {
+		p = ev.RequestContext.HTTP.Path
+	}
+	segs = splitPath(p)
+	for i, s := range segs {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, false
+		}
+		segs[i] = u
+	}
+	return segs, true
+}
+
+// admit applies the route's access rule and records the caller's claims.
+func (rt *Router) admit(r *Request, a Access) *Error {
+	if a == Public {
+		return nil
+	}
+	c, err := rt.opts.Verifier.Verify(r.Header("Authorization"))
+	if err != nil {
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			return Unauthorized(ae.Reason)
+		}
+		return Unauthorized("invalid token")
+	}
+	r.Claims = c
+	if !a.allows(c.Role) {
+		return Forbidden()
+	}
+	return nil
+}
+
+// checkSize refuses a body over the limit, by its declared and its actual
+// length.
+func (rt *Router) checkSize(ev events.APIGatewayV2HTTPRequest) *Error {
+	if cl := header(ev.Headers, "Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(strings.TrimSpace(cl), 10, 64); err == nil && n > rt.opts.MaxBody {
+			return tooLarge(rt.opts.MaxBody)
+		}
+	}
+	if bodySize(ev) > rt.opts.MaxBody {
+		return tooLarge(rt.opts.MaxBody)
+	}
+	return nil
+}
+
+// finish adds the headers every response carries, to a copy of the
+// handler's header map (which may be shared).
+func finish(resp *Response, reqID string) {
+	h := make(map[string]string, len(resp.Headers)+2)
+	maps.Copy(h, resp.Headers)
+	resp.Headers = h
+	resp.Headers["X-Request-Id"] = reqID
+	if header(resp.Headers, "Content-Type") == "" && len(resp.MultiValueHeaders["Content-Type"]) == 0 {
+		resp.Headers["Content-Type"] = ContentTypeJSON
+	}
+}
