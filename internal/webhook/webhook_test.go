@@ -1,0 +1,157 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/webhook"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+func TestSignVerify(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"type":"job.completed"}`)
+	sig := webhook.Sign([]byte("s"), body)
+	if !webhook.Verify([]byte("s"), body, sig) {
+		t.Error("own signature refused")
+	}
+	for _, bad := range []string{"", "sha256=00", webhook.Sign([]byte("t"), body), sig + "0"} {
+		if webhook.Verify([]byte("s"), body, bad) {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+	if webhook.Verify([]byte("s"), append(body, ' '), sig) {
+		t.Error("accepted a changed body")
+	}
+}
+
+type receiver struct {
+	mu      sync.Mutex
+	fail    int // answer 500 this many times first
+	got     []http.Header
+	bodies  [][]byte
+	badSigs int
+}
+
+func (r *receiver) handler(secret []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !webhook.Verify(secret, body, req.Header.Get(webhook.HeaderSignature)) {
+			r.badSigs++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.fail > 0 {
+			r.fail--
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		r.got = append(r.got, req.Header.Clone())
+		r.bodies = append(r.bodies, body)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// TestWebhookRetriedThenDelivered: a job with a webhook URL succeeds; the
+// relay queues the delivery, the system tier POSTs it signed, the receiver
+// on loopback verifies the signature, answers 500 twice, then accepts; the
+// delivery and its webhook.delivered event are kept.
+func TestWebhookRetriedThenDelivered(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
+	rec := &receiver{fail: 2}
+	srv := httptest.NewServer(rec.handler(b.Stack.Config.WebhookSecret))
+	defer srv.Close()
+	tok := b.Token("u-hook", "user", "pro")
+	b.Connect(tok)
+	up := b.Upload(tok, stacktest.PNG(t, 5))
+	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
+		"params": map[string]any{"title": "hooked"}, "webhookUrl": srv.URL + "/hook"}), 201).Body["id"].(string)
+	b.WaitStatus(tok, id, "succeeded")
+	b.Eventually(func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.got) > 0
+	}, "the webhook to arrive")
+	rec.mu.Lock()
+	h, body, bad := rec.got[0], rec.bodies[0], rec.badSigs
+	rec.mu.Unlock()
+	if bad != 0 {
+		t.Errorf("%d deliveries with a bad signature", bad)
+	}
+	if h.Get(webhook.HeaderEvent) != job.EventCompleted || h.Get(webhook.HeaderDelivery) == "" {
+		t.Errorf("headers %v", h)
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Job  struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Job.ID != id || ev.Job.Status != "succeeded" {
+		t.Errorf("body %s (%v)", body, err)
+	}
+	// The outcome is an event of the job too.
+	b.Eventually(func() bool {
+		evs, _ := b.Stack.App.Store.Events(context.Background(), id, 0, 100)
+		for _, e := range evs {
+			if e.Type == job.EventWebhookDelivered {
+				return true
+			}
+		}
+		return false
+	}, "the webhook.delivered event")
+}
+
+// TestTargetsThatAreNotPublicAreRefused: outside the local environment a
+// loopback receiver is never called, whatever the URL's spelling.
+func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	hit := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
+	defer srv.Close()
+	app := b.Stack.App
+	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Secret: []byte("s"), Local: false})
+	ctx := context.Background()
+	port := srv.URL[len("http://127.0.0.1:"):]
+	for i, target := range []string{srv.URL, "https://127.0.0.1:" + port, "https://0x7f000001:" + port, "https://2130706433:" + port,
+		"https://[::1]:" + port, "https://10.0.0.1/", "https://169.254.169.254/latest/meta-data", "https://localhost:" + port} {
+		j := &job.Job{ID: "job_" + string(rune('a'+i)) + "aaaaaaaaaaaaaaaaaaaaaaaaa", Owner: "u", Status: job.Queued, Tier: "low", WebhookURL: target,
+			CreatedAt: time.Now(), UpdatedAt: time.Now(), Hash: target}
+		j.Emit(job.EventFailed, time.Now(), nil)
+		if _, _, err := app.Store.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		v, err := d.Deliver(ctx, queue.Message{Kind: queue.KindWebhook, JobID: j.ID, Seq: 1, DeliveryID: "dlv"}, 1)
+		if err != nil || !v.Done {
+			t.Errorf("%s: verdict %+v %v, want done (refused)", target, v, err)
+		}
+		evs, _ := app.Store.Events(ctx, j.ID, 1, 10)
+		if len(evs) != 1 || evs[0].Type != job.EventWebhookFailed {
+			t.Errorf("%s: events %+v, want webhook.failed", target, evs)
+		}
+	}
+	select {
+	case <-hit:
+		t.Error("a non-public target was called")
+	default:
+	}
+	var _ store.EventRecord
+}
