@@ -1,0 +1,265 @@
+// Package admin is what operators do with a running Conveyor environment:
+// read its overview (queue depths per tier, DLQ depth, pause flags, jobs per
+// status, orphans, breakers, hourly outcomes), restart and stop jobs in
+// bulk or restart one item, peek into and redrive the tiers' dead-letter
+// queues, pause and resume a whole tier, and reset a circuit breaker.
+//
+// It is the inspector beside the worker: it reads the same table and
+// queues, changes jobs only through the job state machine and conditional
+// writes, and never touches a job's outputs.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Defaults and bounds.
+const (
+	// PauseCacheDefault is how long Paused trusts its last read of the flags.
+	PauseCacheDefault = time.Second
+	// StuckAfterDefault is the orphan threshold when Config.StuckAfter is 0
+	// (the same default as recovery's).
+	StuckAfterDefault = 20 * time.Minute
+	// MaxBulk is the most job ids one bulk call takes.
+	MaxBulk = 100
+	// BulkConcurrency is how many jobs of a bulk call are handled at once.
+	BulkConcurrency = 8
+	// PeekDefault / MaxPeek bound DLQPeek's limit.
+	PeekDefault = 10
+	MaxPeek     = 100
+	// StatsHoursDefault / MaxStatsHours bound Stats' window.
+	StatsHoursDefault = 24
+	MaxStatsHours     = 168
+	// RedriveDefault is the most messages one redrive moves.
+	RedriveDefault = 1000
+)
+
+// SQSAPI is the part of the SQS client the admin uses.
+type SQSAPI interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+}
+
+// Requeuer re-queues a job through the state machine and sends its message
+// (jobs.Service).
+type Requeuer interface {
+	Requeue(ctx context.Context, id string, a job.Action) (job.Job, error)
+}
+
+// Sender puts a job's message on its tier's queue (queue.Sender).
+type Sender interface {
+	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+}
+
+// Breakers lists and resets the shared circuit breakers (breaker.Breaker).
+type Breakers interface {
+	List(ctx context.Context) ([]breaker.Record, error)
+	Reset(ctx context.Context, key string) error
+}
+
+// Config configures a Service.
+type Config struct {
+	// Env names the environment in the overview.
+	Env resources.Env
+	// Store is the table.
+	Store *store.Store
+	// Jobs re-queues jobs (bulk restart).
+	Jobs Requeuer
+	// Sender sends a restarted item's job.
+	Sender Sender
+	// SQS reads queue depths, peeks into and redrives DLQs.
+	SQS SQSAPI
+	// QueueURLs and DLQURLs per tier; a tier without a queue URL is unknown.
+	QueueURLs, DLQURLs map[resources.Tier]string
+	// Breakers lists and resets the circuit breakers.
+	Breakers Breakers
+	// Mover redrives DLQs (default an SQSMover: receive → send → delete;
+	// in AWS a TaskMover using StartMessageMoveTask).
+	Mover Mover
+	// Switch, when set, also turns a tier's consumer off and on (in AWS its
+	// event source mapping). Locally nil: the pollers read the flag through
+	// Paused.
+	Switch Switch
+	// StuckAfter: a queued job not received, or a running job without a
+	// heartbeat, for this long is an orphan (default StuckAfterDefault).
+	StuckAfter time.Duration
+	// PauseCache is how long Paused trusts its last read (default
+	// PauseCacheDefault).
+	PauseCache time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Service implements the admin operations.
+type Service struct {
+	cfg   Config
+	pause pauseCache
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StuckAfter == 0 {
+		cfg.StuckAfter = StuckAfterDefault
+	}
+	if cfg.PauseCache == 0 {
+		cfg.PauseCache = PauseCacheDefault
+	}
+	if cfg.Mover == nil {
+		cfg.Mover = SQSMover{SQS: cfg.SQS, Logger: cfg.Logger}
+	}
+	return &Service{cfg: cfg}
+}
+
+// ErrUnknownTier is returned for a tier that does not exist or has no
+// queue in this environment.
+var ErrUnknownTier = errors.New("no such tier")
+
+// InputError is a bad request (400), named by field.
+type InputError struct{ Field, Message string }
+
+func (e *InputError) Error() string { return e.Field + " " + e.Message }
+
+// ConflictError is an operation the resource's state does not allow (409).
+type ConflictError struct{ Code, Message string }
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// tier parses name and checks the environment has its queue.
+func (s *Service) tier(name string) (resources.Tier, error) {
+	t, err := resources.ParseTier(name)
+	if err != nil {
+		return "", ErrUnknownTier
+	}
+	if s.cfg.QueueURLs[t] == "" {
+		return "", ErrUnknownTier
+	}
+	return t, nil
+}
+
+// Tiers returns the tiers this environment has queues for, highest first.
+func (s *Service) Tiers() []resources.Tier {
+	var out []resources.Tier
+	for _, t := range resources.Tiers {
+		if s.cfg.QueueURLs[t] != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// checkIDs validates a bulk call's job ids: 1 to MaxBulk, each a job id;
+// duplicates are dropped, the order kept.
+func checkIDs(in []string) ([]string, error) {
+	switch {
+	case len(in) == 0:
+		return nil, &InputError{"jobIds", "must hold at least one job id"}
+	case len(in) > MaxBulk:
+		return nil, &InputError{"jobIds", fmt.Sprintf("must hold at most %d job ids", MaxBulk)}
+	}
+	out := make([]string, 0, len(in))
+	for i, id := range in {
+		if !ids.Valid(ids.Job, id) {
+			return nil, &InputError{fmt.Sprintf("jobIds[%d]", i), "is not a job id"}
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// parallel runs fn for every index in [0,n) with at most limit at once.
+func parallel(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// BreakerView is one circuit breaker as operators see it.
+type BreakerView struct {
+	Key string `json:"key"`
+	// State is the effective state now (an open breaker past its cooldown
+	// is half_open).
+	State     breaker.State `json:"state"`
+	Failures  int           `json:"failures"`
+	OpenUntil *time.Time    `json:"openUntil"`
+	UpdatedAt time.Time     `json:"updatedAt"`
+}
+
+// Breakers returns every breaker with a record (the others are closed with
+// no failures), sorted by key.
+func (s *Service) Breakers(ctx context.Context) ([]BreakerView, error) {
+	recs, err := s.cfg.Breakers.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	out := make([]BreakerView, 0, len(recs))
+	for _, r := range recs {
+		v := BreakerView{Key: r.Key, State: r.Effective(now), Failures: r.Failures, UpdatedAt: r.UpdatedAt}
+		if !r.OpenUntil.IsZero() {
+			t := r.OpenUntil.UTC()
+			v.OpenUntil = &t
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b BreakerView) int {
+		switch {
+		case a.Key < b.Key:
+			return -1
+		case a.Key > b.Key:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// MaxBreakerKey bounds a breaker key's length.
+const MaxBreakerKey = 256
+
+// ResetBreaker closes key's breaker and forgets its failures (idempotent).
+func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
+	if key == "" || len(key) > MaxBreakerKey {
+		return &InputError{"key", fmt.Sprintf("must be 1 to %d characters", MaxBreakerKey)}
+	}
+	if err := s.cfg.Breakers.Reset(ctx, key); err != nil {
+		return err
+	}
+	s.cfg.Logger.InfoContext(ctx, "breaker reset by an operator", "breaker", key, "by", by)
+	return nil
+}

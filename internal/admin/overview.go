@@ -1,0 +1,237 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// TierStats is one tier's queue as SQS approximates it.
+type TierStats struct {
+	// Waiting: messages available to receive.
+	Waiting int `json:"waiting"`
+	// InFlight: messages received and not yet deleted (being worked on,
+	// or backing off: the publisher delays a retry by the visibility).
+	InFlight int `json:"inFlight"`
+	// Delayed: messages not yet available (queue-level delay).
+	Delayed int `json:"delayed"`
+	// DLQ: messages in the tier's dead-letter queue.
+	DLQ int `json:"dlq"`
+	// Paused: the operator paused the tier.
+	Paused bool `json:"paused"`
+}
+
+// Totals are the outcomes of a period.
+type Totals struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+}
+
+// Overview is one environment at a glance.
+type Overview struct {
+	Environment string    `json:"environment"`
+	GeneratedAt time.Time `json:"generatedAt"`
+	// Tiers by name.
+	Tiers map[string]TierStats `json:"tiers"`
+	// Jobs per status, from the sweep index (stale jobs are not counted:
+	// they left the index).
+	Jobs map[string]int `json:"jobs"`
+	// Orphans: queued jobs nobody received (outside paused tiers) and
+	// running jobs without a heartbeat, for longer than StuckAfter — what
+	// recovery would take back on its next run.
+	Orphans int `json:"orphans"`
+	// Recovery is the last recovery run, when one was recorded.
+	Recovery *store.RecoveryRun `json:"recovery"`
+	// Breakers with a record (failures or open).
+	Breakers []BreakerView `json:"breakers"`
+	// Stats: outcomes of the last 24 hours.
+	Stats Totals `json:"stats"`
+}
+
+// indexedStatuses are the statuses the sweep index holds.
+var indexedStatuses = []job.Status{job.Scheduled, job.Queued, job.Running, job.Succeeded, job.Failed, job.Cancelled}
+
+// Overview gathers everything at once (the reads run concurrently).
+func (s *Service) Overview(ctx context.Context) (Overview, error) {
+	now := s.cfg.Now().UTC()
+	ov := Overview{Environment: string(s.cfg.Env), GeneratedAt: now, Tiers: map[string]TierStats{}, Jobs: map[string]int{}, Breakers: []BreakerView{}}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	do := func(what string, fn func() error) {
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+				mu.Unlock()
+			}
+		})
+	}
+	paused, err := s.pausedTiers(ctx)
+	if err != nil {
+		return Overview{}, err
+	}
+	for _, t := range s.Tiers() {
+		do("reading the "+string(t)+" queues", func() error {
+			st, err := s.tierStats(ctx, t)
+			if err != nil {
+				return err
+			}
+			st.Paused = paused[t]
+			mu.Lock()
+			ov.Tiers[string(t)] = st
+			mu.Unlock()
+			return nil
+		})
+	}
+	for _, st := range indexedStatuses {
+		do("counting "+string(st)+" jobs", func() error {
+			n, err := s.cfg.Store.CountStatus(ctx, st)
+			mu.Lock()
+			ov.Jobs[string(st)] = n
+			mu.Unlock()
+			return err
+		})
+	}
+	do("counting orphans", func() error {
+		n, err := s.orphans(ctx, now, paused)
+		ov.Orphans = n
+		return err
+	})
+	do("reading the last recovery run", func() error {
+		r, err := s.cfg.Store.LastRecovery(ctx)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		ov.Recovery = &r
+		return nil
+	})
+	do("reading the breakers", func() error {
+		b, err := s.Breakers(ctx)
+		ov.Breakers = b
+		return err
+	})
+	do("reading the hourly counters", func() error {
+		st, err := s.Stats(ctx, StatsHoursDefault)
+		ov.Stats = Totals{Succeeded: st.Succeeded, Failed: st.Failed}
+		return err
+	})
+	wg.Wait()
+	if len(errs) > 0 {
+		return Overview{}, errors.Join(errs...)
+	}
+	return ov, nil
+}
+
+// orphans counts what recovery would call stuck now.
+func (s *Service) orphans(ctx context.Context, now time.Time, paused map[resources.Tier]bool) (int, error) {
+	before := now.Add(-s.cfg.StuckAfter)
+	var skip []resources.Tier
+	for t, p := range paused {
+		if p {
+			skip = append(skip, t)
+		}
+	}
+	queued, err := s.cfg.Store.CountDue(ctx, job.Queued, before, skip...)
+	if err != nil {
+		return 0, err
+	}
+	running, err := s.cfg.Store.CountDue(ctx, job.Running, before)
+	if err != nil {
+		return 0, err
+	}
+	return queued + running, nil
+}
+
+// tierStats reads a tier's queue and DLQ depths.
+func (s *Service) tierStats(ctx context.Context, t resources.Tier) (TierStats, error) {
+	var st TierStats
+	attrs, err := s.queueAttrs(ctx, s.cfg.QueueURLs[t],
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
+	if err != nil {
+		return st, err
+	}
+	st.Waiting = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
+	st.InFlight = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+	st.Delayed = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)]
+	if u := s.cfg.DLQURLs[t]; u != "" {
+		dlq, err := s.queueAttrs(ctx, u, sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+		if err != nil {
+			return st, err
+		}
+		// Messages being peeked at or redriven are still in the DLQ.
+		st.DLQ = dlq[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)] +
+			dlq[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+	}
+	return st, nil
+}
+
+func (s *Service) queueAttrs(ctx context.Context, url string, names ...sqstypes.QueueAttributeName) (map[string]int, error) {
+	out, err := s.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]int{}
+	for _, n := range names {
+		v, _ := strconv.Atoi(out.Attributes[string(n)])
+		m[string(n)] = v
+	}
+	return m, nil
+}
+
+// HourStats is one hour's outcomes.
+type HourStats struct {
+	// Hour is the start of the hour (UTC).
+	Hour      time.Time `json:"hour"`
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`
+	Cancelled int       `json:"cancelled"`
+}
+
+// Stats is the outcome of every hour of a window, oldest first, with totals.
+type Stats struct {
+	Hours     []HourStats `json:"hours"`
+	Succeeded int         `json:"succeeded"`
+	Failed    int         `json:"failed"`
+	Cancelled int         `json:"cancelled"`
+}
+
+// Stats returns the last hours hours (1 to MaxStatsHours, the current one
+// included) of finished-job counters.
+func (s *Service) Stats(ctx context.Context, hours int) (Stats, error) {
+	if hours < 1 || hours > MaxStatsHours {
+		return Stats{}, &InputError{"hours", fmt.Sprintf("must be between 1 and %d", MaxStatsHours)}
+	}
+	now := s.cfg.Now()
+	counts, err := s.cfg.Store.FinishedCounts(ctx, now.Add(-time.Duration(hours-1)*time.Hour), now)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Hours: make([]HourStats, 0, len(counts))}
+	for _, c := range counts {
+		st.Hours = append(st.Hours, HourStats{Hour: c.Hour, Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled})
+		st.Succeeded += c.Succeeded
+		st.Failed += c.Failed
+		st.Cancelled += c.Cancelled
+	}
+	return st, nil
+}

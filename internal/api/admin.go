@@ -1,0 +1,203 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// RegisterAdmin adds the admin routes of the contract (API.md, "Admin") to
+// rt: the role service may read (overview, DLQ peek, breakers, stats), the
+// role admin may do everything, a user gets 403.
+func RegisterAdmin(rt *httpapi.Router, svc *admin.Service) {
+	a := adminRoutes{svc: svc}
+	rt.Handle(http.MethodGet, "/v1/admin/overview", httpapi.ReadOnly, a.overview)
+	rt.Handle(http.MethodPost, "/v1/admin/jobs/restart", httpapi.AdminOnly, a.restartJobs)
+	rt.Handle(http.MethodPost, "/v1/admin/jobs/stop", httpapi.AdminOnly, a.stopJobs)
+	rt.Handle(http.MethodPost, "/v1/admin/jobs/{id}/items/{itemId}/restart", httpapi.AdminOnly, a.restartItem)
+	rt.Handle(http.MethodGet, "/v1/admin/dlq/{tier}", httpapi.ReadOnly, a.peekDLQ)
+	rt.Handle(http.MethodPost, "/v1/admin/dlq/{tier}/redrive", httpapi.AdminOnly, a.redriveDLQ)
+	rt.Handle(http.MethodPost, "/v1/admin/tiers/{tier}/pause", httpapi.AdminOnly, a.pauseTier)
+	rt.Handle(http.MethodPost, "/v1/admin/tiers/{tier}/resume", httpapi.AdminOnly, a.resumeTier)
+	rt.Handle(http.MethodGet, "/v1/admin/breakers", httpapi.ReadOnly, a.breakers)
+	rt.Handle(http.MethodPost, "/v1/admin/breakers/{key}/reset", httpapi.AdminOnly, a.resetBreaker)
+	rt.Handle(http.MethodGet, "/v1/admin/stats", httpapi.ReadOnly, a.stats)
+}
+
+type adminRoutes struct{ svc *admin.Service }
+
+// adminError renders the admin service's errors in the contract's terms.
+func adminError(err error) error {
+	var ie *admin.InputError
+	var ce *admin.ConflictError
+	var te *job.TransitionError
+	switch {
+	case errors.As(err, &ie):
+		return httpapi.BadRequest(ie.Field, "%s %s", ie.Field, ie.Message)
+	case errors.As(err, &ce):
+		return httpapi.Conflict(ce.Code, ce.Message)
+	case errors.As(err, &te):
+		return httpapi.Conflict("invalid_transition", te.Error())
+	case errors.Is(err, admin.ErrUnknownTier):
+		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
+	case errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound()
+	}
+	return err
+}
+
+// intQuery reads an integer query parameter, def when absent.
+func intQuery(r *httpapi.Request, name string, def int) (int, error) {
+	v := r.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, httpapi.BadRequest(name, "%s must be an integer", name)
+	}
+	return n, nil
+}
+
+// jobIDsBody is the body of the bulk calls.
+type jobIDsBody struct {
+	JobIDs []string `json:"jobIds"`
+}
+
+func decodeJobIDs(r *httpapi.Request) ([]string, error) {
+	var body jobIDsBody
+	if err := httpapi.Decode(r, &body); err != nil {
+		return nil, err
+	}
+	if body.JobIDs == nil {
+		return nil, httpapi.BadRequest("jobIds", "jobIds is required")
+	}
+	return body.JobIDs, nil
+}
+
+func (a adminRoutes) overview(r *httpapi.Request) (httpapi.Response, error) {
+	ov, err := a.svc.Overview(r.Ctx)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, ov), nil
+}
+
+func (a adminRoutes) restartJobs(r *httpapi.Request) (httpapi.Response, error) {
+	ids, err := decodeJobIDs(r)
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	res, err := a.svc.RestartJobs(r.Ctx, ids, r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, res), nil
+}
+
+func (a adminRoutes) stopJobs(r *httpapi.Request) (httpapi.Response, error) {
+	ids, err := decodeJobIDs(r)
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	res, err := a.svc.StopJobs(r.Ctx, ids, r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, res), nil
+}
+
+func (a adminRoutes) restartItem(r *httpapi.Request) (httpapi.Response, error) {
+	j, err := a.svc.RestartItem(r.Ctx, r.Params["id"], r.Params["itemId"], r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+func (a adminRoutes) peekDLQ(r *httpapi.Request) (httpapi.Response, error) {
+	limit, err := intQuery(r, "limit", admin.PeekDefault)
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	msgs, err := a.svc.DLQPeek(r.Ctx, r.Params["tier"], limit)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"messages": msgs}), nil
+}
+
+// redriveBody is the optional body of a redrive: without jobIds every
+// message moves; max bounds how many move in this call.
+type redriveBody struct {
+	JobIDs *[]string `json:"jobIds"`
+	Max    int       `json:"max"`
+}
+
+func (a adminRoutes) redriveDLQ(r *httpapi.Request) (httpapi.Response, error) {
+	var body redriveBody
+	if strings.TrimSpace(r.Raw.Body) != "" {
+		if err := httpapi.Decode(r, &body); err != nil {
+			return httpapi.Response{}, err
+		}
+	}
+	var ids []string // nil: every message
+	if body.JobIDs != nil {
+		ids = append([]string{}, *body.JobIDs...) // present: 1 to admin.MaxBulk ids
+	}
+	res, err := a.svc.DLQRedrive(r.Ctx, r.Params["tier"], ids, body.Max, r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusAccepted, res), nil
+}
+
+func (a adminRoutes) pauseTier(r *httpapi.Request) (httpapi.Response, error) {
+	st, err := a.svc.PauseTier(r.Ctx, r.Params["tier"], r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, st), nil
+}
+
+func (a adminRoutes) resumeTier(r *httpapi.Request) (httpapi.Response, error) {
+	st, err := a.svc.ResumeTier(r.Ctx, r.Params["tier"], r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, st), nil
+}
+
+func (a adminRoutes) breakers(r *httpapi.Request) (httpapi.Response, error) {
+	bs, err := a.svc.Breakers(r.Ctx)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"breakers": bs}), nil
+}
+
+func (a adminRoutes) resetBreaker(r *httpapi.Request) (httpapi.Response, error) {
+	key := r.Params["key"]
+	if err := a.svc.ResetBreaker(r.Ctx, key, r.Claims.Subject); err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"key": key, "state": "closed"}), nil
+}
+
+func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
+	hours, err := intQuery(r, "hours", admin.StatsHoursDefault)
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	st, err := a.svc.Stats(r.Ctx, hours)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, st), nil
+}

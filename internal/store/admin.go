@@ -1,0 +1,292 @@
+package store
+
+// This file holds what operators read and steer: the per-tier pause flags,
+// the hourly counters of finished jobs, the last recovery run, and counts
+// of jobs past a sweep time (orphans). None of it is ever scanned: each is
+// a GetItem, a Query of one small partition, or a Select COUNT query of the
+// sparse sweep index.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+const (
+	// tierPK is the one partition of the tier flags (sort key: the tier),
+	// so one Query reads them all.
+	tierPK = "TIER"
+	// recoveryPK / recoverySK hold the last recovery run.
+	recoveryPK = "RECOVERY"
+	recoverySK = "LAST"
+	// statsSK is the sort key prefix of the hourly counters; the partition
+	// key is "STATS#<shard>".
+	statsHourLayout = "2006-01-02T15"
+)
+
+// StatsShards is how many items share one hour's counters: each finish
+// adds to a random one, so a busy hour does not make one item hot. Readers
+// sum the shards.
+const StatsShards = 4
+
+// StatsRetention is how long hourly counters are kept (their TTL).
+const StatsRetention = 8 * 24 * time.Hour
+
+// TierFlag is the operator's switch of one tier.
+type TierFlag struct {
+	Tier resources.Tier `dynamodbav:"tier" json:"tier"`
+	// Paused: the tier's consumers take no messages; submissions are still
+	// accepted and wait in the queue.
+	Paused    bool      `dynamodbav:"paused" json:"paused"`
+	UpdatedAt time.Time `dynamodbav:"updatedAt" json:"updatedAt"`
+	// UpdatedBy is the operator (token subject) who set it.
+	UpdatedBy string `dynamodbav:"updatedBy" json:"updatedBy"`
+}
+
+// SetTierPaused stores tier's pause flag (last writer wins: pausing and
+// resuming are idempotent).
+func (s *Store) SetTierPaused(ctx context.Context, tier resources.Tier, paused bool, by string) (TierFlag, error) {
+	f := TierFlag{Tier: tier, Paused: paused, UpdatedAt: s.now().UTC(), UpdatedBy: by}
+	item, err := attributevalue.MarshalMap(f)
+	if err != nil {
+		return TierFlag{}, err
+	}
+	for k, v := range keyOf(tierPK, string(tier)) {
+		item[k] = v
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return TierFlag{}, fmt.Errorf("setting the %s tier's pause flag: %w", tier, err)
+	}
+	return f, nil
+}
+
+// TierFlags returns every tier's flag that was ever set (one strongly
+// consistent Query); a tier without a flag is not paused.
+func (s *Store) TierFlags(ctx context.Context) (map[resources.Tier]TierFlag, error) {
+	items, err := s.partition(ctx, tierPK, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("reading the tier flags: %w", err)
+	}
+	out := make(map[resources.Tier]TierFlag, len(items))
+	for _, item := range items {
+		var f TierFlag
+		if err := attributevalue.UnmarshalMap(item, &f); err != nil {
+			return nil, fmt.Errorf("decoding a tier flag: %w", err)
+		}
+		out[f.Tier] = f
+	}
+	return out, nil
+}
+
+// partition reads one partition (sort keys between from and to when set),
+// strongly consistent, skipping expired items.
+func (s *Store) partition(ctx context.Context, pk, from, to string) ([]map[string]types.AttributeValue, error) {
+	kc := expression.Key(resources.AttrPK).Equal(expression.Value(pk))
+	if from != "" {
+		kc = kc.And(expression.Key(resources.AttrSK).Between(expression.Value(from), expression.Value(to)))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(s.table), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true),
+	}
+	var out []map[string]types.AttributeValue
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range res.Items {
+			if !s.expired(item) {
+				out = append(out, item)
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// HourKey renders the hour of t (UTC) as the counters name it.
+func HourKey(t time.Time) string { return t.UTC().Format(statsHourLayout) }
+
+// CountFinished adds one to the counter of status (succeeded, failed or
+// cancelled) for the hour of at. It is one UpdateItem ADD on one of
+// StatsShards items; the counters expire after StatsRetention. Call it once
+// a job's finishing write succeeded: a redelivery that finishes the job
+// again would count it again, so the counters are statistics, not a ledger.
+func (s *Store) CountFinished(ctx context.Context, status job.Status, at time.Time) error {
+	if !status.Finished() {
+		return fmt.Errorf("counting finished jobs: %q is not a finished status", status)
+	}
+	hour := at.UTC().Truncate(time.Hour)
+	pk := "STATS#" + strconv.Itoa(rand.IntN(StatsShards))
+	upd := expression.Add(expression.Name(string(status)), expression.Value(1)).
+		Set(expression.Name("hour"), expression.Value(HourKey(hour))).
+		Set(expression.Name(resources.AttrExpiresAt), expression.Value(hour.Add(StatsRetention).Unix()))
+	e, err := expression.NewBuilder().WithUpdate(upd).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(pk, HourKey(hour)), UpdateExpression: e.Update(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("counting a %s job: %w", status, err)
+	}
+	return nil
+}
+
+// HourCount is how many jobs finished in one hour, by outcome.
+type HourCount struct {
+	// Hour is the start of the hour (UTC).
+	Hour      time.Time
+	Succeeded int
+	Failed    int
+	Cancelled int
+}
+
+type hourItem struct {
+	Hour      string `dynamodbav:"hour"`
+	Succeeded int    `dynamodbav:"succeeded"`
+	Failed    int    `dynamodbav:"failed"`
+	Cancelled int    `dynamodbav:"cancelled"`
+}
+
+// FinishedCounts returns the counters of every hour from the hour of from
+// to the hour of to, oldest first, one entry per hour (zero when nothing
+// finished). It reads StatsShards small Query ranges.
+func (s *Store) FinishedCounts(ctx context.Context, from, to time.Time) ([]HourCount, error) {
+	first, last := from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
+	if last.Before(first) {
+		return nil, nil
+	}
+	byHour := map[string]*HourCount{}
+	var out []HourCount
+	for h := first; !h.After(last); h = h.Add(time.Hour) {
+		out = append(out, HourCount{Hour: h})
+	}
+	for i := range out {
+		byHour[HourKey(out[i].Hour)] = &out[i]
+	}
+	for n := range StatsShards {
+		items, err := s.partition(ctx, "STATS#"+strconv.Itoa(n), HourKey(first), HourKey(last))
+		if err != nil {
+			return nil, fmt.Errorf("reading the hourly counters: %w", err)
+		}
+		for _, item := range items {
+			var it hourItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, fmt.Errorf("decoding an hourly counter: %w", err)
+			}
+			if c := byHour[it.Hour]; c != nil {
+				c.Succeeded += it.Succeeded
+				c.Failed += it.Failed
+				c.Cancelled += it.Cancelled
+			}
+		}
+	}
+	return out, nil
+}
+
+// RecoveryRun is what one stuck-job recovery run found and did.
+type RecoveryRun struct {
+	At time.Time `dynamodbav:"at" json:"at"`
+	// Orphans: queued jobs nobody received and running jobs whose worker
+	// went silent.
+	Orphans     int `dynamodbav:"orphans" json:"orphans"`
+	Requeued    int `dynamodbav:"requeued" json:"requeued"`
+	FailedStuck int `dynamodbav:"failedStuck" json:"failedStuck"`
+	Released    int `dynamodbav:"released" json:"released"`
+	Staled      int `dynamodbav:"staled" json:"staled"`
+	Lost        int `dynamodbav:"lost" json:"lost"`
+}
+
+// RecordRecovery stores r as the last recovery run (one PutItem).
+func (s *Store) RecordRecovery(ctx context.Context, r RecoveryRun) error {
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.At = r.At.UTC()
+	item, err := attributevalue.MarshalMap(r)
+	if err != nil {
+		return err
+	}
+	for k, v := range keyOf(recoveryPK, recoverySK) {
+		item[k] = v
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("recording the recovery run: %w", err)
+	}
+	return nil
+}
+
+// LastRecovery returns the last recorded recovery run, or ErrNotFound when
+// none was recorded.
+func (s *Store) LastRecovery(ctx context.Context) (RecoveryRun, error) {
+	var r RecoveryRun
+	err := s.get(ctx, recoveryPK, recoverySK, &r)
+	return r, err
+}
+
+// CountDue counts the jobs in status whose sweep time is at or before
+// before (Select COUNT over every shard of the sweep index), leaving out
+// jobs of the tiers in skip. With StuckAfter as the distance, that is how
+// many queued or running jobs recovery would call orphans right now.
+func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Time, skip ...resources.Tier) (int, error) {
+	total := 0
+	for n := range resources.SweepShards {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n))).
+			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
+		b := expression.NewBuilder().WithKeyCondition(kc)
+		if len(skip) > 0 {
+			var f expression.ConditionBuilder
+			for i, t := range skip {
+				c := expression.Name("tier").NotEqual(expression.Value(string(t)))
+				if i == 0 {
+					f = c
+				} else {
+					f = f.And(c)
+				}
+			}
+			b = b.WithFilter(f)
+		}
+		e, err := b.Build()
+		if err != nil {
+			return 0, err
+		}
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep), Select: types.SelectCount,
+			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}
+		for {
+			res, err := s.db.Query(ctx, in)
+			if err != nil {
+				return 0, fmt.Errorf("counting due %s jobs: %w", status, err)
+			}
+			total += int(res.Count)
+			if len(res.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = res.LastEvaluatedKey
+		}
+	}
+	return total, nil
+}
