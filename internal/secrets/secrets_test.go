@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -12,46 +17,223 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-func TestSealOpen(t *testing.T) {
-	t.Parallel()
+var aad = map[string]string{"user": "u1", "purpose": "deviantart", "token": "refresh"}
+
+type testBundle struct {
+	env   awstest.Env
+	alias *secrets.Sealer
+	keyID *secrets.Sealer
+}
+
+// setup provisions one isolated copy of the resources per test.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
 	env := awstest.Provision(t)
-	ctx := context.Background()
-	aad := map[string]string{"user": "u1", "provider": "deviantart", "token": "refresh"}
-	for name, key := range map[string]string{"alias": env.Res.Definition.KMSAlias, "key id": env.Res.KMSKeyID} {
-		s := secrets.NewSealer(env.Clients.KMS, key)
-		secret := []byte("refresh-token-" + name)
-		a, err := s.Seal(ctx, secret, aad)
-		if err != nil {
-			t.Fatalf("%s: seal: %v", name, err)
+	return &testBundle{
+		env:   env,
+		alias: secrets.NewSealer(env.Clients.KMS, env.Res.Definition.KMSAlias),
+		keyID: secrets.NewSealer(env.Clients.KMS, env.Res.KMSKeyID),
+	}
+}
+
+func (b *testBundle) sealers() map[string]*secrets.Sealer {
+	return map[string]*secrets.Sealer{"via alias": b.alias, "via key id": b.keyID}
+}
+
+func seal(t *testing.T, s *secrets.Sealer, plaintext []byte, aad map[string]string) secrets.Envelope {
+	t.Helper()
+	e, err := s.Seal(context.Background(), plaintext, aad)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	return e
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tests := []struct {
+		name      string
+		plaintext []byte
+	}{
+		{"token", []byte("refresh-token-7f3a")},
+		{"empty", []byte{}},
+		{"binary", bytes.Repeat([]byte{0, 0xff, 0x10}, 1500)},
+	}
+	for sealerName, s := range b.sealers() {
+		for _, tt := range tests {
+			t.Run(sealerName+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				e := seal(t, s, tt.plaintext, aad)
+				if !strings.HasPrefix(e.KeyID, "arn:aws:kms:") || !strings.HasSuffix(e.KeyID, b.env.Res.KMSKeyID) {
+					t.Errorf("KeyID %q is not the ARN of key %s", e.KeyID, b.env.Res.KMSKeyID)
+				}
+				if len(tt.plaintext) > 4 && bytes.Contains(e.Ciphertext, tt.plaintext) {
+					t.Errorf("plaintext visible in the ciphertext")
+				}
+				// Either sealer opens what the other sealed: the envelope names its key.
+				for openerName, o := range b.sealers() {
+					got, err := o.Open(context.Background(), e, aad)
+					if err != nil {
+						t.Fatalf("Open %s: %v", openerName, err)
+					}
+					if diff := cmp.Diff(tt.plaintext, got); diff != "" {
+						t.Errorf("Open %s (-want +got):\n%s", openerName, diff)
+					}
+				}
+			})
 		}
-		b, err := s.Seal(ctx, secret, aad)
-		if err != nil {
-			t.Fatal(err)
+	}
+}
+
+func TestFreshDataKeyPerRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for name, s := range b.sealers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			plaintext := []byte("the same token twice")
+			one, two := seal(t, s, plaintext, aad), seal(t, s, plaintext, aad)
+			same := map[string]bool{
+				"EncryptedKey": bytes.Equal(one.EncryptedKey, two.EncryptedKey),
+				"Nonce":        bytes.Equal(one.Nonce, two.Nonce),
+				"Ciphertext":   bytes.Equal(one.Ciphertext, two.Ciphertext),
+			}
+			if diff := cmp.Diff(map[string]bool{"EncryptedKey": false, "Nonce": false, "Ciphertext": false}, same); diff != "" {
+				t.Errorf("fields shared by two seals of one plaintext (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(12, len(one.Nonce)); diff != "" {
+				t.Errorf("nonce length (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plaintext := []byte("refresh-token-do-not-leak")
+	sealed := seal(t, b.alias, plaintext, aad)
+	other := seal(t, b.alias, []byte("another secret"), aad)
+	flip := func(p []byte, i int) []byte {
+		q := bytes.Clone(p)
+		q[i] ^= 0x01
+		return q
+	}
+	with := func(change func(*secrets.Envelope)) secrets.Envelope {
+		e := sealed
+		change(&e)
+		return e
+	}
+	tests := []struct {
+		name string
+		e    secrets.Envelope
+		aad  map[string]string
+		want error // nil: any error that is not a success
+	}{
+		{"ciphertext bit flipped", with(func(e *secrets.Envelope) { e.Ciphertext = flip(e.Ciphertext, 0) }), aad, secrets.ErrOpen},
+		{"tag bit flipped", with(func(e *secrets.Envelope) { e.Ciphertext = flip(e.Ciphertext, len(e.Ciphertext)-1) }), aad, secrets.ErrOpen},
+		{"ciphertext truncated", with(func(e *secrets.Envelope) { e.Ciphertext = e.Ciphertext[:len(e.Ciphertext)-1] }), aad, secrets.ErrOpen},
+		{"ciphertext missing", with(func(e *secrets.Envelope) { e.Ciphertext = nil }), aad, secrets.ErrOpen},
+		{"nonce changed", with(func(e *secrets.Envelope) { e.Nonce = flip(e.Nonce, 3) }), aad, secrets.ErrOpen},
+		{"nonce too short", with(func(e *secrets.Envelope) { e.Nonce = e.Nonce[:11] }), aad, secrets.ErrOpen},
+		{"nonce missing", with(func(e *secrets.Envelope) { e.Nonce = nil }), aad, secrets.ErrOpen},
+		{"encrypted key flipped", with(func(e *secrets.Envelope) { e.EncryptedKey = flip(e.EncryptedKey, len(e.EncryptedKey)/2) }), aad, nil},
+		{"encrypted key missing", with(func(e *secrets.Envelope) { e.EncryptedKey = nil }), aad, secrets.ErrOpen},
+		{"another record's data key", with(func(e *secrets.Envelope) { e.EncryptedKey = other.EncryptedKey }), aad, secrets.ErrOpen},
+		{"another record's ciphertext", with(func(e *secrets.Envelope) { e.Ciphertext, e.Nonce = other.Ciphertext, other.Nonce }), aad, secrets.ErrOpen},
+		{"empty envelope", secrets.Envelope{}, aad, secrets.ErrOpen},
+		{"another user", sealed, map[string]string{"user": "u2", "purpose": "deviantart", "token": "refresh"}, secrets.ErrOpen},
+		{"another purpose", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "access"}, secrets.ErrOpen},
+		{"a pair missing", sealed, map[string]string{"user": "u1", "purpose": "deviantart"}, secrets.ErrOpen},
+		{"a pair added", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "refresh", "x": "y"}, secrets.ErrOpen},
+		{"key and value swapped", sealed, map[string]string{"u1": "user", "purpose": "deviantart", "token": "refresh"}, secrets.ErrOpen},
+		{"no context", sealed, nil, secrets.ErrNoContext},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := b.keyID.Open(context.Background(), tt.e, tt.aad)
+			if err == nil {
+				t.Fatalf("Open = %q, nil; want an error", got)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("Open error %v, want %v", err, tt.want)
+			}
+			if got != nil {
+				t.Errorf("Open returned bytes with an error: %q", got)
+			}
+			if strings.Contains(err.Error(), string(plaintext)) {
+				t.Errorf("the error carries the plaintext: %v", err)
+			}
+		})
+	}
+	// The untouched envelope still opens: the table did not mutate it.
+	if got, err := b.keyID.Open(context.Background(), sealed, aad); err != nil || !bytes.Equal(got, plaintext) {
+		t.Errorf("Open(sealed) = %q, %v", got, err)
+	}
+}
+
+func TestSealRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plaintext := []byte("refresh-token-do-not-leak")
+	tests := []struct {
+		name string
+		s    *secrets.Sealer
+		aad  map[string]string
+		want error // nil: any error
+	}{
+		{"no context", b.alias, nil, secrets.ErrNoContext},
+		{"empty context", b.alias, map[string]string{}, secrets.ErrNoContext},
+		{"unknown alias", secrets.NewSealer(b.env.Clients.KMS, "alias/"+awstest.Name(t, "missing")), aad, nil},
+		{"unknown key id", secrets.NewSealer(b.env.Clients.KMS, "00000000-0000-0000-0000-000000000000"), aad, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e, err := tt.s.Seal(context.Background(), plaintext, tt.aad)
+			if err == nil {
+				t.Fatalf("Seal = %+v, nil; want an error", e)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("Seal error %v, want %v", err, tt.want)
+			}
+			if strings.Contains(err.Error(), string(plaintext)) {
+				t.Errorf("the error carries the plaintext: %v", err)
+			}
+		})
+	}
+}
+
+func TestEnvelopeAttributes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := seal(t, b.alias, []byte("stored"), aad)
+	item, err := attributevalue.MarshalMap(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for k, v := range item {
+		switch v.(type) {
+		case *types.AttributeValueMemberS:
+			kinds[k] = "S"
+		case *types.AttributeValueMemberB:
+			kinds[k] = "B"
+		default:
+			kinds[k] = "?"
 		}
-		if bytes.Equal(a.EncryptedKey, b.EncryptedKey) || bytes.Equal(a.Ciphertext, b.Ciphertext) {
-			t.Errorf("%s: two seals share a data key or ciphertext", name)
-		}
-		if bytes.Contains(a.Ciphertext, secret) {
-			t.Errorf("%s: plaintext visible in the ciphertext", name)
-		}
-		got, err := s.Open(ctx, a, aad)
-		if err != nil || !bytes.Equal(got, secret) {
-			t.Fatalf("%s: open = %q, %v", name, got, err)
-		}
-		other := map[string]string{"user": "u2", "provider": "deviantart", "token": "refresh"}
-		if _, err := s.Open(ctx, a, other); err == nil {
-			t.Errorf("%s: opened under another user's context", name)
-		}
-		tampered := a
-		tampered.Ciphertext = append([]byte{}, a.Ciphertext...)
-		tampered.Ciphertext[0] ^= 1
-		if _, err := s.Open(ctx, tampered, aad); !errors.Is(err, secrets.ErrOpen) {
-			t.Errorf("%s: tampered ciphertext: %v", name, err)
-		}
-		badNonce := a
-		badNonce.Nonce = []byte{1, 2, 3}
-		if _, err := s.Open(ctx, badNonce, aad); err == nil {
-			t.Errorf("%s: bad nonce opened", name)
-		}
+	}
+	if diff := cmp.Diff(map[string]string{"keyId": "S", "encKey": "B", "nonce": "B", "ct": "B"}, kinds); diff != "" {
+		t.Errorf("stored attributes (-want +got):\n%s", diff)
+	}
+	var back secrets.Envelope
+	if err := attributevalue.UnmarshalMap(item, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.keyID.Open(context.Background(), back, aad)
+	if err != nil || string(got) != "stored" {
+		t.Errorf("Open after a round trip through attributes = %q, %v", got, err)
 	}
 }
