@@ -1,0 +1,597 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+// adminBundle is a stack without its own pollers, an admin Service built
+// from its parts, the admin routes served beside it, and (when asked) tier
+// pollers that honour the pause flags the way the local stack's will.
+type adminBundle struct {
+	*stacktest.Bundle
+	svc      *admin.Service
+	adminURL string
+	admin    string // admin token
+	service  string // service token
+	hooks    *hooks
+}
+
+// hooks lets a test block the publisher at a crash point.
+type hooks struct {
+	mu sync.Mutex
+	at map[string]func() // job id + point → what to do there
+}
+
+func (h *hooks) set(jobID, point string, fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.at[jobID+"|"+point] = fn
+}
+
+func (h *hooks) crash(point string, j *job.Job) error {
+	h.mu.Lock()
+	fn := h.at[j.ID+"|"+point]
+	delete(h.at, j.ID+"|"+point)
+	h.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return nil
+}
+
+func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle {
+	t.Helper()
+	h := &hooks{at: map[string]func(){}}
+	b := stacktest.Setup(t, env, stack.Options{DisablePollers: true, Crash: h.crash})
+	a := b.Stack.App
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	svc := admin.New(admin.Config{
+		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, SQS: a.Clients.SQS,
+		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
+		StuckAfter: a.Config.StuckAfter, Logger: quiet,
+	})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(a.Config.JWTSecret, time.Now), Logger: quiet})
+	api.RegisterAdmin(rt, svc)
+	srv := httptest.NewServer(runtime.Gateway(rt.Serve, quiet))
+	t.Cleanup(srv.Close)
+	if pollers {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, tier := range resources.PublishTiers {
+			q, _ := b.Stack.Provisioned.Definition.Queue(tier)
+			p := &runtime.Poller{
+				SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier], QueueARN: "arn:aws:sqs:us-east-1:123456789012:" + q.Name,
+				Region: "us-east-1", BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout,
+				Wait: 200 * time.Millisecond, Paused: svc.PausedFunc(tier), Handler: a.PublisherHandler(), Logger: quiet,
+			}
+			wg.Go(func() { p.Run(ctx) })
+		}
+		t.Cleanup(func() { cancel(); wg.Wait() })
+	}
+	return &adminBundle{Bundle: b, svc: svc, adminURL: srv.URL, hooks: h,
+		admin: b.Token("op-admin", "admin", ""), service: b.Token("mon-service", "service", "")}
+}
+
+// call sends a request to the admin routes.
+func (ab *adminBundle) call(method, path, token string, body any) stacktest.Response {
+	ab.T.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	default:
+		raw, _ := json.Marshal(v)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, ab.adminURL+path, rd)
+	if err != nil {
+		ab.T.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ab.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := stacktest.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	_ = json.Unmarshal(raw, &r.Body)
+	return r
+}
+
+// submit connects a user of plan and submits a job of n items.
+func (ab *adminBundle) submit(user, plan string, n int) (token, id string) {
+	ab.T.Helper()
+	tok := ab.Token(user, "user", plan)
+	ab.Connect(tok)
+	var items []any
+	for i := range n {
+		items = append(items, map[string]any{"uploadId": ab.Upload(tok, stacktest.PNG(ab.T, 8+i))})
+	}
+	r := ab.Must(ab.Call("POST", "/v1/jobs", tok, map[string]any{"items": items, "params": map[string]any{"title": user + " " + plan}}), 201)
+	return tok, r.Body["id"].(string)
+}
+
+func tierOf(ov stacktest.Response, tier string) map[string]any {
+	tiers, _ := ov.Body["tiers"].(map[string]any)
+	m, _ := tiers[tier].(map[string]any)
+	return m
+}
+
+func TestAdminRoles(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, map[string]string{"CONVEYOR_STUCK_AFTER": "1s"}, false)
+	user := ab.Token("u-nosy", "user", "enterprise")
+	_, queuedJob := ab.submit("u-roles", "free", 1)
+	someJob := "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	item := "itm_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	ids := map[string]any{"jobIds": []string{someJob}}
+
+	reads := []struct{ method, path string }{
+		{"GET", "/v1/admin/overview"},
+		{"GET", "/v1/admin/dlq/low"},
+		{"GET", "/v1/admin/dlq/high?limit=5"},
+		{"GET", "/v1/admin/breakers"},
+		{"GET", "/v1/admin/stats?hours=24"},
+	}
+	writes := []struct {
+		method, path string
+		body         any
+		status       int
+	}{
+		{"POST", "/v1/admin/jobs/restart", ids, 200},
+		{"POST", "/v1/admin/jobs/stop", ids, 200},
+		{"POST", "/v1/admin/jobs/" + someJob + "/items/" + item + "/restart", nil, 404},
+		{"POST", "/v1/admin/dlq/medium/redrive", nil, 202},
+		{"POST", "/v1/admin/dlq/medium/redrive", ids, 202},
+		{"POST", "/v1/admin/tiers/medium/pause", nil, 200},
+		{"POST", "/v1/admin/tiers/medium/resume", nil, 200},
+		{"POST", "/v1/admin/breakers/host:example.com/reset", nil, 200},
+	}
+	for _, rd := range reads {
+		t.Run("read "+rd.path, func(t *testing.T) {
+			if r := ab.call(rd.method, rd.path, user, nil); r.Status != 403 || r.ErrorCode() != "forbidden" {
+				t.Errorf("user: %d %s", r.Status, r.Raw)
+			}
+			if r := ab.call(rd.method, rd.path, "", nil); r.Status != 401 {
+				t.Errorf("no token: %d %s", r.Status, r.Raw)
+			}
+			for _, tok := range []string{ab.service, ab.admin} {
+				if r := ab.call(rd.method, rd.path, tok, nil); r.Status != 200 {
+					t.Errorf("%d %s", r.Status, r.Raw)
+				}
+			}
+		})
+	}
+	for _, w := range writes {
+		t.Run("write "+w.path, func(t *testing.T) {
+			for name, tok := range map[string]string{"user": user, "service": ab.service} {
+				if r := ab.call(w.method, w.path, tok, w.body); r.Status != 403 {
+					t.Errorf("%s: %d %s", name, r.Status, r.Raw)
+				}
+			}
+			if r := ab.call(w.method, w.path, ab.admin, w.body); r.Status != w.status {
+				t.Errorf("admin: %d, want %d: %s", r.Status, w.status, r.Raw)
+			}
+		})
+	}
+
+	// The overview's shape, and a queued job nobody takes is an orphan —
+	// unless its tier is paused.
+	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.service, nil), 200)
+	if ov.Body["environment"] != "local" {
+		t.Errorf("environment: %s", ov.Raw)
+	}
+	for _, tier := range []string{"high", "medium", "low", "system"} {
+		m := tierOf(ov, tier)
+		for _, k := range []string{"waiting", "inFlight", "delayed", "dlq", "paused"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("tiers.%s.%s missing: %s", tier, k, ov.Raw)
+			}
+		}
+	}
+	jobs, _ := ov.Body["jobs"].(map[string]any)
+	for _, st := range []string{"scheduled", "queued", "running", "succeeded", "failed", "cancelled"} {
+		if _, ok := jobs[st]; !ok {
+			t.Errorf("jobs.%s missing: %s", st, ov.Raw)
+		}
+	}
+	if jobs["queued"] != 1.0 || tierOf(ov, "low")["waiting"] != 1.0 {
+		t.Errorf("the queued job is not counted: %s", ov.Raw)
+	}
+	ab.Eventually(func() bool {
+		return ab.call("GET", "/v1/admin/overview", ab.admin, nil).Body["orphans"] == 1.0
+	}, "job %s counted as an orphan", queuedJob)
+	ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
+	ov = ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200)
+	if ov.Body["orphans"] != 0.0 || tierOf(ov, "low")["paused"] != true {
+		t.Errorf("a paused tier's waiting job is not an orphan: %s", ov.Raw)
+	}
+}
+
+func TestAdminBadInput(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	_, id := ab.submit("u-bad", "free", 1)
+	tests := []struct {
+		name         string
+		method, path string
+		body         any
+		status       int
+		field        string
+	}{
+		{"unknown tier peek", "GET", "/v1/admin/dlq/urgent", nil, 404, ""},
+		{"unknown tier pause", "POST", "/v1/admin/tiers/urgent/pause", nil, 404, ""},
+		{"unknown tier redrive", "POST", "/v1/admin/dlq/urgent/redrive", nil, 404, ""},
+		{"limit zero", "GET", "/v1/admin/dlq/low?limit=0", nil, 400, "limit"},
+		{"limit too big", "GET", "/v1/admin/dlq/low?limit=101", nil, 400, "limit"},
+		{"limit not a number", "GET", "/v1/admin/dlq/low?limit=ten", nil, 400, "limit"},
+		{"hours zero", "GET", "/v1/admin/stats?hours=0", nil, 400, "hours"},
+		{"hours too many", "GET", "/v1/admin/stats?hours=169", nil, 400, "hours"},
+		{"restart without body", "POST", "/v1/admin/jobs/restart", nil, 415, ""},
+		{"restart empty jobIds", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{}}, 400, "jobIds"},
+		{"restart no jobIds", "POST", "/v1/admin/jobs/restart", map[string]any{}, 400, "jobIds"},
+		{"restart junk id", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{id, "../etc"}}, 400, "jobIds[1]"},
+		{"restart too many", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": make([]string, 101)}, 400, "jobIds"},
+		{"stop jobIds not a list", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": id}, 400, ""},
+		{"stop unknown field", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": []string{id}, "force": true}, 400, ""},
+		{"stop not JSON", "POST", "/v1/admin/jobs/stop", "{nope", 400, ""},
+		{"redrive empty jobIds", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"jobIds": []string{}}, 400, "jobIds"},
+		{"redrive negative max", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"max": -1}, 400, "max"},
+		{"item of an unknown job", "POST", "/v1/admin/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa/items/itm_aaaaaaaaaaaaaaaaaaaaaaaaaa/restart", nil, 404, ""},
+		{"unknown item", "POST", "/v1/admin/jobs/" + id + "/items/itm_aaaaaaaaaaaaaaaaaaaaaaaaaa/restart", nil, 404, ""},
+		{"junk item", "POST", "/v1/admin/jobs/" + id + "/items/nope/restart", nil, 404, ""},
+		{"item of an active job", "POST", "/v1/admin/jobs/" + id + "/items/" + ab.firstItem(id) + "/restart", nil, 409, ""},
+		{"breaker key too long", "POST", "/v1/admin/breakers/" + strings.Repeat("k", 300) + "/reset", nil, 400, "key"},
+		{"wrong method", "DELETE", "/v1/admin/overview", nil, 405, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ab.call(tt.method, tt.path, ab.admin, tt.body)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Raw)
+			}
+			e, _ := r.Body["error"].(map[string]any)
+			if e["code"] == nil || e["message"] == nil {
+				t.Errorf("not the error contract: %s", r.Raw)
+			}
+			if tt.field != "" && e["field"] != tt.field {
+				t.Errorf("field %v, want %s", e["field"], tt.field)
+			}
+		})
+	}
+	// Bulk calls skip what they cannot do, with the reason.
+	r := ab.Must(ab.call("POST", "/v1/admin/jobs/restart", ab.admin, map[string]any{"jobIds": []string{id, id, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}), 200)
+	if got := string(r.Raw); !strings.Contains(got, `"restarted":[]`) ||
+		!strings.Contains(got, `{"id":"`+id+`","reason":"job is queued"}`) ||
+		!strings.Contains(got, `{"id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","reason":"not found"}`) {
+		t.Errorf("restart of an active and an unknown job: %s", got)
+	}
+}
+
+func (ab *adminBundle) firstItem(id string) string {
+	j, err := ab.Stack.App.Store.GetJob(context.Background(), id)
+	if err != nil {
+		ab.T.Fatal(err)
+	}
+	return j.Items[0].ID
+}
+
+func TestPausingATierHoldsItsJobsWhileOthersFlow(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, true)
+	r := ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
+	if r.Body["tier"] != "low" || r.Body["paused"] != true {
+		t.Fatalf("pause: %s", r.Raw)
+	}
+	time.Sleep(300 * time.Millisecond) // a receive already under way when the flag flipped ends
+
+	lowTok, low := ab.submit("u-free", "free", 1)
+	_, stopped := ab.submit("u-free-2", "free", 1)
+	highTok, high := ab.submit("u-corp", "enterprise", 1)
+	ab.WaitStatus(highTok, high, "succeeded")
+
+	// Stopping a job whose message waits in the paused queue: the message
+	// has no effect once the tier runs again.
+	s := ab.Must(ab.call("POST", "/v1/admin/jobs/stop", ab.admin, map[string]any{"jobIds": []string{stopped}}), 200)
+	if got := s.Body["stopped"]; len(got.([]any)) != 1 {
+		t.Fatalf("stop: %s", s.Raw)
+	}
+
+	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.service, nil), 200)
+	if tierOf(ov, "low")["paused"] != true || tierOf(ov, "low")["waiting"] != 2.0 || tierOf(ov, "high")["paused"] != false {
+		t.Errorf("overview while low is paused: %s", ov.Raw)
+	}
+	if j := ab.Call("GET", "/v1/jobs/"+low, lowTok, nil); j.Body["status"] != "queued" || j.Body["attempts"] != 0.0 {
+		t.Fatalf("the paused tier's job moved: %s", j.Raw)
+	}
+
+	r = ab.Must(ab.call("POST", "/v1/admin/tiers/low/resume", ab.admin, nil), 200)
+	if r.Body["paused"] != false {
+		t.Fatalf("resume: %s", r.Raw)
+	}
+	ab.WaitStatus(lowTok, low, "succeeded")
+	ab.Eventually(func() bool {
+		return tierOf(ab.call("GET", "/v1/admin/overview", ab.admin, nil), "low")["waiting"] == 0.0
+	}, "the low queue drained")
+	j, err := ab.Stack.App.Store.GetJob(context.Background(), stopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Cancelled || j.Error == nil || j.Error.Code != admin.StopCode || j.Attempts != 0 {
+		t.Errorf("the stopped job ran after all: %+v", j)
+	}
+	if pubs := ab.Stack.Simulator.Publications(); len(pubs) != 2 {
+		t.Errorf("publications = %d, want 2", len(pubs))
+	}
+}
+
+func TestDeadLetteredJobIsRedrivenAndFinishes(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, true)
+	ctx := context.Background()
+	a := ab.Stack.App
+	ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
+	time.Sleep(300 * time.Millisecond)
+	tok, id := ab.submit("u-dlq", "free", 1)
+	_, other := ab.submit("u-dlq-2", "free", 1)
+
+	// A consumer that crashes on every delivery: receive, never delete,
+	// until SQS moves the messages to the DLQ (maxReceiveCount).
+	q := a.Config.QueueURLs[resources.Low]
+	dlq := a.Config.DLQURLs[resources.Low]
+	ab.Eventually(func() bool {
+		got, err := a.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+		for i, m := range got.Messages {
+			back = append(back, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(back) > 0 {
+			if _, err := a.Clients.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q), Entries: back}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ov := ab.call("GET", "/v1/admin/overview", ab.service, nil)
+		return tierOf(ov, "low")["dlq"] == 2.0 && tierOf(ov, "low")["waiting"] == 0.0
+	}, "both messages dead-lettered")
+	// Recovery later gave up on the job: it failed, stuck.
+	if _, err := a.Store.UpdateJob(ctx, id, func(j *job.Job) error {
+		j.Error = &job.Error{Code: "stuck", Message: "no progress", Retryable: true}
+		return j.Apply(job.Fail, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	peek := ab.Must(ab.call("GET", "/v1/admin/dlq/low?limit=10", ab.service, nil), 200)
+	msgs, _ := peek.Body["messages"].([]any)
+	if len(msgs) != 2 {
+		t.Fatalf("peek: %s", peek.Raw)
+	}
+	seen := map[string]map[string]any{}
+	for _, m := range msgs {
+		mm := m.(map[string]any)
+		seen[mm["jobId"].(string)] = mm
+	}
+	if m := seen[id]; m == nil || m["sentAt"] == nil || m["error"].(map[string]any)["code"] != "stuck" || m["status"] != "failed" {
+		t.Errorf("peeked message of %s: %v", id, m)
+	}
+	// Peeking consumed nothing.
+	again := ab.Must(ab.call("GET", "/v1/admin/dlq/low?limit=1", ab.admin, nil), 200)
+	if n := len(again.Body["messages"].([]any)); n != 1 {
+		t.Errorf("a second peek saw %d messages: %s", n, again.Raw)
+	}
+
+	ab.Must(ab.call("POST", "/v1/admin/tiers/low/resume", ab.admin, nil), 200)
+	r := ab.Must(ab.call("POST", "/v1/admin/dlq/low/redrive", ab.admin, map[string]any{"jobIds": []string{id}}), 202)
+	if r.Body["moved"] != 1.0 {
+		t.Fatalf("redrive of one job: %s", r.Raw)
+	}
+	done := ab.WaitStatus(tok, id, "succeeded")
+	if res, _ := done.Body["result"].(map[string]any); res["deviationId"] == nil {
+		t.Errorf("no result: %s", done.Raw)
+	}
+	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200)
+	if tierOf(ov, "low")["dlq"] != 1.0 {
+		t.Errorf("the other message left the DLQ: %s", ov.Raw)
+	}
+	// The rest, without a selection.
+	r = ab.Must(ab.call("POST", "/v1/admin/dlq/low/redrive", ab.admin, nil), 202)
+	if r.Body["moved"] != 1.0 {
+		t.Fatalf("redrive of the rest: %s", r.Raw)
+	}
+	ab.Eventually(func() bool {
+		j, err := a.Store.GetJob(ctx, other)
+		return err == nil && j.Status == job.Succeeded
+	}, "job %s finished after the redrive", other)
+	if n, _ := dlqDepth(ctx, a.Clients.SQS, dlq); n != 0 {
+		t.Errorf("DLQ depth %d after redriving everything", n)
+	}
+}
+
+func dlqDepth(ctx context.Context, c *sqs.Client, url string) (int, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return 0, err
+	}
+	visible, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	held, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return visible + held, nil
+}
+
+func TestStopThenRestartKeepsOutputs(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, true)
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
+	time.Sleep(300 * time.Millisecond)
+	tok, id := ab.submit("u-stop", "pro", 2)
+
+	// Hold the worker right after the first item's output is stored.
+	reached, release := make(chan struct{}), make(chan struct{})
+	ab.hooks.set(id, publish.AfterItem, func() { close(reached); <-release })
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/resume", ab.admin, nil), 200)
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker never published the first item")
+	}
+	r := ab.Must(ab.call("POST", "/v1/admin/jobs/stop", ab.admin, map[string]any{"jobIds": []string{id}}), 200)
+	close(release)
+	if got := r.Body["stopped"].([]any); len(got) != 1 || got[0] != id {
+		t.Fatalf("stop: %s", r.Raw)
+	}
+	stopped := ab.WaitStatus(tok, id, "cancelled")
+	if e, _ := stopped.Body["error"].(map[string]any); e["code"] != "stopped" {
+		t.Errorf("stopped job's error: %s", stopped.Raw)
+	}
+	items := stopped.Body["items"].([]any)
+	first := items[0].(map[string]any)
+	out, _ := first["output"].(map[string]any)
+	if first["status"] != "published" || out["deviationId"] == nil {
+		t.Fatalf("the first item's output was not kept: %s", stopped.Raw)
+	}
+	// Stopping it again is skipped: it is finished.
+	again := ab.Must(ab.call("POST", "/v1/admin/jobs/stop", ab.admin, map[string]any{"jobIds": []string{id}}), 200)
+	if !strings.Contains(string(again.Raw), `"reason":"job is cancelled"`) {
+		t.Errorf("second stop: %s", again.Raw)
+	}
+	// The worker lets go of the stopped job and its message is gone.
+	ab.Eventually(func() bool {
+		m := tierOf(ab.call("GET", "/v1/admin/overview", ab.admin, nil), "medium")
+		return m["waiting"] == 0.0 && m["inFlight"] == 0.0
+	}, "the stopped job's message went away")
+
+	r = ab.Must(ab.call("POST", "/v1/admin/jobs/restart", ab.admin, map[string]any{"jobIds": []string{id}}), 200)
+	if got := r.Body["restarted"].([]any); len(got) != 1 {
+		t.Fatalf("restart: %s", r.Raw)
+	}
+	done := ab.WaitStatus(tok, id, "succeeded")
+	items = done.Body["items"].([]any)
+	if got := items[0].(map[string]any)["output"].(map[string]any)["deviationId"]; got != out["deviationId"] {
+		t.Errorf("first item's output changed: %v → %v", out["deviationId"], got)
+	}
+	if items[1].(map[string]any)["status"] != "published" {
+		t.Errorf("second item: %s", done.Raw)
+	}
+	if pubs := ab.Stack.Simulator.Publications(); len(pubs) != 2 {
+		t.Errorf("publications = %d, want 2 (one per item, none twice)", len(pubs))
+	}
+}
+
+func TestRestartItem(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, true)
+	ab.Must(ab.call("POST", "/v1/admin/tiers/high/pause", ab.admin, nil), 200)
+	time.Sleep(300 * time.Millisecond)
+	tok, id := ab.submit("u-item", "corporate", 2)
+	// The API refuses the second publication for good (a 400), once.
+	var once sync.Once
+	ab.hooks.set(id, publish.AfterItem, func() {
+		once.Do(func() {
+			ab.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 400, Count: 1})
+		})
+	})
+	ab.Must(ab.call("POST", "/v1/admin/tiers/high/resume", ab.admin, nil), 200)
+	failed := ab.WaitStatus(tok, id, "failed")
+	items := failed.Body["items"].([]any)
+	first, second := items[0].(map[string]any), items[1].(map[string]any)
+	if first["status"] != "published" || second["status"] != "failed" {
+		t.Fatalf("failed job: %s", failed.Raw)
+	}
+	r := ab.call("POST", "/v1/admin/jobs/"+id+"/items/"+first["id"].(string)+"/restart", ab.admin, nil)
+	if r.Status != 409 || r.ErrorCode() != "item_published" {
+		t.Errorf("restart of a published item: %d %s", r.Status, r.Raw)
+	}
+	r = ab.Must(ab.call("POST", "/v1/admin/jobs/"+id+"/items/"+second["id"].(string)+"/restart", ab.admin, nil), 200)
+	if r.Body["status"] != "queued" {
+		t.Errorf("restart of the failed item: %s", r.Raw)
+	}
+	done := ab.WaitStatus(tok, id, "succeeded")
+	items = done.Body["items"].([]any)
+	if items[0].(map[string]any)["output"].(map[string]any)["deviationId"] != first["output"].(map[string]any)["deviationId"] {
+		t.Errorf("the published item's output changed: %s", done.Raw)
+	}
+	if items[1].(map[string]any)["status"] != "published" {
+		t.Errorf("the restarted item: %s", done.Raw)
+	}
+}
+
+func TestStatsAndRecovery(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	ctx := context.Background()
+	st := ab.Stack.App.Store
+	now := time.Now().UTC()
+	for _, c := range []struct {
+		status job.Status
+		at     time.Time
+	}{
+		{job.Succeeded, now}, {job.Succeeded, now}, {job.Succeeded, now}, {job.Failed, now},
+		{job.Succeeded, now.Add(-2 * time.Hour)}, {job.Failed, now.Add(-30 * time.Hour)}, {job.Cancelled, now},
+	} {
+		if err := st.CountFinished(ctx, c.status, c.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CountFinished(ctx, job.Queued, now); err == nil {
+		t.Error("counting a queued job as finished was accepted")
+	}
+	r := ab.Must(ab.call("GET", "/v1/admin/stats?hours=3", ab.service, nil), 200)
+	hours := r.Body["hours"].([]any)
+	if len(hours) != 3 || r.Body["succeeded"] != 4.0 || r.Body["failed"] != 1.0 || r.Body["cancelled"] != 1.0 {
+		t.Fatalf("stats of 3 hours: %s", r.Raw)
+	}
+	last := hours[2].(map[string]any)
+	if last["hour"] != now.Truncate(time.Hour).Format(time.RFC3339) || last["succeeded"] != 3.0 || last["failed"] != 1.0 {
+		t.Errorf("the current hour: %v", last)
+	}
+	if hours[0].(map[string]any)["succeeded"] != 1.0 {
+		t.Errorf("two hours ago: %v", hours[0])
+	}
+	if err := st.RecordRecovery(ctx, store.RecoveryRun{Orphans: 3, Requeued: 2, FailedStuck: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200)
+	stats := ov.Body["stats"].(map[string]any)
+	rec, _ := ov.Body["recovery"].(map[string]any)
+	if stats["succeeded"] != 4.0 || stats["failed"] != 1.0 || rec["orphans"] != 3.0 || rec["requeued"] != 2.0 {
+		t.Errorf("overview: %s", ov.Raw)
+	}
+}
