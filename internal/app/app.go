@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/api"
@@ -172,7 +174,29 @@ func FromEnv(ctx context.Context) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := resolveSecrets(ctx, &cfg, secretsmanager.NewFromConfig(awsCfg)); err != nil {
+		return nil, err
+	}
 	return New(cfg, awsclient.New(awsCfg), Options{})
+}
+
+// resolveSecrets reads the JWT and webhook secrets from Secrets Manager
+// when the configuration names them by ARN instead of carrying them.
+func resolveSecrets(ctx context.Context, cfg *config.Config, sm *secretsmanager.Client) error {
+	for _, s := range []struct {
+		arn string
+		dst *[]byte
+	}{{cfg.JWTSecretARN, &cfg.JWTSecret}, {cfg.WebhookSecretARN, &cfg.WebhookSecret}} {
+		if s.arn == "" || len(*s.dst) > 0 {
+			continue
+		}
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.arn)})
+		if err != nil {
+			return fmt.Errorf("reading secret %s: %w", s.arn, err)
+		}
+		*s.dst = []byte(aws.ToString(out.SecretString))
+	}
+	return nil
 }
 
 // APIHandler is the API function's handler.

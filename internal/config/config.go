@@ -55,6 +55,10 @@ type Config struct {
 	JWTSecret []byte
 	// WebhookSecret signs webhook bodies (CONVEYOR_WEBHOOK_SECRET).
 	WebhookSecret []byte
+	// JWTSecretARN / WebhookSecretARN name Secrets Manager secrets to read
+	// the two secrets from at cold start when the values are not set
+	// (CONVEYOR_JWT_SECRET_ARN, CONVEYOR_WEBHOOK_SECRET_ARN: the CDK stacks).
+	JWTSecretARN, WebhookSecretARN string
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
@@ -103,6 +107,8 @@ func From(getenv func(string) string) (Config, error) {
 		EventBus:               getenv("CONVEYOR_EVENT_BUS"),
 		JWTSecret:              []byte(getenv("CONVEYOR_JWT_SECRET")),
 		WebhookSecret:          []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
+		JWTSecretARN:           getenv("CONVEYOR_JWT_SECRET_ARN"),
+		WebhookSecretARN:       getenv("CONVEYOR_WEBHOOK_SECRET_ARN"),
 		DeviantArtURL:          r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
 		DeviantArtClientID:     getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
 		DeviantArtClientSecret: getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),

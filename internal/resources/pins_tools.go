@@ -14,6 +14,7 @@ import (
 	_ "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	_ "github.com/aws/aws-sdk-go-v2/service/kms"
 	_ "github.com/aws/aws-sdk-go-v2/service/s3"
+	_ "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	_ "github.com/aws/aws-sdk-go-v2/service/sqs"
 	_ "github.com/aws/constructs-go/constructs/v10"
 	_ "github.com/aws/jsii-runtime-go"
