@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,22 +17,19 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/api"
-	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/admin/admintest"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
-	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
-// adminBundle is a stack without its own pollers, an admin Service built
-// from its parts, the admin routes served beside it, and (when asked) tier
-// pollers that honour the pause flags the way the local stack's will.
+// adminBundle is a stack without its own pollers, the admin routes served
+// beside it (admintest), and (when asked) tier pollers that honour the
+// pause flags.
 type adminBundle struct {
 	*stacktest.Bundle
 	svc      *admin.Service
@@ -71,32 +66,11 @@ func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle 
 	t.Helper()
 	h := &hooks{at: map[string]func(){}}
 	b := stacktest.Setup(t, env, stack.Options{DisablePollers: true, Crash: h.crash})
-	a := b.Stack.App
-	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	svc := admin.New(admin.Config{
-		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, SQS: a.Clients.SQS,
-		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
-		StuckAfter: a.Config.StuckAfter, Logger: quiet,
-	})
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(a.Config.JWTSecret, time.Now), Logger: quiet})
-	api.RegisterAdmin(rt, svc)
-	srv := httptest.NewServer(runtime.Gateway(rt.Serve, quiet))
-	t.Cleanup(srv.Close)
+	srv := admintest.Serve(t, b.Stack)
 	if pollers {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, tier := range resources.PublishTiers {
-			q, _ := b.Stack.Provisioned.Definition.Queue(tier)
-			p := &runtime.Poller{
-				SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier], QueueARN: "arn:aws:sqs:us-east-1:123456789012:" + q.Name,
-				Region: "us-east-1", BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout,
-				Wait: 200 * time.Millisecond, Paused: svc.PausedFunc(tier), Handler: a.PublisherHandler(), Logger: quiet,
-			}
-			wg.Go(func() { p.Run(ctx) })
-		}
-		t.Cleanup(func() { cancel(); wg.Wait() })
+		srv.RunPollers(t)
 	}
-	return &adminBundle{Bundle: b, svc: svc, adminURL: srv.URL, hooks: h,
+	return &adminBundle{Bundle: b, svc: srv.Service, adminURL: srv.URL, hooks: h,
 		admin: b.Token("op-admin", "admin", ""), service: b.Token("mon-service", "service", "")}
 }
 

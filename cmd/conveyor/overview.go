@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// envOverview is one environment's overview, or why it has none.
+type envOverview struct {
+	Overview *admin.Overview `json:"overview,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// overview prints the overview of every named environment at once.
+func (c *cli) overview(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("overview", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	o := c.commonFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	watch := fs.Duration("watch", 0, "print again every interval (like 5s) until interrupted")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("overview takes no arguments (got %q)", pos)
+	}
+	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
+		return fmt.Errorf("--watch must be at least 100ms")
+	}
+	targets, err := c.targets(o)
+	if err != nil {
+		return err
+	}
+	for {
+		res := c.fetchOverviews(ctx, targets)
+		var buf bytes.Buffer
+		if *watch > 0 {
+			fmt.Fprintf(&buf, "\033[H\033[2J%s — every %s, Ctrl-C to stop\n\n", c.now().UTC().Format(time.RFC3339), *watch)
+		}
+		if *asJSON {
+			enc := json.NewEncoder(&buf)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(map[string]any{"environments": res}); err != nil {
+				return err
+			}
+		} else {
+			renderOverview(&buf, res)
+		}
+		if _, err := c.stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		if *watch == 0 {
+			for _, r := range res {
+				if r.Error != "" {
+					return errPartial
+				}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*watch):
+		}
+	}
+}
+
+// fetchOverviews asks every target at once.
+func (c *cli) fetchOverviews(ctx context.Context, targets []target) map[string]envOverview {
+	out := make(map[string]envOverview, len(targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Go(func() {
+			var r envOverview
+			err := t.err
+			if err == nil {
+				var ov admin.Overview
+				if err = c.call(ctx, t, http.MethodGet, "/v1/admin/overview", nil, &ov); err == nil {
+					r.Overview = &ov
+				}
+			}
+			if err != nil {
+				r.Error = err.Error()
+			}
+			mu.Lock()
+			out[t.name] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// tierOrder lists the tiers highest first, then any others by name.
+func tierOrder(m map[string]admin.TierStats) []string {
+	var out []string
+	for _, t := range resources.Tiers {
+		if _, ok := m[string(t)]; ok {
+			out = append(out, string(t))
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+var jobColumns = []string{"scheduled", "queued", "running", "succeeded", "failed", "cancelled"}
+
+// renderOverview prints the tables of the environments that answered —
+// queues per tier, jobs per environment (with a total), breakers — then one
+// line per environment that failed, with its error.
+func renderOverview(w io.Writer, res map[string]envOverview) {
+	envs := sortedKeys(res)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENVIRONMENT\tTIER\tWAITING\tIN FLIGHT\tDELAYED\tDLQ\tPAUSED")
+	for _, e := range envs {
+		ov := res[e].Overview
+		if ov == nil {
+			continue
+		}
+		for _, t := range tierOrder(ov.Tiers) {
+			st := ov.Tiers[t]
+			paused := "-"
+			if st.Paused {
+				paused = "paused"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", e, t, st.Waiting, st.InFlight, st.Delayed, st.DLQ, paused)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENVIRONMENT\tSCHEDULED\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tORPHANS\tOK 24H\tFAILED 24H\tOPEN BREAKERS")
+	total := make([]int, len(jobColumns)+4)
+	ok := 0
+	for _, e := range envs {
+		ov := res[e].Overview
+		if ov == nil {
+			continue
+		}
+		ok++
+		row := make([]int, 0, len(total))
+		for _, st := range jobColumns {
+			row = append(row, ov.Jobs[st])
+		}
+		open := 0
+		for _, b := range ov.Breakers {
+			if b.State != breaker.Closed {
+				open++
+			}
+		}
+		row = append(row, ov.Orphans, ov.Stats.Succeeded, ov.Stats.Failed, open)
+		fmt.Fprint(tw, e)
+		for i, n := range row {
+			total[i] += n
+			fmt.Fprintf(tw, "\t%d", n)
+		}
+		fmt.Fprintln(tw)
+	}
+	if ok > 1 {
+		fmt.Fprint(tw, "TOTAL")
+		for _, n := range total {
+			fmt.Fprintf(tw, "\t%d", n)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+
+	var brk [][]string
+	for _, e := range envs {
+		if ov := res[e].Overview; ov != nil {
+			for _, b := range ov.Breakers {
+				until := "-"
+				if b.OpenUntil != nil && b.State != breaker.Closed {
+					until = b.OpenUntil.UTC().Format(time.RFC3339)
+				}
+				brk = append(brk, []string{e, b.Key, string(b.State), strconv.Itoa(b.Failures), until})
+			}
+		}
+	}
+	if len(brk) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENVIRONMENT\tBREAKER\tSTATE\tFAILURES\tOPEN UNTIL")
+		for _, r := range brk {
+			fmt.Fprintln(tw, joinTab(r))
+		}
+		tw.Flush()
+	}
+
+	first := true
+	for _, e := range envs {
+		if msg := res[e].Error; msg != "" {
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			fmt.Fprintf(w, "error: %s: %s\n", e, msg)
+		}
+	}
+}
+
+func joinTab(cells []string) string {
+	var b bytes.Buffer
+	for i, c := range cells {
+		if i > 0 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(c)
+	}
+	return b.String()
+}

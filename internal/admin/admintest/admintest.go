@@ -1,0 +1,76 @@
+// Package admintest serves the admin routes of a test's local stack and
+// runs tier pollers that honour the pause flags, the way the local stack
+// does once it wires the admin service in.
+package admintest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/stack"
+)
+
+// Server is an admin Service built from a stack's parts and its routes
+// served over HTTP until the test ends.
+type Server struct {
+	Service *admin.Service
+	// URL is the base URL of the admin routes.
+	URL   string
+	stack *stack.Stack
+}
+
+var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+// NewService builds an admin Service from a running stack's parts.
+func NewService(s *stack.Stack) *admin.Service {
+	a := s.App
+	return admin.New(admin.Config{
+		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, SQS: a.Clients.SQS,
+		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
+		StuckAfter: a.Config.StuckAfter, Logger: quiet,
+	})
+}
+
+// Serve serves the admin routes of s (verified with its JWT secret).
+func Serve(t testing.TB, s *stack.Stack) *Server {
+	t.Helper()
+	svc := NewService(s)
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
+	api.RegisterAdmin(rt, svc)
+	srv := httptest.NewServer(runtime.Gateway(rt.Serve, quiet))
+	t.Cleanup(srv.Close)
+	return &Server{Service: svc, URL: srv.URL, stack: s}
+}
+
+// RunPollers consumes every publish tier of the stack (started with
+// DisablePollers) with the stack's publisher, skipping paused tiers, until
+// the test ends.
+func (s *Server) RunPollers(t testing.TB) {
+	t.Helper()
+	a := s.stack.App
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, tier := range resources.PublishTiers {
+		q, _ := s.stack.Provisioned.Definition.Queue(tier)
+		p := &runtime.Poller{
+			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
+			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
+			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
+			Paused: s.Service.PausedFunc(tier), Handler: a.PublisherHandler(), Logger: quiet,
+		}
+		wg.Go(func() { p.Run(ctx) })
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
