@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,8 +118,11 @@ type Service struct {
 	pause pauseCache
 }
 
-// New returns a Service.
-func New(cfg Config) *Service {
+// New returns a Service, or an error naming what the configuration lacks.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -134,7 +138,27 @@ func New(cfg Config) *Service {
 	if cfg.Mover == nil {
 		cfg.Mover = SQSMover{SQS: cfg.SQS, Logger: cfg.Logger}
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg}, nil
+}
+
+func (c Config) validate() error {
+	var missing []string
+	for name, absent := range map[string]bool{
+		"Store": c.Store == nil, "Jobs": c.Jobs == nil, "Sender": c.Sender == nil, "SQS": c.SQS == nil,
+		"Breakers": c.Breakers == nil, "QueueURLs": len(c.QueueURLs) == 0,
+	} {
+		if absent {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("admin: the configuration lacks %s", strings.Join(missing, ", "))
+	}
+	if c.StuckAfter < 0 || c.PauseCache < 0 {
+		return errors.New("admin: StuckAfter and PauseCache must not be negative")
+	}
+	return nil
 }
 
 // ErrUnknownTier is returned for a tier that does not exist or has no

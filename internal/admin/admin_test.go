@@ -253,7 +253,9 @@ type countingMover struct{ n int }
 
 func (c *countingMover) Move(context.Context, Redrive) (int, error) { c.n++; return 0, nil }
 
-type fakeLambda struct{ got []*lambda.UpdateEventSourceMappingInput }
+type fakeLambda struct {
+	got []*lambda.UpdateEventSourceMappingInput
+}
 
 func (f *fakeLambda) UpdateEventSourceMapping(_ context.Context, in *lambda.UpdateEventSourceMappingInput, _ ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error) {
 	f.got = append(f.got, in)
@@ -277,5 +279,13 @@ func TestESMSwitch(t *testing.T) {
 	}
 	if len(fl.got) != 1 || aws.ToString(fl.got[0].UUID) != "uuid-low" || aws.ToBool(fl.got[0].Enabled) {
 		t.Errorf("update: %+v", fl.got)
+	}
+}
+
+func TestNewNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{SQS: newFakeSQS()})
+	if err == nil || err.Error() != "admin: the configuration lacks Breakers, Jobs, QueueURLs, Sender, Store" {
+		t.Errorf("%v", err)
 	}
 }

@@ -34,19 +34,24 @@ type Server struct {
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
 // NewService builds an admin Service from a running stack's parts.
-func NewService(s *stack.Stack) *admin.Service {
+func NewService(t testing.TB, s *stack.Stack) *admin.Service {
+	t.Helper()
 	a := s.App
-	return admin.New(admin.Config{
+	svc, err := admin.New(admin.Config{
 		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, SQS: a.Clients.SQS,
 		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
 		StuckAfter: a.Config.StuckAfter, Logger: quiet,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 // Serve serves the admin routes of s (verified with its JWT secret).
 func Serve(t testing.TB, s *stack.Stack) *Server {
 	t.Helper()
-	svc := NewService(s)
+	svc := NewService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
 	api.RegisterAdmin(rt, svc)
 	srv := httptest.NewServer(runtime.Gateway(rt.Serve, quiet))
