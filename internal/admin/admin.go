@@ -145,7 +145,7 @@ func (c Config) validate() error {
 	var missing []string
 	for name, absent := range map[string]bool{
 		"Store": c.Store == nil, "Jobs": c.Jobs == nil, "Sender": c.Sender == nil, "SQS": c.SQS == nil,
-		"Breakers": c.Breakers == nil, "QueueURLs": len(c.QueueURLs) == 0,
+		"Breakers": c.Breakers == nil,
 	} {
 		if absent {
 			missing = append(missing, name)

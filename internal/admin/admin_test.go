@@ -285,7 +285,7 @@ func TestESMSwitch(t *testing.T) {
 func TestNewNamesWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{SQS: newFakeSQS()})
-	if err == nil || err.Error() != "admin: the configuration lacks Breakers, Jobs, QueueURLs, Sender, Store" {
+	if err == nil || err.Error() != "admin: the configuration lacks Breakers, Jobs, Sender, Store" {
 		t.Errorf("%v", err)
 	}
 }
