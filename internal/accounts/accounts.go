@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
@@ -190,9 +191,12 @@ func (s *Service) AccessToken(ctx context.Context, owner string) (string, error)
 			s.remember(owner, string(tok), *a.AccessExpiresAt)
 			return string(tok), nil
 		}
-		switch err := s.cfg.Store.LeaseAccount(ctx, owner, Provider, s.cfg.Worker, now, now.Add(s.cfg.RefreshLease)); {
+		// Each attempt leases under a name of its own: concurrent requests
+		// of one instance contend exactly like separate instances.
+		holder := s.cfg.Worker + "/" + ids.New("lease")
+		switch err := s.cfg.Store.LeaseAccount(ctx, owner, Provider, holder, now, now.Add(s.cfg.RefreshLease)); {
 		case err == nil:
-			return s.refresh(ctx, a)
+			return s.refresh(ctx, a, holder)
 		case !errors.Is(err, store.ErrConflict):
 			return "", err
 		}
@@ -216,10 +220,10 @@ func (s *Service) remember(owner, token string, expires time.Time) {
 
 // refresh runs under the account's lease: it exchanges the refresh token,
 // seals the rotated pair and stores it, releasing the lease.
-func (s *Service) refresh(ctx context.Context, a store.Account) (string, error) {
+func (s *Service) refresh(ctx context.Context, a store.Account, holder string) (string, error) {
 	owner := a.Owner
 	release := func() {
-		if err := s.cfg.Store.ReleaseAccount(context.WithoutCancel(ctx), owner, Provider, s.cfg.Worker); err != nil {
+		if err := s.cfg.Store.ReleaseAccount(context.WithoutCancel(ctx), owner, Provider, holder); err != nil {
 			s.cfg.Logger.WarnContext(ctx, "releasing the refresh lease failed", "user", owner, "error", err)
 		}
 	}
@@ -269,7 +273,7 @@ func (s *Service) refresh(ctx context.Context, a store.Account) (string, error) 
 	a.Refresh, a.Access, a.AccessExpiresAt = refreshEnv, &accessEnv, &exp
 	a.Version++
 	a.UpdatedAt = now.UTC()
-	if err := s.cfg.Store.SaveRefreshed(ctx, a, s.cfg.Worker); err != nil {
+	if err := s.cfg.Store.SaveRefreshed(ctx, a, holder); err != nil {
 		// Our lease expired and someone else refreshed meanwhile: the token
 		// we got was rotated away by theirs or theirs by ours; the stored
 		// one is authoritative.

@@ -140,12 +140,16 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 				if !r.stuck(cur, stuckBefore) {
 					return errSkip
 				}
-				if cur.Attempts+1 > cur.MaxAttempts {
+				if cur.Attempts >= cur.MaxAttempts {
 					failed = true
 					cur.Error = &job.Error{Code: "stuck", Message: fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), Retryable: true}
 					return cur.Apply(job.Fail, now)
 				}
-				cur.Attempts++
+				if cur.Status == job.Queued {
+					// Never received: count the attempt the send should have
+					// been. (A running job's attempt was counted at its claim.)
+					cur.Attempts++
+				}
 				return cur.Apply(job.Requeue, now)
 			})
 			switch {

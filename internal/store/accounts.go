@@ -66,8 +66,7 @@ func (s *Store) PutAccount(ctx context.Context, a Account) error {
 func (s *Store) LeaseAccount(ctx context.Context, owner, provider, worker string, now, until time.Time) error {
 	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(
 		expression.AttributeNotExists(expression.Name("leaseUntilMs")).
-			Or(expression.Name("leaseUntilMs").LessThan(expression.Value(now.UnixMilli()))).
-			Or(expression.Name("leaseOwner").Equal(expression.Value(worker))))
+			Or(expression.Name("leaseUntilMs").LessThan(expression.Value(now.UnixMilli()))))
 	update := expression.Set(expression.Name("leaseOwner"), expression.Value(worker)).
 		Set(expression.Name("leaseUntilMs"), expression.Value(until.UnixMilli()))
 	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()

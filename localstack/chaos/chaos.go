@@ -1,0 +1,254 @@
+// Package chaos pushes jobs through the whole local stack while things go
+// wrong — workers die between steps, messages are delivered twice, the
+// external API answers 429s and 5xx and is slow — and then checks what must
+// hold: every job ends, none is lost or stuck, no item is published twice,
+// attempts stay within bounds. It prints what it injected and what held.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/localstack/stack"
+)
+
+// Options configures a run.
+type Options struct {
+	// Endpoint is the emulator (empty: a private one).
+	Endpoint string
+	Prefix   string
+	Jobs     int
+	// CrashRate is the chance a worker dies at each crash point (once per
+	// job and point).
+	CrashRate float64
+	// DuplicateRate is the chance a job's message is sent a second time.
+	DuplicateRate float64
+	// FaultRate is the chance an external call fails (429 or 500).
+	FaultRate float64
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+	Seed    uint64
+	Log     io.Writer
+}
+
+// Report is what was injected and what held.
+type Report struct {
+	Jobs, Succeeded, Failed                   int
+	Crashes, Duplicates                       int64
+	FaultsInjected                            int
+	MaxPublicationsPerItem, MaxAttempts       int
+	Lost, Stuck, DoublePublished, OverAttempt []string
+	// FailReasons counts the failed jobs' error codes.
+	FailReasons map[string]int
+	Elapsed     time.Duration
+}
+
+// OK reports whether every invariant held.
+func (r Report) OK() bool {
+	return len(r.Lost)+len(r.Stuck)+len(r.DoublePublished)+len(r.OverAttempt) == 0 && r.Succeeded+r.Failed == r.Jobs
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("chaos: %d jobs in %s — injected %d crashes, %d duplicate deliveries, %d API faults; "+
+		"%d succeeded, %d failed with a reason; lost %d, stuck %d, published twice %d, over the attempt bound %d; max publications per item %d, max attempts %d",
+		r.Jobs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.Duplicates, r.FaultsInjected, r.Succeeded, r.Failed,
+		len(r.Lost), len(r.Stuck), len(r.DoublePublished), len(r.OverAttempt), r.MaxPublicationsPerItem, r.MaxAttempts) +
+		fmt.Sprintf("; failure reasons %v", r.FailReasons)
+}
+
+// Run runs the chaos and checks the invariants.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 42))
+	var rngMu sync.Mutex
+	chance := func(p float64) bool {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.Float64() < p
+	}
+	var rep Report
+	var crashMu sync.Mutex
+	crashed := map[string]bool{}
+	env := map[string]string{
+		"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "50ms", "CONVEYOR_RETRY_MAX": "400ms",
+		"CONVEYOR_BREAKER_THRESHOLD": "8", "CONVEYOR_BREAKER_WINDOW": "2s", "CONVEYOR_BREAKER_COOLDOWN": "1s", "CONVEYOR_BREAKER_CACHE": "100ms",
+		"CONVEYOR_STUCK_AFTER": "15s", "CONVEYOR_RECOVERY_INTERVAL": "500ms", "CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_MAX_ATTEMPTS": "7",
+	}
+	s, err := stack.Start(ctx, stack.Options{
+		Endpoint: o.Endpoint, Prefix: o.Prefix, APIAddr: "127.0.0.1:0",
+		Getenv: func(k string) string { return env[k] }, Metrics: io.Discard,
+		Logger: slog.New(slog.NewJSONHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Crash: func(point string, j *job.Job) error {
+			key := j.ID + "/" + point
+			crashMu.Lock()
+			defer crashMu.Unlock()
+			if crashed[key] || !chance(o.CrashRate) {
+				return nil
+			}
+			crashed[key] = true
+			atomic.AddInt64(&rep.Crashes, 1)
+			return errors.New("chaos: worker killed")
+		},
+	})
+	if err != nil {
+		return rep, err
+	}
+	defer s.Close()
+	start := time.Now()
+	for _, path := range []string{simulator.PathSubmit, simulator.PathPublish} {
+		s.Simulator.AddFault(simulator.Fault{Path: path, Status: 500, Rate: o.FaultRate / 2})
+		s.Simulator.AddFault(simulator.Fault{Path: path, Status: 429, Rate: o.FaultRate / 2, RetryAfter: 1})
+		s.Simulator.AddFault(simulator.Fault{Path: path, LatencyMs: 20, Rate: 0.3})
+	}
+
+	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: "chaos", Role: auth.RoleUser, Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		return rep, err
+	}
+	if _, err := call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos"}); err != nil {
+		return rep, err
+	}
+	up, err := upload(s.APIURL, tok)
+	if err != nil {
+		return rep, err
+	}
+	ids := make([]string, o.Jobs)
+	for i := range o.Jobs {
+		body, err := call(s.APIURL, "POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
+		if err != nil {
+			return rep, err
+		}
+		ids[i] = body["id"].(string)
+		if chance(o.DuplicateRate) {
+			// A second delivery of the same job while the first is in flight.
+			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindPublish, JobID: ids[i], Send: 1000 + i}); err == nil {
+				atomic.AddInt64(&rep.Duplicates, 1)
+			}
+		}
+	}
+	rep.Jobs = o.Jobs
+	deadline := time.Now().Add(o.Timeout)
+	final := map[string]job.Job{}
+	for len(final) < len(ids) && time.Now().Before(deadline) {
+		for _, id := range ids {
+			if _, done := final[id]; done {
+				continue
+			}
+			j, err := s.App.Store.GetJob(ctx, id)
+			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed) {
+				final[id] = j
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rep.Elapsed = time.Since(start)
+	for _, f := range s.Simulator.Faults() {
+		if f.Status != 0 {
+			rep.FaultsInjected += f.Fired
+		}
+	}
+	pubs := map[string]int{}
+	for _, p := range s.Simulator.Publications() {
+		pubs[p.Stack]++
+	}
+	for _, id := range ids {
+		j, ok := final[id]
+		if !ok {
+			cur, err := s.App.Store.GetJob(ctx, id)
+			if err != nil {
+				rep.Lost = append(rep.Lost, id)
+			} else {
+				rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (%s)", id, cur.Status))
+			}
+			continue
+		}
+		if j.Status == job.Succeeded {
+			rep.Succeeded++
+		} else {
+			rep.Failed++
+			if rep.FailReasons == nil {
+				rep.FailReasons = map[string]int{}
+			}
+			if j.Error != nil {
+				rep.FailReasons[j.Error.Code+": "+j.Error.Message]++
+			}
+			if j.Error == nil || j.Error.Message == "" {
+				rep.Stuck = append(rep.Stuck, id+" failed without a reason")
+			}
+		}
+		rep.MaxAttempts = max(rep.MaxAttempts, j.Attempts)
+		if j.Attempts > j.MaxAttempts {
+			rep.OverAttempt = append(rep.OverAttempt, id)
+		}
+		for _, it := range j.Items {
+			rep.MaxPublicationsPerItem = max(rep.MaxPublicationsPerItem, pubs[it.ID])
+			if pubs[it.ID] > 1 {
+				rep.DoublePublished = append(rep.DoublePublished, it.ID)
+			}
+		}
+	}
+	return rep, nil
+}
+
+func call(base, method, path, tok string, body any) (map[string]any, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%s %s: %s %s", method, path, resp.Status, raw)
+	}
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out, nil
+}
+
+func upload(base, tok string) (string, error) {
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	img.Set(1, 1, color.RGBA{B: 255, A: 255})
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img)
+	signed, err := call(base, "POST", "/v1/uploads/sign", tok, map[string]any{"filename": "chaos.png", "contentType": "image/png", "size": buf.Len()})
+	if err != nil {
+		return "", err
+	}
+	req, _ := http.NewRequest("PUT", signed["url"].(string), bytes.NewReader(buf.Bytes()))
+	req.Header.Set("Content-Type", "image/png")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	id := signed["uploadId"].(string)
+	_, err = call(base, "POST", "/v1/uploads/"+id+"/confirm", tok, nil)
+	return id, err
+}

@@ -1,0 +1,31 @@
+package chaos_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/chaos"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// TestSmallChaos is the small version of `make chaos` that runs in make test.
+func TestSmallChaos(t *testing.T) {
+	t.Parallel()
+	rep, err := chaos.Run(context.Background(), chaos.Options{
+		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), Jobs: 12,
+		CrashRate: 0.15, DuplicateRate: 0.3, FaultRate: 0.2, Timeout: 150 * time.Second, Seed: 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep)
+	if !rep.OK() {
+		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt)
+	}
+	if rep.Crashes == 0 || rep.Duplicates == 0 || rep.FaultsInjected == 0 {
+		t.Errorf("the run injected too little to prove anything: %s", rep)
+	}
+}
