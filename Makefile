@@ -11,7 +11,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test test-go build lint bench chaos emulator clean invoke
+.PHONY: help run test build lint bench chaos emulator clean invoke
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,12 @@ build: ## each function to bin/<name>/bootstrap (linux/arm64, static, stripped)
 lint: ## go vet + staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+bench: $(MOTO) ## measure requests/job, $/million jobs, latencies, throughput, bootstrap sizes (JOBS=1000)
+	$(GO) run ./localstack/cmd/bench -jobs $(or $(JOBS),1000)
+
+chaos: $(MOTO) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200)
+	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200)
 
 clean: ## remove build output and the local state
 	rm -rf bin cdk.out .local
