@@ -285,7 +285,7 @@ func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duratio
 			continue
 		}
 		for range 5 {
-			next, changed, tr := OnResult(b.o.Config, r, o, retryAfter, b.o.Owner, b.o.Now())
+			next, changed, tr := OnResult(b.o.Config, r, o, retryAfter, b.o.Now())
 			if !changed {
 				break
 			}

@@ -1,23 +1,28 @@
-// Package breaker is the distributed circuit breaker around every external
-// call, keyed per host and per token, whose state lives in DynamoDB so that
-// hundreds of concurrent Lambdas that share nothing else agree on it.
+// Package breaker is the circuit breaker around every external call, keyed
+// per host and per token, so that a failing or rate-limiting API is left
+// alone instead of being hammered, and jobs wait without burning attempts.
 //
-// This file is the pure state machine (no I/O, time injected): closed →
-// failures ≥ Threshold within Window → open for Cooldown → half-open, where
-// exactly one probe is admitted under a lease → success closes, failure
-// re-opens. A 429 flags the key at once and keeps it open at least until
-// its Retry-After.
+// This file is the pure state machine (no I/O, time injected), shared by
+// every instance through the persisted Record:
+//
+//	closed ── Threshold failures within Window, or a 429 ──▶ open
+//	open ── OpenUntil passes (derived, no write) ──▶ half-open
+//	half-open ── one probe, leased ──▶ success: closed · failure: open again
+//
+// A 429 flags its key at once, below the threshold, and keeps it open at
+// least until its Retry-After. breaker.go keeps the records in DynamoDB;
+// guard.go wraps the external API with it.
 package breaker
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 )
 
-// Defaults, as in the configuration table.
+// Defaults, as in the configuration table (CONVEYOR_BREAKER_WINDOW,
+// CONVEYOR_BREAKER_THRESHOLD, CONVEYOR_BREAKER_COOLDOWN).
 const (
 	WindowDefault     = time.Minute
 	ThresholdDefault  = 5
@@ -26,34 +31,51 @@ const (
 	CacheTTLDefault   = 5 * time.Second
 )
 
+// MaxRetryAfter caps the Retry-After a breaker honours (12 h, the longest
+// SQS can hide a message), so that a bogus header cannot block a key for
+// days.
+const MaxRetryAfter = 12 * time.Hour
+
 // Config tunes the breaker.
 type Config struct {
-	// Window is the period failures are counted in (default 1m).
+	// Window is the period failures are counted in; a failure after
+	// WindowStart+Window starts a new window (default 1m).
 	Window time.Duration
-	// Threshold is the failures within Window that open the circuit (default 5).
+	// Threshold is the number of failures within one Window that opens the
+	// circuit (default 5).
 	Threshold int
-	// Cooldown is how long the circuit stays open (default 5m).
+	// Cooldown is how long the circuit stays open before a probe may go
+	// through (default 5m).
 	Cooldown time.Duration
-	// ProbeLease is how long a half-open probe holds before another
-	// instance may probe (default 30s).
+	// ProbeLease is how long a half-open probe holds its lease before
+	// another caller may probe (default 30s).
 	ProbeLease time.Duration
-	// CacheTTL is how long an instance trusts its snapshot of the state
-	// (default 5s): a closed breaker costs no read per call.
+	// CacheTTL is how long an instance of the store trusts its snapshot of
+	// the records (default 5s); the state machine does not use it.
 	CacheTTL time.Duration
 }
 
-// DefaultConfig returns the defaults.
+// DefaultConfig returns Window 1m, Threshold 5, Cooldown 5m, ProbeLease
+// 30s, CacheTTL 5s.
 func DefaultConfig() Config {
-	return Config{Window: WindowDefault, Threshold: ThresholdDefault, Cooldown: CooldownDefault, ProbeLease: ProbeLeaseDefault, CacheTTL: CacheTTLDefault}
+	return Config{Window: WindowDefault, Threshold: ThresholdDefault, Cooldown: CooldownDefault,
+		ProbeLease: ProbeLeaseDefault, CacheTTL: CacheTTLDefault}
 }
 
-// Validate checks the configuration.
+// Validate reports whether c can be used: positive durations (CacheTTL may
+// be 0: no cache) and a threshold of at least 1.
 func (c Config) Validate() error {
 	switch {
-	case c.Window <= 0, c.Cooldown <= 0, c.ProbeLease <= 0, c.CacheTTL < 0:
-		return errors.New("breaker durations must be positive")
+	case c.Window <= 0:
+		return fmt.Errorf("breaker window must be positive, got %s", c.Window)
 	case c.Threshold < 1:
-		return errors.New("breaker threshold must be at least 1")
+		return fmt.Errorf("breaker threshold must be at least 1, got %d", c.Threshold)
+	case c.Cooldown <= 0:
+		return fmt.Errorf("breaker cooldown must be positive, got %s", c.Cooldown)
+	case c.ProbeLease <= 0:
+		return fmt.Errorf("breaker probe lease must be positive, got %s", c.ProbeLease)
+	case c.CacheTTL < 0:
+		return fmt.Errorf("breaker cache TTL must not be negative, got %s", c.CacheTTL)
 	}
 	return nil
 }
@@ -61,64 +83,104 @@ func (c Config) Validate() error {
 // State is a breaker's state.
 type State string
 
-// States. Half-open is derived: an open record whose OpenUntil passed.
+// States. Only Closed and Open are ever stored by this package: HalfOpen is
+// derived, an Open record whose OpenUntil has passed.
 const (
 	Closed   State = "closed"
 	Open     State = "open"
 	HalfOpen State = "half_open"
 )
 
-// Record is the persisted state of one key.
+// Record is the persisted state of one key. The zero Record (with a Key)
+// is a healthy, closed breaker, so a store needs no row for it.
 type Record struct {
-	Key         string    `dynamodbav:"key" json:"key"`
-	State       State     `dynamodbav:"state" json:"state"`
-	Failures    int       `dynamodbav:"failures" json:"failures"`
+	// Key identifies the breaker (see Key and TokenKey).
+	Key string `dynamodbav:"key" json:"key"`
+	// State is Closed or Open as stored; see Effective for the state now.
+	State State `dynamodbav:"state" json:"state"`
+	// Failures counts failures in the current window while closed; once
+	// open, the failures that opened it (plus failed probes).
+	Failures int `dynamodbav:"failures" json:"failures"`
+	// WindowStart is when the current failure window began (zero: none).
 	WindowStart time.Time `dynamodbav:"windowStart" json:"windowStart"`
-	OpenedAt    time.Time `dynamodbav:"openedAt" json:"openedAt"`
-	OpenUntil   time.Time `dynamodbav:"openUntil" json:"openUntil"`
-	ProbeUntil  time.Time `dynamodbav:"probeUntil" json:"probeUntil"`
-	ProbeOwner  string    `dynamodbav:"probeOwner" json:"-"`
-	Version     int64     `dynamodbav:"version" json:"-"`
-	UpdatedAt   time.Time `dynamodbav:"updatedAt" json:"updatedAt"`
+	// OpenedAt is when the circuit last opened.
+	OpenedAt time.Time `dynamodbav:"openedAt" json:"openedAt"`
+	// OpenUntil is when an open circuit turns half-open.
+	OpenUntil time.Time `dynamodbav:"openUntil" json:"openUntil"`
+	// ProbeUntil is when the lease of the current half-open probe ends.
+	ProbeUntil time.Time `dynamodbav:"probeUntil" json:"probeUntil"`
+	// ProbeOwner names the instance that holds (or last held) the probe.
+	ProbeOwner string `dynamodbav:"probeOwner" json:"-"`
+	// Version increases by one with every change, for conditional writes.
+	Version int64 `dynamodbav:"version" json:"-"`
+	// UpdatedAt is when the record last changed.
+	UpdatedAt time.Time `dynamodbav:"updatedAt" json:"updatedAt"`
 }
 
-// Effective is the state as of now (open past its OpenUntil is half-open).
+// Effective is the state as of now: an open record whose OpenUntil has
+// passed is half-open; an empty or unknown state is closed.
 func (r Record) Effective(now time.Time) State {
-	if r.State == Open && !now.Before(r.OpenUntil) {
+	switch r.State {
+	case Open, HalfOpen:
+		if now.Before(r.OpenUntil) {
+			return Open
+		}
 		return HalfOpen
 	}
-	if r.State == "" {
-		return Closed
-	}
-	return r.State
+	return Closed
 }
+
+// probing reports whether a half-open probe's lease is live at now.
+func (r Record) probing(now time.Time) bool { return now.Before(r.ProbeUntil) }
 
 // Outcome is what an external call's result means for the breaker.
 type Outcome int
 
 // Outcomes.
 const (
+	// Success: the API answered (a permanent 4xx counts as an answer).
 	Success Outcome = iota
+	// Failure: 5xx, timeout or network error.
 	Failure
+	// RateLimited: 429, with or without a Retry-After.
 	RateLimited
 )
 
-// Admission says whether a call may go ahead.
+// String returns "success", "failure" or "rate_limited".
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case RateLimited:
+		return "rate_limited"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Admission is what a caller may do now.
 type Admission struct {
+	// Allow: the call may go ahead.
 	Allow bool
-	// Probe: this call is the half-open probe; lease it before calling.
+	// Probe: the call is the half-open probe. The caller must first win
+	// the lease (LeaseProbe, persisted with a conditional write) and may
+	// call only if it did.
 	Probe bool
-	// RetryAt is when a refused call may be tried again.
+	// RetryAt is, when the call is refused, the earliest time it may be
+	// tried again (zero when allowed).
 	RetryAt time.Time
 }
 
-// Admit decides whether a call may go ahead now.
+// Admit says whether a call guarded by r may go ahead at now: always when
+// closed; never while open (RetryAt = OpenUntil); when half-open, as the
+// probe if no live lease exists, else refused until the lease ends.
 func Admit(c Config, r Record, now time.Time) Admission {
 	switch r.Effective(now) {
 	case Open:
 		return Admission{RetryAt: r.OpenUntil}
 	case HalfOpen:
-		if now.Before(r.ProbeUntil) {
+		if r.probing(now) {
 			return Admission{RetryAt: r.ProbeUntil}
 		}
 		return Admission{Allow: true, Probe: true}
@@ -126,17 +188,21 @@ func Admit(c Config, r Record, now time.Time) Admission {
 	return Admission{Allow: true}
 }
 
-// LeaseProbe gives owner the half-open probe, if nobody holds a live one.
-func LeaseProbe(c Config, r Record, owner string, now time.Time) (Record, bool) {
-	if r.Effective(now) != HalfOpen || now.Before(r.ProbeUntil) {
+// LeaseProbe gives owner the half-open probe until now+ProbeLease, if r is
+// half-open and no live lease exists; ok is false otherwise (r returned
+// unchanged). Persisting next with a condition on r.Version makes exactly
+// one of several concurrent callers win.
+func LeaseProbe(c Config, r Record, owner string, now time.Time) (next Record, ok bool) {
+	if r.Effective(now) != HalfOpen || r.probing(now) {
 		return r, false
 	}
-	r.ProbeOwner, r.ProbeUntil, r.UpdatedAt = owner, now.Add(c.ProbeLease), now
-	r.Version++
-	return r, true
+	next = r
+	next.ProbeOwner, next.ProbeUntil = owner, now.Add(c.ProbeLease)
+	next.UpdatedAt, next.Version = now, r.Version+1
+	return next, true
 }
 
-// Transition is a change of state, for logs and metrics.
+// Transition is a change of state, for logs, events and metrics.
 type Transition struct {
 	Key      string
 	From, To State
@@ -144,69 +210,119 @@ type Transition struct {
 	Reason   string
 }
 
-// OnResult applies a call's outcome. owner identifies the caller, so that
-// the probe's result closes or re-opens the circuit. changed is false when
-// nothing needs to be written (a success on a healthy breaker).
-func OnResult(c Config, r Record, o Outcome, retryAfter time.Duration, owner string, now time.Time) (next Record, changed bool, t *Transition) {
-	next = r
+// OnResult applies the outcome of a call guarded by r, reported at now.
+// retryAfter is the Retry-After of a RateLimited outcome (capped at
+// MaxRetryAfter; ignored for other outcomes). It returns the next record,
+// whether it must be persisted (with Version one higher), and the state
+// transition, if any.
+//
+//   - Closed: a success changes nothing (changed=false: a healthy API costs
+//     no writes; failures within the window are not forgiven by it). A
+//     failure counts in the window (a window older than Window starts over
+//     at now) and opens the circuit for Cooldown at Threshold. A 429 counts
+//     the same and opens it at once until now+retryAfter, or until the
+//     later of that and now+Cooldown at Threshold.
+//   - Open: results of calls admitted before it opened change nothing,
+//     except a 429 whose Retry-After ends later than OpenUntil, which
+//     extends it.
+//   - Half-open with a live probe lease: the result is the probe's. A
+//     success closes the circuit and forgets every failure; a failure
+//     re-opens it for a fresh Cooldown (a 429: the later of Cooldown and
+//     its Retry-After). Since Admit lets nobody else through during the
+//     lease, only a call that started before the circuit opened, a full
+//     Cooldown earlier, could report here instead.
+//   - Half-open without a live lease: no probe is running, so the result
+//     is a late one and changes nothing, except a 429 with a Retry-After,
+//     which re-opens the circuit until then.
+func OnResult(c Config, r Record, o Outcome, retryAfter time.Duration, now time.Time) (next Record, changed bool, transition *Transition) {
+	retryAfter = min(max(retryAfter, 0), MaxRetryAfter)
+	if o != RateLimited {
+		retryAfter = 0
+	}
 	from := r.Effective(now)
-	probe := from == HalfOpen && r.ProbeOwner == owner && now.Before(r.ProbeUntil)
+	next = r
 	open := func(until time.Time, reason string) {
 		next.State, next.OpenedAt, next.OpenUntil = Open, now, until
-		next.Failures, next.WindowStart = 0, now
 		next.ProbeOwner, next.ProbeUntil = "", time.Time{}
-		t = &Transition{Key: r.Key, From: from, To: Open, At: now, Reason: reason}
+		transition = &Transition{Key: r.Key, From: from, To: Open, At: now, Reason: reason}
 	}
-	switch {
-	case o == Success && probe:
-		next = Record{Key: r.Key, State: Closed, Version: r.Version, WindowStart: now}
-		t = &Transition{Key: r.Key, From: HalfOpen, To: Closed, At: now, Reason: "probe succeeded"}
-	case o == Success:
-		return r, false, nil
-	case probe:
-		open(now.Add(max(c.Cooldown, retryAfter)), "probe failed")
-	case from == Open || from == HalfOpen:
-		// A call that started before the circuit opened: only a longer
-		// Retry-After matters.
-		if o == RateLimited && now.Add(retryAfter).After(r.OpenUntil) {
-			next.OpenUntil = now.Add(retryAfter)
-		} else {
+	switch from {
+	case Closed:
+		if o == Success {
 			return r, false, nil
 		}
-	default:
+		next.State = Closed
 		if next.WindowStart.IsZero() || !now.Before(next.WindowStart.Add(c.Window)) {
 			next.Failures, next.WindowStart = 0, now
 		}
 		next.Failures++
+		tripped := next.Failures >= c.Threshold
 		switch {
-		case o == RateLimited && retryAfter > 0:
-			open(now.Add(retryAfter), fmt.Sprintf("429 with Retry-After %s", retryAfter))
-		case next.Failures >= c.Threshold:
+		case o == RateLimited && tripped:
+			open(now.Add(max(c.Cooldown, retryAfter)),
+				fmt.Sprintf("rate limited (Retry-After %s); %d failures within %s", retryAfter, next.Failures, c.Window))
+		case o == RateLimited:
+			open(now.Add(retryAfter), fmt.Sprintf("rate limited (Retry-After %s)", retryAfter))
+		case tripped:
 			open(now.Add(c.Cooldown), fmt.Sprintf("%d failures within %s", next.Failures, c.Window))
+		}
+	case Open:
+		until := now.Add(retryAfter)
+		if retryAfter == 0 || !until.After(r.OpenUntil) {
+			return r, false, nil
+		}
+		next.OpenUntil = until
+	case HalfOpen:
+		if !r.probing(now) {
+			if retryAfter == 0 {
+				return r, false, nil
+			}
+			next.Failures++
+			open(now.Add(retryAfter), fmt.Sprintf("rate limited (Retry-After %s)", retryAfter))
+			break
+		}
+		switch o {
+		case Success:
+			next = Record{Key: r.Key, State: Closed}
+			transition = &Transition{Key: r.Key, From: HalfOpen, To: Closed, At: now, Reason: "probe succeeded"}
+		case RateLimited:
+			next.Failures++
+			open(now.Add(max(c.Cooldown, retryAfter)), fmt.Sprintf("probe rate limited (Retry-After %s)", retryAfter))
 		default:
-			next.State = Closed
+			next.Failures++
+			open(now.Add(c.Cooldown), "probe failed")
 		}
 	}
-	next.UpdatedAt = now
-	next.Version = r.Version + 1
-	return next, true, t
+	next.UpdatedAt, next.Version = now, r.Version+1
+	return next, true, transition
 }
 
-// OpenError is the "circuit open" refusal; the call never reached the API.
+// OpenError is the "circuit open" refusal: the call never reached the API,
+// and may be tried again at RetryAt.
 type OpenError struct {
 	Key     string
 	RetryAt time.Time
 }
 
+// Error says "circuit open for <key> until <RFC 3339 UTC time>"; keys never
+// hold a secret (see TokenKey), so neither does the message.
 func (e *OpenError) Error() string {
 	return fmt.Sprintf("circuit open for %s until %s", e.Key, e.RetryAt.UTC().Format(time.RFC3339))
 }
 
-// Key builds a breaker key of a kind ("host", "token").
+// RetryAfterTime is when the refused call may be tried again.
+func (e *OpenError) RetryAfterTime() time.Time { return e.RetryAt }
+
+// Key names a breaker: kind and value joined by a colon, e.g.
+// Key("host", "www.deviantart.com") = "host:www.deviantart.com". Never
+// pass a secret as value; use TokenKey for credentials.
 func Key(kind, value string) string { return kind + ":" + value }
 
-// TokenKey is the key of a credential: a hash prefix, never the token.
-func TokenKey(token string) string {
-	h := sha256.Sum256([]byte(token))
+// TokenKey names the breaker of a credential (an access token or an
+// account id) as "token:" and the first 16 hex digits (64 bits) of its
+// SHA-256: stable, distinct for distinct credentials in practice, and the
+// credential cannot be recovered from it.
+func TokenKey(accessOrAccountID string) string {
+	h := sha256.Sum256([]byte(accessOrAccountID))
 	return Key("token", hex.EncodeToString(h[:8]))
 }
