@@ -106,12 +106,27 @@ func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []frame
+	var lags []time.Duration
 	for {
 		f := next(t, ch, true)
 		seen = append(seen, f)
+		var at struct {
+			At time.Time `json:"at"`
+		}
+		if json.Unmarshal([]byte(f.Data), &at) == nil && !at.At.IsZero() {
+			lags = append(lags, time.Since(at.At))
+		}
 		if f.Event == job.EventCompleted {
 			break
 		}
+	}
+	var sum, worst time.Duration
+	for _, l := range lags {
+		sum += l
+		worst = max(worst, l)
+	}
+	if len(lags) > 0 {
+		t.Logf("transition → SSE client: mean %s, worst %s over %d events", sum/time.Duration(len(lags)), worst, len(lags))
 	}
 	wantOrder := []string{job.EventEnqueued, job.EventStarted}
 	for i, w := range wantOrder {
