@@ -31,7 +31,12 @@ func (c *Counter) Attach(cfg aws.Config) aws.Config {
 func (c *Counter) add(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("conveyorCount",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			svc, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
+			if svc == "" || op == "" {
+				// Presigning runs the stack without sending anything.
+				return next.HandleInitialize(ctx, in)
+			}
+			key := svc + "." + op
 			c.mu.Lock()
 			c.counts[key]++
 			c.mu.Unlock()

@@ -147,7 +147,7 @@ func run(n, conc, users int, skipBuild bool) error {
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoint: emu.Endpoint, APIAddr: "127.0.0.1:0", Prefix: "bench",
 		Getenv: func(k string) string { return env[k] }, Counter: counter, PollerConcurrency: 8,
-		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), Metrics: io.Discard,
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
 	})
 	if err != nil {
 		return err
