@@ -63,4 +63,6 @@ func FuzzDecodeAndHash(f *testing.F) {
 }
 
 // decode is the API's decoder with the production limit.
-func decode(r *httpapi.Request, v any) error { return httpapi.DecodeWithLimit(r, v, httpapi.MaxBodyDefault) }
+func decode(r *httpapi.Request, v any) error {
+	return httpapi.DecodeWithLimit(r, v, httpapi.MaxBodyDefault)
+}
