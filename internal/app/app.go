@@ -130,7 +130,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		Prefix: "uploads/", MaxSize: cfg.MaxUploadSize, Expiry: cfg.UploadExpiry, Now: opts.Now, Logger: log,
 	})
 	js := jobs.New(jobs.Config{
-		Store: st, Sender: sender, Accounts: acc, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
+		Store: st, Sender: sender, Provider: accounts.Provider, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
 	})
 	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts}
 	if err := policy.Validate(); err != nil {

@@ -48,11 +48,6 @@ func (e *UnusableError) Error() string { return e.Message }
 // ErrNotFound is returned for unknown jobs and for other users' jobs alike.
 var ErrNotFound = store.ErrNotFound
 
-// Accounts tells whether a user has connected an account.
-type Accounts interface {
-	Connected(ctx context.Context, owner string) (bool, error)
-}
-
 // Sender puts a job's message on its tier's queue.
 type Sender interface {
 	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
@@ -60,9 +55,10 @@ type Sender interface {
 
 // Config configures a Service.
 type Config struct {
-	Store    *store.Store
-	Sender   Sender
-	Accounts Accounts
+	Store  *store.Store
+	Sender Sender
+	// Provider is the external provider whose connection a job needs.
+	Provider string
 	// Env decides the webhook URL policy (http and private targets only locally).
 	Env resources.Env
 	// MaxAttempts is each new job's attempt budget.
@@ -211,7 +207,8 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 	for i, it := range r.Items {
 		uploadIDs[i] = it.UploadID
 	}
-	ups, err := s.cfg.Store.GetUploads(ctx, uploadIDs)
+	// The uploads and the account connection: one read.
+	ups, connected, err := s.cfg.Store.GetUploadsAndAccount(ctx, uploadIDs, c.Owner, s.cfg.Provider)
 	if err != nil {
 		return job.Job{}, false, err
 	}
@@ -246,10 +243,6 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 			ID: ids.New(ids.Item), UploadID: id, Status: job.ItemPending,
 			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename,
 		})
-	}
-	connected, err := s.cfg.Accounts.Connected(ctx, c.Owner)
-	if err != nil {
-		return job.Job{}, false, err
 	}
 	if !connected {
 		return job.Job{}, false, &UnusableError{"account_not_connected", "", "connect a DeviantArt account first (PUT /v1/account/connection)"}

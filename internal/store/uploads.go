@@ -74,9 +74,21 @@ func (s *Store) GetUpload(ctx context.Context, id string) (Upload, error) {
 // GetUploads returns the uploads with the given ids (missing ones are
 // absent from the map), in one BatchGetItem per 100 ids.
 func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload, error) {
+	out, _, err := s.GetUploadsAndAccount(ctx, ids, "", "")
+	return out, err
+}
+
+// GetUploadsAndAccount reads the uploads and, when owner is set, whether
+// owner has connected an account for provider — in the same BatchGetItem,
+// so a submission costs one read request.
+func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]Upload, bool, error) {
 	out := map[string]Upload{}
 	seen := map[string]bool{}
+	connected := false
 	var keys []map[string]types.AttributeValue
+	if owner != "" {
+		keys = append(keys, keyOf(accountPK(owner), provider))
+	}
 	for _, id := range ids {
 		if !seen[id] {
 			seen[id] = true
@@ -90,19 +102,23 @@ func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload
 		for len(req) > 0 {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
-				return nil, fmt.Errorf("reading uploads: %w", err)
+				return nil, false, fmt.Errorf("reading uploads: %w", err)
 			}
 			for _, item := range res.Responses[s.table] {
+				if pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS); pk != nil && pk.Value == accountPK(owner) {
+					connected = !s.expired(item)
+					continue
+				}
 				var u Upload
 				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				out[u.ID] = u
 			}
 			req = res.UnprocessedKeys
 		}
 	}
-	return out, nil
+	return out, connected, nil
 }
 
 // SettleUpload moves a pending upload to confirmed or rejected. Settling it
