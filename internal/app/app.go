@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
@@ -76,6 +77,7 @@ type App struct {
 	Streams   *stream.Server
 	Metrics   *metrics.Emitter
 	Recoverer *recovery.Recoverer
+	Admin     *admin.Service
 	Router    *httpapi.Router
 	QueueURLs handler.QueueURLs
 }
@@ -142,9 +144,24 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	pcfg.Crash = opts.Crash
 	pub := publish.New(pcfg)
+	acfg := admin.Config{
+		Env: cfg.Env, Store: st, Jobs: js, Sender: sender, SQS: clients.SQS, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
+		Breakers: brk, StuckAfter: cfg.StuckAfter, Now: opts.Now, Logger: log,
+	}
+	if cfg.Env != resources.Local {
+		// AWS: SQS move tasks for whole-DLQ redrives, and pausing a tier
+		// disables its event source mapping. Locally the emulator lacks
+		// both: receive/send/delete, and the pollers read the flag.
+		acfg.Mover = admin.TaskMover{SQS: clients.SQS, Fallback: admin.SQSMover{SQS: clients.SQS, Logger: log}, Logger: log}
+		acfg.Switch = admin.ESMSwitch{Lambda: clients.Lambda, UUIDs: cfg.ESMUUIDs}
+	}
+	adm, err := admin.New(acfg)
+	if err != nil {
+		return nil, err
+	}
 	rec := recovery.New(recovery.Config{
 		Store: st, Sender: sender, S3: clients.S3, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
-		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Now: opts.Now, Logger: log,
+		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: adm.Paused, Now: opts.Now, Logger: log,
 	})
 	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender, Logger: log}
 	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Secret: cfg.WebhookSecret,
@@ -153,13 +170,14 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	streams := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
+	api.RegisterAdmin(rt, adm)
 	var urls []string
 	for _, u := range cfg.QueueURLs {
 		urls = append(urls, u)
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, Streams: streams, Recoverer: rec, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 

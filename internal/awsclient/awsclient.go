@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -65,6 +66,7 @@ type Clients struct {
 	S3          *s3.Client
 	KMS         *kms.Client
 	EventBridge *eventbridge.Client
+	Lambda      *lambda.Client
 }
 
 // New creates every service client from cfg. S3 uses path-style addressing
@@ -77,5 +79,6 @@ func New(cfg aws.Config) Clients {
 		S3:          s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
 		KMS:         kms.NewFromConfig(cfg),
 		EventBridge: eventbridge.NewFromConfig(cfg),
+		Lambda:      lambda.NewFromConfig(cfg),
 	}
 }

@@ -47,6 +47,9 @@ type Config struct {
 	// QueueURLs and DLQURLs per tier (CONVEYOR_QUEUE_URL_HIGH, CONVEYOR_DLQ_URL_HIGH, …).
 	QueueURLs map[resources.Tier]string
 	DLQURLs   map[resources.Tier]string
+	// ESMUUIDs are the tiers' event source mappings, which pausing a tier
+	// disables in AWS (CONVEYOR_ESM_UUID_HIGH, …).
+	ESMUUIDs map[resources.Tier]string
 	// KMSKeyID encrypts account tokens (CONVEYOR_KMS_KEY_ID; an alias works).
 	KMSKeyID string
 	// EventBus receives job events (CONVEYOR_EVENT_BUS).
@@ -131,6 +134,7 @@ func From(getenv func(string) string) (Config, error) {
 		MaxUploadSize:          int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
 		QueueURLs:              map[resources.Tier]string{},
 		DLQURLs:                map[resources.Tier]string{},
+		ESMUUIDs:               map[resources.Tier]string{},
 	}
 	env, err := resources.ParseEnv(r.str("CONVEYOR_ENV", string(resources.Local)))
 	if err != nil {
@@ -144,6 +148,9 @@ func From(getenv func(string) string) (Config, error) {
 		}
 		if v := getenv("CONVEYOR_DLQ_URL_" + up); v != "" {
 			c.DLQURLs[t] = v
+		}
+		if v := getenv("CONVEYOR_ESM_UUID_" + up); v != "" {
+			c.ESMUUIDs[t] = v
 		}
 	}
 	if err := c.validate(); err != nil {

@@ -169,9 +169,17 @@ func (p *Publisher) Run(ctx context.Context, id string) (Verdict, error) {
 		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
 	}
 	if err == nil {
+		p.countFinished(ctx, log, job.Succeeded)
 		return Verdict{Done: true, Reason: "succeeded"}, nil
 	}
 	return r.settleFailure(ctx, err)
+}
+
+// countFinished adds the outcome to the hour's counters (the admin stats).
+func (p *Publisher) countFinished(ctx context.Context, log *slog.Logger, st job.Status) {
+	if err := p.cfg.Store.CountFinished(context.WithoutCancel(ctx), st, p.cfg.Now()); err != nil {
+		log.WarnContext(ctx, "counting the finished job failed", "error", err)
+	}
 }
 
 func (p *Publisher) crash(point string, j *job.Job) error {
@@ -565,6 +573,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	switch {
 	case verdict.Done:
 		log.WarnContext(ctx, "job failed")
+		p.countFinished(ctx, log, job.Failed)
 	case d.Class == retry.ClassSnooze:
 		log.InfoContext(ctx, "job snoozed while the circuit is open", "retry_in", verdict.RetryIn.String())
 	default:

@@ -159,6 +159,9 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 				res.Lost++
 			case failed:
 				res.FailedStuck++
+				if err := r.cfg.Store.CountFinished(ctx, job.Failed, now); err != nil {
+					r.cfg.Logger.WarnContext(ctx, "counting a failed job failed", "job_id", j.ID, "error", err)
+				}
 			default:
 				res.Requeued++
 			}
@@ -171,6 +174,12 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	}
 	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
 		"failed_stuck", res.FailedStuck, "staled", res.Staled, "lost_races", res.Lost)
+	if res != (Result{}) { // an idle run costs only its queries
+		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
+			FailedStuck: res.FailedStuck, Staled: res.Staled, Lost: res.Lost}); err != nil {
+			r.cfg.Logger.WarnContext(ctx, "recording the recovery run failed", "error", err)
+		}
+	}
 	return res, nil
 }
 

@@ -232,6 +232,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			SQS: clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: arn, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
 			Timeout: resources.ConsumerTimeout, Handler: h, Logger: opts.Logger.With("tier", q.Tier),
+			Paused: a.Admin.PausedFunc(q.Tier),
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}
