@@ -1,0 +1,339 @@
+// The dashboard in a real browser against a real local stack:
+//
+//   node web/test/dashboard.test.mjs          (make test runs it)
+//
+// It builds and starts the local stack (its own moto, API and simulator on
+// free ports, in a working directory of its own so a running `make run`
+// and its .local/env are left alone), mints an admin token with the CLI,
+// opens /dashboard in Debian's chromium driven by playwright-core, signs in,
+// submits a job through the API (sign, PUT, confirm, connect, submit),
+// finds it by id and watches it go from running to succeeded on the job
+// page (the simulator holds its publish call a few seconds), pauses and resumes the low
+// tier with a click (the overview says paused, then not), saves
+// web/test/screenshot.png (the overview) and web/test/screenshot-job.png,
+// and stops the stack — its whole process group — even on failure.
+//
+// Every wait is on a condition with a deadline; nothing sleeps blindly.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync, createWriteStream, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..', '..');
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const run = promisify(execFile);
+const t0 = Date.now();
+const log = (msg) => console.log(`# [${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+
+// How long the simulator holds the job's publish call: the job page must
+// show the job running before it succeeds.
+const PUBLISH_LATENCY_MS = 5000;
+
+// A real 1×1 PNG: the confirm step sniffs the content.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+
+// Everything to undo, undone in reverse order by cleanup().
+const undo = [];
+let cleaned = false;
+async function cleanup() {
+  if (cleaned) return;
+  cleaned = true;
+  while (undo.length) {
+    const fn = undo.pop();
+    try {
+      await fn();
+    } catch (e) {
+      console.error(`# cleanup: ${e.message}`);
+    }
+  }
+}
+after(cleanup);
+// The stack must not outlive us however we end (playwright, too, exits on
+// SIGINT), nor its working directory.
+let stackPgid = 0;
+let workdir = '';
+process.on('exit', () => {
+  if (stackPgid) {
+    try {
+      process.kill(-stackPgid, 'SIGKILL');
+    } catch {}
+  }
+  if (workdir) rmSync(workdir, { recursive: true, force: true });
+});
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// Polls fn until it returns a truthy value, or fails after ms with what.
+async function until(what, ms, fn, every = 200) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+async function go(args, opts = {}) {
+  try {
+    return await run('go', args, { cwd: repo, maxBuffer: 16 << 20, ...opts });
+  } catch (e) {
+    throw new Error(`go ${args.join(' ')} failed: ${e.stderr || e.message}`);
+  }
+}
+
+// Starts the stack; resolves with its printed environment once it runs.
+async function startStack(bin, workdir) {
+  const [apiPort, simPort] = [await freePort(), await freePort()];
+  const env = { ...process.env, CONVEYOR_API_ADDR: `127.0.0.1:${apiPort}`, CONVEYOR_SIMULATOR_ADDR: `127.0.0.1:${simPort}` };
+  // Our own emulator, never a shared one: the stack names its resources
+  // conveyor-local, as `make run` does.
+  delete env.AWS_ENDPOINT_URL;
+  const logPath = join(workdir, 'stack.log');
+  const logFile = createWriteStream(logPath);
+  const child = spawn(bin, [], { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  stackPgid = child.pid;
+  let exited = null;
+  const exitedP = new Promise((resolve) => child.on('exit', (code, signal) => resolve((exited = { code, signal }))));
+  undo.push(async () => {
+    if (exited) return;
+    log('stopping the stack');
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {}
+    const t = setTimeout(() => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }, 10_000);
+    await exitedP;
+    clearTimeout(t);
+    // Whatever is left in the group (the emulator) goes too.
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {}
+    stackPgid = 0;
+  });
+  child.stderr.pipe(logFile);
+  let out = '';
+  child.stdout.on('data', (b) => {
+    out += b.toString();
+    logFile.write(b);
+  });
+  const printed = await until('the stack to print its environment', 90_000, () => {
+    if (exited) throw new Error(`the stack exited (${JSON.stringify(exited)}); its log:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+    return out.includes('Ctrl-C stops everything') && out;
+  }, 100).catch((e) => {
+    throw new Error(`${e.message}\n--- stack log (${logPath}) ---\n${existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(-4000) : ''}`);
+  });
+  const vars = {};
+  for (const line of printed.split('\n')) {
+    const m = /^ {2}([A-Z0-9_]+)=(.*)$/.exec(line);
+    if (m) vars[m[1]] = m[2];
+  }
+  assert.ok(vars.CONVEYOR_API_URL && vars.CONVEYOR_JWT_SECRET, `the stack printed no API URL or JWT secret:\n${printed}`);
+  return { vars, logPath };
+}
+
+function client(base, token) {
+  return async function api(method, path, body, expect = [200, 201, 202, 204]) {
+    const res = await fetch(base + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    if (!expect.includes(res.status)) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+// README's "Try it", through the API: connect, sign, PUT, confirm, submit.
+async function submitJob(api, title) {
+  await api('PUT', '/v1/account/connection', { provider: 'deviantart', refreshToken: `dash-e2e-${Date.now()}` });
+  const signed = await api('POST', '/v1/uploads/sign', { filename: 'cat.png', contentType: 'image/png', size: PNG.length });
+  const headers = { ...(signed.headers || {}) };
+  for (const k of Object.keys(headers)) if (k.toLowerCase() === 'content-length' || k.toLowerCase() === 'host') delete headers[k];
+  const put = await fetch(signed.url, { method: signed.method || 'PUT', headers: { 'Content-Type': 'image/png', ...headers }, body: PNG });
+  assert.ok(put.ok, `PUT to the presigned URL: HTTP ${put.status} ${await put.text()}`);
+  const up = await api('POST', `/v1/uploads/${signed.uploadId}/confirm`);
+  assert.equal(up.status, 'confirmed', `the upload: ${JSON.stringify(up)}`);
+  const job = await api('POST', '/v1/jobs', { type: 'publish', items: [{ uploadId: signed.uploadId }], params: { title } });
+  assert.match(job.id, /^job_/);
+  return job;
+}
+
+// A working directory of our own inside the repository (the stack finds
+// go.mod and .venv above it; its .local/env lands here), and the binaries.
+let bin = '';
+
+// Compiling is preparation, outside the test's two minutes: from a cold Go
+// build cache it takes about a minute and a half on two cores, from a warm
+// one a second or two.
+before(async () => {
+  assert.ok(existsSync(join(repo, 'web', 'dist', 'index.html')), 'web/dist is not built: run `make web`');
+  assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}: apt-get install -y chromium`);
+  workdir = mkdtempSync(join(here, '.stack-'));
+  undo.push(() => rmSync(workdir, { recursive: true, force: true }));
+  bin = join(workdir, 'bin');
+  log('building the local stack and the CLI');
+  await Promise.all([
+    go(['build', '-o', join(bin, 'conveyor-local'), './localstack/cmd/conveyor-local']),
+    go(['build', '-o', join(bin, 'conveyor'), './cmd/conveyor']),
+  ]);
+  log('built');
+}, { timeout: 600_000 });
+
+test('the dashboard shows the stack live: a job to succeeded, pause and resume a tier', { timeout: 120_000 }, async () => {
+  const started = Date.now();
+  log('starting the local stack');
+  const { vars, logPath } = await startStack(join(bin, 'conveyor-local'), workdir);
+  const base = vars.CONVEYOR_API_URL;
+  log(`stack up at ${base} (log: ${logPath})`);
+  try {
+    const { stdout } = await run(join(bin, 'conveyor'), ['token', '--sub', 'dash-e2e', '--role', 'admin', '--plan', 'free', '--ttl', '1h'], {
+      cwd: workdir,
+      env: { ...process.env, CONVEYOR_JWT_SECRET: vars.CONVEYOR_JWT_SECRET },
+    });
+    const token = stdout.trim();
+    assert.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/, 'the CLI minted no JWT');
+    const api = client(base, token);
+
+    // The dashboard must be mounted by the stack.
+    const probe = await fetch(`${base}/dashboard/`);
+    assert.equal(probe.status, 200, `GET /dashboard/ on the local stack: HTTP ${probe.status} — is web.Handler() mounted in localstack/stack/stack.go?`);
+    const ov0 = await api('GET', '/v1/admin/overview', undefined, [200]).catch((e) => {
+      throw new Error(`the admin overview is not served: ${e.message}`);
+    });
+    assert.ok(ov0.tiers?.low, `the overview has no low tier: ${JSON.stringify(ov0)}`);
+
+    log('launching chromium');
+    const profile = mkdtempSync(join(tmpdir(), 'conveyor-dashboard-chromium-'));
+    undo.push(() => rmSync(profile, { recursive: true, force: true }));
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    undo.push(() => browser.close());
+    const page = browser.pages()[0] ?? (await browser.newPage());
+    page.setDefaultTimeout(15_000);
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()} (${m.location().url})`));
+
+    // Sign in with the pasted token.
+    await page.goto(`${base}/dashboard`);
+    await page.getByLabel('Access token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const low = page.locator('tr[data-tier="low"]');
+    await low.waitFor();
+    await page.locator('[data-testid="live-state"][data-state="open"]').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.length), 1, 'the session is kept in sessionStorage');
+    log('signed in; the overview is live');
+
+    // A job through the API; the page hears of it through /v1/events. The
+    // simulator holds its publish call for a few seconds, so the job page
+    // shows it running first and then follows it live to succeeded.
+    const fault = await fetch(`${vars.CONVEYOR_SIMULATOR_URL}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ path: '/api/v1/oauth2/stash/publish', latencyMs: PUBLISH_LATENCY_MS, count: 1 }),
+    });
+    assert.equal(fault.status, 201, `the simulator's fault: HTTP ${fault.status} ${await fault.text()}`);
+    const job = await submitJob(api, 'Dashboard end-to-end');
+    log(`submitted ${job.id} (tier ${job.tier})`);
+    await page.locator(`[data-testid="recent-events"] a`, { hasText: job.id }).first().waitFor({ timeout: 30_000 });
+
+    // Find it by id, watch it reach succeeded.
+    await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+    await page.getByLabel('Job id').fill(job.id);
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    await page.waitForURL(`**/dashboard/#/jobs/${job.id}`);
+    await page.locator('main[data-status="running"] li[data-phase="publish"]:not([data-status="completed"])').waitFor({ timeout: 30_000 });
+    await page.getByTestId('job-stream').getByText('(live)').waitFor();
+    log('the job page says running, publish not done');
+    await page.locator('main[data-status="succeeded"]').waitFor({ timeout: 60_000 });
+    await page.getByTestId('job-state').getByText('succeeded', { exact: true }).waitFor();
+    log('the job page says succeeded');
+    const phases = await page.locator('[data-testid="timeline"] li.phase').evaluateAll((els) => els.map((e) => `${e.dataset.phase}:${e.dataset.status}`));
+    assert.deepEqual(phases, ['token:completed', 'download:completed', 'upload:completed', 'publish:completed']);
+    assert.equal(await page.locator('tr[data-item][data-status="published"]').count(), 1, 'the item is published');
+    await page.getByTestId('deviation').waitFor();
+    await page.locator('[data-testid="job-events"] li[data-type="job.completed"]').waitFor();
+    await page.screenshot({ path: join(here, 'screenshot-job.png'), fullPage: true });
+
+    // Pause and resume the low tier with a click; the overview follows.
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
+    await page.locator('main[data-loaded="true"]').waitFor();
+    await page.getByRole('button', { name: 'Pause the low tier' }).click();
+    await page.locator('tr[data-tier="low"][data-paused="true"]').waitFor();
+    await low.getByText('paused', { exact: true }).waitFor();
+    assert.equal((await api('GET', '/v1/admin/overview')).tiers.low.paused, true, 'the API overview says low is paused');
+    log('low paused');
+    await page.getByRole('button', { name: 'Resume the low tier' }).click();
+    await page.locator('tr[data-tier="low"][data-paused="false"]').waitFor();
+    await low.getByText('active', { exact: true }).waitFor();
+    assert.equal((await api('GET', '/v1/admin/overview')).tiers.low.paused, false, 'the API overview says low is resumed');
+    // Two polls later the page still says so (no stale poll flips it back).
+    const seen = await page.getByTestId('overview-updated').textContent();
+    await until('two more overview polls', 10_000, async () => (await page.getByTestId('overview-updated').textContent()) !== seen);
+    assert.equal(await low.getAttribute('data-paused'), 'false');
+    log('low resumed');
+
+    // The other pages answer: the job in the list, an empty DLQ, breakers.
+    await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+    await page.locator(`tr[data-job="${job.id}"][data-status="succeeded"]`).waitFor();
+    await page.getByRole('link', { name: 'DLQ', exact: true }).click();
+    await page.getByTestId('dlq-count').getByText('The high DLQ is empty.').waitFor();
+    await page.getByRole('link', { name: 'low', exact: true }).click();
+    await page.getByTestId('dlq-count').getByText('The low DLQ is empty.').waitFor();
+    await page.getByRole('link', { name: 'Breakers', exact: true }).click();
+    await page.getByTestId('breakers-count').getByText(/breaker/).waitFor();
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
+    await page.locator('main[data-loaded="true"]').waitFor();
+
+    // The chart counts the success.
+    await page.getByTestId('totals').getByText('1 succeeded').waitFor();
+    assert.equal(await page.locator('svg.chart g.hour[data-succeeded="1"]').count(), 1, 'one hour bar with one success');
+    await page.screenshot({ path: join(here, 'screenshot.png'), fullPage: true });
+    log(`screenshots: ${join(here, 'screenshot.png')}, ${join(here, 'screenshot-job.png')}`);
+    assert.deepEqual(problems, [], 'the page logged errors');
+    log(`the test took ${((Date.now() - started) / 1000).toFixed(1)} s (limit 120 s)`);
+  } catch (e) {
+    if (existsSync(logPath)) console.error(`--- the stack's log, last lines ---\n${readFileSync(logPath, 'utf8').split('\n').slice(-30).join('\n')}`);
+    throw e;
+  } finally {
+    await cleanup();
+    log('done');
+  }
+});
