@@ -11,7 +11,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,7 @@ test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
 	$(GO) vet ./...
 	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v /infra)
 	@if [ -d infra ]; then $(GO) test -count=1 -timeout 12m ./infra/...; fi
+	$(MAKE) --no-print-directory test-web
 
 build: ## each function to bin/<name>/bootstrap (linux/arm64, static, stripped)
 	@for f in $(FUNCTIONS); do \
@@ -48,6 +49,13 @@ bench: $(MOTO) ## measure requests/job, $/million jobs, latencies, throughput, b
 
 chaos: $(MOTO) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200)
 	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200)
+
+web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+test-web: web $(MOTO) ## the dashboard in Debian's chromium against a private local stack
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	node web/test/dashboard.test.mjs
 
 clean: ## remove build output and the local state
 	rm -rf bin cdk.out .local

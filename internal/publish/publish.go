@@ -310,6 +310,11 @@ func (r *run) phases(ctx context.Context) error {
 			msg := fmt.Sprintf("%d of %d items", done, total)
 			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
 			j.SetPhaseProgress(job.PhaseUpload, pct, msg)
+			if done == total {
+				// Persisted, and their events emitted, with this write.
+				j.CompletePhase(job.PhaseDownload, msg, now())
+				j.CompletePhase(job.PhaseUpload, msg, now())
+			}
 			j.Emit(job.EventProgress, now(), map[string]string{"phase": job.PhaseUpload, "items": msg})
 		}); err != nil {
 			return err

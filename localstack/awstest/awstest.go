@@ -26,6 +26,7 @@ import (
 
 var (
 	mu       sync.Mutex
+	proc     *emulator.Process
 	endpoint string
 	startErr error
 	started  bool
@@ -35,7 +36,6 @@ var (
 //
 //	func TestMain(m *testing.M) { awstest.Main(m) }
 func Main(m *testing.M) {
-	var proc *emulator.Process
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
 		endpoint = ep
 	} else {
@@ -109,4 +109,14 @@ func Provision(t testing.TB) Env {
 // Name returns a unique name for an ad-hoc resource in a test.
 func Name(t testing.TB, kind string) string {
 	return fmt.Sprintf("%s-%s", Prefix(t), strings.ToLower(kind))
+}
+
+// PauseEmulator freezes the package's own emulator for d (an outage). It
+// fails the test when the emulator is not this package's own process.
+func PauseEmulator(t testing.TB, d time.Duration) {
+	t.Helper()
+	if proc == nil {
+		t.Fatal("awstest: the emulator is not ours to pause (AWS_ENDPOINT_URL is set)")
+	}
+	proc.Pause(d)
 }

@@ -47,12 +47,16 @@ type Options struct {
 	Timeout time.Duration
 	Seed    uint64
 	Log     io.Writer
+	// Outage, when set, freezes the emulator for the given time (an AWS
+	// outage); Outages is how many times it happens during the run.
+	Outage  func(time.Duration)
+	Outages int
 }
 
 // Report is what was injected and what held.
 type Report struct {
 	Jobs, Succeeded, Failed                   int
-	Crashes, Duplicates                       int64
+	Crashes, Duplicates, Outages              int64
 	FaultsInjected                            int
 	MaxPublicationsPerItem, MaxAttempts       int
 	Lost, Stuck, DoublePublished, OverAttempt []string
@@ -67,9 +71,9 @@ func (r Report) OK() bool {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("chaos: %d jobs in %s — injected %d crashes, %d duplicate deliveries, %d API faults; "+
+	return fmt.Sprintf("chaos: %d jobs in %s — injected %d emulator outages, %d crashes, %d duplicate deliveries, %d API faults; "+
 		"%d succeeded, %d failed with a reason; lost %d, stuck %d, published twice %d, over the attempt bound %d; max publications per item %d, max attempts %d",
-		r.Jobs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.Duplicates, r.FaultsInjected, r.Succeeded, r.Failed,
+		r.Jobs, r.Elapsed.Round(time.Millisecond), r.Outages, r.Crashes, r.Duplicates, r.FaultsInjected, r.Succeeded, r.Failed,
 		len(r.Lost), len(r.Stuck), len(r.DoublePublished), len(r.OverAttempt), r.MaxPublicationsPerItem, r.MaxAttempts) +
 		fmt.Sprintf("; failure reasons %v", r.FailReasons)
 }
@@ -150,6 +154,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	rep.Jobs = o.Jobs
+	outage := o.Outage
+	if outage == nil {
+		outage = s.PauseEmulator // our own emulator, if we started one
+	}
+	outagesDone := make(chan struct{})
+	go func() {
+		defer close(outagesDone)
+		for range o.Outages {
+			time.Sleep(2 * time.Second)
+			outage(1500 * time.Millisecond)
+			atomic.AddInt64(&rep.Outages, 1)
+		}
+	}()
 	deadline := time.Now().Add(o.Timeout)
 	final := map[string]job.Job{}
 	for len(final) < len(ids) && time.Now().Before(deadline) {
@@ -164,6 +181,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	<-outagesDone
 	rep.Elapsed = time.Since(start)
 	for _, f := range s.Simulator.Faults() {
 		if f.Status != 0 {

@@ -107,6 +107,17 @@ func (p *Process) waitReady(ctx context.Context) error {
 	}
 }
 
+// Pause freezes the emulator for d (SIGSTOP, then SIGCONT): every request
+// in that time hangs or times out, as during an outage of the service.
+func (p *Process) Pause(d time.Duration) {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP)
+	time.Sleep(d)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+}
+
 // Stop ends the emulator and every process it started.
 func (p *Process) Stop() error {
 	if p == nil || p.cmd.Process == nil {

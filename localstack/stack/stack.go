@@ -32,6 +32,7 @@ import (
 	"github.com/conveyor/conveyor/localstack/provision"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/web"
 )
 
 // Options configures Start; the zero value is `make run`'s stack.
@@ -212,6 +213,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	// The SSE function (a function URL in AWS) streams straight from here.
 	mux.Handle("GET /v1/events", a.Streams)
 	mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
+	// The operations dashboard (served from the bucket behind the API in AWS).
+	mux.Handle("/dashboard/", web.Handler())
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {
@@ -319,6 +322,14 @@ func (s *Stack) WriteEnv(path string) error {
 		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// PauseEmulator freezes the stack's own emulator for d (an outage); it does
+// nothing when the stack uses an emulator it did not start.
+func (s *Stack) PauseEmulator(d time.Duration) {
+	if s.emulator != nil {
+		s.emulator.Pause(d)
+	}
 }
 
 // Close stops everything the stack started, in reverse order.

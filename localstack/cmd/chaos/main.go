@@ -18,10 +18,11 @@ func main() {
 	crash := flag.Float64("crash", 0.1, "chance a worker dies at each crash point")
 	dup := flag.Float64("dup", 0.3, "chance a job's message is delivered twice")
 	faults := flag.Float64("faults", 0.2, "chance an external call fails (429/500)")
+	outages := flag.Int("outages", 3, "times the emulator freezes for 1.5 s (an AWS outage)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed")
 	flag.Parse()
 	fmt.Fprintf(os.Stderr, "chaos: %d jobs, seed %d, starting a private emulator and stack\n", *jobs, *seed)
-	rep, err := chaos.Run(context.Background(), chaos.Options{Jobs: *jobs, CrashRate: *crash, DuplicateRate: *dup, FaultRate: *faults, Seed: *seed, Timeout: 10 * time.Minute, Log: os.Stderr})
+	rep, err := chaos.Run(context.Background(), chaos.Options{Jobs: *jobs, CrashRate: *crash, DuplicateRate: *dup, FaultRate: *faults, Seed: *seed, Outages: *outages, Timeout: 10 * time.Minute, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 		os.Exit(1)
