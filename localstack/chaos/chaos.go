@@ -6,18 +6,12 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/apiclient"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -132,16 +127,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if _, err := call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos"}); err != nil {
+	if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos"}); err != nil {
 		return rep, err
 	}
-	up, err := upload(s.APIURL, tok)
+	up, err := apiclient.Upload(s.APIURL, tok, apiclient.PNG(8))
 	if err != nil {
 		return rep, err
 	}
 	ids := make([]string, o.Jobs)
 	for i := range o.Jobs {
-		body, err := call(s.APIURL, "POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
+		body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
 		if err != nil {
 			return rep, err
 		}
@@ -229,44 +224,4 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-func call(base, method, path, tok string, body any) (map[string]any, error) {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%s %s: %s %s", method, path, resp.Status, raw)
-	}
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return out, nil
-}
-
-func upload(base, tok string) (string, error) {
-	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
-	img.Set(1, 1, color.RGBA{B: 255, A: 255})
-	var buf bytes.Buffer
-	_ = png.Encode(&buf, img)
-	signed, err := call(base, "POST", "/v1/uploads/sign", tok, map[string]any{"filename": "chaos.png", "contentType": "image/png", "size": buf.Len()})
-	if err != nil {
-		return "", err
-	}
-	req, _ := http.NewRequest("PUT", signed["url"].(string), bytes.NewReader(buf.Bytes()))
-	req.Header.Set("Content-Type", "image/png")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	id := signed["uploadId"].(string)
-	_, err = call(base, "POST", "/v1/uploads/"+id+"/confirm", tok, nil)
-	return id, err
 }

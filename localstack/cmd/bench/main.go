@@ -8,17 +8,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +32,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/localstack/apiclient"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -170,10 +166,10 @@ func run(n, conc, users int, skipBuild bool) error {
 			return err
 		}
 		tokens[i] = tok
-		if _, err := call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": fmt.Sprintf("rt-bench-%d-%d", i, time.Now().UnixNano())}); err != nil {
+		if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": fmt.Sprintf("rt-bench-%d-%d", i, time.Now().UnixNano())}); err != nil {
 			return err
 		}
-		if uploads[i], err = upload(s, tok); err != nil {
+		if uploads[i], err = apiclient.Upload(s.APIURL, tok, apiclient.PNG(64)); err != nil {
 			return err
 		}
 	}
@@ -197,7 +193,7 @@ func run(n, conc, users int, skipBuild bool) error {
 				}
 				u := i % users
 				t0 := time.Now()
-				body, err := call(s.APIURL, "POST", "/v1/jobs", tokens[u], map[string]any{
+				body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tokens[u], map[string]any{
 					"items": []any{map[string]any{"uploadId": uploads[u]}}, "params": map[string]any{"title": fmt.Sprintf("bench job %d", i)},
 				})
 				submitLat[i] = time.Since(t0)
@@ -284,54 +280,6 @@ func pct(ds []time.Duration, p int) float64 {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := (len(s)*p + 99) / 100
 	return ms(s[max(i-1, 0)])
-}
-
-func call(base, method, path, tok string, body any) (map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%s %s: %s %s", method, path, resp.Status, raw)
-	}
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return out, nil
-}
-
-func upload(s *stack.Stack, tok string) (string, error) {
-	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
-	img.Set(1, 1, color.RGBA{G: 255, A: 255})
-	var buf bytes.Buffer
-	_ = png.Encode(&buf, img)
-	signed, err := call(s.APIURL, "POST", "/v1/uploads/sign", tok, map[string]any{"filename": "bench.png", "contentType": "image/png", "size": buf.Len()})
-	if err != nil {
-		return "", err
-	}
-	req, _ := http.NewRequest("PUT", signed["url"].(string), bytes.NewReader(buf.Bytes()))
-	req.Header.Set("Content-Type", "image/png")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	id := signed["uploadId"].(string)
-	if _, err := call(s.APIURL, "POST", "/v1/uploads/"+id+"/confirm", tok, nil); err != nil {
-		return "", err
-	}
-	return id, nil
 }
 
 // floor times bare emulator calls: the least any request can cost here.
