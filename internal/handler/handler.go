@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,53 +66,89 @@ func NewQueueURLs(urls ...string) QueueURLs {
 
 func (q QueueURLs) forARN(arn string) string { return q[arn[strings.LastIndex(arn, ":")+1:]] }
 
+// GroupConcurrency bounds how many message groups of one batch a consumer
+// works on at once.
+const GroupConcurrency = 10
+
+// consumeFIFO runs process over a FIFO batch the way FIFO rules allow:
+// message groups in parallel (at most GroupConcurrency), each group's
+// messages in order; once a message of a group is not done, it and every
+// later message of that group are reported failed. process returns whether
+// the message may be deleted.
+func consumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
+	var order []string
+	groups := map[string][]events.SQSMessage{}
+	for _, m := range ev.Records {
+		g := m.Attributes["MessageGroupId"]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], m)
+	}
+	failed := make([][]string, len(order))
+	sem := make(chan struct{}, GroupConcurrency)
+	var wg sync.WaitGroup
+	for i, g := range order {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			broken := false
+			for _, m := range groups[g] {
+				if broken || ctx.Err() != nil || !process(ctx, m) {
+					broken = true
+					failed[i] = append(failed[i], m.MessageId)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for _, ids := range failed {
+		for _, id := range ids {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		}
+	}
+	return resp
+}
+
+// delay makes a message visible again after d (at least the next second).
+func delay(ctx context.Context, client *sqs.Client, urls QueueURLs, m events.SQSMessage, d time.Duration, log *slog.Logger) {
+	url := urls.forARN(m.EventSourceARN)
+	if url == "" {
+		return
+	}
+	if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: retry.VisibilityFor(d),
+	}); err != nil {
+		log.WarnContext(ctx, "could not delay the message", "message_id", m.MessageId, "error", err)
+	}
+}
+
 // Publisher is the publisher function, consuming the publish tiers' FIFO
-// queues with ReportBatchItemFailures. Records are handled in order; once a
-// message of a message group fails, it and every later message of that
-// group in the batch are reported failed, keeping FIFO order. A job that
-// must wait (backoff, circuit open) gets its message's visibility set to
-// the wait and is reported failed, so SQS hands it back when it is due.
+// queues with ReportBatchItemFailures. Each job is its own message group,
+// so the jobs of a batch run in parallel; a job that must wait (backoff,
+// circuit open) gets its message's visibility set to the wait and is
+// reported failed, so SQS hands it back when it is due.
 func Publisher(pub *publish.Publisher, client *sqs.Client, urls QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		var resp events.SQSEventResponse
-		failedGroups := map[string]bool{}
-		fail := func(m events.SQSMessage) {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			failedGroups[m.Attributes["MessageGroupId"]] = true
-		}
-		for _, m := range ev.Records {
-			if g := m.Attributes["MessageGroupId"]; failedGroups[g] {
-				fail(m)
-				continue
-			}
+		return consumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
 			msg, err := queue.Decode(m.Body)
 			if err != nil {
 				// A message no consumer can read: drop it, loudly.
 				log.ErrorContext(ctx, "dropping unreadable message", "message_id", m.MessageId, "error", err)
-				continue
-			}
-			if ctx.Err() != nil {
-				fail(m)
-				continue
+				return true
 			}
 			v, err := pub.Run(ctx, msg.JobID)
 			switch {
 			case err != nil:
 				log.WarnContext(ctx, "job run failed; the message comes back", "job_id", msg.JobID, "error", err)
-				fail(m)
+				return false
 			case !v.Done:
-				if url := urls.forARN(m.EventSourceARN); url != "" {
-					if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-						QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle),
-						VisibilityTimeout: retry.VisibilityFor(v.RetryIn),
-					}); err != nil {
-						log.WarnContext(ctx, "could not delay the message", "job_id", msg.JobID, "error", err)
-					}
-				}
-				fail(m)
+				delay(ctx, client, urls, m, v.RetryIn, log)
+				return false
 			}
-		}
-		return resp, nil
+			return true
+		}), nil
 	}
 }
 
@@ -169,38 +207,24 @@ type Deliverer interface {
 // retry gets its message delayed by the backoff and is reported failed.
 func System(d Deliverer, client *sqs.Client, urls QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		var resp events.SQSEventResponse
-		failedGroups := map[string]bool{}
-		fail := func(m events.SQSMessage) {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-			failedGroups[m.Attributes["MessageGroupId"]] = true
-		}
-		for _, m := range ev.Records {
-			if failedGroups[m.Attributes["MessageGroupId"]] {
-				fail(m)
-				continue
-			}
+		return consumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
 			msg, err := queue.Decode(m.Body)
 			if err != nil || msg.Kind != queue.KindWebhook {
 				log.ErrorContext(ctx, "dropping a system message no consumer knows", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
-				continue
+				return true
 			}
 			attempt, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
 			v, err := d.Deliver(ctx, msg, max(attempt, 1))
 			switch {
 			case err != nil:
 				log.WarnContext(ctx, "delivery could not be recorded; the message comes back", "job_id", msg.JobID, "error", err)
-				fail(m)
+				return false
 			case !v.Done:
-				if url := urls.forARN(m.EventSourceARN); url != "" {
-					_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-						QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: retry.VisibilityFor(v.RetryIn),
-					})
-				}
-				fail(m)
+				delay(ctx, client, urls, m, v.RetryIn, log)
+				return false
 			}
-		}
-		return resp, nil
+			return true
+		}), nil
 	}
 }
 

@@ -1,8 +1,11 @@
 // Package queue sends work to the tier FIFO queues. A message carries ids
-// only — never media or secrets. Each job is its own message group, so one
-// job's retries never hold back another's, and each send of a job has its
-// own deduplication id, so a resend is not swallowed while a duplicate of
-// the same send is.
+// only — never media or secrets. Every send of a job is its own message
+// group and has its own deduplication id: one job's retries never hold back
+// another's, a duplicate of one send is dropped, and a resend by recovery is
+// not stuck behind the message of a worker that died (an in-flight message
+// holds back its group until its visibility timeout ends). The order of a
+// job's messages does not matter: the job's state in DynamoDB and the
+// worker's conditional claim decide.
 package queue
 
 import (
@@ -78,7 +81,7 @@ func (s *Sender) Send(ctx context.Context, tier resources.Tier, m Message) error
 	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:               aws.String(url),
 		MessageBody:            aws.String(string(body)),
-		MessageGroupId:         aws.String(m.JobID),
+		MessageGroupId:         aws.String(dedup),
 		MessageDeduplicationId: aws.String(dedup),
 	}); err != nil {
 		return fmt.Errorf("sending job %s to the %s queue: %w", m.JobID, tier, err)

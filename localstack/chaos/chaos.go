@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +58,9 @@ type Report struct {
 	Lost, Stuck, DoublePublished, OverAttempt []string
 	// FailReasons counts the failed jobs' error codes.
 	FailReasons map[string]int
-	Elapsed     time.Duration
+	// FirstFailure is the event history of the first failed job.
+	FirstFailure string
+	Elapsed      time.Duration
 }
 
 // OK reports whether every invariant held.
@@ -207,6 +210,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 			if j.Error != nil {
 				rep.FailReasons[j.Error.Code+": "+j.Error.Message]++
+			}
+			if rep.FirstFailure == "" {
+				evs, _ := s.App.Store.Events(ctx, id, 0, 200)
+				var b strings.Builder
+				for _, ev := range evs {
+					fmt.Fprintf(&b, "%s %s %v; ", ev.At.Format("15:04:05.000"), ev.Type, ev.Detail)
+				}
+				rep.FirstFailure = id + ": " + b.String()
 			}
 			if j.Error == nil || j.Error.Message == "" {
 				rep.Stuck = append(rep.Stuck, id+" failed without a reason")

@@ -23,6 +23,9 @@ func TestSmallChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(rep)
+	if rep.FirstFailure != "" {
+		t.Log("first failed job: " + rep.FirstFailure)
+	}
 	if !rep.OK() {
 		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt)
 	}
