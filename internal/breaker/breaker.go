@@ -136,10 +136,14 @@ func (b *Breaker) state(ctx context.Context, key string) (Record, error) {
 		for _, r := range all {
 			snap[r.Key] = r
 		}
-		b.mu.Lock()
-		b.snap, b.snapAt = snap, now
-		b.mu.Unlock()
+		// Read from the new map before it is shared: once installed, it is
+		// written by remember and may only be touched under the lock.
 		r, ok = snap[key]
+		b.mu.Lock()
+		if !now.Before(b.snapAt) { // never replace a snapshot taken later
+			b.snap, b.snapAt = snap, now
+		}
+		b.mu.Unlock()
 	}
 	if !ok {
 		r = Record{Key: key, State: Closed}

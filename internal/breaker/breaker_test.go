@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,5 +191,62 @@ func TestHealthyCallsCostAlmostNothing(t *testing.T) {
 	}
 	if per > 0.05 {
 		t.Errorf("%.3f requests per call, want ≤ 0.05", per)
+	}
+}
+
+// TestConcurrentCallsWhileTheSnapshotRefreshes: the parallel jobs of one
+// batch share one Breaker; under -race, Allow, Do and Record on shared keys
+// while the snapshot refreshes must neither race nor lose the state.
+func TestConcurrentCallsWhileTheSnapshotRefreshes(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	bs := instances(t, 2, clk, nil)
+	ctx := context.Background()
+	keys := []string{"host:shared", "token:a", "token:b", "token:c"}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	// The clock moves past the cache period again and again, so the
+	// snapshot is refreshed while the calls below read and write it.
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				clk.Advance(600 * time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	})
+	var calls sync.WaitGroup
+	for g := range 16 {
+		calls.Go(func() {
+			b := bs[g%len(bs)]
+			for i := range 40 {
+				key := keys[(g+i)%len(keys)]
+				switch i % 4 {
+				case 0:
+					_ = b.Allow(ctx, key)
+				case 1:
+					_ = b.Do(ctx, func(context.Context) error { return apiErr{503} }, key, "host:shared")
+				case 2:
+					_ = b.Record(ctx, breaker.RateLimited, time.Second, key)
+				default:
+					_ = b.Do(ctx, func(context.Context) error { return nil }, key)
+				}
+			}
+		})
+	}
+	calls.Wait()
+	close(stop)
+	wg.Wait()
+	// Whatever the interleaving, every instance still answers from a
+	// consistent view: Allow returns nil or the typed open error, nothing else.
+	for _, b := range bs {
+		for _, k := range keys {
+			if err := b.Allow(ctx, k); err != nil && !isOpen(err) {
+				t.Errorf("Allow(%s) after the storm: %v", k, err)
+			}
+		}
 	}
 }
