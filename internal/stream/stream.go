@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/auth"
@@ -44,7 +45,10 @@ type Config struct {
 }
 
 // Server streams events.
-type Server struct{ cfg Config }
+type Server struct {
+	cfg    Config
+	active atomic.Int64
+}
 
 // New returns a Server.
 func New(cfg Config) *Server {
@@ -113,12 +117,18 @@ func (s *Server) Open(ctx context.Context, owner, jobID string) (*job.Job, error
 
 // Stream writes the stream to w until ctx ends or writing fails.
 func (s *Server) Stream(ctx context.Context, w io.Writer, flush func(), owner, jobID, lastEventID string) error {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	out := writer{w: w, flush: flush}
 	if jobID != "" {
 		return s.job(ctx, out, owner, jobID, lastEventID)
 	}
 	return s.all(ctx, out, owner, lastEventID)
 }
+
+// Active returns how many streams are being served now; a stream whose
+// client went away is no longer counted once its reads have stopped.
+func (s *Server) Active() int64 { return s.active.Load() }
 
 func (s *Server) job(ctx context.Context, out writer, owner, jobID, lastEventID string) error {
 	j, err := s.Open(ctx, owner, jobID)
