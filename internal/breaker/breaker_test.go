@@ -61,13 +61,13 @@ func isOpen(err error) bool {
 }
 
 // TestEightInstancesAgree: after the threshold all eight refuse within one
-// cache period; after the cooldown exactly one probe passes — 50 times over.
+// cache period; after the cooldown exactly one probe passes — 20 times over.
 func TestEightInstancesAgree(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Now().UTC()}
 	bs := instances(t, 8, clk, nil)
 	ctx := context.Background()
-	for round := range 50 {
+	for round := range 20 {
 		key := fmt.Sprintf("host:round-%d", round)
 		// Failures from several instances open the circuit.
 		for i := range 5 {
@@ -92,17 +92,26 @@ func TestEightInstancesAgree(t *testing.T) {
 			t.Fatalf("round %d: %d calls reached the API while open", round, calls.Load())
 		}
 		clk.Advance(5 * time.Minute)
-		var probes atomic.Int32
+		var probes, refused atomic.Int32
 		block := make(chan struct{})
 		for _, b := range bs {
 			wg.Go(func() {
 				err := b.Do(ctx, func(context.Context) error { probes.Add(1); <-block; return apiErr{503} }, key)
-				if err != nil && !isOpen(err) && !errors.As(err, new(apiErr)) {
+				if isOpen(err) {
+					refused.Add(1)
+				} else if err != nil && !errors.As(err, new(apiErr)) {
 					t.Errorf("round %d: %v", round, err)
 				}
 			})
 		}
-		time.Sleep(50 * time.Millisecond)
+		// The probe holds until every other instance has been refused (or
+		// a second probe got through, which fails the round below).
+		for deadline := time.Now().Add(30 * time.Second); refused.Load()+probes.Load() < int32(len(bs)) || probes.Load() == 0; {
+			if probes.Load() > 1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond) // polling the condition above
+		}
 		close(block)
 		wg.Wait()
 		if probes.Load() != 1 {
