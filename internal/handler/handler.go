@@ -138,7 +138,8 @@ func Publisher(pub *publish.Publisher, client *sqs.Client, urls QueueURLs, log *
 				log.ErrorContext(ctx, "dropping unreadable message", "message_id", m.MessageId, "error", err)
 				return true
 			}
-			v, err := pub.Run(ctx, msg.JobID)
+			receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Receives: receives})
 			switch {
 			case err != nil:
 				log.WarnContext(ctx, "job run failed; the message comes back", "job_id", msg.JobID, "error", err)

@@ -191,6 +191,11 @@ type Item struct {
 	Filename    string `json:"-" dynamodbav:"filename"`
 	// StashItemID is the external API's id of the uploaded file.
 	StashItemID int64 `json:"-" dynamodbav:"stashItemId,omitempty"`
+	// Tried is set when a run claimed the job while this item was
+	// unfinished: an earlier run may have reached the external API for it,
+	// so a later run asks the API what happened before repeating a call.
+	// Unlike the attempt counter, a retry does not reset it.
+	Tried bool `json:"-" dynamodbav:"tried,omitempty"`
 }
 
 // Error is a failure kept on a job, a phase or an item.
@@ -248,6 +253,16 @@ type Job struct {
 	LeaseUntil *time.Time `json:"-" dynamodbav:"leaseUntil,omitempty"`
 	// RetryAt is when a job requeued after a temporary error may run again.
 	RetryAt *time.Time `json:"-" dynamodbav:"retryAt,omitempty"`
+	// Waiting, on a queued job, says why it waits in the table instead of
+	// the queue (its message was deleted; see Park): the release sweep
+	// sends it again at RetryAt. Empty: the job's message is in the queue.
+	Waiting string `json:"-" dynamodbav:"waiting,omitempty"`
+	// Resends counts the messages recovery sent again because the last
+	// one might have been lost; each doubles the time before the next.
+	Resends int `json:"-" dynamodbav:"resends,omitempty"`
+	// StuckFrom, when set, replaces QueuedAt as the time from which
+	// recovery measures how long a queued job went unreceived.
+	StuckFrom *time.Time `json:"-" dynamodbav:"stuckFrom,omitempty"`
 	// ExpiresAt is the epoch second after which the job is gone (DynamoDB
 	// TTL; readers ignore expired items since TTL deletes late).
 	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
@@ -285,10 +300,12 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		j.Phase = "queued"
 		j.QueuedAt = &now
 		j.LeaseOwner, j.LeaseUntil = "", nil
+		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 	case Retry:
 		j.Phase = "queued"
 		j.QueuedAt = &now
 		j.LeaseOwner, j.LeaseUntil, j.RetryAt = "", nil, nil
+		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 		j.Error, j.FinishedAt, j.ExpiresAt = nil, nil, 0
 		j.Attempts = 0
 		for i := range j.Phases {
@@ -310,6 +327,7 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		}
 		j.HeartbeatAt = &now
 		j.RetryAt = nil
+		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 	case Succeed, Fail, Cancel:
 		j.FinishedAt = &now
 		j.Phase = string(next)
@@ -421,3 +439,107 @@ func (j *Job) recomputeProgress() {
 
 // Finished reports whether the job's status is an end state or stale.
 func (j *Job) Finished() bool { return j.Status.Finished() || j.Status == Stale }
+
+// Claim is a worker taking the job for one run: it starts (or resumes) the
+// job, counts the attempt, leases it to worker until leaseUntil, and marks
+// every unfinished item as tried. It returns which items an earlier run may
+// already have sent to the external API (tried before this claim).
+func (j *Job) Claim(worker string, leaseUntil, now time.Time) (triedBefore []bool, err error) {
+	if err := j.Apply(Start, now); err != nil {
+		return nil, err
+	}
+	j.Attempts++
+	j.LeaseOwner = worker
+	until := leaseUntil.UTC()
+	j.LeaseUntil = &until
+	triedBefore = make([]bool, len(j.Items))
+	for i := range j.Items {
+		triedBefore[i] = j.Items[i].Tried
+		if j.Items[i].Status != ItemPublished {
+			j.Items[i].Tried = true
+		}
+	}
+	return triedBefore, nil
+}
+
+// Snooze hands a claimed job back to wait until until without spending
+// the attempt its claim counted: the run did not get to do its work (the
+// circuit was open, the API said 429, the tier was paused).
+func (j *Job) Snooze(reason string, until, now time.Time) error {
+	if err := j.Apply(Requeue, now); err != nil {
+		return err
+	}
+	j.Attempts = max(j.Attempts-1, 0)
+	at := until.UTC()
+	j.RetryAt = &at
+	j.Phase = "waiting"
+	return nil
+}
+
+// RetryLater requeues a job whose run failed with a temporary error, to
+// run again at until; the attempt stays spent.
+func (j *Job) RetryLater(e *Error, until, now time.Time) error {
+	if err := j.Apply(Requeue, now); err != nil {
+		return err
+	}
+	j.Error = e
+	at := until.UTC()
+	j.RetryAt = &at
+	j.Phase = "retrying"
+	return nil
+}
+
+// Park makes a queued job wait in the table rather than in the queue: its
+// message is to be deleted, and the release sweep sends a new one at until
+// (reason says why it waits: backoff, circuit open, rate limited, paused).
+// A long wait then costs no SQS receives, so it can never push the message
+// into the dead-letter queue. Parking spends no attempt.
+func (j *Job) Park(reason string, until, now time.Time) error {
+	if j.Status != Queued {
+		return &TransitionError{From: j.Status, Action: "park"}
+	}
+	at := until.UTC()
+	j.Waiting, j.RetryAt = reason, &at
+	j.UpdatedAt = now.UTC()
+	if j.Phase == "queued" || j.Phase == "" {
+		j.Phase = "waiting"
+	}
+	return nil
+}
+
+// Unpark is the release sweep sending a parked job's new message: the job
+// is back in the queue from now (the sender counts the send).
+func (j *Job) Unpark(now time.Time) error {
+	if j.Status != Queued || j.Waiting == "" {
+		return &TransitionError{From: j.Status, Action: "unpark"}
+	}
+	now = now.UTC()
+	j.Waiting, j.RetryAt = "", nil
+	j.QueuedAt, j.StuckFrom, j.Resends = &now, nil, 0
+	j.UpdatedAt = now
+	return nil
+}
+
+// MaxResendDoublings caps the doubling of the interval between re-sends of
+// a possibly lost message (2^10 × StuckAfter).
+const MaxResendDoublings = 10
+
+// Resend is recovery sending a queued job's message again because the last
+// one may have been lost. It spends no attempt — waiting is not a run — and
+// the next re-send is due only after twice the previous interval, so a job
+// that merely waits in a backlog is re-sent a handful of times, never in a
+// loop: after the n-th re-send at now, the next is due at
+// now + stuckAfter × 2^n (the sender counts the send).
+func (j *Job) Resend(stuckAfter time.Duration, now time.Time) error {
+	if j.Status != Queued || j.Waiting != "" {
+		return &TransitionError{From: j.Status, Action: "resend"}
+	}
+	now = now.UTC()
+	j.Resends++
+	k := min(j.Resends, MaxResendDoublings)
+	from := now.Add(stuckAfter * time.Duration((1<<k)-1))
+	j.StuckFrom = &from
+	j.RetryAt = nil
+	j.UpdatedAt = now
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -75,6 +77,10 @@ type Config struct {
 	// Crash, when set, is called at each crash point; a non-nil return
 	// aborts the run without any further write (tests only).
 	Crash func(point string, j *job.Job) error
+	// MaxReceives is the queues' maxReceiveCount (default
+	// resources.DefaultMaxReceiveCount): a job that must wait parks in the
+	// table before its message gets near the dead-letter queue.
+	MaxReceives int
 }
 
 // Publisher runs jobs.
@@ -94,6 +100,9 @@ func New(cfg Config) *Publisher {
 	if cfg.Worker == "" {
 		cfg.Worker = fmt.Sprintf("w-%d", time.Now().UnixNano())
 	}
+	if cfg.MaxReceives == 0 {
+		cfg.MaxReceives = resources.DefaultMaxReceiveCount
+	}
 	return &Publisher{cfg: cfg}
 }
 
@@ -110,10 +119,21 @@ type Verdict struct {
 // leaseFor is how long a claim holds without a heartbeat.
 func (p *Publisher) leaseFor() time.Duration { return 3 * p.cfg.Heartbeat }
 
-// Run processes job id once: claims it, runs its unfinished phases, and
-// records the outcome. The error is non-nil only when the outcome could not
-// be recorded (the message must then come back).
-func (p *Publisher) Run(ctx context.Context, id string) (Verdict, error) {
+// Delivery is one message for a job, as the queue handed it over.
+type Delivery struct {
+	// JobID is the job the message names.
+	JobID string
+	// Receives is the message's ApproximateReceiveCount (0 if unknown).
+	Receives int
+}
+
+// Run processes a delivery of job id once: claims the job, runs its
+// unfinished phases, and records the outcome. A job that must wait long
+// (or whose message nears the DLQ) is parked in the table and its message
+// let go. The error is non-nil only when the outcome could not be recorded
+// (the message must then come back).
+func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
+	id := d.JobID
 	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
 	j, err := p.cfg.Store.GetJob(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -125,34 +145,42 @@ func (p *Publisher) Run(ctx context.Context, id string) (Verdict, error) {
 	}
 	now := p.cfg.Now()
 	switch {
+	case j.Status == job.Queued && j.Waiting != "" && j.RetryAt != nil && j.RetryAt.After(now):
+		// A leftover message of a parked job: the release sweep sends a
+		// fresh one when it is due.
+		return Verdict{Done: true, Reason: "waiting in the table"}, nil
 	case j.Status == job.Queued && j.RetryAt != nil && j.RetryAt.After(now):
-		return Verdict{RetryIn: j.RetryAt.Sub(now), Reason: "backing off"}, nil
+		wait := j.RetryAt.Sub(now)
+		if p.cfg.Policy.Park(wait, d.Receives, p.cfg.MaxReceives) {
+			return p.park(ctx, log, id, "not_due", *j.RetryAt)
+		}
+		return Verdict{RetryIn: wait, Reason: "backing off"}, nil
 	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
 		return Verdict{Done: true, Reason: "running elsewhere"}, nil
 	case j.Status != job.Queued && j.Status != job.Running:
 		return Verdict{Done: true, Reason: "job is " + string(j.Status)}, nil
 	}
-	resumed := j.Status == job.Running || j.Attempts > 0
-	if err := j.Apply(job.Start, now); err != nil {
+	tried, err := j.Claim(p.cfg.Worker, now.Add(p.leaseFor()), now)
+	if err != nil {
 		return Verdict{Done: true, Reason: err.Error()}, nil
 	}
-	j.Attempts++
-	j.LeaseOwner = p.cfg.Worker
-	until := now.Add(p.leaseFor())
-	j.LeaseUntil = &until
-	switch err := p.cfg.Store.SaveJob(ctx, &j); {
+	switch err := p.cfg.Store.ClaimJob(ctx, &j); {
+	case errors.Is(err, store.ErrPaused):
+		// Paused before this claim: the job waits for the resume, in the
+		// table; the release sweep sends it once the tier runs again.
+		return p.park(ctx, log, id, "paused", now)
 	case errors.Is(err, store.ErrConflict):
 		return Verdict{Done: true, Reason: "claimed by another worker"}, nil
 	case err != nil:
 		return Verdict{}, err
 	}
 	log = log.With("attempt", j.Attempts, "tier", j.Tier)
-	log.InfoContext(ctx, "job started", "resumed", resumed)
+	log.InfoContext(ctx, "job started", "resumed", slices.Contains(tried, true))
 	if err := p.crash(AfterClaim, &j); err != nil {
 		return Verdict{}, err
 	}
 
-	r := &run{p: p, log: log, resumed: resumed}
+	r := &run{p: p, log: log, tried: tried, receives: d.Receives}
 	r.job = j
 	hbCtx, stopHB := context.WithCancel(ctx)
 	workCtx, cancelWork := context.WithCancelCause(ctx)
@@ -173,6 +201,24 @@ func (p *Publisher) Run(ctx context.Context, id string) (Verdict, error) {
 		return Verdict{Done: true, Reason: "succeeded"}, nil
 	}
 	return r.settleFailure(ctx, err)
+}
+
+// park moves a queued job to wait in the table until until (job.Park) and
+// lets its message go. If the job changed meanwhile, the message is moot
+// or another delivery handles it.
+func (p *Publisher) park(ctx context.Context, log *slog.Logger, id, reason string, until time.Time) (Verdict, error) {
+	_, err := p.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
+		return j.Park(reason, until, p.cfg.Now())
+	})
+	var te *job.TransitionError
+	switch {
+	case errors.As(err, &te), errors.Is(err, store.ErrNotFound):
+		return Verdict{Done: true, Reason: "job changed meanwhile"}, nil
+	case err != nil:
+		return Verdict{}, err
+	}
+	log.InfoContext(ctx, "job parked until it is due", "reason", reason, "until", until)
+	return Verdict{Done: true, Reason: "parked: " + reason}, nil
 }
 
 // countFinished adds the outcome to the hour's counters (the admin stats).
@@ -196,11 +242,35 @@ var errLostLease = errors.New("lease lost")
 
 // run is one attempt at one job.
 type run struct {
-	p       *Publisher
-	log     *slog.Logger
-	resumed bool
-	mu      sync.Mutex // guards job against the heartbeat
-	job     job.Job
+	p   *Publisher
+	log *slog.Logger
+	// tried says, per item, whether an earlier run may have reached the
+	// external API for it (job.Claim): only then are lookups needed.
+	tried []bool
+	// receives is the delivery's receive count (see Policy.Park).
+	receives int
+	mu       sync.Mutex // guards job against the heartbeat
+	job      job.Job
+}
+
+// record persists facts about the outside world (what the external API
+// did for an item) together with this run's mutate. If the job stopped
+// being this run's meanwhile (cancelled, stopped, taken over), the facts
+// are still written on the job as it is now — a publication that happened
+// is never dropped — and errLostLease is returned.
+func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
+	err := r.save(ctx, func(j *job.Job) { facts(j); mutate(j) })
+	if !errors.Is(err, errLostLease) {
+		return err
+	}
+	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
+		facts(j)
+		return nil
+	})
+	if uerr != nil {
+		r.log.ErrorContext(ctx, "recording what the API did on a job that changed meanwhile failed", "error", uerr)
+	}
+	return err
 }
 
 // save persists the in-memory job. On a version conflict (the heartbeat or
@@ -296,7 +366,7 @@ func (r *run) phases(ctx context.Context) error {
 		r.job.StartPhase(job.PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
 		r.job.StartPhase(job.PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
 		r.mu.Unlock()
-		itemID, err := r.upload(ctx, token, j, it)
+		itemID, err := r.upload(ctx, token, j, it, r.tried[i])
 		if err != nil {
 			return r.itemErr(ctx, job.PhaseUpload, i, err)
 		}
@@ -304,8 +374,11 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		}
 		done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
-		if err := r.save(ctx, func(j *job.Job) {
-			j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
+		if err := r.record(ctx, func(j *job.Job) {
+			if j.Items[i].Status == job.ItemPending {
+				j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
+			}
+		}, func(j *job.Job) {
 			pct := done * 100 / total
 			msg := fmt.Sprintf("%d of %d items", done, total)
 			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
@@ -335,7 +408,7 @@ func (r *run) phases(ctx context.Context) error {
 		if it.Status != job.ItemUploaded {
 			continue
 		}
-		dev, err := r.publish(ctx, token, it)
+		dev, err := r.publish(ctx, token, it, r.tried[i])
 		if err != nil {
 			return r.itemErr(ctx, job.PhasePublish, i, err)
 		}
@@ -343,9 +416,10 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		}
 		last := countItems(r.snapshot(), i, job.ItemPublished) == total
-		if err := r.save(ctx, func(j *job.Job) {
-			j.Items[i].Status = job.ItemPublished
+		if err := r.record(ctx, func(j *job.Job) {
+			j.Items[i].Status, j.Items[i].Error = job.ItemPublished, nil
 			j.Items[i].Output = &job.Output{DeviationID: dev.ID, URL: dev.URL}
+		}, func(j *job.Job) {
 			done := 0
 			for _, it := range j.Items {
 				if it.Status == job.ItemPublished {
@@ -412,8 +486,8 @@ func countItems(j job.Job, i int, statuses ...job.ItemStatus) int {
 // upload streams the item's object from S3 into stash/submit. On a resumed
 // job it first asks the API whether an earlier attempt already submitted
 // the item (the stack is named by the item id).
-func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item) (int64, error) {
-	if r.resumed {
+func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, tried bool) (int64, error) {
+	if tried {
 		found, ok, err := r.p.cfg.API.FindByStack(ctx, token, it.ID)
 		if err != nil {
 			return 0, err
@@ -444,8 +518,8 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item) 
 
 // publish publishes an uploaded item, unless the API says an earlier attempt
 // already did.
-func (r *run) publish(ctx context.Context, token string, it job.Item) (deviantart.Deviation, error) {
-	if r.resumed {
+func (r *run) publish(ctx context.Context, token string, it job.Item, tried bool) (deviantart.Deviation, error) {
+	if tried {
 		st, err := r.p.cfg.API.Item(ctx, token, it.StashItemID)
 		if err != nil {
 			return deviantart.Deviation{}, err
@@ -525,13 +599,10 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	var verdict Verdict
 	saveErr := r.save(ctx, func(j *job.Job) {
 		e := &job.Error{Code: code, Message: msg, Retryable: d.Class != retry.ClassPermanent}
+		at := now.Add(d.Delay)
 		switch {
 		case d.Class == retry.ClassSnooze:
-			j.Attempts-- // a refused call spends no attempt
-			_ = j.Apply(job.Requeue, now)
-			at := now.Add(d.Delay).UTC()
-			j.RetryAt = &at
-			j.Phase = "waiting"
+			_ = j.Snooze("circuit_open", at, now)
 			if phase != "" {
 				if i := j.PhaseIndex(phase); i >= 0 {
 					j.Phases[i].Message = "circuit open; waiting"
@@ -539,22 +610,18 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			}
 			verdict = Verdict{RetryIn: d.Delay, Reason: "circuit open"}
 		case d.Retry:
-			if rateLimited(err) {
-				// A 429 says "not now", not "this job is broken": like a
-				// refusal by the open circuit it spends no attempt.
-				j.Attempts--
-			}
 			j.FailPhase(phase, e)
 			if phase != "" {
 				if i := j.PhaseIndex(phase); i >= 0 {
 					j.Phases[i].Status = job.PhasePending
 				}
 			}
-			j.Error = e
-			_ = j.Apply(job.Requeue, now)
-			at := now.Add(d.Delay).UTC()
-			j.RetryAt = &at
-			j.Phase = "retrying"
+			if d.Spent {
+				_ = j.RetryLater(e, at, now)
+			} else {
+				_ = j.Snooze("rate_limited", at, now)
+				j.Error, j.Phase = e, "retrying"
+			}
 			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
 		default:
 			if d.Exhausted {
@@ -567,6 +634,16 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			j.Error = e
 			_ = j.Apply(job.Fail, now)
 			verdict = Verdict{Done: true, Reason: "failed"}
+		}
+		if !verdict.Done && p.cfg.Policy.Park(d.Delay, r.receives, p.cfg.MaxReceives) {
+			reason := "backoff"
+			if d.Class == retry.ClassSnooze {
+				reason = "circuit_open"
+			} else if !d.Spent {
+				reason = "rate_limited"
+			}
+			_ = j.Park(reason, at, now)
+			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked until due"}
 		}
 	})
 	if errors.Is(saveErr, errLostLease) {
@@ -585,12 +662,6 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		log.WarnContext(ctx, "job will retry", "retry_in", verdict.RetryIn.String())
 	}
 	return verdict, nil
-}
-
-// rateLimited reports whether the external API answered 429.
-func rateLimited(err error) bool {
-	var sc interface{ StatusCode() int }
-	return errors.As(err, &sc) && sc.StatusCode() == 429
 }
 
 func errorCode(c retry.Class) string {

@@ -131,13 +131,13 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 		crashAt[id] = point
 		mu.Unlock()
 		before := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]
-		if _, err := pub.Run(ctx, id); !errors.Is(err, publish.ErrCrash) {
+		if _, err := pub.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
 			t.Fatalf("%s: first run = %v, want a crash", point, err)
 		}
 		// The message comes back after the visibility timeout; by then the
 		// dead worker's lease has lapsed.
 		clk.Advance(time.Minute)
-		v, err := pub.Run(ctx, id)
+		v, err := pub.Run(ctx, publish.Delivery{JobID: id})
 		if err != nil || !v.Done {
 			t.Fatalf("%s: redelivery = %+v, %v", point, v, err)
 		}
@@ -174,7 +174,7 @@ func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
 	verdicts := make([]publish.Verdict, 4)
 	for i := range verdicts {
 		wg.Go(func() {
-			v, err := b.Stack.App.Publisher.Run(context.Background(), id)
+			v, err := b.Stack.App.Publisher.Run(context.Background(), publish.Delivery{JobID: id})
 			if err != nil {
 				t.Errorf("run %d: %v", i, err)
 			}

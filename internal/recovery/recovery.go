@@ -85,6 +85,8 @@ type Result struct {
 	FailedStuck int
 	// Staled finished jobs (first retention stage).
 	Staled int
+	// Unparked jobs whose wait in the table was over, sent again.
+	Unparked int
 	// Lost races with another run or a worker (nothing done, correctly).
 	Lost int
 }
@@ -117,6 +119,31 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 			res.Lost++
 		}
 	}
+	// Jobs parked in the table (job.Park) whose wait is over go back to
+	// the queue; a paused tier's stay until it is resumed.
+	waiting, err := r.cfg.Store.Due(ctx, store.Waiting, now, r.cfg.Batch)
+	if err != nil {
+		return res, fmt.Errorf("error fetching waiting jobs: %w", err)
+	}
+	for _, j := range waiting {
+		if r.cfg.Paused != nil && r.cfg.Paused(ctx, resources.Tier(j.Tier)) {
+			continue
+		}
+		ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
+			if cur.Waiting == "" || cur.RetryAt == nil || cur.RetryAt.After(now) {
+				return errSkip
+			}
+			return cur.Unpark(now)
+		})
+		switch {
+		case err != nil:
+			return res, err
+		case ok:
+			res.Unparked++
+		default:
+			res.Lost++
+		}
+	}
 	return res, nil
 }
 
@@ -140,15 +167,19 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 				if !r.stuck(cur, stuckBefore) {
 					return errSkip
 				}
+				if cur.Status == job.Queued {
+					// Not received for a while: a backlog, or a lost
+					// message. Send it again — no attempt spent, since
+					// waiting is not a run — and wait twice as long
+					// before the next time.
+					return cur.Resend(r.cfg.StuckAfter, now)
+				}
+				// A run whose worker went silent: its attempt was counted
+				// at the claim. Fail it only when the runs are spent.
 				if cur.Attempts >= cur.MaxAttempts {
 					failed = true
 					cur.Error = &job.Error{Code: "stuck", Message: fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), Retryable: true}
 					return cur.Apply(job.Fail, now)
-				}
-				if cur.Status == job.Queued {
-					// Never received: count the attempt the send should have
-					// been. (A running job's attempt was counted at its claim.)
-					cur.Attempts++
 				}
 				return cur.Apply(job.Requeue, now)
 			})
@@ -187,10 +218,15 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 func (r *Recoverer) stuck(j *job.Job, before time.Time) bool {
 	switch j.Status {
 	case job.Queued:
-		if j.RetryAt != nil {
-			return !j.RetryAt.After(before)
+		if j.Waiting != "" {
+			return false // parked: the release sweep's
 		}
-		return j.QueuedAt != nil && !j.QueuedAt.After(before)
+		for _, t := range []*time.Time{j.QueuedAt, j.RetryAt, j.StuckFrom} {
+			if t != nil && t.After(before) {
+				return false
+			}
+		}
+		return j.QueuedAt != nil
 	case job.Running:
 		return j.HeartbeatAt == nil || !j.HeartbeatAt.After(before)
 	}

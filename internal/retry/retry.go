@@ -275,11 +275,14 @@ type Policy struct {
 	// Rand returns a number in [0,1) for the jitter (default
 	// math/rand/v2's Float64). Values outside [0,1) are clamped.
 	Rand func() float64
+	// ParkAfter is the shortest wait that moves a job from the queue to
+	// the table (see Park; default ParkAfterDefault, 1m).
+	ParkAfter time.Duration
 }
 
 // DefaultPolicy returns Base 2s, Max 15m, 7 attempts and the default Rand.
 func DefaultPolicy() Policy {
-	return Policy{Base: BaseDefault, Max: MaxDefault, MaxAttempts: MaxAttemptsDefault}
+	return Policy{Base: BaseDefault, Max: MaxDefault, MaxAttempts: MaxAttemptsDefault, ParkAfter: ParkAfterDefault}
 }
 
 // Validate reports whether the policy can be used: Base positive, Max
@@ -344,6 +347,10 @@ type Decision struct {
 	Delay time.Duration
 	// Exhausted: a temporary failure with no attempt left; the job fails.
 	Exhausted bool
+	// Spent: the attempt counts against MaxAttempts. It does not when the
+	// call was refused before it reached the API (snooze) or the API said
+	// "not now" (429): waiting is not a run.
+	Spent bool
 	// Reason is a short explanation for logs; it never repeats the error's
 	// message, which callers log on its own.
 	Reason string
@@ -365,20 +372,50 @@ func (p Policy) Decide(err error, attempt int, now time.Time) Decision {
 	c, why := classify(err)
 	switch c {
 	case ClassPermanent:
-		return Decision{Class: c, Reason: "permanent: " + why}
+		return Decision{Class: c, Spent: true, Reason: "permanent: " + why}
 	case ClassSnooze:
 		var s *SnoozeError
 		errors.As(err, &s)
 		d := min(max(s.until.Sub(now), MinSnooze), MaxVisibility)
 		return Decision{Class: c, Retry: true, Delay: d, Reason: fmt.Sprintf("snoozed for %s, no attempt spent: %s", d, why)}
 	}
+	if RateLimited(err) {
+		d := max(p.Backoff(attempt), leastDelay(err))
+		return Decision{Class: c, Retry: true, Delay: d,
+			Reason: fmt.Sprintf("rate limited (%s), no attempt spent: retry in %s", why, d)}
+	}
 	if attempt >= p.MaxAttempts {
-		return Decision{Class: c, Exhausted: true,
+		return Decision{Class: c, Exhausted: true, Spent: true,
 			Reason: fmt.Sprintf("temporary (%s), but %d of %d attempts spent", why, attempt, p.MaxAttempts)}
 	}
 	d := max(p.Backoff(attempt), leastDelay(err))
-	return Decision{Class: c, Retry: true, Delay: d,
+	return Decision{Class: c, Retry: true, Delay: d, Spent: true,
 		Reason: fmt.Sprintf("temporary (%s): attempt %d of %d, retry in %s", why, attempt, p.MaxAttempts, d)}
+}
+
+// RateLimited reports whether err is the API answering 429 (an error with
+// StatusCode() 429 in its chain).
+func RateLimited(err error) bool {
+	var sc interface{ StatusCode() int }
+	return errors.As(err, &sc) && sc.StatusCode() == 429
+}
+
+// ParkAfterDefault is the shortest wait that leaves the queue (Policy.ParkAfter).
+const ParkAfterDefault = time.Minute
+
+// Park says whether a job that must wait for wait, whose message has been
+// received receives times out of the maxReceives its queue allows before
+// the dead-letter queue, should wait in the table instead of in the queue
+// (message deleted, sent again when due). Long waits park, so an outage
+// costs no receives; so does any wait once the message nears the DLQ,
+// so that waiting can never dead-letter a live job. Short waits stay in
+// the queue (a visibility timeout), which is faster than the release sweep.
+func (p Policy) Park(wait time.Duration, receives, maxReceives int) bool {
+	after := p.ParkAfter
+	if after <= 0 {
+		after = ParkAfterDefault
+	}
+	return wait >= after || (maxReceives > 0 && receives >= maxReceives-2)
 }
 
 // VisibilityFor converts a delay into whole seconds for SQS

@@ -27,6 +27,7 @@ type apiErr struct {
 func (e apiErr) Error() string             { return fmt.Sprintf("api: HTTP %d", e.status) }
 func (e apiErr) Temporary() bool           { return e.status == 429 || e.status >= 500 }
 func (e apiErr) RetryAfter() time.Duration { return e.after }
+func (e apiErr) StatusCode() int           { return e.status }
 
 // timeoutErr is a net.Error that timed out.
 type timeoutErr struct{}
@@ -96,32 +97,33 @@ func TestDecide(t *testing.T) {
 		attempt int
 		want    Decision
 	}{
-		{"first 500", p, apiErr{status: 500}, 1, Decision{Class: ClassTemporary, Retry: true, Delay: time.Second}},
-		{"attempt 0 counts as 1", p, apiErr{status: 500}, 0, Decision{Class: ClassTemporary, Retry: true, Delay: time.Second}},
-		{"third 500", p, apiErr{status: 500}, 3, Decision{Class: ClassTemporary, Retry: true, Delay: 4 * time.Second}},
-		{"capped at max", p, apiErr{status: 500}, 6, Decision{Class: ClassTemporary, Retry: true, Delay: 30 * time.Second}},
-		{"last attempt left", p, apiErr{status: 500}, 6, Decision{Class: ClassTemporary, Retry: true, Delay: 30 * time.Second}},
-		{"exhausted", p, apiErr{status: 500}, 7, Decision{Class: ClassTemporary, Exhausted: true}},
-		{"beyond the budget", p, apiErr{status: 500}, 99, Decision{Class: ClassTemporary, Exhausted: true}},
-		{"one-attempt policy", Policy{Base: time.Second, Max: time.Second, MaxAttempts: 1}, errors.New("x"), 1, Decision{Class: ClassTemporary, Exhausted: true}},
-		{"400 fails at once", p, apiErr{status: 400}, 1, Decision{Class: ClassPermanent}},
-		{"permanent on the last attempt is not exhausted", p, Permanent(errors.New("x")), 7, Decision{Class: ClassPermanent}},
+		{"first 500", p, apiErr{status: 500}, 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: time.Second}},
+		{"attempt 0 counts as 1", p, apiErr{status: 500}, 0, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: time.Second}},
+		{"third 500", p, apiErr{status: 500}, 3, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 4 * time.Second}},
+		{"capped at max", p, apiErr{status: 500}, 6, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 30 * time.Second}},
+		{"last attempt left", p, apiErr{status: 500}, 6, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 30 * time.Second}},
+		{"exhausted", p, apiErr{status: 500}, 7, Decision{Class: ClassTemporary, Exhausted: true, Spent: true}},
+		{"beyond the budget", p, apiErr{status: 500}, 99, Decision{Class: ClassTemporary, Exhausted: true, Spent: true}},
+		{"one-attempt policy", Policy{Base: time.Second, Max: time.Second, MaxAttempts: 1}, errors.New("x"), 1, Decision{Class: ClassTemporary, Exhausted: true, Spent: true}},
+		{"400 fails at once", p, apiErr{status: 400}, 1, Decision{Class: ClassPermanent, Spent: true}},
+		{"permanent on the last attempt is not exhausted", p, Permanent(errors.New("x")), 7, Decision{Class: ClassPermanent, Spent: true}},
 		{"retry-after above backoff wins", p, apiErr{status: 429, after: 10 * time.Second}, 1, Decision{Class: ClassTemporary, Retry: true, Delay: 10 * time.Second}},
 		{"retry-after below backoff loses", p, apiErr{status: 429, after: time.Second}, 4, Decision{Class: ClassTemporary, Retry: true, Delay: 8 * time.Second}},
 		{"retry-after beyond max is honoured", p, apiErr{status: 429, after: 5 * time.Minute}, 1, Decision{Class: ClassTemporary, Retry: true, Delay: 5 * time.Minute}},
-		{"retry-after capped at 12h", p, apiErr{status: 503, after: 100 * time.Hour}, 1, Decision{Class: ClassTemporary, Retry: true, Delay: MaxVisibility}},
-		{"retry-after on an unknown error", p, retryAfterOnly{20 * time.Second}, 1, Decision{Class: ClassTemporary, Retry: true, Delay: 20 * time.Second}},
-		{"temporary after", p, Temporary(errors.New("busy"), 45*time.Second), 1, Decision{Class: ClassTemporary, Retry: true, Delay: 45 * time.Second}},
-		{"temporary after beyond max", p, Temporary(errors.New("busy"), 2*time.Hour), 1, Decision{Class: ClassTemporary, Retry: true, Delay: 2 * time.Hour}},
-		{"negative after is backoff only", p, Temporary(errors.New("busy"), -time.Hour), 1, Decision{Class: ClassTemporary, Retry: true, Delay: time.Second}},
-		{"longer of after and retry-after", p, Temporary(apiErr{status: 429, after: 40 * time.Second}, 15*time.Second), 1, Decision{Class: ClassTemporary, Retry: true, Delay: 40 * time.Second}},
-		{"exhausted despite retry-after", p, apiErr{status: 429, after: time.Minute}, 7, Decision{Class: ClassTemporary, Exhausted: true}},
+		{"retry-after capped at 12h", p, apiErr{status: 503, after: 100 * time.Hour}, 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: MaxVisibility}},
+		{"retry-after on an unknown error", p, retryAfterOnly{20 * time.Second}, 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 20 * time.Second}},
+		{"temporary after", p, Temporary(errors.New("busy"), 45*time.Second), 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 45 * time.Second}},
+		{"temporary after beyond max", p, Temporary(errors.New("busy"), 2*time.Hour), 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 2 * time.Hour}},
+		{"negative after is backoff only", p, Temporary(errors.New("busy"), -time.Hour), 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: time.Second}},
+		{"longer of after and retry-after", p, Temporary(apiErr{status: 503, after: 40 * time.Second}, 15*time.Second), 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: 40 * time.Second}},
+		{"a 429 spends nothing and never exhausts", p, apiErr{status: 429, after: time.Minute}, 7, Decision{Class: ClassTemporary, Retry: true, Delay: time.Minute}},
+		{"exhausted despite retry-after", p, apiErr{status: 503, after: time.Minute}, 7, Decision{Class: ClassTemporary, Exhausted: true, Spent: true}},
 		{"snooze spends nothing, even when exhausted", p, Snooze(errors.New("open"), t0.Add(90*time.Second)), 7, Decision{Class: ClassSnooze, Retry: true, Delay: 90 * time.Second}},
 		{"snooze beyond max", p, Snooze(errors.New("open"), t0.Add(time.Hour)), 1, Decision{Class: ClassSnooze, Retry: true, Delay: time.Hour}},
 		{"snooze due now waits 1s", p, Snooze(errors.New("open"), t0), 1, Decision{Class: ClassSnooze, Retry: true, Delay: time.Second}},
 		{"snooze in the past waits 1s", p, Snooze(errors.New("open"), t0.Add(-time.Hour)), 1, Decision{Class: ClassSnooze, Retry: true, Delay: time.Second}},
 		{"snooze capped at 12h", p, Snooze(errors.New("open"), t0.Add(48*time.Hour)), 1, Decision{Class: ClassSnooze, Retry: true, Delay: MaxVisibility}},
-		{"nil is an unknown temporary error", p, nil, 1, Decision{Class: ClassTemporary, Retry: true, Delay: time.Second}},
+		{"nil is an unknown temporary error", p, nil, 1, Decision{Class: ClassTemporary, Retry: true, Spent: true, Delay: time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,9 +353,38 @@ func TestPolicyValidate(t *testing.T) {
 
 func TestDefaultPolicy(t *testing.T) {
 	t.Parallel()
-	want := Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7}
+	want := Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}
 	if diff := cmp.Diff(want, DefaultPolicy(), cmpopts.IgnoreFields(Policy{}, "Rand")); diff != "" {
 		t.Errorf("DefaultPolicy (-want +got):\n%s", diff)
+	}
+}
+
+func TestPark(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	tests := []struct {
+		name                  string
+		policy                Policy
+		wait                  time.Duration
+		receives, maxReceives int
+		want                  bool
+	}{
+		{"a short backoff stays in the queue", p, 4 * time.Second, 1, 10, false},
+		{"a cooldown leaves the queue", p, 5 * time.Minute, 1, 10, true},
+		{"exactly ParkAfter leaves", p, time.Minute, 1, 10, true},
+		{"near the DLQ even a short wait leaves", p, time.Second, 8, 10, true},
+		{"one receive before that stays", p, time.Second, 7, 10, false},
+		{"no redrive policy: only by length", p, time.Second, 50, 0, false},
+		{"zero ParkAfter means the default", Policy{}, 59 * time.Second, 1, 10, false},
+		{"a custom ParkAfter", Policy{ParkAfter: 5 * time.Second}, 5 * time.Second, 1, 10, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.policy.Park(tt.wait, tt.receives, tt.maxReceives); got != tt.want {
+				t.Errorf("Park(%s, %d, %d) = %v, want %v", tt.wait, tt.receives, tt.maxReceives, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -33,6 +34,18 @@ func shard(id string) int {
 	return int(binary.BigEndian.Uint32(h[:4]) % resources.SweepShards)
 }
 
+// Waiting is the bySweep partitions' name for queued jobs parked in the
+// table (job.Park): they are found by when they are due, apart from the
+// queued jobs whose message is in the queue.
+const Waiting job.Status = "waiting"
+
+func sweepStatus(j *job.Job) job.Status {
+	if j.Status == job.Queued && j.Waiting != "" {
+		return Waiting
+	}
+	return j.Status
+}
+
 // SweepKey returns the bySweep partition key of status st in shard n.
 func SweepKey(st job.Status, n int) string { return string(st) + "#" + strconv.Itoa(n) }
 
@@ -46,11 +59,20 @@ func sweepAt(j *job.Job) string {
 			return sortTime(*j.ScheduleAt)
 		}
 	case job.Queued:
-		if j.RetryAt != nil {
-			return sortTime(*j.RetryAt)
+		// Parked: when it is to be sent again. In the queue: from when
+		// recovery measures how long it went unreceived (the latest of
+		// entering the queue, a visibility delay, a re-send's doubling).
+		var at *time.Time
+		for _, t := range []*time.Time{j.QueuedAt, j.RetryAt, j.StuckFrom} {
+			if t != nil && (at == nil || t.After(*at)) {
+				at = t
+			}
 		}
-		if j.QueuedAt != nil {
-			return sortTime(*j.QueuedAt)
+		if j.Waiting != "" && j.RetryAt != nil {
+			at = j.RetryAt
+		}
+		if at != nil {
+			return sortTime(*at)
 		}
 	case job.Running:
 		if j.HeartbeatAt != nil {
@@ -78,7 +100,7 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item[resources.AttrOwnerStatus] = str(jobStatusIndexKey(j.Owner, j.Status))
 	if j.Status != job.Stale {
 		// Stale jobs leave the sparse sweep index: only TTL concerns them.
-		item[resources.AttrSweepKey] = str(sweepKey(j.Status, j.ID))
+		item[resources.AttrSweepKey] = str(sweepKey(sweepStatus(j), j.ID))
 		item[resources.AttrSweepAt] = str(sweepAt(j))
 	}
 	return item, nil
@@ -167,6 +189,26 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 // advances j.Version. It returns ErrConflict when the race was lost; the
 // caller re-reads and decides again.
 func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
+	return s.saveJob(ctx, j, nil)
+}
+
+// ErrPaused is returned by ClaimJob when the job's tier is paused.
+var ErrPaused = errors.New("tier paused")
+
+// ClaimJob saves a job a worker has just claimed (job.Claim), on condition
+// that its tier is not paused at this moment: a pause that answered before
+// the claim is honoured, whatever the consumers' caches say. ErrPaused
+// then, ErrConflict when the job changed meanwhile.
+func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
+	c := condition(expression.AttributeNotExists(expression.Name("paused")).Or(expression.Name("paused").Equal(expression.Value(false))))
+	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(s.table), Key: keyOf(tierPK, j.Tier),
+		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
+	}}
+	return s.saveJob(ctx, j, []types.TransactWriteItem{check})
+}
+
+func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.TransactWriteItem) error {
 	prev, prevSeq := j.Version, j.EventSeq
 	j.Version++
 	events, err := s.eventItems(j)
@@ -181,7 +223,7 @@ func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
 		return err
 	}
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
-	if len(events) == 0 {
+	if len(events) == 0 && len(checks) == 0 {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
@@ -193,10 +235,19 @@ func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
 		for _, ev := range events {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
 		}
+		tx = append(tx, checks...)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		var tc *types.TransactionCanceledException
 		if errors.As(err, &tc) {
 			j.Version, j.EventSeq = prev, prevSeq
+			reasons := tc.CancellationReasons
+			if len(checks) > 0 && len(reasons) == len(tx) && aws.ToString(reasons[0].Code) != "ConditionalCheckFailed" {
+				for _, r := range reasons[len(tx)-len(checks):] {
+					if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+						return ErrPaused
+					}
+				}
+			}
 			return ErrConflict
 		}
 	}

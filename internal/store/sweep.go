@@ -17,6 +17,9 @@ import (
 // Due returns up to limit jobs in status whose sweep time is at or before
 // before, oldest first, across every shard of the sparse bySweep index. It
 // queries the index; it never scans the table.
+//
+// Status Waiting gives the queued jobs parked in the table, by when they
+// are to be sent again.
 func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, limit int) ([]job.Job, error) {
 	var out []job.Job
 	for n := range resources.SweepShards {
@@ -60,8 +63,16 @@ func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, li
 
 // CountStatus counts all jobs in status from the sweep index (Select COUNT,
 // every shard). Stale jobs are not in the index and count as 0.
+// Queued counts the jobs parked in the table too.
 func (s *Store) CountStatus(ctx context.Context, status job.Status) (int, error) {
 	total := 0
+	if status == job.Queued {
+		n, err := s.CountStatus(ctx, Waiting)
+		if err != nil {
+			return 0, err
+		}
+		total = n
+	}
 	for n := range resources.SweepShards {
 		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n)))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
