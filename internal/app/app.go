@@ -134,7 +134,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	js := jobs.New(jobs.Config{
 		Store: st, Sender: sender, Provider: accounts.Provider, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
 	})
-	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts}
+	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter}
 	if err := policy.Validate(); err != nil {
 		return nil, fmt.Errorf("retry policy: %w", err)
 	}

@@ -21,6 +21,7 @@ const (
 	MaxAttemptsDefault       = 7
 	RetryBaseDefault         = 2 * time.Second
 	RetryMaxDefault          = 15 * time.Minute
+	ParkAfterDefault         = time.Minute
 	BreakerWindowDefault     = time.Minute
 	BreakerThresholdDefault  = 5
 	BreakerCooldownDefault   = 5 * time.Minute
@@ -74,6 +75,9 @@ type Config struct {
 	MaxAttempts int
 	// RetryBase / RetryMax bound the exponential backoff (default 2s / 15m).
 	RetryBase, RetryMax time.Duration
+	// ParkAfter is the shortest wait a job spends in the table instead of
+	// the queue (CONVEYOR_PARK_AFTER, default 1m; see retry.Policy.Park).
+	ParkAfter time.Duration
 	// Breaker window, threshold and cooldown (default 1m / 5 / 5m).
 	BreakerWindow    time.Duration
 	BreakerThreshold int
@@ -119,6 +123,7 @@ func From(getenv func(string) string) (Config, error) {
 		MaxAttempts:            r.int("CONVEYOR_MAX_ATTEMPTS", MaxAttemptsDefault),
 		RetryBase:              r.dur("CONVEYOR_RETRY_BASE", RetryBaseDefault),
 		RetryMax:               r.dur("CONVEYOR_RETRY_MAX", RetryMaxDefault),
+		ParkAfter:              r.dur("CONVEYOR_PARK_AFTER", ParkAfterDefault),
 		BreakerWindow:          r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
 		BreakerThreshold:       r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
 		BreakerCooldown:        r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
@@ -166,6 +171,9 @@ func (c Config) validate() error {
 	var errs []error
 	if c.MaxAttempts < 1 {
 		errs = append(errs, errors.New("CONVEYOR_MAX_ATTEMPTS must be at least 1"))
+	}
+	if c.ParkAfter <= 0 {
+		errs = append(errs, errors.New("CONVEYOR_PARK_AFTER must be positive"))
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase {
 		errs = append(errs, errors.New("CONVEYOR_RETRY_BASE must be positive and not above CONVEYOR_RETRY_MAX"))
