@@ -254,14 +254,15 @@ type run struct {
 }
 
 // record persists facts about the outside world (what the external API
-// did for an item) together with this run's mutate. If the job stopped
-// being this run's meanwhile (cancelled, stopped, taken over), the facts
-// are still written on the job as it is now — a publication that happened
-// is never dropped — and errLostLease is returned.
+// did for an item) together with this run's mutate. If that save fails —
+// the job stopped being this run's meanwhile (cancelled, stopped, taken
+// over: errLostLease), or the store failed — the facts are still written
+// on the job as it is now, so a publication that happened is never
+// dropped; the save's error is returned.
 func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 	err := r.save(ctx, func(j *job.Job) { facts(j); mutate(j) })
-	if !errors.Is(err, errLostLease) {
-		return err
+	if err == nil {
+		return nil
 	}
 	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
 		facts(j)
