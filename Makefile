@@ -47,8 +47,8 @@ lint: ## go vet + staticcheck
 bench: $(MOTO) ## measure requests/job, $/million jobs, latencies, throughput, bootstrap sizes (JOBS=1000)
 	$(GO) run ./localstack/cmd/bench -jobs $(or $(JOBS),1000)
 
-chaos: $(MOTO) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200)
-	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200)
+chaos: $(MOTO) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
+	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
 
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
 	cd web && npm ci --no-audit --no-fund && npm run build

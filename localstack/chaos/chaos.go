@@ -47,15 +47,32 @@ type Options struct {
 	// outage); Outages is how many times it happens during the run.
 	Outage  func(time.Duration)
 	Outages int
+	// LongHaul adds what hours of operation bring, on compressed timings
+	// (STUCK_AFTER 2s, breaker cooldown 1s, ParkAfter 2s): a tier paused
+	// for longer than 5 × STUCK_AFTER while its jobs wait, an API outage
+	// longer than maxReceiveCount × cooldown, cancels during publishing
+	// and retries of cancelled jobs.
+	LongHaul bool
 }
 
 // Report is what was injected and what held.
 type Report struct {
-	Jobs, Succeeded, Failed                   int
+	Jobs, Succeeded, Failed, Cancelled        int
 	Crashes, Duplicates, Outages              int64
 	FaultsInjected                            int
 	MaxPublicationsPerItem, MaxAttempts       int
 	Lost, Stuck, DoublePublished, OverAttempt []string
+	// Long haul: DLQMessages left in every tier's dead-letter queue (must be
+	// 0: waiting never dead-letters a job); PausedFor and OutageFor as
+	// injected; HeldJobs waited in the paused tier, HeldMaxAttempts is the
+	// most attempts one of them spent; LostOutputs are published items
+	// without their output on the job.
+	DLQMessages          int
+	PausedFor, OutageFor time.Duration
+	HeldJobs             int
+	HeldMaxAttempts      int
+	Cancels, Retries     int
+	LostOutputs          []string
 	// FailReasons counts the failed jobs' error codes.
 	FailReasons map[string]int
 	// FirstFailure is the event history of the first failed job.
@@ -65,7 +82,8 @@ type Report struct {
 
 // OK reports whether every invariant held.
 func (r Report) OK() bool {
-	return len(r.Lost)+len(r.Stuck)+len(r.DoublePublished)+len(r.OverAttempt) == 0 && r.Succeeded+r.Failed == r.Jobs
+	return len(r.Lost)+len(r.Stuck)+len(r.DoublePublished)+len(r.OverAttempt)+len(r.LostOutputs) == 0 &&
+		r.Succeeded+r.Failed+r.Cancelled == r.Jobs && r.DLQMessages == 0
 }
 
 func (r Report) String() string {
@@ -73,7 +91,19 @@ func (r Report) String() string {
 		"%d succeeded, %d failed with a reason; lost %d, stuck %d, published twice %d, over the attempt bound %d; max publications per item %d, max attempts %d",
 		r.Jobs, r.Elapsed.Round(time.Millisecond), r.Outages, r.Crashes, r.Duplicates, r.FaultsInjected, r.Succeeded, r.Failed,
 		len(r.Lost), len(r.Stuck), len(r.DoublePublished), len(r.OverAttempt), r.MaxPublicationsPerItem, r.MaxAttempts) +
-		fmt.Sprintf("; failure reasons %v", r.FailReasons)
+		fmt.Sprintf("; failure reasons %v", r.FailReasons) +
+		fmt.Sprintf("; long haul: tier paused %s (%d jobs held, at most %d attempts each), API outage %s, %d cancels, %d retries, %d cancelled, %d DLQ messages, %d outputs lost",
+			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs))
+}
+
+// addFaults injects the run's background faults: 500s and 429s at rate
+// (half each) and some latency on the upload and publish calls.
+func addFaults(sim *simulator.Server, rate float64) {
+	for _, path := range []string{simulator.PathSubmit, simulator.PathPublish} {
+		sim.AddFault(simulator.Fault{Path: path, Status: 500, Rate: rate / 2})
+		sim.AddFault(simulator.Fault{Path: path, Status: 429, Rate: rate / 2, RetryAfter: 1})
+		sim.AddFault(simulator.Fault{Path: path, LatencyMs: 20, Rate: 0.3})
+	}
 }
 
 // Run runs the chaos and checks the invariants.
@@ -99,6 +129,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		"CONVEYOR_BREAKER_THRESHOLD": "8", "CONVEYOR_BREAKER_WINDOW": "2s", "CONVEYOR_BREAKER_COOLDOWN": "1s", "CONVEYOR_BREAKER_CACHE": "100ms",
 		"CONVEYOR_STUCK_AFTER": "15s", "CONVEYOR_RECOVERY_INTERVAL": "500ms", "CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_MAX_ATTEMPTS": "7",
 	}
+	if o.LongHaul {
+		env["CONVEYOR_STUCK_AFTER"], env["CONVEYOR_PARK_AFTER"] = longHaulStuckAfter.String(), "2s"
+	}
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoint: o.Endpoint, Prefix: o.Prefix, APIAddr: "127.0.0.1:0",
 		Getenv: func(k string) string { return env[k] }, Metrics: io.Discard,
@@ -120,11 +153,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	defer s.Close()
 	start := time.Now()
-	for _, path := range []string{simulator.PathSubmit, simulator.PathPublish} {
-		s.Simulator.AddFault(simulator.Fault{Path: path, Status: 500, Rate: o.FaultRate / 2})
-		s.Simulator.AddFault(simulator.Fault{Path: path, Status: 429, Rate: o.FaultRate / 2, RetryAfter: 1})
-		s.Simulator.AddFault(simulator.Fault{Path: path, LatencyMs: 20, Rate: 0.3})
-	}
+	addFaults(s.Simulator, o.FaultRate)
 
 	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: "chaos", Role: auth.RoleUser, Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
@@ -137,13 +166,26 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	var lh *longHaul
+	if o.LongHaul {
+		if lh, err = startLongHaul(ctx, s, o, &rep, chance); err != nil {
+			return rep, err
+		}
+	}
 	ids := make([]string, o.Jobs)
 	for i := range o.Jobs {
-		body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
+		tk, upl := tok, up
+		if lh != nil && i%4 == 3 {
+			tk, upl = lh.freeTok, lh.freeUp // a quarter waits in the paused low tier
+		}
+		body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tk, map[string]any{"items": []any{map[string]any{"uploadId": upl}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
 		if err != nil {
 			return rep, err
 		}
 		ids[i] = body["id"].(string)
+		if lh != nil {
+			lh.submitted(i, ids[i], tk)
+		}
 		if chance(o.DuplicateRate) {
 			// A second delivery of the same job while the first is in flight.
 			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindPublish, JobID: ids[i], Send: 1000 + i}); err == nil {
@@ -166,18 +208,35 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}()
 	deadline := time.Now().Add(o.Timeout)
-	final := map[string]job.Job{}
-	for len(final) < len(ids) && time.Now().Before(deadline) {
-		for _, id := range ids {
-			if _, done := final[id]; done {
-				continue
-			}
-			j, err := s.App.Store.GetJob(ctx, id)
-			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed) {
-				final[id] = j
-			}
+	// Wait until the index counts every job finished (a few Count queries
+	// per poll, whatever the number of jobs), then read each job once.
+	for time.Now().Before(deadline) {
+		if lh != nil && !lh.done() {
+			time.Sleep(200 * time.Millisecond)
+			continue
 		}
-		time.Sleep(200 * time.Millisecond)
+		n := 0
+		for _, st := range []job.Status{job.Succeeded, job.Failed, job.Cancelled} {
+			c, err := s.App.Store.CountStatus(ctx, st)
+			if err != nil {
+				break
+			}
+			n += c
+		}
+		if n >= len(ids) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if lh != nil {
+		lh.wait()
+	}
+	final := map[string]job.Job{}
+	for _, id := range ids {
+		j, err := s.App.Store.GetJob(ctx, id)
+		if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
+			final[id] = j
+		}
 	}
 	<-outagesDone
 	rep.Elapsed = time.Since(start)
@@ -201,7 +260,20 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 			continue
 		}
-		if j.Status == job.Succeeded {
+		if lh != nil && lh.held[id] {
+			rep.HeldMaxAttempts = max(rep.HeldMaxAttempts, j.Attempts)
+		}
+		for _, it := range j.Items {
+			if pubs[it.ID] > 0 && (it.Status != job.ItemPublished || it.Output == nil) {
+				rep.LostOutputs = append(rep.LostOutputs, it.ID)
+			}
+		}
+		if j.Status == job.Cancelled {
+			rep.Cancelled++
+			if lh == nil || !lh.cancelled[id] {
+				rep.Stuck = append(rep.Stuck, id+" cancelled without a cancel")
+			}
+		} else if j.Status == job.Succeeded {
 			rep.Succeeded++
 		} else {
 			rep.Failed++
@@ -232,6 +304,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			if pubs[it.ID] > 1 {
 				rep.DoublePublished = append(rep.DoublePublished, it.ID)
 			}
+		}
+	}
+	if lh != nil {
+		if rep.DLQMessages, err = dlqDepth(ctx, s); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil

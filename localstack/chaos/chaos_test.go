@@ -33,3 +33,24 @@ func TestSmallChaos(t *testing.T) {
 		t.Errorf("the run injected too little to prove anything: %s", rep)
 	}
 }
+
+// TestLongHaulChaos is the small version of `make chaos LONG=1`: a tier
+// paused past 5 × STUCK_AFTER, an API outage past maxReceiveCount ×
+// cooldown, cancels and retries while jobs publish.
+func TestLongHaulChaos(t *testing.T) {
+	t.Parallel()
+	rep, err := chaos.Run(context.Background(), chaos.Options{
+		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), Jobs: 16,
+		CrashRate: 0.1, DuplicateRate: 0.2, FaultRate: 0.1, Timeout: 240 * time.Second, Seed: 11, LongHaul: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep)
+	if !rep.OK() {
+		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v outputs lost %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt, rep.LostOutputs)
+	}
+	if rep.HeldJobs == 0 {
+		t.Errorf("no job waited in the paused tier: %s", rep)
+	}
+}

@@ -20,16 +20,17 @@ func main() {
 	faults := flag.Float64("faults", 0.2, "chance an external call fails (429/500)")
 	outages := flag.Int("outages", 3, "times the emulator freezes for 1.5 s (an AWS outage)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed")
+	long := flag.Bool("long", false, "long haul: a tier paused past 5×STUCK_AFTER, an API outage past maxReceiveCount×cooldown, cancels and retries (compressed timings)")
 	flag.Parse()
 	fmt.Fprintf(os.Stderr, "chaos: %d jobs, seed %d, starting a private emulator and stack\n", *jobs, *seed)
-	rep, err := chaos.Run(context.Background(), chaos.Options{Jobs: *jobs, CrashRate: *crash, DuplicateRate: *dup, FaultRate: *faults, Seed: *seed, Outages: *outages, Timeout: 10 * time.Minute, Log: os.Stderr})
+	rep, err := chaos.Run(context.Background(), chaos.Options{Jobs: *jobs, CrashRate: *crash, DuplicateRate: *dup, FaultRate: *faults, Seed: *seed, Outages: *outages, Timeout: 10 * time.Minute, Log: os.Stderr, LongHaul: *long})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 		os.Exit(1)
 	}
 	fmt.Println(rep)
 	if !rep.OK() {
-		fmt.Printf("BROKEN: lost %v stuck %v double-published %v over-attempts %v\n", rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt)
+		fmt.Printf("BROKEN: lost %v stuck %v double-published %v over-attempts %v outputs lost %v DLQ messages %d\n", rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt, rep.LostOutputs, rep.DLQMessages)
 		os.Exit(1)
 	}
 	fmt.Println("every invariant held")
