@@ -51,7 +51,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	sim, base, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{Seed: 1})
+	sim, base, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{Seed: 1, ClientID: "conveyor", ClientSecret: clientSecret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,3 +233,11 @@ func (s *Server) SetClient(id, secret string) {
 	s.opts.ClientID, s.opts.ClientSecret = id, secret
 	s.mu.Unlock()
 }
+
+// ClientID returns the OAuth client id the token endpoint accepts (the
+// secret is never handed out).
+func (s *Server) ClientID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.ClientID
+}
