@@ -198,7 +198,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	for t, u := range res.DLQURLs {
 		env["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
 	}
-	cfg, err := config.From(getenv)
+	cfg, err := config.From(getenv, def.Functions...)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
