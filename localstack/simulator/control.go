@@ -227,7 +227,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 
 // SetClient replaces the OAuth client credentials the token endpoint
 // accepts, as regenerating the application's secret at the provider does:
-// from now on only the new ones work.
+// from now on only the new ones work. Reset keeps them.
 func (s *Server) SetClient(id, secret string) {
 	s.mu.Lock()
 	s.opts.ClientID, s.opts.ClientSecret = id, secret
