@@ -9,6 +9,12 @@
 //	CONVEYOR_FUNCTIONS_DIR  where <fn>/bootstrap live (default "bin", from `make build`)
 //	CONVEYOR_CDK_EMULATOR   "1": templates without the bootstrap-version rule,
 //	                        for an emulator that was never `cdk bootstrap`ped
+//
+// Context:
+//
+//	conveyor:<env>:oauthClientSecretArn  the complete ARN of an existing secret
+//	                        with the OAuth client credentials for <env>; without
+//	                        it the stack creates <prefix>/deviantart-oauth-client
 package main
 
 import (
@@ -39,6 +45,9 @@ func main() {
 	app := stack.NewApp("")
 	for _, env := range resources.CloudEnvs {
 		props := stack.Props{Env: env, FunctionsDir: dir}
+		if arn, ok := app.Node().TryGetContext(jsii.String(stack.OAuthClientSecretContextKey(env))).(string); ok {
+			props.OAuthClientSecretARN = arn
+		}
 		if os.Getenv("CONVEYOR_CDK_EMULATOR") == "1" {
 			props.Synthesizer = stack.EmulatorSynthesizer()
 		}

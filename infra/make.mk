@@ -7,7 +7,8 @@
 #   make deploy ENV=prod-ru
 #
 # CONVEYOR_FUNCTIONS_DIR (default bin) is where the stacks take
-# <fn>/bootstrap from; `make build` writes them there.
+# <fn>/bootstrap from; `make build` writes them there. CDK_ARGS is passed to
+# the CLI, e.g. CDK_ARGS='-c conveyor:staging:oauthClientSecretArn=arn:…'.
 
 CDK_VERSION     := 2.1148.1
 CDK_PREFIX      := .cache/cdk
@@ -36,12 +37,12 @@ cdk-cli: ## install the pinned CDK CLI (npm aws-cdk) into .cache/cdk
 	fi
 
 synth: build cdk-cli ## write cdk.out/Conveyor-<env>.template.json for every environment
-	$(CDK) synth $(CDK_FLAGS) -o cdk.out --quiet
+	$(CDK) synth $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out --quiet
 	@for e in $(CDK_ENVS); do test -s cdk.out/Conveyor-$$e.template.json || { echo "missing cdk.out/Conveyor-$$e.template.json"; exit 1; }; done
 	@echo "templates: $(foreach e,$(CDK_ENVS),cdk.out/Conveyor-$(e).template.json)"
 
 diff: build cdk-cli ## compare ENV=<staging|prod-ru|prod-en> with its deployed stack
-	$(CDK) diff $(CDK_FLAGS) -o cdk.out Conveyor-$(ENV)
+	$(CDK) diff $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out Conveyor-$(ENV)
 
 deploy: build cdk-cli ## deploy ENV=<staging|prod-ru|prod-en> (the account must be `cdk bootstrap`ped)
-	$(CDK) deploy $(CDK_FLAGS) -o cdk.out --require-approval broadening Conveyor-$(ENV)
+	$(CDK) deploy $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out --require-approval broadening Conveyor-$(ENV)

@@ -10,10 +10,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/conveyor/conveyor/internal/app"
+	"github.com/conveyor/conveyor/internal/resources"
 )
 
 func main() {
-	a, err := app.FromEnv(context.Background())
+	a, err := app.FromEnv(context.Background(), resources.FuncPublisher)
 	if err != nil {
 		log.Fatalf("publisher: %v", err)
 	}

@@ -35,6 +35,10 @@ type builder struct {
 
 	jwtSecret     awssecretsmanager.Secret
 	webhookSecret awssecretsmanager.Secret
+	// oauthClient holds the external API's client credentials: created
+	// here (oauthClientCreated) or referenced by Props.OAuthClientSecretARN.
+	oauthClient        awssecretsmanager.ISecret
+	oauthClientCreated awssecretsmanager.Secret
 
 	fns     map[string]awslambda.Function
 	fnLogs  map[string]awslogs.LogGroup
@@ -90,6 +94,33 @@ func (b *builder) data() {
 	}
 	b.jwtSecret = secret("JWTSecret", "jwt", "HS256 key that signs and verifies Conveyor bearer tokens")
 	b.webhookSecret = secret("WebhookSecret", "webhook-signing", "HMAC-SHA256 key that signs webhook bodies")
+	b.oauthClientSecret()
+}
+
+// oauthClientSecret references the OAuth client secret given by ARN, or
+// creates one whose clientId is empty: the credentials come from the
+// provider, so an operator puts them in (README), and until then the
+// functions that refresh tokens refuse to start, saying so, rather than
+// fail every user's refresh. The generated clientSecret only keeps a
+// placeholder from being a well-known value.
+func (b *builder) oauthClientSecret() {
+	if arn := b.props.OAuthClientSecretARN; arn != "" {
+		b.oauthClient = awssecretsmanager.Secret_FromSecretCompleteArn(b.stack, jsii.String("OAuthClientSecret"), jsii.String(arn))
+		return
+	}
+	b.oauthClientCreated = awssecretsmanager.NewSecret(b.stack, jsii.String("OAuthClientSecret"), &awssecretsmanager.SecretProps{
+		SecretName: jsii.String(OAuthClientSecretName(b.def.Env)),
+		Description: jsii.String(`External API OAuth client credentials, {"clientId":"…","clientSecret":"…"}: ` +
+			"put the registered application's values here; read by the publisher at cold start"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			SecretStringTemplate: jsii.String(`{"clientId":""}`),
+			GenerateStringKey:    jsii.String("clientSecret"),
+			PasswordLength:       jsii.Number(32),
+			ExcludePunctuation:   jsii.Bool(true),
+		},
+		RemovalPolicy: b.removal(),
+	})
+	b.oauthClient = b.oauthClientCreated
 }
 
 func (b *builder) queuesAndDLQs() {

@@ -84,6 +84,9 @@ func (b *builder) secretEnv(fn string) map[string]*string {
 	if readsWebhookSecret(fn) {
 		env["CONVEYOR_WEBHOOK_SECRET_ARN"] = b.webhookSecret.SecretArn()
 	}
+	if resources.NeedsOAuthClient(fn) {
+		env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = b.oauthClient.SecretArn()
+	}
 	return env
 }
 

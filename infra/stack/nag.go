@@ -75,6 +75,13 @@ var (
 			"(tokens and receivers must accept old and new key for a while); an automatic single-step rotation would " +
 			"invalidate every live token and every receiver's key at once.",
 	}
+	// SuppressOAuthClientRotation: the OAuth client secret is issued by
+	// the external API's provider.
+	SuppressOAuthClientRotation = Suppression{
+		Rule: "AwsSolutions-SMG4",
+		Reason: "The OAuth client credentials are issued by the external API's provider (DeviantArt's application " +
+			"settings); only an operator can regenerate them there, then puts the new value into this secret.",
+	}
 	// SuppressAPIAuth: the HTTP API's routes carry no API Gateway authorizer.
 	SuppressAPIAuth = Suppression{
 		Rule: "AwsSolutions-APIG4",
@@ -117,6 +124,9 @@ func (b *builder) suppressions() {
 	}
 	suppress(b.jwtSecret, false, SuppressSecretRotation)
 	suppress(b.webhookSecret, false, SuppressSecretRotation)
+	if b.oauthClientCreated != nil {
+		suppress(b.oauthClientCreated, false, SuppressOAuthClientRotation)
+	}
 	suppress(b.api, true, SuppressAPIAuth)
 	suppress(b.logs, false, SuppressAccessLogBucket)
 	// CDK creates these as singletons on the stack itself: the bucket

@@ -124,6 +124,10 @@ func (b *builder) permissions() {
 		default:
 			panic(fmt.Sprintf("infra: function %q has no permissions defined", fn))
 		}
+		if resources.NeedsOAuthClient(fn) {
+			// The OAuth client credentials, read once per cold start.
+			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.oauthClient.SecretArn())
+		}
 	}
 }
 

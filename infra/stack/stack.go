@@ -36,6 +36,24 @@ type Props struct {
 	// synthesizer). The emulator uses one without the bootstrap-version
 	// rule; see EmulatorSynthesizer.
 	Synthesizer awscdk.IStackSynthesizer
+	// OAuthClientSecretARN is the complete ARN of an existing Secrets
+	// Manager secret holding the external API's OAuth client credentials
+	// ({"clientId":"…","clientSecret":"…"}). Default "": the stack creates
+	// the secret, OAuthClientSecretName(env), with an empty clientId that
+	// an operator replaces (the publisher refuses to start until then).
+	OAuthClientSecretARN string
+}
+
+// OAuthClientSecretName is the name of the OAuth client secret the stack
+// of env creates when Props.OAuthClientSecretARN is empty.
+func OAuthClientSecretName(env resources.Env) string {
+	return resources.For(env).Prefix + "/deviantart-oauth-client"
+}
+
+// OAuthClientSecretContextKey is the CDK context key (cdk deploy -c
+// key=arn) the app reads Props.OAuthClientSecretARN of env from.
+func OAuthClientSecretContextKey(env resources.Env) string {
+	return "conveyor:" + string(env) + ":oauthClientSecretArn"
 }
 
 // StackID is the construct id (and CloudFormation stack name) of env's stack.

@@ -28,6 +28,7 @@ var (
 	once         sync.Once
 	built        map[resources.Env]*synthesized
 	emulator     *synthesized
+	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN
 	buildErr     error
 )
 
@@ -93,6 +94,8 @@ func stacks(t *testing.T) map[resources.Env]*synthesized {
 		for _, env := range resources.CloudEnvs {
 			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
 		}
+		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: resources.Staging, FunctionsDir: functionsDir,
+			OAuthClientSecretARN: oauthClientARN})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -103,6 +106,7 @@ func stacks(t *testing.T) map[resources.Env]*synthesized {
 			built[env] = decode(st, resources.For(env))
 		}
 		emulator = decode(emu, resources.For(resources.Staging))
+		byARN = decode(arnStack, resources.For(resources.Staging))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -448,6 +452,8 @@ func TestFunctions(t *testing.T) {
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
 			case resources.FuncSystem:
 				env["CONVEYOR_WEBHOOK_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/webhook-signing"))
+			case resources.FuncPublisher:
+				env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env)))
 			}
 			check(t, fn, func() {
 				s.hasProps("AWS::Lambda::Function", obj(map[string]any{
@@ -586,7 +592,84 @@ func TestKeyBusSecrets(t *testing.T) {
 				}))
 			})
 		}
+		// The OAuth client secret starts with an empty clientId for an
+		// operator to fill in (the publisher refuses to start until then).
+		oauth := s.res[s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env))]
+		if diff := cmp.Diff(map[string]any{"SecretStringTemplate": `{"clientId":""}`, "GenerateStringKey": "clientSecret",
+			"PasswordLength": 32.0, "ExcludePunctuation": true}, oauth.Properties["GenerateSecretString"]); diff != "" {
+			t.Errorf("OAuth client secret (-want +got):\n%s", diff)
+		}
+		if want := map[bool]string{true: "Retain", false: "Delete"}[s.def.Env.Production()]; oauth.DeletionPolicy != want {
+			t.Errorf("OAuth client secret DeletionPolicy = %q, want %q", oauth.DeletionPolicy, want)
+		}
 	})
+}
+
+// oauthClientARN is the existing secret the by-ARN stack references.
+const oauthClientARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:conveyor/deviantart-oauth-client-AbCdEf"
+
+// secretReads returns, per function, the resources its role may call
+// secretsmanager:GetSecretValue on.
+func secretReads(t *testing.T, s *synthesized) map[string][]any {
+	t.Helper()
+	out := map[string][]any{}
+	for _, fn := range s.def.Functions {
+		for _, doc := range policyDocs(t, s, fn) {
+			for _, st := range doc.(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				if !slices.Contains(strs(st["Action"]), "secretsmanager:GetSecretValue") {
+					continue
+				}
+				switch r := st["Resource"].(type) {
+				case []any:
+					out[fn] = append(out[fn], r...)
+				default:
+					out[fn] = append(out[fn], r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestSecretsAreReadOnlyByTheirFunctions(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		secret := func(name string) any { return ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", name)) }
+		want := map[string][]any{
+			resources.FuncAPI:       {secret(s.def.Prefix + "/jwt")},
+			resources.FuncStream:    {secret(s.def.Prefix + "/jwt")},
+			resources.FuncSystem:    {secret(s.def.Prefix + "/webhook-signing")},
+			resources.FuncPublisher: {secret(stack.OAuthClientSecretName(s.def.Env))},
+		}
+		if diff := cmp.Diff(want, secretReads(t, s)); diff != "" {
+			t.Errorf("GetSecretValue grants per function (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestOAuthClientSecretByARN(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s := byARN
+	if n := len(s.ofType("AWS::SecretsManager::Secret")); n != 2 {
+		t.Errorf("%d secrets created, want 2 (JWT and webhook keys; the OAuth client's is referenced)", n)
+	}
+	if diff := cmp.Diff(map[string][]any{
+		resources.FuncAPI:       {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
+		resources.FuncStream:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
+		resources.FuncSystem:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/webhook-signing"))},
+		resources.FuncPublisher: {oauthClientARN},
+	}, secretReads(t, s)); diff != "" {
+		t.Errorf("GetSecretValue grants per function (-want +got):\n%s", diff)
+	}
+	for _, fn := range s.def.Functions {
+		vars := s.res[s.functionID(t, fn)].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		got, ok := vars["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"]
+		if want := resources.NeedsOAuthClient(fn); ok != want || (ok && got != oauthClientARN) {
+			t.Errorf("%s: CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN = %v (set %v), want set %v to %s", fn, got, ok, want, oauthClientARN)
+		}
+	}
 }
 
 func TestAlarmsAndDashboard(t *testing.T) {
@@ -803,11 +886,12 @@ func TestLeastPrivilege(t *testing.T) {
 			"lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
 			"secretsmanager:GetSecretValue", "sqs:CancelMessageMoveTask", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 			"sqs:GetQueueAttributes", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
-		resources.FuncConfirm:   concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject"}),
-		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "sqs:SendMessage"}),
-		resources.FuncSystem:    concat(logs, rw, consume, []string{"events:PutEvents", "secretsmanager:GetSecretValue"}),
-		resources.FuncRecovery:  concat(logs, rw, []string{"dynamodb:BatchWriteItem", "events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
-		resources.FuncStream:    concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
+		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject"}),
+		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
+			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
+		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "secretsmanager:GetSecretValue"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"dynamodb:BatchWriteItem", "events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		resources.FuncStream:   concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
 	}
 	for fn := range want {
 		sort.Strings(want[fn])

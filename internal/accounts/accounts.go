@@ -43,6 +43,33 @@ func (e *ValidationError) Error() string { return e.Field + " " + e.Message }
 // ErrNotConnected means the user has no connected account.
 var ErrNotConnected = errors.New("no connected account")
 
+// Job error codes of the failures AccessToken reports, each telling who
+// must act. The errors carry them through a JobErrorCode() string method.
+const (
+	// CodeNotConnected: the user has not connected an account.
+	CodeNotConnected = "account_not_connected"
+	// CodeReconnect: the API refused the user's refresh token (used,
+	// revoked, expired); the user must connect the account again.
+	CodeReconnect = "account_reconnect_required"
+	// CodeClientRejected: the API refused Conveyor's own OAuth client
+	// credentials; an operator must fix the configuration
+	// (CONVEYOR_DEVIANTART_CLIENT_ID / _SECRET, in AWS the environment's
+	// OAuth client secret). The user's connection is not at fault.
+	CodeClientRejected = "oauth_client_rejected"
+)
+
+// codedError is a failure with the job error code it is reported under.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// JobErrorCode is the code a job that failed with this error reports.
+func (e *codedError) JobErrorCode() string { return e.code }
+
 // Refresher exchanges a refresh token for new tokens (deviantart.Client).
 type Refresher interface {
 	Refresh(ctx context.Context, refreshToken string) (deviantart.Token, error)
@@ -177,7 +204,7 @@ func (s *Service) AccessToken(ctx context.Context, owner string) (string, error)
 	for {
 		a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
 		if errors.Is(err, store.ErrNotFound) {
-			return "", retry.Permanent(ErrNotConnected)
+			return "", retry.Permanent(&codedError{CodeNotConnected, ErrNotConnected})
 		}
 		if err != nil {
 			return "", err
@@ -254,8 +281,18 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder string) (
 	if err != nil {
 		release()
 		var apiErr *deviantart.APIError
-		if errors.As(err, &apiErr) && !apiErr.Temporary() {
-			return "", retry.Permanent(fmt.Errorf("the account must be reconnected: %w", err))
+		switch {
+		case deviantart.IsClientRejected(err):
+			// Not the user's fault and not transient: every refresh of
+			// every account fails the same way until the configuration
+			// is fixed. The refresh token was not spent.
+			s.cfg.Logger.ErrorContext(ctx, "the external API rejected the OAuth client credentials; "+
+				"check CONVEYOR_DEVIANTART_CLIENT_ID / CONVEYOR_DEVIANTART_CLIENT_SECRET (in AWS: the environment's OAuth client secret)",
+				"user", owner, "error", err)
+			return "", retry.Permanent(&codedError{CodeClientRejected, fmt.Errorf(
+				"the external API rejected Conveyor's OAuth client credentials (a configuration error an operator must fix; the account is fine): %w", err)})
+		case errors.As(err, &apiErr) && !apiErr.Temporary():
+			return "", retry.Permanent(&codedError{CodeReconnect, fmt.Errorf("the account must be reconnected: %w", err)})
 		}
 		return "", err
 	}

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -182,9 +183,12 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 }
 
 // FromEnv reads the configuration and AWS settings from the environment and
-// wires the graph: what every function's main does at cold start.
-func FromEnv(ctx context.Context) (*App, error) {
-	cfg, err := config.FromEnv()
+// wires the graph for the function fn (resources.Func…): what every
+// function's main does at cold start. It refuses to start, naming what is
+// wrong, when the configuration is invalid or lacks what fn needs, secrets
+// read by ARN included.
+func FromEnv(ctx context.Context, fn string) (*App, error) {
+	cfg, err := config.FromEnv(fn)
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +199,31 @@ func FromEnv(ctx context.Context) (*App, error) {
 	if err := resolveSecrets(ctx, &cfg, secretsmanager.NewFromConfig(awsCfg)); err != nil {
 		return nil, err
 	}
+	if err := cfg.Complete(fn); err != nil {
+		return nil, err
+	}
 	return New(cfg, awsclient.New(awsCfg), Options{})
 }
 
-// resolveSecrets reads the JWT and webhook secrets from Secrets Manager
-// when the configuration names them by ARN instead of carrying them.
+// oauthClient is the value of the OAuth client secret.
+type oauthClient struct {
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret"`
+}
+
+// resolveSecrets reads from Secrets Manager the secrets the configuration
+// names by ARN instead of carrying them: the JWT and webhook keys (the
+// secret string is the key) and the OAuth client credentials (a JSON
+// object {"clientId","clientSecret"}). A value already set wins over its
+// ARN. Errors name the secret, never its value.
 func resolveSecrets(ctx context.Context, cfg *config.Config, sm *secretsmanager.Client) error {
+	read := func(arn string) (string, error) {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		if err != nil {
+			return "", fmt.Errorf("reading secret %s: %w", arn, err)
+		}
+		return aws.ToString(out.SecretString), nil
+	}
 	for _, s := range []struct {
 		arn string
 		dst *[]byte
@@ -208,11 +231,23 @@ func resolveSecrets(ctx context.Context, cfg *config.Config, sm *secretsmanager.
 		if s.arn == "" || len(*s.dst) > 0 {
 			continue
 		}
-		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.arn)})
+		v, err := read(s.arn)
 		if err != nil {
-			return fmt.Errorf("reading secret %s: %w", s.arn, err)
+			return err
 		}
-		*s.dst = []byte(aws.ToString(out.SecretString))
+		*s.dst = []byte(v)
+	}
+	if arn := cfg.DeviantArtClientSecretARN; arn != "" && (cfg.DeviantArtClientID == "" || cfg.DeviantArtClientSecret == "") {
+		v, err := read(arn)
+		if err != nil {
+			return err
+		}
+		var c oauthClient
+		if err := json.Unmarshal([]byte(v), &c); err != nil {
+			// The decoder's message may quote the value: leave it out.
+			return fmt.Errorf(`secret %s is not a JSON object {"clientId":"…","clientSecret":"…"}`, arn)
+		}
+		cfg.DeviantArtClientID, cfg.DeviantArtClientSecret = c.ClientID, c.ClientSecret
 	}
 	return nil
 }

@@ -39,7 +39,9 @@ const (
 
 // Config is the whole configuration of one process.
 type Config struct {
-	// Env is the environment (CONVEYOR_ENV, default local).
+	// Env is the environment (CONVEYOR_ENV). It has no default: a process
+	// that does not say where it runs refuses to start, so a deployment
+	// that forgot it never gets the local environment's leniency.
 	Env resources.Env
 	// Table is the DynamoDB table (CONVEYOR_TABLE).
 	Table string
@@ -66,9 +68,17 @@ type Config struct {
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
-	// DeviantArtClientID / Secret identify Conveyor to the external API.
+	// DeviantArtClientID / Secret identify Conveyor to the external API
+	// (CONVEYOR_DEVIANTART_CLIENT_ID, CONVEYOR_DEVIANTART_CLIENT_SECRET).
+	// The functions that refresh tokens (resources.OAuthClientFunctions)
+	// refuse to start without both.
 	DeviantArtClientID     string
 	DeviantArtClientSecret string
+	// DeviantArtClientSecretARN names a Secrets Manager secret holding
+	// both, as {"clientId":"…","clientSecret":"…"}, read at cold start when
+	// the two values are not set (CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN:
+	// the CDK stacks).
+	DeviantArtClientSecretARN string
 	// APIAddr is the local gateway's address (CONVEYOR_API_ADDR, default 127.0.0.1:8080).
 	APIAddr string
 	// MaxAttempts before a job fails (CONVEYOR_MAX_ATTEMPTS, default 7).
@@ -101,51 +111,62 @@ type Config struct {
 	MaxUploadSize int64
 }
 
-// FromEnv reads and validates the configuration.
-func FromEnv() (Config, error) { return From(os.Getenv) }
+// FromEnv reads and validates the configuration of a process that runs
+// the functions fns (see From).
+func FromEnv(fns ...string) (Config, error) { return From(os.Getenv, fns...) }
 
-// From reads the configuration through getenv (tests pass a map's lookup).
-func From(getenv func(string) string) (Config, error) {
+// From reads the configuration through getenv (tests pass a map's lookup)
+// and validates it for a process that runs the functions fns
+// (resources.Func…; the local stack names them all). It fails, naming
+// every problem and never a secret's value, when CONVEYOR_ENV is not set
+// to a known environment, when a value is malformed, or when one of fns
+// lacks what it needs: the OAuth client credentials for the functions
+// that refresh tokens, as values or as CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN
+// (then Complete checks them once the secret was read).
+func From(getenv func(string) string, fns ...string) (Config, error) {
 	r := reader{get: getenv}
 	c := Config{
-		Table:                  getenv("CONVEYOR_TABLE"),
-		Bucket:                 getenv("CONVEYOR_BUCKET"),
-		KMSKeyID:               getenv("CONVEYOR_KMS_KEY_ID"),
-		EventBus:               getenv("CONVEYOR_EVENT_BUS"),
-		JWTSecret:              []byte(getenv("CONVEYOR_JWT_SECRET")),
-		WebhookSecret:          []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
-		JWTSecretARN:           getenv("CONVEYOR_JWT_SECRET_ARN"),
-		WebhookSecretARN:       getenv("CONVEYOR_WEBHOOK_SECRET_ARN"),
-		DeviantArtURL:          r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
-		DeviantArtClientID:     getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
-		DeviantArtClientSecret: getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),
-		APIAddr:                r.str("CONVEYOR_API_ADDR", APIAddrDefault),
-		MaxAttempts:            r.int("CONVEYOR_MAX_ATTEMPTS", MaxAttemptsDefault),
-		RetryBase:              r.dur("CONVEYOR_RETRY_BASE", RetryBaseDefault),
-		RetryMax:               r.dur("CONVEYOR_RETRY_MAX", RetryMaxDefault),
-		ParkAfter:              r.dur("CONVEYOR_PARK_AFTER", ParkAfterDefault),
-		BreakerWindow:          r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
-		BreakerThreshold:       r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
-		BreakerCooldown:        r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
-		BreakerCache:           r.dur("CONVEYOR_BREAKER_CACHE", BreakerCacheDefault),
-		RecoveryInterval:       r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
-		StuckAfter:             r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
-		ScheduleInterval:       r.dur("CONVEYOR_SCHEDULE_INTERVAL", ScheduleIntervalDefault),
-		HeartbeatInterval:      r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
-		StaleAfter:             r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
-		DeleteAfter:            r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
-		StreamPing:             r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
-		UploadExpiry:           r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
-		MaxUploadSize:          int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
-		QueueURLs:              map[resources.Tier]string{},
-		DLQURLs:                map[resources.Tier]string{},
-		ESMUUIDs:               map[resources.Tier]string{},
+		Table:                     getenv("CONVEYOR_TABLE"),
+		Bucket:                    getenv("CONVEYOR_BUCKET"),
+		KMSKeyID:                  getenv("CONVEYOR_KMS_KEY_ID"),
+		EventBus:                  getenv("CONVEYOR_EVENT_BUS"),
+		JWTSecret:                 []byte(getenv("CONVEYOR_JWT_SECRET")),
+		WebhookSecret:             []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
+		JWTSecretARN:              getenv("CONVEYOR_JWT_SECRET_ARN"),
+		WebhookSecretARN:          getenv("CONVEYOR_WEBHOOK_SECRET_ARN"),
+		DeviantArtURL:             r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
+		DeviantArtClientID:        getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
+		DeviantArtClientSecret:    getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),
+		DeviantArtClientSecretARN: getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"),
+		APIAddr:                   r.str("CONVEYOR_API_ADDR", APIAddrDefault),
+		MaxAttempts:               r.int("CONVEYOR_MAX_ATTEMPTS", MaxAttemptsDefault),
+		RetryBase:                 r.dur("CONVEYOR_RETRY_BASE", RetryBaseDefault),
+		RetryMax:                  r.dur("CONVEYOR_RETRY_MAX", RetryMaxDefault),
+		ParkAfter:                 r.dur("CONVEYOR_PARK_AFTER", ParkAfterDefault),
+		BreakerWindow:             r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
+		BreakerThreshold:          r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
+		BreakerCooldown:           r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
+		BreakerCache:              r.dur("CONVEYOR_BREAKER_CACHE", BreakerCacheDefault),
+		RecoveryInterval:          r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
+		StuckAfter:                r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
+		ScheduleInterval:          r.dur("CONVEYOR_SCHEDULE_INTERVAL", ScheduleIntervalDefault),
+		HeartbeatInterval:         r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
+		StaleAfter:                r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
+		DeleteAfter:               r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
+		StreamPing:                r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
+		UploadExpiry:              r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
+		MaxUploadSize:             int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
+		QueueURLs:                 map[resources.Tier]string{},
+		DLQURLs:                   map[resources.Tier]string{},
+		ESMUUIDs:                  map[resources.Tier]string{},
 	}
-	env, err := resources.ParseEnv(r.str("CONVEYOR_ENV", string(resources.Local)))
-	if err != nil {
-		r.errs = append(r.errs, err)
+	if name := getenv("CONVEYOR_ENV"); name == "" {
+		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
+	} else if env, err := resources.ParseEnv(name); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("CONVEYOR_ENV: %w", err))
+	} else {
+		c.Env = env
 	}
-	c.Env = env
 	for _, t := range resources.Tiers {
 		up := strings.ToUpper(string(t))
 		if v := getenv("CONVEYOR_QUEUE_URL_" + up); v != "" {
@@ -161,10 +182,61 @@ func From(getenv func(string) string) (Config, error) {
 	if err := c.validate(); err != nil {
 		r.errs = append(r.errs, err)
 	}
+	if err := c.needs(fns, true); err != nil {
+		r.errs = append(r.errs, err)
+	}
 	if len(r.errs) > 0 {
 		return c, fmt.Errorf("configuration: %w", errors.Join(r.errs...))
 	}
 	return c, nil
+}
+
+// Complete reports, naming every gap and never a value, what the functions
+// fns need that is still missing once the secrets named by ARN were read:
+// a function that refreshes tokens needs both OAuth client credentials.
+func (c Config) Complete(fns ...string) error {
+	if err := c.needs(fns, false); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
+}
+
+// needs checks what fns need; pending accepts an ARN still to be read in
+// place of the values.
+func (c Config) needs(fns []string, pending bool) error {
+	var errs []error
+	for _, fn := range fns {
+		if !resources.NeedsOAuthClient(fn) {
+			continue
+		}
+		if pending && c.DeviantArtClientSecretARN != "" {
+			break
+		}
+		var missing []string
+		if c.DeviantArtClientID == "" {
+			missing = append(missing, "CONVEYOR_DEVIANTART_CLIENT_ID")
+		}
+		if c.DeviantArtClientSecret == "" {
+			missing = append(missing, "CONVEYOR_DEVIANTART_CLIENT_SECRET")
+		}
+		if len(missing) > 0 {
+			where := "set both, or CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"
+			if c.DeviantArtClientSecretARN != "" {
+				where = "the secret " + c.DeviantArtClientSecretARN + ` must hold {"clientId":"…","clientSecret":"…"}`
+			}
+			errs = append(errs, fmt.Errorf("the %s function refreshes tokens and needs the OAuth client credentials, but %s %s empty (%s)",
+				fn, strings.Join(missing, " and "), isAre(len(missing)), where))
+		}
+		break // one message for the credentials, however many functions need them
+	}
+	return errors.Join(errs...)
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func (c Config) validate() error {

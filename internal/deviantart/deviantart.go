@@ -142,6 +142,28 @@ func IsAlreadyPublished(err error) bool {
 		(e.ErrorCode == "already_published" || strings.Contains(strings.ToLower(e.Description), "already published"))
 }
 
+// opRefresh is the Op of an APIError from the token endpoint.
+const opRefresh = "token refresh"
+
+// IsClientRejected reports whether err is the token endpoint refusing
+// Conveyor's own OAuth client: invalid_client or unauthorized_client, or
+// any 401 from the token endpoint (RFC 6749 §5.2). The client id or secret
+// is wrong or missing — an operator's configuration error that no retry and
+// no user action can fix, unlike IsGrantRejected.
+func IsClientRejected(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Op == opRefresh &&
+		(e.Code == "invalid_client" || e.Code == "unauthorized_client" || e.Status == http.StatusUnauthorized)
+}
+
+// IsGrantRejected reports whether err is the token endpoint refusing the
+// user's refresh token (invalid_grant: used, revoked or expired): the user
+// must connect the account again.
+func IsGrantRejected(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Op == opRefresh && e.Code == "invalid_grant"
+}
+
 // Token is an OAuth token pair. The refresh token replaces the one
 // presented, which the API no longer accepts.
 type Token struct {
@@ -321,9 +343,11 @@ func (c *Client) postForm(ctx context.Context, path, accessToken string, form ur
 // Refresh exchanges refreshToken for a new token pair. The API rotates
 // refresh tokens: after a successful call refreshToken is dead, so the
 // caller must store the new one before anything else; a dead or revoked
-// token is an *APIError with Code "invalid_grant" (not temporary).
+// token is an *APIError with Code "invalid_grant" (IsGrantRejected), and
+// wrong client credentials one with Code "invalid_client"
+// (IsClientRejected); neither is temporary.
 func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error) {
-	const op = "token refresh"
+	const op = opRefresh
 	if refreshToken == "" {
 		return Token{}, fmt.Errorf("%s: no refresh token", op)
 	}

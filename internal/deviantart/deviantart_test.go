@@ -51,7 +51,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	sim, base, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{Seed: 1})
+	sim, base, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{Seed: 1, ClientID: "conveyor", ClientSecret: clientSecret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,10 @@ func TestRefreshRotates(t *testing.T) {
 	if e.Status != 400 || e.Code != "invalid_grant" || e.Temporary() {
 		t.Errorf("reused token: %+v, temporary %v", e, e.Temporary())
 	}
+	if !deviantart.IsGrantRejected(err) || deviantart.IsClientRejected(err) {
+		t.Errorf("reused token: IsGrantRejected %v, IsClientRejected %v, want true, false",
+			deviantart.IsGrantRejected(err), deviantart.IsClientRejected(err))
+	}
 	noSecrets(t, err, first.RefreshToken, second.RefreshToken)
 
 	if _, err := b.client.Refresh(ctx, ""); err == nil {
@@ -133,6 +137,40 @@ func TestRefreshRotates(t *testing.T) {
 	}
 	if st := b.sim.Stats(); st.Accounts[b.sim.AccountOf(second.AccessToken)].Refreshes != 2 {
 		t.Errorf("account refreshes = %+v", st.Accounts)
+	}
+}
+
+// TestRefreshWithAWrongClient: the strict simulator refuses a client it
+// does not know; the error says so without any credential, is not
+// temporary, and is told apart from a dead refresh token.
+func TestRefreshWithAWrongClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tests := []struct{ name, id, secret string }{
+		{"wrong secret", "conveyor", "cs_wrong_secret"},
+		{"wrong id", "someone", clientSecret},
+		{"none", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := deviantart.New(deviantart.Config{BaseURL: b.url, ClientID: tt.id, ClientSecret: tt.secret})
+			rt := b.sim.MintRefreshToken()
+			_, err := c.Refresh(context.Background(), rt)
+			e := apiError(t, err)
+			if e.Status != 401 || e.Code != "invalid_client" || e.Temporary() {
+				t.Errorf("error = %+v, temporary %v; want 401 invalid_client, not temporary", e, e.Temporary())
+			}
+			if !deviantart.IsClientRejected(err) || deviantart.IsGrantRejected(err) {
+				t.Errorf("IsClientRejected %v, IsGrantRejected %v, want true, false",
+					deviantart.IsClientRejected(err), deviantart.IsGrantRejected(err))
+			}
+			noSecrets(t, err, rt, tt.secret)
+			// The refused call did not spend the user's refresh token.
+			if _, err := b.client.Refresh(context.Background(), rt); err != nil {
+				t.Errorf("the refresh token died with the refused client: %v", err)
+			}
+		})
 	}
 }
 

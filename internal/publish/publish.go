@@ -595,7 +595,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		phase, item = se.phase, se.item
 	}
 	msg := err.Error()
-	code := errorCode(d.Class)
+	code := errorCode(err, d.Class)
 	log := r.log.With("phase", phase, "error", msg, "class", d.Reason)
 	var verdict Verdict
 	saveErr := r.save(ctx, func(j *job.Job) {
@@ -665,7 +665,13 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	return verdict, nil
 }
 
-func errorCode(c retry.Class) string {
+// errorCode is the code a failed attempt reports: the one the error names
+// (accounts.CodeClientRejected, …) when it names one, else its class's.
+func errorCode(err error, c retry.Class) string {
+	var coded interface{ JobErrorCode() string }
+	if errors.As(err, &coded) && coded.JobErrorCode() != "" {
+		return coded.JobErrorCode()
+	}
 	switch c {
 	case retry.ClassPermanent:
 		return "permanent_error"

@@ -205,6 +205,22 @@ const (
 	FuncStream    = "stream"
 )
 
+// OAuthClientFunctions are the functions that refresh users' tokens at the
+// external API and so need Conveyor's OAuth client credentials: only they
+// are given the credentials (in AWS: may read their secret), and they
+// refuse to start without them.
+var OAuthClientFunctions = []string{FuncPublisher}
+
+// NeedsOAuthClient reports whether fn is one of OAuthClientFunctions.
+func NeedsOAuthClient(fn string) bool {
+	for _, f := range OAuthClientFunctions {
+		if f == fn {
+			return true
+		}
+	}
+	return false
+}
+
 // Table attribute names: the key schema, the index keys and TTL. The store
 // writes items with these names; the definition creates tables with them.
 const (

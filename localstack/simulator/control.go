@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Fault is a failure injected into requests whose path equals Path or
@@ -159,4 +160,84 @@ func (s *Server) Stats() Stats {
 		out.Accounts[id] = a
 	}
 	return out
+}
+
+// Settings are the knobs that can change while the simulator runs (GET and
+// PUT /_sim/settings). They start from Options; Reset restores them.
+type Settings struct {
+	// LatencyMs delays every call of the simulated API; LatencyJitterMs
+	// adds a uniformly drawn extra delay up to itself.
+	LatencyMs       int `json:"latencyMs"`
+	LatencyJitterMs int `json:"latencyJitterMs"`
+	// RateLimit is how many calls one access token may make per
+	// RateWindowMs; 0 means no limit.
+	RateLimit    int `json:"rateLimit"`
+	RateWindowMs int `json:"rateWindowMs"`
+	// AccessTokenTTLMs is the lifetime of access tokens issued from now on.
+	AccessTokenTTLMs int `json:"accessTokenTtlMs"`
+}
+
+func settingsOf(o Options) Settings {
+	return Settings{
+		LatencyMs: int(o.Latency / time.Millisecond), LatencyJitterMs: int(o.LatencyJitter / time.Millisecond),
+		RateLimit: o.RateLimit, RateWindowMs: int(o.RateWindow / time.Millisecond),
+		AccessTokenTTLMs: int(o.AccessTokenTTL / time.Millisecond),
+	}
+}
+
+func (v Settings) valid() bool {
+	return v.LatencyMs >= 0 && v.LatencyJitterMs >= 0 && v.RateLimit >= 0 && v.RateWindowMs > 0 && v.AccessTokenTTLMs > 0
+}
+
+// Settings returns the current settings.
+func (s *Server) Settings() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set
+}
+
+// SetSettings replaces the settings (as PUT /_sim/settings does) and
+// reports whether they were valid: latencies and the limit not negative,
+// the window and the token lifetime positive. Invalid settings change
+// nothing.
+func (s *Server) SetSettings(v Settings) bool {
+	if !v.valid() {
+		return false
+	}
+	s.mu.Lock()
+	s.set = v
+	s.mu.Unlock()
+	return true
+}
+
+// putSettings changes the fields the body names and keeps the others.
+func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	v := s.set
+	s.mu.Unlock()
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil || !s.SetSettings(v) {
+		apiError(w, http.StatusBadRequest, "invalid_request",
+			`want {"latencyMs":ms,"latencyJitterMs":ms,"rateLimit":n,"rateWindowMs":ms>0,"accessTokenTtlMs":ms>0}, any subset`)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Settings())
+}
+
+// SetClient replaces the OAuth client credentials the token endpoint
+// accepts, as regenerating the application's secret at the provider does:
+// from now on only the new ones work. Reset keeps them.
+func (s *Server) SetClient(id, secret string) {
+	s.mu.Lock()
+	s.opts.ClientID, s.opts.ClientSecret = id, secret
+	s.mu.Unlock()
+}
+
+// ClientID returns the OAuth client id the token endpoint accepts (the
+// secret is never handed out).
+func (s *Server) ClientID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.ClientID
 }

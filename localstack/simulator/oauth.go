@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
 	"strconv"
@@ -74,12 +75,20 @@ type tokenAnswer struct {
 }
 
 // token serves POST /oauth2/token with grant_type=refresh_token. The
-// refresh token presented dies; a new one is issued with the access token.
-// client_id and client_secret are accepted as sent.
+// client must authenticate first (client_id and client_secret in the form,
+// or HTTP Basic), as the configured client; then the refresh token
+// presented dies and a new one is issued with the access token.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 	if err := r.ParseForm(); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request", "the body is not a valid form")
+		return
+	}
+	if !s.clientOK(r) {
+		// RFC 6749 §5.2, and what DeviantArt answers: 401 invalid_client,
+		// never saying which of the two was wrong.
+		w.Header().Set("WWW-Authenticate", `Basic realm="oauth2"`)
+		apiError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed: unknown client_id or wrong client_secret")
 		return
 	}
 	if g := r.Form.Get("grant_type"); g != "refresh_token" {
@@ -93,6 +102,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.opts.Now()
 	s.mu.Lock()
+	ttl := time.Duration(s.set.AccessTokenTTLMs) * time.Millisecond
 	if _, used := s.st.used[rt]; used {
 		s.mu.Unlock()
 		apiError(w, http.StatusBadRequest, "invalid_grant", "the refresh token is invalid or was already used")
@@ -108,14 +118,30 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.st.accounts[acct-1].refreshes++
 	ans := tokenAnswer{
 		Status: "success", AccessToken: randomToken("at_"), TokenType: "Bearer",
-		ExpiresIn: int64(s.opts.AccessTokenTTL / time.Second), RefreshToken: randomToken("rt_"),
+		ExpiresIn: int64(ttl / time.Second), RefreshToken: randomToken("rt_"),
 		Scope: "browse stash publish",
 	}
 	s.st.refresh[ans.RefreshToken] = acct
-	s.st.access[ans.AccessToken] = access{account: acct, expires: now.Add(s.opts.AccessTokenTTL)}
+	s.st.access[ans.AccessToken] = access{account: acct, expires: now.Add(ttl)}
 	s.mu.Unlock()
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// clientOK reports whether the request authenticates as the configured
+// client: client_id and client_secret form parameters, or HTTP Basic
+// (RFC 6749 §2.3.1), compared in constant time.
+func (s *Server) clientOK(r *http.Request) bool {
+	id, secret, basic := r.BasicAuth()
+	if !basic {
+		id, secret = r.Form.Get("client_id"), r.Form.Get("client_secret")
+	}
+	s.mu.Lock()
+	wantID, wantSecret := s.opts.ClientID, s.opts.ClientSecret
+	s.mu.Unlock()
+	idOK := subtle.ConstantTimeCompare([]byte(id), []byte(wantID))
+	secretOK := subtle.ConstantTimeCompare([]byte(secret), []byte(wantSecret))
+	return idOK&secretOK == 1
 }
 
 // bearer is the access token of a request: the Authorization header, else
@@ -155,11 +181,52 @@ func unauthorized(w http.ResponseWriter) {
 	apiError(w, http.StatusUnauthorized, "invalid_token", "expired or invalid access token")
 }
 
-// authed returns the caller's account, or answers 401.
+// authed returns the caller's account, or answers 401 or 429.
 func (s *Server) authed(w http.ResponseWriter, r *http.Request) (int, bool) {
-	acct, ok := s.accountFor(bearer(r))
+	return s.authorize(w, bearer(r))
+}
+
+// authorize returns the account of a live access token that is within its
+// rate limit; otherwise it answers 401 (unknown or expired token) or 429
+// with Retry-After (over the limit; the refused call does not count).
+func (s *Server) authorize(w http.ResponseWriter, tok string) (int, bool) {
+	acct, ok := s.accountFor(tok)
 	if !ok {
 		unauthorized(w)
+		return 0, false
 	}
-	return acct, ok
+	if wait, ok := s.admit(tok); !ok {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		apiError(w, http.StatusTooManyRequests, "user_api_threshold", "user API threshold exceeded")
+		return 0, false
+	}
+	return acct, true
+}
+
+// window is one access token's current rate-limit window.
+type window struct {
+	start time.Time
+	calls int
+}
+
+// admit counts a call of tok against its limit, or says how long until
+// the window ends when the limit is reached.
+func (s *Server) admit(tok string) (time.Duration, bool) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set.RateLimit <= 0 {
+		return 0, true
+	}
+	span := time.Duration(s.set.RateWindowMs) * time.Millisecond
+	win := s.st.windows[tok]
+	if win == nil || !now.Before(win.start.Add(span)) {
+		win = &window{start: now}
+		s.st.windows[tok] = win
+	}
+	if win.calls >= s.set.RateLimit {
+		return max(win.start.Add(span).Sub(now), time.Second), false
+	}
+	win.calls++
+	return 0, true
 }

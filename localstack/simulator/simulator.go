@@ -5,9 +5,12 @@
 // It speaks:
 //
 //   - POST /oauth2/token: grant_type=refresh_token with rotating refresh
-//     tokens. A token that was already used is refused (invalid_grant); a
-//     token never seen before is accepted as a fresh grant, so a test can
-//     connect an account with any string.
+//     tokens, for the configured OAuth client only (client_id and
+//     client_secret in the form or as HTTP Basic; anything else is 401
+//     invalid_client). A token that was already used is refused
+//     (invalid_grant); a token never seen before is accepted as a fresh
+//     grant, so a test can connect an account with any string. Access
+//     tokens expire (Options.AccessTokenTTL, 1 h by default).
 //   - POST /api/v1/oauth2/stash/submit: a multipart file plus title (≤ 50
 //     characters), artist_comments, tags[] and stack, answered with itemid.
 //   - POST /api/v1/oauth2/stash/publish: itemid answered with deviationid and
@@ -19,9 +22,16 @@
 //     DeviantArt integration maps it onto stash/delta and the deviation
 //     endpoints.
 //
-// and, for tests, control endpoints under /_sim: fault injection by path
-// (status, rate, count, Retry-After, latency), the publications made, call
-// statistics, and a reset. Every answer is JSON, errors included.
+// Every API call may be rate limited per access token (429
+// user_api_threshold with Retry-After; Options.RateLimit, off by default)
+// and delayed (Options.Latency and LatencyJitter, none by default), so a
+// run can look like the real service.
+//
+// For tests there are control endpoints under /_sim: fault injection by
+// path (status, rate, count, Retry-After, latency), the settings that can
+// change while it runs (latency, rate limit, token lifetime), the
+// publications made, call statistics, and a reset. Every answer is JSON,
+// errors included.
 package simulator
 
 import (
@@ -55,11 +65,41 @@ const (
 	PathDelta   = "/api/v1/oauth2/stash/delta"
 )
 
-// Options configures a Server. The zero value is ready to use.
+// ClientIDDefault and ClientSecretDefault are the OAuth client credentials
+// the token endpoint requires unless Options name others. The local stack
+// generates its own and gives the same to the simulator and the functions.
+const (
+	ClientIDDefault     = "conveyor-simulator"
+	ClientSecretDefault = "conveyor-simulator-secret"
+)
+
+// RateWindowDefault is the window of the per-token rate limit unless
+// Options.RateWindow says otherwise.
+const RateWindowDefault = time.Minute
+
+// Options configures a Server. The zero value is ready to use: a strict
+// token endpoint for ClientIDDefault, tokens that live an hour, no rate
+// limit and no added latency.
 type Options struct {
+	// ClientID and ClientSecret are the only OAuth client credentials the
+	// token endpoint accepts. Default ClientIDDefault and
+	// ClientSecretDefault (both or neither: a lone value is kept with the
+	// other's default).
+	ClientID, ClientSecret string
 	// AccessTokenTTL is how long an access token is accepted after it is
 	// issued. Default AccessTokenTTLDefault (1h).
 	AccessTokenTTL time.Duration
+	// RateLimit is how many API calls one access token may make per
+	// RateWindow; the next is answered 429 user_api_threshold with a
+	// Retry-After until the window ends. Default 0: no limit.
+	RateLimit int
+	// RateWindow is the fixed window of RateLimit, starting at a token's
+	// first call. Default RateWindowDefault (1m).
+	RateWindow time.Duration
+	// Latency delays every call of the simulated API (not /_sim or
+	// /healthz), and LatencyJitter adds a uniformly drawn extra delay up
+	// to itself, so a run can look like the real service. Default 0.
+	Latency, LatencyJitter time.Duration
 	// Now is the clock used for token expiry and publication times.
 	// Default time.Now.
 	Now func() time.Time
@@ -78,6 +118,7 @@ type Server struct {
 	mu       sync.Mutex
 	rng      *mrand.Rand
 	st       state
+	set      Settings // what /_sim/settings changes; Reset restores opts'
 	faultSeq int
 }
 
@@ -95,13 +136,25 @@ type state struct {
 	faults    []*Fault
 	calls     map[string]map[string]int
 	refreshes int
+	windows   map[string]*window // access token → its rate-limit window
 }
 
 // New returns a Server configured by opts.
 func New(opts Options) *Server {
+	if opts.ClientID == "" {
+		opts.ClientID = ClientIDDefault
+	}
+	if opts.ClientSecret == "" {
+		opts.ClientSecret = ClientSecretDefault
+	}
 	if opts.AccessTokenTTL <= 0 {
 		opts.AccessTokenTTL = AccessTokenTTLDefault
 	}
+	if opts.RateWindow <= 0 {
+		opts.RateWindow = RateWindowDefault
+	}
+	opts.RateLimit = max(opts.RateLimit, 0)
+	opts.Latency, opts.LatencyJitter = max(opts.Latency, 0), max(opts.LatencyJitter, 0)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -111,6 +164,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, rng: mrand.New(mrand.NewPCG(seed, 0x5eed))}
 	s.st = newState()
+	s.set = settingsOf(opts)
 
 	mux := http.NewServeMux()
 	route := func(pattern, method string, h http.HandlerFunc) {
@@ -142,6 +196,17 @@ func New(opts Options) *Server {
 			apiError(w, http.StatusMethodNotAllowed, "invalid_request", "method not allowed")
 		}
 	})
+	mux.HandleFunc("/_sim/settings", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			writeJSON(w, http.StatusOK, s.Settings())
+		case http.MethodPut, http.MethodPatch:
+			s.putSettings(w, r)
+		default:
+			w.Header().Set("Allow", "GET, PUT, PATCH")
+			apiError(w, http.StatusMethodNotAllowed, "invalid_request", "method not allowed")
+		}
+	})
 	route("/_sim/publications", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Publications())
 	})
@@ -169,16 +234,18 @@ func newState() state {
 	return state{
 		refresh: map[string]int{}, used: map[string]int{}, access: map[string]access{},
 		items: map[int64]*item{}, stacks: map[stackKey]int64{}, calls: map[string]map[string]int{},
-		nextItem: 1000, nextStack: 500000,
+		windows: map[string]*window{}, nextItem: 1000, nextStack: 500000,
 	}
 }
 
-// Reset forgets everything: faults, tokens, accounts, items, publications
-// and statistics (as POST /_sim/reset does). Tokens handed out before are
-// unknown afterwards; an old refresh token is then a fresh grant again.
+// Reset forgets everything: faults, tokens, accounts, items, publications,
+// rate-limit windows and statistics, and restores the settings of Options
+// (as POST /_sim/reset does). Tokens handed out before are unknown
+// afterwards; an old refresh token is then a fresh grant again.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.st = newState()
+	s.set = settingsOf(s.opts)
 	s.mu.Unlock()
 }
 
@@ -217,8 +284,9 @@ func Start(addr string, opts Options) (*Server, string, func(), error) {
 	return s, "http://" + ln.Addr().String(), stop, nil
 }
 
-// ServeHTTP applies the first matching fault, serves the request and counts
-// the call in the statistics (control endpoints and /healthz are neither
+// ServeHTTP waits the configured latency, applies the first matching fault
+// (with its own latency on top), serves the request and counts the call in
+// the statistics (control endpoints and /healthz are neither delayed,
 // faulted nor counted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_sim/") || r.URL.Path == "/healthz" {
@@ -227,19 +295,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	defer s.count(statsPath(r.URL.Path), sw)
+	if !s.wait(sw, r, s.latency()) {
+		return
+	}
 	if f, ok := s.fault(r.URL.Path); ok {
-		if f.LatencyMs > 0 {
-			t := time.NewTimer(time.Duration(f.LatencyMs) * time.Millisecond)
-			select {
-			case <-r.Context().Done():
-				// The client went away (or the server is stopping): answer
-				// for whoever is left, count it as nginx's 499.
-				t.Stop()
-				sw.status = statusClientClosed
-				apiError(w, http.StatusServiceUnavailable, "server_error", "request cancelled")
-				return
-			case <-t.C:
-			}
+		if !s.wait(sw, r, time.Duration(f.LatencyMs)*time.Millisecond) {
+			return
 		}
 		if f.Status != 0 {
 			if f.RetryAfter > 0 {
@@ -250,6 +311,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(sw, r)
+}
+
+// wait delays the answer by d. It returns false, having answered, when the
+// client went away first (or the server is stopping): the answer is for
+// whoever is left, and the statistics count it as nginx's 499.
+func (s *Server) wait(sw *statusWriter, r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		sw.status = statusClientClosed
+		apiError(sw.ResponseWriter, http.StatusServiceUnavailable, "server_error", "request cancelled")
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// latency draws the delay of one call from the settings.
+func (s *Server) latency() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := time.Duration(s.set.LatencyMs) * time.Millisecond
+	if j := s.set.LatencyJitterMs; j > 0 {
+		d += time.Duration(s.rng.Int64N(int64(j)*int64(time.Millisecond) + 1))
+	}
+	return d
 }
 
 // statusClientClosed is what the statistics record for a request whose

@@ -49,10 +49,24 @@ type testBundle struct {
 	clock *clock
 }
 
+// The client credentials every test bundle's simulator requires.
+const (
+	clientID     = "cid"
+	clientSecret = "secret"
+)
+
 func setup(t *testing.T) *testBundle {
 	t.Helper()
+	return setupWith(t, simulator.Options{})
+}
+
+// setupWith starts a simulator with opts, on the test clock and a fixed
+// seed, for clientID and clientSecret.
+func setupWith(t *testing.T, opts simulator.Options) *testBundle {
+	t.Helper()
 	c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	sim := simulator.New(simulator.Options{Now: c.Now, Seed: 42})
+	opts.Now, opts.Seed, opts.ClientID, opts.ClientSecret = c.Now, 42, clientID, clientSecret
+	sim := simulator.New(opts)
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	return &testBundle{t: t, sim: sim, url: srv.URL, http: srv.Client(), clock: c}
@@ -122,7 +136,7 @@ func (b *testBundle) json(method, path string, v any) answer {
 func (b *testBundle) refresh(rt string) answer {
 	b.t.Helper()
 	return b.form("/oauth2/token", "", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
-		"client_id": {"cid"}, "client_secret": {"secret"}})
+		"client_id": {clientID}, "client_secret": {clientSecret}})
 }
 
 // login returns a fresh access token of a new account.
@@ -261,6 +275,7 @@ func cmpIgnoreKeys(keys ...string) cmp.Option {
 func TestTokenRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	client := url.Values{"client_id": {clientID}, "client_secret": {clientSecret}}.Encode()
 	tests := []struct {
 		name    string
 		body    string
@@ -269,8 +284,9 @@ func TestTokenRejectsBadRequests(t *testing.T) {
 		status  int
 		errCode string
 	}{
-		{"wrong grant type", "grant_type=authorization_code&code=x", "application/x-www-form-urlencoded", "POST", 400, "unsupported_grant_type"},
-		{"no refresh token", "grant_type=refresh_token", "application/x-www-form-urlencoded", "POST", 400, "invalid_request"},
+		{"wrong grant type", "grant_type=authorization_code&code=x&" + client, "application/x-www-form-urlencoded", "POST", 400, "unsupported_grant_type"},
+		{"no refresh token", "grant_type=refresh_token&" + client, "application/x-www-form-urlencoded", "POST", 400, "invalid_request"},
+		{"no client", "grant_type=refresh_token&refresh_token=x", "application/x-www-form-urlencoded", "POST", 401, "invalid_client"},
 		{"not a form", "grant_type=%zz", "application/x-www-form-urlencoded", "POST", 400, "invalid_request"},
 		{"GET", "", "", "GET", 405, "invalid_request"},
 	}

@@ -131,8 +131,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	// otherwise it must come as an access_token field of the form.
 	acct, authed := 0, false
 	if tok := bearer(r); tok != "" {
-		if acct, authed = s.accountFor(tok); !authed {
-			unauthorized(w)
+		if acct, authed = s.authorize(w, tok); !authed {
 			return
 		}
 	}
@@ -153,8 +152,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !authed {
-		if acct, authed = s.accountFor(sub.accessToken); !authed {
-			unauthorized(w)
+		if acct, authed = s.authorize(w, sub.accessToken); !authed {
 			return
 		}
 	}

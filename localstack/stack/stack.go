@@ -151,13 +151,6 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	clients := awsclient.New(awsCfg)
 
-	// The simulator.
-	sim, simURL, stopSim, err := simulator.Start(opts.SimulatorAddr, simulator.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("starting the simulator: %w", err)
-	}
-	s.Simulator, s.SimulatorURL, s.stopSim = sim, simURL, stopSim
-
 	// The configuration: the environment's timings, our resources.
 	env := map[string]string{}
 	getenv := func(k string) string {
@@ -166,6 +159,23 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		return opts.Getenv(k)
 	}
+	// The OAuth client: the environment's, else one generated for this
+	// run. The simulator requires exactly what the functions are given.
+	if getenv("CONVEYOR_DEVIANTART_CLIENT_ID") == "" && getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET") == "" {
+		env["CONVEYOR_DEVIANTART_CLIENT_ID"] = "conveyor-local"
+		env["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = randomHex(16)
+	}
+
+	// The simulator.
+	simOpts, err := simulator.OptionsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	sim, simURL, stopSim, err := simulator.Start(opts.SimulatorAddr, simOpts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	s.Simulator, s.SimulatorURL, s.stopSim = sim, simURL, stopSim
 	ln, err := net.Listen("tcp", opts.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s (set CONVEYOR_API_ADDR to use another address): %w", opts.APIAddr, err)
@@ -177,10 +187,6 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	env["CONVEYOR_EVENT_BUS"] = def.EventBus
 	env["CONVEYOR_API_ADDR"] = ln.Addr().String()
 	env["CONVEYOR_DEVIANTART_URL"] = simURL
-	if getenv("CONVEYOR_DEVIANTART_CLIENT_ID") == "" {
-		env["CONVEYOR_DEVIANTART_CLIENT_ID"] = "conveyor-local"
-		env["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = randomHex(16)
-	}
 	for _, name := range []string{"CONVEYOR_JWT_SECRET", "CONVEYOR_WEBHOOK_SECRET"} {
 		if getenv(name) == "" {
 			env[name] = randomHex(32)
@@ -192,7 +198,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	for t, u := range res.DLQURLs {
 		env["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
 	}
-	cfg, err := config.From(getenv)
+	cfg, err := config.From(getenv, def.Functions...)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -298,6 +304,8 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
 	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
 	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
+	m["CONVEYOR_DEVIANTART_CLIENT_ID"] = s.Config.DeviantArtClientID
+	m["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = s.Config.DeviantArtClientSecret
 	m["AWS_ENDPOINT_URL"] = s.Endpoint
 	m["AWS_REGION"] = awsclient.DefaultRegion
 	m["AWS_ACCESS_KEY_ID"] = "test"

@@ -24,7 +24,7 @@ func main() {
 		fail(err)
 	}
 	ctx := context.Background()
-	a, err := app.FromEnv(ctx)
+	a, err := app.FromEnv(ctx, *fn)
 	if err != nil {
 		fail(fmt.Errorf("%w (run `make run` first; invoke reads .local/env)", err))
 	}

@@ -3,9 +3,12 @@
 //
 //	go run ./localstack/cmd/simulator -addr 127.0.0.1:8090
 //
-// The address defaults to $CONVEYOR_SIMULATOR_ADDR, else 127.0.0.1:8090. It
-// prints the base URL on stdout, logs JSON on stderr, and stops on SIGINT or
-// SIGTERM.
+// The address defaults to $CONVEYOR_SIMULATOR_ADDR, else 127.0.0.1:8090. The
+// token endpoint accepts only the client in $CONVEYOR_DEVIANTART_CLIENT_ID and
+// $CONVEYOR_DEVIANTART_CLIENT_SECRET (else the simulator's default client);
+// CONVEYOR_SIMULATOR_TOKEN_TTL, _RATE_LIMIT, _RATE_WINDOW, _LATENCY and
+// _LATENCY_JITTER set the rest (see simulator.OptionsFromEnv). It prints the
+// base URL on stdout, logs JSON on stderr, and stops on SIGINT or SIGTERM.
 package main
 
 import (
@@ -35,13 +38,20 @@ func main() {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	_, url, stop, err := simulator.Start(*addr, simulator.Options{})
+	opts, err := simulator.OptionsFromEnv(os.Getenv)
+	if err != nil {
+		log.Error("configuring the simulator", "error", err)
+		os.Exit(2)
+	}
+	sim, url, stop, err := simulator.Start(*addr, opts)
 	if err != nil {
 		log.Error("starting the simulator", "addr", *addr, "error", err)
 		os.Exit(1)
 	}
 	fmt.Println(url)
-	log.Info("simulator listening", "url", url)
+	set := sim.Settings()
+	log.Info("simulator listening", "url", url, "client_id", sim.ClientID(), "latency_ms", set.LatencyMs,
+		"rate_limit", set.RateLimit, "access_token_ttl_ms", set.AccessTokenTTLMs)
 	<-ctx.Done()
 	log.Info("simulator stopping")
 	stop()

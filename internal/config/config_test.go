@@ -1,0 +1,149 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// allFunctions is what a process running every function (the local stack)
+// names.
+var allFunctions = resources.For(resources.Local).Functions
+
+func TestFromRefusesToStartBadly(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-client-secret"
+	client := map[string]string{"CONVEYOR_DEVIANTART_CLIENT_ID": "conveyor", "CONVEYOR_DEVIANTART_CLIENT_SECRET": secret}
+	withEnv := func(env string, extra ...map[string]string) map[string]string {
+		m := map[string]string{}
+		if env != "" {
+			m["CONVEYOR_ENV"] = env
+		}
+		for _, e := range extra {
+			for k, v := range e {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		fns     []string
+		wantEnv resources.Env
+		wantErr []string // each must appear in the error; none means no error
+	}{
+		{name: "no CONVEYOR_ENV, no function", env: withEnv(""), wantErr: []string{"CONVEYOR_ENV is not set"}},
+		{name: "no CONVEYOR_ENV, api", env: withEnv("", client), fns: []string{resources.FuncAPI}, wantErr: []string{"CONVEYOR_ENV is not set"}},
+		{name: "no CONVEYOR_ENV, publisher with credentials", env: withEnv("", client), fns: []string{resources.FuncPublisher},
+			wantErr: []string{"CONVEYOR_ENV is not set"}},
+		{name: "unknown CONVEYOR_ENV", env: withEnv("production"), wantErr: []string{"CONVEYOR_ENV", `unknown environment "production"`}},
+		{name: "local, explicitly", env: withEnv("local"), wantEnv: resources.Local},
+		{name: "staging api without credentials", env: withEnv("staging"), fns: []string{resources.FuncAPI}, wantEnv: resources.Staging},
+		{name: "the non-refreshing functions need no credentials", env: withEnv("prod-ru"),
+			fns:     []string{resources.FuncAPI, resources.FuncConfirm, resources.FuncSystem, resources.FuncRecovery, resources.FuncStream},
+			wantEnv: resources.ProdRU},
+		{name: "staging publisher without credentials", env: withEnv("staging"), fns: []string{resources.FuncPublisher},
+			wantErr: []string{"publisher function refreshes tokens", "CONVEYOR_DEVIANTART_CLIENT_ID and CONVEYOR_DEVIANTART_CLIENT_SECRET are empty"}},
+		{name: "local publisher without credentials", env: withEnv("local"), fns: []string{resources.FuncPublisher},
+			wantErr: []string{"CONVEYOR_DEVIANTART_CLIENT_ID and CONVEYOR_DEVIANTART_CLIENT_SECRET are empty"}},
+		{name: "publisher with the id only", env: withEnv("prod-en", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_ID": "conveyor"}),
+			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_DEVIANTART_CLIENT_SECRET is empty"}},
+		{name: "publisher with the secret only", env: withEnv("prod-en", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET": secret}),
+			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_DEVIANTART_CLIENT_ID is empty"}},
+		{name: "publisher with credentials", env: withEnv("prod-en", client), fns: []string{resources.FuncPublisher}, wantEnv: resources.ProdEN},
+		{name: "publisher with the secret's ARN (read at cold start)",
+			env: withEnv("staging", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x"}),
+			fns: []string{resources.FuncPublisher}, wantEnv: resources.Staging},
+		{name: "every function without credentials (the local stack)", env: withEnv("local"), fns: allFunctions,
+			wantErr: []string{"publisher function refreshes tokens"}},
+		{name: "every function with credentials", env: withEnv("local", client), fns: allFunctions, wantEnv: resources.Local},
+		{name: "every problem at once, no value", env: withEnv("", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET": secret, "CONVEYOR_MAX_ATTEMPTS": "0"}),
+			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_ENV is not set", "CONVEYOR_MAX_ATTEMPTS", "CONVEYOR_DEVIANTART_CLIENT_ID is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.From(func(k string) string { return tt.env[k] }, tt.fns...)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("From = %v, want no error", err)
+				}
+				if cfg.Env != tt.wantEnv {
+					t.Errorf("Env = %q, want %q", cfg.Env, tt.wantEnv)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("From accepted %v for %v", keys(tt.env), tt.fns)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q carries the client secret", err)
+			}
+		})
+	}
+}
+
+func TestComplete(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     config.Config
+		fns     []string
+		wantErr string
+	}{
+		{name: "publisher with both", cfg: config.Config{DeviantArtClientID: "id", DeviantArtClientSecret: "x"}, fns: []string{resources.FuncPublisher}},
+		{name: "an ARN is no value", cfg: config.Config{DeviantArtClientSecretARN: "arn:x"}, fns: []string{resources.FuncPublisher},
+			wantErr: `the secret arn:x must hold {"clientId":"…","clientSecret":"…"}`},
+		{name: "api needs none", cfg: config.Config{}, fns: []string{resources.FuncAPI}},
+		{name: "the local stack needs them", cfg: config.Config{DeviantArtClientID: "id"}, fns: allFunctions,
+			wantErr: "CONVEYOR_DEVIANTART_CLIENT_SECRET is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.cfg.Complete(tt.fns...)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Complete = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Complete = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestEnvironRoundTrips(t *testing.T) {
+	t.Parallel()
+	in := map[string]string{"CONVEYOR_ENV": "staging", "CONVEYOR_TABLE": "t", "CONVEYOR_QUEUE_URL_HIGH": "https://q/high"}
+	cfg, err := config.From(func(k string) string { return in[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := cfg.Environ()
+	again, err := config.From(func(k string) string { return out[k] })
+	if err != nil {
+		t.Fatalf("From(Environ()) = %v", err)
+	}
+	if again.Env != resources.Staging || again.Table != "t" || again.QueueURLs[resources.High] != "https://q/high" {
+		t.Errorf("round trip lost something: %+v", again)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
