@@ -8,9 +8,9 @@ const (
 	EventStarted        = "job.started"
 	EventProgress       = "job.progress"
 	EventPhaseCompleted = "job.phase.completed"
-	// EventCompleted is the success event (the contract's webhook list
-	// calls it job.succeeded; the event name follows the mission's list).
-	EventCompleted        = "job.completed"
+	// EventSucceeded is the success event, named like the status it
+	// announces (the contract's job.succeeded).
+	EventSucceeded        = "job.succeeded"
 	EventFailed           = "job.failed"
 	EventRetrying         = "job.retrying"
 	EventCancelled        = "job.cancelled"
@@ -21,7 +21,7 @@ const (
 )
 
 // WebhookEvents are the event types that trigger a webhook delivery.
-var WebhookEvents = map[string]bool{EventCompleted: true, EventFailed: true, EventRetrying: true, EventCancelled: true, EventStale: true}
+var WebhookEvents = map[string]bool{EventSucceeded: true, EventFailed: true, EventRetrying: true, EventCancelled: true, EventStale: true}
 
 // Event is one persisted event of a job. Seq increases by one with every
 // event of the job; the event carries the job as it was right after it.
@@ -52,7 +52,7 @@ func eventFor(a Action, from Status) string {
 		}
 		return EventStarted
 	case Succeed:
-		return EventCompleted
+		return EventSucceeded
 	case Fail:
 		return EventFailed
 	case Cancel:

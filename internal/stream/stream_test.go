@@ -116,7 +116,7 @@ func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 		if json.Unmarshal([]byte(f.Data), &at) == nil && !at.At.IsZero() {
 			lags = append(lags, time.Since(at.At))
 		}
-		if f.Event == job.EventCompleted {
+		if f.Event == job.EventSucceeded {
 			break
 		}
 	}
@@ -195,7 +195,7 @@ func TestAllJobsStream(t *testing.T) {
 		if !strings.HasPrefix(f.ID, id+":") {
 			t.Fatalf("event of another job: %+v", f)
 		}
-		if f.Event == job.EventCompleted {
+		if f.Event == job.EventSucceeded {
 			break
 		}
 	}

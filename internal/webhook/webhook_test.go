@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 
 func TestSignVerify(t *testing.T) {
 	t.Parallel()
-	body := []byte(`{"type":"job.completed"}`)
+	body := []byte(`{"type":"job.succeeded"}`)
 	sig := webhook.Sign([]byte("s"), body)
 	if !webhook.Verify([]byte("s"), body, sig) {
 		t.Error("own signature refused")
@@ -94,7 +94,7 @@ func TestWebhookRetriedThenDelivered(t *testing.T) {
 	if bad != 0 {
 		t.Errorf("%d deliveries with a bad signature", bad)
 	}
-	if h.Get(webhook.HeaderEvent) != job.EventCompleted || h.Get(webhook.HeaderDelivery) == "" {
+	if h.Get(webhook.HeaderEvent) != job.EventSucceeded || h.Get(webhook.HeaderDelivery) == "" {
 		t.Errorf("headers %v", h)
 	}
 	var ev struct {

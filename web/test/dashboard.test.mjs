@@ -289,7 +289,7 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     assert.deepEqual(phases, ['token:completed', 'download:completed', 'upload:completed', 'publish:completed']);
     assert.equal(await page.locator('tr[data-item][data-status="published"]').count(), 1, 'the item is published');
     await page.getByTestId('deviation').waitFor();
-    await page.locator('[data-testid="job-events"] li[data-type="job.completed"]').waitFor();
+    await page.locator('[data-testid="job-events"] li[data-type="job.succeeded"]').waitFor();
     await page.screenshot({ path: join(here, 'screenshot-job.png'), fullPage: true });
 
     // Pause and resume the low tier with a click; the overview follows.
