@@ -164,9 +164,14 @@ func (b *Bundle) Connect(token string) {
 	b.Must(b.Call("PUT", "/v1/account/connection", token, map[string]any{"provider": "deviantart", "refreshToken": "rt-" + fmt.Sprint(time.Now().UnixNano())}), 204)
 }
 
+// waitLimit bounds Eventually and WaitStatus. It only decides how long a
+// broken test takes to fail: a passing one returns as soon as its
+// condition holds, so it is generous for a loaded 2-core machine.
+const waitLimit = 90 * time.Second
+
 func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
 	b.T.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			b.T.Fatalf("timed out waiting: "+format, args...)
@@ -178,7 +183,7 @@ func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
 // waitStatus polls the job until it reaches status.
 func (b *Bundle) WaitStatus(token, id, status string) Response {
 	b.T.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for {
 		r := b.Call("GET", "/v1/jobs/"+id, token, nil)
 		if r.Body["status"] == status {
