@@ -24,9 +24,9 @@ $(MOTO): localstack/requirements.txt
 
 emulator: $(MOTO) ## install the emulator (moto) into .venv
 
-run: $(MOTO) ## start the whole stack on localhost (emulator, gateway, pollers, simulator)
+run: $(MOTO) ## start the whole stack on localhost: each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process)
 	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
-	@exec .local/bin/conveyor-local
+	@exec .local/bin/conveyor-local $(if $(IN_PROCESS),-in-process)
 
 test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
 	$(GO) vet ./...

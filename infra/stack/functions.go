@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -14,36 +13,28 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// FunctionSpec is the sizing of one function.
+// FunctionSpec is the sizing of one function (from the resource
+// definition) and its description.
 type FunctionSpec struct {
-	// MemoryMB is the function's memory (and so its CPU share).
-	MemoryMB int
-	// Timeout bounds one invocation.
-	Timeout time.Duration
+	resources.FunctionSize
 	// Description says what the function does.
 	Description string
 }
 
-// FunctionSpecs sizes every function of the definition. A function added to
-// the definition without a spec here fails the synth, naming it.
+// FunctionSpecs describes every function of the definition. A function
+// added to the definition without a spec here, or without a size in
+// resources.FunctionSizes, fails the synth, naming it.
 var FunctionSpecs = map[string]FunctionSpec{
-	// API Gateway's integration timeout is 30 s.
-	resources.FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, Description: "HTTP API: uploads, jobs, admin"},
-	resources.FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second,
-		Description: "confirms an upload on its S3 ObjectCreated event"},
-	// The tier queues' visibility timeout is 6× this.
-	resources.FuncPublisher: {MemoryMB: 1024, Timeout: resources.ConsumerTimeout,
-		Description: "publishes jobs from the high, medium and low tier queues"},
-	resources.FuncSystem: {MemoryMB: 256, Timeout: time.Minute,
-		Description: "delivers webhooks and other system-tier work"},
-	// Overlapping runs are safe (every change is a conditional write); the
-	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
-	resources.FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute,
-		Description: "requeues stuck jobs, releases scheduled ones, applies retention"},
-	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
-	// cost of an idle browser tab.
-	resources.FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute,
-		Description: "server-sent events: a job's snapshot, then live events"},
+	resources.FuncAPI:       spec(resources.FuncAPI, "HTTP API: uploads, jobs, admin"),
+	resources.FuncConfirm:   spec(resources.FuncConfirm, "confirms an upload on its S3 ObjectCreated event"),
+	resources.FuncPublisher: spec(resources.FuncPublisher, "publishes jobs from the high, medium and low tier queues"),
+	resources.FuncSystem:    spec(resources.FuncSystem, "delivers webhooks and other system-tier work"),
+	resources.FuncRecovery:  spec(resources.FuncRecovery, "requeues stuck jobs, releases scheduled ones, applies retention"),
+	resources.FuncStream:    spec(resources.FuncStream, "server-sent events: a job's snapshot, then live events"),
+}
+
+func spec(fn, description string) FunctionSpec {
+	return FunctionSpec{FunctionSize: resources.FunctionSizes[fn], Description: description}
 }
 
 // FunctionName is the deployed name of a function of def.
@@ -98,7 +89,7 @@ func (b *builder) functions() {
 	b.fnLogs = map[string]awslogs.LogGroup{}
 	for _, fn := range b.def.Functions {
 		spec, ok := FunctionSpecs[fn]
-		if !ok {
+		if !ok || spec.MemoryMB == 0 || spec.Timeout == 0 {
 			panic(fmt.Sprintf("infra: function %q of the definition has no FunctionSpec (memory, timeout)", fn))
 		}
 		id := title(fn)

@@ -221,6 +221,31 @@ func NeedsOAuthClient(fn string) bool {
 	return false
 }
 
+// FunctionSize is a function's memory and timeout, the same in every
+// environment: the CDK stacks deploy it and the local runtime runs it.
+type FunctionSize struct {
+	// MemoryMB is the function's memory (and so its CPU share).
+	MemoryMB int
+	// Timeout bounds one invocation.
+	Timeout time.Duration
+}
+
+// FunctionSizes sizes every function of the definition.
+var FunctionSizes = map[string]FunctionSize{
+	// API Gateway's integration timeout is 30 s.
+	FuncAPI:     {MemoryMB: 512, Timeout: 29 * time.Second},
+	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second},
+	// The tier queues' visibility timeout is 6× this.
+	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout},
+	FuncSystem:    {MemoryMB: 256, Timeout: time.Minute},
+	// Overlapping runs are safe (every change is a conditional write); the
+	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
+	FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute},
+	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
+	// cost of an idle browser tab.
+	FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute},
+}
+
 // Table attribute names: the key schema, the index keys and TTL. The store
 // writes items with these names; the definition creates tables with them.
 const (

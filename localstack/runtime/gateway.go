@@ -1,13 +1,15 @@
 // Package runtime stands in, on localhost, for the parts of AWS that run
-// Conveyor's functions and that the emulator does not provide: API Gateway
-// (an HTTP gateway building payload v2 events), Lambda's SQS event source
-// mappings (pollers with batchItemFailures), EventBridge schedules (a
-// ticker), and S3 → Lambda notifications (a bridge queue). Each calls the
-// very handlers that Lambda calls.
+// Conveyor's functions and that the emulator does not provide: Lambda
+// itself (a Runtime API that runs each function's own bootstrap binary, see
+// Function), API Gateway (an HTTP gateway building payload v2 events),
+// function URLs with response streaming (FunctionURL), Lambda's SQS event
+// source mappings (pollers with batchItemFailures), EventBridge schedules (a
+// ticker), and S3 → Lambda notifications (a bridge queue). Event sources
+// invoke functions through Invoker, so a function may equally run in
+// process (InProcess), calling the very handlers that Lambda calls.
 package runtime
 
 import (
-	"context"
 	"encoding/base64"
 	"io"
 	"log/slog"
@@ -23,24 +25,21 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 )
 
-// APIHandler is the API function's handler.
-type APIHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-
 // MaxGatewayBody is what API Gateway accepts as a request body (10 MB);
 // the handler applies the API's own, smaller limit.
 const MaxGatewayBody = 10 << 20
 
 // Gateway turns HTTP requests into API Gateway HTTP API (payload v2) events
-// for h, and h's responses back into HTTP, as API Gateway does.
-func Gateway(h APIHandler, log *slog.Logger) http.Handler {
+// for fn, and fn's responses back into HTTP, as API Gateway does.
+func Gateway(fn Invoker, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ev, err := Event(r)
 		if err != nil {
 			http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
 			return
 		}
-		resp, err := h(r.Context(), ev)
-		if err != nil {
+		var resp events.APIGatewayV2HTTPResponse
+		if err := invokeJSON(r.Context(), fn, ev, &resp); err != nil {
 			// API Gateway answers 500 when the function itself fails.
 			log.ErrorContext(r.Context(), "API function failed", "error", err, "request_id", ev.RequestContext.RequestID)
 			w.Header().Set("Content-Type", "application/json")

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -14,10 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// SQSHandler is a queue consumer function's handler.
-type SQSHandler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
-
-// Poller feeds a queue's messages to a handler the way Lambda's SQS event
+// Poller feeds a queue's messages to a function the way Lambda's SQS event
 // source mapping does: batches of up to BatchSize, the function's timeout
 // as the invocation deadline, whole-batch retry when the handler errors, and
 // with ReportBatchItemFailures only the reported messages left in the queue
@@ -42,8 +38,8 @@ type Poller struct {
 	// Paused, when it returns true, stops receiving — the local twin of a
 	// disabled event source mapping. Nil means never paused.
 	Paused func(context.Context) bool
-	// Handler is the function.
-	Handler SQSHandler
+	// Function is the consumer function.
+	Function Invoker
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -85,7 +81,7 @@ func (p *Poller) worker(ctx context.Context) {
 	}
 }
 
-// PollOnce receives one batch and invokes the handler with it; it returns
+// PollOnce receives one batch and invokes the function with it; it returns
 // how many messages were handed over.
 func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 	out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -140,16 +136,10 @@ func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 	return len(ev.Records), nil
 }
 
-// invoke calls the handler, turning a panic into an error as Lambda would
-// report a crashed invocation.
+// invoke calls the function with the batch.
 func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errors.New("handler panicked")
-			p.Logger.ErrorContext(ctx, "consumer panicked", "panic", r)
-		}
-	}()
-	return p.Handler(ctx, ev)
+	err = invokeJSON(ctx, p.Function, ev, &resp)
+	return resp, err
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -13,9 +13,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 )
 
-// ScheduledHandler is a scheduled function's handler.
-type ScheduledHandler func(context.Context, events.EventBridgeEvent) error
-
 // Ticker invokes a scheduled function every Interval with the event
 // EventBridge Scheduler would deliver — the local twin of `rate(...)`,
 // since the emulator's schedules never fire.
@@ -23,9 +20,10 @@ type Ticker struct {
 	Name     string
 	Interval time.Duration
 	// Detail is the event's detail JSON (default {}).
-	Detail  string
-	Handler ScheduledHandler
-	Logger  *slog.Logger
+	Detail string
+	// Function is the scheduled function.
+	Function Invoker
+	Logger   *slog.Logger
 }
 
 // Run ticks until ctx ends. Runs never overlap within one Ticker (in AWS
@@ -52,25 +50,23 @@ func (t *Ticker) Run(ctx context.Context) {
 				Resources: []string{"arn:aws:scheduler:us-east-1:123456789012:schedule/default/" + t.Name},
 				Detail:    json.RawMessage(detail),
 			}
-			if err := t.Handler(ctx, ev); err != nil && ctx.Err() == nil {
+			if err := invokeJSON(ctx, t.Function, ev, nil); err != nil && ctx.Err() == nil {
 				log.ErrorContext(ctx, "scheduled function failed", "schedule", t.Name, "error", err)
 			}
 		}
 	}
 }
 
-// S3Handler is the S3-notified function's handler.
-type S3Handler func(context.Context, events.S3Event) error
-
 // S3Bridge delivers the bucket's ObjectCreated notifications to their
 // function. The emulator cannot invoke a Lambda, so provisioning points the
 // notification at a standard queue; the bridge reads the genuine S3 event
-// records from it and invokes the handler, deleting a message only after
-// the handler succeeded (S3 → Lambda is asynchronous and retried too).
+// records from it and invokes the function, deleting a message only after
+// the function succeeded (S3 → Lambda is asynchronous and retried too).
 type S3Bridge struct {
 	SQS      *sqs.Client
 	QueueURL string
-	Handler  S3Handler
+	// Function is the notified function.
+	Function Invoker
 	Logger   *slog.Logger
 }
 
@@ -98,7 +94,8 @@ func (b *S3Bridge) Run(ctx context.Context) {
 				_, _ = b.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(b.QueueURL), ReceiptHandle: m.ReceiptHandle})
 				continue
 			}
-			if err := b.Handler(ctx, ev); err != nil {
+			// The genuine event, byte for byte, as S3 would deliver it.
+			if _, err := b.Function.Invoke(ctx, []byte(aws.ToString(m.Body))); err != nil {
 				log.WarnContext(ctx, "S3 notification handler failed; it will be retried", "error", err)
 				continue
 			}

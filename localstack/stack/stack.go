@@ -35,7 +35,8 @@ import (
 	"github.com/conveyor/conveyor/web"
 )
 
-// Options configures Start; the zero value is `make run`'s stack.
+// Options configures Start; the zero value runs the functions in process
+// (`make run` sets Binaries).
 type Options struct {
 	// Endpoint is an emulator to use; empty means AWS_ENDPOINT_URL, and if
 	// that is empty too, a moto process of our own.
@@ -67,13 +68,36 @@ type Options struct {
 	// publisher itself.
 	DisablePollers bool
 	// Counter, when set, counts every AWS request the running stack makes
-	// (provisioning excluded).
+	// (provisioning excluded; in binary mode only the stack's own, not the
+	// functions').
 	Counter *awsclient.Counter
+	// Binaries runs every function as its own bootstrap binary (built for
+	// this host) under the local Lambda Runtime API, with the environment
+	// the CDK stacks give it, instead of calling its handler in process.
+	// Crash is not honoured then.
+	Binaries bool
+	// FunctionsDir is where the binaries are built (default
+	// .local/bin/functions under the module root).
+	FunctionsDir string
+	// Bootstraps, if set, are the binaries already built, by function name
+	// (BuildFunctions): nothing is built then.
+	Bootstraps map[string]string
+	// FunctionOutput receives the functions' processes' output, their
+	// CloudWatch Logs (default stderr).
+	FunctionOutput io.Writer
+	// StreamAddr is, in binary mode, the address of the stream function's
+	// URL (default CONVEYOR_STREAM_ADDR, then a free port). In process the
+	// streams are served by the gateway.
+	StreamAddr string
 }
 
 // Stack is a running local Conveyor.
 type Stack struct {
-	APIURL       string
+	APIURL string
+	// StreamURL serves GET /v1/events and /v1/jobs/{id}/events: the stream
+	// function's URL in binary mode (its own origin, as in AWS), the
+	// gateway in process.
+	StreamURL    string
 	SimulatorURL string
 	Endpoint     string
 	Config       config.Config
@@ -83,10 +107,13 @@ type Stack struct {
 	// EmulatorStart is how long our own emulator took to answer (0 when
 	// an existing one was used).
 	EmulatorStart time.Duration
+	// Functions is how the stack invokes each function.
+	Functions *Functions
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	server   *http.Server
+	streams  *http.Server
 	emulator *emulator.Process
 	stopSim  func()
 	closed   sync.Once
@@ -198,7 +225,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	for t, u := range res.DLQURLs {
 		env["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
 	}
-	cfg, err := config.From(getenv, def.Functions...)
+	read := map[string]string{}
+	cfg, err := config.From(recordingGetenv(getenv, read), def.Functions...)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -211,14 +239,25 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.App = a
 
+	// The functions: in process, or each its own binary.
+	fns := inProcess(a)
+	if opts.Binaries {
+		fns, err = startBinaries(ctx, binaryConfig{
+			def: def, config: read, aws: awsEnviron(s.Env()), awsCfg: awsCfg, dir: opts.FunctionsDir, built: opts.Bootstraps,
+			output: defaultOutput(opts.FunctionOutput), logger: opts.Logger,
+		})
+		if err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
+	s.Functions = fns
+
 	// The runtime.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	mux := http.NewServeMux()
-	mux.Handle("/", runtime.Gateway(a.APIHandler(), opts.Logger))
-	// The SSE function (a function URL in AWS) streams straight from here.
-	mux.Handle("GET /v1/events", a.Streams)
-	mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
+	mux.Handle("/", runtime.Gateway(fns.Invokers[resources.FuncAPI], opts.Logger))
 	// The operations dashboard (served from the bucket behind the API in AWS).
 	mux.Handle("/dashboard/", web.Handler())
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -228,24 +267,45 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			opts.Logger.Error("gateway stopped", "error", err)
 		}
 	})
+	if opts.Binaries {
+		// The stream function's URL: its own origin, as in AWS.
+		if opts.StreamAddr == "" {
+			opts.StreamAddr = opts.Getenv("CONVEYOR_STREAM_ADDR")
+		}
+		if opts.StreamAddr == "" {
+			opts.StreamAddr = "127.0.0.1:0"
+		}
+		sln, err := net.Listen("tcp", opts.StreamAddr)
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s for the stream function (set CONVEYOR_STREAM_ADDR to use another address): %w", opts.StreamAddr, err)
+		}
+		s.streams = &http.Server{Handler: &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}, ReadHeaderTimeout: 10 * time.Second}
+		s.StreamURL = "http://" + sln.Addr().String()
+		s.wg.Go(func() {
+			if err := s.streams.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				opts.Logger.Error("stream function URL stopped", "error", err)
+			}
+		})
+	} else {
+		// In process the gateway serves the streams itself.
+		mux.Handle("GET /v1/events", a.Streams)
+		mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
+		s.StreamURL = s.APIURL
+	}
 	for _, q := range def.Queues {
 		if opts.DisablePollers {
 			continue
-		}
-		h := a.PublisherHandler()
-		if q.Consumer == resources.FuncSystem {
-			h = a.SystemHandler()
 		}
 		arn := queueARN(q.Name)
 		p := &runtime.Poller{
 			SQS: clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: arn, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
-			Timeout: resources.ConsumerTimeout, Handler: h, Logger: opts.Logger.With("tier", q.Tier),
+			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
 			Paused: a.Admin.PausedFunc(q.Tier),
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}
-	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Handler: a.ConfirmHandler(), Logger: opts.Logger}
+	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Function: fns.Invokers[def.Bucket.NotifyFunction], Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(rctx) })
 
 	for _, sch := range def.Schedules {
@@ -253,7 +313,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		if sch.Task == resources.TaskRelease {
 			interval = cfg.ScheduleInterval
 		}
-		tk := &runtime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Handler: a.RecoveryHandler(), Logger: opts.Logger}
+		tk := &runtime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
 		if !opts.DisablePollers {
 			s.wg.Go(func() { tk.Run(rctx) })
 		}
@@ -301,6 +361,7 @@ func randomHex(n int) string {
 func (s *Stack) Env() map[string]string {
 	m := s.Config.Environ()
 	m["CONVEYOR_API_URL"] = s.APIURL
+	m["CONVEYOR_STREAM_URL"] = s.StreamURL
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
 	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
 	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
@@ -348,8 +409,15 @@ func (s *Stack) Close() {
 			_ = s.server.Shutdown(ctx)
 			cancel()
 		}
+		if s.streams != nil {
+			// Open streams never end by themselves: cut them.
+			_ = s.streams.Close()
+		}
 		if s.cancel != nil {
 			s.cancel()
+		}
+		if s.Functions != nil {
+			s.Functions.close()
 		}
 		s.wg.Wait()
 		if s.stopSim != nil {

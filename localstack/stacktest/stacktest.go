@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +50,28 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	}
 	t.Cleanup(s.Close)
 	return &Bundle{T: t, Stack: s}
+}
+
+var (
+	buildOnce  sync.Once
+	bootstraps map[string]string
+	buildErr   error
+)
+
+// Bootstraps builds every function's bootstrap for this host once per test
+// binary and returns their paths, for stack.Options.Bootstraps (binary
+// mode).
+func Bootstraps(t testing.TB) map[string]string {
+	t.Helper()
+	buildOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		bootstraps, buildErr = stack.BuildFunctions(ctx, "", nil)
+	})
+	if buildErr != nil {
+		t.Fatalf("building the functions: %v", buildErr)
+	}
+	return bootstraps
 }
 
 // token mints a JWT for user with plan and role.

@@ -254,6 +254,12 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     // Sign in with the pasted token.
     await page.goto(`${base}/dashboard`);
     await page.getByLabel('Access token').fill(token);
+    // make run serves the event streams from the stream function's own URL,
+    // as AWS does: the operator names it under Endpoints.
+    if (vars.CONVEYOR_STREAM_URL && vars.CONVEYOR_STREAM_URL !== base) {
+      await page.getByText('Endpoints', { exact: true }).click();
+      await page.getByLabel('Event stream URL').fill(vars.CONVEYOR_STREAM_URL);
+    }
     await page.getByRole('button', { name: 'Sign in' }).click();
     const low = page.locator('tr[data-tier="low"]');
     await low.waitFor();

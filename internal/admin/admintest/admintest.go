@@ -54,7 +54,7 @@ func Serve(t testing.TB, s *stack.Stack) *Server {
 	svc := NewService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
 	api.RegisterAdmin(rt, svc)
-	srv := httptest.NewServer(runtime.Gateway(rt.Serve, quiet))
+	srv := httptest.NewServer(runtime.Gateway(runtime.InProcess(resources.FuncAPI, rt.Serve), quiet))
 	t.Cleanup(srv.Close)
 	return &Server{Service: svc, URL: srv.URL, stack: s}
 }
@@ -73,7 +73,7 @@ func (s *Server) RunPollers(t testing.TB) {
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
 			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
-			Paused: s.Service.PausedFunc(tier), Handler: a.PublisherHandler(), Logger: quiet,
+			Paused: s.Service.PausedFunc(tier), Function: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()), Logger: quiet,
 		}
 		wg.Go(func() { p.Run(ctx) })
 	}

@@ -1,10 +1,14 @@
 // Command conveyor-local is `make run`: the whole of Conveyor on localhost,
 // working — emulator, provisioning, simulator, API gateway, queue pollers,
-// S3 notifications and schedules. Ctrl-C stops every process it started.
+// S3 notifications and schedules. By default every function runs as its own
+// bootstrap binary (built for this host) under the local Lambda Runtime API,
+// and the stream function answers at its own URL; -in-process calls the
+// handlers in this process instead. Ctrl-C stops every process it started.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,10 +19,16 @@ import (
 )
 
 func main() {
+	inProcess := flag.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintln(os.Stderr, "starting Conveyor locally…")
-	s, err := stack.Start(ctx, stack.Options{})
+	mode := "each function's own binary under the local Lambda Runtime API"
+	if *inProcess {
+		mode = "the functions' handlers in process"
+	}
+	fmt.Fprintf(os.Stderr, "starting Conveyor locally (%s)…\n", mode)
+	s, err := stack.Start(ctx, stack.Options{Binaries: !*inProcess})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
 		os.Exit(1)
@@ -38,8 +48,8 @@ func main() {
 	for _, k := range keys {
 		fmt.Printf("  %s=%s\n", k, env[k])
 	}
-	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  simulator  %s\n  emulator   %s\n\nCtrl-C stops everything.\n",
-		s.APIURL, s.APIURL, s.SimulatorURL, s.Endpoint)
+	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  emulator   %s\n\nCtrl-C stops everything.\n",
+		s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoint)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 }

@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+// Invoker invokes a function synchronously with a JSON event and returns
+// its JSON answer, as Lambda's RequestResponse invocation does. The event
+// sources of the local runtime (gateway, pollers, S3 bridge, ticker) call
+// functions only through it, so they work the same whether the function
+// runs in process (InProcess) or as its own bootstrap binary (Function).
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// StreamInvoker invokes a function whose answer streams, as a function URL
+// in RESPONSE_STREAM mode does: the status and headers come first, the
+// body follows while the function writes it.
+type StreamInvoker interface {
+	InvokeStream(ctx context.Context, payload []byte) (*StreamResponse, error)
+}
+
+// StreamResponse is a streamed function URL response. Body must be closed;
+// closing it early tells the function its client went away. A read error
+// other than io.EOF means the function failed or timed out mid-stream.
+type StreamResponse struct {
+	StatusCode int
+	Headers    map[string]string
+	Cookies    []string
+	Body       io.ReadCloser
+}
+
+// FunctionError is a failed invocation as Lambda reports it: the error the
+// function returned or panicked with (its errorType and errorMessage), or a
+// failure of the runtime itself — Runtime.ExitError (the process exited),
+// Sandbox.Timedout (killed at the deadline), Runtime.InitError.
+type FunctionError struct {
+	// Function is the function's name.
+	Function string
+	// Type is errorType: the Go error's type name, or the runtime's code.
+	Type string `json:"errorType"`
+	// Message is errorMessage.
+	Message string `json:"errorMessage"`
+	// StackTrace is what the runtime sent, if anything.
+	StackTrace json.RawMessage `json:"stackTrace,omitempty"`
+}
+
+func (e *FunctionError) Error() string {
+	return fmt.Sprintf("function %s failed: %s: %s", e.Function, e.Type, e.Message)
+}
+
+// Runtime error types, as Lambda names them.
+const (
+	ErrorTypeExit    = "Runtime.ExitError"
+	ErrorTypeInit    = "Runtime.InitError"
+	ErrorTypeTimeout = "Sandbox.Timedout"
+	ErrorTypePanic   = "Runtime.Panic"
+)
+
+// InProcess wraps a Go handler — any signature lambda.Start accepts — as an
+// Invoker that runs it in this process: the fast path for unit tests. A
+// panic becomes a FunctionError, as a crashed invocation would.
+func InProcess(name string, handler any) Invoker {
+	return inProcess{name: name, h: lambda.NewHandler(handler)}
+}
+
+type inProcess struct {
+	name string
+	h    lambda.Handler
+}
+
+func (p inProcess) Invoke(ctx context.Context, payload []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &FunctionError{Function: p.name, Type: ErrorTypePanic, Message: fmt.Sprint(r)}
+		}
+	}()
+	out, err = p.h.Invoke(ctx, payload)
+	if err != nil {
+		return nil, &FunctionError{Function: p.name, Type: errorType(err), Message: err.Error()}
+	}
+	return out, nil
+}
+
+func errorType(err error) string {
+	t := fmt.Sprintf("%T", err)
+	t = strings.TrimPrefix(t, "*")
+	if i := strings.LastIndex(t, "."); i >= 0 {
+		t = t[i+1:]
+	}
+	return t
+}
+
+// StreamHandler is the signature of a function URL handler in
+// RESPONSE_STREAM mode.
+type StreamHandler func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error)
+
+// InProcessStream wraps a streaming function URL handler as a
+// StreamInvoker that runs it in this process; the handler's context is the
+// caller's, so a client that goes away ends it.
+func InProcessStream(name string, h StreamHandler) StreamInvoker {
+	return inProcessStream{name: name, h: h}
+}
+
+type inProcessStream struct {
+	name string
+	h    StreamHandler
+}
+
+func (p inProcessStream) InvokeStream(ctx context.Context, payload []byte) (*StreamResponse, error) {
+	var req events.LambdaFunctionURLRequest
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, &FunctionError{Function: p.name, Type: "Runtime.UnmarshalError", Message: err.Error()}
+	}
+	resp, err := p.h(ctx, req)
+	if err != nil {
+		return nil, &FunctionError{Function: p.name, Type: errorType(err), Message: err.Error()}
+	}
+	if resp.StatusCode == 0 {
+		resp.StatusCode = 200
+	}
+	body := resp.Body
+	if body == nil {
+		body = strings.NewReader("")
+	}
+	return &StreamResponse{StatusCode: resp.StatusCode, Headers: resp.Headers, Cookies: resp.Cookies, Body: readCloser{body}}, nil
+}
+
+// readCloser closes its reader when it can.
+type readCloser struct{ io.Reader }
+
+func (r readCloser) Close() error {
+	if c, ok := r.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// invokeJSON marshals ev, invokes fn and unmarshals its answer into out
+// (nil: the answer is ignored).
+func invokeJSON(ctx context.Context, fn Invoker, ev, out any) error {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encoding the event: %w", err)
+	}
+	answer, err := fn.Invoke(ctx, payload)
+	if err != nil {
+		return err
+	}
+	if out == nil || len(answer) == 0 || string(answer) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("decoding the function's answer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package stack_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/webhook"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// output collects the functions' processes' output (their logs).
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) tail(n int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.buf.Bytes()
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// setupBinaries starts a stack whose functions run as their own binaries.
+func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *stacktest.Bundle {
+	t.Helper()
+	out := &output{}
+	opts.Binaries, opts.Bootstraps, opts.FunctionOutput = true, stacktest.Bootstraps(t), out
+	b := stacktest.Setup(t, env, opts)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the functions' output, last lines:\n%s", out.tail(6000))
+		}
+	})
+	return b
+}
+
+type frame struct{ ID, Event, Data string }
+
+// openSSE reads an event stream's frames into a channel until ctx ends.
+func openSSE(t *testing.T, ctx context.Context, url, token string) <-chan frame {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
+	}
+	ch := make(chan frame, 100)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var f frame
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				ch <- f
+				f = frame{}
+			case strings.HasPrefix(line, "id: "):
+				f.ID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				f.Event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				f.Data = line[6:]
+			}
+		}
+	}()
+	return ch
+}
+
+// hooks is a webhook receiver on loopback that checks signatures.
+type hooks struct {
+	mu     sync.Mutex
+	events []string
+	bad    int
+	got    chan struct{}
+}
+
+func (h *hooks) handler(secret []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !webhook.Verify(secret, body, r.Header.Get(webhook.HeaderSignature)) {
+			h.bad++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		h.events = append(h.events, r.Header.Get(webhook.HeaderEvent))
+		select {
+		case h.got <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// TestJobThroughEveryFunctionBinary takes one job through the real
+// bootstrap of every function, under the local Runtime API: the upload is
+// confirmed by its S3 event through confirm; the job is submitted through
+// api (scheduled a moment ahead), released by recovery, published by
+// publisher; recovery's relay queues the webhook, which system delivers,
+// signed with the secret it read from Secrets Manager; and the job's events
+// reach an SSE client through stream, at its own URL.
+func TestJobThroughEveryFunctionBinary(t *testing.T) {
+	t.Parallel()
+	b := setupBinaries(t, map[string]string{
+		"CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_RECOVERY_INTERVAL": "300ms", "CONVEYOR_STREAM_PING": "2s",
+	}, stack.Options{})
+	s := b.Stack
+	if s.StreamURL == s.APIURL || s.StreamURL == "" {
+		t.Fatalf("stream URL %q: want the stream function's own origin, not the API's %q", s.StreamURL, s.APIURL)
+	}
+	receiver := &hooks{got: make(chan struct{}, 1)}
+	srv := httptest.NewServer(receiver.handler(s.Config.WebhookSecret))
+	defer srv.Close()
+
+	tok := b.Token("u-binaries", "user", "pro")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := openSSE(t, ctx, s.StreamURL+"/v1/events", tok)
+
+	b.Connect(tok)
+	up := b.Upload(tok, stacktest.PNG(t, 6))
+	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": up}},
+		"params": map[string]any{"title": "Through the binaries"}, "scheduleAt": at, "webhookUrl": srv.URL + "/hook"}), 201)
+	id := r.Body["id"].(string)
+	if r.Body["status"] != "scheduled" {
+		t.Errorf("a job for %s is %v, want scheduled", at, r.Body["status"])
+	}
+	done := b.WaitStatus(tok, id, "succeeded")
+	if res, _ := done.Body["result"].(map[string]any); res["deviationId"] == nil {
+		t.Errorf("the succeeded job has no deviation: %s", done.Raw)
+	}
+
+	// The stream function told the SSE client.
+	deadline := time.After(30 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			seen = f.Event == job.EventSucceeded && strings.Contains(f.Data, id)
+		case <-deadline:
+			t.Fatal("no job.succeeded for the job on the event stream")
+		}
+	}
+
+	// The system function delivered the signed webhook.
+	select {
+	case <-receiver.got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no webhook arrived")
+	}
+	receiver.mu.Lock()
+	if receiver.bad != 0 || len(receiver.events) == 0 || receiver.events[0] != job.EventSucceeded {
+		t.Errorf("webhooks: events %v, %d with a bad signature", receiver.events, receiver.bad)
+	}
+	receiver.mu.Unlock()
+
+	// Every function ran as its own process, started once at least.
+	for _, name := range s.Provisioned.Definition.Functions {
+		fn := s.Functions.Binaries[name]
+		if fn == nil {
+			t.Errorf("function %s has no binary", name)
+			continue
+		}
+		st := fn.Stats()
+		if st.Started == 0 {
+			t.Errorf("function %s never started", name)
+		}
+		t.Logf("%-9s instances started %d, cold starts (process start → first invocation/next) %v", name, st.Started, fn.ColdStarts())
+	}
+
+	// As in AWS, the API does not serve the streams.
+	if r := b.Call("GET", "/v1/events", tok, nil); r.Status != http.StatusNotFound {
+		t.Errorf("GET /v1/events on the API: %d, want 404 (the stream function's URL serves it)", r.Status)
+	}
+}
+
+// TestSampleEventsThroughTheirBinaries feeds every sample in events/ to its
+// function's real binary (the samples name make run's resources; they are
+// renamed to this test's) and checks the answer.
+func TestSampleEventsThroughTheirBinaries(t *testing.T) {
+	t.Parallel()
+	b := setupBinaries(t, nil, stack.Options{DisablePollers: true})
+	s := b.Stack
+	prefix := s.Provisioned.Definition.Prefix
+	dir := filepath.Join("..", "..", "events")
+	samples := map[string]struct {
+		fn    string
+		check func(t *testing.T, answer []byte)
+	}{
+		"api-healthz.json": {resources.FuncAPI, func(t *testing.T, answer []byte) {
+			var resp events.APIGatewayV2HTTPResponse
+			if err := json.Unmarshal(answer, &resp); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("answer %s (%v), want a 200 response", answer, err)
+			}
+		}},
+		// An object of no known upload is ignored, not retried.
+		"s3-object-created.json": {resources.FuncConfirm, func(t *testing.T, answer []byte) {
+			if string(answer) != "null" {
+				t.Errorf("answer %s, want null", answer)
+			}
+		}},
+		// A message of no known job is dropped, not redelivered.
+		"sqs-publish.json": {resources.FuncPublisher, func(t *testing.T, answer []byte) {
+			var resp events.SQSEventResponse
+			if err := json.Unmarshal(answer, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Errorf("answer %s (%v), want no batch item failures", answer, err)
+			}
+		}},
+		"scheduled-recovery.json": {resources.FuncRecovery, func(t *testing.T, answer []byte) {
+			if string(answer) != "null" {
+				t.Errorf("answer %s, want null", answer)
+			}
+		}},
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := samples[e.Name()]; !ok && strings.HasSuffix(e.Name(), ".json") {
+			t.Errorf("sample %s is fed to no function", e.Name())
+		}
+	}
+	for file, sample := range samples {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = bytes.ReplaceAll(raw, []byte("conveyor-local"), []byte(prefix))
+			fn := s.Functions.Binaries[sample.fn]
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			answer, err := fn.Invoke(ctx, raw)
+			if err != nil {
+				t.Fatalf("%s: %v", sample.fn, err)
+			}
+			sample.check(t, answer)
+			if st := fn.Stats(); st.Started != 1 {
+				t.Errorf("%s started %d instances, want 1", sample.fn, st.Started)
+			}
+		})
+	}
+}

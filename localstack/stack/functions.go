@@ -1,0 +1,223 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/conveyor/conveyor/internal/app"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/runtime"
+)
+
+// Functions is how the stack invokes each function: in process, or as the
+// function's own bootstrap under the local Lambda Runtime API.
+type Functions struct {
+	// Invokers by function name (resources.Func…).
+	Invokers map[string]runtime.Invoker
+	// Stream is the stream function behind its function URL.
+	Stream runtime.StreamInvoker
+	// Binaries holds, in binary mode, each function's instances (their
+	// cold starts: Function.ColdStarts); nil in process.
+	Binaries map[string]*runtime.Function
+}
+
+func (f *Functions) close() {
+	for _, fn := range f.Binaries {
+		_ = fn.Close()
+	}
+}
+
+// inProcess invokes the handlers of a in this process.
+func inProcess(a *app.App) *Functions {
+	return &Functions{
+		Invokers: map[string]runtime.Invoker{
+			resources.FuncAPI:       runtime.InProcess(resources.FuncAPI, a.APIHandler()),
+			resources.FuncConfirm:   runtime.InProcess(resources.FuncConfirm, a.ConfirmHandler()),
+			resources.FuncPublisher: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()),
+			resources.FuncSystem:    runtime.InProcess(resources.FuncSystem, a.SystemHandler()),
+			resources.FuncRecovery:  runtime.InProcess(resources.FuncRecovery, a.RecoveryHandler()),
+		},
+		Stream: runtime.InProcessStream(resources.FuncStream, a.StreamHandler()),
+	}
+}
+
+// binaryConfig is what starting the functions' binaries needs.
+type binaryConfig struct {
+	def resources.Definition
+	// config is every variable the configuration read, with its value: the
+	// functions get the same configuration as the stack.
+	config map[string]string
+	// aws is the emulator's environment (AWS_ENDPOINT_URL*, credentials).
+	aws map[string]string
+	// awsCfg reaches the emulator, for the secrets.
+	awsCfg aws.Config
+	dir    string
+	built  map[string]string
+	output io.Writer
+	logger *slog.Logger
+}
+
+// Secrets the CDK stacks create and pass to functions by ARN (see
+// infra/stack: readsJWTSecret, readsWebhookSecret).
+var functionSecrets = map[string]struct{ name, valueVar, arnVar string }{
+	resources.FuncAPI:    {"/jwt", "CONVEYOR_JWT_SECRET", "CONVEYOR_JWT_SECRET_ARN"},
+	resources.FuncStream: {"/jwt", "CONVEYOR_JWT_SECRET", "CONVEYOR_JWT_SECRET_ARN"},
+	resources.FuncSystem: {"/webhook-signing", "CONVEYOR_WEBHOOK_SECRET", "CONVEYOR_WEBHOOK_SECRET_ARN"},
+}
+
+// startBinaries builds every function of the definition for this host and
+// prepares each to run under the local Runtime API with the environment the
+// CDK stacks give it: the configuration, with the two secrets stored in
+// Secrets Manager and named by ARN, read by the function at cold start.
+func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
+	paths := c.built
+	if paths == nil {
+		var err error
+		if paths, err = BuildFunctions(ctx, c.dir, c.def.Functions); err != nil {
+			return nil, err
+		}
+	}
+	arns, err := storeSecrets(ctx, secretsmanager.NewFromConfig(c.awsCfg), c.def.Prefix, c.config)
+	if err != nil {
+		return nil, err
+	}
+	fs := &Functions{Invokers: map[string]runtime.Invoker{}, Binaries: map[string]*runtime.Function{}}
+	for _, name := range c.def.Functions {
+		env := map[string]string{}
+		for k, v := range c.config {
+			env[k] = v
+		}
+		for k, v := range c.aws {
+			env[k] = v
+		}
+		// No function gets a secret's value; the ones that read a secret
+		// get its ARN, as in AWS.
+		delete(env, "CONVEYOR_JWT_SECRET")
+		delete(env, "CONVEYOR_WEBHOOK_SECRET")
+		if s, ok := functionSecrets[name]; ok {
+			env[s.arnVar] = arns[s.name]
+		}
+		size, ok := resources.FunctionSizes[name]
+		if !ok {
+			fs.close()
+			return nil, fmt.Errorf("function %s has no size in resources.FunctionSizes", name)
+		}
+		fn, err := runtime.NewFunction(runtime.FunctionConfig{
+			Name: c.def.Prefix + "-" + name, Bootstrap: paths[name], Env: env,
+			MemoryMB: size.MemoryMB, Timeout: size.Timeout, Region: awsclient.DefaultRegion,
+			Output: c.output, Logger: c.logger,
+		})
+		if err != nil {
+			fs.close()
+			return nil, err
+		}
+		fs.Binaries[name] = fn
+		if name == resources.FuncStream {
+			fs.Stream = fn
+		} else {
+			fs.Invokers[name] = fn
+		}
+	}
+	if fs.Stream == nil {
+		fs.close()
+		return nil, errors.New("the definition has no stream function")
+	}
+	return fs, nil
+}
+
+// BuildFunctions builds the named functions (default: every function) for
+// this host into dir (default .local/bin/functions under the module root)
+// and returns their bootstraps by name.
+func BuildFunctions(ctx context.Context, dir string, names []string) (map[string]string, error) {
+	root, err := runtime.ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		dir = filepath.Join(root, ".local", "bin", "functions")
+	}
+	if names == nil {
+		names = resources.For(resources.Local).Functions
+	}
+	return runtime.Build(ctx, root, dir, names)
+}
+
+// storeSecrets puts the stack's secrets into Secrets Manager under the
+// names the CDK stacks use, and returns their ARNs by name suffix.
+func storeSecrets(ctx context.Context, sm *secretsmanager.Client, prefix string, config map[string]string) (map[string]string, error) {
+	arns := map[string]string{}
+	for _, s := range functionSecrets {
+		if _, done := arns[s.name]; done {
+			continue
+		}
+		name, value := prefix+s.name, config[s.valueVar]
+		out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(value)})
+		var exists *smtypes.ResourceExistsException
+		switch {
+		case errors.As(err, &exists):
+			put, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(name), SecretString: aws.String(value)})
+			if err != nil {
+				return nil, fmt.Errorf("updating secret %s: %w", name, err)
+			}
+			arns[s.name] = aws.ToString(put.ARN)
+		case err != nil:
+			return nil, fmt.Errorf("creating secret %s: %w", name, err)
+		default:
+			arns[s.name] = aws.ToString(out.ARN)
+		}
+	}
+	return arns, nil
+}
+
+// recordingGetenv wraps getenv and remembers every variable read that has
+// a value.
+func recordingGetenv(getenv func(string) string, into map[string]string) func(string) string {
+	return func(k string) string {
+		v := getenv(k)
+		if v != "" {
+			into[k] = v
+		}
+		return v
+	}
+}
+
+// awsEnviron is the emulator part of env: its endpoints and credentials.
+func awsEnviron(env map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range env {
+		if strings.HasPrefix(k, "AWS_") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// streamCORS is the stream function URL's CORS configuration, as the CDK
+// stacks set it (infra/stack: streamURL).
+func streamCORS(def resources.Definition) *runtime.CORS {
+	return &runtime.CORS{
+		AllowOrigins: def.Bucket.CORSOrigins, AllowMethods: []string{"GET"},
+		AllowHeaders: []string{"Authorization", "Last-Event-ID"}, MaxAge: time.Hour,
+	}
+}
+
+// defaultOutput is where the functions' processes write (their
+// CloudWatch Logs).
+func defaultOutput(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
+}
