@@ -114,51 +114,68 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 	}
 }
 
-// A submission racing the release of an upload's last reference either
-// keeps the object (its reference came first) or gets 422 (the expiry came
-// first): never a job accepted on a deleted object.
+// A submission racing the expiry of an upload whose last reference just
+// went either keeps the object (its reference came first) or gets 422 (the
+// expiry came first): never a job accepted on a deleted object.
 func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 	t.Parallel()
 	b := setupEnv(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h"})
 	ctx := context.Background()
-	const n = 4
+	app := b.Stack.App
+	const n = 6
 	var ups, keys []string
 	for range n {
 		up := b.Upload(b.tok, stacktest.PNG(t, 4))
 		id := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
-		if v, err := b.Stack.App.Publisher.Run(ctx, id); err != nil || !v.Done {
+		if v, err := app.Publisher.Run(ctx, id); err != nil || !v.Done {
 			t.Fatalf("run: %+v %v", v, err)
+		}
+		// The stale stage alone: the last reference goes, the upload is due.
+		if _, err := app.Store.StaleJob(ctx, id, b.clk.Now(), func(j *job.Job) error { return j.Apply(job.Expire, b.clk.Now()) }); err != nil {
+			t.Fatal(err)
 		}
 		ups, keys = append(ups, up), append(keys, b.job(id).Items[0].Key)
 	}
 	b.drain(resources.Medium)
-	b.clk.Advance(61 * time.Minute)
 	tok := b.freshToken()
 	status := make([]int, n)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if _, err := b.Stack.App.Recoverer.Run(ctx); err != nil {
+	submit := func(i int) {
+		r := b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "publish",
+			"items": []any{map[string]any{"uploadId": ups[i]}}, "params": map[string]any{"title": "racer"}})
+		status[i] = r.Status
+	}
+	sweep := func(i int) { // what the retention sweep does with a due upload
+		u, ok, err := app.Store.ExpireUpload(ctx, ups[i], b.clk.Now(), time.Hour)
+		if err != nil || !ok {
+			return
+		}
+		if _, err := app.Clients.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(u.Key)}); err != nil {
 			t.Error(err)
 		}
-	})
+	}
 	for i := range n {
-		wg.Go(func() {
-			r := b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "publish",
-				"items": []any{map[string]any{"uploadId": ups[i]}}, "params": map[string]any{"title": "racer"}})
-			status[i] = r.Status
-		})
+		if i%2 == 0 { // the reference first, then the sweep
+			wg.Go(func() { submit(i); sweep(i) })
+			continue
+		}
+		wg.Go(func() { submit(i) }) // both at once
+		wg.Go(func() { sweep(i) })
 	}
 	wg.Wait()
 	for i := range n {
-		st := b.uploadStatus(ups[i])
+		u, err := app.Store.GetUpload(ctx, ups[i])
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch status[i] {
 		case 201:
-			if !b.objectExists(keys[i]) || st != "confirmed" {
-				t.Errorf("upload %d: job accepted, but object exists=%v, status %s", i, b.objectExists(keys[i]), st)
+			if u.Status != "confirmed" || u.Refs != 1 || !b.objectExists(keys[i]) {
+				t.Errorf("upload %d: job accepted, but the upload is %s with %d refs, object exists %v", i, u.Status, u.Refs, b.objectExists(keys[i]))
 			}
 		case 422:
-			if st != "expired" {
-				t.Errorf("upload %d: submit refused, but the upload reads %s", i, st)
+			if u.Status != "expired" || b.objectExists(keys[i]) {
+				t.Errorf("upload %d: submit refused, but the upload is %s, object exists %v", i, u.Status, b.objectExists(keys[i]))
 			}
 		default:
 			t.Errorf("upload %d: submit answered %d", i, status[i])
