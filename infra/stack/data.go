@@ -241,9 +241,9 @@ func (b *builder) uploadBucket() {
 			MaxAge:         jsii.Number(3600),
 		}},
 		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:         jsii.String("expire-abandoned-uploads"),
+			Id:         jsii.String("expire-uploads-after-horizon"),
 			Prefix:     jsii.String(bk.UploadPrefix),
-			Expiration: dur(bk.AbandonedUploadExpiry),
+			Expiration: dur(bk.UploadObjectExpiry),
 		}, {
 			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),

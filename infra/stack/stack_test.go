@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -378,7 +379,7 @@ func TestBucket(t *testing.T) {
 					"AllowedHeaders": []any{"Content-Type", "Content-Length"},
 				})}},
 				"LifecycleConfiguration": map[string]any{"Rules": arrayWith(
-					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.AbandonedUploadExpiry.Hours() / 24, "Status": "Enabled"}),
+					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.UploadObjectExpiry.Hours() / 24, "Status": "Enabled"}),
 					obj(map[string]any{"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"}),
 				)},
 				"LoggingConfiguration": obj(map[string]any{"DestinationBucketName": present{}}),
@@ -1028,4 +1029,38 @@ func TestMissingBootstrapFailsClearly(t *testing.T) {
 	if msg, _ := got.(string); !strings.Contains(msg, "not a cloud environment") {
 		t.Errorf("New for local: panic %v, want a refusal", got)
 	}
+}
+
+// The bucket lifecycle may not delete an object that a job may still need:
+// the synthesized expiration of uploads/ covers the longest allowed
+// scheduleAt, the use window, the run margin and the stale stage.
+func TestUploadLifecycleCoversTheRetentionHorizon(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		bk := s.def.Bucket
+		id := s.logicalID(t, "AWS::S3::Bucket", "BucketName", map[string]any{"Fn::Join": []any{"-", []any{bk.Name, ref("AWS::AccountId")}}})
+		lc, _ := s.res[id].Properties["LifecycleConfiguration"].(map[string]any)
+		rules, _ := lc["Rules"].([]any)
+		found := false
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			if rule["Prefix"] != bk.UploadPrefix {
+				continue
+			}
+			found = true
+			days, ok := rule["ExpirationInDays"].(float64)
+			if !ok {
+				t.Fatalf("the %s rule has no ExpirationInDays: %v", bk.UploadPrefix, rule)
+			}
+			if got := time.Duration(days) * 24 * time.Hour; got < resources.UploadObjectHorizon {
+				t.Errorf("uploads expire after %v, before the retention horizon %v", got, resources.UploadObjectHorizon)
+			}
+			if floor := resources.MaxScheduleAhead + resources.MaxStaleAfter; time.Duration(days)*24*time.Hour < floor {
+				t.Errorf("uploads expire after %v days, before the longest scheduleAt plus the stale stage (%v)", days, floor)
+			}
+		}
+		if !found {
+			t.Errorf("no lifecycle rule for %s", bk.UploadPrefix)
+		}
+	})
 }

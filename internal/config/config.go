@@ -30,8 +30,8 @@ const (
 	ScheduleIntervalDefault  = time.Minute
 	StuckAfterDefault        = 20 * time.Minute
 	HeartbeatIntervalDefault = 30 * time.Second
-	StaleAfterDefault        = 168 * time.Hour
-	DeleteAfterDefault       = 720 * time.Hour
+	StaleAfterDefault        = resources.StaleAfterDefault
+	DeleteAfterDefault       = resources.DeleteAfterDefault
 	UploadExpiryDefault      = 5 * time.Minute
 	MaxUploadSizeDefault     = 50 << 20
 	DeviantArtURLDefault     = "https://www.deviantart.com"
@@ -252,6 +252,10 @@ func (c Config) validate() error {
 	}
 	if c.BreakerThreshold < 1 {
 		errs = append(errs, errors.New("CONVEYOR_BREAKER_THRESHOLD must be at least 1"))
+	}
+	if c.StaleAfter > resources.MaxStaleAfter {
+		// The bucket lifecycle is derived from it (resources.UploadObjectHorizon).
+		errs = append(errs, fmt.Errorf("CONVEYOR_STALE_AFTER must not exceed %s (the upload bucket's lifecycle allows for no more)", resources.MaxStaleAfter))
 	}
 	if c.DeleteAfter < c.StaleAfter {
 		errs = append(errs, errors.New("CONVEYOR_DELETE_AFTER must not be before CONVEYOR_STALE_AFTER"))

@@ -266,6 +266,10 @@ type Job struct {
 	// ExpiresAt is the epoch second after which the job is gone (DynamoDB
 	// TTL; readers ignore expired items since TTL deletes late).
 	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
+	// MediaRefs are the uploads on which the job holds a reference, which
+	// keeps their objects from being deleted: taken when the job is created,
+	// released when it goes stale.
+	MediaRefs []string `json:"-" dynamodbav:"mediaRefs,omitempty"`
 	// EventSeq is the sequence number of the job's last persisted event.
 	EventSeq int64 `json:"-" dynamodbav:"eventSeq"`
 	// Pending are events to persist with the next write (not stored).

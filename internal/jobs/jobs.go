@@ -30,7 +30,7 @@ const (
 	MaxDescription   = 10000
 	MaxTags          = 30
 	MaxTagLength     = 50
-	MaxScheduleAhead = 365 * 24 * time.Hour
+	MaxScheduleAhead = resources.MaxScheduleAhead
 	DefaultLimit     = 50
 	MaxLimit         = 200
 )
@@ -236,6 +236,8 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 		switch {
 		case !ok || u.Owner != c.Owner:
 			return job.Job{}, false, &UnusableError{"upload_not_found", field, "no such upload"}
+		case u.Status == store.UploadExpired:
+			return job.Job{}, false, expiredUpload(field, id)
 		case u.Status != store.UploadConfirmed:
 			return job.Job{}, false, &UnusableError{"upload_not_confirmed", field, fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
 		}
@@ -253,6 +255,12 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 		j.Emit(job.EventEnqueued, now, nil)
 	}
 	existing, created, err := s.cfg.Store.CreateJob(ctx, &j)
+	var gone *store.UploadUnavailableError
+	if errors.As(err, &gone) {
+		// It expired between the read above and the write.
+		i := slices.Index(uploadIDs, gone.UploadID)
+		return job.Job{}, false, expiredUpload(fmt.Sprintf("items[%d].uploadId", i), gone.UploadID)
+	}
 	if err != nil {
 		return job.Job{}, false, err
 	}
@@ -269,6 +277,11 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 	}
 	log.InfoContext(ctx, "job submitted", "status", j.Status, "items", len(j.Items))
 	return j, true, nil
+}
+
+// expiredUpload is the 422 for an upload no new job may name.
+func expiredUpload(field, id string) error {
+	return &UnusableError{"upload_expired", field, fmt.Sprintf("upload %s has expired; upload the file again", id)}
 }
 
 // Get returns owner's job or ErrNotFound (also for someone else's job).

@@ -500,7 +500,7 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 	}
 	obj, err := r.p.cfg.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.p.cfg.Bucket), Key: aws.String(it.Key)})
 	if err != nil {
-		return 0, fmt.Errorf("downloading %s: %w", it.UploadID, err)
+		return 0, downloadError(it, err)
 	}
 	defer obj.Body.Close()
 	body := &countingReader{r: obj.Body}
@@ -595,7 +595,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		phase, item = se.phase, se.item
 	}
 	msg := err.Error()
-	code := errorCode(err, d.Class)
+	code := failureCode(err, d.Class)
 	log := r.log.With("phase", phase, "error", msg, "class", d.Reason)
 	var verdict Verdict
 	saveErr := r.save(ctx, func(j *job.Job) {

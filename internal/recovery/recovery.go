@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -87,6 +86,9 @@ type Result struct {
 	Staled int
 	// Unparked jobs whose wait in the table was over, sent again.
 	Unparked int
+	// MediaExpired uploads that no job may still need: marked expired and
+	// their objects deleted.
+	MediaExpired int
 	// Lost races with another run or a worker (nothing done, correctly).
 	Lost int
 }
@@ -203,8 +205,13 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// After the stale stage, so media whose last job just went goes now.
+	res.MediaExpired, err = r.expireMedia(ctx, now)
+	if err != nil {
+		return res, err
+	}
 	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
-		"failed_stuck", res.FailedStuck, "staled", res.Staled, "lost_races", res.Lost)
+		"failed_stuck", res.FailedStuck, "staled", res.Staled, "media_expired", res.MediaExpired, "lost_races", res.Lost)
 	if res != (Result{}) { // an idle run costs only its queries
 		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
 			FailedStuck: res.FailedStuck, Staled: res.Staled, Lost: res.Lost}); err != nil {
@@ -269,8 +276,9 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 	return true, nil
 }
 
-// expire moves finished jobs older than StaleAfter to stale, removes their
-// uploaded objects and sets their TTL to DeleteAfter after they finished.
+// expire moves finished jobs older than StaleAfter to stale, releases their
+// references on their uploads (expireMedia deletes what no job needs any
+// more) and sets their TTL to DeleteAfter after they finished.
 func (r *Recoverer) expire(ctx context.Context, now time.Time) (staled, lost int, err error) {
 	before := now.Add(-r.cfg.StaleAfter)
 	for _, st := range []job.Status{job.Succeeded, job.Failed, job.Cancelled} {
@@ -279,7 +287,7 @@ func (r *Recoverer) expire(ctx context.Context, now time.Time) (staled, lost int
 			return staled, lost, fmt.Errorf("error fetching finished jobs: %w", err)
 		}
 		for _, j := range due {
-			updated, err := r.cfg.Store.UpdateJob(ctx, j.ID, func(cur *job.Job) error {
+			_, err := r.cfg.Store.StaleJob(ctx, j.ID, now, func(cur *job.Job) error {
 				if cur.FinishedAt == nil || cur.FinishedAt.After(before) {
 					return errSkip
 				}
@@ -298,24 +306,7 @@ func (r *Recoverer) expire(ctx context.Context, now time.Time) (staled, lost int
 				return staled, lost, err
 			}
 			staled++
-			r.removeObjects(ctx, updated)
 		}
 	}
 	return staled, lost, nil
-}
-
-// removeObjects deletes a stale job's uploads from S3 (best effort: the
-// bucket's lifecycle rule removes what is left).
-func (r *Recoverer) removeObjects(ctx context.Context, j job.Job) {
-	if r.cfg.S3 == nil {
-		return
-	}
-	for _, it := range j.Items {
-		if it.Key == "" {
-			continue
-		}
-		if _, err := r.cfg.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(r.cfg.Bucket), Key: aws.String(it.Key)}); err != nil {
-			r.cfg.Logger.WarnContext(ctx, "removing a stale job's object failed", "job_id", j.ID, "key", it.Key, "error", err)
-		}
-	}
 }

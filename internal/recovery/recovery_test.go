@@ -52,9 +52,17 @@ type bundle struct {
 
 // setup runs a stack without pollers or tickers: the test drives the
 // publisher and the recovery runs with its own clock.
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T) *bundle { return setupEnv(t, nil) }
+
+// setupEnv is setup with extra environment variables (e.g. compressed
+// retention stages).
+func setupEnv(t *testing.T, extra map[string]string) *bundle {
 	b := &bundle{clk: &clock{t: time.Now().UTC()}, counter: awsclient.NewCounter(), crash: map[string]string{}, at: map[string]func(){}}
-	b.Bundle = stacktest.Setup(t, map[string]string{"CONVEYOR_STUCK_AFTER": "20m", "CONVEYOR_MAX_ATTEMPTS": "3"}, stack.Options{
+	env := map[string]string{"CONVEYOR_STUCK_AFTER": "20m", "CONVEYOR_MAX_ATTEMPTS": "3"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	b.Bundle = stacktest.Setup(t, env, stack.Options{
 		DisablePollers: true, Now: b.clk.Now, Counter: b.counter,
 		Crash: func(point string, j *job.Job) error {
 			b.mu.Lock()

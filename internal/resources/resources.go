@@ -155,8 +155,11 @@ type Bucket struct {
 	UploadPrefix string
 	// NotifyFunction is the function that receives ObjectCreated events.
 	NotifyFunction string
-	// AbandonedUploadExpiry removes objects nobody confirmed or used.
-	AbandonedUploadExpiry time.Duration
+	// UploadObjectExpiry is the bucket lifecycle's expiration of objects
+	// under UploadPrefix, counted from each object's creation (whole days,
+	// as S3 counts). It is the backstop behind the retention sweep, and it
+	// outlives the longest any job may need an object (UploadObjectHorizon).
+	UploadObjectExpiry time.Duration
 	// CORSOrigins may PUT to presigned URLs from a browser.
 	CORSOrigins []string
 }
@@ -281,6 +284,49 @@ const (
 	DefaultMaxReceiveCount = 10
 )
 
+// Retention horizons. The bucket lifecycle is derived from them, so the
+// lifecycle cannot delete an object a job may still need while they hold.
+const (
+	// MaxScheduleAhead is how far in the future a job's scheduleAt may lie.
+	MaxScheduleAhead = 365 * 24 * time.Hour
+	// StaleAfterDefault is the first retention stage: a finished job
+	// becomes stale (and lets go of its media) this long after it finished.
+	// CONVEYOR_STALE_AFTER may lower it, never raise it (MaxStaleAfter).
+	StaleAfterDefault = 168 * time.Hour
+	// MaxStaleAfter is the largest CONVEYOR_STALE_AFTER the lifecycle
+	// horizon allows for.
+	MaxStaleAfter = StaleAfterDefault
+	// DeleteAfterDefault is the second retention stage: a stale job's
+	// record expires this long after the job finished. Expired uploads,
+	// idempotency and webhook-delivery records are kept as long.
+	DeleteAfterDefault = 720 * time.Hour
+	// UploadUseWindow is how long after its upload was signed a new job
+	// may name it. Afterwards the upload reads expired and is deleted once
+	// no job that may still run refers to it.
+	UploadUseWindow = 7 * 24 * time.Hour
+	// RunMargin covers how long a job may take between its scheduled time
+	// and finishing: backlog, backoff, snoozes, outages and user retries.
+	RunMargin = 30 * 24 * time.Hour
+	// PendingUploadMargin is how long a pending upload's record outlives
+	// its presigned URL (a PUT started just before the URL expired may
+	// take a while, and its S3 event must still find the record).
+	PendingUploadMargin = 24 * time.Hour
+)
+
+// UploadObjectHorizon is the longest time after an upload was signed that
+// a job may still need its object: named within UploadUseWindow, scheduled
+// up to MaxScheduleAhead later, run within RunMargin, and retryable until
+// it goes stale MaxStaleAfter after it finished.
+const UploadObjectHorizon = UploadUseWindow + MaxScheduleAhead + RunMargin + MaxStaleAfter
+
+// UploadObjectExpiryDays is the lifecycle expiration of uploaded objects in
+// whole days: UploadObjectHorizon rounded up. (S3 then rounds an object's
+// expiry to the next midnight UTC, which only ever adds time.)
+func UploadObjectExpiryDays() int {
+	const day = 24 * time.Hour
+	return int((UploadObjectHorizon + day - 1) / day)
+}
+
 // For returns the definition of an environment.
 func For(env Env) Definition { return Named(env, "conveyor-"+string(env)) }
 
@@ -309,11 +355,11 @@ func Named(env Env, prefix string) Definition {
 			DeletionProtection:  env.Production(),
 		},
 		Bucket: Bucket{
-			Name:                  prefix + "-uploads",
-			UploadPrefix:          "uploads/",
-			NotifyFunction:        FuncConfirm,
-			AbandonedUploadExpiry: 7 * 24 * time.Hour,
-			CORSOrigins:           corsOrigins(env),
+			Name:               prefix + "-uploads",
+			UploadPrefix:       "uploads/",
+			NotifyFunction:     FuncConfirm,
+			UploadObjectExpiry: time.Duration(UploadObjectExpiryDays()) * 24 * time.Hour,
+			CORSOrigins:        corsOrigins(env),
 		},
 		Schedules: []Schedule{{
 			Name:       prefix + "-recovery",

@@ -231,6 +231,8 @@ func (s *Store) RecordRecovery(ctx context.Context, r RecoveryRun) error {
 	for k, v := range keyOf(recoveryPK, recoverySK) {
 		item[k] = v
 	}
+	// Every run overwrites it; should runs stop, it expires with the stats.
+	item[resources.AttrExpiresAt] = ttlAttr(r.At.Add(StatsRetention))
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		return fmt.Errorf("recording the recovery run: %w", err)
 	}

@@ -115,14 +115,24 @@ func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
 
 type idemRecord struct {
 	JobID string `dynamodbav:"jobId"`
+	// ExpiresAt is the record's TTL (IdempotencyTTL after its job is due).
+	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"`
 }
 
 // CreateJob stores a new job together with its idempotency record in one
 // transaction. When an active job of the same owner has the same hash, that
 // job is returned with created=false and nothing is written. A finished job
 // with the same hash does not block: its idempotency record is taken over.
+// The same transaction takes a reference on every upload the job names,
+// on the condition that it is still confirmed, the owner's and usable; when
+// one is not, nothing is written and the error is an *UploadUnavailableError.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
 	j.Version = 1
+	j.MediaRefs = mediaOf(j)
+	refs, err := s.referenceOps(j, s.now())
+	if err != nil {
+		return job.Job{}, false, err
+	}
 	events, err := s.eventItems(j)
 	if err != nil {
 		return job.Job{}, false, err
@@ -132,7 +142,11 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	idem, err := attributevalue.MarshalMap(idemRecord{JobID: j.ID})
+	due := j.CreatedAt
+	if j.ScheduleAt != nil && j.ScheduleAt.After(due) {
+		due = *j.ScheduleAt
+	}
+	idem, err := attributevalue.MarshalMap(idemRecord{JobID: j.ID, ExpiresAt: due.Add(IdempotencyTTL).Unix()})
 	if err != nil {
 		return job.Job{}, false, err
 	}
@@ -154,6 +168,8 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 		for _, ev := range events {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
 		}
+		firstRef := len(tx)
+		tx = append(tx, refs...)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		if err == nil {
 			j.Pending = nil
@@ -163,14 +179,24 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 		if !errors.As(err, &tc) {
 			return job.Job{}, false, fmt.Errorf("creating job %s: %w", j.ID, err)
 		}
+		if !failedAt(tc, 1) {
+			for i, id := range j.MediaRefs {
+				if failedAt(tc, firstRef+i) {
+					return job.Job{}, false, &UploadUnavailableError{UploadID: id}
+				}
+			}
+		}
 		// Someone holds the hash: find out whether their job is active.
 		var rec idemRecord
-		switch err := s.get(ctx, idemPK(j.Owner, j.Hash), idemSK, &rec); {
-		case errors.Is(err, ErrNotFound):
-			prev = "" // released meanwhile: try again as new
-			continue
+		switch found, expired, err := s.getRaw(ctx, idemPK(j.Owner, j.Hash), idemSK, &rec); {
 		case err != nil:
 			return job.Job{}, false, err
+		case !found:
+			prev = "" // released meanwhile: try again as new
+			continue
+		case expired:
+			prev = rec.JobID // past its TTL but not yet deleted: take it over
+			continue
 		}
 		other, err := s.GetJob(ctx, rec.JobID)
 		switch {

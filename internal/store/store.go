@@ -92,6 +92,25 @@ func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
 	return nil
 }
 
+// getRaw reads one item with a strongly consistent read, also when its TTL
+// has passed (for writers that must take such an item over): it reports
+// whether the item exists and whether it is expired.
+func (s *Store) getRaw(ctx context.Context, pk, sk string, out any) (found, expired bool, err error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(pk, sk), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("reading %s: %w", pk, err)
+	}
+	if res.Item == nil {
+		return false, false, nil
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return false, false, fmt.Errorf("decoding %s: %w", pk, err)
+	}
+	return true, s.expired(res.Item), nil
+}
+
 // Cursor encoding: an opaque, URL-safe rendering of a LastEvaluatedKey whose
 // attributes are all strings (every key of the table and its indexes is).
 

@@ -22,6 +22,9 @@ const (
 	UploadPending   UploadStatus = "pending"
 	UploadConfirmed UploadStatus = "confirmed"
 	UploadRejected  UploadStatus = "rejected"
+	// UploadExpired: no new job may name the upload; its object is gone,
+	// or goes when the last job that may still run and refers to it goes.
+	UploadExpired UploadStatus = "expired"
 )
 
 // Upload is one presigned upload slot and what became of it.
@@ -36,14 +39,37 @@ type Upload struct {
 	Reason      string       `json:"reason,omitempty" dynamodbav:"reason,omitempty"`
 	CreatedAt   time.Time    `json:"createdAt" dynamodbav:"createdAt"`
 	ConfirmedAt *time.Time   `json:"confirmedAt,omitempty" dynamodbav:"confirmedAt,omitempty"`
+	// Refs counts the jobs that may still run and refer to the upload
+	// (taken when a job is created, released when it goes stale).
+	Refs int `json:"-" dynamodbav:"refs,omitempty"`
+	// UsableUntil is when new jobs stop being able to name the upload
+	// (sortable time, CreatedAt + resources.UploadUseWindow).
+	UsableUntil string `json:"-" dynamodbav:"usableUntil,omitempty"`
+	// ExpiresAt is the record's TTL, epoch seconds.
+	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
+}
+
+// StatusAt is the upload's status as readers see it at now: a confirmed
+// upload past its use window reads expired.
+func (u Upload) StatusAt(now time.Time) UploadStatus {
+	if u.Status == UploadConfirmed && u.UsableUntil != "" && sortTime(now) >= u.UsableUntil {
+		return UploadExpired
+	}
+	return u.Status
 }
 
 const uploadSK = "UPLOAD"
 
 func uploadPK(id string) string { return "UPL#" + id }
 
-// PutUpload stores a new upload; it fails if the id exists.
+// PutUpload stores a new upload; it fails if the id exists. Its use window
+// is set from CreatedAt; u.ExpiresAt (the pending record's TTL) is the
+// caller's, who knows how long the presigned URL lives.
 func (s *Store) PutUpload(ctx context.Context, u Upload) error {
+	u.UsableUntil = sortTime(u.CreatedAt.Add(resources.UploadUseWindow))
+	if u.ExpiresAt == 0 {
+		u.ExpiresAt = u.CreatedAt.Add(resources.PendingUploadMargin).Unix()
+	}
 	item, err := attributevalue.MarshalMap(u)
 	if err != nil {
 		return err
@@ -68,6 +94,7 @@ func (s *Store) PutUpload(ctx context.Context, u Upload) error {
 func (s *Store) GetUpload(ctx context.Context, id string) (Upload, error) {
 	var u Upload
 	err := s.get(ctx, uploadPK(id), uploadSK, &u)
+	u.Status = u.StatusAt(s.now())
 	return u, err
 }
 
@@ -109,10 +136,14 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 					connected = !s.expired(item)
 					continue
 				}
+				if s.expired(item) {
+					continue
+				}
 				var u Upload
 				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
 					return nil, false, err
 				}
+				u.Status = u.StatusAt(s.now())
 				out[u.ID] = u
 			}
 			req = res.UnprocessedKeys
@@ -124,11 +155,24 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 // SettleUpload moves a pending upload to confirmed or rejected. Settling it
 // again to the same outcome is a no-op that returns the stored upload, so
 // the S3 event and the confirm endpoint may race or repeat safely.
+//
+// A confirmed upload enters the retention sweep at the end of its use
+// window (it leaves it while a job refers to it) and its record gets a
+// backstop TTL past the bucket lifecycle; a rejected one's record expires
+// after resources.DeleteAfterDefault.
 func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, at time.Time) (Upload, error) {
 	update := expression.Set(expression.Name("status"), expression.Value(status)).
 		Set(expression.Name("confirmedAt"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
 	if reason != "" {
 		update = update.Set(expression.Name("reason"), expression.Value(reason))
+	}
+	if status == UploadConfirmed {
+		update = update.
+			Set(expression.Name(resources.AttrExpiresAt), expression.Value(at.Add(resources.UploadObjectHorizon+resources.DeleteAfterDefault).Unix())).
+			Set(expression.Name(resources.AttrSweepKey), expression.Value(sweepKey(uploadSweepStatus, id))).
+			Set(expression.Name(resources.AttrSweepAt), expression.IfNotExists(expression.Name("usableUntil"), expression.Value(sortTime(at.Add(resources.UploadUseWindow)))))
+	} else {
+		update = update.Set(expression.Name(resources.AttrExpiresAt), expression.Value(at.Add(resources.DeleteAfterDefault).Unix()))
 	}
 	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).
 		And(expression.Name("status").Equal(expression.Value(UploadPending)))
@@ -151,5 +195,6 @@ func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus
 	}
 	var u Upload
 	err = attributevalue.UnmarshalMap(res.Attributes, &u)
+	u.Status = u.StatusAt(s.now())
 	return u, err
 }

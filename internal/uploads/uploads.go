@@ -21,6 +21,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -134,6 +135,8 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 		Size:        req.Size,
 		ContentType: req.ContentType,
 		CreatedAt:   now,
+		// A pending record lives a while past its URL, then expires.
+		ExpiresAt: now.Add(s.cfg.Expiry + resources.PendingUploadMargin).Unix(),
 	}
 	u.Key = s.cfg.Prefix + owner + "/" + u.ID + "/" + u.Filename
 	presigned, err := s.cfg.Presign.PresignPutObject(ctx, &s3.PutObjectInput{

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -217,6 +218,8 @@ func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
 	}
 	item[resources.AttrPK] = &types.AttributeValueMemberS{Value: "JOB#" + dl.JobID}
 	item[resources.AttrSK] = &types.AttributeValueMemberS{Value: "WH#" + dl.ID}
+	// A delivery's record is kept as long as the events that caused it.
+	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(store.EventTTLDefault).Unix(), 10)}
 	if _, err := d.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.cfg.Table), Item: item}); err != nil {
 		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
 	}

@@ -277,6 +277,24 @@ func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def r
 	}); err != nil {
 		return "", fmt.Errorf("setting CORS: %w", err)
 	}
+	// The same lifecycle as the CDK stack (the emulator stores it; it does
+	// not act on it).
+	if _, err := client.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{
+		Bucket: aws.String(b.Name),
+		LifecycleConfiguration: &s3types.BucketLifecycleConfiguration{Rules: []s3types.LifecycleRule{{
+			ID:         aws.String("expire-uploads-after-horizon"),
+			Status:     s3types.ExpirationStatusEnabled,
+			Filter:     &s3types.LifecycleRuleFilter{Prefix: aws.String(b.UploadPrefix)},
+			Expiration: &s3types.LifecycleExpiration{Days: aws.Int32(int32(b.UploadObjectExpiry / (24 * time.Hour)))},
+		}, {
+			ID:                             aws.String("abort-incomplete-multipart-uploads"),
+			Status:                         s3types.ExpirationStatusEnabled,
+			Filter:                         &s3types.LifecycleRuleFilter{Prefix: aws.String("")},
+			AbortIncompleteMultipartUpload: &s3types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(1)},
+		}}},
+	}); err != nil {
+		return "", fmt.Errorf("setting the lifecycle: %w", err)
+	}
 	// The local bridge for the ObjectCreated notification (see Result).
 	url, arn, err := ensureQueue(ctx, sqsClient, def.Prefix+"-s3-events", map[string]string{"VisibilityTimeout": "60"})
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
@@ -155,4 +157,23 @@ func TestFIFODedupDropsDuplicateInsideWindow(t *testing.T) {
 	if len(again.Messages) != 0 {
 		t.Errorf("a second receive got %d messages, want 0", len(again.Messages))
 	}
+}
+
+func TestApplySetsTheUploadLifecycleFromTheDefinition(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	bk := env.Res.Definition.Bucket
+	out, err := env.Clients.S3.GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bk.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Rules {
+		if r.Filter != nil && aws.ToString(r.Filter.Prefix) == bk.UploadPrefix && r.Expiration != nil {
+			if got := time.Duration(aws.ToInt32(r.Expiration.Days)) * 24 * time.Hour; got != bk.UploadObjectExpiry || got < resources.UploadObjectHorizon {
+				t.Errorf("uploads expire after %v, want %v (horizon %v)", got, bk.UploadObjectExpiry, resources.UploadObjectHorizon)
+			}
+			return
+		}
+	}
+	t.Errorf("no expiration rule for %s: %+v", bk.UploadPrefix, out.Rules)
 }

@@ -1,0 +1,51 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// expireMedia is the retention sweep of uploads: media is referenced, not
+// owned. An upload no job refers to any more — its last job went stale, or
+// no job named it within its use window — is marked expired (conditional on
+// still being unreferenced, so a submission racing it either kept it or
+// gets 422) and only then is its object deleted. The record stays readable
+// as expired for DeleteAfter. It returns how many uploads it expired.
+func (r *Recoverer) expireMedia(ctx context.Context, now time.Time) (int, error) {
+	due, err := r.cfg.Store.DueUploads(ctx, now, r.cfg.Batch)
+	if err != nil {
+		return 0, fmt.Errorf("error fetching unreferenced uploads: %w", err)
+	}
+	n := 0
+	for _, u := range due {
+		expired, ok, err := r.cfg.Store.ExpireUpload(ctx, u.ID, now, r.cfg.DeleteAfter)
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue // referenced again, or already gone
+		}
+		n++
+		r.removeObject(ctx, expired)
+	}
+	return n, nil
+}
+
+// removeObject deletes an expired upload's object (best effort: the
+// bucket's lifecycle rule removes what is left).
+func (r *Recoverer) removeObject(ctx context.Context, u store.Upload) {
+	if r.cfg.S3 == nil || u.Key == "" {
+		return
+	}
+	if _, err := r.cfg.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(r.cfg.Bucket), Key: aws.String(u.Key)}); err != nil {
+		r.cfg.Logger.WarnContext(ctx, "deleting an expired upload's object failed; the bucket lifecycle will", "upload_id", u.ID, "key", u.Key, "error", err)
+		return
+	}
+	r.cfg.Logger.InfoContext(ctx, "expired upload deleted", "upload_id", u.ID, "key", u.Key)
+}

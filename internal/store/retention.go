@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Media is referenced, not owned. An upload record counts the jobs that may
+// still run and name it (refs): CreateJob takes one reference per upload in
+// the transaction that creates the job, on the condition that the upload is
+// still confirmed and inside its use window; StaleJob releases them in the
+// transaction that makes the job stale. An upload nobody refers to sits in
+// the sparse sweep index ("upload" status) from the end of its use window,
+// or from the moment its last reference went; ExpireUpload marks it
+// expired on the condition that it is still unreferenced. Both conditions
+// are on the one upload record, so a submission racing the last release
+// either keeps the object (its reference came first) or gets 422 (the
+// expiry came first) — never a job accepted on a deleted object.
+
+// uploadSweepStatus is the bySweep "status" of uploads that no job refers
+// to, keyed by when they may go.
+const uploadSweepStatus = job.Status("upload")
+
+// IdempotencyTTL is how long an idempotency record outlives the time its
+// job is due (its creation, or its scheduleAt): by then the job finished
+// long ago, and a finished job's record is taken over by a new submission
+// anyway.
+const IdempotencyTTL = resources.DeleteAfterDefault
+
+// UploadUnavailableError means a job could not take a reference on an
+// upload: it expired (or left its use window) since it was read.
+type UploadUnavailableError struct{ UploadID string }
+
+func (e *UploadUnavailableError) Error() string {
+	return fmt.Sprintf("upload %s can no longer be used", e.UploadID)
+}
+
+// mediaOf lists the distinct uploads j's items name.
+func mediaOf(j *job.Job) []string {
+	var ids []string
+	for _, it := range j.Items {
+		if it.UploadID != "" && !slices.Contains(ids, it.UploadID) {
+			ids = append(ids, it.UploadID)
+		}
+	}
+	return ids
+}
+
+// referenceOps are the transaction items by which j takes a reference on
+// each of its uploads: refs+1 and out of the sweep, if the upload is
+// confirmed, the owner's and inside its use window at now.
+func (s *Store) referenceOps(j *job.Job, now time.Time) ([]types.TransactWriteItem, error) {
+	var ops []types.TransactWriteItem
+	for _, id := range j.MediaRefs {
+		cond := expression.Name("status").Equal(expression.Value(UploadConfirmed)).
+			And(expression.Name("uploadOwner").Equal(expression.Value(j.Owner))).
+			And(expression.Or(
+				expression.AttributeNotExists(expression.Name("usableUntil")),
+				expression.Name("usableUntil").GreaterThan(expression.Value(sortTime(now))),
+			))
+		update := expression.Add(expression.Name("refs"), expression.Value(1)).
+			Remove(expression.Name(resources.AttrSweepKey)).
+			Remove(expression.Name(resources.AttrSweepAt))
+		e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building the reference on upload %s: %w", id, err)
+		}
+		ops = append(ops, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}})
+	}
+	return ops, nil
+}
+
+// releaseOps are the transaction items by which a job lets go of its
+// references: refs-1, and back into the sweep due at now, where the sweep
+// expires the upload if that was the last reference. An upload record that
+// no longer exists is skipped by the caller (see StaleJob).
+func (s *Store) releaseOps(ids []string, now time.Time) ([]types.TransactWriteItem, error) {
+	var ops []types.TransactWriteItem
+	for _, id := range ids {
+		update := expression.Add(expression.Name("refs"), expression.Value(-1)).
+			Set(expression.Name(resources.AttrSweepKey), expression.Value(sweepKey(uploadSweepStatus, id))).
+			Set(expression.Name(resources.AttrSweepAt), expression.Value(sortTime(now)))
+		e, err := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).WithUpdate(update).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building the release of upload %s: %w", id, err)
+		}
+		ops = append(ops, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}})
+	}
+	return ops, nil
+}
+
+// failedAt reports whether the transaction item at index i was cancelled
+// by its condition.
+func failedAt(tc *types.TransactionCanceledException, i int) bool {
+	return i < len(tc.CancellationReasons) && aws.ToString(tc.CancellationReasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// StaleJob reads the job, applies fn (which makes it stale, or returns an
+// error to abort without writing) and saves it together with the release of
+// every upload reference the job holds, in one transaction conditional on
+// the job's version; it retries on conflicts. The job's MediaRefs are
+// cleared: a stale job no longer keeps media alive (retried, it fails with
+// media_expired if its media went meanwhile).
+func (s *Store) StaleJob(ctx context.Context, id string, now time.Time, fn func(*job.Job) error) (job.Job, error) {
+	var gone []string // upload records that no longer exist
+	for range 8 {
+		j, err := s.GetJob(ctx, id)
+		if err != nil {
+			return job.Job{}, err
+		}
+		if err := fn(&j); err != nil {
+			return j, err
+		}
+		var release []string
+		for _, u := range j.MediaRefs {
+			if !slices.Contains(gone, u) {
+				release = append(release, u)
+			}
+		}
+		j.MediaRefs = nil
+		prev := j.Version
+		j.Version++
+		events, err := s.eventItems(&j)
+		if err != nil {
+			return job.Job{}, err
+		}
+		j.EventSeq += int64(len(events))
+		item, err := jobItem(&j)
+		if err != nil {
+			return job.Job{}, err
+		}
+		c := condition(expression.Name("version").Equal(expression.Value(prev)))
+		tx := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(s.table), Item: item,
+			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}
+		for _, ev := range events {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
+		}
+		first := len(tx)
+		ops, err := s.releaseOps(release, now)
+		if err != nil {
+			return job.Job{}, err
+		}
+		tx = append(tx, ops...)
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		var tc *types.TransactionCanceledException
+		switch {
+		case errors.As(err, &tc):
+			for i, u := range release {
+				if failedAt(tc, first+i) {
+					gone = append(gone, u)
+				}
+			}
+			continue // the job changed, or an upload record is gone: read again
+		case err != nil:
+			return job.Job{}, fmt.Errorf("staling job %s: %w", id, err)
+		}
+		j.Pending = nil
+		return j, nil
+	}
+	return job.Job{}, fmt.Errorf("staling job %s: %w (gave up after retries)", id, ErrConflict)
+}
+
+// DueUploads returns up to limit uploads that no job refers to and whose
+// time to go came at or before before, across the sweep index's shards.
+func (s *Store) DueUploads(ctx context.Context, before time.Time, limit int) ([]Upload, error) {
+	var out []Upload
+	for n := range resources.SweepShards {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(uploadSweepStatus, n))).
+			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
+		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+		if err != nil {
+			return nil, err
+		}
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ScanIndexForward: aws.Bool(true), Limit: aws.Int32(int32(limit)),
+		}
+		for len(out) < limit {
+			res, err := s.db.Query(ctx, in)
+			if err != nil {
+				return nil, fmt.Errorf("querying due uploads: %w", err)
+			}
+			for _, item := range res.Items {
+				var u Upload
+				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+					return nil, fmt.Errorf("decoding an upload: %w", err)
+				}
+				out = append(out, u)
+			}
+			if len(res.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = res.LastEvaluatedKey
+		}
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ExpireUpload marks a due upload expired, if it is still confirmed and no
+// job refers to it, and takes it out of the sweep; its record then expires
+// keep later. It reports whether it did: only then may the caller delete
+// the object. An upload that turned out to be referenced leaves the sweep
+// (its last release puts it back).
+func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep time.Duration) (Upload, bool, error) {
+	due := expression.Name(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(now)))
+	unreferenced := expression.Or(expression.AttributeNotExists(expression.Name("refs")), expression.Name("refs").LessThanEqual(expression.Value(0)))
+	cond := expression.Name("status").Equal(expression.Value(UploadConfirmed)).And(unreferenced).And(due)
+	update := expression.Set(expression.Name("status"), expression.Value(UploadExpired)).
+		Set(expression.Name("expiredAt"), expression.Value(now.UTC().Format(time.RFC3339Nano))).
+		Set(expression.Name(resources.AttrExpiresAt), expression.Value(now.Add(keep).Unix())).
+		Remove(expression.Name(resources.AttrSweepKey)).
+		Remove(expression.Name(resources.AttrSweepAt))
+	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return Upload{}, false, err
+	}
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		return Upload{}, false, s.unsweepUpload(ctx, id)
+	}
+	if err != nil {
+		return Upload{}, false, fmt.Errorf("expiring upload %s: %w", id, err)
+	}
+	var u Upload
+	if err := attributevalue.UnmarshalMap(res.Attributes, &u); err != nil {
+		return Upload{}, false, fmt.Errorf("decoding upload %s: %w", id, err)
+	}
+	return u, true, nil
+}
+
+// unsweepUpload takes a due upload that may not go (referenced, or no
+// longer confirmed) out of the sweep. An unreferenced confirmed one keeps
+// its key: a release made it due again, or it was re-keyed for later. A
+// referenced one is put back by its last release.
+func (s *Store) unsweepUpload(ctx context.Context, id string) error {
+	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(expression.Or(
+		expression.Name("refs").GreaterThan(expression.Value(0)),
+		expression.Name("status").NotEqual(expression.Value(UploadConfirmed)),
+	))
+	update := expression.Remove(expression.Name(resources.AttrSweepKey)).Remove(expression.Name(resources.AttrSweepAt))
+	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("taking upload %s out of the sweep: %w", id, err)
+	}
+	return nil
+}
+
+// ttlAttr renders an epoch-second TTL value.
+func ttlAttr(t time.Time) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
+}
