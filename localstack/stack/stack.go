@@ -1,5 +1,6 @@
-// Package stack starts the whole of Conveyor on localhost: the emulator
-// (or the one AWS_ENDPOINT_URL names), provisioned from the one resource
+// Package stack starts the whole of Conveyor on localhost: the emulators,
+// moto and DynamoDB Local (or the ones AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_DYNAMODB name), provisioned from the one resource
 // definition; the external-API simulator; and the real handlers behind the
 // local runtime — the API gateway, the tier queue pollers, the S3
 // notification bridge and the schedules. `make run` and the end-to-end
@@ -37,9 +38,11 @@ import (
 
 // Options configures Start; the zero value is `make run`'s stack.
 type Options struct {
-	// Endpoint is an emulator to use; empty means AWS_ENDPOINT_URL, and if
-	// that is empty too, a moto process of our own.
-	Endpoint string
+	// Endpoints are the emulators to use. An empty Default means
+	// AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_DYNAMODB), and if that is empty
+	// too, a moto and a DynamoDB Local process of our own. An empty DynamoDB
+	// means Default serves DynamoDB too.
+	Endpoints awsclient.Endpoints
 	// Prefix names the resources (default "conveyor-local"); tests pass a
 	// unique one to share an emulator.
 	Prefix string
@@ -75,21 +78,28 @@ type Options struct {
 type Stack struct {
 	APIURL       string
 	SimulatorURL string
-	Endpoint     string
-	Config       config.Config
-	App          *app.App
-	Provisioned  provision.Result
-	Simulator    *simulator.Server
-	// EmulatorStart is how long our own emulator took to answer (0 when
-	// an existing one was used).
+	// Endpoints are the emulators the stack talks to.
+	Endpoints   awsclient.Endpoints
+	Config      config.Config
+	App         *app.App
+	Provisioned provision.Result
+	Simulator   *simulator.Server
+	// EmulatorStart is how long our own moto took to answer (0 when an
+	// existing emulator was used).
 	EmulatorStart time.Duration
+	// DynamoDBStart is how long our own DynamoDB Local took to answer (0
+	// when an existing emulator was used).
+	DynamoDBStart time.Duration
+	// EmulatorLogs are the files our own emulators write their output to.
+	EmulatorLogs []string
 
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	server   *http.Server
-	emulator *emulator.Process
-	stopSim  func()
-	closed   sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	server    *http.Server
+	emulators *emulator.Emulators
+	stopSim   func()
+	logFiles  []*os.File
+	closed    sync.Once
 }
 
 // Start brings the stack up and returns once the API answers.
@@ -126,20 +136,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	}()
 
-	// The emulator.
-	s.Endpoint = opts.Endpoint
-	if s.Endpoint == "" {
-		s.Endpoint = opts.Getenv("AWS_ENDPOINT_URL")
+	// The emulators.
+	s.Endpoints = opts.Endpoints
+	if s.Endpoints.Default == "" {
+		s.Endpoints = awsclient.Endpoints{Default: opts.Getenv("AWS_ENDPOINT_URL"), DynamoDB: opts.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
 	}
-	if s.Endpoint == "" {
-		logFile, _ := os.CreateTemp("", "conveyor-moto-*.log")
-		p, err := emulator.Start(ctx, emulator.Options{Log: logFile})
-		if err != nil {
+	if s.Endpoints.Default == "" {
+		if err := s.startEmulators(ctx); err != nil {
 			return nil, err
 		}
-		s.emulator, s.Endpoint, s.EmulatorStart = p, p.Endpoint, p.Started
 	}
-	awsCfg := awsclient.ForEndpoint(s.Endpoint, awsclient.DefaultRegion)
+	if s.Endpoints.DynamoDB == "" {
+		s.Endpoints.DynamoDB = s.Endpoints.Default
+	}
+	awsCfg := awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	def := resources.Named(resources.Local, opts.Prefix)
 	res, err := provision.Apply(ctx, awsclient.New(awsCfg), def)
 	if err != nil {
@@ -259,6 +269,29 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	return s, nil
 }
 
+// startEmulators starts a moto and a DynamoDB Local of the stack's own,
+// each logging to a temporary file.
+func (s *Stack) startEmulators(ctx context.Context) error {
+	motoLog, err := os.CreateTemp("", "conveyor-moto-*.log")
+	if err != nil {
+		return fmt.Errorf("creating the emulator log: %w", err)
+	}
+	ddbLog, err := os.CreateTemp("", "conveyor-dynamodb-local-*.log")
+	if err != nil {
+		_ = motoLog.Close()
+		return fmt.Errorf("creating the emulator log: %w", err)
+	}
+	s.EmulatorLogs = []string{motoLog.Name(), ddbLog.Name()}
+	s.logFiles = []*os.File{motoLog, ddbLog}
+	e, err := emulator.StartAll(ctx, emulator.LogTo(motoLog, ddbLog))
+	if err != nil {
+		return fmt.Errorf("starting the emulators (logs: %s): %w", strings.Join(s.EmulatorLogs, ", "), err)
+	}
+	s.emulators, s.Endpoints = e, e.Endpoints()
+	s.EmulatorStart, s.DynamoDBStart = e.Moto.Started, e.DynamoDB.Started
+	return nil
+}
+
 // queueARN is the ARN moto gives a queue in the default account and region.
 func queueARN(name string) string {
 	return "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + name
@@ -298,7 +331,8 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
 	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
 	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
-	m["AWS_ENDPOINT_URL"] = s.Endpoint
+	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default
+	m["AWS_ENDPOINT_URL_DYNAMODB"] = s.Endpoints.DynamoDB
 	m["AWS_REGION"] = awsclient.DefaultRegion
 	m["AWS_ACCESS_KEY_ID"] = "test"
 	m["AWS_SECRET_ACCESS_KEY"] = "test"
@@ -324,11 +358,12 @@ func (s *Stack) WriteEnv(path string) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-// PauseEmulator freezes the stack's own emulator for d (an outage); it does
-// nothing when the stack uses an emulator it did not start.
+// PauseEmulator freezes the stack's own emulators, moto and DynamoDB Local
+// together, for d (an outage); it does nothing when the stack uses
+// emulators it did not start.
 func (s *Stack) PauseEmulator(d time.Duration) {
-	if s.emulator != nil {
-		s.emulator.Pause(d)
+	if s.emulators != nil {
+		s.emulators.Pause(d)
 	}
 }
 
@@ -347,8 +382,9 @@ func (s *Stack) Close() {
 		if s.stopSim != nil {
 			s.stopSim()
 		}
-		if s.emulator != nil {
-			_ = s.emulator.Stop()
+		_ = s.emulators.Stop()
+		for _, f := range s.logFiles {
+			_ = f.Close()
 		}
 	})
 }
