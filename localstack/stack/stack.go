@@ -70,7 +70,8 @@ type Options struct {
 	// publisher itself.
 	DisablePollers bool
 	// Counter, when set, counts every AWS request the running stack makes
-	// (provisioning excluded).
+	// (provisioning excluded, and the S3 bridge's polls, which stand in for
+	// S3 invoking a function and have no AWS counterpart).
 	Counter *awsclient.Counter
 }
 
@@ -156,6 +157,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Provisioned = res
+	// The S3 bridge's queue stands in for S3 invoking the confirm function:
+	// AWS makes no such requests, so they are never counted.
+	uncounted := awsclient.New(awsCfg)
 	if opts.Counter != nil {
 		awsCfg = opts.Counter.Attach(awsCfg)
 	}
@@ -249,7 +253,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}
-	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Handler: a.ConfirmHandler(), Logger: opts.Logger}
+	bridge := &runtime.S3Bridge{SQS: uncounted.SQS, QueueURL: res.NotificationQueueURL, Handler: a.ConfirmHandler(), Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(rctx) })
 
 	for _, sch := range def.Schedules {
