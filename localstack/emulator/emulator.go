@@ -22,9 +22,12 @@ import (
 )
 
 // StartTimeoutDefault bounds how long Start and StartDynamoDB wait for an
-// emulator to answer. DynamoDB Local (a JVM) takes 5–10 s on a busy
-// two-core machine, moto about half a second.
-const StartTimeoutDefault = 30 * time.Second
+// emulator to answer. DynamoDB Local needs ≈2.2 s of CPU to answer (a JVM;
+// see DynamoDBJavaOptionsDefault), so its start time is that CPU stretched
+// by the machine's load: 2–5 s on a quiet two-core machine, 14.5 s measured
+// at a load average of 16 (several test binaries and builds at once), when
+// moto took 7.6 s. A process that dies is reported at once, not after this.
+const StartTimeoutDefault = 60 * time.Second
 
 // Options configures Start (moto). Every field is optional.
 type Options struct {
