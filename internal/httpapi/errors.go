@@ -31,6 +31,9 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeInternal: the server failed; the details are only in the log.
 	CodeInternal = "internal"
+	// CodeInvalidCursor: a list's cursor is not one that list handed out
+	// (another filter's, another user's, altered or garbled).
+	CodeInvalidCursor = "invalid_cursor"
 )
 
 // Error is a failure the client is meant to see. A handler returns it (or
@@ -61,6 +64,14 @@ func Errorf(status int, code, format string, args ...any) *Error {
 func BadRequest(field, format string, args ...any) *Error {
 	e := Errorf(http.StatusBadRequest, CodeInvalidRequest, format, args...)
 	e.Field = field
+	return e
+}
+
+// InvalidCursor is a 400 invalid_cursor about the query parameter cursor,
+// for every paged list: the cursor does not continue this list.
+func InvalidCursor(format string, args ...any) *Error {
+	e := Errorf(http.StatusBadRequest, CodeInvalidCursor, format, args...)
+	e.Field = "cursor"
 	return e
 }
 

@@ -48,6 +48,10 @@ func (e *UnusableError) Error() string { return e.Message }
 // ErrNotFound is returned for unknown jobs and for other users' jobs alike.
 var ErrNotFound = store.ErrNotFound
 
+// ErrBadCursor (wrapped, with the reason) is returned by List for a cursor
+// that does not continue the list asked for.
+var ErrBadCursor = store.ErrBadCursor
+
 // Sender puts a job's message on its tier's queue.
 type Sender interface {
 	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
@@ -315,7 +319,7 @@ type ListResult struct {
 }
 
 // List returns a page of owner's jobs and the count of all that match the
-// status filter.
+// status filter. A cursor taken from another list gives ErrBadCursor.
 func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListResult, error) {
 	q := store.ListQuery{Owner: owner, Limit: DefaultLimit, Cursor: r.Cursor}
 	if r.Status != "" {
@@ -338,25 +342,24 @@ func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListRe
 		}
 		q.Limit = *r.Limit
 	}
+	res := ListResult{Jobs: []job.Job{}}
+	if q.Limit > 0 {
+		// The page first: a cursor that is not this list's fails before
+		// anything is counted.
+		jobs, next, err := s.cfg.Store.ListJobs(ctx, q)
+		if err != nil {
+			return ListResult{}, err
+		}
+		if jobs != nil {
+			res.Jobs = jobs
+		}
+		res.NextCursor = next
+	}
 	total, err := s.cfg.Store.CountJobs(ctx, q)
 	if err != nil {
 		return ListResult{}, err
 	}
-	res := ListResult{Total: total, Jobs: []job.Job{}}
-	if q.Limit == 0 {
-		return res, nil
-	}
-	jobs, next, err := s.cfg.Store.ListJobs(ctx, q)
-	if errors.Is(err, store.ErrBadCursor) {
-		return ListResult{}, &ValidationError{"cursor", "is not a cursor from this list"}
-	}
-	if err != nil {
-		return ListResult{}, err
-	}
-	if jobs != nil {
-		res.Jobs = jobs
-	}
-	res.NextCursor = next
+	res.Total = total
 	return res, nil
 }
 

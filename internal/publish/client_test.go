@@ -58,7 +58,7 @@ func TestStackWithoutOAuthClientSecretRefusesToStart(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"CONVEYOR_DEVIANTART_CLIENT_ID": "conveyor-local"}
 	s, err := stack.Start(context.Background(), stack.Options{
-		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), APIAddr: "127.0.0.1:0", DisablePollers: true,
+		Endpoints: awstest.Endpoints(t), Prefix: awstest.Prefix(t), APIAddr: "127.0.0.1:0", DisablePollers: true,
 		Getenv: func(k string) string { return env[k] },
 	})
 	if err == nil {

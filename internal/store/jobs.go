@@ -319,19 +319,20 @@ type ListQuery struct {
 	UpdatedSince string
 	// Limit is the page size (1–200).
 	Limit int
-	// Cursor continues a previous page.
+	// Cursor continues a previous page of the same query (same owner,
+	// status and UpdatedSince; any Limit); any other is ErrBadCursor.
 	Cursor string
 }
 
 // ListJobs returns one page of jobs, newest first (or oldest first by
 // updatedAt when UpdatedSince is set), and the cursor of the next page.
 func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, error) {
-	in, cursorKeys, err := s.listInput(q)
+	in, pg, err := s.listInput(q)
 	if err != nil {
 		return nil, "", err
 	}
 	in.Limit = aws.Int32(int32(q.Limit))
-	start, err := decodeCursor(q.Cursor, cursorKeys...)
+	start, err := pg.decode(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -356,7 +357,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 			return jobs, "", nil
 		}
 		if len(jobs) >= q.Limit {
-			next, err := encodeCursor(out.LastEvaluatedKey)
+			next, err := pg.encode(out.LastEvaluatedKey)
 			return jobs, next, err
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
@@ -387,7 +388,8 @@ func (s *Store) CountJobs(ctx context.Context, q ListQuery) (int, error) {
 	}
 }
 
-func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, []string, error) {
+// listInput builds q's Query and describes its page of the index.
+func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
 	var kc expression.KeyConditionBuilder
 	var index string
 	var sortAttr string
@@ -410,17 +412,17 @@ func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, []string, error) {
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, nil, err
+		return nil, page{}, fmt.Errorf("building the list query: %w", err)
 	}
-	pkAttr := resources.AttrOwner
+	pg := page{index: index, partitionAttr: resources.AttrOwner, partition: q.Owner, sortAttr: sortAttr, since: q.UpdatedSince}
 	if index == resources.IndexByOwnerStatus {
-		pkAttr = resources.AttrOwnerStatus
+		pg.partitionAttr, pg.partition = resources.AttrOwnerStatus, jobStatusIndexKey(q.Owner, q.Status)
 	}
 	return &dynamodb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(index),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ScanIndexForward: aws.Bool(forward),
-	}, []string{resources.AttrPK, resources.AttrSK, pkAttr, sortAttr}, nil
+	}, pg, nil
 }
 
 // SinceKey renders an updatedSince time for ListQuery.UpdatedSince.

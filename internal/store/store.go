@@ -7,8 +7,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -109,54 +107,6 @@ func (s *Store) getRaw(ctx context.Context, pk, sk string, out any) (found, expi
 		return false, false, fmt.Errorf("decoding %s: %w", pk, err)
 	}
 	return true, s.expired(res.Item), nil
-}
-
-// Cursor encoding: an opaque, URL-safe rendering of a LastEvaluatedKey whose
-// attributes are all strings (every key of the table and its indexes is).
-
-func encodeCursor(k map[string]types.AttributeValue) (string, error) {
-	if len(k) == 0 {
-		return "", nil
-	}
-	m := map[string]string{}
-	for name, v := range k {
-		sv, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
-			return "", fmt.Errorf("cursor attribute %s is not a string", name)
-		}
-		m[name] = sv.Value
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// ErrBadCursor is returned for a cursor this store did not hand out.
-var ErrBadCursor = errors.New("invalid cursor")
-
-func decodeCursor(c string, allowed ...string) (map[string]types.AttributeValue, error) {
-	if c == "" {
-		return nil, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return nil, ErrBadCursor
-	}
-	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil || len(m) != len(allowed) {
-		return nil, ErrBadCursor
-	}
-	k := map[string]types.AttributeValue{}
-	for _, name := range allowed {
-		v, ok := m[name]
-		if !ok || v == "" {
-			return nil, ErrBadCursor
-		}
-		k[name] = str(v)
-	}
-	return k, nil
 }
 
 // condition builds a condition expression or panics on a programming error.

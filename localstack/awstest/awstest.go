@@ -1,8 +1,10 @@
-// Package awstest gives tests a real AWS emulator: a package's TestMain calls
-// Main, which starts its own moto process when AWS_ENDPOINT_URL is not set
-// (or uses the one it names), and each test gets an isolated, provisioned
-// copy of the resources under a unique name prefix. If the emulator cannot
-// start, every test that needs it fails with the reason; none skips.
+// Package awstest gives tests real AWS emulators: a package's TestMain calls
+// Main, which starts its own moto and DynamoDB Local processes when
+// AWS_ENDPOINT_URL is not set (or uses the ones AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_DYNAMODB name), and each test gets an isolated,
+// provisioned copy of the resources under a unique name prefix. If an
+// emulator cannot start, every test that needs it fails with the reason;
+// none skips.
 package awstest
 
 import (
@@ -25,38 +27,40 @@ import (
 )
 
 var (
-	mu       sync.Mutex
-	proc     *emulator.Process
-	endpoint string
-	startErr error
-	started  bool
+	mu        sync.Mutex
+	emulators *emulator.Emulators
+	endpoints awsclient.Endpoints
+	startErr  error
+	started   bool
 )
 
-// Main runs the package's tests against an emulator and exits. Use it as
+// Main runs the package's tests against the emulators and exits. Use it as
 //
 //	func TestMain(m *testing.M) { awstest.Main(m) }
+//
+// With AWS_ENDPOINT_URL set it starts nothing: DynamoDB is served at
+// AWS_ENDPOINT_URL_DYNAMODB, or at AWS_ENDPOINT_URL when that is unset (an
+// emulator that serves everything, such as LocalStack).
 func Main(m *testing.M) {
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
-		endpoint = ep
+		endpoints = awsclient.Endpoints{Default: ep, DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), emulator.StartTimeoutDefault)
-		proc, startErr = emulator.Start(ctx, emulator.Options{})
+		emulators, startErr = emulator.StartAll(ctx, emulator.AllOptions{})
 		cancel()
 		if startErr == nil {
-			endpoint = proc.Endpoint
+			endpoints = emulators.Endpoints()
 		}
 	}
 	started = true
 	code := m.Run()
-	if proc != nil {
-		_ = proc.Stop()
-	}
+	_ = emulators.Stop()
 	os.Exit(code)
 }
 
-// Endpoint returns the emulator's URL, failing the test with the reason when
-// there is none.
-func Endpoint(t testing.TB) string {
+// Endpoints returns the emulators' URLs, failing the test with the reason
+// when there are none.
+func Endpoints(t testing.TB) awsclient.Endpoints {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
@@ -64,15 +68,15 @@ func Endpoint(t testing.TB) string {
 	case !started:
 		t.Fatal("awstest: the package's TestMain must call awstest.Main(m)")
 	case startErr != nil:
-		t.Fatalf("awstest: the AWS emulator could not start: %v", startErr)
+		t.Fatalf("awstest: the AWS emulators could not start: %v", startErr)
 	}
-	return endpoint
+	return endpoints
 }
 
-// Config returns an SDK configuration for the emulator.
+// Config returns an SDK configuration for the emulators.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	return awsclient.ForEndpoint(Endpoint(t), awsclient.DefaultRegion)
+	return awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
 }
 
 // Prefix returns a unique, bucket-safe resource name prefix for one test.
@@ -111,12 +115,13 @@ func Name(t testing.TB, kind string) string {
 	return fmt.Sprintf("%s-%s", Prefix(t), strings.ToLower(kind))
 }
 
-// PauseEmulator freezes the package's own emulator for d (an outage). It
-// fails the test when the emulator is not this package's own process.
+// PauseEmulator freezes the package's own emulators, moto and DynamoDB
+// Local together, for d (an outage). It fails the test when they are not
+// this package's own processes.
 func PauseEmulator(t testing.TB, d time.Duration) {
 	t.Helper()
-	if proc == nil {
-		t.Fatal("awstest: the emulator is not ours to pause (AWS_ENDPOINT_URL is set)")
+	if emulators == nil {
+		t.Fatal("awstest: the emulators are not ours to pause (AWS_ENDPOINT_URL is set)")
 	}
-	proc.Pause(d)
+	emulators.Pause(d)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -28,10 +29,10 @@ import (
 
 // Options configures a run.
 type Options struct {
-	// Endpoint is the emulator (empty: a private one).
-	Endpoint string
-	Prefix   string
-	Jobs     int
+	// Endpoints are the emulators (empty: private ones).
+	Endpoints awsclient.Endpoints
+	Prefix    string
+	Jobs      int
 	// CrashRate is the chance a worker dies at each crash point (once per
 	// job and point).
 	CrashRate float64
@@ -133,7 +134,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		env["CONVEYOR_STUCK_AFTER"], env["CONVEYOR_PARK_AFTER"] = longHaulStuckAfter.String(), "2s"
 	}
 	s, err := stack.Start(ctx, stack.Options{
-		Endpoint: o.Endpoint, Prefix: o.Prefix, APIAddr: "127.0.0.1:0",
+		Endpoints: o.Endpoints, Prefix: o.Prefix, APIAddr: "127.0.0.1:0",
 		Getenv: func(k string) string { return env[k] }, Metrics: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Crash: func(point string, j *job.Job) error {

@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 func TestSmallChaos(t *testing.T) {
 	t.Parallel()
 	rep, err := chaos.Run(context.Background(), chaos.Options{
-		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), Jobs: 12,
+		Endpoints: awstest.Endpoints(t), Prefix: awstest.Prefix(t), Jobs: 12,
 		CrashRate: 0.15, DuplicateRate: 0.3, FaultRate: 0.2, Timeout: 150 * time.Second, Seed: 7,
 		Outage: func(d time.Duration) { awstest.PauseEmulator(t, d) }, Outages: 2,
 	})
@@ -40,7 +40,7 @@ func TestSmallChaos(t *testing.T) {
 func TestLongHaulChaos(t *testing.T) {
 	t.Parallel()
 	rep, err := chaos.Run(context.Background(), chaos.Options{
-		Endpoint: awstest.Endpoint(t), Prefix: awstest.Prefix(t), Jobs: 16,
+		Endpoints: awstest.Endpoints(t), Prefix: awstest.Prefix(t), Jobs: 16,
 		CrashRate: 0.1, DuplicateRate: 0.2, FaultRate: 0.1, Timeout: 240 * time.Second, Seed: 11, LongHaul: true,
 	})
 	if err != nil {

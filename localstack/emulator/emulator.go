@@ -1,6 +1,8 @@
-// Package emulator starts and stops the offline AWS emulator (moto in server
-// mode) on a free loopback port. The Makefile installs moto into the
-// project's git-ignored virtualenv (.venv); this package finds it there.
+// Package emulator starts and stops the offline AWS emulators on free
+// loopback ports: moto in server mode for every service but DynamoDB, and
+// DynamoDB Local (AWS's own DynamoDB emulator) for DynamoDB. The Makefile
+// installs moto into the project's git-ignored virtualenv (.venv) and
+// DynamoDB Local into .cache/dynamodb-local; this package finds them there.
 package emulator
 
 import (
@@ -14,18 +16,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// StartTimeoutDefault bounds how long Start waits for the emulator to answer.
-const StartTimeoutDefault = 30 * time.Second
+// StartTimeoutDefault bounds how long Start and StartDynamoDB wait for an
+// emulator to answer. DynamoDB Local needs ≈2.2 s of CPU to answer (a JVM;
+// see DynamoDBJavaOptionsDefault), so its start time is that CPU stretched
+// by the machine's load: 2–5 s on a quiet two-core machine, 14.5 s measured
+// at a load average of 16 (several test binaries and builds at once), when
+// moto took 7.6 s. A process that dies is reported at once, not after this.
+const StartTimeoutDefault = 60 * time.Second
 
-// Options configures Start. Every field is optional.
+// Options configures Start (moto). Every field is optional.
 type Options struct {
-	// Command runs the emulator (its arguments -H and -p are appended).
-	// Default: $CONVEYOR_MOTO_SERVER, then the repository's .venv python
-	// running localstack/moto_server.py, then moto_server on PATH.
+	// Command runs moto (its arguments -H and -p are appended).
+	// Default: $CONVEYOR_MOTO_SERVER, then the repository's
+	// .venv/bin/moto_server, then moto_server on PATH.
 	Command []string
 	// Port to listen on; 0 picks a free loopback port.
 	Port int
@@ -35,14 +43,16 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Process is a running emulator.
+// Process is a running emulator, in a process group of its own.
 type Process struct {
 	// Endpoint is the emulator's base URL, e.g. http://127.0.0.1:43127.
 	Endpoint string
 	// Started is how long the emulator took to answer its first request.
 	Started time.Duration
+	name    string
 	cmd     *exec.Cmd
 	done    chan error
+	tail    *tailBuffer
 }
 
 // Start launches moto_server and waits until it answers. The error says
@@ -62,26 +72,50 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 			return nil, err
 		}
 	}
-	timeout := opts.StartTimeout
+	cmd := exec.Command(command[0], append(command[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	return launch(ctx, launchSpec{
+		name: "moto", cmd: cmd, port: port, log: opts.Log, timeout: opts.StartTimeout, ready: Ready,
+		hint: "run `make emulator` to reinstall it",
+	})
+}
+
+// launchSpec is what launch needs to start one emulator.
+type launchSpec struct {
+	name    string
+	cmd     *exec.Cmd
+	port    int
+	log     io.Writer
+	timeout time.Duration
+	// ready returns nil once the emulator at endpoint serves requests.
+	ready func(ctx context.Context, endpoint string) error
+	// hint is said when the process dies before it answers.
+	hint string
+}
+
+// launch starts spec.cmd in its own process group and waits until it is
+// ready, its timeout passes or the process exits.
+func launch(ctx context.Context, spec launchSpec) (*Process, error) {
+	timeout := spec.timeout
 	if timeout == 0 {
 		timeout = StartTimeoutDefault
 	}
 	began := time.Now()
-	cmd := exec.Command(command[0], append(command[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	cmd := spec.cmd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	out := opts.Log
-	if out == nil {
-		out = io.Discard
+	tail := &tailBuffer{max: 4 << 10}
+	out := io.Writer(tail)
+	if spec.log != nil {
+		out = io.MultiWriter(spec.log, tail)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting emulator %v: %w", command, err)
+		return nil, fmt.Errorf("starting %s %v: %w", spec.name, cmd.Args, err)
 	}
-	p := &Process{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan error, 1)}
+	p := &Process{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", spec.port), name: spec.name, cmd: cmd, done: make(chan error, 1), tail: tail}
 	go func() { p.done <- cmd.Wait() }()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := p.waitReady(wctx); err != nil {
+	if err := p.waitReady(wctx, spec); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}
@@ -89,19 +123,19 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	return p, nil
 }
 
-func (p *Process) waitReady(ctx context.Context) error {
+func (p *Process) waitReady(ctx context.Context, spec launchSpec) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if Ready(ctx, p.Endpoint) == nil {
+		if spec.ready(ctx, p.Endpoint) == nil {
 			return nil
 		}
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return fmt.Errorf("emulator exited before it answered (%v); run `make emulator` to reinstall it", err)
+			return fmt.Errorf("%s exited before it answered (%v); %s; its last output:\n%s", p.name, err, spec.hint, p.tail)
 		case <-ctx.Done():
-			return fmt.Errorf("emulator at %s did not answer: %w", p.Endpoint, ctx.Err())
+			return fmt.Errorf("%s at %s did not answer: %w; its last output:\n%s", p.name, p.Endpoint, ctx.Err(), p.tail)
 		case <-tick.C:
 		}
 	}
@@ -110,12 +144,19 @@ func (p *Process) waitReady(ctx context.Context) error {
 // Pause freezes the emulator for d (SIGSTOP, then SIGCONT): every request
 // in that time hangs or times out, as during an outage of the service.
 func (p *Process) Pause(d time.Duration) {
+	p.freeze()
+	time.Sleep(d)
+	p.thaw()
+}
+
+func (p *Process) freeze() { p.signal(syscall.SIGSTOP) }
+func (p *Process) thaw()   { p.signal(syscall.SIGCONT) }
+
+func (p *Process) signal(sig syscall.Signal) {
 	if p == nil || p.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP)
-	time.Sleep(d)
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // Stop ends the emulator and every process it started.
@@ -123,17 +164,19 @@ func (p *Process) Stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	// A frozen process group would never handle SIGTERM.
+	p.thaw()
+	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.signal(syscall.SIGKILL)
 		<-p.done
 	}
 	return nil
 }
 
-// Ready returns nil when the emulator at endpoint answers.
+// Ready returns nil when the moto server at endpoint answers.
 func Ready(ctx context.Context, endpoint string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
 	if err != nil {
@@ -150,7 +193,8 @@ func Ready(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// Reset drops every resource in the emulator (moto's reset API).
+// Reset drops every resource in the moto server at endpoint (moto's reset
+// API; DynamoDB Local has none).
 func Reset(ctx context.Context, endpoint string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/moto-api/reset", nil)
 	if err != nil {
@@ -164,21 +208,17 @@ func Reset(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// FindCommand locates the emulator: $CONVEYOR_MOTO_SERVER (a moto_server
-// executable), else the repository's .venv python running
-// localstack/moto_server.py (moto with its DynamoDB requests serialised, see
-// that file), else moto_server on PATH.
+// FindCommand locates moto: $CONVEYOR_MOTO_SERVER (a moto_server
+// executable), else the repository's .venv/bin/moto_server, else
+// moto_server on PATH.
 func FindCommand() ([]string, error) {
 	if b := os.Getenv("CONVEYOR_MOTO_SERVER"); b != "" {
 		return []string{b}, nil
 	}
 	if root, err := RepoRoot(); err == nil {
-		py := filepath.Join(root, ".venv", "bin", "python")
-		script := filepath.Join(root, "localstack", "moto_server.py")
-		_, perr := os.Stat(py)
-		_, serr := os.Stat(script)
-		if perr == nil && serr == nil {
-			return []string{py, script}, nil
+		b := filepath.Join(root, ".venv", "bin", "moto_server")
+		if _, err := os.Stat(b); err == nil {
+			return []string{b}, nil
 		}
 	}
 	if b, err := exec.LookPath("moto_server"); err == nil {
@@ -213,4 +253,28 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it, to say why an emulator
+// did not start.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }

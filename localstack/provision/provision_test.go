@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -95,7 +96,9 @@ func TestApplyCreatesTableWithIndexesAndTTL(t *testing.T) {
 	for _, g := range d.Table.GlobalSecondaryIndexes {
 		got = append(got, index{aws.ToString(g.IndexName), aws.ToString(g.KeySchema[0].AttributeName), aws.ToString(g.KeySchema[1].AttributeName)})
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	// DynamoDB lists a table's indexes in no promised order.
+	byName := cmpopts.SortSlices(func(a, b index) bool { return a.Name < b.Name })
+	if diff := cmp.Diff(want, got, byName); diff != "" {
 		t.Errorf("indexes (-want +got):\n%s", diff)
 	}
 	if pk := aws.ToString(d.Table.KeySchema[0].AttributeName); pk != def.PartitionKey.Name {

@@ -1,5 +1,6 @@
-// Package stack starts the whole of Conveyor on localhost: the emulator
-// (or the one AWS_ENDPOINT_URL names), provisioned from the one resource
+// Package stack starts the whole of Conveyor on localhost: the emulators,
+// moto and DynamoDB Local (or the ones AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_DYNAMODB name), provisioned from the one resource
 // definition; the external-API simulator; and the real handlers behind the
 // local runtime — the API gateway, the tier queue pollers, the S3
 // notification bridge and the schedules. `make run` and the end-to-end
@@ -38,9 +39,11 @@ import (
 // Options configures Start; the zero value runs the functions in process
 // (`make run` sets Binaries).
 type Options struct {
-	// Endpoint is an emulator to use; empty means AWS_ENDPOINT_URL, and if
-	// that is empty too, a moto process of our own.
-	Endpoint string
+	// Endpoints are the emulators to use. An empty Default means
+	// AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_DYNAMODB), and if that is empty
+	// too, a moto and a DynamoDB Local process of our own. An empty DynamoDB
+	// means Default serves DynamoDB too.
+	Endpoints awsclient.Endpoints
 	// Prefix names the resources (default "conveyor-local"); tests pass a
 	// unique one to share an emulator.
 	Prefix string
@@ -68,8 +71,9 @@ type Options struct {
 	// publisher itself.
 	DisablePollers bool
 	// Counter, when set, counts every AWS request the running stack makes
-	// (provisioning excluded; in binary mode only the stack's own, not the
-	// functions').
+	// (provisioning excluded; the S3 bridge's polls, which stand in for S3
+	// invoking a function and have no AWS counterpart; and in binary mode
+	// the functions' own).
 	Counter *awsclient.Counter
 	// Binaries runs every function as its own bootstrap binary (built for
 	// this host) under the local Lambda Runtime API, with the environment
@@ -99,24 +103,31 @@ type Stack struct {
 	// gateway in process.
 	StreamURL    string
 	SimulatorURL string
-	Endpoint     string
-	Config       config.Config
-	App          *app.App
-	Provisioned  provision.Result
-	Simulator    *simulator.Server
-	// EmulatorStart is how long our own emulator took to answer (0 when
-	// an existing one was used).
+	// Endpoints are the emulators the stack talks to.
+	Endpoints   awsclient.Endpoints
+	Config      config.Config
+	App         *app.App
+	Provisioned provision.Result
+	Simulator   *simulator.Server
+	// EmulatorStart is how long our own moto took to answer (0 when an
+	// existing emulator was used).
 	EmulatorStart time.Duration
+	// DynamoDBStart is how long our own DynamoDB Local took to answer (0
+	// when an existing emulator was used).
+	DynamoDBStart time.Duration
+	// EmulatorLogs are the files our own emulators write their output to.
+	EmulatorLogs []string
 	// Functions is how the stack invokes each function.
 	Functions *Functions
 
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	server   *http.Server
-	streams  *http.Server
-	emulator *emulator.Process
-	stopSim  func()
-	closed   sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	server    *http.Server
+	streams   *http.Server
+	emulators *emulator.Emulators
+	stopSim   func()
+	logFiles  []*os.File
+	closed    sync.Once
 }
 
 // Start brings the stack up and returns once the API answers.
@@ -153,26 +164,29 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	}()
 
-	// The emulator.
-	s.Endpoint = opts.Endpoint
-	if s.Endpoint == "" {
-		s.Endpoint = opts.Getenv("AWS_ENDPOINT_URL")
+	// The emulators.
+	s.Endpoints = opts.Endpoints
+	if s.Endpoints.Default == "" {
+		s.Endpoints = awsclient.Endpoints{Default: opts.Getenv("AWS_ENDPOINT_URL"), DynamoDB: opts.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
 	}
-	if s.Endpoint == "" {
-		logFile, _ := os.CreateTemp("", "conveyor-moto-*.log")
-		p, err := emulator.Start(ctx, emulator.Options{Log: logFile})
-		if err != nil {
+	if s.Endpoints.Default == "" {
+		if err := s.startEmulators(ctx); err != nil {
 			return nil, err
 		}
-		s.emulator, s.Endpoint, s.EmulatorStart = p, p.Endpoint, p.Started
 	}
-	awsCfg := awsclient.ForEndpoint(s.Endpoint, awsclient.DefaultRegion)
+	if s.Endpoints.DynamoDB == "" {
+		s.Endpoints.DynamoDB = s.Endpoints.Default
+	}
+	awsCfg := awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	def := resources.Named(resources.Local, opts.Prefix)
 	res, err := provision.Apply(ctx, awsclient.New(awsCfg), def)
 	if err != nil {
 		return nil, err
 	}
 	s.Provisioned = res
+	// The S3 bridge's queue stands in for S3 invoking the confirm function:
+	// AWS makes no such requests, so they are never counted.
+	uncounted := awsclient.New(awsCfg)
 	if opts.Counter != nil {
 		awsCfg = opts.Counter.Attach(awsCfg)
 	}
@@ -305,7 +319,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}
-	bridge := &runtime.S3Bridge{SQS: clients.SQS, QueueURL: res.NotificationQueueURL, Function: fns.Invokers[def.Bucket.NotifyFunction], Logger: opts.Logger}
+	bridge := &runtime.S3Bridge{SQS: uncounted.SQS, QueueURL: res.NotificationQueueURL, Function: fns.Invokers[def.Bucket.NotifyFunction], Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(rctx) })
 
 	for _, sch := range def.Schedules {
@@ -323,6 +337,29 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// startEmulators starts a moto and a DynamoDB Local of the stack's own,
+// each logging to a temporary file.
+func (s *Stack) startEmulators(ctx context.Context) error {
+	motoLog, err := os.CreateTemp("", "conveyor-moto-*.log")
+	if err != nil {
+		return fmt.Errorf("creating the emulator log: %w", err)
+	}
+	ddbLog, err := os.CreateTemp("", "conveyor-dynamodb-local-*.log")
+	if err != nil {
+		_ = motoLog.Close()
+		return fmt.Errorf("creating the emulator log: %w", err)
+	}
+	s.EmulatorLogs = []string{motoLog.Name(), ddbLog.Name()}
+	s.logFiles = []*os.File{motoLog, ddbLog}
+	e, err := emulator.StartAll(ctx, emulator.LogTo(motoLog, ddbLog))
+	if err != nil {
+		return fmt.Errorf("starting the emulators (logs: %s): %w", strings.Join(s.EmulatorLogs, ", "), err)
+	}
+	s.emulators, s.Endpoints = e, e.Endpoints()
+	s.EmulatorStart, s.DynamoDBStart = e.Moto.Started, e.DynamoDB.Started
+	return nil
 }
 
 // queueARN is the ARN moto gives a queue in the default account and region.
@@ -367,7 +404,8 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
 	m["CONVEYOR_DEVIANTART_CLIENT_ID"] = s.Config.DeviantArtClientID
 	m["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = s.Config.DeviantArtClientSecret
-	m["AWS_ENDPOINT_URL"] = s.Endpoint
+	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default
+	m["AWS_ENDPOINT_URL_DYNAMODB"] = s.Endpoints.DynamoDB
 	m["AWS_REGION"] = awsclient.DefaultRegion
 	m["AWS_ACCESS_KEY_ID"] = "test"
 	m["AWS_SECRET_ACCESS_KEY"] = "test"
@@ -393,11 +431,12 @@ func (s *Stack) WriteEnv(path string) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-// PauseEmulator freezes the stack's own emulator for d (an outage); it does
-// nothing when the stack uses an emulator it did not start.
+// PauseEmulator freezes the stack's own emulators, moto and DynamoDB Local
+// together, for d (an outage); it does nothing when the stack uses
+// emulators it did not start.
 func (s *Stack) PauseEmulator(d time.Duration) {
-	if s.emulator != nil {
-		s.emulator.Pause(d)
+	if s.emulators != nil {
+		s.emulators.Pause(d)
 	}
 }
 
@@ -423,8 +462,9 @@ func (s *Stack) Close() {
 		if s.stopSim != nil {
 			s.stopSim()
 		}
-		if s.emulator != nil {
-			_ = s.emulator.Stop()
+		_ = s.emulators.Stop()
+		for _, f := range s.logFiles {
+			_ = f.Close()
 		}
 	})
 }

@@ -36,7 +36,7 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	for k, v := range env {
 		merged[k] = v
 	}
-	opts.Endpoint, opts.Prefix, opts.APIAddr = awstest.Endpoint(t), awstest.Prefix(t), "127.0.0.1:0"
+	opts.Endpoints, opts.Prefix, opts.APIAddr = awstest.Endpoints(t), awstest.Prefix(t), "127.0.0.1:0"
 	opts.Getenv = func(k string) string { return merged[k] }
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))

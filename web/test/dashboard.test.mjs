@@ -114,9 +114,10 @@ async function go(args, opts = {}) {
 async function startStack(bin, workdir) {
   const [apiPort, simPort] = [await freePort(), await freePort()];
   const env = { ...process.env, CONVEYOR_API_ADDR: `127.0.0.1:${apiPort}`, CONVEYOR_SIMULATOR_ADDR: `127.0.0.1:${simPort}` };
-  // Our own emulator, never a shared one: the stack names its resources
+  // Our own emulators, never shared ones: the stack names its resources
   // conveyor-local, as `make run` does.
   delete env.AWS_ENDPOINT_URL;
+  delete env.AWS_ENDPOINT_URL_DYNAMODB;
   const logPath = join(workdir, 'stack.log');
   const logFile = createWriteStream(logPath);
   const child = spawn(bin, [], { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,5 +1,5 @@
 // Command bench measures Conveyor end to end on this machine: it starts
-// its own emulator, simulator and local stack on free ports (safe beside a
+// its own emulators (moto and DynamoDB Local), simulator and local stack on free ports (safe beside a
 // running `make run`), pushes N jobs through the real handlers and runtime,
 // counts every AWS request by service and operation, and prints AWS
 // requests per job, $ per million jobs, submit and end-to-end latency
@@ -103,6 +103,7 @@ type result struct {
 	FloorReceiveP50    float64            `json:"floor_receivemessage_p50_ms"`
 	SubmitP95OverFloor float64            `json:"submit_p95_over_floor_putitem_p50"`
 	EmulatorStartMs    float64            `json:"emulator_start_ms"`
+	DynamoDBStartMs    float64            `json:"dynamodb_local_start_ms"`
 }
 
 func main() {
@@ -131,17 +132,17 @@ func run(n, conc, users int, skipBuild bool) error {
 		}
 		res.BootstrapBytes = sizes
 	}
-	progress("starting a private emulator, simulator and stack")
-	emu, err := emulator.Start(ctx, emulator.Options{})
+	progress("starting private emulators (moto, DynamoDB Local), simulator and stack")
+	emu, err := emulator.StartAll(ctx, emulator.AllOptions{})
 	if err != nil {
 		return err
 	}
 	defer emu.Stop()
-	res.EmulatorStartMs = ms(emu.Started)
+	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
 	counter := awsclient.NewCounter()
 	env := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
 	s, err := stack.Start(ctx, stack.Options{
-		Endpoint: emu.Endpoint, APIAddr: "127.0.0.1:0", Prefix: "bench",
+		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
 		Getenv: func(k string) string { return env[k] }, Counter: counter, PollerConcurrency: 8,
 		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
 	})
@@ -151,7 +152,7 @@ func run(n, conc, users int, skipBuild bool) error {
 	defer s.Close()
 
 	progress("measuring the emulator's floor")
-	floorCfg := awsclient.ForEndpoint(emu.Endpoint, awsclient.DefaultRegion)
+	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)
 	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, err = floor(ctx, awsclient.New(floorCfg), s)
 	if err != nil {
 		return err
@@ -368,7 +369,7 @@ func report(r result, counts map[string]int, n int) {
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
-	fmt.Fprintf(w, "emulator start\t%.0f ms\n", r.EmulatorStartMs)
+	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
 	names := make([]string, 0, len(r.BootstrapBytes))
 	for k := range r.BootstrapBytes {
 		names = append(names, k)

@@ -1,9 +1,10 @@
 // Command conveyor-local is `make run`: the whole of Conveyor on localhost,
-// working — emulator, provisioning, simulator, API gateway, queue pollers,
-// S3 notifications and schedules. By default every function runs as its own
-// bootstrap binary (built for this host) under the local Lambda Runtime API,
-// and the stream function answers at its own URL; -in-process calls the
-// handlers in this process instead. Ctrl-C stops every process it started.
+// working — emulators (moto and DynamoDB Local), provisioning, simulator,
+// API gateway, queue pollers, S3 notifications and schedules. By default
+// every function runs as its own bootstrap binary (built for this host)
+// under the local Lambda Runtime API, and the stream function answers at
+// its own URL; -in-process calls the handlers in this process instead.
+// Ctrl-C stops every process it started.
 package main
 
 import (
@@ -13,7 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -48,8 +51,12 @@ func main() {
 	for _, k := range keys {
 		fmt.Printf("  %s=%s\n", k, env[k])
 	}
-	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  emulator   %s\n\nCtrl-C stops everything.\n",
-		s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoint)
+	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  moto       %s   (every service but DynamoDB)\n  DynamoDB   %s   (DynamoDB Local)\n",
+		s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoints.Default, s.Endpoints.DynamoDB)
+	if s.DynamoDBStart > 0 {
+		fmt.Printf("  started in moto %s, DynamoDB Local %s; logs %s\n", s.EmulatorStart.Round(time.Millisecond), s.DynamoDBStart.Round(time.Millisecond), strings.Join(s.EmulatorLogs, ", "))
+	}
+	fmt.Printf("\nCtrl-C stops everything.\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 }

@@ -1,0 +1,80 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+)
+
+// Emulators is the offline AWS: moto for every service but DynamoDB, and
+// DynamoDB Local for DynamoDB.
+type Emulators struct {
+	// Moto serves S3, SQS, KMS, EventBridge, Secrets Manager and the rest.
+	Moto *Process
+	// DynamoDB is DynamoDB Local.
+	DynamoDB *Process
+}
+
+// AllOptions configures StartAll. Every field is optional.
+type AllOptions struct {
+	// Moto configures moto.
+	Moto Options
+	// DynamoDB configures DynamoDB Local.
+	DynamoDB DynamoDBOptions
+}
+
+// LogTo returns AllOptions that send each emulator's output to its writer
+// (nil discards it).
+func LogTo(moto, dynamoDB io.Writer) AllOptions {
+	return AllOptions{Moto: Options{Log: moto}, DynamoDB: DynamoDBOptions{Log: dynamoDB}}
+}
+
+// StartAll starts moto and DynamoDB Local at once and waits for both; if
+// either fails, neither is left running.
+func StartAll(ctx context.Context, opts AllOptions) (*Emulators, error) {
+	var e Emulators
+	var motoErr, ddbErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { e.Moto, motoErr = Start(ctx, opts.Moto) })
+	wg.Go(func() { e.DynamoDB, ddbErr = StartDynamoDB(ctx, opts.DynamoDB) })
+	wg.Wait()
+	if err := errors.Join(motoErr, ddbErr); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Endpoints is where the SDK reaches each emulator (AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_DYNAMODB).
+func (e *Emulators) Endpoints() awsclient.Endpoints {
+	return awsclient.Endpoints{Default: e.Moto.Endpoint, DynamoDB: e.DynamoDB.Endpoint}
+}
+
+// Pause freezes both emulators for d at once (an AWS outage).
+func (e *Emulators) Pause(d time.Duration) {
+	if e == nil {
+		return
+	}
+	e.Moto.freeze()
+	e.DynamoDB.freeze()
+	time.Sleep(d)
+	e.DynamoDB.thaw()
+	e.Moto.thaw()
+}
+
+// Stop ends both emulators.
+func (e *Emulators) Stop() error {
+	if e == nil {
+		return nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = e.Moto.Stop() })
+	wg.Go(func() { _ = e.DynamoDB.Stop() })
+	wg.Wait()
+	return nil
+}
