@@ -15,7 +15,7 @@ func TestStaleAfterBeyondTheLifecycleHorizonIsRefused(t *testing.T) {
 		staleAfter string
 		ok         bool
 	}{{"", true}, {"1h", true}, {"168h", true}, {"169h", false}} {
-		env := map[string]string{"CONVEYOR_STALE_AFTER": tc.staleAfter}
+		env := map[string]string{"CONVEYOR_ENV": "local", "CONVEYOR_STALE_AFTER": tc.staleAfter}
 		_, err := config.From(func(k string) string { return env[k] })
 		if tc.ok && err != nil {
 			t.Errorf("STALE_AFTER=%q: %v", tc.staleAfter, err)
