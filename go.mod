@@ -26,6 +26,7 @@ require (
 	github.com/spf13/cobra v1.9.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.33.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
@@ -50,6 +51,7 @@ require (
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v54 v54.11.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/spf13/pflag v1.0.6 // indirect
