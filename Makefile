@@ -7,11 +7,12 @@ GO        ?= go
 PYTHON    ?= python3
 VENV      := .venv
 MOTO      := $(VENV)/bin/moto_server
+OPENAPI_VALIDATOR := $(VENV)/bin/openapi-spec-validator
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,11 +25,20 @@ $(MOTO): localstack/requirements.txt
 
 emulator: $(MOTO) ## install the emulator (moto) into .venv
 
+$(OPENAPI_VALIDATOR): openapi.requirements.txt | $(MOTO)
+	@echo "installing openapi-spec-validator into $(VENV)"
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r openapi.requirements.txt
+	@touch $(OPENAPI_VALIDATOR)
+
+openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
+	$(OPENAPI_VALIDATOR) openapi.yaml
+
 run: $(MOTO) ## start the whole stack on localhost (emulator, gateway, pollers, simulator)
 	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
 	@exec .local/bin/conveyor-local
 
-test: $(MOTO) ## everything: unit, emulator-backed integration, CDK tests
+test: $(MOTO) ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests
+	$(MAKE) --no-print-directory openapi
 	$(GO) vet ./...
 	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v /infra)
 	@if [ -d infra ]; then $(GO) test -count=1 -timeout 12m ./infra/...; fi
