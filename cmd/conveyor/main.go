@@ -1,13 +1,23 @@
-// Command conveyor is the operator CLI.
+// Command conveyor is the operator CLI: one cobra command tree.
 //
-//	conveyor token [--sub ID] [--role user|admin|service] [--plan PLAN] [--ttl 24h]
+//	conveyor token [--sub ID] [--role user|admin|service] [--plan PLAN] [--ttl 24h] [--json]
 //	conveyor overview [--env staging,prod-ru,prod-en] [--json] [--watch 5s]
-//	conveyor jobs restart <jobId…> [--item itemId] [--env E]
-//	conveyor jobs stop <jobId…> [--env E]
-//	conveyor dlq peek <tier> [--limit 10] [--json] [--env E]
-//	conveyor dlq redrive <tier> [jobId…] [--batch 100] [--task] [--env E]
-//	conveyor tier pause|resume <tier> [--env E]
-//	conveyor breaker list [--env E] · conveyor breaker reset <key> [--env E]
+//	conveyor jobs list [--status S] [--tier T] [--owner U] [--type K] [--error-code C] [--created-from T] [--created-to T] [--limit N] [--cursor C]
+//	conveyor jobs get <jobId>
+//	conveyor jobs orphans
+//	conveyor jobs restart <jobId…> [--item itemId]
+//	conveyor jobs stop <jobId…>
+//	conveyor dlq peek <tier> [--limit 10]
+//	conveyor dlq redrive <tier> [jobId…] [--batch 100] [--task]
+//	conveyor tier pause|resume <tier>
+//	conveyor breaker list · conveyor breaker reset <key>
+//	conveyor completion bash|zsh|fish|powershell
+//	conveyor version · conveyor --version
+//
+// Every command that talks to an API takes --env, --config and --env-file;
+// every command that prints takes --json. Help goes to stdout and exits 0;
+// a usage mistake exits 2, a failure (of the API, or of some of the jobs or
+// environments) exits 1.
 //
 // Environments come from a config file (--config, default
 // ~/.config/conveyor/environments.json), each with a url and a token source:
@@ -22,7 +32,7 @@
 // token. `overview` reads every named environment at once, in parallel; an
 // environment that fails prints its error and the others still print.
 // Actions name exactly one environment. Tables go to stdout, sorted;
-// progress bars go to stderr.
+// progress bars go to stderr, and only when stderr is a terminal.
 package main
 
 import (
@@ -34,24 +44,22 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"golang.org/x/term"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, http: &http.Client{Timeout: 30 * time.Second}, now: time.Now}
-	err := c.run(ctx, os.Args[1:])
-	var ee *exitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		if ee.msg != "" {
-			fmt.Fprintf(os.Stderr, "conveyor: %s\n", ee.msg)
-		}
-		os.Exit(ee.code)
-	default:
-		fmt.Fprintf(os.Stderr, "conveyor: %v\n", err)
-		os.Exit(2)
+	code := newCLI().main(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func newCLI() *cli {
+	return &cli{
+		stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now,
+		tty: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 }
 
@@ -61,7 +69,16 @@ type cli struct {
 	getenv         func(string) string
 	http           *http.Client
 	now            func() time.Time
+	// tty: stderr is a terminal, so a progress bar may redraw itself.
+	tty bool
 }
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
 
 // exitError ends the command with code; msg (if any) goes to stderr.
 type exitError struct {
@@ -72,61 +89,83 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 // errPartial: some environment or some job failed; what worked was printed.
-var errPartial = &exitError{code: 1}
+var errPartial = &exitError{code: exitFailure}
 
-const usage = `usage:
-  conveyor token [--sub ID] [--role user|admin|service] [--plan PLAN] [--ttl 24h]
-  conveyor overview [--env a,b,…] [--json] [--watch 5s] [--config FILE]
-  conveyor jobs restart <jobId…> [--item itemId] [--env E]
-  conveyor jobs stop <jobId…> [--env E]
-  conveyor dlq peek <tier> [--limit 10] [--json] [--env E]
-  conveyor dlq redrive <tier> [jobId…] [--batch 100] [--task] [--env E]
-  conveyor tier pause|resume <tier> [--env E]
-  conveyor breaker list|reset [key] [--env E]`
+// usageError is a mistake in how the command was called: exit 2, with a
+// hint to the command's help.
+type usageError struct {
+	err     error
+	command string // the command path, for the hint
+}
 
-func (c *cli) run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New(usage)
-	}
-	sub := func(want string) (string, []string, error) {
-		if len(args) < 2 {
-			return "", nil, fmt.Errorf("usage: conveyor %s %s …", args[0], want)
-		}
-		return args[1], args[2:], nil
-	}
-	switch args[0] {
-	case "token":
-		return c.token(args[1:])
-	case "overview":
-		return c.overview(ctx, args[1:])
-	case "jobs":
-		verb, rest, err := sub("restart|stop")
-		if err != nil {
-			return err
-		}
-		return c.jobs(ctx, verb, rest)
-	case "dlq":
-		verb, rest, err := sub("peek|redrive")
-		if err != nil {
-			return err
-		}
-		return c.dlq(ctx, verb, rest)
-	case "tier":
-		verb, rest, err := sub("pause|resume")
-		if err != nil {
-			return err
-		}
-		return c.tier(ctx, verb, rest)
-	case "breaker", "breakers":
-		verb, rest, err := sub("list|reset")
-		if err != nil {
-			return err
-		}
-		return c.breaker(ctx, verb, rest)
-	case "help", "-h", "--help":
-		_, err := fmt.Fprintln(c.stdout, usage)
-		return err
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// exitCode is the process's exit status for the error run returned.
+func exitCode(err error) int {
+	var ee *exitError
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &ee):
+		return ee.code
 	default:
-		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+		return exitFailure
 	}
+}
+
+// main runs the command, prints its error (if any) to stderr and returns
+// the exit status.
+func (c *cli) main(ctx context.Context, args []string) int {
+	err := c.run(ctx, args)
+	var ee *exitError
+	var ue *usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.stderr, "conveyor: %v\n", err)
+		if ue.command != "" {
+			fmt.Fprintf(c.stderr, "Run '%s --help' for usage.\n", ue.command)
+		}
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(c.stderr, "conveyor: %s\n", ee.msg)
+		}
+	default:
+		fmt.Fprintf(c.stderr, "conveyor: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+// run executes the command tree on args.
+func (c *cli) run(ctx context.Context, args []string) error {
+	root := c.root()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return nil
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		if ue.command == "" && cmd != nil {
+			ue.command = cmd.CommandPath()
+		}
+		return err
+	}
+	// Cobra's own argument and flag complaints are usage errors too.
+	if cobraUsage(err) {
+		path := ""
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		return &usageError{err: err, command: path}
+	}
+	return err
 }

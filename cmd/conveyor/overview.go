@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/breaker"
@@ -25,34 +26,47 @@ type envOverview struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// overview prints the overview of every named environment at once.
-func (c *cli) overview(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("overview", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	o := c.commonFlags(fs)
-	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	watch := fs.Duration("watch", 0, "print again every interval (like 5s) until interrupted")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+// overviewCmd prints the overview of every named environment at once.
+func (c *cli) overviewCmd() *cobra.Command {
+	var (
+		asJSON bool
+		watch  time.Duration
+		o      *common
+	)
+	cmd := &cobra.Command{
+		Use:   "overview",
+		Short: "Tiers, jobs, orphans and breakers of every environment at once",
+		Long: `overview asks every named environment (default: every configured one, or
+local) in parallel and prints one table per concern. An environment that fails
+prints its error and the others still print; the exit status is then 1.`,
+		Example: `  conveyor overview --env local,staging,prod-ru --watch 5s
+  conveyor overview --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch < 0 || (watch > 0 && watch < 100*time.Millisecond) {
+				return usagef("--watch must be at least 100ms")
+			}
+			targets, err := c.targets(o)
+			if err != nil {
+				return err
+			}
+			return c.overview(cmd.Context(), targets, asJSON, watch)
+		},
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("overview takes no arguments (got %q)", pos)
-	}
-	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
-		return fmt.Errorf("--watch must be at least 100ms")
-	}
-	targets, err := c.targets(o)
-	if err != nil {
-		return err
-	}
+	o = c.addCommon(cmd, "environments, comma-separated (default: every configured one)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"environments":{name:{"overview"|"error"}}}`)
+	cmd.Flags().DurationVar(&watch, "watch", 0, "print again every interval (like 5s) until interrupted")
+	return cmd
+}
+
+func (c *cli) overview(ctx context.Context, targets []target, asJSON bool, watch time.Duration) error {
 	for {
 		res := c.fetchOverviews(ctx, targets)
 		var buf bytes.Buffer
-		if *watch > 0 {
-			fmt.Fprintf(&buf, "\033[H\033[2J%s — every %s, Ctrl-C to stop\n\n", c.now().UTC().Format(time.RFC3339), *watch)
+		if watch > 0 {
+			fmt.Fprintf(&buf, "\033[H\033[2J%s — every %s, Ctrl-C to stop\n\n", c.now().UTC().Format(time.RFC3339), watch)
 		}
-		if *asJSON {
+		if asJSON {
 			enc := json.NewEncoder(&buf)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(map[string]any{"environments": res}); err != nil {
@@ -64,7 +78,7 @@ func (c *cli) overview(ctx context.Context, args []string) error {
 		if _, err := c.stdout.Write(buf.Bytes()); err != nil {
 			return err
 		}
-		if *watch == 0 {
+		if watch == 0 {
 			for _, r := range res {
 				if r.Error != "" {
 					return errPartial
@@ -72,10 +86,12 @@ func (c *cli) overview(ctx context.Context, args []string) error {
 			}
 			return nil
 		}
+		t := time.NewTimer(watch)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(*watch):
+		case <-t.C:
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"strings"
 )
 
-// bar is a progress bar on stderr, redrawn in place.
+// bar is a progress bar on stderr, redrawn in place with \r. It draws only
+// when stderr is a terminal: in a pipe or a log file, it writes nothing
+// (the command's result on stdout says what was done).
 type bar struct {
 	c     *cli
 	label string
@@ -29,6 +31,9 @@ func (b *bar) set(n int) {
 }
 
 func (b *bar) draw() {
+	if !b.c.tty {
+		return
+	}
 	total := max(b.total, b.done)
 	filled := barWidth
 	pct := 100

@@ -1,0 +1,283 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"gopkg.in/yaml.v3"
+
+	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
+)
+
+// specPath is the project's OpenAPI file.
+var specPath = filepath.Join("..", "..", "openapi.yaml")
+
+// Markers the spec puts on operations.
+const (
+	// statusPlanned: in the contract, not served by this version.
+	statusPlanned = "planned"
+	// functionStream: served by the stream function, not the api router.
+	functionStream = "stream"
+)
+
+// specOp is one operation of the spec, as far as the route test cares.
+type specOp struct {
+	method, path string
+	status       string // x-conveyor-status
+	function     string // x-conveyor-function
+	public       bool   // security: []
+	hasBody      bool
+	responses    []string
+	pathParams   []string
+}
+
+func (o specOp) key() string { return o.method + " " + o.path }
+
+func (o specOp) documents(code string) bool { return slices.Contains(o.responses, code) }
+
+var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+// loadSpec reads the operations of openapi.yaml. A key whose value is null
+// is refused: that is how an unquoted comma in a flow mapping turns text
+// into a key, which validators accept where extensions are allowed.
+func loadSpec(t *testing.T) []specOp {
+	t.Helper()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", specPath, err)
+	}
+	var walk func(n any, at string)
+	walk = func(n any, at string) {
+		switch v := n.(type) {
+		case map[string]any:
+			for k, c := range v {
+				if c == nil {
+					t.Errorf("%s: %s/%s is null (an unquoted comma or colon in a flow mapping?)", specPath, at, k)
+				}
+				walk(c, at+"/"+k)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c, at+"[]")
+			}
+		}
+	}
+	walk(doc, "")
+
+	params := doc["components"].(map[string]any)["parameters"].(map[string]any)
+	resolve := func(p any) map[string]any {
+		m := p.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			return params[strings.TrimPrefix(ref, "#/components/parameters/")].(map[string]any)
+		}
+		return m
+	}
+	pathParams := func(list any) []string {
+		var out []string
+		l, _ := list.([]any)
+		for _, p := range l {
+			if m := resolve(p); m["in"] == "path" {
+				out = append(out, m["name"].(string))
+			}
+		}
+		return out
+	}
+	var ops []specOp
+	for path, item := range doc["paths"].(map[string]any) {
+		pi := item.(map[string]any)
+		common := pathParams(pi["parameters"])
+		for _, m := range httpMethods {
+			raw, ok := pi[m]
+			if !ok {
+				continue
+			}
+			op := raw.(map[string]any)
+			o := specOp{method: strings.ToUpper(m), path: path, pathParams: append(slices.Clone(common), pathParams(op["parameters"])...)}
+			o.status, _ = op["x-conveyor-status"].(string)
+			o.function, _ = op["x-conveyor-function"].(string)
+			if sec, ok := op["security"].([]any); ok && len(sec) == 0 {
+				o.public = true
+			}
+			_, o.hasBody = op["requestBody"]
+			for code := range op["responses"].(map[string]any) {
+				o.responses = append(o.responses, code)
+			}
+			slices.Sort(o.pathParams)
+			ops = append(ops, o)
+		}
+	}
+	slices.SortFunc(ops, func(a, b specOp) int { return strings.Compare(a.key(), b.key()) })
+	return ops
+}
+
+// servedRoutes registers the api function's routes on a router, as the
+// api function does, and lists them.
+func servedRoutes() []httpapi.RouteInfo {
+	rt := httpapi.NewRouter(httpapi.Options{
+		Verifier: auth.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	api.Register(rt, api.Services{})
+	api.RegisterAdmin(rt, nil)
+	return rt.Routes()
+}
+
+var braces = regexp.MustCompile(`\{([^}]+)\}`)
+
+// TestOpenAPIMatchesTheRouter: every route the api function serves is in
+// openapi.yaml with the status codes its access rule and body imply, and
+// every operation of the spec is served — by the router, or by the stream
+// function for the two event streams — except those marked
+// x-conveyor-status: planned, which are skipped by name (and must not be
+// served: a served route drops the marker).
+func TestOpenAPIMatchesTheRouter(t *testing.T) {
+	t.Parallel()
+	ops := loadSpec(t)
+	inSpec := map[string]specOp{}
+	for _, o := range ops {
+		inSpec[o.key()] = o
+	}
+	routes := servedRoutes()
+	routed := map[string]httpapi.RouteInfo{}
+	for _, r := range routes {
+		key := r.Method + " " + r.Pattern
+		routed[key] = r
+		if _, ok := inSpec[key]; !ok {
+			t.Errorf("%s is routed but not in openapi.yaml", key)
+		}
+	}
+	stream := handler.Stream(fakeStreams{}, func(string) (string, error) { return "u1", nil }, slog.New(slog.DiscardHandler))
+
+	var planned []string
+	for _, o := range ops {
+		t.Run(strings.ReplaceAll(o.key(), "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			r, isRouted := routed[o.key()]
+			switch {
+			case o.status == statusPlanned:
+				if isRouted {
+					t.Fatalf("%s is served: drop its x-conveyor-status: planned", o.key())
+				}
+				t.Skipf("x-conveyor-status: planned — %s is in the contract, not served yet", o.key())
+			case o.status != "":
+				t.Fatalf("unknown x-conveyor-status %q", o.status)
+			case o.function == functionStream:
+				if isRouted {
+					t.Fatalf("%s is on the api router, yet marked x-conveyor-function: stream", o.key())
+				}
+				checkStreamServes(t, stream, o)
+			case o.function != "":
+				t.Fatalf("unknown x-conveyor-function %q", o.function)
+			case !isRouted:
+				t.Fatalf("%s is in openapi.yaml but no route serves it (mark it x-conveyor-status: planned if it is not built yet)", o.key())
+			default:
+				checkDocumented(t, o, r)
+			}
+		})
+		if o.status == statusPlanned {
+			planned = append(planned, o.key())
+		}
+	}
+	t.Logf("skipped, x-conveyor-status: planned (%d):\n  %s", len(planned), strings.Join(planned, "\n  "))
+	if len(routes) == 0 {
+		t.Fatal("no routes registered")
+	}
+}
+
+// checkDocumented holds a routed operation's documentation against what the
+// router itself answers for it.
+func checkDocumented(t *testing.T, o specOp, r httpapi.RouteInfo) {
+	t.Helper()
+	var want []string
+	if o.public != (r.Access == httpapi.Public) {
+		t.Errorf("security: [] in the spec is %t, the route's access is %v", o.public, r.Access)
+	}
+	if r.Access != httpapi.Public {
+		want = append(want, "401", "429") // any token problem; throttling in AWS
+	}
+	writes := o.method != http.MethodGet
+	if r.Access == httpapi.ReadOnly || r.Access == httpapi.AdminOnly || (r.Access == httpapi.AnyUser && writes) {
+		want = append(want, "403") // a user on admin routes; a service token on writes
+	}
+	if writes && r.Access != httpapi.Public {
+		want = append(want, "413") // the router checks every body's size
+	}
+	if o.hasBody {
+		want = append(want, "400", "415")
+	}
+	if len(o.pathParams) > 0 && !slices.Contains(o.pathParams, "key") {
+		want = append(want, "404") // an unknown id or tier
+	}
+	for _, code := range want {
+		if !o.documents(code) {
+			t.Errorf("%s can answer %s, which openapi.yaml does not document (documents %v)", o.key(), code, o.responses)
+		}
+	}
+	var params []string
+	for _, m := range braces.FindAllStringSubmatch(o.path, -1) {
+		params = append(params, m[1])
+	}
+	slices.Sort(params)
+	if !slices.Equal(params, o.pathParams) {
+		t.Errorf("path parameters: the path has %v, the operation declares %v", params, o.pathParams)
+	}
+	has2xx := false
+	for _, code := range o.responses {
+		has2xx = has2xx || strings.HasPrefix(code, "2")
+	}
+	if !has2xx {
+		t.Errorf("no success response documented")
+	}
+}
+
+// checkStreamServes asks the stream function's handler for the operation's
+// path and expects the stream (200), not a 404.
+func checkStreamServes(t *testing.T, stream func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error), o specOp) {
+	t.Helper()
+	path := braces.ReplaceAllString(o.path, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := stream(ctx, events.LambdaFunctionURLRequest{RawPath: path, Headers: map[string]string{"authorization": "Bearer x"},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: o.method, Path: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the stream function answers %s with %d", path, resp.StatusCode)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"200", "401"} {
+		if !o.documents(code) {
+			t.Errorf("%s can answer %s, which openapi.yaml does not document", o.key(), code)
+		}
+	}
+}
+
+// fakeStreams knows every job and has nothing to stream.
+type fakeStreams struct{}
+
+func (fakeStreams) Open(context.Context, string, string) (*job.Job, error) { return &job.Job{}, nil }
+
+func (fakeStreams) Stream(context.Context, io.Writer, func(), string, string, string) error {
+	return nil
+}
