@@ -184,39 +184,17 @@ func (s *Store) StaleJob(ctx context.Context, id string, now time.Time, fn func(
 // DueUploads returns up to limit uploads that no job refers to and whose
 // time to go came at or before before, across the sweep index's shards.
 func (s *Store) DueUploads(ctx context.Context, before time.Time, limit int) ([]Upload, error) {
-	var out []Upload
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(uploadSweepStatus, n))).
-			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
-		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-		if err != nil {
-			return nil, err
-		}
-		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
-			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ScanIndexForward: aws.Bool(true), Limit: aws.Int32(int32(limit)),
-		}
-		for len(out) < limit {
-			res, err := s.db.Query(ctx, in)
-			if err != nil {
-				return nil, fmt.Errorf("querying due uploads: %w", err)
-			}
-			for _, item := range res.Items {
-				var u Upload
-				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
-					return nil, fmt.Errorf("decoding an upload: %w", err)
-				}
-				out = append(out, u)
-			}
-			if len(res.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = res.LastEvaluatedKey
-		}
+	items, err := s.due(ctx, uploadSweepStatus, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("querying due uploads: %w", err)
 	}
-	if len(out) > limit {
-		out = out[:limit]
+	out := make([]Upload, 0, len(items))
+	for _, item := range items {
+		var u Upload
+		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+			return nil, fmt.Errorf("decoding an upload: %w", err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }

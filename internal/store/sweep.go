@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -21,9 +22,28 @@ import (
 // Status Waiting gives the queued jobs parked in the table, by when they
 // are to be sent again.
 func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, limit int) ([]job.Job, error) {
-	var out []job.Job
+	items, err := s.due(ctx, status, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("querying due %s jobs: %w", status, err)
+	}
+	out := make([]job.Job, 0, len(items))
+	for _, item := range items {
+		var j job.Job
+		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+			return nil, fmt.Errorf("decoding a due job: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// due returns up to limit unexpired items of the bySweep partitions named
+// partition (one per shard) whose sweep time is at or before before,
+// oldest first within each shard.
+func (s *Store) due(ctx context.Context, partition job.Status, before time.Time, limit int) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
 	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n))).
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(partition, n))).
 			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
@@ -37,17 +57,12 @@ func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, li
 		for len(out) < limit {
 			res, err := s.db.Query(ctx, in)
 			if err != nil {
-				return nil, fmt.Errorf("querying due %s jobs: %w", status, err)
+				return nil, err
 			}
 			for _, item := range res.Items {
-				if s.expired(item) {
-					continue
+				if !s.expired(item) {
+					out = append(out, item)
 				}
-				var j job.Job
-				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
-					return nil, err
-				}
-				out = append(out, j)
 			}
 			if len(res.LastEvaluatedKey) == 0 {
 				break
