@@ -1,7 +1,6 @@
 package stream_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -18,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-type frame struct{ ID, Event, Data string }
+type frame = stacktest.SSEFrame
 
 // open connects to an SSE URL and returns a channel of frames.
 func open(t *testing.T, ctx context.Context, url, token, lastID string) (<-chan frame, *http.Response) {
@@ -32,27 +31,7 @@ func open(t *testing.T, ctx context.Context, url, token, lastID string) (<-chan 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan frame, 100)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var f frame
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				ch <- f
-				f = frame{}
-			case strings.HasPrefix(line, "id: "):
-				f.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				f.Event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				f.Data = line[6:]
-			}
-		}
-	}()
+	ch := stacktest.ReadSSE(resp.Body)
 	return ch, resp
 }
 

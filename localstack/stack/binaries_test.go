@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -63,7 +62,7 @@ func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *sta
 	return b
 }
 
-type frame struct{ ID, Event, Data string }
+type frame = stacktest.SSEFrame
 
 // openSSE reads an event stream's frames into a channel until ctx ends.
 func openSSE(t *testing.T, ctx context.Context, url, token string) <-chan frame {
@@ -79,27 +78,7 @@ func openSSE(t *testing.T, ctx context.Context, url, token string) <-chan frame 
 		resp.Body.Close()
 		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
 	}
-	ch := make(chan frame, 100)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var f frame
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				ch <- f
-				f = frame{}
-			case strings.HasPrefix(line, "id: "):
-				f.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				f.Event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				f.Data = line[6:]
-			}
-		}
-	}()
+	ch := stacktest.ReadSSE(resp.Body)
 	return ch
 }
 

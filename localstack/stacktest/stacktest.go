@@ -4,6 +4,7 @@
 package stacktest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -217,4 +218,34 @@ func (b *Bundle) WaitStatus(token, id, status string) Response {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// SSEFrame is one Server-Sent Events message.
+type SSEFrame struct{ ID, Event, Data string }
+
+// ReadSSE reads an event stream's frames into a channel, closed (and body
+// with it) when the stream ends.
+func ReadSSE(body io.ReadCloser) <-chan SSEFrame {
+	ch := make(chan SSEFrame, 100)
+	go func() {
+		defer close(ch)
+		defer body.Close()
+		sc := bufio.NewScanner(body)
+		var f SSEFrame
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				ch <- f
+				f = SSEFrame{}
+			case strings.HasPrefix(line, "id: "):
+				f.ID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				f.Event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				f.Data = line[6:]
+			}
+		}
+	}()
+	return ch
 }
