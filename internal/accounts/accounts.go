@@ -33,6 +33,14 @@ const (
 	RefreshLeaseDefault = 30 * time.Second
 	// WaitPollDefault is how often a waiter re-reads while another refreshes.
 	WaitPollDefault = 100 * time.Millisecond
+	// PersistTimeoutDefault bounds how long a refresher keeps trying to
+	// store a rotated token pair (KMS and DynamoDB retries), whatever the
+	// caller's context says: the old refresh token is dead by then, the new
+	// one must not be lost to a cancelled request.
+	PersistTimeoutDefault = 20 * time.Second
+	// PersistBackoffDefault is the first wait between two attempts to store
+	// a rotated token pair; it doubles up to a second.
+	PersistBackoffDefault = 50 * time.Millisecond
 )
 
 // ValidationError is bad input, named by field.
@@ -88,6 +96,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ExpiryMargin, RefreshLease and WaitPoll default to the constants above.
 	ExpiryMargin, RefreshLease, WaitPoll time.Duration
+	// PersistTimeout and PersistBackoff bound and space the attempts to
+	// store a rotated token pair (defaults PersistTimeoutDefault,
+	// PersistBackoffDefault).
+	PersistTimeout, PersistBackoff time.Duration
 }
 
 // Service connects accounts and provides access tokens.
@@ -97,9 +109,15 @@ type Service struct {
 	cache map[string]cached // owner → decrypted access token, per warm instance
 }
 
+// cached is a decrypted access token, valid only for the connection and
+// token version it came from: a reconnect (another connectedAt) or a
+// refresh by another instance (another version) makes it stale even on an
+// instance that never saw the change.
 type cached struct {
-	token   string
-	expires time.Time
+	token       string
+	expires     time.Time
+	connectedAt time.Time
+	version     int64
 }
 
 // New returns a Service.
@@ -118,6 +136,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.WaitPoll == 0 {
 		cfg.WaitPoll = WaitPollDefault
+	}
+	if cfg.PersistTimeout == 0 {
+		cfg.PersistTimeout = PersistTimeoutDefault
+	}
+	if cfg.PersistBackoff == 0 {
+		cfg.PersistBackoff = PersistBackoffDefault
 	}
 	if cfg.Worker == "" {
 		cfg.Worker = fmt.Sprintf("acct-%d", time.Now().UnixNano())
@@ -192,38 +216,54 @@ func (s *Service) Invalidate(owner string) { s.forget(owner) }
 // AccessToken returns a valid access token for owner's account, refreshing
 // it when it expired. Only one instance refreshes an account at a time; the
 // others wait for its result.
+//
+// Each call reads the account (one consistent GetItem): the instance's
+// cache saves the KMS decrypt, not the read, so a reconnect made through
+// another function is seen at once.
 func (s *Service) AccessToken(ctx context.Context, owner string) (string, error) {
-	now := s.cfg.Now()
-	s.mu.Lock()
-	c, ok := s.cache[owner]
-	s.mu.Unlock()
-	if ok && c.expires.After(now.Add(s.cfg.ExpiryMargin)) {
-		return c.token, nil
-	}
-	deadline := now.Add(s.cfg.RefreshLease + 5*time.Second)
+	return s.token(ctx, owner, "")
+}
+
+// ForceRefresh returns an access token for owner other than rejected, the
+// one the API just answered 401 to: the stored one if another instance has
+// already replaced it, else a refreshed one. The cache entry is dropped.
+func (s *Service) ForceRefresh(ctx context.Context, owner, rejected string) (string, error) {
+	s.forget(owner)
+	return s.token(ctx, owner, rejected)
+}
+
+// token is AccessToken, treating rejected (if not "") as unusable.
+func (s *Service) token(ctx context.Context, owner, rejected string) (string, error) {
+	deadline := s.cfg.Now().Add(s.cfg.RefreshLease + 5*time.Second)
 	for {
 		a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
 		if errors.Is(err, store.ErrNotFound) {
+			s.forget(owner)
 			return "", retry.Permanent(&codedError{CodeNotConnected, ErrNotConnected})
 		}
 		if err != nil {
 			return "", err
 		}
-		now = s.cfg.Now()
+		now := s.cfg.Now()
+		if tok, ok := s.cachedFor(a, now); ok && tok != rejected {
+			return tok, nil
+		}
 		if a.Access != nil && a.AccessExpiresAt != nil && a.AccessExpiresAt.After(now.Add(s.cfg.ExpiryMargin)) {
 			tok, err := s.cfg.Sealer.Open(ctx, *a.Access, aad(owner, "access"))
 			if err != nil {
 				return "", fmt.Errorf("opening the access token: %w", err)
 			}
-			s.remember(owner, string(tok), *a.AccessExpiresAt)
-			return string(tok), nil
+			if string(tok) != rejected {
+				s.remember(a, string(tok), *a.AccessExpiresAt)
+				return string(tok), nil
+			}
 		}
 		// Each attempt leases under a name of its own: concurrent requests
 		// of one instance contend exactly like separate instances.
 		holder := s.cfg.Worker + "/" + ids.New("lease")
 		switch err := s.cfg.Store.LeaseAccount(ctx, owner, Provider, holder, now, now.Add(s.cfg.RefreshLease)); {
 		case err == nil:
-			return s.refresh(ctx, a, holder)
+			return s.refresh(ctx, a, holder, rejected)
 		case !errors.Is(err, store.ErrConflict):
 			return "", err
 		}
@@ -239,15 +279,27 @@ func (s *Service) AccessToken(ctx context.Context, owner string) (string, error)
 	}
 }
 
-func (s *Service) remember(owner, token string, expires time.Time) {
+// cachedFor returns the cached token of a's owner when it belongs to a's
+// connection and token version and has not expired.
+func (s *Service) cachedFor(a store.Account, now time.Time) (string, bool) {
 	s.mu.Lock()
-	s.cache[owner] = cached{token: token, expires: expires}
+	c, ok := s.cache[a.Owner]
+	s.mu.Unlock()
+	if !ok || !c.connectedAt.Equal(a.ConnectedAt) || c.version != a.Version || !c.expires.After(now.Add(s.cfg.ExpiryMargin)) {
+		return "", false
+	}
+	return c.token, true
+}
+
+func (s *Service) remember(a store.Account, token string, expires time.Time) {
+	s.mu.Lock()
+	s.cache[a.Owner] = cached{token: token, expires: expires, connectedAt: a.ConnectedAt, version: a.Version}
 	s.mu.Unlock()
 }
 
 // refresh runs under the account's lease: it exchanges the refresh token,
 // seals the rotated pair and stores it, releasing the lease.
-func (s *Service) refresh(ctx context.Context, a store.Account, holder string) (string, error) {
+func (s *Service) refresh(ctx context.Context, a store.Account, holder, rejected string) (string, error) {
 	owner := a.Owner
 	release := func() {
 		if err := s.cfg.Store.ReleaseAccount(context.WithoutCancel(ctx), owner, Provider, holder); err != nil {
@@ -261,12 +313,12 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder string) (
 		release()
 		return "", err
 	}
-	a = fresh
-	now := s.cfg.Now()
-	if a.Access != nil && a.AccessExpiresAt != nil && a.AccessExpiresAt.After(now.Add(s.cfg.ExpiryMargin)) {
+	if fresh.Version != a.Version || !fresh.ConnectedAt.Equal(a.ConnectedAt) {
+		// Refreshed or reconnected since we looked: use that.
 		release()
-		return s.AccessToken(ctx, owner)
+		return s.token(ctx, owner, rejected)
 	}
+	a = fresh
 	rt, err := s.cfg.Sealer.Open(ctx, a.Refresh, aad(owner, "refresh"))
 	if err != nil {
 		release()
@@ -292,31 +344,80 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder string) (
 			return "", retry.Permanent(&codedError{CodeClientRejected, fmt.Errorf(
 				"the external API rejected Conveyor's OAuth client credentials (a configuration error an operator must fix; the account is fine): %w", err)})
 		case errors.As(err, &apiErr) && !apiErr.Temporary():
+			// Our lease may have lapsed while another instance spent the
+			// same token and stored its successor: that one is good.
+			if cur, err2 := s.cfg.Store.GetAccount(ctx, owner, Provider); err2 == nil &&
+				(cur.Version != a.Version || !cur.ConnectedAt.Equal(a.ConnectedAt)) {
+				return s.token(ctx, owner, rejected)
+			}
 			return "", retry.Permanent(&codedError{CodeReconnect, fmt.Errorf("the account must be reconnected: %w", err)})
 		}
 		return "", err
 	}
-	refreshEnv, err := s.cfg.Sealer.Seal(ctx, []byte(tok.RefreshToken), aad(owner, "refresh"))
+	// The old refresh token is dead now: the new pair must reach the table
+	// whatever happens to the caller's context, KMS or the lease.
+	saved, err := s.persist(ctx, a, tok)
 	if err != nil {
 		release()
-		return "", err
-	}
-	accessEnv, err := s.cfg.Sealer.Seal(ctx, []byte(tok.AccessToken), aad(owner, "access"))
-	if err != nil {
-		release()
-		return "", err
-	}
-	exp := tok.ExpiresAt.UTC()
-	a.Refresh, a.Access, a.AccessExpiresAt = refreshEnv, &accessEnv, &exp
-	a.Version++
-	a.UpdatedAt = now.UTC()
-	if err := s.cfg.Store.SaveRefreshed(ctx, a, holder); err != nil {
-		// Our lease expired and someone else refreshed meanwhile: the token
-		// we got was rotated away by theirs or theirs by ours; the stored
-		// one is authoritative.
+		s.cfg.Logger.ErrorContext(ctx, "the rotated refresh token could not be stored; the account may need reconnecting",
+			"user", owner, "error", err)
 		return "", retry.Temporary(fmt.Errorf("storing refreshed tokens: %w", err), 0)
 	}
-	s.remember(owner, tok.AccessToken, exp)
+	s.remember(saved, tok.AccessToken, *saved.AccessExpiresAt)
 	s.cfg.Logger.InfoContext(ctx, "access token refreshed", "user", owner)
 	return tok.AccessToken, nil
+}
+
+// persist seals the rotated pair and stores it in place of spent, the
+// account as it was when its refresh token was spent. It runs under a
+// context detached from the caller's cancellation (bounded by
+// PersistTimeout) and retries KMS and DynamoDB failures with backoff. The
+// write is conditional on the account still holding the spent token (same
+// version and connection), not on the lease: a lapsed lease does not lose
+// the only valid refresh token, and a reconnect made meanwhile wins.
+func (s *Service) persist(ctx context.Context, spent store.Account, tok deviantart.Token) (store.Account, error) {
+	owner := spent.Owner
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
+	defer cancel()
+	a := spent
+	exp := tok.ExpiresAt.UTC()
+	a.AccessExpiresAt = &exp
+	a.Version = spent.Version + 1
+	a.UpdatedAt = s.cfg.Now().UTC()
+	var refreshEnv, accessEnv *secrets.Envelope
+	wait := s.cfg.PersistBackoff
+	for attempt := 1; ; attempt++ {
+		err := func() error {
+			if refreshEnv == nil {
+				env, err := s.cfg.Sealer.Seal(pctx, []byte(tok.RefreshToken), aad(owner, "refresh"))
+				if err != nil {
+					return fmt.Errorf("sealing the refresh token: %w", err)
+				}
+				refreshEnv = &env
+			}
+			if accessEnv == nil {
+				env, err := s.cfg.Sealer.Seal(pctx, []byte(tok.AccessToken), aad(owner, "access"))
+				if err != nil {
+					return fmt.Errorf("sealing the access token: %w", err)
+				}
+				accessEnv = &env
+			}
+			a.Refresh, a.Access = *refreshEnv, accessEnv
+			return s.cfg.Store.SaveRotated(pctx, a, spent.Version, spent.ConnectedAt)
+		}()
+		if err == nil {
+			return a, nil
+		}
+		if errors.Is(err, store.ErrConflict) {
+			// Reconnected meanwhile: the user's new grant supersedes ours.
+			return store.Account{}, fmt.Errorf("the account changed while its token was refreshed: %w", err)
+		}
+		s.cfg.Logger.WarnContext(ctx, "storing the rotated tokens failed; retrying", "user", owner, "attempt", attempt, "error", err)
+		select {
+		case <-pctx.Done():
+			return store.Account{}, fmt.Errorf("after %d attempts: %w", attempt, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }

@@ -29,15 +29,15 @@ type Services struct {
 // Register adds every route of the contract to rt.
 func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/healthz", httpapi.Public, s.healthz)
-	rt.Handle(http.MethodPost, "/v1/uploads/sign", httpapi.AnyUser, s.signUpload)
-	rt.Handle(http.MethodPost, "/v1/uploads/{id}/confirm", httpapi.AnyUser, s.confirmUpload)
+	rt.Handle(http.MethodPost, "/v1/uploads/sign", httpapi.Writer, s.signUpload)
+	rt.Handle(http.MethodPost, "/v1/uploads/{id}/confirm", httpapi.Writer, s.confirmUpload)
 	rt.Handle(http.MethodGet, "/v1/uploads/{id}", httpapi.AnyUser, s.getUpload)
-	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.AnyUser, s.connectAccount)
-	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.AnyUser, s.submitJob)
+	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.Writer, s.connectAccount)
+	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.submitJob)
 	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
-	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.AnyUser, s.cancelJob)
-	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.AnyUser, s.retryJob)
+	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
+	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {

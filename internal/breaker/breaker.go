@@ -234,23 +234,42 @@ func (b *Breaker) write(ctx context.Context, prev, next Record) error {
 // exactly one instance wins). A refusal is a retry.Snooze wrapping an
 // *OpenError: the caller comes back at its RetryAt without spending an
 // attempt.
+//
+// A failure to read or write the breakers' state (DynamoDB throttled or
+// unreachable) is a snooze too, StorageSnoozeDefault away: the call was not
+// made, so no attempt is spent on it.
 func (b *Breaker) Allow(ctx context.Context, keys ...string) error {
+	_, err := b.allow(ctx, keys...)
+	return err
+}
+
+// StorageSnoozeDefault is how long a caller waits when the breakers' state
+// cannot be read or written.
+const StorageSnoozeDefault = 5 * time.Second
+
+// storageSnooze turns a storage failure inside Allow into a snooze.
+func (b *Breaker) storageSnooze(key string, err error) error {
+	return retry.Snooze(fmt.Errorf("breaker %s: state unavailable: %w", key, err), b.o.Now().Add(StorageSnoozeDefault))
+}
+
+// allow is Allow, reporting whether this call holds a probe lease.
+func (b *Breaker) allow(ctx context.Context, keys ...string) (probe bool, _ error) {
 	for _, key := range keys {
 		r, err := b.state(ctx, key)
 		if err != nil {
-			return err
+			return probe, b.storageSnooze(key, err)
 		}
 		now := b.o.Now()
 		a := Admit(b.o.Config, r, now)
 		if !a.Allow {
-			return retry.Snooze(&OpenError{Key: key, RetryAt: a.RetryAt}, a.RetryAt)
+			return probe, retry.Snooze(&OpenError{Key: key, RetryAt: a.RetryAt}, a.RetryAt)
 		}
 		if !a.Probe {
 			continue
 		}
 		// Lease from the stored state, not the cache.
 		if r, err = b.read(ctx, key); err != nil {
-			return err
+			return probe, b.storageSnooze(key, err)
 		}
 		leased, ok := LeaseProbe(b.o.Config, r, b.o.Owner, now)
 		if ok {
@@ -261,14 +280,15 @@ func (b *Breaker) Allow(ctx context.Context, keys ...string) error {
 				b.remember(fresh)
 			}
 			retryAt := now.Add(b.o.Config.ProbeLease)
-			return retry.Snooze(&OpenError{Key: key, RetryAt: retryAt}, retryAt)
+			return probe, retry.Snooze(&OpenError{Key: key, RetryAt: retryAt}, retryAt)
 		}
 		if err != nil {
-			return err
+			return probe, b.storageSnooze(key, err)
 		}
+		probe = true
 		b.o.Logger.Info("breaker probe", "breaker", key, "owner", b.o.Owner)
 	}
-	return nil
+	return probe, nil
 }
 
 // Record applies a call's outcome to every key, writing only when the
@@ -339,13 +359,28 @@ func Classify(err error) (Outcome, time.Duration) {
 	return Failure, 0
 }
 
+// ProbeCallTimeout is the longest a probe call may run under a probe lease
+// of lease: four fifths of it, so the call has ended (and its outcome is
+// being recorded) before the lease lapses and another instance may probe.
+// A lapsed lease with the probe still running would let a second probe
+// through.
+func ProbeCallTimeout(lease time.Duration) time.Duration { return lease - lease/5 }
+
 // Do runs fn under the breakers of keys: refused fast when open, the
-// outcome recorded after.
+// outcome recorded after. When the call is a half-open probe, fn's context
+// ends after ProbeCallTimeout(ProbeLease), whatever fn's own timeouts.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error, keys ...string) error {
-	if err := b.Allow(ctx, keys...); err != nil {
+	probe, err := b.allow(ctx, keys...)
+	if err != nil {
 		return err
 	}
-	err := fn(ctx)
+	callCtx := ctx
+	if probe {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, ProbeCallTimeout(b.o.Config.ProbeLease))
+		defer cancel()
+	}
+	err = fn(callCtx)
 	o, ra := Classify(err)
 	if rerr := b.Record(context.WithoutCancel(ctx), o, ra, keys...); rerr != nil {
 		b.o.Logger.Warn("recording a breaker outcome failed", "error", rerr)

@@ -244,3 +244,54 @@ func TestConcurrentCallsWhileTheSnapshotRefreshes(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageErrorSnoozes: when the breakers' table cannot be read (here it
+// does not exist), Do does not call fn and answers a snooze, so the job
+// spends no attempt.
+func TestStorageErrorSnoozes(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	b := breaker.New(breaker.Options{Config: breaker.DefaultConfig(), DB: awsclient.New(env.Config).DynamoDB, Table: awstest.Name(t, "missing"),
+		Owner: "lambda", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	called := false
+	err := b.Do(context.Background(), func(context.Context) error { called = true; return nil }, "host:example.com")
+	if called {
+		t.Error("the call was made although the breaker state is unknown")
+	}
+	if retry.Classify(err) != retry.ClassSnooze {
+		t.Errorf("err = %v (class %v), want a snooze", err, retry.Classify(err))
+	}
+}
+
+// TestProbeCallEndsInsideItsLease: a half-open probe's context ends before
+// the probe lease lapses, so a hung probe cannot let a second one through.
+func TestProbeCallEndsInsideItsLease(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Now().UTC()}
+	bs := instances(t, 1, clk, nil)
+	ctx := context.Background()
+	key := "host:probe-deadline"
+	for range 5 {
+		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, key)
+	}
+	clk.Advance(5*time.Minute + time.Second)
+	var probeLeft time.Duration
+	_ = bs[0].Do(ctx, func(ctx context.Context) error {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			t.Fatal("the probe's context has no deadline")
+		}
+		probeLeft = time.Until(dl)
+		return nil
+	}, key)
+	if probeLeft <= 0 || probeLeft > breaker.ProbeCallTimeout(30*time.Second) || breaker.ProbeCallTimeout(30*time.Second) >= 30*time.Second {
+		t.Errorf("probe deadline in %s, want within %s of a 30s lease", probeLeft, breaker.ProbeCallTimeout(30*time.Second))
+	}
+	// A closed breaker's calls keep the caller's context.
+	_ = bs[0].Do(ctx, func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); ok {
+			t.Error("a call through a closed breaker got a probe deadline")
+		}
+		return nil
+	}, key)
+}

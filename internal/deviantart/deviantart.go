@@ -30,6 +30,21 @@ const BaseURLDefault = "https://www.deviantart.com"
 // RetryAfterMax bounds the Retry-After an APIError reports.
 const RetryAfterMax = 24 * time.Hour
 
+// Per-call deadlines. A call's context ends at the earlier of its caller's
+// deadline and its own: CallTimeoutDefault for every call but Submit, and
+// for Submit CallTimeoutDefault plus the file's size at UploadRateMinDefault
+// (a 50 MiB file: 20 s + 50 s). Under a half-open breaker the probe's own
+// bound (breaker.ProbeCallTimeout, four fifths of the 30 s probe lease)
+// applies on top, so no call outlives the lease it runs under: keep
+// CallTimeout below it.
+const (
+	// CallTimeoutDefault bounds one API call (default 20s).
+	CallTimeoutDefault = 20 * time.Second
+	// UploadRateMinDefault is the slowest upload Submit waits for, in
+	// bytes per second (default 1 MiB/s).
+	UploadRateMinDefault = 1 << 20
+)
+
 // answerMaxBytes bounds how much of an answer is read.
 const answerMaxBytes = 1 << 20
 
@@ -48,6 +63,12 @@ type Config struct {
 	// Now is the clock that turns expires_in and Retry-After dates into
 	// times. Default time.Now.
 	Now func() time.Time
+	// CallTimeout bounds every call (default CallTimeoutDefault); Submit
+	// adds the file's size at UploadRateMin.
+	CallTimeout time.Duration
+	// UploadRateMin is the slowest upload Submit allows for, in bytes per
+	// second (default UploadRateMinDefault).
+	UploadRateMin int64
 }
 
 // Client calls the API. It is safe for concurrent use.
@@ -65,7 +86,19 @@ func New(cfg Config) *Client {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = CallTimeoutDefault
+	}
+	if cfg.UploadRateMin <= 0 {
+		cfg.UploadRateMin = UploadRateMinDefault
+	}
 	return &Client{cfg: cfg}
+}
+
+// Timeout is the overall deadline of a call sending size bytes of file (0
+// for every call but Submit): CallTimeout plus size at UploadRateMin.
+func (c *Client) Timeout(size int64) time.Duration {
+	return c.cfg.CallTimeout + time.Duration(max(size, 0)*int64(time.Second)/c.cfg.UploadRateMin)
 }
 
 func newTransport() *http.Transport {
@@ -319,6 +352,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
+// newRequest builds a request; the caller must hold ctx bounded by Timeout
+// (see bounded).
 func (c *Client) newRequest(ctx context.Context, method, path, accessToken string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL+path, body)
 	if err != nil {
@@ -347,6 +382,8 @@ func (c *Client) postForm(ctx context.Context, path, accessToken string, form ur
 // wrong client credentials one with Code "invalid_client"
 // (IsClientRejected); neither is temporary.
 func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout(0))
+	defer cancel()
 	const op = opRefresh
 	if refreshToken == "" {
 		return Token{}, fmt.Errorf("%s: no refresh token", op)
@@ -380,6 +417,8 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error
 // item that was already published fails with an error for which
 // IsAlreadyPublished is true; Item then tells its deviation.
 func (c *Client) Publish(ctx context.Context, accessToken string, itemID int64) (Deviation, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout(0))
+	defer cancel()
 	const op = "stash publish"
 	form := url.Values{
 		"itemid": {strconv.FormatInt(itemID, 10)}, "agree_submission": {"1"}, "agree_tos": {"1"}, "is_mature": {"false"},
@@ -405,6 +444,8 @@ func (c *Client) Publish(ctx context.Context, accessToken string, itemID int64) 
 // whether and where it was published. An unknown item is an *APIError
 // (400).
 func (c *Client) Item(ctx context.Context, accessToken string, itemID int64) (StashItem, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout(0))
+	defer cancel()
 	const op = "stash item"
 	req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/oauth2/stash/item/"+strconv.FormatInt(itemID, 10), accessToken, nil)
 	if err != nil {
@@ -440,37 +481,51 @@ func (c *Client) FindByStack(ctx context.Context, accessToken, stack string) (St
 	const op = "stash delta"
 	offset := 0
 	for range deltaPagesMax {
-		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(deltaPageSize)}}
-		req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/oauth2/stash/delta?"+q.Encode(), accessToken, nil)
-		if err != nil {
-			return StashItem{}, false, fmt.Errorf("%s: %w", op, err)
+		item, found, next, err := c.deltaPage(ctx, accessToken, stack, offset)
+		if err != nil || found || next < 0 {
+			return item, found, err
 		}
-		var out struct {
-			HasMore    bool `json:"has_more"`
-			NextOffset *int `json:"next_offset"`
-			Entries    []struct {
-				ItemID   int64  `json:"itemid"`
-				Stack    string `json:"stack"`
-				Metadata struct {
-					Title string `json:"title"`
-				} `json:"metadata"`
-			} `json:"entries"`
-		}
-		if err := c.do(req, op, &out, accessToken); err != nil {
-			return StashItem{}, false, err
-		}
-		for _, e := range out.Entries {
-			if e.Stack == stack {
-				return StashItem{ItemID: e.ItemID, Stack: e.Stack, Title: e.Metadata.Title}, true, nil
-			}
-		}
-		if !out.HasMore || out.NextOffset == nil {
-			return StashItem{}, false, nil
-		}
-		if *out.NextOffset <= offset {
-			return StashItem{}, false, fmt.Errorf("%s: next_offset %d does not advance from %d", op, *out.NextOffset, offset)
-		}
-		offset = *out.NextOffset
+		offset = next
 	}
 	return StashItem{}, false, fmt.Errorf("%s: more than %d pages", op, deltaPagesMax)
+}
+
+// deltaPage reads one page of the stash delta from offset, under its own
+// deadline: the item of stack if the page has it, else the next offset (-1
+// at the end).
+func (c *Client) deltaPage(ctx context.Context, accessToken, stack string, offset int) (StashItem, bool, int, error) {
+	const op = "stash delta"
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout(0))
+	defer cancel()
+	q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(deltaPageSize)}}
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/oauth2/stash/delta?"+q.Encode(), accessToken, nil)
+	if err != nil {
+		return StashItem{}, false, -1, fmt.Errorf("%s: %w", op, err)
+	}
+	var out struct {
+		HasMore    bool `json:"has_more"`
+		NextOffset *int `json:"next_offset"`
+		Entries    []struct {
+			ItemID   int64  `json:"itemid"`
+			Stack    string `json:"stack"`
+			Metadata struct {
+				Title string `json:"title"`
+			} `json:"metadata"`
+		} `json:"entries"`
+	}
+	if err := c.do(req, op, &out, accessToken); err != nil {
+		return StashItem{}, false, -1, err
+	}
+	for _, e := range out.Entries {
+		if e.Stack == stack {
+			return StashItem{ItemID: e.ItemID, Stack: e.Stack, Title: e.Metadata.Title}, true, -1, nil
+		}
+	}
+	if !out.HasMore || out.NextOffset == nil {
+		return StashItem{}, false, -1, nil
+	}
+	if *out.NextOffset <= offset {
+		return StashItem{}, false, -1, fmt.Errorf("%s: next_offset %d does not advance from %d", op, *out.NextOffset, offset)
+	}
+	return StashItem{}, false, *out.NextOffset, nil
 }

@@ -31,6 +31,9 @@ func (c *Client) Submit(ctx context.Context, accessToken string, s Submission) (
 	if s.Size < 0 {
 		return 0, fmt.Errorf("%s: negative size %d", op, s.Size)
 	}
+	// The whole call, file included, ends within Timeout(s.Size).
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout(s.Size))
+	defer cancel()
 	head, tail, contentType, err := envelope(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)

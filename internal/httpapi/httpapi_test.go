@@ -82,7 +82,7 @@ func setup(t *testing.T) *testBundle {
 	b.rt = NewRouter(Options{Verifier: auth.NewVerifier(secret, nil), Logger: logger, MaxBody: 128})
 	b.user, b.admin, b.service = token(t, auth.RoleUser), token(t, auth.RoleAdmin), token(t, auth.RoleService)
 
-	b.rt.Handle(http.MethodPost, "/things", AnyUser, func(r *Request) (Response, error) {
+	b.rt.Handle(http.MethodPost, "/things", Writer, func(r *Request) (Response, error) {
 		var v thing
 		if err := Decode(r, &v); err != nil {
 			return Response{}, err
@@ -95,7 +95,7 @@ func setup(t *testing.T) *testBundle {
 	b.rt.Handle(http.MethodGet, "/things/special", AnyUser, func(r *Request) (Response, error) {
 		return JSON(http.StatusOK, map[string]string{"route": "special"}), nil
 	})
-	b.rt.Handle(http.MethodPost, "/things/{id}/cancel", AnyUser, func(r *Request) (Response, error) {
+	b.rt.Handle(http.MethodPost, "/things/{id}/cancel", Writer, func(r *Request) (Response, error) {
 		return JSON(http.StatusOK, map[string]string{"cancelled": r.Params["id"]}), nil
 	})
 	b.rt.Handle(http.MethodGet, "/admin", AdminOnly, func(r *Request) (Response, error) { return JSON(http.StatusOK, "admin"), nil })
@@ -227,6 +227,8 @@ func TestServeErrors(t *testing.T) {
 		{"401 before the body is read", event(http.MethodPost, "/things", "", `{"name":`), 401, errorDetail{Code: CodeUnauthorized}},
 		{"403 user on admin", event(http.MethodGet, "/admin", b.user, ""), 403, errorDetail{Code: CodeForbidden}},
 		{"403 service on admin", event(http.MethodGet, "/admin", b.service, ""), 403, errorDetail{Code: CodeForbidden}},
+		{"403 service writes", event(http.MethodPost, "/things/7/cancel", b.service, ""), 403, errorDetail{Code: CodeForbidden}},
+		{"403 service creates", event(http.MethodPost, "/things", b.service, `{"name":"x"}`), 403, errorDetail{Code: CodeForbidden}},
 		{"403 user on read-only", event(http.MethodGet, "/read", b.user, ""), 403, errorDetail{Code: CodeForbidden}},
 		{"404 unknown path", event(http.MethodGet, "/nothing", b.user, ""), 404, errorDetail{Code: CodeNotFound}},
 		{"404 too deep", event(http.MethodGet, "/things/1/2/3", b.user, ""), 404, errorDetail{Code: CodeNotFound}},
@@ -313,6 +315,8 @@ func TestServeSuccess(t *testing.T) {
 		{"header case does not matter", event(http.MethodGet, "/things/t4", "", "", "AUTHORIZATION", "Bearer "+b.user), 200, `{"id":"t4","status":"","sub":"u-user"}`},
 		{"admin on admin", event(http.MethodGet, "/admin", b.admin, ""), 200, `"admin"`},
 		{"service reads", event(http.MethodGet, "/read", b.service, ""), 200, `"read"`},
+		{"service reads a user route", event(http.MethodGet, "/things/7", b.service, ""), 200, `{"id":"7","status":"","sub":"u-service"}`},
+		{"admin writes", event(http.MethodPost, "/things/7/cancel", b.admin, ""), 200, `{"cancelled":"7"}`},
 		{"admin reads", event(http.MethodGet, "/read", b.admin, ""), 200, `"read"`},
 		{"public ignores tokens", event(http.MethodGet, "/public", "junk", ""), 200, `{"sub":""}`},
 		{"no content", event(http.MethodDelete, "/empty", "", ""), 204, ``},
@@ -501,7 +505,9 @@ func TestHandleRefusesWiringMistakes(t *testing.T) {
 		existing string
 	}{
 		{"zero access", withVerifier(), "GET", "/a", 0, ok, ""},
-		{"unknown access", withVerifier(), "GET", "/a", AdminOnly + 1, ok, ""},
+		{"unknown access", withVerifier(), "GET", "/a", Writer + 1, ok, ""},
+		{"any-user route that writes", withVerifier(), "POST", "/a", AnyUser, ok, ""},
+		{"read-only route that writes", withVerifier(), "DELETE", "/a", ReadOnly, ok, ""},
 		{"protected route without a verifier", NewRouter(Options{}), "GET", "/a", AnyUser, ok, ""},
 		{"nil handler", withVerifier(), "GET", "/a", Public, nil, ""},
 		{"lower-case method", withVerifier(), "get", "/a", Public, ok, ""},

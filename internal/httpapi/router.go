@@ -38,12 +38,18 @@ type Access int
 const (
 	// Public needs no token; Request.Claims stays zero.
 	Public Access = iota + 1
-	// AnyUser needs a valid token of any role (user, admin, service).
+	// AnyUser needs a valid token of any role (user, admin, service) on a
+	// route that only reads (GET, HEAD). Handle refuses it on a method
+	// that writes: such a route is Writer.
 	AnyUser
-	// ReadOnly needs an admin or service token.
+	// ReadOnly needs an admin or service token, on a route that only reads.
 	ReadOnly
 	// AdminOnly needs an admin token.
 	AdminOnly
+	// Writer needs a user or admin token: a route that changes something
+	// on the caller's behalf. Service tokens are read-only everywhere
+	// (API.md, "Admin"), so they get 403.
+	Writer
 )
 
 // String names the rule.
@@ -57,11 +63,20 @@ func (a Access) String() string {
 		return "read-only"
 	case AdminOnly:
 		return "admin-only"
+	case Writer:
+		return "writer"
 	}
 	return "Access(" + strconv.Itoa(int(a)) + ")"
 }
 
-func (a Access) allows(r auth.Role) bool {
+// allows reports whether role r may call a route of rule a with method.
+// Whatever the rule, a service token never passes a method that writes: the
+// contract makes service read-only, and this keeps it so even for a route
+// registered with the wrong rule.
+func (a Access) allows(r auth.Role, method string) bool {
+	if r == auth.RoleService && !safeMethod(method) {
+		return false
+	}
 	switch a {
 	case AnyUser:
 		return r.Valid()
@@ -69,8 +84,35 @@ func (a Access) allows(r auth.Role) bool {
 		return r == auth.RoleAdmin || r == auth.RoleService
 	case AdminOnly:
 		return r == auth.RoleAdmin
+	case Writer:
+		return r == auth.RoleUser || r == auth.RoleAdmin
 	}
 	return false
+}
+
+// safeMethod reports whether method only reads (RFC 9110 safe methods).
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// RouteInfo describes one registered route.
+type RouteInfo struct {
+	// Method is the HTTP method, upper case.
+	Method string
+	// Pattern is the path pattern as registered ("/v1/jobs/{id}").
+	Pattern string
+	// Access is the route's rule.
+	Access Access
+}
+
+// Routes lists the registered routes in registration order, so that tests
+// can check every route's rule against the contract.
+func (rt *Router) Routes() []RouteInfo {
+	out := make([]RouteInfo, 0, len(rt.routes))
+	for _, r := range rt.routes {
+		out = append(out, RouteInfo{Method: r.method, Pattern: r.pattern, Access: r.access})
+	}
+	return out
 }
 
 // HandlerFunc answers one request. Returning an *Error (or an error wrapping
@@ -127,8 +169,10 @@ func NewRouter(opts Options) *Router {
 // several patterns match a path, the one with a literal where the others
 // have a parameter, earliest in the path, wins ("/v1/uploads/sign" over
 // "/v1/uploads/{id}"). Handle panics on a malformed pattern, a nil handler,
-// an invalid Access, a route registered twice, or a protected route on a
-// Router without a Verifier: wiring mistakes that must fail at start-up.
+// an invalid Access, a route registered twice, a protected route on a
+// Router without a Verifier, or a method that writes under AnyUser or
+// ReadOnly (service tokens may only read): wiring mistakes that must fail at
+// start-up.
 func (rt *Router) Handle(method, pattern string, access Access, h HandlerFunc) {
 	fail := func(format string, args ...any) {
 		panic(fmt.Sprintf("httpapi: Handle(%q, %q): %s", method, pattern, fmt.Sprintf(format, args...)))
@@ -138,8 +182,10 @@ func (rt *Router) Handle(method, pattern string, access Access, h HandlerFunc) {
 		fail("method must be an upper-case token")
 	case h == nil:
 		fail("nil handler")
-	case access < Public || access > AdminOnly:
+	case access < Public || access > Writer:
 		fail("invalid access %v", access)
+	case (access == AnyUser || access == ReadOnly) && !safeMethod(method):
+		fail("a %s route writes: use Writer or AdminOnly", method)
 	case access != Public && rt.opts.Verifier == nil:
 		fail("a %v route needs Options.Verifier", access)
 	case !strings.HasPrefix(pattern, "/"):
@@ -314,7 +360,7 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 	}
 	pattern = best.pattern
 
-	if e := rt.admit(req, best.access); e != nil {
+	if e := rt.admit(req, best.access, best.method); e != nil {
 		resp := render(e)
 		if e.Status == http.StatusUnauthorized {
 			resp.Headers["WWW-Authenticate"] = `Bearer realm="conveyor"`
@@ -363,7 +409,7 @@ func requestPath(ev events.APIGatewayV2HTTPRequest) (segs []string, ok bool) {
 }
 
 // admit applies the route's access rule and records the caller's claims.
-func (rt *Router) admit(r *Request, a Access) *Error {
+func (rt *Router) admit(r *Request, a Access, method string) *Error {
 	if a == Public {
 		return nil
 	}
@@ -376,7 +422,7 @@ func (rt *Router) admit(r *Request, a Access) *Error {
 		return Unauthorized("invalid token")
 	}
 	r.Claims = c
-	if !a.allows(c.Role) {
+	if !a.allows(c.Role, method) {
 		return Forbidden()
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type API interface {
 // refreshing (serialised per account) when it expired.
 type Tokens interface {
 	AccessToken(ctx context.Context, owner string) (string, error)
+	// ForceRefresh returns a token other than rejected, which the API
+	// just refused with 401, refreshing if nobody has yet.
+	ForceRefresh(ctx context.Context, owner, rejected string) (string, error)
 }
 
 // Crash points: a test hook may fail the run at each of them, the way a
@@ -251,6 +255,30 @@ type run struct {
 	receives int
 	mu       sync.Mutex // guards job against the heartbeat
 	job      job.Job
+	// token is the access token the run calls the API with; reauthed says
+	// whether a 401 has already forced a refresh in this run.
+	token    string
+	reauthed bool
+}
+
+// authed calls the API through call with the run's access token. The API
+// may refuse a token before its stated expiry (revoked, rotated by a
+// reconnect elsewhere): the first 401 of a run forces one refresh and one
+// retry with the new token; a second 401 is returned as it is.
+func (r *run) authed(ctx context.Context, owner string, call func(token string) error) error {
+	err := call(r.token)
+	var sc interface{ StatusCode() int }
+	if err == nil || r.reauthed || !errors.As(err, &sc) || sc.StatusCode() != http.StatusUnauthorized {
+		return err
+	}
+	r.reauthed = true
+	r.log.InfoContext(ctx, "the API refused the access token; refreshing it once")
+	tok, ferr := r.p.cfg.Tokens.ForceRefresh(ctx, owner, r.token)
+	if ferr != nil {
+		return ferr
+	}
+	r.token = tok
+	return call(tok)
 }
 
 // record persists facts about the outside world (what the external API
@@ -349,6 +377,7 @@ func (r *run) phases(ctx context.Context) error {
 	if err != nil {
 		return r.phaseErr(ctx, job.PhaseToken, err)
 	}
+	r.token = token
 	r.mu.Lock()
 	r.job.CompletePhase(job.PhaseToken, "access token ready", now())
 	r.mu.Unlock()
@@ -367,7 +396,11 @@ func (r *run) phases(ctx context.Context) error {
 		r.job.StartPhase(job.PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
 		r.job.StartPhase(job.PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
 		r.mu.Unlock()
-		itemID, err := r.upload(ctx, token, j, it, r.tried[i])
+		var itemID int64
+		err := r.authed(ctx, j.Owner, func(token string) (err error) {
+			itemID, err = r.upload(ctx, token, j, it, r.tried[i])
+			return err
+		})
 		if err != nil {
 			return r.itemErr(ctx, job.PhaseUpload, i, err)
 		}
@@ -409,7 +442,11 @@ func (r *run) phases(ctx context.Context) error {
 		if it.Status != job.ItemUploaded {
 			continue
 		}
-		dev, err := r.publish(ctx, token, it, r.tried[i])
+		var dev deviantart.Deviation
+		err := r.authed(ctx, j.Owner, func(token string) (err error) {
+			dev, err = r.publish(ctx, token, it, r.tried[i])
+			return err
+		})
 		if err != nil {
 			return r.itemErr(ctx, job.PhasePublish, i, err)
 		}

@@ -87,9 +87,13 @@ func (s *Store) LeaseAccount(ctx context.Context, owner, provider, worker string
 	return nil
 }
 
-// SaveRefreshed stores rotated tokens and releases the lease, if worker
-// still holds it (ErrConflict otherwise).
-func (s *Store) SaveRefreshed(ctx context.Context, a Account, worker string) error {
+// SaveRotated stores a's rotated tokens and releases any refresh lease, if
+// the stored account still holds the tokens that were spent: version
+// spentVersion of the connection made at connectedAt (ErrConflict
+// otherwise, e.g. after a reconnect). It does not require the lease: a
+// refresher whose lease lapsed still holds the only valid refresh token,
+// and nobody else can have stored a successor of the one it spent.
+func (s *Store) SaveRotated(ctx context.Context, a Account, spentVersion int64, connectedAt time.Time) error {
 	a.LeaseOwner, a.LeaseUntilMs = "", 0
 	item, err := attributevalue.MarshalMap(a)
 	if err != nil {
@@ -98,7 +102,8 @@ func (s *Store) SaveRefreshed(ctx context.Context, a Account, worker string) err
 	for k, v := range keyOf(accountPK(a.Owner), a.Provider) {
 		item[k] = v
 	}
-	c := condition(expression.Name("leaseOwner").Equal(expression.Value(worker)))
+	c := condition(expression.Name("version").Equal(expression.Value(spentVersion)).
+		And(expression.Name("connectedAt").Equal(expression.Value(connectedAt))))
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,6 +81,9 @@ type Config struct {
 	// Transport overrides the HTTP transport (tests); the SSRF guard is
 	// added to the default one only.
 	Transport http.RoundTripper
+	// Resolver looks up receivers' names, both when the URL is checked and
+	// when the connection is made (default net.DefaultResolver).
+	Resolver netguard.Resolver
 }
 
 // Deliverer delivers webhooks.
@@ -105,20 +107,19 @@ func New(cfg Config) *Deliverer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	guard := netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}
 	tr := cfg.Transport
 	if tr == nil {
-		dialer := &net.Dialer{Timeout: 5 * time.Second}
-		if !cfg.Local {
-			dialer.Control = netguard.DialControl // on the resolved address: no DNS rebinding
-		}
-		tr = &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: 4}
+		// The guard again at connect time, on the address actually dialled:
+		// no DNS rebinding between CheckURL and the connection. No proxy.
+		tr = &http.Transport{DialContext: guard.DialContext, TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: 4}
 	}
 	client := &http.Client{
 		Transport:     tr,
 		Timeout:       cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Deliverer{cfg: cfg, client: client, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local}}
+	return &Deliverer{cfg: cfg, client: client, guard: guard}
 }
 
 // Delivery is the kept state of one delivery.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,4 +157,59 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	default:
 	}
 	var _ store.EventRecord
+}
+
+// rebinding answers a public address to the first lookup and the loopback
+// address afterwards: DNS rebinding.
+type rebinding struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.calls == 1 {
+		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// TestRebindingIsRefusedAtConnectTime: a receiver name that passes the URL
+// check and then resolves to loopback is refused when the connection is
+// made; the loopback receiver never sees a connection.
+func TestRebindingIsRefusedAtConnectTime(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	app := b.Stack.App
+	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Secret: []byte("s"), Local: false, Resolver: &rebinding{}})
+	ctx := context.Background()
+	j := &job.Job{ID: "job_rebindaaaaaaaaaaaaaaaaaaa", Owner: "u", Status: job.Queued, Tier: "low", WebhookURL: "https://rebind.test:" + port + "/hook",
+		CreatedAt: time.Now(), UpdatedAt: time.Now(), Hash: "rebind"}
+	j.Emit(job.EventFailed, time.Now(), nil)
+	if _, _, err := app.Store.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.Deliver(ctx, queue.Message{Kind: queue.KindWebhook, JobID: j.ID, Seq: 1, DeliveryID: "dlv"}, 1)
+	if err != nil || !v.Done {
+		t.Errorf("verdict %+v %v, want done (refused)", v, err)
+	}
+	evs, _ := app.Store.Events(ctx, j.ID, 1, 10)
+	if len(evs) != 1 || evs[0].Type != job.EventWebhookFailed {
+		t.Errorf("events %+v, want webhook.failed", evs)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections reached the loopback receiver", n)
+	}
 }
