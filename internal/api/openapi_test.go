@@ -214,7 +214,7 @@ func checkDocumented(t *testing.T, o specOp, r httpapi.RouteInfo) {
 		want = append(want, "401", "429") // any token problem; throttling in AWS
 	}
 	writes := o.method != http.MethodGet
-	if r.Access == httpapi.ReadOnly || r.Access == httpapi.AdminOnly || (r.Access == httpapi.AnyUser && writes) {
+	if r.Access == httpapi.ReadOnly || r.Access == httpapi.AdminOnly || r.Access == httpapi.Writer || (r.Access == httpapi.AnyUser && writes) {
 		want = append(want, "403") // a user on admin routes; a service token on writes
 	}
 	if writes && r.Access != httpapi.Public {

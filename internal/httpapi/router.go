@@ -216,26 +216,6 @@ func (rt *Router) Handle(method, pattern string, access Access, h HandlerFunc) {
 	rt.routes = append(rt.routes, &route{method: method, pattern: pattern, segs: segs, access: access, h: h})
 }
 
-// RouteInfo describes a registered route.
-type RouteInfo struct {
-	// Method is the HTTP method, upper case.
-	Method string
-	// Pattern is the path as registered, parameters in braces.
-	Pattern string
-	// Access is who may call it.
-	Access Access
-}
-
-// Routes lists the registered routes in registration order, so that a test
-// can hold them against the API's documentation.
-func (rt *Router) Routes() []RouteInfo {
-	out := make([]RouteInfo, 0, len(rt.routes))
-	for _, r := range rt.routes {
-		out = append(out, RouteInfo{Method: r.method, Pattern: r.pattern, Access: r.access})
-	}
-	return out
-}
-
 func splitPath(p string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
