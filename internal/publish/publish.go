@@ -162,6 +162,9 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
 		return Verdict{Done: true, Reason: "running elsewhere"}, nil
 	case j.Status != job.Queued && j.Status != job.Running:
+		if unsettled(j) {
+			p.reconcile(ctx, log, j)
+		}
 		return Verdict{Done: true, Reason: "job is " + string(j.Status)}, nil
 	}
 	tried, err := j.Claim(p.cfg.Worker, now.Add(p.leaseFor()), now)
@@ -223,6 +226,89 @@ func (p *Publisher) park(ctx context.Context, log *slog.Logger, id, reason strin
 	}
 	log.InfoContext(ctx, "job parked until it is due", "reason", reason, "until", until)
 	return Verdict{Done: true, Reason: "parked: " + reason}, nil
+}
+
+// unsettled reports whether a job that will not run again has items an
+// earlier run may have sent to the API without recording what happened (a
+// worker that died right after a call, then a cancel or a stop).
+func unsettled(j job.Job) bool {
+	for _, it := range j.Items {
+		if it.Tried && it.Status != job.ItemPublished {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile asks the API what became of a finished job's unsettled items
+// and records it on them, so that a publication that happened is never
+// lost, whatever the job's status. It is best effort: when the API cannot
+// be asked, the job stays as it is (its items keep "tried", so a retry
+// asks again).
+func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) {
+	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
+	if err != nil {
+		log.WarnContext(ctx, "could not ask the API about a finished job's items", "error", err)
+		return
+	}
+	type fact struct {
+		stash int64
+		out   *job.Output
+	}
+	facts := map[string]fact{}
+	for _, it := range j.Items {
+		if !it.Tried || it.Status == job.ItemPublished {
+			continue
+		}
+		id := it.StashItemID
+		if id == 0 {
+			found, ok, err := p.cfg.API.FindByStack(ctx, token, it.ID)
+			if err != nil {
+				log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
+				return
+			}
+			if !ok {
+				facts[it.ID] = fact{}
+				continue
+			}
+			id = found.ItemID
+		}
+		st, err := p.cfg.API.Item(ctx, token, id)
+		if err != nil {
+			log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
+			return
+		}
+		f := fact{stash: id}
+		if st.Published {
+			f.out = &job.Output{DeviationID: st.DeviationID, URL: st.URL}
+		}
+		facts[it.ID] = f
+	}
+	_, err = p.cfg.Store.UpdateJob(ctx, j.ID, func(cur *job.Job) error {
+		for i := range cur.Items {
+			it := &cur.Items[i]
+			f, ok := facts[it.ID]
+			if !ok || it.Status == job.ItemPublished {
+				continue
+			}
+			if f.stash != 0 && it.StashItemID == 0 {
+				it.StashItemID = f.stash
+				if it.Status == job.ItemPending {
+					it.Status = job.ItemUploaded
+				}
+			}
+			if f.out != nil {
+				it.Status, it.Output, it.Error = job.ItemPublished, f.out, nil
+			}
+			it.Tried = false // what happened is recorded
+		}
+		return nil
+	})
+	if err != nil {
+		log.WarnContext(ctx, "recording what the API did for a finished job failed", "error", err)
+		return
+	}
+	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
 }
 
 // countFinished adds the outcome to the hour's counters (the admin stats).

@@ -235,3 +235,32 @@ func TestRetryAfterACrashDoesNotRepeatWork(t *testing.T) {
 		t.Errorf("%d publications, want 1", n)
 	}
 }
+
+// TestCrashThenCancelKeepsThePublication: the worker dies right after the
+// API published the item, and the user cancels before the message comes
+// back; the next delivery finds a cancelled job, asks the API what the
+// interrupted run did, and records the publication on the item.
+func TestCrashThenCancelKeepsThePublication(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	b.drain(resources.Medium)
+	b.crash[id] = publish.AfterPublish
+	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err == nil {
+		t.Fatal("want a crash")
+	}
+	b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", b.freshToken(), nil), 200)
+	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+		t.Fatalf("redelivery: %+v %v", v, err)
+	}
+	pubs := b.Stack.Simulator.Publications()
+	if len(pubs) != 1 {
+		t.Fatalf("%d publications, want 1", len(pubs))
+	}
+	j := b.job(id)
+	it := j.Items[0]
+	if j.Status != job.Cancelled || it.Status != job.ItemPublished || it.Output == nil || it.Output.DeviationID != pubs[0].DeviationID {
+		t.Errorf("job %s item %s output %+v; want cancelled with the publication %s kept", j.Status, it.Status, it.Output, pubs[0].DeviationID)
+	}
+}
