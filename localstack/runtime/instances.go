@@ -202,6 +202,13 @@ func (f *Function) Close() error {
 		in.kill()
 	}
 	f.wg.Wait()
+	// Every instance is dead now, whether or not the invocation it served
+	// has got round to discarding it yet.
+	f.mu.Lock()
+	for _, in := range all {
+		delete(f.live, in)
+	}
+	f.mu.Unlock()
 	return nil
 }
 
