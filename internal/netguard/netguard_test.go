@@ -3,9 +3,9 @@ package netguard
 import (
 	"context"
 	"errors"
+	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 )
 
@@ -150,22 +150,7 @@ func TestPublic(t *testing.T) {
 	}
 }
 
-// rebinding answers a public address to the first lookup of a name and a
-// loopback one afterwards: a DNS rebinding attack.
-type rebinding struct {
-	mu    sync.Mutex
-	calls int
-}
-
-func (r *rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls++
-	if r.calls == 1 {
-		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
-	}
-	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-}
+type rebinding = netguardtest.Rebinding
 
 // TestDialContextRefusesRebinding: a name checked public by CheckURL and
 // resolving to loopback when the connection is made is refused at connect

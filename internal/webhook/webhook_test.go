@@ -3,11 +3,11 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -159,22 +159,7 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	var _ store.EventRecord
 }
 
-// rebinding answers a public address to the first lookup and the loopback
-// address afterwards: DNS rebinding.
-type rebinding struct {
-	mu    sync.Mutex
-	calls int
-}
-
-func (r *rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls++
-	if r.calls == 1 {
-		return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
-	}
-	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-}
+type rebinding = netguardtest.Rebinding
 
 // TestRebindingIsRefusedAtConnectTime: a receiver name that passes the URL
 // check and then resolves to loopback is refused when the connection is
