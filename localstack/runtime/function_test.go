@@ -338,8 +338,10 @@ func TestStreamedResponseArrivesAsWritten(t *testing.T) {
 	if err != nil || string(rest) != "world" {
 		t.Errorf("rest = %q, %v; want world", rest, err)
 	}
-	// The instance is warm again afterwards.
+	// The instance is warm again once the invocation has ended (which the
+	// runtime learns just after the body's last byte).
 	pid := resp.Header.Get("X-Pid")
+	eventually(t, func() bool { return fn.Stats().Idle == 1 }, "the instance to be idle again")
 	resp2, err := http.Get(base + "/?first=a&last=b")
 	if err != nil {
 		t.Fatal(err)
