@@ -13,6 +13,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -26,21 +27,9 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type bundle struct {
 	*stacktest.Bundle
-	clk     *clock
+	clk     *clock.Simulated
 	counter *awsclient.Counter
 	tok     string
 	crash   map[string]string
@@ -57,7 +46,7 @@ func setup(t *testing.T) *bundle { return setupEnv(t, nil) }
 // setupEnv is setup with extra environment variables (e.g. compressed
 // retention stages).
 func setupEnv(t *testing.T, extra map[string]string) *bundle {
-	b := &bundle{clk: &clock{t: time.Now().UTC()}, counter: awsclient.NewCounter(), crash: map[string]string{}, at: map[string]func(){}}
+	b := &bundle{clk: clock.NewSimulated(time.Now().UTC()), counter: awsclient.NewCounter(), crash: map[string]string{}, at: map[string]func(){}}
 	env := map[string]string{"CONVEYOR_STUCK_AFTER": "20m", "CONVEYOR_MAX_ATTEMPTS": "3"}
 	for k, v := range extra {
 		env[k] = v
