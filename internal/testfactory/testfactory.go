@@ -53,7 +53,7 @@ type UploadOpts struct {
 }
 
 // Upload creates an upload in st and returns it as stored. Its key names
-// an object under uploads/<owner>/ that the factory does not write: a test
+// the object uploads/<owner>/<id>/<filename>, which the factory does not write: a test
 // that streams the media puts the object itself.
 func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 	t.Helper()
@@ -79,7 +79,7 @@ func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 	}
 	u := store.Upload{
 		ID: id, Owner: opts.Owner, Status: store.UploadPending,
-		Key:      "uploads/" + opts.Owner + "/" + id,
+		Key:      "uploads/" + opts.Owner + "/" + id + "/" + opts.Filename,
 		Filename: opts.Filename, Size: opts.Size, ContentType: opts.ContentType,
 		CreatedAt: opts.At.UTC(),
 	}
@@ -276,6 +276,15 @@ func Job(t testing.TB, st *store.Store, opts JobOpts) job.Job {
 	}
 	j := Build(opts)
 	ctx := context.Background()
+	ups, err := st.GetUploads(ctx, opts.UploadIDs)
+	if err != nil {
+		t.Fatalf("testfactory: reading the job's uploads: %v", err)
+	}
+	for i, it := range j.Items {
+		if u, ok := ups[it.UploadID]; ok {
+			j.Items[i].Key, j.Items[i].ContentType, j.Items[i].Size, j.Items[i].Filename = u.Key, u.ContentType, u.Size, u.Filename
+		}
+	}
 	stored, created, err := st.CreateJob(ctx, &j)
 	if err != nil {
 		t.Fatalf("testfactory: creating job: %v", err)
