@@ -241,3 +241,62 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 		t.Errorf("after resuming low: %+v, %v; want its job unparked", res, err)
 	}
 }
+
+// TestStoredButNeverSentIsSent: a job stored queued whose message never
+// reached the queue (the process died before SendMessage) is sent after
+// StuckAfter, not before, without spending an attempt.
+func TestStoredButNeverSentIsSent(t *testing.T) {
+	t.Parallel()
+	b := setupRescue(t)
+	ctx := context.Background()
+	id := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: b.clk.Now()}).ID
+	b.clk.Advance(10 * time.Minute)
+	if res, err := b.rec.Run(ctx); err != nil || res.Requeued != 0 {
+		t.Fatalf("requeued before StuckAfter: %+v, %v", res, err)
+	}
+	b.clk.Advance(11 * time.Minute)
+	res, err := b.rec.Run(ctx)
+	if err != nil || res.Requeued != 1 {
+		t.Fatalf("recovery = %+v, %v", res, err)
+	}
+	if diff := cmp.Diff(map[string][]int{id: {2}}, b.sent(t, resources.Medium)); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	if j := b.get(t, id); j.Attempts != 0 || j.Enqueues != 2 {
+		t.Errorf("attempts %d enqueues %d, want 0 (waiting is not a run) and 2", j.Attempts, j.Enqueues)
+	}
+}
+
+// TestOverlappingRunsEnqueueOnce: four runs at once over five queued jobs
+// nobody received: each job is sent once.
+func TestOverlappingRunsEnqueueOnce(t *testing.T) {
+	t.Parallel()
+	b := setupRescue(t)
+	want := map[string][]int{}
+	for range 5 {
+		want[testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: b.clk.Now()}).ID] = []int{2}
+	}
+	b.clk.Advance(21 * time.Minute)
+	var wg sync.WaitGroup
+	results := make([]recovery.Result, 4)
+	for i := range results {
+		wg.Go(func() {
+			res, err := b.rec.Run(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, r := range results {
+		total += r.Requeued
+	}
+	if total != 5 {
+		t.Errorf("runs requeued %d in total, want 5 (each job once): %+v", total, results)
+	}
+	if diff := cmp.Diff(want, b.sent(t, resources.Medium)); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
