@@ -39,6 +39,7 @@ type pubBundle struct {
 	bucket string
 	sim    *simulator.Server
 	clk    *clock.Simulated
+	tokens *accounts.Service
 	pub    *publish.Publisher
 }
 
@@ -56,8 +57,8 @@ func setupPublisher(t *testing.T) *pubBundle {
 	t.Cleanup(stop)
 	b.sim = sim
 	api := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
-	tokens := accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
-	b.pub = publish.New(publish.Config{Store: b.st, S3: env.Clients.S3, Bucket: b.bucket, Tokens: tokens, API: api,
+	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
+	b.pub = publish.New(publish.Config{Store: b.st, S3: env.Clients.S3, Bucket: b.bucket, Tokens: b.tokens, API: api,
 		Policy: retry.DefaultPolicy(), Worker: "w-test", Now: b.clk.Now, Logger: quiet})
 	return b
 }
@@ -68,6 +69,12 @@ func (b *pubBundle) job(t *testing.T, tier resources.Tier, n int) job.Job {
 	t.Helper()
 	owner := testfactory.Owner()
 	testfactory.Account(t, b.st, testfactory.AccountOpts{Owner: owner, Sealer: b.sealer, At: b.clk.Now()})
+	return b.jobOf(t, owner, tier, n)
+}
+
+// jobOf makes owner's queued job of n items whose images are in the bucket.
+func (b *pubBundle) jobOf(t *testing.T, owner string, tier resources.Tier, n int) job.Job {
+	t.Helper()
 	var ids []string
 	for i := range n {
 		img := pngOf(t, 4+i)
