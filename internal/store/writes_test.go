@@ -181,38 +181,46 @@ func TestSnoozeRetryParkFinishCancel(t *testing.T) {
 			t.Errorf("finished: status %s finishedAt %v", got.Status, got.FinishedAt)
 		}
 	})
-	t.Run("cancel loses to a concurrent claim", func(t *testing.T) {
-		j := b.get(t, testfactory.Job(t, b.st, testfactory.JobOpts{At: now}).ID)
-		stale := j
-		if _, err := j.Claim("w", now.Add(time.Minute), now); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.st.ClaimJob(ctx, &j); err != nil {
-			t.Fatal(err)
-		}
-		if err := stale.Apply(job.Cancel, now); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.st.SaveJob(ctx, &stale); !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("cancel on a stale copy: err = %v, want ErrConflict", err)
-		}
-		if got := b.get(t, j.ID); got.Status != job.Running {
-			t.Fatalf("a lost cancel changed the job: %s", got.Status)
-		}
-		// Read again and decide again: the cancel goes through.
-		got, err := b.st.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Apply(job.Cancel, now) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status != job.Cancelled || b.get(t, j.ID).Status != job.Cancelled {
-			t.Errorf("cancel after re-read: %s", got.Status)
-		}
-		// A finished job refuses the cancel: fn's error comes back, nothing is written.
-		_, err = b.st.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Apply(job.Cancel, now) })
-		if !errors.Is(err, job.ErrTransition) {
-			t.Errorf("second cancel: err = %v, want a transition error", err)
-		}
-	})
+}
+
+// TestCancelLosesToAConcurrentClaim: a cancel written on the copy read
+// before a claim is refused; read again, it goes through; a finished job
+// refuses a second cancel without a write.
+func TestCancelLosesToAConcurrentClaim(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	j := b.get(t, testfactory.Job(t, b.st, testfactory.JobOpts{At: now}).ID)
+	stale := j
+	if _, err := j.Claim("w", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.ClaimJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Apply(job.Cancel, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.SaveJob(ctx, &stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("cancel on a stale copy: err = %v, want ErrConflict", err)
+	}
+	if got := b.get(t, j.ID); got.Status != job.Running {
+		t.Fatalf("a lost cancel changed the job: %s", got.Status)
+	}
+	// Read again and decide again: the cancel goes through.
+	got, err := b.st.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Apply(job.Cancel, now) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != job.Cancelled || b.get(t, j.ID).Status != job.Cancelled {
+		t.Errorf("cancel after re-read: %s", got.Status)
+	}
+	// A finished job refuses the cancel: fn's error comes back, nothing is written.
+	_, err = b.st.UpdateJob(ctx, j.ID, func(j *job.Job) error { return j.Apply(job.Cancel, now) })
+	if !errors.Is(err, job.ErrTransition) {
+		t.Errorf("second cancel: err = %v, want a transition error", err)
+	}
 }
 
 // TestUpdateJobRetriesConflicts: concurrent read-modify-writes all land,

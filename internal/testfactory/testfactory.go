@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -24,13 +26,12 @@ import (
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-// Provider is the provider of the accounts Account connects (the one the
-// product knows, accounts.Provider).
-const Provider = "deviantart"
+// Provider is the provider of the accounts Account connects.
+const Provider = accounts.Provider
 
-// MaxAttemptsDefault is a job's MaxAttempts when JobOpts leaves it zero
-// (the product's default, config.MaxAttemptsDefault).
-const MaxAttemptsDefault = 7
+// MaxAttemptsDefault is a job's MaxAttempts when JobOpts leaves it zero:
+// the product's default.
+const MaxAttemptsDefault = config.MaxAttemptsDefault
 
 // Owner returns a fresh user id, so that parallel tests never share an
 // owner's records.
