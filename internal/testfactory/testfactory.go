@@ -59,12 +59,7 @@ type UploadOpts struct {
 func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 	t.Helper()
 	ctx := context.Background()
-	if opts.Owner == "" {
-		opts.Owner = Owner()
-	}
-	if opts.At.IsZero() {
-		opts.At = time.Now()
-	}
+	defaults(&opts.Owner, &opts.At)
 	if opts.Status == "" {
 		opts.Status = store.UploadConfirmed
 	}
@@ -118,12 +113,7 @@ type AccountOpts struct {
 func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 	t.Helper()
 	ctx := context.Background()
-	if opts.Owner == "" {
-		opts.Owner = Owner()
-	}
-	if opts.At.IsZero() {
-		opts.At = time.Now()
-	}
+	defaults(&opts.Owner, &opts.At)
 	if opts.RefreshToken == "" {
 		opts.RefreshToken = "refresh-" + opts.Owner
 	}
@@ -263,12 +253,7 @@ func Build(opts JobOpts) job.Job {
 // sends no message: a test that needs the job in its tier's queue sends it.
 func Job(t testing.TB, st *store.Store, opts JobOpts) job.Job {
 	t.Helper()
-	if opts.Owner == "" {
-		opts.Owner = Owner()
-	}
-	if opts.At.IsZero() {
-		opts.At = time.Now()
-	}
+	defaults(&opts.Owner, &opts.At)
 	if len(opts.UploadIDs) == 0 {
 		n := max(opts.Items, 1)
 		for range n {
@@ -298,6 +283,16 @@ func Job(t testing.TB, st *store.Store, opts JobOpts) job.Job {
 		t.Fatalf("testfactory: reading job %s back: %v", j.ID, err)
 	}
 	return got
+}
+
+// defaults gives a zero owner a fresh one and a zero time the present.
+func defaults(owner *string, at *time.Time) {
+	if *owner == "" {
+		*owner = Owner()
+	}
+	if at.IsZero() {
+		*at = time.Now()
+	}
 }
 
 func random(n int) string {
