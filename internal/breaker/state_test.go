@@ -335,7 +335,6 @@ func TestLeaseProbe(t *testing.T) {
 	}
 }
 
-
 // TestLifeCycle walks one key through every transition with an injected
 // clock, the way a store would: every changed record is written.
 func TestLifeCycle(t *testing.T) {
