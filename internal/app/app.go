@@ -111,13 +111,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		return nil, err
 	}
 	brk := breaker.New(breaker.Options{Config: bcfg, DB: clients.DynamoDB, Table: cfg.Table, Owner: worker, Now: opts.Now, Logger: log,
-		OnTransition: func(t breaker.Transition) {
-			open := 0.0
-			if t.To == breaker.Open {
-				open = 1
-			}
-			emf.Emit(map[string]float64{"BreakerOpen": open, "BreakerTransition": 1}, map[string]string{"To": string(t.To)})
-		}})
+		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(emf, t) }})
 	host := cfg.DeviantArtURL
 	if u, err := url.Parse(cfg.DeviantArtURL); err == nil && u.Host != "" {
 		host = u.Host
@@ -269,7 +263,7 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Relay, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Relay, a.Breaker, a.Metrics, a.Logger)
 }
 
 // SystemHandler is the system tier consumer's handler.
