@@ -383,7 +383,6 @@ func RateLimited(err error) bool {
 	return errors.As(err, &sc) && sc.StatusCode() == 429
 }
 
-
 // Park says whether a job that must wait for wait, whose message has been
 // received receives times out of the maxReceives its queue allows before
 // the dead-letter queue, should wait in the table instead of in the queue
