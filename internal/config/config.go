@@ -172,7 +172,11 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 			c.ESMUUIDs[t] = v
 		}
 	}
-	if err := c.validate(); err != nil {
+	if getenv(VarBreakerProbeLease) == "" && c.BreakerCooldown > 0 {
+		// A cooldown shorter than the lease (tests, chaos) shortens it.
+		c.BreakerProbeLease = min(c.BreakerProbeLease, c.BreakerCooldown)
+	}
+	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	if err := c.needs(fns, true); err != nil {
@@ -232,7 +236,12 @@ func isAre(n int) string {
 	return "are"
 }
 
-func (c Config) validate() error {
+// validate checks c; deadlines says the call timeout or the probe lease
+// was set explicitly, so their relation is checked too. (With both
+// defaulted, only a cooldown shorter than 30 s makes the lease shorter
+// than the call timeout, and breaker.Do cuts a probe's call at 4/5 of the
+// lease anyway.)
+func (c Config) validate(deadlines bool) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.MaxAttempts < 1 {
@@ -263,7 +272,7 @@ func (c Config) validate() error {
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
 	}
-	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
+	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
 		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",
 			VarCallTimeout, c.CallTimeout, probe, VarBreakerProbeLease, c.BreakerProbeLease)
 	}

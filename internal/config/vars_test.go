@@ -127,4 +127,14 @@ func TestCallTimeoutAndUploadRate(t *testing.T) {
 	if _, err := read(map[string]string{config.VarCallTimeout: "4s", config.VarBreakerProbeLease: "5s"}); err != nil {
 		t.Errorf("a call timeout of 4/5 of the lease: %v", err)
 	}
+	// A short cooldown (tests, chaos) shortens the unset lease; the
+	// defaulted call timeout is then not held against it (breaker.Do cuts
+	// the probe's call at 4/5 of the lease), an explicit one is.
+	c, err = read(map[string]string{config.VarBreakerCooldown: "2s"})
+	if err != nil || c.BreakerProbeLease != 2*time.Second {
+		t.Errorf("cooldown 2s: lease %s, %v; want 2s and no error", c.BreakerProbeLease, err)
+	}
+	if _, err := read(map[string]string{config.VarBreakerCooldown: "2s", config.VarCallTimeout: "20s"}); err == nil || !strings.Contains(err.Error(), "CONVEYOR_CALL_TIMEOUT (20s) must be shorter") {
+		t.Errorf("cooldown 2s, call timeout 20s: err = %v, want the call timeout refused", err)
+	}
 }
