@@ -34,7 +34,13 @@ const (
 	DeleteAfterDefault       = resources.DeleteAfterDefault
 	UploadExpiryDefault      = 5 * time.Minute
 	MaxUploadSizeDefault     = 50 << 20
-	DeviantArtURLDefault     = "https://www.deviantart.com"
+	// StreamPollDefault: an idle SSE stream costs one DynamoDB read a second.
+	StreamPollDefault = time.Second
+	// StreamMaxPerUser: open SSE streams per user, across instances.
+	StreamMaxPerUserDefault = 5
+	// WebhookSecretOverlapDefault: how long a rotated-out secret still signs.
+	WebhookSecretOverlapDefault = 24 * time.Hour
+	DeviantArtURLDefault        = "https://www.deviantart.com"
 )
 
 // Config is the whole configuration of one process.
@@ -59,12 +65,12 @@ type Config struct {
 	EventBus string
 	// JWTSecret verifies bearer tokens, HS256 (CONVEYOR_JWT_SECRET).
 	JWTSecret []byte
-	// WebhookSecret signs webhook bodies (CONVEYOR_WEBHOOK_SECRET).
-	WebhookSecret []byte
-	// JWTSecretARN / WebhookSecretARN name Secrets Manager secrets to read
-	// the two secrets from at cold start when the values are not set
-	// (CONVEYOR_JWT_SECRET_ARN, CONVEYOR_WEBHOOK_SECRET_ARN: the CDK stacks).
-	JWTSecretARN, WebhookSecretARN string
+	// JWTSecretARN names a Secrets Manager secret to read the JWT secret
+	// from at cold start when the value is not set (CONVEYOR_JWT_SECRET_ARN:
+	// the CDK stacks). Webhooks are signed with each user's own secret,
+	// kept sealed in the table (internal/webhook), not with one of the
+	// environment.
+	JWTSecretARN string
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
@@ -105,6 +111,16 @@ type Config struct {
 	StaleAfter, DeleteAfter time.Duration
 	// StreamPing is the longest silence on an SSE stream (CONVEYOR_STREAM_PING, default 15s).
 	StreamPing time.Duration
+	// StreamPoll is how often an SSE stream reads for news, one DynamoDB
+	// read each (CONVEYOR_STREAM_POLL, default 1s).
+	StreamPoll time.Duration
+	// StreamMaxPerUser caps a user's open SSE streams across every
+	// instance (CONVEYOR_STREAM_MAX_PER_USER, default 5).
+	StreamMaxPerUser int
+	// WebhookSecretOverlap is how long a user's rotated-out webhook secret
+	// keeps signing beside the new one (CONVEYOR_WEBHOOK_SECRET_OVERLAP,
+	// default 24h).
+	WebhookSecretOverlap time.Duration
 	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
@@ -131,9 +147,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		KMSKeyID:                  getenv("CONVEYOR_KMS_KEY_ID"),
 		EventBus:                  getenv("CONVEYOR_EVENT_BUS"),
 		JWTSecret:                 []byte(getenv("CONVEYOR_JWT_SECRET")),
-		WebhookSecret:             []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
 		JWTSecretARN:              getenv("CONVEYOR_JWT_SECRET_ARN"),
-		WebhookSecretARN:          getenv("CONVEYOR_WEBHOOK_SECRET_ARN"),
 		DeviantArtURL:             r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
 		DeviantArtClientID:        getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
 		DeviantArtClientSecret:    getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),
@@ -154,6 +168,9 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StaleAfter:                r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
 		DeleteAfter:               r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
 		StreamPing:                r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
+		StreamPoll:                r.dur("CONVEYOR_STREAM_POLL", StreamPollDefault),
+		StreamMaxPerUser:          r.int("CONVEYOR_STREAM_MAX_PER_USER", StreamMaxPerUserDefault),
+		WebhookSecretOverlap:      r.dur("CONVEYOR_WEBHOOK_SECRET_OVERLAP", WebhookSecretOverlapDefault),
 		UploadExpiry:              r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
 		MaxUploadSize:             int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
 		QueueURLs:                 map[resources.Tier]string{},
@@ -259,6 +276,15 @@ func (c Config) validate() error {
 	}
 	if c.DeleteAfter < c.StaleAfter {
 		errs = append(errs, errors.New("CONVEYOR_DELETE_AFTER must not be before CONVEYOR_STALE_AFTER"))
+	}
+	if c.StreamPoll <= 0 || c.StreamPoll > time.Second {
+		errs = append(errs, errors.New("CONVEYOR_STREAM_POLL must be positive and at most 1s (a transition reaches a stream within it)"))
+	}
+	if c.StreamMaxPerUser < 1 {
+		errs = append(errs, errors.New("CONVEYOR_STREAM_MAX_PER_USER must be at least 1"))
+	}
+	if c.WebhookSecretOverlap < time.Minute {
+		errs = append(errs, errors.New("CONVEYOR_WEBHOOK_SECRET_OVERLAP must be at least 1m (functions cache a user's keys that long)"))
 	}
 	if c.MaxUploadSize < 1 {
 		errs = append(errs, errors.New("CONVEYOR_MAX_UPLOAD_SIZE must be positive"))

@@ -228,10 +228,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	env["CONVEYOR_EVENT_BUS"] = def.EventBus
 	env["CONVEYOR_API_ADDR"] = ln.Addr().String()
 	env["CONVEYOR_DEVIANTART_URL"] = simURL
-	for _, name := range []string{"CONVEYOR_JWT_SECRET", "CONVEYOR_WEBHOOK_SECRET"} {
-		if getenv(name) == "" {
-			env[name] = randomHex(32)
-		}
+	if getenv("CONVEYOR_JWT_SECRET") == "" {
+		env["CONVEYOR_JWT_SECRET"] = randomHex(32)
 	}
 	for t, u := range res.QueueURLs {
 		env["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u
@@ -401,7 +399,6 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_STREAM_URL"] = s.StreamURL
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
 	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
-	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
 	m["CONVEYOR_DEVIANTART_CLIENT_ID"] = s.Config.DeviantArtClientID
 	m["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = s.Config.DeviantArtClientSecret
 	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default
