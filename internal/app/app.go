@@ -184,7 +184,8 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Keys: keys, Endpoints: endpoints,
 		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
 	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
-	streams := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
+	streams := stream.New(stream.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, PingInterval: cfg.StreamPing,
+		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Logger: log})
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc, Keys: keys, Endpoints: endpoints})
 	api.RegisterAdmin(rt, adm)
@@ -290,8 +291,5 @@ func (a *App) SystemHandler() func(context.Context, events.SQSEvent) (events.SQS
 // StreamHandler is the SSE function's handler (function URL, response streaming).
 func (a *App) StreamHandler() func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	v := auth.NewVerifier(a.Config.JWTSecret, nil)
-	return handler.Stream(a.Streams, func(h string) (string, error) {
-		c, err := v.Verify(h)
-		return c.Subject, err
-	}, a.Logger)
+	return handler.Stream(handler.OpenStreams(a.Streams), v.Verify, a.Logger)
 }

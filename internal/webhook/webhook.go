@@ -45,9 +45,9 @@ const (
 
 // Config configures a Deliverer.
 type Config struct {
-	Store  *store.Store
-	DB     *dynamodb.Client
-	Table  string
+	Store *store.Store
+	DB    *dynamodb.Client
+	Table string
 	// Keys sign each delivery with its owner's secret (required).
 	Keys *Keys
 	// Endpoints resolve the owner's endpoint a delivery names.

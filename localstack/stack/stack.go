@@ -98,7 +98,8 @@ type Options struct {
 // Stack is a running local Conveyor.
 type Stack struct {
 	APIURL string
-	// StreamURL serves GET /v1/events and /v1/jobs/{id}/events: the stream
+	// StreamURL serves GET /v1/events, /v1/jobs/{id}/events and the two
+	// admin streams (/v1/admin/events, /v1/admin/jobs/{id}/events): the stream
 	// function's URL in binary mode (its own origin, as in AWS), the
 	// gateway in process.
 	StreamURL    string
@@ -299,9 +300,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			}
 		})
 	} else {
-		// In process the gateway serves the streams itself.
-		mux.Handle("GET /v1/events", a.Streams)
-		mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
+		// In process the gateway serves the streams at its own origin, still
+		// through the stream function's handler (handler.Stream).
+		fu := &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
+			mux.Handle("GET "+p, fu)
+		}
 		s.StreamURL = s.APIURL
 	}
 	for _, q := range def.Queues {
