@@ -45,7 +45,7 @@ type Lease struct {
 }
 
 func leasePK(user string) string { return "SSE#" + user }
-func slotSK(n int) string         { return "SLOT#" + strconv.Itoa(n) }
+func slotSK(n int) string        { return "SLOT#" + strconv.Itoa(n) }
 
 func (l *Leases) key(user string, n int) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{

@@ -295,34 +295,33 @@ func TestEndpointsCRUDAndRoles(t *testing.T) {
 }
 
 // TestEndpointReceivesSubscribedEvents: a user's endpoint subscribed to
-// job.succeeded receives it for a job that names no webhookUrl, signed
-// with the owner's secret; an endpoint subscribed to job.failed only
-// receives nothing.
+// job.failed receives it for a job that names no webhookUrl, signed with
+// the owner's secret; an endpoint subscribed to job.succeeded only, and
+// another user's endpoint, receive nothing.
 func TestEndpointReceivesSubscribedEvents(t *testing.T) {
 	t.Parallel()
 	b := stacktest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
 	tok := b.Token("u-endpoint", "user", "pro")
+	otherTok := b.Token("u-endpoint-other", "user", "pro")
 	wh := ownerSecret(t, b, tok)
-	yes, no := &receiver{wh: wh}, &receiver{wh: wh}
-	srvYes, srvNo := httptest.NewServer(yes), httptest.NewServer(no)
+	yes, no, other := &receiver{wh: wh}, &receiver{wh: wh}, &receiver{wh: ownerSecret(t, b, otherTok)}
+	srvYes, srvNo, srvOther := httptest.NewServer(yes), httptest.NewServer(no), httptest.NewServer(other)
 	defer srvYes.Close()
 	defer srvNo.Close()
-	epYes := b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": srvYes.URL, "events": []string{job.EventSucceeded}}), 201).Body["id"].(string)
-	b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": srvNo.URL, "events": []string{job.EventFailed}}), 201)
-	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 7))
-	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
-		"params": map[string]any{"title": "to my endpoint"}}), 201).Body["id"].(string)
-	b.WaitStatus(tok, id, "succeeded")
+	defer srvOther.Close()
+	epYes := b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": srvYes.URL, "events": []string{job.EventFailed}}), 201).Body["id"].(string)
+	b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": srvNo.URL, "events": []string{job.EventSucceeded}}), 201)
+	b.Must(b.Call("POST", "/v1/webhooks", otherTok, map[string]any{"url": srvOther.URL, "events": []string{job.EventFailed}}), 201)
+	id := failedJob(t, b, "u-endpoint", "")
 	b.Eventually(func() bool { return yes.delivered() > 0 }, "the endpoint's delivery")
 	yes.mu.Lock()
 	h, bad := yes.got[0], yes.badSigs
 	yes.mu.Unlock()
-	if bad != 0 || h.Get(webhook.HeaderEvent) != job.EventSucceeded || !strings.HasSuffix(h.Get(webhook.HeaderID), "_"+epYes) {
+	if bad != 0 || h.Get(webhook.HeaderEvent) != job.EventFailed || h.Get(webhook.HeaderID) != webhook.DeliveryID(id, 1, epYes) {
 		t.Errorf("delivery headers %v, %d bad signatures", h, bad)
 	}
-	// The outcome event names the endpoint; by then the other endpoint's
-	// turn (none) has passed too, since both come from the same relay run.
+	// The outcome event names the endpoint; the relay queued every
+	// delivery of the event in the same run, so the others had their turn.
 	b.Eventually(func() bool {
 		evs, _ := b.Stack.App.Store.Events(context.Background(), id, 0, 100)
 		for _, e := range evs {
@@ -332,10 +331,12 @@ func TestEndpointReceivesSubscribedEvents(t *testing.T) {
 		}
 		return false
 	}, "the webhook.delivered event of the endpoint")
-	no.mu.Lock()
-	defer no.mu.Unlock()
-	if len(no.ids) != 0 {
-		t.Errorf("an endpoint subscribed to job.failed got %d deliveries", len(no.ids))
+	for name, r := range map[string]*receiver{"subscribed to job.succeeded only": no, "another user's": other} {
+		r.mu.Lock()
+		if len(r.ids) != 0 || r.badSigs != 0 {
+			t.Errorf("the endpoint %s got %d deliveries", name, len(r.ids)+r.badSigs)
+		}
+		r.mu.Unlock()
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
@@ -83,7 +84,22 @@ func ownerSecret(t *testing.T, b *stacktest.Bundle, tok string) *standardwebhook
 	return wh
 }
 
-// TestWebhookRetriedThenDelivered: a job with a webhook URL succeeds; the
+// failedJob stores a job of owner that has just failed, with webhookURL
+// (may be empty), as the publisher would: its job.failed event waits in
+// the outbox for the relay.
+func failedJob(t *testing.T, b *stacktest.Bundle, owner, webhookURL string) string {
+	t.Helper()
+	now := time.Now()
+	j := &job.Job{ID: ids.New(ids.Job), Owner: owner, Status: job.Queued, Tier: "low", WebhookURL: webhookURL,
+		CreatedAt: now, UpdatedAt: now, Hash: ids.New("h")}
+	j.Emit(job.EventFailed, now, nil)
+	if _, _, err := b.Stack.App.Store.CreateJob(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+// TestWebhookRetriedThenDelivered: a job with a webhook URL fails; the
 // relay queues the delivery, the system tier POSTs it signed with the
 // owner's secret, the receiver verifies it with the Standard Webhooks
 // library, answers 500 twice, then accepts; every attempt carries the same
@@ -95,11 +111,7 @@ func TestWebhookRetriedThenDelivered(t *testing.T) {
 	rec := &receiver{fail: 2, wh: ownerSecret(t, b, tok)}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
-	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 5))
-	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
-		"params": map[string]any{"title": "hooked"}, "webhookUrl": srv.URL + "/hook"}), 201).Body["id"].(string)
-	b.WaitStatus(tok, id, "succeeded")
+	id := failedJob(t, b, "u-hook", srv.URL+"/hook")
 	b.Eventually(func() bool { return rec.delivered() > 0 }, "the webhook to arrive")
 	rec.mu.Lock()
 	h, body, bad, ids := rec.got[0], rec.bodies[0], rec.badSigs, slices.Clone(rec.ids)
@@ -107,20 +119,19 @@ func TestWebhookRetriedThenDelivered(t *testing.T) {
 	if bad != 0 {
 		t.Errorf("%d deliveries with a bad signature", bad)
 	}
-	if h.Get(webhook.HeaderEvent) != job.EventSucceeded {
+	if h.Get(webhook.HeaderEvent) != job.EventFailed {
 		t.Errorf("headers %v", h)
 	}
-	if len(ids) != 3 || ids[0] != ids[1] || ids[1] != ids[2] || !strings.HasPrefix(ids[0], "dlv_"+id+"_") {
-		t.Errorf("webhook-id of the three attempts %v: want one id, the same on each retry", ids)
+	if want := webhook.DeliveryID(id, 1, ""); len(ids) != 3 || ids[0] != want || ids[1] != want || ids[2] != want {
+		t.Errorf("webhook-id of the three attempts %v: want %s on each", ids, want)
 	}
 	var ev struct {
 		Type string `json:"type"`
 		Job  struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
+			ID string `json:"id"`
 		} `json:"job"`
 	}
-	if err := json.Unmarshal(body, &ev); err != nil || ev.Job.ID != id || ev.Job.Status != "succeeded" {
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Job.ID != id || ev.Type != job.EventFailed {
 		t.Errorf("body %s (%v)", body, err)
 	}
 	// The outcome is an event of the job too.
