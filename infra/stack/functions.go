@@ -72,17 +72,13 @@ func (b *builder) secretEnv(fn string) map[string]*string {
 	if readsJWTSecret(fn) {
 		env["CONVEYOR_JWT_SECRET_ARN"] = b.jwtSecret.SecretArn()
 	}
-	if readsWebhookSecret(fn) {
-		env["CONVEYOR_WEBHOOK_SECRET_ARN"] = b.webhookSecret.SecretArn()
-	}
 	if resources.NeedsOAuthClient(fn) {
 		env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = b.oauthClient.SecretArn()
 	}
 	return env
 }
 
-func readsJWTSecret(fn string) bool     { return fn == resources.FuncAPI || fn == resources.FuncStream }
-func readsWebhookSecret(fn string) bool { return fn == resources.FuncSystem }
+func readsJWTSecret(fn string) bool { return fn == resources.FuncAPI || fn == resources.FuncStream }
 
 func (b *builder) functions() {
 	b.fns = map[string]awslambda.Function{}
