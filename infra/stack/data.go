@@ -33,7 +33,7 @@ type builder struct {
 	key    awskms.Key
 	bus    awsevents.EventBus
 
-	jwtSecret     awssecretsmanager.Secret
+	jwtSecret awssecretsmanager.Secret
 	// oauthClient holds the external API's client credentials: created
 	// here (oauthClientCreated) or referenced by Props.OAuthClientSecretARN.
 	oauthClient        awssecretsmanager.ISecret

@@ -17,7 +17,7 @@ import (
 type nopSession struct{}
 
 func (nopSession) Run(context.Context, io.Writer, func()) error { return nil }
-func (nopSession) Close()                                      {}
+func (nopSession) Close()                                       {}
 
 // TestStreamRoutesRolesAndErrors: each of the four stream paths reaches
 // the opener with the right request; admin paths need admin or service;
