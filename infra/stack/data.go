@@ -33,8 +33,7 @@ type builder struct {
 	key    awskms.Key
 	bus    awsevents.EventBus
 
-	jwtSecret     awssecretsmanager.Secret
-	webhookSecret awssecretsmanager.Secret
+	jwtSecret awssecretsmanager.Secret
 	// oauthClient holds the external API's client credentials: created
 	// here (oauthClientCreated) or referenced by Props.OAuthClientSecretARN.
 	oauthClient        awssecretsmanager.ISecret
@@ -93,7 +92,6 @@ func (b *builder) data() {
 		})
 	}
 	b.jwtSecret = secret("JWTSecret", "jwt", "HS256 key that signs and verifies Conveyor bearer tokens")
-	b.webhookSecret = secret("WebhookSecret", "webhook-signing", "HMAC-SHA256 key that signs webhook bodies")
 	b.oauthClientSecret()
 }
 

@@ -72,17 +72,13 @@ func (b *builder) secretEnv(fn string) map[string]*string {
 	if readsJWTSecret(fn) {
 		env[config.VarJWTSecretARN] = b.jwtSecret.SecretArn()
 	}
-	if readsWebhookSecret(fn) {
-		env[config.VarWebhookSecretARN] = b.webhookSecret.SecretArn()
-	}
 	if resources.NeedsOAuthClient(fn) {
 		env[config.VarDeviantArtClientSecretARN] = b.oauthClient.SecretArn()
 	}
 	return env
 }
 
-func readsJWTSecret(fn string) bool     { return fn == resources.FuncAPI || fn == resources.FuncStream }
-func readsWebhookSecret(fn string) bool { return fn == resources.FuncSystem }
+func readsJWTSecret(fn string) bool { return fn == resources.FuncAPI || fn == resources.FuncStream }
 
 func (b *builder) functions() {
 	b.fns = map[string]awslambda.Function{}

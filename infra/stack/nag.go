@@ -123,7 +123,6 @@ func (b *builder) suppressions() {
 		suppress(role, true, ss...)
 	}
 	suppress(b.jwtSecret, false, SuppressSecretRotation)
-	suppress(b.webhookSecret, false, SuppressSecretRotation)
 	if b.oauthClientCreated != nil {
 		suppress(b.oauthClientCreated, false, SuppressOAuthClientRotation)
 	}

@@ -106,7 +106,9 @@ func (b *builder) permissions() {
 			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncSystem:
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
-			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.webhookSecret.SecretArn())
+			// Each delivery is signed with its owner's secret, sealed in the
+			// table: Decrypt opens it; GenerateDataKey seals a first one.
+			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
 			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncRecovery:
 			// Sweeps query the sparse sweep index, never scan; the event
@@ -117,9 +119,12 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
 			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncStream:
-			// A job's event log (the table), and for GET /v1/events the
-			// caller's newest and recently updated jobs (two indexes).
-			b.allow(fn, ddbRead, b.tableAndIndexes(resources.IndexByOwner, resources.IndexByOwnerUpdated)...)
+			// A job's event log (the table), for GET /v1/events the caller's
+			// newest and recently updated jobs (two indexes), for the admin
+			// feed the feed index; the per-user stream slots are conditional
+			// writes on the table.
+			b.allow(fn, ddbRead, b.tableAndIndexes(resources.IndexByOwner, resources.IndexByOwnerUpdated, resources.IndexByFeed)...)
+			b.allow(fn, []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, b.table.TableArn())
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 		default:
 			panic(fmt.Sprintf("infra: function %q has no permissions defined", fn))

@@ -451,8 +451,6 @@ func TestFunctions(t *testing.T) {
 			switch fn {
 			case resources.FuncAPI, resources.FuncStream:
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
-			case resources.FuncSystem:
-				env["CONVEYOR_WEBHOOK_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/webhook-signing"))
 			case resources.FuncPublisher:
 				env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env)))
 			}
@@ -585,7 +583,7 @@ func TestKeyBusSecrets(t *testing.T) {
 		check(t, "event bus", func() {
 			s.hasProps("AWS::Events::EventBus", obj(map[string]any{"Name": s.def.EventBus}))
 		})
-		for _, name := range []string{s.def.Prefix + "/jwt", s.def.Prefix + "/webhook-signing"} {
+		for _, name := range []string{s.def.Prefix + "/jwt"} {
 			check(t, name, func() {
 				s.hasProps("AWS::SecretsManager::Secret", obj(map[string]any{
 					"Name":                 name,
@@ -640,7 +638,6 @@ func TestSecretsAreReadOnlyByTheirFunctions(t *testing.T) {
 		want := map[string][]any{
 			resources.FuncAPI:       {secret(s.def.Prefix + "/jwt")},
 			resources.FuncStream:    {secret(s.def.Prefix + "/jwt")},
-			resources.FuncSystem:    {secret(s.def.Prefix + "/webhook-signing")},
 			resources.FuncPublisher: {secret(stack.OAuthClientSecretName(s.def.Env))},
 		}
 		if diff := cmp.Diff(want, secretReads(t, s)); diff != "" {
@@ -653,13 +650,12 @@ func TestOAuthClientSecretByARN(t *testing.T) {
 	t.Parallel()
 	stacks(t)
 	s := byARN
-	if n := len(s.ofType("AWS::SecretsManager::Secret")); n != 2 {
-		t.Errorf("%d secrets created, want 2 (JWT and webhook keys; the OAuth client's is referenced)", n)
+	if n := len(s.ofType("AWS::SecretsManager::Secret")); n != 1 {
+		t.Errorf("%d secrets created, want 1 (the JWT key; webhook secrets are per user, sealed in the table; the OAuth client's is referenced)", n)
 	}
 	if diff := cmp.Diff(map[string][]any{
 		resources.FuncAPI:       {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncStream:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
-		resources.FuncSystem:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/webhook-signing"))},
 		resources.FuncPublisher: {oauthClientARN},
 	}, secretReads(t, s)); diff != "" {
 		t.Errorf("GetSecretValue grants per function (-want +got):\n%s", diff)
@@ -890,9 +886,10 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
-		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "secretsmanager:GetSecretValue"}),
+		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey"}),
 		resources.FuncRecovery: concat(logs, rw, []string{"dynamodb:BatchWriteItem", "events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
-		resources.FuncStream:   concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
+		resources.FuncStream: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue",
+			"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}),
 	}
 	for fn := range want {
 		sort.Strings(want[fn])
@@ -923,7 +920,7 @@ func TestLeastPrivilege(t *testing.T) {
 		// indexes of a caller's jobs; publisher and confirm none.
 		allowed := map[string]map[string]bool{
 			resources.FuncRecovery: {resources.IndexBySweep: true},
-			resources.FuncStream:   {resources.IndexByOwner: true, resources.IndexByOwnerUpdated: true},
+			resources.FuncStream:   {resources.IndexByOwner: true, resources.IndexByOwnerUpdated: true, resources.IndexByFeed: true},
 		}
 		for _, fn := range []string{resources.FuncRecovery, resources.FuncPublisher, resources.FuncConfirm, resources.FuncStream} {
 			b, _ := json.Marshal(policyDocs(t, s, fn))

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Services are what the routes call.
@@ -22,6 +23,9 @@ type Services struct {
 	Jobs     *jobs.Service
 	Uploads  *uploads.Service
 	Accounts *accounts.Service
+	// Keys and Endpoints are the users' webhook secrets and endpoints.
+	Keys      *webhook.Keys
+	Endpoints *webhook.Endpoints
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
 }
@@ -38,6 +42,7 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
+	registerWebhooks(rt, s)
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
@@ -56,6 +61,7 @@ func domainError(err error) error {
 	var uve *uploads.ValidationError
 	var ave *accounts.ValidationError
 	var te *job.TransitionError
+	var whe *webhook.ValidationError
 	switch {
 	case errors.As(err, &ve):
 		return httpapi.BadRequest(ve.Field, "%s %s", ve.Field, ve.Message)
@@ -69,7 +75,9 @@ func domainError(err error) error {
 		return httpapi.Conflict("invalid_transition", te.Error())
 	case errors.Is(err, uploads.ErrNotUploaded):
 		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
-	case errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &whe):
+		return httpapi.BadRequest(whe.Field, "%s %s", whe.Field, whe.Message)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
 		return httpapi.NotFound()
 	case errors.Is(err, jobs.ErrBadCursor):
 		return httpapi.InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)

@@ -48,6 +48,11 @@ var contractRoutes = map[string]who{
 	"GET /v1/admin/breakers":                          operators,
 	"POST /v1/admin/breakers/{key}/reset":             admins,
 	"GET /v1/admin/stats":                             operators,
+	"GET /v1/webhooks/secret":                         everyone,
+	"POST /v1/webhooks/secret/rotate":                 writers,
+	"POST /v1/webhooks":                               writers,
+	"GET /v1/webhooks":                                everyone,
+	"DELETE /v1/webhooks/{id}":                        writers,
 }
 
 // bodies are requests a permitted caller could send, so that a pass of the
@@ -56,6 +61,7 @@ var bodies = map[string]any{
 	"POST /v1/uploads/sign":       map[string]any{"filename": "cat.png", "contentType": "image/png", "size": 10},
 	"PUT /v1/account/connection":  map[string]any{"provider": "deviantart", "refreshToken": "rt-roles"},
 	"POST /v1/jobs":               map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}, "params": map[string]any{"title": "t"}},
+	"POST /v1/webhooks":           map[string]any{"url": "https://hooks.example.com/in", "events": []string{"job.failed"}},
 	"POST /v1/admin/jobs/restart": map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
 	"POST /v1/admin/jobs/stop":    map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
 }

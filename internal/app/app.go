@@ -75,12 +75,16 @@ type App struct {
 	Breaker   *breaker.Breaker
 	Relay     *events2.Relay
 	Webhooks  *webhook.Deliverer
-	Streams   *stream.Server
-	Metrics   *metrics.Emitter
-	Recoverer *recovery.Recoverer
-	Admin     *admin.Service
-	Router    *httpapi.Router
-	QueueURLs handler.QueueURLs
+	// WebhookKeys / WebhookEndpoints are the users' signing secrets and
+	// endpoints.
+	WebhookKeys      *webhook.Keys
+	WebhookEndpoints *webhook.Endpoints
+	Streams          *stream.Server
+	Metrics          *metrics.Emitter
+	Recoverer        *recovery.Recoverer
+	Admin            *admin.Service
+	Router           *httpapi.Router
+	QueueURLs        handler.QueueURLs
 }
 
 // NewLogger returns the JSON logger every function uses.
@@ -120,8 +124,9 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		host = u.Host
 	}
 	hostKey := breaker.Key("host", host)
+	sealer := secrets.NewSealer(clients.KMS, cfg.KMSKeyID)
 	acc := accounts.New(accounts.Config{
-		Store: st, Sealer: secrets.NewSealer(clients.KMS, cfg.KMSKeyID),
+		Store: st, Sealer: sealer,
 		Refresher: breaker.GuardedRefresher{Refresher: da, Breaker: brk, HostKey: hostKey},
 		Worker:    worker, Now: opts.Now, Logger: log,
 	})
@@ -161,16 +166,28 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		Store: st, Sender: sender, S3: clients.S3, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
 		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: adm.Paused, Now: opts.Now, Logger: log,
 	})
-	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender, Logger: log}
-	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Secret: cfg.WebhookSecret,
+	keys, err := webhook.NewKeys(webhook.KeysConfig{DB: clients.DynamoDB, Table: cfg.Table, Sealer: sealer,
+		Overlap: cfg.WebhookSecretOverlap, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: clients.DynamoDB, Table: cfg.Table,
+		Local: cfg.Env == resources.Local, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender,
+		Deliveries: webhook.Planner{Endpoints: endpoints}, Logger: log}
+	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Keys: keys, Endpoints: endpoints,
 		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
 	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
-	streams, err := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
+	streams, err := stream.New(stream.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, PingInterval: cfg.StreamPing,
+		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
-	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
+	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc, Keys: keys, Endpoints: endpoints})
 	api.RegisterAdmin(rt, adm)
 	var urls []string
 	for _, u := range cfg.QueueURLs {
@@ -178,7 +195,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, WebhookKeys: keys, WebhookEndpoints: endpoints, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -212,8 +229,8 @@ type oauthClient struct {
 }
 
 // resolveSecrets reads from Secrets Manager the secrets the configuration
-// names by ARN instead of carrying them: the JWT and webhook keys (the
-// secret string is the key) and the OAuth client credentials (a JSON
+// names by ARN instead of carrying them: the JWT key (the secret string
+// is the key) and the OAuth client credentials (a JSON
 // object {"clientId","clientSecret"}). A value already set wins over its
 // ARN. Errors name the secret, never its value.
 func resolveSecrets(ctx context.Context, cfg *config.Config, sm *secretsmanager.Client) error {
@@ -224,18 +241,12 @@ func resolveSecrets(ctx context.Context, cfg *config.Config, sm *secretsmanager.
 		}
 		return aws.ToString(out.SecretString), nil
 	}
-	for _, s := range []struct {
-		arn string
-		dst *[]byte
-	}{{cfg.JWTSecretARN, &cfg.JWTSecret}, {cfg.WebhookSecretARN, &cfg.WebhookSecret}} {
-		if s.arn == "" || len(*s.dst) > 0 {
-			continue
-		}
-		v, err := read(s.arn)
+	if cfg.JWTSecretARN != "" && len(cfg.JWTSecret) == 0 {
+		v, err := read(cfg.JWTSecretARN)
 		if err != nil {
 			return err
 		}
-		*s.dst = []byte(v)
+		cfg.JWTSecret = []byte(v)
 	}
 	if arn := cfg.DeviantArtClientSecretARN; arn != "" && (cfg.DeviantArtClientID == "" || cfg.DeviantArtClientSecret == "") {
 		v, err := read(arn)
@@ -280,8 +291,5 @@ func (a *App) SystemHandler() func(context.Context, events.SQSEvent) (events.SQS
 // StreamHandler is the SSE function's handler (function URL, response streaming).
 func (a *App) StreamHandler() func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	v := auth.NewVerifier(a.Config.JWTSecret, nil)
-	return handler.Stream(a.Streams, func(h string) (string, error) {
-		c, err := v.Verify(h)
-		return c.Subject, err
-	}, a.Logger)
+	return handler.Stream(handler.OpenStreams(a.Streams), v.Verify, a.Logger)
 }

@@ -40,12 +40,12 @@ type Config struct {
 	EventBus string
 	// JWTSecret verifies bearer tokens, HS256 (CONVEYOR_JWT_SECRET).
 	JWTSecret []byte
-	// WebhookSecret signs webhook bodies (CONVEYOR_WEBHOOK_SECRET).
-	WebhookSecret []byte
-	// JWTSecretARN / WebhookSecretARN name Secrets Manager secrets to read
-	// the two secrets from at cold start when the values are not set
-	// (CONVEYOR_JWT_SECRET_ARN, CONVEYOR_WEBHOOK_SECRET_ARN: the CDK stacks).
-	JWTSecretARN, WebhookSecretARN string
+	// JWTSecretARN names a Secrets Manager secret to read the JWT secret
+	// from at cold start when the value is not set (CONVEYOR_JWT_SECRET_ARN:
+	// the CDK stacks). Webhooks are signed with each user's own secret,
+	// kept sealed in the table (internal/webhook), not with one of the
+	// environment.
+	JWTSecretARN string
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
@@ -96,6 +96,16 @@ type Config struct {
 	StaleAfter, DeleteAfter time.Duration
 	// StreamPing is the longest silence on an SSE stream (CONVEYOR_STREAM_PING, default 15s).
 	StreamPing time.Duration
+	// StreamPoll is how often an SSE stream reads for news, one DynamoDB
+	// read each (CONVEYOR_STREAM_POLL, default 1s).
+	StreamPoll time.Duration
+	// StreamMaxPerUser caps a user's open SSE streams across every
+	// instance (CONVEYOR_STREAM_MAX_PER_USER, default 5).
+	StreamMaxPerUser int
+	// WebhookSecretOverlap is how long a user's rotated-out webhook secret
+	// keeps signing beside the new one (CONVEYOR_WEBHOOK_SECRET_OVERLAP,
+	// default 24h).
+	WebhookSecretOverlap time.Duration
 	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
@@ -122,9 +132,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		KMSKeyID:                  getenv(VarKMSKeyID),
 		EventBus:                  getenv(VarEventBus),
 		JWTSecret:                 []byte(getenv(VarJWTSecret)),
-		WebhookSecret:             []byte(getenv(VarWebhookSecret)),
 		JWTSecretARN:              getenv(VarJWTSecretARN),
-		WebhookSecretARN:          getenv(VarWebhookSecretARN),
 		DeviantArtURL:             r.str(VarDeviantArtURL),
 		DeviantArtClientID:        getenv(VarDeviantArtClientID),
 		DeviantArtClientSecret:    getenv(VarDeviantArtClientSecret),
@@ -148,6 +156,9 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StaleAfter:                r.dur(VarStaleAfter),
 		DeleteAfter:               r.dur(VarDeleteAfter),
 		StreamPing:                r.dur(VarStreamPing),
+		StreamPoll:                r.dur(VarStreamPoll),
+		StreamMaxPerUser:          r.int(VarStreamMaxPerUser),
+		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
 		UploadExpiry:              r.dur(VarUploadExpiry),
 		MaxUploadSize:             r.int64(VarMaxUploadSize),
 		QueueURLs:                 map[resources.Tier]string{},
@@ -288,6 +299,15 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.UploadExpiry > maxPresignExpiry {
 		bad("%s must not exceed %s (the longest a SigV4 presigned URL may live)", VarUploadExpiry, maxPresignExpiry)
+	}
+	if c.StreamPoll <= 0 || c.StreamPoll > time.Second {
+		bad("%s must be positive and at most 1s (a transition reaches a stream within it)", VarStreamPoll)
+	}
+	if c.StreamMaxPerUser < 1 {
+		bad("%s must be at least 1", VarStreamMaxPerUser)
+	}
+	if c.WebhookSecretOverlap < time.Minute {
+		bad("%s must be at least 1m (functions cache a user's keys that long)", VarWebhookSecretOverlap)
 	}
 	if c.MaxUploadSize < 1 {
 		bad("%s must be positive", VarMaxUploadSize)

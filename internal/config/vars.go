@@ -19,8 +19,6 @@ const (
 	VarEventBus                  = "CONVEYOR_EVENT_BUS"
 	VarJWTSecret                 = "CONVEYOR_JWT_SECRET"
 	VarJWTSecretARN              = "CONVEYOR_JWT_SECRET_ARN"
-	VarWebhookSecret             = "CONVEYOR_WEBHOOK_SECRET"
-	VarWebhookSecretARN          = "CONVEYOR_WEBHOOK_SECRET_ARN"
 	VarDeviantArtURL             = "CONVEYOR_DEVIANTART_URL"
 	VarDeviantArtClientID        = "CONVEYOR_DEVIANTART_CLIENT_ID"
 	VarDeviantArtClientSecret    = "CONVEYOR_DEVIANTART_CLIENT_SECRET"
@@ -44,6 +42,9 @@ const (
 	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
 	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
 	VarStreamPing                = "CONVEYOR_STREAM_PING"
+	VarStreamPoll                = "CONVEYOR_STREAM_POLL"
+	VarStreamMaxPerUser          = "CONVEYOR_STREAM_MAX_PER_USER"
+	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
 	// VarQueueURLPrefix, VarDLQURLPrefix and VarESMUUIDPrefix name one
@@ -107,12 +108,15 @@ var Vars = []Var{
 	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},
 	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},
 	{Name: VarStreamPing, Default: 15 * time.Second, Meaning: "the longest silence on an SSE stream (a `ping` event)", Rule: "> 0"},
+	{Name: VarStreamPoll, Default: time.Second, Meaning: "how often an open SSE stream reads its job (one DynamoDB read per idle poll)", Rule: "> 0, ≤ 1s (a transition reaches a stream within it)"},
+	{Name: VarStreamMaxPerUser, Default: 5, Meaning: "open SSE streams per user, across instances (beyond: `429 too_many_streams`)", Rule: "≥ 1"},
+	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
 	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read at cold start when the two values are not set"},
-	{Name: VarJWTSecret + "` / `" + VarWebhookSecret, DefaultText: "random locally", Meaning: "HS256 secret; webhook signing secret (in AWS read by ARN: `…_SECRET_ARN`, set by CDK)"},
+	{Name: VarJWTSecret, DefaultText: "random locally", Meaning: "HS256 secret (in AWS read by ARN: `CONVEYOR_JWT_SECRET_ARN`, set by CDK)"},
 	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call (see below)"},
 	{Name: VarTable + "`, `" + VarBucket + "`, `" + VarKMSKeyID + "`, `" + VarEventBus + "`, `" + VarQueueURLPrefix + "<TIER>`, `" + VarDLQURLPrefix + "<TIER>`, `" + VarESMUUIDPrefix + "<TIER>", DefaultText: "set by CDK / the local stack", Meaning: "resource names (the ESM UUIDs: the API function's, to pause a tier)"},
 	{Name: "AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION", DefaultText: "— / — / `us-east-1`", Meaning: "the emulators, if any (the SDK's own variables: the second sends DynamoDB elsewhere than the first); the only thing that differs from AWS"},

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
-	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -39,7 +38,15 @@ type Relay struct {
 	// Source is the EventBridge source, e.g. "conveyor.staging".
 	Source string
 	Sender Sender
-	Logger *slog.Logger
+	// Deliveries says which webhook deliveries an event triggers (the job's
+	// webhookUrl, the owner's subscribed endpoints: webhook.Planner).
+	Deliveries Deliveries
+	Logger     *slog.Logger
+}
+
+// Deliveries decides the webhook deliveries of an event.
+type Deliveries interface {
+	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
 }
 
 // Body is the JSON of an event on the bus and in a webhook.
@@ -58,9 +65,6 @@ func BodyOf(ev store.EventRecord) Body {
 	return Body{ID: fmt.Sprintf("%s:%d", ev.JobID, ev.Seq), Type: ev.Type, At: ev.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		JobID: ev.JobID, Seq: ev.Seq, Detail: ev.Detail, Job: json.RawMessage(ev.Job)}
 }
-
-// DeliveryID is the id of the webhook delivery of an event.
-func DeliveryID(ev store.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
 
 // Run relays one batch; it returns how many events left the outbox.
 func (r *Relay) Run(ctx context.Context) (int, error) {
@@ -95,11 +99,8 @@ func (r *Relay) Run(ctx context.Context) (int, error) {
 				log.WarnContext(ctx, "the bus refused an event; it stays in the outbox", "job_id", ev.JobID, "seq", ev.Seq, "error", aws.ToString(out.Entries[i].ErrorMessage))
 				continue
 			}
-			if job.WebhookEvents[ev.Type] && ev.WebhookURL != "" {
-				if err := r.Sender.Send(ctx, resources.System, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}); err != nil {
-					log.WarnContext(ctx, "queuing a webhook failed; the event stays in the outbox", "job_id", ev.JobID, "error", err)
-					continue
-				}
+			if !r.queueDeliveries(ctx, ev, log) {
+				continue
 			}
 			relayed = append(relayed, ev)
 		}
@@ -109,4 +110,24 @@ func (r *Relay) Run(ctx context.Context) (int, error) {
 		done += len(relayed)
 	}
 	return done, nil
+}
+
+// queueDeliveries queues the webhook deliveries ev triggers; false leaves
+// the event in the outbox (a resend is deduplicated by the delivery id).
+func (r *Relay) queueDeliveries(ctx context.Context, ev store.EventRecord, log *slog.Logger) bool {
+	if r.Deliveries == nil {
+		return true
+	}
+	msgs, err := r.Deliveries.Deliveries(ctx, ev)
+	if err != nil {
+		log.WarnContext(ctx, "finding the webhook deliveries failed; the event stays in the outbox", "job_id", ev.JobID, "error", err)
+		return false
+	}
+	for _, m := range msgs {
+		if err := r.Sender.Send(ctx, resources.System, m); err != nil {
+			log.WarnContext(ctx, "queuing a webhook failed; the event stays in the outbox", "job_id", ev.JobID, "error", err)
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,14 +20,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/breaker"
-	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
@@ -242,19 +244,35 @@ func System(d Deliverer, client *sqs.Client, urls QueueURLs, log *slog.Logger) f
 	}
 }
 
-// StreamServer is the SSE server.
-type StreamServer interface {
-	Open(ctx context.Context, owner, jobID string) (*job.Job, error)
-	Stream(ctx context.Context, w io.Writer, flush func(), owner, jobID, lastEventID string) error
+// StreamSession is an opened SSE stream (stream.Session).
+type StreamSession interface {
+	Run(ctx context.Context, w io.Writer, flush func()) error
+	Close()
+}
+
+// StreamOpener opens a stream for a request, before any header is sent:
+// stream.ErrNotFound, stream.ErrTooMany or another error.
+type StreamOpener func(ctx context.Context, req stream.Request) (StreamSession, error)
+
+// OpenStreams adapts a stream.Server.
+func OpenStreams(s *stream.Server) StreamOpener {
+	return func(ctx context.Context, req stream.Request) (StreamSession, error) { return s.Open(ctx, req) }
 }
 
 // Stream is the SSE function behind a Lambda function URL in
-// response-streaming mode: it checks the token, then streams into the
-// response body until the client disconnects (the context ends).
-func Stream(srv StreamServer, verify func(string) (string, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+// response-streaming mode, and the only way into the streams: it checks
+// the token and the route's role (admin streams need admin or service),
+// opens the stream (404 for a job the caller may not see, 429 beyond the
+// caller's open streams), then streams into the response body until the
+// client disconnects (the context ends).
+func Stream(open StreamOpener, verify func(string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
 		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-		return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: strings.NewReader(string(b))}
+		h := map[string]string{"Content-Type": "application/json"}
+		if status == http.StatusTooManyRequests {
+			h["Retry-After"] = "5"
+		}
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: h, Body: strings.NewReader(string(b))}
 	}
 	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 		header := func(name string) string {
@@ -265,31 +283,58 @@ func Stream(srv StreamServer, verify func(string) (string, error), log *slog.Log
 			}
 			return ""
 		}
-		owner, err := verify(header("Authorization"))
+		claims, err := verify(header("Authorization"))
 		if err != nil {
-			return jsonErr(401, "unauthorized", "a valid bearer token is required"), nil
+			return jsonErr(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"), nil
 		}
 		path := req.RawPath
-		jobID := ""
+		sr := stream.Request{Caller: claims.Subject, LastEventID: header("Last-Event-ID")}
+		jobEvents := func(prefix string) (string, bool) {
+			rest, ok := strings.CutPrefix(path, prefix)
+			if !ok {
+				return "", false
+			}
+			id, ok := strings.CutSuffix(rest, "/events")
+			return id, ok && id != "" && !strings.Contains(id, "/")
+		}
 		switch {
 		case path == "/v1/events":
-		case strings.HasPrefix(path, "/v1/jobs/") && strings.HasSuffix(path, "/events"):
-			jobID = strings.TrimSuffix(strings.TrimPrefix(path, "/v1/jobs/"), "/events")
-			if _, err := srv.Open(ctx, owner, jobID); err != nil {
-				return jsonErr(404, "not_found", "no such resource"), nil
-			}
+		case path == "/v1/admin/events":
+			sr.Admin = true
 		default:
-			return jsonErr(404, "not_found", "no such resource"), nil
+			if id, ok := jobEvents("/v1/admin/jobs/"); ok {
+				sr.JobID, sr.Admin = id, true
+			} else if id, ok := jobEvents("/v1/jobs/"); ok {
+				sr.JobID = id
+			} else {
+				return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
+			}
+		}
+		if method := req.RequestContext.HTTP.Method; method != "" && method != http.MethodGet {
+			return jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only"), nil
+		}
+		if sr.Admin && claims.Role != auth.RoleAdmin && claims.Role != auth.RoleService {
+			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
+		}
+		sess, err := open(ctx, sr)
+		switch {
+		case errors.Is(err, stream.ErrNotFound):
+			return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
+		case errors.Is(err, stream.ErrTooMany):
+			return jsonErr(http.StatusTooManyRequests, "too_many_streams", "this user already has the most open event streams allowed; close one and retry"), nil
+		case err != nil:
+			log.ErrorContext(ctx, "opening a stream failed", "error", err)
+			return jsonErr(http.StatusInternalServerError, "internal", "could not open the stream"), nil
 		}
 		pr, pw := io.Pipe()
 		go func() {
-			err := srv.Stream(ctx, pw, nil, owner, jobID, header("Last-Event-ID"))
+			err := sess.Run(ctx, pw, nil)
 			if err != nil && ctx.Err() == nil {
 				log.WarnContext(ctx, "stream ended", "error", err)
 			}
 			pw.CloseWithError(err)
 		}()
-		return &events.LambdaFunctionURLStreamingResponse{StatusCode: 200, Body: pr,
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: pr,
 			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
 	}
 }

@@ -36,6 +36,9 @@ type Message struct {
 	DeliveryID string `json:"deliveryId,omitempty"`
 	// Seq is the job event a webhook delivers.
 	Seq int64 `json:"seq,omitempty"`
+	// Endpoint names the owner's webhook endpoint ("whe_…") a delivery
+	// goes to; empty for the job's own webhookUrl.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // Decode parses a message body.

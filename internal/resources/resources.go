@@ -261,6 +261,8 @@ const (
 	AttrSweepKey    = "sweepKey"    // bySweep partition key: status#shard (sparse)
 	AttrSweepAt     = "sweepAt"     // bySweep sort key: the time the sweep looks at
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
+	AttrFeedKey     = "feedKey"     // byFeed partition key: feed#shard (event items only)
+	AttrFeedAt      = "feedAt"      // byFeed sort key: at#jobId#seq
 )
 
 // Index names.
@@ -269,7 +271,15 @@ const (
 	IndexByOwnerStatus  = "byOwnerStatus"
 	IndexByOwnerUpdated = "byOwnerUpdated"
 	IndexBySweep        = "bySweep"
+	// IndexByFeed holds every job event of every user by time, for the
+	// operators' live feed (GET /v1/admin/events).
+	IndexByFeed = "byFeed"
 )
+
+// FeedShards is how many partitions the feed index spreads events over
+// (a GSI partition takes about 1,000 writes a second); the admin feed
+// reads each shard per poll.
+const FeedShards = 4
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
@@ -349,6 +359,7 @@ func Named(env Env, prefix string) Definition {
 				{IndexByOwnerStatus, Key{AttrOwnerStatus, String}, Key{AttrUpdatedKey, String}},
 				{IndexByOwnerUpdated, Key{AttrOwner, String}, Key{AttrUpdatedKey, String}},
 				{IndexBySweep, Key{AttrSweepKey, String}, Key{AttrSweepAt, String}},
+				{IndexByFeed, Key{AttrFeedKey, String}, Key{AttrFeedAt, String}},
 			},
 			TTLAttribute:        AttrExpiresAt,
 			PointInTimeRecovery: env != Local,

@@ -70,6 +70,7 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 		item[resources.AttrSK] = str(eventSK(seq))
 		item[resources.AttrSweepKey] = str(sweepKey(outboxStatus, j.ID+eventSK(seq)))
 		item[resources.AttrSweepAt] = str(sortTime(ev.At))
+		setFeedKeys(item, rec)
 		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
 		items = append(items, item)
 	}
@@ -160,6 +161,7 @@ func (s *Store) Relayed(ctx context.Context, evs []EventRecord) error {
 		}
 		item[resources.AttrPK] = str(jobPK(ev.JobID))
 		item[resources.AttrSK] = str(eventSK(ev.Seq))
+		setFeedKeys(item, ev)
 		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 	}

@@ -47,6 +47,12 @@ func recordKind(pk, sk string) string {
 		return "hourly stats"
 	case pk == "BREAKER":
 		return "breaker"
+	case strings.HasPrefix(pk, "HOOKS#") && sk == "SECRET":
+		return "webhook secret"
+	case strings.HasPrefix(pk, "HOOKS#") && strings.HasPrefix(sk, "EP#"):
+		return "webhook endpoint"
+	case strings.HasPrefix(pk, "SSE#") && strings.HasPrefix(sk, "SLOT#"):
+		return "stream slot"
 	}
 	return ""
 }
@@ -54,8 +60,10 @@ func recordKind(pk, sk string) string {
 // noTTL are the record kinds that never expire, and why (README,
 // "Retention").
 var noTTL = map[string]string{
-	"tier flag": "an operator's pause holds until an operator resumes the tier; four items at most",
-	"account":   "a connection lasts until the user replaces it; a scheduled job may need it a year later",
+	"tier flag":        "an operator's pause holds until an operator resumes the tier; four items at most",
+	"account":          "a connection lasts until the user replaces it; a scheduled job may need it a year later",
+	"webhook secret":   "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
+	"webhook endpoint": "a user's configuration, until the user deletes it; at most 20 per user",
 }
 
 // TestEveryRecordTypeExpires drives one job through its whole life — with a
@@ -77,6 +85,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 	defer srv.Close()
 
 	tok := b.Token("u-ttl", "user", "pro")
+	b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": "https://hooks.example.com/ttl", "events": []string{"job.stale"}}), 201)
 	b.Connect(tok)
 	up := b.Upload(tok, stacktest.PNG(t, 4))
 	b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "never.png", "contentType": "image/png", "size": 10}), 201)
@@ -117,7 +126,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}

@@ -3,8 +3,15 @@
 // PingInterval, and resumption after Last-Event-ID. It reads the event log
 // that is written in the same transaction as each change, so an event a
 // client sees always describes state that is already stored. In AWS it
-// runs behind a Lambda function URL in response-streaming mode; locally the
-// gateway serves it directly. The stream ends when the client goes away.
+// runs behind a Lambda function URL in response-streaming mode
+// (handler.Stream, the only way in); the stream ends when the client goes
+// away.
+//
+// Cost: an idle stream makes one DynamoDB read per PollInterval (1s by
+// default), so a transition reaches its client within about a second. A
+// user may hold at most MaxPerUser streams at once across every instance:
+// each open stream holds one of the user's lease slots in the table
+// (lease.go).
 package stream
 
 import (
@@ -14,40 +21,65 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Defaults.
 const (
-	PollIntervalDefault = 250 * time.Millisecond
+	// PollIntervalDefault is how often a stream reads for news.
+	PollIntervalDefault = time.Second
+	// MaxPerUserDefault caps a user's open streams.
+	MaxPerUserDefault = 5
+	// LeaseDefault is how long a stream's slot is held without renewal; a
+	// stream renews it every third of it, and a crashed instance's slots
+	// free themselves after it.
+	LeaseDefault = time.Minute
+	// feedLookback re-reads the newest part of the all-users feed, whose
+	// index is eventually consistent, so a late event is not skipped.
+	feedLookback = 3 * time.Second
 )
 
 // Config configures a Server.
 type Config struct {
-	Store    *store.Store
-	Verifier *auth.Verifier
+	Store *store.Store
+	// DB and Table hold the stream leases (required for the cap).
+	DB    *dynamodb.Client
+	Table string
 	// PingInterval bounds the silence between messages (required:
 	// CONVEYOR_STREAM_PING, whose default lives in internal/config).
 	PingInterval time.Duration
-	// PollInterval is how often the event log is read (default 250ms).
+	// PollInterval is how often the event log is read (default 1s).
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// MaxPerUser caps a user's open streams across every instance
+	// (default 5).
+	MaxPerUser int
+	// Lease is how long a stream's slot lasts unrenewed (default 1m).
+	Lease time.Duration
+	// Now is the clock of the leases (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Server streams events.
 type Server struct {
 	cfg    Config
+	leases *Leases
 	active atomic.Int64
+	// polls counts the polls made (tests: reads per idle minute).
+	polls atomic.Int64
 }
 
 // New returns a Server, or an error when cfg.PingInterval is not positive.
@@ -58,14 +90,147 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = PollIntervalDefault
 	}
+	if cfg.MaxPerUser == 0 {
+		cfg.MaxPerUser = MaxPerUserDefault
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = LeaseDefault
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg}, nil
+	s := &Server{cfg: cfg}
+	if cfg.DB != nil {
+		s.leases = &Leases{DB: cfg.DB, Table: cfg.Table, Max: cfg.MaxPerUser, TTL: cfg.Lease, Now: cfg.Now}
+	}
+	return s, nil
 }
 
-// ErrNotFound is returned before streaming for an unknown or foreign job.
-var ErrNotFound = errors.New("no such job")
+// Errors before streaming.
+var (
+	// ErrNotFound: an unknown job, or one the caller may not see.
+	ErrNotFound = errors.New("no such job")
+	// ErrTooMany: the caller already holds MaxPerUser streams.
+	ErrTooMany = errors.New("too many open streams")
+)
+
+// Request says what to stream to whom.
+type Request struct {
+	// Caller is the token's subject; the cap counts per caller.
+	Caller string
+	// JobID streams one job; empty streams many.
+	JobID string
+	// Admin streams any user's job (JobID), or every user's events (no
+	// JobID), instead of the caller's own.
+	Admin bool
+	// LastEventID resumes after that event.
+	LastEventID string
+}
+
+// Session is an opened stream: its snapshot is read and its slot held.
+type Session struct {
+	s       *Server
+	req     Request
+	job     *job.Job
+	lease   *Lease
+	started atomic.Bool
+}
+
+// Open checks that the caller may stream what req names, takes one of the
+// caller's slots (ErrTooMany when none is free) and reads the snapshot;
+// call it before sending any header. Close or Run the session.
+func (s *Server) Open(ctx context.Context, req Request) (*Session, error) {
+	sess := &Session{s: s, req: req}
+	if req.JobID != "" {
+		if !ids.Valid(ids.Job, req.JobID) {
+			return nil, ErrNotFound
+		}
+		j, err := s.cfg.Store.GetJob(ctx, req.JobID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !req.Admin && j.Owner != req.Caller) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		sess.job = &j
+	}
+	if s.leases != nil {
+		l, err := s.leases.Acquire(ctx, req.Caller)
+		if err != nil {
+			return nil, err
+		}
+		sess.lease = l
+	}
+	return sess, nil
+}
+
+// Close frees the session's slot; Run does it when it ends.
+func (sess *Session) Close() {
+	if sess.lease != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sess.lease.Release(ctx); err != nil {
+			sess.s.cfg.Logger.Warn("releasing a stream slot failed; it frees itself when its lease ends", "error", err)
+		}
+		sess.lease = nil
+	}
+}
+
+// Run writes the stream to w until ctx ends or writing fails, then frees
+// the slot.
+func (sess *Session) Run(ctx context.Context, w io.Writer, flush func()) error {
+	s := sess.s
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	defer sess.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if sess.lease != nil {
+		go sess.renew(ctx, cancel)
+	}
+	out := writer{w: w, flush: flush}
+	switch {
+	case sess.req.JobID != "":
+		return s.job(ctx, out, sess.job, sess.req.LastEventID)
+	case sess.req.Admin:
+		return s.feed(ctx, out, sess.req.LastEventID)
+	default:
+		return s.all(ctx, out, sess.req.Caller, sess.req.LastEventID)
+	}
+}
+
+// renew keeps the slot while the stream runs; a lost slot ends the stream,
+// so the cap holds.
+func (sess *Session) renew(ctx context.Context, cancel func()) {
+	t := time.NewTicker(sess.s.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := sess.lease.Renew(ctx); err != nil && ctx.Err() == nil {
+			if errors.Is(err, ErrLeaseLost) {
+				sess.s.cfg.Logger.WarnContext(ctx, "stream slot lost; ending the stream", "caller", sess.req.Caller)
+				cancel()
+				return
+			}
+			sess.s.cfg.Logger.WarnContext(ctx, "renewing a stream slot failed", "error", err)
+		}
+	}
+}
+
+// Active returns how many streams are being served now; a stream whose
+// client went away is no longer counted once its reads have stopped.
+func (s *Server) Active() int64 { return s.active.Load() }
+
+// Polls returns how many polls (one DynamoDB read each when idle) the
+// server's streams have made.
+func (s *Server) Polls() int64 { return s.polls.Load() }
 
 // writer writes SSE frames and flushes them.
 type writer struct {
@@ -99,42 +264,41 @@ func (w writer) frame(id, event string, data any) error {
 	return nil
 }
 
-// Open checks that owner may stream jobID ("" for all of owner's jobs)
-// and returns the snapshot; call it before sending any header.
-func (s *Server) Open(ctx context.Context, owner, jobID string) (*job.Job, error) {
-	if jobID == "" {
-		return nil, nil
-	}
-	if !ids.Valid(ids.Job, jobID) {
-		return nil, ErrNotFound
-	}
-	j, err := s.cfg.Store.GetJob(ctx, jobID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && j.Owner != owner) {
-		return nil, ErrNotFound
-	}
-	return &j, err
+// ticker paces a stream's polls and pings.
+type ticker struct {
+	s        *Server
+	out      writer
+	poll     *time.Ticker
+	lastSent time.Time
 }
 
-// Stream writes the stream to w until ctx ends or writing fails.
-func (s *Server) Stream(ctx context.Context, w io.Writer, flush func(), owner, jobID, lastEventID string) error {
-	s.active.Add(1)
-	defer s.active.Add(-1)
-	out := writer{w: w, flush: flush}
-	if jobID != "" {
-		return s.job(ctx, out, owner, jobID, lastEventID)
-	}
-	return s.all(ctx, out, owner, lastEventID)
+func (s *Server) newTicker(out writer) *ticker {
+	return &ticker{s: s, out: out, poll: time.NewTicker(s.cfg.PollInterval), lastSent: time.Now()}
 }
 
-// Active returns how many streams are being served now; a stream whose
-// client went away is no longer counted once its reads have stopped.
-func (s *Server) Active() int64 { return s.active.Load() }
+func (t *ticker) sent() { t.lastSent = time.Now() }
 
-func (s *Server) job(ctx context.Context, out writer, owner, jobID, lastEventID string) error {
-	j, err := s.Open(ctx, owner, jobID)
-	if err != nil {
-		return err
+// wait pings when the stream was silent for PingInterval, then waits for
+// the next poll; false when the client went away.
+func (t *ticker) wait(ctx context.Context) (bool, error) {
+	if time.Since(t.lastSent) >= t.s.cfg.PingInterval {
+		if err := t.out.frame("", "ping", map[string]string{"at": time.Now().UTC().Format(time.RFC3339)}); err != nil {
+			return false, err
+		}
+		t.lastSent = time.Now()
 	}
+	select {
+	case <-ctx.Done():
+		t.poll.Stop()
+		return false, nil
+	case <-t.poll.C:
+		t.s.polls.Add(1)
+		return true, nil
+	}
+}
+
+// job streams one job: one query of its event log per poll.
+func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID string) error {
 	if err := out.frame("", "snapshot", j); err != nil {
 		return err
 	}
@@ -142,30 +306,21 @@ func (s *Server) job(ctx context.Context, out writer, owner, jobID, lastEventID 
 	if n, err := strconv.ParseInt(lastEventID, 10, 64); err == nil && n >= 0 && n < after {
 		after = n
 	}
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
-	lastSent := time.Now()
+	t := s.newTicker(out)
 	for {
-		evs, err := s.cfg.Store.Events(ctx, jobID, after, 100)
+		evs, err := s.cfg.Store.Events(ctx, j.ID, after, 100)
 		if err != nil && ctx.Err() == nil {
-			s.cfg.Logger.WarnContext(ctx, "reading events failed", "job_id", jobID, "error", err)
+			s.cfg.Logger.WarnContext(ctx, "reading events failed", "job_id", j.ID, "error", err)
 		}
 		for _, ev := range evs {
 			if err := out.frame(ev.ID(), ev.Type, eventData(ev)); err != nil {
 				return err
 			}
-			after, lastSent = ev.Seq, time.Now()
+			after = ev.Seq
+			t.sent()
 		}
-		if time.Since(lastSent) >= s.cfg.PingInterval {
-			if err := out.frame("", "ping", map[string]string{"at": time.Now().UTC().Format(time.RFC3339)}); err != nil {
-				return err
-			}
-			lastSent = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-poll.C:
+		if ok, err := t.wait(ctx); !ok {
+			return err
 		}
 	}
 }
@@ -174,7 +329,8 @@ func (s *Server) job(ctx context.Context, out writer, owner, jobID, lastEventID 
 func eventData(ev store.EventRecord) events.Body { return events.BodyOf(ev) }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
-// events of every job that changes. Event ids are "<jobId>:<seq>".
+// events of every job that changes. Event ids are "<jobId>:<seq>". An idle
+// poll is one query of the owner's recently updated jobs.
 func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string) error {
 	jobs, _, err := s.cfg.Store.ListJobs(ctx, store.ListQuery{Owner: owner, Limit: 50})
 	if err != nil {
@@ -205,9 +361,7 @@ func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string)
 			}
 		}
 	}
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
-	lastSent := time.Now()
+	t := s.newTicker(out)
 	for {
 		changed, _, err := s.cfg.Store.ListJobs(ctx, store.ListQuery{Owner: owner, UpdatedSince: store.SinceKey(since), Limit: 100})
 		if err != nil && ctx.Err() == nil {
@@ -229,7 +383,8 @@ func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string)
 				if err := out.frame(fmt.Sprintf("%s:%d", ev.JobID, ev.Seq), ev.Type, eventData(ev)); err != nil {
 					return err
 				}
-				seen[j.ID], lastSent = ev.Seq, time.Now()
+				seen[j.ID] = ev.Seq
+				t.sent()
 			}
 			if _, ok := seen[j.ID]; !ok {
 				seen[j.ID] = j.EventSeq
@@ -238,56 +393,75 @@ func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string)
 				since = j.UpdatedAt.Add(-time.Millisecond)
 			}
 		}
-		if time.Since(lastSent) >= s.cfg.PingInterval {
-			if err := out.frame("", "ping", map[string]string{"at": time.Now().UTC().Format(time.RFC3339)}); err != nil {
-				return err
-			}
-			lastSent = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-poll.C:
+		if ok, err := t.wait(ctx); !ok {
+			return err
 		}
 	}
 }
 
-// ServeHTTP serves GET /v1/jobs/{id}/events and GET /v1/events for the local
-// gateway, with the API's JSON errors before the stream starts.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fail := func(status int, code, msg string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-	}
-	claims, err := s.cfg.Verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		fail(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
-		return
-	}
-	jobID := r.PathValue("id")
-	if strings.HasSuffix(r.URL.Path, "/events") && strings.HasPrefix(r.URL.Path, "/v1/jobs/") {
-		if _, err := s.Open(r.Context(), claims.Subject, jobID); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				fail(http.StatusNotFound, "not_found", "no such resource")
-				return
+// feed streams every user's events (operators), from the feed index: one
+// query per shard per poll. Event ids are "<jobId>:<seq>"; Last-Event-ID
+// resumes after that event. Each poll re-reads the last few seconds of
+// each shard (the index is eventually consistent) and sends only what it
+// has not sent.
+func (s *Server) feed(ctx context.Context, out writer, lastEventID string) error {
+	since := time.Now().UTC()
+	sent := map[string]time.Time{}
+	if id, seqStr, ok := strings.Cut(lastEventID, ":"); ok {
+		if seq, err := strconv.ParseInt(seqStr, 10, 64); err == nil {
+			if ev, err := s.cfg.Store.GetEvent(ctx, id, seq); err == nil {
+				since = ev.At
+				sent[store.FeedKey(ev)] = ev.At
 			}
-			fail(http.StatusInternalServerError, "internal", "could not open the stream")
-			return
 		}
 	}
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
+	if err := out.frame("", "snapshot", map[string]any{"since": since.Format(time.RFC3339Nano)}); err != nil {
+		return err
 	}
-	flush()
-	if err := s.Stream(r.Context(), w, flush, claims.Subject, jobID, r.Header.Get("Last-Event-ID")); err != nil && r.Context().Err() == nil {
-		s.cfg.Logger.WarnContext(r.Context(), "stream ended", "error", err)
+	// newest[n] is the time of the newest event read from shard n.
+	newest := make([]time.Time, resources.FeedShards)
+	for n := range newest {
+		newest[n] = since
+	}
+	t := s.newTicker(out)
+	for {
+		var batch []store.FeedEvent
+		for n := range newest {
+			from := newest[n].Add(-feedLookback)
+			if from.Before(since) {
+				from = since
+			}
+			evs, err := s.cfg.Store.Feed(ctx, n, store.FeedTime(from), 200)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.WarnContext(ctx, "reading the event feed failed", "error", err)
+			}
+			for _, ev := range evs {
+				if _, dup := sent[ev.Key]; dup {
+					continue
+				}
+				batch = append(batch, ev)
+				if ev.At.After(newest[n]) {
+					newest[n] = ev.At
+				}
+			}
+		}
+		sort.Slice(batch, func(i, j int) bool { return batch[i].Key < batch[j].Key })
+		for _, ev := range batch {
+			sent[ev.Key] = ev.At
+			if err := out.frame(fmt.Sprintf("%s:%d", ev.JobID, ev.Seq), ev.Type, eventData(ev.EventRecord)); err != nil {
+				return err
+			}
+			t.sent()
+		}
+		// Forget what no later read can return again.
+		floor := slices.MinFunc(newest, func(a, b time.Time) int { return a.Compare(b) }).Add(-2 * feedLookback)
+		for k, at := range sent {
+			if at.Before(floor) {
+				delete(sent, k)
+			}
+		}
+		if ok, err := t.wait(ctx); !ok {
+			return err
+		}
 	}
 }

@@ -1,7 +1,11 @@
-// Package webhook delivers job events to the URL a job (or the
-// environment) names: a JSON body signed with HMAC-SHA256 of the raw body,
-// a 10 s timeout, no redirects followed, retries with backoff on 5xx and
-// transport errors, the delivery's state kept, and webhook.delivered /
+// Package webhook delivers job events to the receivers their owner named —
+// a job's webhookUrl and the owner's endpoints subscribed to the event's
+// type — signed per the Standard Webhooks spec (standardwebhooks.com) with
+// the owner's own secret: webhook-id (one per delivery, stable across its
+// retries), webhook-timestamp, webhook-signature "v1,<base64 HMAC-SHA256 of
+// id.timestamp.body>" (two during a secret rotation). A 10 s timeout, no
+// redirects followed, retries with backoff on 5xx, 429 and transport
+// errors, the delivery's state kept, and webhook.delivered /
 // webhook.failed events. Outside the local environment, targets that
 // resolve to private, loopback, link-local or metadata addresses are
 // refused, checked on the address actually dialled.
@@ -10,9 +14,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,39 +37,21 @@ import (
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-// Headers of a delivery.
-const (
-	HeaderEvent     = "X-Conveyor-Event"
-	HeaderDelivery  = "X-Conveyor-Delivery"
-	HeaderSignature = "X-Conveyor-Signature"
-)
-
 // Defaults.
 const (
 	TimeoutDefault     = 10 * time.Second
 	MaxAttemptsDefault = 8
 )
 
-// Sign returns the signature header value of body: "sha256=<hex HMAC>".
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// Verify reports whether header is body's signature under secret, in
-// constant time. Receivers use it on the raw body, before parsing.
-func Verify(secret, body []byte, header string) bool {
-	want := Sign(secret, body)
-	return hmac.Equal([]byte(want), []byte(strings.TrimSpace(header)))
-}
-
 // Config configures a Deliverer.
 type Config struct {
-	Store  *store.Store
-	DB     *dynamodb.Client
-	Table  string
-	Secret []byte
+	Store *store.Store
+	DB    *dynamodb.Client
+	Table string
+	// Keys sign each delivery with its owner's secret (required).
+	Keys *Keys
+	// Endpoints resolve the owner's endpoint a delivery names.
+	Endpoints *Endpoints
 	// Local allows http and private targets (the local environment only).
 	Local bool
 	// Timeout per delivery (default 10s).
@@ -126,6 +108,7 @@ func New(cfg Config) *Deliverer {
 type Delivery struct {
 	ID         string    `dynamodbav:"deliveryId" json:"id"`
 	JobID      string    `dynamodbav:"jobId" json:"jobId"`
+	Endpoint   string    `dynamodbav:"endpoint,omitempty" json:"endpoint,omitempty"`
 	Event      string    `dynamodbav:"event" json:"event"`
 	URL        string    `dynamodbav:"url" json:"url"`
 	Status     string    `dynamodbav:"status" json:"status"` // delivered, retrying, failed
@@ -152,9 +135,28 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	log := d.cfg.Logger.With("job_id", m.JobID, "delivery", m.DeliveryID, "event", ev.Type, "attempt", attempt)
-	dl := Delivery{ID: m.DeliveryID, JobID: m.JobID, Event: ev.Type, URL: ev.WebhookURL, Attempts: attempt}
+	target := ev.WebhookURL
+	if m.Endpoint != "" {
+		if d.cfg.Endpoints == nil {
+			return Verdict{}, errors.New("webhook: a delivery to an endpoint, but no endpoints configured")
+		}
+		ep, err := d.cfg.Endpoints.Get(ctx, ev.Owner, m.Endpoint)
+		if errors.Is(err, ErrNotFound) {
+			log.InfoContext(ctx, "webhook endpoint deleted; delivery dropped", "endpoint", m.Endpoint)
+			return Verdict{Done: true}, nil
+		}
+		if err != nil {
+			return Verdict{}, err
+		}
+		target = ep.URL
+	}
+	keys, err := d.cfg.Keys.SigningKeys(ctx, ev.Owner)
+	if err != nil {
+		return Verdict{}, err
+	}
+	dl := Delivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
 	body, _ := json.Marshal(events.BodyOf(ev))
-	status, sendErr := d.send(ctx, ev, m.DeliveryID, body)
+	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {
 	case sendErr == nil && status >= 200 && status < 300:
@@ -186,19 +188,23 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	return Verdict{RetryIn: wait}, d.save(ctx, dl)
 }
 
-func (d *Deliverer) send(ctx context.Context, ev store.EventRecord, delivery string, body []byte) (int, error) {
-	if _, err := d.guard.CheckURL(ctx, ev.WebhookURL); err != nil {
+func (d *Deliverer) send(ctx context.Context, target, eventType, delivery string, body []byte, keys [][]byte) (int, error) {
+	if _, err := d.guard.CheckURL(ctx, target); err != nil {
 		return 0, fmt.Errorf("%w: %v", netguard.ErrForbidden, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.WebhookURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", netguard.ErrForbidden, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Conveyor-Webhook/1")
-	req.Header.Set(HeaderEvent, ev.Type)
-	req.Header.Set(HeaderDelivery, delivery)
-	req.Header.Set(HeaderSignature, Sign(d.cfg.Secret, body))
+	// Each attempt is signed at its own time, so a receiver's tolerance
+	// window (5 minutes in the spec's libraries) applies per attempt.
+	now := d.cfg.Now()
+	req.Header.Set(HeaderID, delivery)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderSignature, Signature(delivery, now, body, keys...))
+	req.Header.Set(HeaderEvent, eventType)
 	resp, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, netguard.ErrForbidden) {
@@ -233,11 +239,19 @@ func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string) error
 		return err
 	}
 	_, err := d.cfg.Store.UpdateJob(ctx, dl.JobID, func(j *job.Job) error {
-		j.Emit(event, d.cfg.Now(), map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)})
+		j.Emit(event, d.cfg.Now(), webhookDetail(dl))
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	return err
+}
+
+func webhookDetail(dl Delivery) map[string]string {
+	d := map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)}
+	if dl.Endpoint != "" {
+		d["endpoint"] = dl.Endpoint
+	}
+	return d
 }

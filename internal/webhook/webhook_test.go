@@ -3,16 +3,22 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
+
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
@@ -24,90 +30,108 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-func TestSignVerify(t *testing.T) {
-	t.Parallel()
-	body := []byte(`{"type":"job.succeeded"}`)
-	sig := webhook.Sign([]byte("s"), body)
-	if !webhook.Verify([]byte("s"), body, sig) {
-		t.Error("own signature refused")
-	}
-	for _, bad := range []string{"", "sha256=00", webhook.Sign([]byte("t"), body), sig + "0"} {
-		if webhook.Verify([]byte("s"), body, bad) {
-			t.Errorf("accepted %q", bad)
-		}
-	}
-	if webhook.Verify([]byte("s"), append(body, ' '), sig) {
-		t.Error("accepted a changed body")
-	}
-}
-
+// receiver is a webhook endpoint on loopback that verifies every delivery
+// with the Standard Webhooks library and the owner's secret.
 type receiver struct {
 	mu      sync.Mutex
+	wh      *standardwebhooks.Webhook
 	fail    int // answer 500 this many times first
+	ids     []string
 	got     []http.Header
 	bodies  [][]byte
 	badSigs int
 }
 
-func (r *receiver) handler(secret []byte) http.HandlerFunc {
-	return func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if !webhook.Verify(secret, body, req.Header.Get(webhook.HeaderSignature)) {
-			r.badSigs++
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		if r.fail > 0 {
-			r.fail--
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		r.got = append(r.got, req.Header.Clone())
-		r.bodies = append(r.bodies, body)
-		w.WriteHeader(http.StatusNoContent)
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.wh.Verify(body, req.Header); err != nil {
+		r.badSigs++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
 	}
+	r.ids = append(r.ids, req.Header.Get(webhook.HeaderID))
+	if r.fail > 0 {
+		r.fail--
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	r.got = append(r.got, req.Header.Clone())
+	r.bodies = append(r.bodies, body)
+	w.WriteHeader(http.StatusNoContent)
 }
 
-// TestWebhookRetriedThenDelivered: a job with a webhook URL succeeds; the
-// relay queues the delivery, the system tier POSTs it signed, the receiver
-// on loopback verifies the signature, answers 500 twice, then accepts; the
-// delivery and its webhook.delivered event are kept.
+func (r *receiver) delivered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+// ownerSecret reads the caller's signing secret through the API and
+// returns the library's verifier for it.
+func ownerSecret(t *testing.T, b *stacktest.Bundle, tok string) *standardwebhooks.Webhook {
+	t.Helper()
+	r := b.Must(b.Call("GET", "/v1/webhooks/secret", tok, nil), 200)
+	secret, _ := r.Body["secret"].(string)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("secret %q is not whsec_…", secret)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wh
+}
+
+// failedJob stores a job of owner that has just failed, with webhookURL
+// (may be empty), as the publisher would: its job.failed event waits in
+// the outbox for the relay.
+func failedJob(t *testing.T, b *stacktest.Bundle, owner, webhookURL string) string {
+	t.Helper()
+	now := time.Now()
+	j := &job.Job{ID: ids.New(ids.Job), Owner: owner, Status: job.Queued, Tier: "low", WebhookURL: webhookURL,
+		CreatedAt: now, UpdatedAt: now, Hash: ids.New("h")}
+	j.Emit(job.EventFailed, now, nil)
+	if _, _, err := b.Stack.App.Store.CreateJob(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+// TestWebhookRetriedThenDelivered: a job with a webhook URL fails; the
+// relay queues the delivery, the system tier POSTs it signed with the
+// owner's secret, the receiver verifies it with the Standard Webhooks
+// library, answers 500 twice, then accepts; every attempt carries the same
+// webhook-id; the delivery and its webhook.delivered event are kept.
 func TestWebhookRetriedThenDelivered(t *testing.T) {
 	t.Parallel()
 	b := stacktest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
-	rec := &receiver{fail: 2}
-	srv := httptest.NewServer(rec.handler(b.Stack.Config.WebhookSecret))
-	defer srv.Close()
 	tok := b.Token("u-hook", "user", "pro")
-	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 5))
-	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
-		"params": map[string]any{"title": "hooked"}, "webhookUrl": srv.URL + "/hook"}), 201).Body["id"].(string)
-	b.WaitStatus(tok, id, "succeeded")
-	b.Eventually(func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return len(rec.got) > 0
-	}, "the webhook to arrive")
+	rec := &receiver{fail: 2, wh: ownerSecret(t, b, tok)}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	id := failedJob(t, b, "u-hook", srv.URL+"/hook")
+	b.Eventually(func() bool { return rec.delivered() > 0 }, "the webhook to arrive")
 	rec.mu.Lock()
-	h, body, bad := rec.got[0], rec.bodies[0], rec.badSigs
+	h, body, bad, ids := rec.got[0], rec.bodies[0], rec.badSigs, slices.Clone(rec.ids)
 	rec.mu.Unlock()
 	if bad != 0 {
 		t.Errorf("%d deliveries with a bad signature", bad)
 	}
-	if h.Get(webhook.HeaderEvent) != job.EventSucceeded || h.Get(webhook.HeaderDelivery) == "" {
+	if h.Get(webhook.HeaderEvent) != job.EventFailed {
 		t.Errorf("headers %v", h)
+	}
+	if want := webhook.DeliveryID(id, 1, ""); len(ids) != 3 || ids[0] != want || ids[1] != want || ids[2] != want {
+		t.Errorf("webhook-id of the three attempts %v: want %s on each", ids, want)
 	}
 	var ev struct {
 		Type string `json:"type"`
 		Job  struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
+			ID string `json:"id"`
 		} `json:"job"`
 	}
-	if err := json.Unmarshal(body, &ev); err != nil || ev.Job.ID != id || ev.Job.Status != "succeeded" {
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Job.ID != id || ev.Type != job.EventFailed {
 		t.Errorf("body %s (%v)", body, err)
 	}
 	// The outcome is an event of the job too.
@@ -131,7 +155,7 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
 	defer srv.Close()
 	app := b.Stack.App
-	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Secret: []byte("s"), Local: false})
+	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Keys: app.WebhookKeys, Local: false})
 	ctx := context.Background()
 	port := srv.URL[len("http://127.0.0.1:"):]
 	for i, target := range []string{srv.URL, "https://127.0.0.1:" + port, "https://0x7f000001:" + port, "https://2130706433:" + port,
@@ -178,7 +202,7 @@ func TestRebindingIsRefusedAtConnectTime(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	app := b.Stack.App
-	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Secret: []byte("s"), Local: false, Resolver: &rebinding{}})
+	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Keys: app.WebhookKeys, Local: false, Resolver: &rebinding{}})
 	ctx := context.Background()
 	j := &job.Job{ID: "job_rebindaaaaaaaaaaaaaaaaaaa", Owner: "u", Status: job.Queued, Tier: "low", WebhookURL: "https://rebind.test:" + port + "/hook",
 		CreatedAt: time.Now(), UpdatedAt: time.Now(), Hash: "rebind"}

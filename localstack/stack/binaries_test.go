@@ -22,6 +22,7 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -90,12 +91,12 @@ type hooks struct {
 	got    chan struct{}
 }
 
-func (h *hooks) handler(secret []byte) http.HandlerFunc {
+func (h *hooks) handler(wh *standardwebhooks.Webhook) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if !webhook.Verify(secret, body, r.Header.Get(webhook.HeaderSignature)) {
+		if wh.Verify(body, r.Header) != nil {
 			h.bad++
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -114,7 +115,8 @@ func (h *hooks) handler(secret []byte) http.HandlerFunc {
 // confirmed by its S3 event through confirm; the job is submitted through
 // api (scheduled a moment ahead), released by recovery, published by
 // publisher; recovery's relay queues the webhook, which system delivers,
-// signed with the secret it read from Secrets Manager; and the job's events
+// signed with the owner's secret (sealed by KMS, read through the API and
+// checked with the Standard Webhooks library); and the job's events
 // reach an SSE client through stream, at its own URL.
 func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	t.Parallel()
@@ -125,11 +127,16 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	if s.StreamURL == s.APIURL || s.StreamURL == "" {
 		t.Fatalf("stream URL %q: want the stream function's own origin, not the API's %q", s.StreamURL, s.APIURL)
 	}
+	tok := b.Token("u-binaries", "user", "pro")
+	secret := b.Must(b.Call("GET", "/v1/webhooks/secret", tok, nil), 200).Body["secret"].(string)
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
 	receiver := &hooks{got: make(chan struct{}, 1)}
-	srv := httptest.NewServer(receiver.handler(s.Config.WebhookSecret))
+	srv := httptest.NewServer(receiver.handler(wh))
 	defer srv.Close()
 
-	tok := b.Token("u-binaries", "user", "pro")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	frames := openSSE(t, ctx, s.StreamURL+"/v1/events", tok)

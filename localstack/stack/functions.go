@@ -71,16 +71,16 @@ type binaryConfig struct {
 }
 
 // Secrets the CDK stacks create and pass to functions by ARN (see
-// infra/stack: readsJWTSecret, readsWebhookSecret).
+// infra/stack: readsJWTSecret). Webhooks are signed with each user's own
+// secret, sealed in the table, so no function reads an environment-wide one.
 var functionSecrets = map[string]struct{ name, valueVar, arnVar string }{
 	resources.FuncAPI:    {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
 	resources.FuncStream: {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
-	resources.FuncSystem: {"/webhook-signing", config.VarWebhookSecret, config.VarWebhookSecretARN},
 }
 
 // startBinaries builds every function of the definition for this host and
 // prepares each to run under the local Runtime API with the environment the
-// CDK stacks give it: the configuration, with the two secrets stored in
+// CDK stacks give it: the configuration, with the JWT secret stored in
 // Secrets Manager and named by ARN, read by the function at cold start.
 func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 	paths := c.built
@@ -106,7 +106,6 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		// No function gets a secret's value; the ones that read a secret
 		// get its ARN, as in AWS.
 		delete(env, config.VarJWTSecret)
-		delete(env, config.VarWebhookSecret)
 		if s, ok := functionSecrets[name]; ok {
 			env[s.arnVar] = arns[s.name]
 		}

@@ -98,7 +98,8 @@ type Options struct {
 // Stack is a running local Conveyor.
 type Stack struct {
 	APIURL string
-	// StreamURL serves GET /v1/events and /v1/jobs/{id}/events: the stream
+	// StreamURL serves GET /v1/events, /v1/jobs/{id}/events and the two
+	// admin streams (/v1/admin/events, /v1/admin/jobs/{id}/events): the stream
 	// function's URL in binary mode (its own origin, as in AWS), the
 	// gateway in process.
 	StreamURL    string
@@ -228,7 +229,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	env[config.VarEventBus] = def.EventBus
 	env[config.VarAPIAddr] = ln.Addr().String()
 	env[config.VarDeviantArtURL] = simURL
-	for _, name := range []string{config.VarJWTSecret, config.VarWebhookSecret} {
+	for _, name := range []string{config.VarJWTSecret} {
 		if getenv(name) == "" {
 			env[name] = randomHex(32)
 		}
@@ -301,9 +302,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			}
 		})
 	} else {
-		// In process the gateway serves the streams itself.
-		mux.Handle("GET /v1/events", a.Streams)
-		mux.Handle("GET /v1/jobs/{id}/events", a.Streams)
+		// In process the gateway serves the streams at its own origin, still
+		// through the stream function's handler (handler.Stream).
+		fu := &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
+			mux.Handle("GET "+p, fu)
+		}
 		s.StreamURL = s.APIURL
 	}
 	for _, q := range def.Queues {
@@ -401,7 +405,6 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_STREAM_URL"] = s.StreamURL
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
 	m[config.VarJWTSecret] = string(s.Config.JWTSecret)
-	m[config.VarWebhookSecret] = string(s.Config.WebhookSecret)
 	m[config.VarDeviantArtClientID] = s.Config.DeviantArtClientID
 	m[config.VarDeviantArtClientSecret] = s.Config.DeviantArtClientSecret
 	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default

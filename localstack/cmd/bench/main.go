@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +34,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/localstack/apiclient"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -104,6 +107,13 @@ type result struct {
 	SubmitP95OverFloor float64            `json:"submit_p95_over_floor_putitem_p50"`
 	EmulatorStartMs    float64            `json:"emulator_start_ms"`
 	DynamoDBStartMs    float64            `json:"dynamodb_local_start_ms"`
+	// WebhookLagP50/P95: the job.succeeded transition (the event's time)
+	// to its signed delivery at a local receiver (a per-user endpoint).
+	WebhookLagP50 float64 `json:"event_lag_webhook_ms_p50"`
+	WebhookLagP95 float64 `json:"event_lag_webhook_ms_p95"`
+	// SSEReadsPerIdleClientPerMin: DynamoDB reads an idle SSE stream
+	// makes, counted on a stream server of its own.
+	SSEReadsPerIdleClientPerMin float64 `json:"sse_reads_per_idle_client_per_min"`
 }
 
 func main() {
@@ -172,6 +182,15 @@ func run(n, conc, users int, skipBuild bool) error {
 		}
 		if uploads[i], err = apiclient.Upload(s.APIURL, tok, apiclient.PNG(64)); err != nil {
 			return err
+		}
+	}
+
+	hooks := newHookReceiver()
+	hookSrv := httptest.NewServer(hooks)
+	defer hookSrv.Close()
+	for _, tok := range tokens {
+		if _, err := apiclient.Call(s.APIURL, "POST", "/v1/webhooks", tok, map[string]any{"url": hookSrv.URL, "events": []string{"job.succeeded"}}); err != nil {
+			return fmt.Errorf("registering a webhook endpoint: %w", err)
 		}
 	}
 
@@ -245,6 +264,16 @@ func run(n, conc, users int, skipBuild bool) error {
 		}
 	}
 	counts := counter.Snapshot()
+	progress("waiting for every job.succeeded webhook")
+	lags, err := hooks.wait(jobIDs, 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	res.WebhookLagP50, res.WebhookLagP95 = pct(lags, 50), pct(lags, 95)
+	progress("counting the reads of idle SSE streams")
+	if res.SSEReadsPerIdleClientPerMin, err = idleStreamReads(ctx, floorCfg, s, jobIDs[0], owner[0]); err != nil {
+		return err
+	}
 	res.Throughput = float64(n) / last.Sub(start).Seconds()
 	res.SubmitP50, res.SubmitP95 = pct(submitLat, 50), pct(submitLat, 95)
 	res.E2EP50, res.E2EP95 = pct(e2e, 50), pct(e2e, 95)
@@ -367,6 +396,8 @@ func report(r result, counts map[string]int, n int) {
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
+	fmt.Fprintf(w, "event lag, transition → webhook received p50 / p95\t%.1f / %.1f ms\n", r.WebhookLagP50, r.WebhookLagP95)
+	fmt.Fprintf(w, "SSE reads per idle client per minute\t%.1f\n", r.SSEReadsPerIdleClientPerMin)
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
 	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
@@ -390,4 +421,89 @@ func report(r result, counts map[string]int, n int) {
 	w.Flush()
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
+}
+
+// hookReceiver is a local webhook endpoint: it notes when each job's
+// job.succeeded delivery arrives, against the event's own time.
+type hookReceiver struct {
+	mu  sync.Mutex
+	lag map[string]time.Duration
+}
+
+func newHookReceiver() *hookReceiver { return &hookReceiver{lag: map[string]time.Duration{}} }
+
+func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	var ev struct {
+		Type  string    `json:"type"`
+		At    time.Time `json:"at"`
+		JobID string    `json:"jobId"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&ev); err != nil || r.Header.Get("webhook-signature") == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	if _, dup := h.lag[ev.JobID]; !dup {
+		h.lag[ev.JobID] = now.Sub(ev.At)
+	}
+	h.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *hookReceiver) wait(ids []string, limit time.Duration) ([]time.Duration, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		h.mu.Lock()
+		got := len(h.lag)
+		h.mu.Unlock()
+		if got >= len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d webhooks arrived within %s", got, len(ids), limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]time.Duration, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, h.lag[id])
+	}
+	return out, nil
+}
+
+// idleStreamReads runs idle streams (a finished job's, and all of its
+// owner's jobs) on a stream server whose DynamoDB client counts its own
+// requests, and returns the reads per stream per minute.
+func idleStreamReads(ctx context.Context, cfg aws.Config, s *stack.Stack, jobID string, owner int) (float64, error) {
+	c := awsclient.NewCounter()
+	ddb := awsclient.New(c.Attach(cfg)).DynamoDB
+	srv, err := stream.New(stream.Config{Store: store.New(ddb, s.Config.Table, nil), DB: ddb, Table: s.Config.Table,
+		PingInterval: s.Config.StreamPing, PollInterval: s.Config.StreamPoll, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reqs := []stream.Request{{Caller: fmt.Sprintf("bench-u%d", owner), JobID: jobID}, {Caller: fmt.Sprintf("bench-u%d", owner)}}
+	var wg sync.WaitGroup
+	for _, r := range reqs {
+		sess, err := srv.Open(ctx, r)
+		if err != nil {
+			return 0, err
+		}
+		wg.Go(func() { _ = sess.Run(ctx, io.Discard, nil) })
+	}
+	time.Sleep(2 * time.Second) // past the snapshots
+	reads := func() int {
+		return c.Get("DynamoDB.Query") + c.Get("DynamoDB.GetItem") + c.Get("DynamoDB.BatchGetItem") + c.Get("DynamoDB.Scan")
+	}
+	r0, t0 := reads(), time.Now()
+	time.Sleep(20 * time.Second)
+	r1, el := reads(), time.Since(t0)
+	cancel()
+	wg.Wait()
+	return float64(r1-r0) / float64(len(reqs)) / el.Minutes(), nil
 }

@@ -1,0 +1,91 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/stream"
+)
+
+type nopSession struct{}
+
+func (nopSession) Run(context.Context, io.Writer, func()) error { return nil }
+func (nopSession) Close()                                       {}
+
+// TestStreamRoutesRolesAndErrors: each of the four stream paths reaches
+// the opener with the right request; admin paths need admin or service;
+// the opener's errors become 404 and 429 JSON errors.
+func TestStreamRoutesRolesAndErrors(t *testing.T) {
+	t.Parallel()
+	const job = "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	var got stream.Request
+	var fail error
+	open := func(_ context.Context, r stream.Request) (StreamSession, error) {
+		got = r
+		if fail != nil {
+			return nil, fail
+		}
+		return nopSession{}, nil
+	}
+	tokens := map[string]auth.Claims{"user": {Subject: "u1", Role: auth.RoleUser}, "admin": {Subject: "ops", Role: auth.RoleAdmin},
+		"service": {Subject: "mon", Role: auth.RoleService}}
+	verify := func(h string) (auth.Claims, error) {
+		c, ok := tokens[h]
+		if !ok {
+			return auth.Claims{}, errors.New("bad token")
+		}
+		return c, nil
+	}
+	h := Stream(open, verify, slog.New(slog.DiscardHandler))
+	call := func(token, path string) (*events.LambdaFunctionURLStreamingResponse, string) {
+		resp, err := h(context.Background(), events.LambdaFunctionURLRequest{RawPath: path, Headers: map[string]string{"authorization": token, "last-event-id": "7"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		if resp.StatusCode != 200 {
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+		} else {
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}
+		return resp, body.Error.Code
+	}
+	for _, tc := range []struct {
+		token, path string
+		status      int
+		want        stream.Request
+	}{
+		{"user", "/v1/events", 200, stream.Request{Caller: "u1", LastEventID: "7"}},
+		{"user", "/v1/jobs/" + job + "/events", 200, stream.Request{Caller: "u1", JobID: job, LastEventID: "7"}},
+		{"admin", "/v1/admin/events", 200, stream.Request{Caller: "ops", Admin: true, LastEventID: "7"}},
+		{"service", "/v1/admin/jobs/" + job + "/events", 200, stream.Request{Caller: "mon", JobID: job, Admin: true, LastEventID: "7"}},
+		{"user", "/v1/admin/events", 403, stream.Request{}},
+		{"user", "/v1/admin/jobs/" + job + "/events", 403, stream.Request{}},
+		{"nobody", "/v1/events", 401, stream.Request{}},
+		{"user", "/v1/jobs//events", 404, stream.Request{}},
+		{"user", "/v1/other", 404, stream.Request{}},
+	} {
+		got = stream.Request{}
+		resp, _ := call(tc.token, tc.path)
+		if resp.StatusCode != tc.status || got != tc.want {
+			t.Errorf("%s %s: %d %+v, want %d %+v", tc.token, tc.path, resp.StatusCode, got, tc.status, tc.want)
+		}
+	}
+	fail = stream.ErrTooMany
+	if resp, code := call("user", "/v1/events"); resp.StatusCode != 429 || code != "too_many_streams" || resp.Headers["Retry-After"] == "" {
+		t.Errorf("beyond the cap: %d %q %v", resp.StatusCode, code, resp.Headers)
+	}
+	fail = stream.ErrNotFound
+	if resp, code := call("user", "/v1/jobs/"+job+"/events"); resp.StatusCode != 404 || code != "not_found" {
+		t.Errorf("a job not the caller's: %d %q", resp.StatusCode, code)
+	}
+}
