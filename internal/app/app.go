@@ -27,7 +27,6 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
-	events2 "github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -37,6 +36,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
@@ -73,7 +73,7 @@ type App struct {
 	API       *deviantart.Client
 	Publisher *publish.Publisher
 	Breaker   *breaker.Breaker
-	Relay     *events2.Relay
+	Relay     *relay.Relay
 	Webhooks  *webhook.Deliverer
 	Streams   *stream.Server
 	Metrics   *metrics.Emitter
@@ -164,7 +164,11 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		Store: st, Sender: sender, S3: clients.S3, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
 		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: adm.Paused, Now: opts.Now, Logger: log,
 	})
-	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender, Logger: log}
+	rel, err := relay.New(relay.Config{Bus: clients.EventBridge, BusName: cfg.EventBus, Source: resources.EventSource(cfg.Env),
+		Sender: sender, Webhooks: relay.JobWebhooks{}, Now: opts.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Secret: cfg.WebhookSecret,
 		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
 	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
@@ -178,7 +182,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: rel, Webhooks: hooks, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -269,7 +273,12 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Relay, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Metrics, a.Logger)
+}
+
+// RelayHandler is the relay function's handler (the table's stream).
+func (a *App) RelayHandler() func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return handler.Relay(a.Relay, a.Metrics, a.Logger)
 }
 
 // SystemHandler is the system tier consumer's handler.

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -171,7 +171,7 @@ func (s *Server) job(ctx context.Context, out writer, owner, jobID, lastEventID 
 }
 
 // eventData is what a client receives: the event and the job after it.
-func eventData(ev store.EventRecord) events.Body { return events.BodyOf(ev) }
+func eventData(ev store.EventRecord) relay.Body { return relay.BodyOf(ev) }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
 // events of every job that changes. Event ids are "<jobId>:<seq>".
