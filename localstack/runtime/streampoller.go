@@ -190,6 +190,11 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.S
 				return true
 			}
 			var gone *types.ResourceNotFoundException
+			var trimmed *types.TrimmedDataAccessException
+			if errors.As(err, &trimmed) && in.SequenceNumber != nil {
+				in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
+				continue
+			}
 			if errors.As(err, &gone) {
 				log.WarnContext(ctx, "the shard is gone", "error", err)
 				return false
@@ -210,8 +215,14 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.S
 		if !closed && len(buf) < p.BatchSize {
 			out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
 			var expired *types.ExpiredIteratorException
+			var trimmed *types.TrimmedDataAccessException
 			switch {
-			case errors.As(err, &expired):
+			case errors.As(err, &expired) || errors.As(err, &trimmed):
+				// A fresh iterator after the last record read (or, when that
+				// aged out of the stream, from the oldest one left).
+				if trimmed != nil {
+					log.WarnContext(ctx, "the iterator points at trimmed records; starting again after the last record read", "error", err)
+				}
 				if !getIterator() {
 					closed = true
 				}
