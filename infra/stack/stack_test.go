@@ -510,7 +510,7 @@ func TestEventSourceMappings(t *testing.T) {
 			t.Errorf("maximum concurrency high > medium > low does not hold: %v", conc)
 		}
 		check(t, "mapping count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(s.def.Queues))))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(s.def.Queues)+1))) // + the table stream
 		})
 	})
 }
@@ -891,8 +891,12 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "secretsmanager:GetSecretValue"}),
-		resources.FuncRecovery: concat(logs, rw, []string{"dynamodb:BatchWriteItem", "events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
-		resources.FuncStream:   concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		// The stream read (granted by the event source), PutEvents, and
+		// SendMessage to the system tier and the on-failure queue only.
+		resources.FuncRelay: concat(logs, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+			"dynamodb:ListStreams", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
+		resources.FuncStream: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue"}),
 	}
 	for fn := range want {
 		sort.Strings(want[fn])
