@@ -733,8 +733,8 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, s *synthesized) {
 		d := s.def
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues); got != want {
-			t.Errorf("%d queues, want %d (a queue and a DLQ per tier)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues)+1; got != want {
+			t.Errorf("%d queues, want %d (a queue and a DLQ per tier, the relay's failure queue)", got, want)
 		}
 		for _, q := range d.Queues {
 			main := s.res[s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)].Properties
@@ -867,9 +867,12 @@ func strs(v any) []string {
 	return nil
 }
 
+// allXRay reports whether every action is one that supports no
+// resource-level permissions: X-Ray's, and dynamodb:ListStreams (which the
+// relay's stream mapping needs).
 func allXRay(actions []string) bool {
 	for _, a := range actions {
-		if !strings.HasPrefix(a, "xray:") {
+		if !strings.HasPrefix(a, "xray:") && a != "dynamodb:ListStreams" {
 			return false
 		}
 	}
