@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -43,12 +44,20 @@ const (
 	MaxPutBytes = 256 * 1024
 )
 
+// AnswerMargin is how long before the invocation's deadline the relay
+// stops putting, so it can still answer which records to retry.
+const AnswerMargin = 3 * time.Second
+
+// GroupConcurrency bounds the groups of jobs relayed at once in a batch.
+const GroupConcurrency = 4
+
 // Webhooks decides which webhook deliveries an event triggers. The relay
 // queues every message it returns, in order, to the system tier, after the
 // event reached the bus; an error fails the event's record (it and the
 // later events of its job are retried). A message's DeliveryID is its
 // deduplication id, so a retried record queues no second copy within
-// SQS's five-minute window.
+// SQS's five-minute window. It is called for one job's events in order,
+// and concurrently for different jobs.
 type Webhooks interface {
 	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
 }
@@ -186,28 +195,75 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
 		recs = append(recs, rec)
 	}
+	// Each job's records, in stream order.
+	var order []string
+	pending := map[string][]*record{}
+	for _, rec := range recs {
+		if _, ok := pending[rec.key]; !ok {
+			order = append(order, rec.key)
+		}
+		pending[rec.key] = append(pending[rec.key], rec)
+	}
+	// Stop putting while there is time to answer: an invocation killed at
+	// its timeout would fail (and retry) the whole batch.
+	work := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(ctx, dl.Add(-AnswerMargin))
+		defer cancel()
+	}
+	// Groups of up to ten jobs relay side by side; within a group each
+	// PutEvents takes the next event of each job, never two of one job, so
+	// a refused entry never has a later event of its job on the bus first.
+	var mu sync.Mutex
 	relayed := map[*record]bool{}
+	sem := make(chan struct{}, GroupConcurrency)
+	var wg sync.WaitGroup
+	for len(order) > 0 {
+		group := order[:min(len(order), MaxEntriesPerPut)]
+		order = order[len(group):]
+		jobs := map[string][]*record{}
+		for _, key := range group {
+			jobs[key] = pending[key]
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			done, gres := r.relayGroup(work, group, jobs)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, rec := range done {
+				relayed[rec] = true
+			}
+			res.Relayed += gres.Relayed
+			res.Webhooks += gres.Webhooks
+			res.MaxLag = max(res.MaxLag, gres.MaxLag)
+		})
+	}
+	wg.Wait()
+	// Every record not relayed is reported: the failed ones, the later
+	// events of their jobs, and whatever a cancelled context left.
+	var resp events.DynamoDBEventResponse
+	for _, rec := range recs {
+		if !relayed[rec] {
+			res.Failed++
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.seq})
+		}
+	}
+	return resp, res
+}
+
+// relayGroup relays the records of up to MaxEntriesPerPut jobs, each job's
+// in order, and returns the records relayed.
+func (r *Relay) relayGroup(ctx context.Context, order []string, pending map[string][]*record) ([]*record, Result) {
+	var res Result
+	var relayed []*record
 	brokenJob := map[string]bool{}
 	fail := func(rec *record, why string, err error) {
 		brokenJob[rec.key] = true
 		r.cfg.Logger.WarnContext(ctx, why+"; the record and the later events of its job will be retried",
 			"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "sequence_number", rec.seq, "error", err)
 	}
-	// Each job's records, in stream order.
-	var order []string
-	pending := map[string][]*record{}
-	for _, rec := range recs {
-		if rec.err != nil {
-			fail(rec, "an event item could not be decoded", rec.err)
-		}
-		if _, ok := pending[rec.key]; !ok {
-			order = append(order, rec.key)
-		}
-		pending[rec.key] = append(pending[rec.key], rec)
-	}
-	// Rounds: each PutEvents takes the next event of up to ten jobs, never
-	// two of one job, so a refused entry never has a later event of its job
-	// on the bus before it.
 	for ctx.Err() == nil {
 		var round []*record
 		var entries []ebtypes.PutEventsRequestEntry
@@ -217,6 +273,11 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 				continue
 			}
 			rec := pending[key][0]
+			if rec.err != nil {
+				pending[key] = pending[key][1:]
+				fail(rec, "an event item could not be decoded", rec.err)
+				continue
+			}
 			entry := r.entry(rec.ev)
 			n := EntrySize(entry)
 			if n > MaxPutBytes {
@@ -231,9 +292,6 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 			round = append(round, rec)
 			entries = append(entries, entry)
 			size += n
-			if len(round) == MaxEntriesPerPut {
-				break
-			}
 		}
 		if len(round) == 0 {
 			break
@@ -262,20 +320,11 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 				fail(rec, "queuing the event's webhooks failed", err)
 				continue
 			}
-			relayed[rec] = true
+			relayed = append(relayed, rec)
 			res.Relayed++
 		}
 	}
-	// Every record not relayed is reported: the failed ones, the later
-	// events of their jobs, and whatever a cancelled context left.
-	var resp events.DynamoDBEventResponse
-	for _, rec := range recs {
-		if !relayed[rec] {
-			res.Failed++
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.seq})
-		}
-	}
-	return resp, res
+	return relayed, res
 }
 
 // entry renders ev as a PutEvents entry.
