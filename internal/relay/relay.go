@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -48,16 +47,12 @@ const (
 // stops putting, so it can still answer which records to retry.
 const AnswerMargin = 3 * time.Second
 
-// GroupConcurrency bounds the groups of jobs relayed at once in a batch.
-const GroupConcurrency = 4
-
 // Webhooks decides which webhook deliveries an event triggers. The relay
 // queues every message it returns, in order, to the system tier, after the
 // event reached the bus; an error fails the event's record (it and the
 // later events of its job are retried). A message's DeliveryID is its
 // deduplication id, so a retried record queues no second copy within
-// SQS's five-minute window. It is called for one job's events in order,
-// and concurrently for different jobs.
+// SQS's five-minute window. It is called for one job's events in order.
 type Webhooks interface {
 	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
 }
@@ -195,15 +190,6 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
 		recs = append(recs, rec)
 	}
-	// Each job's records, in stream order.
-	var order []string
-	pending := map[string][]*record{}
-	for _, rec := range recs {
-		if _, ok := pending[rec.key]; !ok {
-			order = append(order, rec.key)
-		}
-		pending[rec.key] = append(pending[rec.key], rec)
-	}
 	// Stop putting while there is time to answer: an invocation killed at
 	// its timeout would fail (and retry) the whole batch.
 	work := ctx
@@ -212,35 +198,7 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		work, cancel = context.WithDeadline(ctx, dl.Add(-AnswerMargin))
 		defer cancel()
 	}
-	// Groups of up to ten jobs relay side by side; within a group each
-	// PutEvents takes the next event of each job, never two of one job, so
-	// a refused entry never has a later event of its job on the bus first.
-	var mu sync.Mutex
-	relayed := map[*record]bool{}
-	sem := make(chan struct{}, GroupConcurrency)
-	var wg sync.WaitGroup
-	for len(order) > 0 {
-		group := order[:min(len(order), MaxEntriesPerPut)]
-		order = order[len(group):]
-		jobs := map[string][]*record{}
-		for _, key := range group {
-			jobs[key] = pending[key]
-		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			done, gres := r.relayGroup(work, group, jobs)
-			mu.Lock()
-			defer mu.Unlock()
-			for _, rec := range done {
-				relayed[rec] = true
-			}
-			res.Relayed += gres.Relayed
-			res.Webhooks += gres.Webhooks
-			res.MaxLag = max(res.MaxLag, gres.MaxLag)
-		})
-	}
-	wg.Wait()
+	relayed := r.relayInOrder(work, recs, &res)
 	// Every record not relayed is reported: the failed ones, the later
 	// events of their jobs, and whatever a cancelled context left.
 	var resp events.DynamoDBEventResponse
@@ -253,13 +211,18 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 	return resp, res
 }
 
-// relayGroup relays the records of up to MaxEntriesPerPut jobs, each job's
-// in order, and returns the records relayed.
-func (r *Relay) relayGroup(ctx context.Context, order []string, pending map[string][]*record) ([]*record, Result) {
-	var res Result
-	var relayed []*record
+// relayInOrder relays recs and returns the ones relayed. Each PutEvents
+// takes the earliest records, in stream order, that are the next of their
+// job, at most one per job: a refused entry never has a later event of its
+// job on the bus before it, and when time runs out what was relayed is a
+// prefix of the stream as far as possible, so the mapping's checkpoint
+// moves on.
+func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) map[*record]bool {
+	relayed := map[*record]bool{}
+	done := map[*record]bool{} // relayed or failed
 	brokenJob := map[string]bool{}
 	fail := func(rec *record, why string, err error) {
+		done[rec] = true
 		brokenJob[rec.key] = true
 		r.cfg.Logger.WarnContext(ctx, why+"; the record and the later events of its job will be retried",
 			"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "sequence_number", rec.seq, "error", err)
@@ -267,28 +230,35 @@ func (r *Relay) relayGroup(ctx context.Context, order []string, pending map[stri
 	for ctx.Err() == nil {
 		var round []*record
 		var entries []ebtypes.PutEventsRequestEntry
+		inRound := map[string]bool{}
+		blocked := map[string]bool{} // a job with an earlier record not yet done
 		size := 0
-		for _, key := range order {
-			if brokenJob[key] || len(pending[key]) == 0 {
+		for _, rec := range recs {
+			if len(round) == MaxEntriesPerPut {
+				break
+			}
+			if done[rec] || brokenJob[rec.key] {
 				continue
 			}
-			rec := pending[key][0]
+			if inRound[rec.key] || blocked[rec.key] {
+				blocked[rec.key] = true
+				continue
+			}
 			if rec.err != nil {
-				pending[key] = pending[key][1:]
 				fail(rec, "an event item could not be decoded", rec.err)
 				continue
 			}
 			entry := r.entry(rec.ev)
 			n := EntrySize(entry)
 			if n > MaxPutBytes {
-				pending[key] = pending[key][1:]
 				fail(rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", n, MaxPutBytes))
 				continue
 			}
 			if size+n > MaxPutBytes {
+				blocked[rec.key] = true
 				continue
 			}
-			pending[key] = pending[key][1:]
+			inRound[rec.key] = true
 			round = append(round, rec)
 			entries = append(entries, entry)
 			size += n
@@ -320,11 +290,12 @@ func (r *Relay) relayGroup(ctx context.Context, order []string, pending map[stri
 				fail(rec, "queuing the event's webhooks failed", err)
 				continue
 			}
-			relayed = append(relayed, rec)
+			done[rec] = true
+			relayed[rec] = true
 			res.Relayed++
 		}
 	}
-	return relayed, res
+	return relayed
 }
 
 // entry renders ev as a PutEvents entry.

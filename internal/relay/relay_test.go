@@ -208,7 +208,7 @@ func seqs(n int) []int64 {
 // and sees every one on the bus exactly once, each job's in order.
 func TestEveryEventReachesTheBusInOrderPerJob(t *testing.T) {
 	t.Parallel()
-	const jobs, perJob, batch = 40, 6, 25 // 240 events, batches of 25
+	const jobs, perJob, batch = 24, 5, 10 // 120 events, batches of 10
 	b := setup(t, relay.JobWebhooks{}, batch, 3)
 	ids := make([]string, jobs)
 	var wg sync.WaitGroup
