@@ -225,7 +225,7 @@ func TestEveryEventReachesTheBusInOrderPerJob(t *testing.T) {
 	for _, id := range ids {
 		want[id] = perJob
 	}
-	got, n := b.collect(t, allOf(want), 4*time.Minute)
+	got, n := b.collect(t, allOf(want), 8*time.Minute)
 	if n != jobs*perJob {
 		t.Errorf("%d events reached the bus, want %d", n, jobs*perJob)
 	}

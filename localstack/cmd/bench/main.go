@@ -445,7 +445,7 @@ func busLags(ctx context.Context, c awsclient.Clients, url string, jobIDs []stri
 		waiting[id] = true
 	}
 	var lags []time.Duration
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for len(waiting) > 0 {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%d jobs' job.succeeded never reached the bus", len(waiting))
