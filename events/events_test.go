@@ -14,10 +14,11 @@ import (
 func TestSamplesDecode(t *testing.T) {
 	t.Parallel()
 	samples := map[string]func() any{
-		"api-healthz.json":        func() any { return &events.APIGatewayV2HTTPRequest{} },
-		"s3-object-created.json":  func() any { return &events.S3Event{} },
-		"sqs-publish.json":        func() any { return &events.SQSEvent{} },
-		"scheduled-recovery.json": func() any { return &events.EventBridgeEvent{} },
+		"api-healthz.json":           func() any { return &events.APIGatewayV2HTTPRequest{} },
+		"s3-object-created.json":     func() any { return &events.S3Event{} },
+		"sqs-publish.json":           func() any { return &events.SQSEvent{} },
+		"scheduled-recovery.json":    func() any { return &events.EventBridgeEvent{} },
+		"dynamodb-stream-event.json": func() any { return &events.DynamoDBEvent{} },
 	}
 	entries, err := os.ReadDir(".")
 	if err != nil {

@@ -39,11 +39,13 @@ type builder struct {
 	oauthClient        awssecretsmanager.ISecret
 	oauthClientCreated awssecretsmanager.Secret
 
-	fns     map[string]awslambda.Function
-	fnLogs  map[string]awslogs.LogGroup
-	esms    map[resources.Tier]awslambdaeventsources.SqsEventSource
-	apiLogs awslogs.LogGroup
-	api     awsapigatewayv2.HttpApi
+	fns    map[string]awslambda.Function
+	fnLogs map[string]awslogs.LogGroup
+	esms   map[resources.Tier]awslambdaeventsources.SqsEventSource
+	// relayFailures is the event stream mapping's on-failure queue.
+	relayFailures awssqs.Queue
+	apiLogs       awslogs.LogGroup
+	api           awsapigatewayv2.HttpApi
 }
 
 // removal is RETAIN in production (data outlives a mistaken stack deletion)
@@ -182,6 +184,7 @@ func (b *builder) tableFromDefinition() {
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
 		TimeToLiveAttribute: jsii.String(t.TTLAttribute),
+		Stream:              awsdynamodb.StreamViewType(t.StreamView),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(t.PointInTimeRecovery),
 		},

@@ -32,6 +32,7 @@ var FunctionSpecs = map[string]FunctionSpec{
 	resources.FuncSystem:    spec(resources.FuncSystem, "delivers webhooks and other system-tier work"),
 	resources.FuncRecovery:  spec(resources.FuncRecovery, "requeues stuck jobs, releases scheduled ones, applies retention"),
 	resources.FuncStream:    spec(resources.FuncStream, "server-sent events: a job's snapshot, then live events"),
+	resources.FuncRelay:     spec(resources.FuncRelay, "relays the table's new event items to the event bus and queues their webhooks"),
 }
 
 func spec(fn, description string) FunctionSpec {

@@ -111,13 +111,11 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
 			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncRecovery:
-			// Sweeps query the sparse sweep index, never scan; the event
-			// relay takes relayed events out of the outbox 25 at a time.
-			b.allow(fn, concat(ddbRead, ddbWrite, []string{"dynamodb:BatchWriteItem"}), b.tableAndIndexes(resources.IndexBySweep)...)
+			// Sweeps query the sparse sweep index, never scan.
+			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
 			b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
-			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncStream:
 			// A job's event log (the table), for GET /v1/events the caller's
 			// newest and recently updated jobs (two indexes), for the admin
@@ -126,6 +124,8 @@ func (b *builder) permissions() {
 			b.allow(fn, ddbRead, b.tableAndIndexes(resources.IndexByOwner, resources.IndexByOwnerUpdated, resources.IndexByFeed)...)
 			b.allow(fn, []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, b.table.TableArn())
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+		case resources.FuncRelay:
+			b.relayPermissions()
 		default:
 			panic(fmt.Sprintf("infra: function %q has no permissions defined", fn))
 		}

@@ -508,7 +508,7 @@ func TestEventSourceMappings(t *testing.T) {
 			t.Errorf("maximum concurrency high > medium > low does not hold: %v", conc)
 		}
 		check(t, "mapping count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(s.def.Queues))))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(s.def.Queues)+1))) // + the table stream
 		})
 	})
 }
@@ -729,8 +729,8 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, s *synthesized) {
 		d := s.def
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues); got != want {
-			t.Errorf("%d queues, want %d (a queue and a DLQ per tier)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues)+1; got != want {
+			t.Errorf("%d queues, want %d (a queue and a DLQ per tier, the relay's failure queue)", got, want)
 		}
 		for _, q := range d.Queues {
 			main := s.res[s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)].Properties
@@ -863,9 +863,12 @@ func strs(v any) []string {
 	return nil
 }
 
+// allXRay reports whether every action is one that supports no
+// resource-level permissions: X-Ray's, and dynamodb:ListStreams (which the
+// relay's stream mapping needs).
 func allXRay(actions []string) bool {
 	for _, a := range actions {
-		if !strings.HasPrefix(a, "xray:") {
+		if !strings.HasPrefix(a, "xray:") && a != "dynamodb:ListStreams" {
 			return false
 		}
 	}
@@ -887,7 +890,11 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey"}),
-		resources.FuncRecovery: concat(logs, rw, []string{"dynamodb:BatchWriteItem", "events:PutEvents", "s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		// The stream read (granted by the event source), PutEvents, and
+		// SendMessage to the system tier and the on-failure queue only.
+		resources.FuncRelay: concat(logs, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+			"dynamodb:ListStreams", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncStream: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue",
 			"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}),
 	}

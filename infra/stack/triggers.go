@@ -21,13 +21,15 @@ import (
 )
 
 // triggers wires every function to what invokes it: the tier queues, the
-// bucket notification, the HTTP API, the SSE function URL and the schedules.
+// bucket notification, the HTTP API, the SSE function URL, the schedules
+// and the table's stream (eventRelay).
 func (b *builder) triggers() {
 	b.eventSourceMappings()
 	b.uploadNotification()
 	b.httpAPI()
 	b.streamURL()
 	b.schedules()
+	b.eventRelay()
 }
 
 // eventSourceMappings feeds each tier queue to its consumer. The maximum

@@ -27,7 +27,6 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
-	events2 "github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -37,6 +36,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
@@ -73,7 +73,7 @@ type App struct {
 	API       *deviantart.Client
 	Publisher *publish.Publisher
 	Breaker   *breaker.Breaker
-	Relay     *events2.Relay
+	Relay     *relay.Relay
 	Webhooks  *webhook.Deliverer
 	// WebhookKeys / WebhookEndpoints are the users' signing secrets and
 	// endpoints.
@@ -176,8 +176,11 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	if err != nil {
 		return nil, err
 	}
-	relay := &events2.Relay{Store: st, Bus: clients.EventBridge, BusName: cfg.EventBus, Source: "conveyor." + string(cfg.Env), Sender: sender,
-		Deliveries: webhook.Planner{Endpoints: endpoints}, Logger: log}
+	rel, err := relay.New(relay.Config{Bus: clients.EventBridge, BusName: cfg.EventBus, Source: resources.EventSource(cfg.Env),
+		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: opts.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Keys: keys, Endpoints: endpoints,
 		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
 	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
@@ -195,7 +198,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: relay, Webhooks: hooks, WebhookKeys: keys, WebhookEndpoints: endpoints, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: rel, Webhooks: hooks, WebhookKeys: keys, WebhookEndpoints: endpoints, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -280,7 +283,12 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Relay, a.Breaker, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Breaker, a.Metrics, a.Logger)
+}
+
+// RelayHandler is the relay function's handler (the table's stream).
+func (a *App) RelayHandler() func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return handler.Relay(a.Relay, a.Metrics, a.Logger)
 }
 
 // SystemHandler is the system tier consumer's handler.

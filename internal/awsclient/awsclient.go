@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -134,6 +135,19 @@ func New(cfg aws.Config) Clients {
 		EventBridge: eventbridge.NewFromConfig(cfg),
 		Lambda:      lambda.NewFromConfig(cfg),
 	}
+}
+
+// Streams returns a DynamoDB Streams client for cfg. Streams are served
+// where DynamoDB is: ForEndpoint's DynamoDB endpoint (DynamoDB Local), else
+// AWS_ENDPOINT_URL_DYNAMODB_STREAMS or the default endpoint as the SDK
+// resolves them. Only the local runtime reads streams (in AWS the event
+// source mapping does).
+func Streams(cfg aws.Config) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		if ep, ok := dynamoDBEndpoint(cfg); ok {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
 }
 
 // withDynamoDBEndpoint applies ForEndpoint's DynamoDB endpoint, if any, as

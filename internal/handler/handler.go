@@ -26,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/stream"
@@ -162,11 +163,6 @@ type Sweeper interface {
 	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
 }
 
-// Relayer moves events from the outbox to the bus.
-type Relayer interface {
-	Run(ctx context.Context) (int, error)
-}
-
 // BreakerGauge reports which circuits are open (breaker.Breaker).
 type BreakerGauge interface {
 	ReportOpen(ctx context.Context, s breaker.Sink) (int, error)
@@ -174,10 +170,9 @@ type BreakerGauge interface {
 
 // Recovery is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came) or
-// "recover" (stuck jobs and retention; the default). Both also drain the
-// event outbox and send the breakers' open gauge.
-
-func Recovery(s Sweeper, relay Relayer, breakers BreakerGauge, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+// "recover" (stuck jobs and retention; the default). Both also send the
+// breakers' open gauge.
+func Recovery(s Sweeper, breakers BreakerGauge, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task string `json:"task"`
@@ -194,22 +189,37 @@ func Recovery(s Sweeper, relay Relayer, breakers BreakerGauge, emf *metrics.Emit
 		if err != nil {
 			return err
 		}
-		// Both schedules also drain the event outbox (events reach the bus
-		// within a minute; SSE clients read the event log directly).
-		relayed, rerr := relay.Run(ctx)
-		if rerr != nil {
-			log.WarnContext(ctx, "relaying events failed; they stay in the outbox", "error", rerr)
-		}
 		// The breaker gauge: an open circuit keeps its alarm up between
 		// transitions (one datapoint per open host circuit per run).
 		if _, berr := breakers.ReportOpen(ctx, emf); berr != nil {
 			log.WarnContext(ctx, "reading the breakers for their gauge failed", "error", berr)
 		}
 		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
-			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released), "EventsRelayed": float64(relayed)}, nil)
+			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released)}, nil)
 		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
 			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
 		return nil
+	}
+}
+
+// Relayer relays a stream batch of event items to the bus.
+type Relayer interface {
+	Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, relay.Result)
+}
+
+// Relay is the relay function, fed by the DynamoDB Streams event source
+// mapping on the table (filtered to new event items, with
+// ReportBatchItemFailures): it answers the records to retry, so the
+// mapping resumes at the first of them. It never returns an error for a
+// record; an error would make the mapping retry (and bisect) the batch.
+func Relay(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return func(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		resp, res := r.Handle(ctx, batch)
+		emf.Emit(map[string]float64{"EventsRelayed": float64(res.Relayed), "EventsFailed": float64(res.Failed),
+			"WebhooksQueued": float64(res.Webhooks), "EventLagMaxMs": float64(res.MaxLag.Milliseconds())}, nil)
+		log.InfoContext(ctx, "relayed a stream batch", "records", len(batch.Records), "relayed", res.Relayed,
+			"failed", res.Failed, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
+		return resp, nil
 	}
 }
 

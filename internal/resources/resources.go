@@ -143,7 +143,63 @@ type Table struct {
 	// PointInTimeRecovery and DeletionProtection are on in the cloud.
 	PointInTimeRecovery bool
 	DeletionProtection  bool
+	// StreamView is the table's stream view type (DynamoDB Streams): the
+	// relay reads the event items' new images from it.
+	StreamView string
 }
+
+// StreamViewNewImage is the stream view the relay needs.
+const StreamViewNewImage = "NEW_IMAGE"
+
+// EventSKPrefix starts the sort key of every event item (EVT#<seq>).
+const EventSKPrefix = "EVT#"
+
+// EventStream is the DynamoDB Streams event source mapping that feeds the
+// table's new event items to the relay function; the CDK stacks deploy it
+// and the local runtime's stream poller follows it.
+type EventStream struct {
+	// Function is the relay function.
+	Function string
+	// BatchSize is the most records per invocation.
+	BatchSize int
+	// BatchingWindow is how long records gather before an invocation with
+	// fewer than BatchSize (MaximumBatchingWindowInSeconds).
+	BatchingWindow time.Duration
+	// MaxRetries bounds the retries of a failing batch
+	// (MaximumRetryAttempts); then it goes to the failure queue.
+	MaxRetries int
+	// BisectOnError splits a batch whose invocation failed and retries the
+	// halves (BisectBatchOnFunctionError).
+	BisectOnError bool
+	// StartingPosition is where a new mapping starts reading the stream.
+	StartingPosition string
+	// Filter is the mapping's filter pattern (FilterCriteria): new event
+	// items only. Records it drops are never handed to the function.
+	Filter string
+	// FailureQueueName is the on-failure destination, a standard SQS queue
+	// (a stream mapping cannot send to FIFO): what a batch that ran out of
+	// retries left behind (its shard and sequence numbers).
+	FailureQueueName string
+	// FailureRetention is how long the failure queue keeps a message.
+	FailureRetention time.Duration
+}
+
+// EventStreamFilter is EventStream.Filter: inserted items whose sort key
+// starts with EventSKPrefix.
+const EventStreamFilter = `{"eventName":["INSERT"],"dynamodb":{"Keys":{"` + AttrSK + `":{"S":[{"prefix":"` + EventSKPrefix + `"}]}}}}`
+
+// EventArchive is the bus's EventBridge archive: every event Conveyor puts,
+// kept for replay after a consumer's outage.
+type EventArchive struct {
+	// Name is the archive's name.
+	Name string
+	// Retention is how long events are kept (0: forever).
+	Retention time.Duration
+}
+
+// EventSource is the EventBridge source of an environment's events; the
+// archive's pattern matches it.
+func EventSource(env Env) string { return "conveyor." + string(env) }
 
 // Bucket describes the upload bucket and its notification.
 type Bucket struct {
@@ -186,14 +242,18 @@ const (
 
 // Definition is every resource of one environment.
 type Definition struct {
-	Env       Env
-	Prefix    string
-	Queues    []Queue
-	Table     Table
-	Bucket    Bucket
-	KMSAlias  string
-	EventBus  string
-	Schedules []Schedule
+	Env      Env
+	Prefix   string
+	Queues   []Queue
+	Table    Table
+	Bucket   Bucket
+	KMSAlias string
+	EventBus string
+	// EventStream feeds the table's event items to the relay.
+	EventStream EventStream
+	// EventArchive keeps the bus's events for replay.
+	EventArchive EventArchive
+	Schedules    []Schedule
 	// Functions lists the Lambda functions (their directory under functions/).
 	Functions []string
 }
@@ -206,6 +266,7 @@ const (
 	FuncSystem    = "system"
 	FuncRecovery  = "recovery"
 	FuncStream    = "stream"
+	FuncRelay     = "relay"
 )
 
 // OAuthClientFunctions are the functions that refresh users' tokens at the
@@ -247,6 +308,8 @@ var FunctionSizes = map[string]FunctionSize{
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab.
 	FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute},
+	// One stream batch: at most EventStream.BatchSize puts and sends.
+	FuncRelay: {MemoryMB: 256, Timeout: time.Minute},
 }
 
 // Table attribute names: the key schema, the index keys and TTL. The store
@@ -364,7 +427,20 @@ func Named(env Env, prefix string) Definition {
 			TTLAttribute:        AttrExpiresAt,
 			PointInTimeRecovery: env != Local,
 			DeletionProtection:  env.Production(),
+			StreamView:          StreamViewNewImage,
 		},
+		EventStream: EventStream{
+			Function:         FuncRelay,
+			BatchSize:        100,
+			BatchingWindow:   time.Second,
+			MaxRetries:       10,
+			BisectOnError:    true,
+			StartingPosition: "TRIM_HORIZON",
+			Filter:           EventStreamFilter,
+			FailureQueueName: prefix + "-relay-failures",
+			FailureRetention: 14 * 24 * time.Hour,
+		},
+		EventArchive: EventArchive{Name: prefix + "-events", Retention: archiveRetention(env)},
 		Bucket: Bucket{
 			Name:               prefix + "-uploads",
 			UploadPrefix:       "uploads/",
@@ -386,7 +462,7 @@ func Named(env Env, prefix string) Definition {
 			Interval:   time.Minute,
 			Task:       TaskRelease,
 		}},
-		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream},
+		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 	}
 	concurrency := map[Tier]int{High: 50, Medium: 20, Low: 5, System: 10}
 	for _, t := range Tiers {
@@ -431,4 +507,13 @@ func (d Definition) Queue(t Tier) (Queue, bool) {
 		}
 	}
 	return Queue{}, false
+}
+
+// archiveRetention keeps production's events 90 days, others' 14: long
+// enough to replay a window after any outage a consumer could have.
+func archiveRetention(env Env) time.Duration {
+	if env.Production() {
+		return 90 * 24 * time.Hour
+	}
+	return 14 * 24 * time.Hour
 }

@@ -20,10 +20,6 @@ import (
 // EventTTLDefault keeps events as long as jobs (the delete stage).
 const EventTTLDefault = 720 * time.Hour
 
-// outboxStatus is the sweep-index "status" of events not yet relayed to
-// the event bus: the sparse bySweep index doubles as the outbox.
-const outboxStatus = job.Status("outbox")
-
 // EventRecord is one persisted event: written in the same transaction as
 // the job change it describes, with the job as it was right after.
 type EventRecord struct {
@@ -41,10 +37,11 @@ type EventRecord struct {
 // ID is the event's id within its job's stream.
 func (e EventRecord) ID() string { return strconv.FormatInt(e.Seq, 10) }
 
-func eventSK(seq int64) string { return fmt.Sprintf("EVT#%012d", seq) }
+func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }
 
 // eventItems assigns sequence numbers to j's pending events and renders
-// them as items (in the outbox until relayed).
+// them as items. Written once and never changed, they reach the event bus
+// through the table's stream (internal/relay); they expire with the job.
 func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error) {
 	if len(j.Pending) == 0 {
 		return nil, nil
@@ -68,8 +65,6 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 		}
 		item[resources.AttrPK] = str(jobPK(j.ID))
 		item[resources.AttrSK] = str(eventSK(seq))
-		item[resources.AttrSweepKey] = str(sweepKey(outboxStatus, j.ID+eventSK(seq)))
-		item[resources.AttrSweepAt] = str(sortTime(ev.At))
 		setFeedKeys(item, rec)
 		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
 		items = append(items, item)
@@ -112,70 +107,4 @@ func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRec
 	var r EventRecord
 	err := s.get(ctx, jobPK(jobID), eventSK(seq), &r)
 	return r, err
-}
-
-// Outbox returns up to limit events not yet relayed to the event bus,
-// oldest first, across the outbox's shards of the sweep index.
-func (s *Store) Outbox(ctx context.Context, limit int) ([]EventRecord, error) {
-	var out []EventRecord
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(outboxStatus, n)))
-		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
-			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			Limit: aws.Int32(int32(limit)),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading the outbox: %w", err)
-		}
-		for _, item := range res.Items {
-			var r EventRecord
-			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-	}
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-// Relayed takes events out of the outbox (they reached the bus), 25 per
-// request, by rewriting them without their outbox keys.
-func (s *Store) Relayed(ctx context.Context, evs []EventRecord) error {
-	ttl := s.EventTTL
-	if ttl == 0 {
-		ttl = EventTTLDefault
-	}
-	var reqs []types.WriteRequest
-	for _, ev := range evs {
-		item, err := attributevalue.MarshalMap(ev)
-		if err != nil {
-			return err
-		}
-		item[resources.AttrPK] = str(jobPK(ev.JobID))
-		item[resources.AttrSK] = str(eventSK(ev.Seq))
-		setFeedKeys(item, ev)
-		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
-	}
-	for len(reqs) > 0 {
-		n := min(len(reqs), 25)
-		batch := map[string][]types.WriteRequest{s.table: reqs[:n]}
-		reqs = reqs[n:]
-		for len(batch) > 0 {
-			res, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: batch})
-			if err != nil {
-				return fmt.Errorf("clearing the outbox: %w", err)
-			}
-			batch = res.UnprocessedItems
-		}
-	}
-	return nil
 }

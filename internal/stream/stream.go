@@ -30,9 +30,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/conveyor/conveyor/internal/events"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -326,7 +326,7 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 }
 
 // eventData is what a client receives: the event and the job after it.
-func eventData(ev store.EventRecord) events.Body { return events.BodyOf(ev) }
+func eventData(ev store.EventRecord) relay.Body { return relay.BodyOf(ev) }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
 // events of every job that changes. Event ids are "<jobId>:<seq>". An idle

@@ -41,6 +41,13 @@ type Result struct {
 	KMSKeyID string
 	// EventBusARN is the environment's bus.
 	EventBusARN string
+	// TableStreamARN is the table's stream, which feeds the relay.
+	TableStreamARN string
+	// RelayFailureQueueURL and RelayFailureQueueARN are the event stream
+	// mapping's on-failure destination.
+	RelayFailureQueueURL, RelayFailureQueueARN string
+	// EventArchiveARN is the bus's archive.
+	EventArchiveARN string
 	// NotificationQueueURL is the local bridge for the bucket's ObjectCreated
 	// notification: moto cannot invoke a Lambda, so S3 sends the event to
 	// this standard queue and the local runtime hands it to the confirm
@@ -61,10 +68,15 @@ func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (
 			return r, fmt.Errorf("provisioning queue %s: %w", q.Name, err)
 		}
 	}
-	if err := table(ctx, c.DynamoDB, def.Table); err != nil {
+	var err error
+	if r.TableStreamARN, err = table(ctx, c.DynamoDB, def.Table); err != nil {
 		return r, fmt.Errorf("provisioning table %s: %w", def.Table.Name, err)
 	}
-	var err error
+	if r.RelayFailureQueueURL, r.RelayFailureQueueARN, err = ensureQueue(ctx, c.SQS, def.EventStream.FailureQueueName, map[string]string{
+		"MessageRetentionPeriod": secs(def.EventStream.FailureRetention),
+	}); err != nil {
+		return r, fmt.Errorf("provisioning queue %s: %w", def.EventStream.FailureQueueName, err)
+	}
 	if r.NotificationQueueURL, err = bucket(ctx, c.S3, c.SQS, def); err != nil {
 		return r, fmt.Errorf("provisioning bucket %s: %w", def.Bucket.Name, err)
 	}
@@ -73,6 +85,9 @@ func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (
 	}
 	if r.EventBusARN, err = bus(ctx, c.EventBridge, def.EventBus); err != nil {
 		return r, fmt.Errorf("provisioning event bus %s: %w", def.EventBus, err)
+	}
+	if r.EventArchiveARN, err = archive(ctx, c.EventBridge, r.EventBusARN, def); err != nil {
+		return r, fmt.Errorf("provisioning event archive %s: %w", def.EventArchive.Name, err)
 	}
 	slog.DebugContext(ctx, "provisioned", "env", def.Env, "prefix", def.Prefix)
 	return r, nil
@@ -182,7 +197,42 @@ func gsi(ix resources.Index) ddbtypes.GlobalSecondaryIndex {
 	}
 }
 
-func table(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
+// table creates or converges the table and returns its stream's ARN.
+func table(ctx context.Context, client *dynamodb.Client, t resources.Table) (string, error) {
+	if err := ensureTable(ctx, client, t); err != nil {
+		return "", err
+	}
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+	if err != nil {
+		return "", err
+	}
+	spec := desc.Table.StreamSpecification
+	if t.StreamView != "" && (spec == nil || !aws.ToBool(spec.StreamEnabled) || string(spec.StreamViewType) != t.StreamView) {
+		if spec != nil && aws.ToBool(spec.StreamEnabled) {
+			// A stream's view type cannot change in place: disable it first.
+			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(t.Name),
+				StreamSpecification: &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(false)}}); err != nil {
+				return "", fmt.Errorf("disabling the stream: %w", err)
+			}
+		}
+		out, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(t.Name), StreamSpecification: streamSpec(t)})
+		if err != nil {
+			return "", fmt.Errorf("enabling the stream: %w", err)
+		}
+		return aws.ToString(out.TableDescription.LatestStreamArn), nil
+	}
+	return aws.ToString(desc.Table.LatestStreamArn), nil
+}
+
+// streamSpec is the table's stream, from the definition.
+func streamSpec(t resources.Table) *ddbtypes.StreamSpecification {
+	if t.StreamView == "" {
+		return nil
+	}
+	return &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(t.StreamView)}
+}
+
+func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
 	var missing *ddbtypes.ResourceNotFoundException
 	switch {
@@ -198,6 +248,7 @@ func table(ctx context.Context, client *dynamodb.Client, t resources.Table) erro
 			GlobalSecondaryIndexes:    gsis,
 			BillingMode:               ddbtypes.BillingModePayPerRequest,
 			DeletionProtectionEnabled: aws.Bool(t.DeletionProtection),
+			StreamSpecification:       streamSpec(t),
 		})
 		var inUse *ddbtypes.ResourceInUseException
 		if err != nil && !errors.As(err, &inUse) {
@@ -366,4 +417,35 @@ func bus(ctx context.Context, client *eventbridge.Client, name string) (string, 
 		return "", err
 	}
 	return aws.ToString(out.EventBusArn), nil
+}
+
+// archive creates the bus's archive (the same pattern as the CDK stacks:
+// the environment's source) and returns its ARN.
+func archive(ctx context.Context, client *eventbridge.Client, busARN string, def resources.Definition) (string, error) {
+	a := def.EventArchive
+	if a.Name == "" {
+		return "", nil
+	}
+	d, err := client.DescribeArchive(ctx, &eventbridge.DescribeArchiveInput{ArchiveName: aws.String(a.Name)})
+	if err == nil {
+		return aws.ToString(d.ArchiveArn), nil
+	}
+	var missing *ebtypes.ResourceNotFoundException
+	if !errors.As(err, &missing) {
+		return "", err
+	}
+	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
+	out, err := client.CreateArchive(ctx, &eventbridge.CreateArchiveInput{
+		ArchiveName: aws.String(a.Name), EventSourceArn: aws.String(busARN), EventPattern: aws.String(string(pattern)),
+		RetentionDays: aws.Int32(int32(a.Retention / (24 * time.Hour))),
+		Description:   aws.String("Conveyor events of " + string(def.Env) + ", for replay"),
+	})
+	if err != nil {
+		var exists *ebtypes.ResourceAlreadyExistsException
+		if errors.As(err, &exists) {
+			return archive(ctx, client, busARN, def)
+		}
+		return "", err
+	}
+	return aws.ToString(out.ArchiveArn), nil
 }

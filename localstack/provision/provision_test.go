@@ -111,6 +111,13 @@ func TestApplyCreatesTableWithIndexesAndTTL(t *testing.T) {
 	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != def.TTLAttribute {
 		t.Errorf("TTL attribute = %q, want %q", got, def.TTLAttribute)
 	}
+	// The stream the relay reads: new images, and its ARN in the result.
+	if s := d.Table.StreamSpecification; s == nil || !aws.ToBool(s.StreamEnabled) || string(s.StreamViewType) != def.StreamView {
+		t.Errorf("stream = %+v, want enabled with %s", s, def.StreamView)
+	}
+	if got := aws.ToString(d.Table.LatestStreamArn); got == "" || got != env.Res.TableStreamARN {
+		t.Errorf("stream ARN = %q, result says %q", got, env.Res.TableStreamARN)
+	}
 }
 
 func TestApplyTwiceChangesNothing(t *testing.T) {
@@ -128,8 +135,8 @@ func TestApplyTwiceChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(out.QueueUrls), 2*len(resources.Tiers)+1; got != want {
-		t.Errorf("queues after two runs = %d, want %d (tiers, DLQs, notification bridge): %v", got, want, out.QueueUrls)
+	if got, want := len(out.QueueUrls), 2*len(resources.Tiers)+2; got != want {
+		t.Errorf("queues after two runs = %d, want %d (tiers, DLQs, relay failures, notification bridge): %v", got, want, out.QueueUrls)
 	}
 }
 

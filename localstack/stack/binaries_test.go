@@ -9,14 +9,20 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -137,6 +143,7 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	srv := httptest.NewServer(receiver.handler(wh))
 	defer srv.Close()
 
+	tap := tapBus(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	frames := openSSE(t, ctx, s.StreamURL+"/v1/events", tok)
@@ -166,6 +173,29 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 			seen = f.Event == job.EventSucceeded && strings.Contains(f.Data, id)
 		case <-deadline:
 			t.Fatal("no job.succeeded for the job on the event stream")
+		}
+	}
+
+	// The relay function (its binary, fed by the local stream poller) put
+	// the job's every event on the bus, in order.
+	var onBus []int64
+	var types []string
+	deadline = time.After(60 * time.Second)
+	for !slices.Contains(types, job.EventSucceeded) {
+		select {
+		case <-deadline:
+			t.Fatalf("job.succeeded never reached the bus; got %v %v", onBus, types)
+		default:
+		}
+		for _, ev := range tap.receive(t) {
+			if ev.Detail.JobID == id {
+				onBus, types = append(onBus, ev.Detail.Seq), append(types, ev.DetailType)
+			}
+		}
+	}
+	for i, seq := range onBus {
+		if seq != int64(i+1) {
+			t.Fatalf("the job's events on the bus: seqs %v (%v), want 1, 2, 3, … in order", onBus, types)
 		}
 	}
 
@@ -201,6 +231,62 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	}
 }
 
+// busTap is a FIFO queue subscribed to a stack's bus (one message group,
+// so it keeps the order of the puts).
+type busTap struct {
+	sqs *sqs.Client
+	url string
+}
+
+type busEvent struct {
+	Source     string     `json:"source"`
+	DetailType string     `json:"detail-type"`
+	Detail     relay.Body `json:"detail"`
+}
+
+func tapBus(t *testing.T, s *stack.Stack) *busTap {
+	t.Helper()
+	ctx := context.Background()
+	def := s.Provisioned.Definition
+	c := s.App.Clients
+	name := def.Prefix + "-tap.fifo"
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
+		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
+	if _, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("tap"), EventBusName: aws.String(def.EventBus), EventPattern: aws.String(string(pattern))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tap"), EventBusName: aws.String(def.EventBus),
+		Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String("arn:aws:sqs:us-east-1:123456789012:" + name), SqsParameters: &ebtypes.SqsParameters{MessageGroupId: aws.String("all")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return &busTap{sqs: c.SQS, url: aws.ToString(q.QueueUrl)}
+}
+
+// receive takes what arrived (waiting up to a second).
+func (b *busTap) receive(t *testing.T) []busEvent {
+	t.Helper()
+	out, err := b.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []busEvent
+	for _, m := range out.Messages {
+		var ev busEvent
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		if _, err := b.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(b.url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
+}
+
 // TestSampleEventsThroughTheirBinaries feeds every sample in events/ to its
 // function's real binary (the samples name make run's resources; they are
 // renamed to this test's) and checks the answer.
@@ -229,6 +315,13 @@ func TestSampleEventsThroughTheirBinaries(t *testing.T) {
 		// A message of no known job is dropped, not redelivered.
 		"sqs-publish.json": {resources.FuncPublisher, func(t *testing.T, answer []byte) {
 			var resp events.SQSEventResponse
+			if err := json.Unmarshal(answer, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Errorf("answer %s (%v), want no batch item failures", answer, err)
+			}
+		}},
+		// An event item reaches the bus: nothing to retry.
+		"dynamodb-stream-event.json": {resources.FuncRelay, func(t *testing.T, answer []byte) {
+			var resp events.DynamoDBEventResponse
 			if err := json.Unmarshal(answer, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Errorf("answer %s (%v), want no batch item failures", answer, err)
 			}

@@ -49,6 +49,7 @@ func inProcess(a *app.App) *Functions {
 			resources.FuncPublisher: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()),
 			resources.FuncSystem:    runtime.InProcess(resources.FuncSystem, a.SystemHandler()),
 			resources.FuncRecovery:  runtime.InProcess(resources.FuncRecovery, a.RecoveryHandler()),
+			resources.FuncRelay:     runtime.InProcess(resources.FuncRelay, a.RelayHandler()),
 		},
 		Stream: runtime.InProcessStream(resources.FuncStream, a.StreamHandler()),
 	}

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
@@ -188,6 +190,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	// The S3 bridge's queue stands in for S3 invoking the confirm function:
 	// AWS makes no such requests, so they are never counted.
 	uncounted := awsclient.New(awsCfg)
+	awsCfgUncounted := awsCfg
 	if opts.Counter != nil {
 		awsCfg = opts.Counter.Attach(awsCfg)
 	}
@@ -323,6 +326,16 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.wg.Go(func() { p.Run(rctx) })
 	}
+	// The table's stream feeds the relay, as the event source mapping does
+	// in AWS (whose polling of the stream costs no requests: uncounted).
+	if !opts.DisablePollers {
+		sp := relayPoller(def, res, awsCfgUncounted, uncounted, fns.Invokers[def.EventStream.Function], opts.Logger)
+		s.wg.Go(func() {
+			if err := sp.Run(rctx); err != nil {
+				opts.Logger.Error("the stream poller stopped", "error", err)
+			}
+		})
+	}
 	bridge := &runtime.S3Bridge{SQS: uncounted.SQS, QueueURL: res.NotificationQueueURL, Function: fns.Invokers[def.Bucket.NotifyFunction], Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(rctx) })
 
@@ -364,6 +377,19 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 	s.emulators, s.Endpoints = e, e.Endpoints()
 	s.EmulatorStart, s.DynamoDBStart = e.Moto.Started, e.DynamoDB.Started
 	return nil
+}
+
+// relayPoller is the local twin of the event stream mapping: the table's
+// stream, filtered, batched and retried as resources.EventStream says.
+func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config, clients awsclient.Clients, fn runtime.Invoker, log *slog.Logger) *runtime.StreamPoller {
+	m := def.EventStream
+	return &runtime.StreamPoller{
+		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
+		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + runtime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
+		BatchSize:   m.BatchSize, BatchingWindow: m.BatchingWindow, MaxRetries: m.MaxRetries, BisectOnError: m.BisectOnError,
+		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: clients.SQS, FailureQueueURL: res.RelayFailureQueueURL,
+		Function: fn, Timeout: resources.FunctionSizes[m.Function].Timeout, Logger: log.With("mapping", "event-stream"),
+	}
 }
 
 // queueARN is the ARN moto gives a queue in the default account and region.

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,10 +30,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/localstack/apiclient"
@@ -114,6 +121,10 @@ type result struct {
 	// SSEReadsPerIdleClientPerMin: DynamoDB reads an idle SSE stream
 	// makes, counted on a stream server of its own.
 	SSEReadsPerIdleClientPerMin float64 `json:"sse_reads_per_idle_client_per_min"`
+	// EventLagBusP50/P95: an event's time (the transition) to its put on
+	// the bus by the relay, as a queue subscribed to the bus sees it.
+	EventLagBusP50 float64 `json:"event_lag_bus_ms_p50"`
+	EventLagBusP95 float64 `json:"event_lag_bus_ms_p95"`
 }
 
 func main() {
@@ -194,6 +205,10 @@ func run(n, conc, users int, skipBuild bool) error {
 		}
 	}
 
+	tap, err := tapBus(ctx, awsclient.New(floorCfg), s)
+	if err != nil {
+		return err
+	}
 	counter.Reset()
 	progress("submitting %d jobs with %d submitters", n, conc)
 	submitLat := make([]time.Duration, n)
@@ -274,6 +289,12 @@ func run(n, conc, users int, skipBuild bool) error {
 	if res.SSEReadsPerIdleClientPerMin, err = idleStreamReads(ctx, floorCfg, s, jobIDs[0], owner[0]); err != nil {
 		return err
 	}
+	progress("reading the events the bus delivered")
+	lags, err = busLags(ctx, awsclient.New(floorCfg), tap, jobIDs)
+	if err != nil {
+		return err
+	}
+	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
 	res.Throughput = float64(n) / last.Sub(start).Seconds()
 	res.SubmitP50, res.SubmitP95 = pct(submitLat, 50), pct(submitLat, 95)
 	res.E2EP50, res.E2EP95 = pct(e2e, 50), pct(e2e, 95)
@@ -398,6 +419,7 @@ func report(r result, counts map[string]int, n int) {
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
 	fmt.Fprintf(w, "event lag, transition → webhook received p50 / p95\t%.1f / %.1f ms\n", r.WebhookLagP50, r.WebhookLagP95)
 	fmt.Fprintf(w, "SSE reads per idle client per minute\t%.1f\n", r.SSEReadsPerIdleClientPerMin)
+	fmt.Fprintf(w, "event lag, transition → bus, p50 / p95\t%.1f / %.1f ms\n", r.EventLagBusP50, r.EventLagBusP95)
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
 	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
@@ -506,4 +528,72 @@ func idleStreamReads(ctx context.Context, cfg aws.Config, s *stack.Stack, jobID 
 	cancel()
 	wg.Wait()
 	return float64(r1-r0) / float64(len(reqs)) / el.Minutes(), nil
+}
+
+// tapBus subscribes a standard queue of its own to the stack's bus: every
+// event the relay puts arrives there, stamped (SentTimestamp) when the bus
+// delivered it.
+func tapBus(ctx context.Context, c awsclient.Clients, s *stack.Stack) (string, error) {
+	def := s.Provisioned.Definition
+	name := def.Prefix + "-bench-bus-tap"
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", err
+	}
+	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
+	if _, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("bench-tap"), EventBusName: aws.String(def.EventBus),
+		EventPattern: aws.String(string(pattern))}); err != nil {
+		return "", err
+	}
+	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("bench-tap"), EventBusName: aws.String(def.EventBus),
+		Targets: []ebtypes.Target{{Id: aws.String("tap"), Arn: aws.String("arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + name)}}}); err != nil {
+		return "", err
+	}
+	return aws.ToString(q.QueueUrl), nil
+}
+
+// busLags drains the tap until every job's job.succeeded arrived, and
+// returns, per event, the time from the event (its "at", the transition)
+// to its delivery by the bus.
+func busLags(ctx context.Context, c awsclient.Clients, url string, jobIDs []string) ([]time.Duration, error) {
+	waiting := map[string]bool{}
+	for _, id := range jobIDs {
+		waiting[id] = true
+	}
+	var lags []time.Duration
+	deadline := time.Now().Add(10 * time.Minute)
+	for len(waiting) > 0 {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d jobs' job.succeeded never reached the bus", len(waiting))
+		}
+		out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp}})
+		if err != nil {
+			return nil, err
+		}
+		var del []sqstypes.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			var ev struct {
+				Detail relay.Body `json:"detail"`
+			}
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil {
+				return nil, fmt.Errorf("a bus event that is not JSON: %w", err)
+			}
+			at, err := time.Parse(time.RFC3339Nano, ev.Detail.At)
+			sent, serr := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+			if err == nil && serr == nil {
+				lags = append(lags, time.UnixMilli(sent).Sub(at))
+			}
+			if ev.Detail.Type == job.EventSucceeded {
+				delete(waiting, ev.Detail.JobID)
+			}
+			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(del) > 0 {
+			if _, err := c.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return lags, nil
 }

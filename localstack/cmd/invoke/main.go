@@ -61,8 +61,10 @@ func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, er
 		h = lambda.NewHandler(a.SystemHandler())
 	case resources.FuncRecovery:
 		h = lambda.NewHandler(a.RecoveryHandler())
+	case resources.FuncRelay:
+		h = lambda.NewHandler(a.RelayHandler())
 	default:
-		return nil, fmt.Errorf("unknown function %q in process (api, confirm, publisher, system, recovery)", fn)
+		return nil, fmt.Errorf("unknown function %q in process (api, confirm, publisher, system, recovery, relay)", fn)
 	}
 	return h.Invoke(ctx, payload)
 }

@@ -1,0 +1,57 @@
+package relay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+func TestDecodeEvent(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	image := map[string]events.DynamoDBAttributeValue{
+		"pk": events.NewStringAttribute("JOB#job_a"), "sk": events.NewStringAttribute("EVT#000000000002"),
+		"jobId": events.NewStringAttribute("job_a"), "eventOwner": events.NewStringAttribute("usr_a"),
+		"seq": events.NewNumberAttribute("2"), "type": events.NewStringAttribute("job.succeeded"),
+		"at": events.NewStringAttribute(at.Format(time.RFC3339Nano)), "job": events.NewStringAttribute(`{"id":"job_a"}`),
+		"tier": events.NewStringAttribute("low"), "webhookUrl": events.NewStringAttribute("https://x.example/h"),
+		"detail": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"phase": events.NewStringAttribute("upload")}),
+	}
+	got, err := relay.DecodeEvent(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.EventRecord{JobID: "job_a", Owner: "usr_a", Seq: 2, Type: "job.succeeded", At: at, Detail: map[string]string{"phase": "upload"},
+		Job: `{"id":"job_a"}`, Tier: "low", WebhookURL: "https://x.example/h"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+	if !relay.IsEventItem(map[string]events.DynamoDBAttributeValue{"pk": image["pk"], "sk": image["sk"]}) {
+		t.Error("an event item's keys are not recognised")
+	}
+	for name, img := range map[string]map[string]events.DynamoDBAttributeValue{
+		"no image (KEYS_ONLY stream)": nil,
+		"seq not a number":            {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewStringAttribute("x"), "type": events.NewStringAttribute("t"), "at": image["at"]},
+		"no type":                     {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewNumberAttribute("1"), "at": image["at"]},
+	} {
+		if _, err := relay.DecodeEvent(img); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+func TestEntrySize(t *testing.T) {
+	t.Parallel()
+	e := ebtypes.PutEventsRequestEntry{Source: aws.String("conveyor.staging"), DetailType: aws.String("job.started"),
+		Detail: aws.String(`{"a":1}`), Time: aws.Time(time.Now()), Resources: []string{"arn:x"}}
+	if got, want := relay.EntrySize(e), 14+len("conveyor.staging")+len("job.started")+len(`{"a":1}`)+len("arn:x"); got != want {
+		t.Errorf("EntrySize = %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,346 @@
+// Package relay carries persisted job events from the table's stream to the
+// environment's EventBridge bus and queues the webhook deliveries they
+// trigger. Every event is written in the same transaction as the change it
+// describes; the table's stream hands the new event items to the relay
+// function (a DynamoDB Streams event source mapping, filtered to event
+// items), so nothing sweeps, marks or deletes anything, and the relay keeps
+// up with whatever the table absorbs: the stream has a shard per table
+// partition and Lambda runs a batch per shard at once.
+//
+// Delivery is at least once and in order per job: a record that fails is
+// reported with every later record of its job (ReportBatchItemFailures), and
+// one PutEvents call never carries two events of one job, so a later event
+// of a job never reaches the bus before an earlier one. Consumers dedupe by
+// the event's id ("{jobId}:{seq}").
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Limits of one PutEvents call (EventBridge quotas).
+const (
+	// MaxEntriesPerPut is the most entries one PutEvents call takes.
+	MaxEntriesPerPut = 10
+	// MaxPutBytes is the largest total entry size of one PutEvents call
+	// (256 KiB, counted as EventBridge counts it: see EntrySize).
+	MaxPutBytes = 256 * 1024
+)
+
+// AnswerMargin is how long before the invocation's deadline the relay
+// stops putting, so it can still answer which records to retry.
+const AnswerMargin = 3 * time.Second
+
+// Webhooks decides which webhook deliveries an event triggers. The relay
+// queues every message it returns, in order, to the system tier, after the
+// event reached the bus; an error fails the event's record (it and the
+// later events of its job are retried). A message's DeliveryID is its
+// deduplication id, so a retried record queues no second copy within
+// SQS's five-minute window. It is called for one job's events in order.
+type Webhooks interface {
+	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
+}
+
+// JobWebhooks is the default Webhooks: one delivery to the job's own
+// webhookUrl for the event types that trigger one (job.WebhookEvents).
+type JobWebhooks struct{}
+
+// Deliveries returns at most one KindWebhook message.
+func (JobWebhooks) Deliveries(_ context.Context, ev store.EventRecord) ([]queue.Message, error) {
+	if !job.WebhookEvents[ev.Type] || ev.WebhookURL == "" {
+		return nil, nil
+	}
+	return []queue.Message{{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}}, nil
+}
+
+// Sender queues work (the webhook deliveries go to the system tier).
+type Sender interface {
+	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+}
+
+// Bus is the part of the EventBridge client the relay uses.
+type Bus interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// Config configures a Relay.
+type Config struct {
+	// Bus receives the events; required.
+	Bus Bus
+	// BusName is the environment's event bus; required.
+	BusName string
+	// Source is the events' EventBridge source, e.g. "conveyor.staging"
+	// (the archive's event pattern matches it); required.
+	Source string
+	// Sender queues the webhook deliveries; required.
+	Sender Sender
+	// Webhooks decides the deliveries (default JobWebhooks).
+	Webhooks Webhooks
+	// Now is the clock, for the lag measured at each put (default time.Now).
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Relay puts the events of a stream batch on the bus.
+type Relay struct{ cfg Config }
+
+// New validates cfg and returns a Relay.
+func New(cfg Config) (*Relay, error) {
+	var errs []error
+	if cfg.Bus == nil {
+		errs = append(errs, errors.New("relay: Bus is required"))
+	}
+	if cfg.BusName == "" {
+		errs = append(errs, errors.New("relay: BusName is required"))
+	}
+	if cfg.Source == "" {
+		errs = append(errs, errors.New("relay: Source is required"))
+	}
+	if cfg.Sender == nil {
+		errs = append(errs, errors.New("relay: Sender is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = JobWebhooks{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{cfg: cfg}, nil
+}
+
+// Body is the JSON of an event on the bus and in a webhook.
+type Body struct {
+	ID     string            `json:"id"`
+	Type   string            `json:"type"`
+	At     string            `json:"at"`
+	JobID  string            `json:"jobId"`
+	Seq    int64             `json:"seq"`
+	Detail map[string]string `json:"detail,omitempty"`
+	Job    json.RawMessage   `json:"job"`
+}
+
+// BodyOf renders an event record.
+func BodyOf(ev store.EventRecord) Body {
+	return Body{ID: fmt.Sprintf("%s:%d", ev.JobID, ev.Seq), Type: ev.Type, At: ev.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		JobID: ev.JobID, Seq: ev.Seq, Detail: ev.Detail, Job: json.RawMessage(ev.Job)}
+}
+
+// DeliveryID is the id of the job-webhook delivery of an event.
+func DeliveryID(ev store.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
+
+// Result counts what one batch did.
+type Result struct {
+	// Relayed events reached the bus with their webhooks queued.
+	Relayed int
+	// Ignored records were not new event items (the mapping's filter lets
+	// none through; they are acknowledged).
+	Ignored int
+	// Failed records are reported back, to be retried.
+	Failed int
+	// Webhooks is how many deliveries were queued.
+	Webhooks int
+	// MaxLag is the longest time from an event to its put on the bus.
+	MaxLag time.Duration
+}
+
+// record is one stream record of a batch, decoded.
+type record struct {
+	seq string // the stream sequence number: the batch item identifier
+	key string // the job's partition: order is kept within it
+	ev  store.EventRecord
+	err error
+}
+
+// Handle relays the event items of a stream batch. The response lists the
+// records to retry, in stream order: every record that failed, and every
+// later record of the same job, so the mapping resumes at the first of
+// them and a job's events stay in order.
+func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, Result) {
+	var res Result
+	var recs []*record
+	for _, sr := range batch.Records {
+		if sr.EventName != string(events.DynamoDBOperationTypeInsert) || !IsEventItem(sr.Change.Keys) {
+			res.Ignored++
+			continue
+		}
+		rec := &record{seq: sr.Change.SequenceNumber, key: sr.Change.Keys[resources.AttrPK].String()}
+		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
+		recs = append(recs, rec)
+	}
+	// Stop putting while there is time to answer: an invocation killed at
+	// its timeout would fail (and retry) the whole batch.
+	work := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(ctx, dl.Add(-AnswerMargin))
+		defer cancel()
+	}
+	relayed := r.relayInOrder(work, recs, &res)
+	// Every record not relayed is reported: the failed ones, the later
+	// events of their jobs, and whatever a cancelled context left.
+	var resp events.DynamoDBEventResponse
+	for _, rec := range recs {
+		if !relayed[rec] {
+			res.Failed++
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.seq})
+		}
+	}
+	return resp, res
+}
+
+// relayInOrder relays recs and returns the ones relayed. Each PutEvents
+// takes the earliest records, in stream order, that are the next of their
+// job, at most one per job: a refused entry never has a later event of its
+// job on the bus before it, and when time runs out what was relayed is a
+// prefix of the stream as far as possible, so the mapping's checkpoint
+// moves on.
+func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) map[*record]bool {
+	relayed := map[*record]bool{}
+	done := map[*record]bool{} // relayed or failed
+	brokenJob := map[string]bool{}
+	fail := func(rec *record, why string, err error) {
+		done[rec] = true
+		brokenJob[rec.key] = true
+		r.cfg.Logger.WarnContext(ctx, why+"; the record and the later events of its job will be retried",
+			"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "sequence_number", rec.seq, "error", err)
+	}
+	for ctx.Err() == nil {
+		var round []*record
+		var entries []ebtypes.PutEventsRequestEntry
+		inRound := map[string]bool{}
+		blocked := map[string]bool{} // a job with an earlier record not yet done
+		size := 0
+		for _, rec := range recs {
+			if len(round) == MaxEntriesPerPut {
+				break
+			}
+			if done[rec] || brokenJob[rec.key] {
+				continue
+			}
+			if inRound[rec.key] || blocked[rec.key] {
+				blocked[rec.key] = true
+				continue
+			}
+			if rec.err != nil {
+				fail(rec, "an event item could not be decoded", rec.err)
+				continue
+			}
+			entry := r.entry(rec.ev)
+			n := EntrySize(entry)
+			if n > MaxPutBytes {
+				fail(rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", n, MaxPutBytes))
+				continue
+			}
+			if size+n > MaxPutBytes {
+				blocked[rec.key] = true
+				continue
+			}
+			inRound[rec.key] = true
+			round = append(round, rec)
+			entries = append(entries, entry)
+			size += n
+		}
+		if len(round) == 0 {
+			break
+		}
+		out, err := r.cfg.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+		putAt := r.cfg.Now()
+		if err != nil {
+			for _, rec := range round {
+				fail(rec, "putting events on the bus failed", err)
+			}
+			break // the bus is unreachable: the rest waits for the retry
+		}
+		for i, rec := range round {
+			if i >= len(out.Entries) || out.Entries[i].ErrorCode != nil {
+				msg := "no answer for the entry"
+				if i < len(out.Entries) {
+					msg = aws.ToString(out.Entries[i].ErrorCode) + ": " + aws.ToString(out.Entries[i].ErrorMessage)
+				}
+				fail(rec, "the bus refused an event", errors.New(msg))
+				continue
+			}
+			res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
+			n, err := r.queueWebhooks(ctx, rec.ev)
+			res.Webhooks += n
+			if err != nil {
+				fail(rec, "queuing the event's webhooks failed", err)
+				continue
+			}
+			done[rec] = true
+			relayed[rec] = true
+			res.Relayed++
+		}
+	}
+	return relayed
+}
+
+// entry renders ev as a PutEvents entry.
+func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
+	b, _ := json.Marshal(BodyOf(ev))
+	return ebtypes.PutEventsRequestEntry{
+		EventBusName: aws.String(r.cfg.BusName), Source: aws.String(r.cfg.Source),
+		DetailType: aws.String(ev.Type), Detail: aws.String(string(b)), Time: aws.Time(ev.At),
+		Resources: []string{},
+	}
+}
+
+// queueWebhooks queues the deliveries ev triggers; it returns how many
+// were queued.
+func (r *Relay) queueWebhooks(ctx context.Context, ev store.EventRecord) (int, error) {
+	msgs, err := r.cfg.Webhooks.Deliveries(ctx, ev)
+	if err != nil {
+		return 0, fmt.Errorf("deciding the deliveries: %w", err)
+	}
+	for i, m := range msgs {
+		if err := r.cfg.Sender.Send(ctx, resources.System, m); err != nil {
+			return i, err
+		}
+	}
+	return len(msgs), nil
+}
+
+// EntrySize is the size EventBridge counts for an entry against the
+// 256 KiB limit of a PutEvents call: 14 bytes for the time, plus the UTF-8
+// bytes of source, detail type, detail and resources.
+func EntrySize(e ebtypes.PutEventsRequestEntry) int {
+	n := 0
+	if e.Time != nil {
+		n += 14
+	}
+	n += len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+	for _, res := range e.Resources {
+		n += len(res)
+	}
+	return n
+}
+
+// IsEventItem reports whether a stream record's keys name an event item:
+// the mapping's filter (resources.EventStream) lets only these through.
+func IsEventItem(keys map[string]events.DynamoDBAttributeValue) bool {
+	sk, ok := keys[resources.AttrSK]
+	return ok && sk.DataType() == events.DataTypeString && strings.HasPrefix(sk.String(), resources.EventSKPrefix)
+}

@@ -1,0 +1,565 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// StreamPoller feeds a DynamoDB stream's records to a function the way
+// Lambda's DynamoDB Streams event source mapping does: every shard read in
+// order by its own reader, a child shard only once its parent is read to
+// its end; records the filter drops never reach the function (and are
+// acknowledged); batches of up to BatchSize, sent when full, when the
+// batching window since their first record has passed, or at a shard's
+// end. With ReportBatchItemFailures the mapping resumes at the reported
+// record with the lowest sequence number (the records before it are done);
+// an answer naming no record of the batch fails the whole batch. A failed
+// invocation is split in two and each half retried when BisectOnError is
+// set (splits spend no retry); a batch whose retries (MaxRetries) run out is
+// described — shard and sequence numbers, as Lambda's on-failure record —
+// on the failure queue, and the shard moves on.
+//
+// What Lambda adds and this does not: ParallelizationFactor (one batch per
+// shard at a time here), MaximumRecordAgeInSeconds, tumbling windows.
+type StreamPoller struct {
+	// Streams reads the stream; StreamARN names it.
+	Streams   *dynamodbstreams.Client
+	StreamARN string
+	Region    string
+	// FunctionARN names the function in failure records.
+	FunctionARN string
+	// BatchSize is the most records per invocation (default 100).
+	BatchSize int
+	// BatchingWindow is how long a partial batch may gather (default 0:
+	// whatever one read returned).
+	BatchingWindow time.Duration
+	// MaxRetries bounds the retries of a failing batch (default 0: none;
+	// negative: forever).
+	MaxRetries int
+	// BisectOnError splits a failed invocation's batch and retries the halves.
+	BisectOnError bool
+	// StartingPosition is TRIM_HORIZON (default) or LATEST, for the shards
+	// open when the poller starts; later shards are read from their start.
+	StartingPosition string
+	// Filter is the mapping's filter pattern (EventBridge pattern syntax;
+	// the subset Conveyor uses: nested fields, exact values, "prefix",
+	// "exists"); empty passes everything.
+	Filter string
+	// SQS and FailureQueueURL are the on-failure destination; without them
+	// an exhausted batch is only logged.
+	SQS             *sqs.Client
+	FailureQueueURL string
+	// Function is the consumer function.
+	Function Invoker
+	// Timeout is the function's timeout (default 1m).
+	Timeout time.Duration
+	// PollInterval is the wait after an empty read (default 250ms, as
+	// Lambda polls each shard four times a second).
+	PollInterval time.Duration
+	// RetryWait is the first wait before a retry, doubled with each (default
+	// 100ms, at most 5s).
+	RetryWait time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+
+	filter any
+	mu     sync.Mutex
+	ended  map[string]bool
+}
+
+// Run reads the stream until ctx ends.
+func (p *StreamPoller) Run(ctx context.Context) error {
+	if err := p.init(); err != nil {
+		return err
+	}
+	started := map[string]bool{}
+	first := true
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		shards, err := p.shards(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.Logger.WarnContext(ctx, "describing the stream failed", "stream", p.StreamARN, "error", err)
+			}
+			sleep(ctx, time.Second)
+			continue
+		}
+		known := map[string]bool{}
+		for _, s := range shards {
+			known[aws.ToString(s.ShardId)] = true
+		}
+		for _, s := range shards {
+			id, parent := aws.ToString(s.ShardId), aws.ToString(s.ParentShardId)
+			if started[id] {
+				continue
+			}
+			// A child waits for its parent, unless the parent aged out.
+			if parent != "" && known[parent] && !p.isEnded(parent) {
+				continue
+			}
+			started[id] = true
+			from := types.ShardIteratorTypeTrimHorizon
+			if first && p.StartingPosition == string(types.ShardIteratorTypeLatest) && s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber == nil {
+				from = types.ShardIteratorTypeLatest
+			}
+			wg.Go(func() { p.readShard(ctx, id, from) })
+		}
+		first = false
+		sleep(ctx, time.Second)
+	}
+	return nil
+}
+
+func (p *StreamPoller) init() error {
+	if p.BatchSize == 0 {
+		p.BatchSize = 100
+	}
+	if p.Timeout == 0 {
+		p.Timeout = time.Minute
+	}
+	if p.PollInterval == 0 {
+		p.PollInterval = 250 * time.Millisecond
+	}
+	if p.RetryWait == 0 {
+		p.RetryWait = 100 * time.Millisecond
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	p.ended = map[string]bool{}
+	if p.Filter != "" {
+		if err := json.Unmarshal([]byte(p.Filter), &p.filter); err != nil {
+			return fmt.Errorf("stream poller: the filter is not JSON: %w", err)
+		}
+		if err := checkPattern(p.filter); err != nil {
+			return fmt.Errorf("stream poller: filter: %w", err)
+		}
+	}
+	return nil
+}
+
+func (p *StreamPoller) isEnded(shard string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended[shard]
+}
+
+// shards lists every shard of the stream.
+func (p *StreamPoller) shards(ctx context.Context) ([]types.Shard, error) {
+	var out []types.Shard
+	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(p.StreamARN)}
+	for {
+		d, err := p.Streams.DescribeStream(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.StreamDescription.Shards...)
+		if d.StreamDescription.LastEvaluatedShardId == nil {
+			return out, nil
+		}
+		in.ExclusiveStartShardId = d.StreamDescription.LastEvaluatedShardId
+	}
+}
+
+// readShard reads one shard to its end (or until ctx ends).
+func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.ShardIteratorType) {
+	log := p.Logger.With("shard", shard)
+	var iter *string
+	lastRead := ""
+	getIterator := func() bool {
+		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(p.StreamARN), ShardId: aws.String(shard), ShardIteratorType: from}
+		if lastRead != "" {
+			in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(lastRead)
+		}
+		for ctx.Err() == nil {
+			out, err := p.Streams.GetShardIterator(ctx, in)
+			if err == nil {
+				iter = out.ShardIterator
+				return true
+			}
+			var gone *types.ResourceNotFoundException
+			var trimmed *types.TrimmedDataAccessException
+			if errors.As(err, &trimmed) && in.SequenceNumber != nil {
+				in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
+				continue
+			}
+			if errors.As(err, &gone) {
+				log.WarnContext(ctx, "the shard is gone", "error", err)
+				return false
+			}
+			log.WarnContext(ctx, "getting a shard iterator failed", "error", err)
+			sleep(ctx, time.Second)
+		}
+		return false
+	}
+	if !getIterator() {
+		p.markEnded(shard)
+		return
+	}
+	var buf []types.Record
+	var firstAt time.Time
+	closed := false
+	for ctx.Err() == nil {
+		if !closed && len(buf) < p.BatchSize {
+			out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+			var expired *types.ExpiredIteratorException
+			var trimmed *types.TrimmedDataAccessException
+			switch {
+			case errors.As(err, &expired) || errors.As(err, &trimmed):
+				// A fresh iterator after the last record read (or, when that
+				// aged out of the stream, from the oldest one left).
+				if trimmed != nil {
+					log.WarnContext(ctx, "the iterator points at trimmed records; starting again after the last record read", "error", err)
+				}
+				if !getIterator() {
+					closed = true
+				}
+				continue
+			case err != nil:
+				if ctx.Err() == nil {
+					log.WarnContext(ctx, "reading the shard failed", "error", err)
+					sleep(ctx, time.Second)
+				}
+				continue
+			}
+			for _, r := range out.Records {
+				lastRead = aws.ToString(r.Dynamodb.SequenceNumber)
+				if !p.matches(r) {
+					continue // filtered out: acknowledged, never delivered
+				}
+				if len(buf) == 0 {
+					firstAt = time.Now()
+				}
+				buf = append(buf, r)
+			}
+			if out.NextShardIterator == nil {
+				closed = true
+			} else {
+				iter = out.NextShardIterator
+			}
+			if len(out.Records) == 0 && !closed && len(buf) == 0 {
+				sleep(ctx, p.PollInterval)
+				continue
+			}
+		}
+		ready := len(buf) >= p.BatchSize || (len(buf) > 0 && (closed || time.Since(firstAt) >= p.BatchingWindow))
+		if !ready {
+			if closed && len(buf) == 0 {
+				p.markEnded(shard)
+				return
+			}
+			sleep(ctx, min(p.PollInterval, max(p.BatchingWindow-time.Since(firstAt), time.Millisecond)))
+			continue
+		}
+		n := min(p.BatchSize, len(buf))
+		buf = buf[p.deliver(ctx, shard, buf[:n], 0):]
+	}
+}
+
+func (p *StreamPoller) markEnded(shard string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended[shard] = true
+}
+
+// deliver invokes the function with batch until its records are settled —
+// done, or described on the failure queue — and returns how many records
+// from its head are settled: fewer than len(batch) when the function
+// reported a failure after some records were done (the mapping resumes at
+// the failed record), or when ctx ended.
+func (p *StreamPoller) deliver(ctx context.Context, shard string, batch []types.Record, attempts int) int {
+	for ctx.Err() == nil {
+		failedAt, err := p.invoke(ctx, batch)
+		switch {
+		case err == nil && failedAt == len(batch):
+			return len(batch)
+		case err == nil && failedAt > 0:
+			// Done up to the failed record: the next batch starts at it.
+			return failedAt
+		case err != nil && p.BisectOnError && len(batch) > 1:
+			p.Logger.WarnContext(ctx, "the function failed; bisecting the batch", "shard", shard, "records", len(batch), "error", err)
+			half := len(batch) / 2
+			done := p.deliver(ctx, shard, batch[:half], attempts)
+			if done < half {
+				return done
+			}
+			return half + p.deliver(ctx, shard, batch[half:], attempts)
+		}
+		attempts++
+		if p.MaxRetries >= 0 && attempts > p.MaxRetries {
+			p.discard(ctx, shard, batch, attempts, err)
+			return len(batch)
+		}
+		if err != nil {
+			p.Logger.WarnContext(ctx, "the function failed; retrying the batch", "shard", shard, "attempt", attempts, "error", err)
+		}
+		sleep(ctx, min(p.RetryWait<<min(attempts-1, 10), 5*time.Second))
+	}
+	return 0
+}
+
+// invoke calls the function with batch and returns the index of the first
+// record to retry (len(batch): none), or an error when the invocation
+// failed or its answer fails the whole batch.
+func (p *StreamPoller) invoke(ctx context.Context, batch []types.Record) (int, error) {
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, 0, len(batch))}
+	index := map[string]int{}
+	for i, r := range batch {
+		ev.Records = append(ev.Records, LambdaRecord(r, p.StreamARN, p.Region))
+		index[aws.ToString(r.Dynamodb.SequenceNumber)] = i
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
+	defer cancel()
+	var resp events.DynamoDBEventResponse
+	if err := invokeJSON(ictx, p.Function, ev, &resp); err != nil {
+		return 0, err
+	}
+	first := len(batch)
+	for _, f := range resp.BatchItemFailures {
+		i, ok := index[f.ItemIdentifier]
+		if !ok {
+			// Lambda fails the whole batch on an empty or unknown identifier.
+			return 0, fmt.Errorf("the answer names a record not in the batch: %q", f.ItemIdentifier)
+		}
+		first = min(first, i)
+	}
+	return first, nil
+}
+
+// FailureRecord is what Lambda's stream event source mapping sends its
+// on-failure destination about a batch it gave up on.
+type FailureRecord struct {
+	RequestContext struct {
+		RequestID              string `json:"requestId"`
+		FunctionARN            string `json:"functionArn"`
+		Condition              string `json:"condition"`
+		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
+	} `json:"requestContext"`
+	ResponseContext struct {
+		StatusCode      int    `json:"statusCode"`
+		ExecutedVersion string `json:"executedVersion"`
+		FunctionError   string `json:"functionError,omitempty"`
+	} `json:"responseContext"`
+	Version   string          `json:"version"`
+	Timestamp string          `json:"timestamp"`
+	BatchInfo StreamBatchInfo `json:"DDBStreamBatchInfo"`
+}
+
+// StreamBatchInfo locates a batch in the stream.
+type StreamBatchInfo struct {
+	ShardID                         string `json:"shardId"`
+	StartSequenceNumber             string `json:"startSequenceNumber"`
+	EndSequenceNumber               string `json:"endSequenceNumber"`
+	ApproximateArrivalOfFirstRecord string `json:"approximateArrivalOfFirstRecord"`
+	ApproximateArrivalOfLastRecord  string `json:"approximateArrivalOfLastRecord"`
+	BatchSize                       int    `json:"batchSize"`
+	StreamARN                       string `json:"streamArn"`
+}
+
+// discard describes an exhausted batch on the failure queue.
+func (p *StreamPoller) discard(ctx context.Context, shard string, batch []types.Record, attempts int, err error) {
+	var f FailureRecord
+	f.Version = "1.0"
+	f.Timestamp = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	f.RequestContext.RequestID = newRequestID()
+	f.RequestContext.FunctionARN = p.FunctionARN
+	f.RequestContext.Condition = "RetryAttemptsExhausted"
+	f.RequestContext.ApproximateInvokeCount = attempts
+	f.ResponseContext.StatusCode = 200
+	f.ResponseContext.ExecutedVersion = "$LATEST"
+	if err != nil {
+		f.ResponseContext.FunctionError = "Unhandled"
+	}
+	arrival := func(r types.Record) string {
+		return aws.ToTime(r.Dynamodb.ApproximateCreationDateTime).UTC().Format(time.RFC3339)
+	}
+	f.BatchInfo = StreamBatchInfo{ShardID: shard, StartSequenceNumber: aws.ToString(batch[0].Dynamodb.SequenceNumber),
+		EndSequenceNumber: aws.ToString(batch[len(batch)-1].Dynamodb.SequenceNumber), BatchSize: len(batch), StreamARN: p.StreamARN,
+		ApproximateArrivalOfFirstRecord: arrival(batch[0]), ApproximateArrivalOfLastRecord: arrival(batch[len(batch)-1])}
+	body, _ := json.Marshal(f)
+	p.Logger.ErrorContext(ctx, "a stream batch ran out of retries; it goes to the failure queue", "shard", shard,
+		"start", f.BatchInfo.StartSequenceNumber, "end", f.BatchInfo.EndSequenceNumber, "records", len(batch), "error", err)
+	if p.SQS == nil || p.FailureQueueURL == "" {
+		return
+	}
+	for ctx.Err() == nil {
+		_, serr := p.SQS.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(p.FailureQueueURL), MessageBody: aws.String(string(body))})
+		if serr == nil {
+			return
+		}
+		p.Logger.WarnContext(ctx, "sending to the failure queue failed", "error", serr)
+		sleep(ctx, time.Second)
+	}
+}
+
+// matches applies the filter to a record as Lambda does: to the record
+// as the function would receive it.
+func (p *StreamPoller) matches(r types.Record) bool {
+	if p.filter == nil {
+		return true
+	}
+	b, err := json.Marshal(LambdaRecord(r, p.StreamARN, p.Region))
+	if err != nil {
+		return false
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return false
+	}
+	return matchPattern(p.filter, v)
+}
+
+// LambdaRecord renders a stream record as Lambda hands it to a function.
+func LambdaRecord(r types.Record, streamARN, region string) events.DynamoDBEventRecord {
+	rec := events.DynamoDBEventRecord{
+		AWSRegion: region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
+		EventSource: "aws:dynamodb", EventVersion: aws.ToString(r.EventVersion), EventSourceArn: streamARN,
+	}
+	if r.UserIdentity != nil {
+		rec.UserIdentity = &events.DynamoDBUserIdentity{Type: aws.ToString(r.UserIdentity.Type), PrincipalID: aws.ToString(r.UserIdentity.PrincipalId)}
+	}
+	if d := r.Dynamodb; d != nil {
+		rec.Change = events.DynamoDBStreamRecord{
+			Keys: lambdaImage(d.Keys), NewImage: lambdaImage(d.NewImage), OldImage: lambdaImage(d.OldImage),
+			SequenceNumber: aws.ToString(d.SequenceNumber), SizeBytes: aws.ToInt64(d.SizeBytes), StreamViewType: string(d.StreamViewType),
+		}
+		if d.ApproximateCreationDateTime != nil {
+			rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *d.ApproximateCreationDateTime}
+		}
+	}
+	return rec
+}
+
+func lambdaImage(m map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]events.DynamoDBAttributeValue, len(m))
+	for k, v := range m {
+		out[k] = lambdaValue(v)
+	}
+	return out
+}
+
+func lambdaValue(v types.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *types.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *types.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *types.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *types.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *types.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	case *types.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(v.Value)
+	case *types.AttributeValueMemberL:
+		l := make([]events.DynamoDBAttributeValue, 0, len(v.Value))
+		for _, e := range v.Value {
+			l = append(l, lambdaValue(e))
+		}
+		return events.NewListAttribute(l)
+	case *types.AttributeValueMemberM:
+		return events.NewMapAttribute(lambdaImage(v.Value))
+	}
+	return events.NewNullAttribute()
+}
+
+// checkPattern refuses the parts of EventBridge's pattern syntax that
+// matchPattern does not implement, so a filter never silently matches
+// differently from Lambda's.
+func checkPattern(p any) error {
+	switch p := p.(type) {
+	case map[string]any:
+		for k, v := range p {
+			if err := checkPattern(v); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		return nil
+	case []any:
+		for _, v := range p {
+			if op, ok := v.(map[string]any); ok {
+				if len(op) != 1 {
+					return fmt.Errorf("an operator object must have one key: %v", op)
+				}
+				for k, arg := range op {
+					switch k {
+					case "prefix":
+						if _, ok := arg.(string); !ok {
+							return fmt.Errorf("prefix takes a string")
+						}
+					case "exists":
+						if _, ok := arg.(bool); !ok {
+							return fmt.Errorf("exists takes a boolean")
+						}
+					default:
+						return fmt.Errorf("operator %q is not supported by the local stream poller", k)
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("a pattern's leaves must be arrays, got %T", p)
+}
+
+// matchPattern matches value against an EventBridge-style pattern: every
+// field of the pattern must match; a leaf array matches when one of its
+// values (or operators) does.
+func matchPattern(pattern, value any) bool {
+	switch p := pattern.(type) {
+	case map[string]any:
+		obj, _ := value.(map[string]any)
+		for k, sub := range p {
+			v, present := obj[k]
+			if leaf, ok := sub.([]any); ok {
+				if !matchLeaf(leaf, v, present) {
+					return false
+				}
+				continue
+			}
+			if !present || !matchPattern(sub, v) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func matchLeaf(alts []any, v any, present bool) bool {
+	for _, alt := range alts {
+		if op, ok := alt.(map[string]any); ok {
+			if pre, ok := op["prefix"].(string); ok {
+				if s, ok := v.(string); ok && len(s) >= len(pre) && s[:len(pre)] == pre {
+					return true
+				}
+			}
+			if ex, ok := op["exists"].(bool); ok && ex == present {
+				return true
+			}
+			continue
+		}
+		if present && alt == v {
+			return true
+		}
+	}
+	return false
+}
