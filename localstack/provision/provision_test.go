@@ -52,12 +52,30 @@ func TestApplyCreatesFIFOQueuesWithRedrive(t *testing.T) {
 		if got, want := attrs.Attributes["VisibilityTimeout"], secs(q); got != want {
 			t.Errorf("%s VisibilityTimeout = %s, want %s", q.Name, got, want)
 		}
+		// High-throughput FIFO, as in the cloud.
+		if got := attrs.Attributes["DeduplicationScope"]; got != resources.DeduplicationScopeMessageGroup {
+			t.Errorf("%s DeduplicationScope = %q, want %q", q.Name, got, resources.DeduplicationScopeMessageGroup)
+		}
+		if got := attrs.Attributes["FifoThroughputLimit"]; got != resources.FifoThroughputLimitPerMessageGroup {
+			t.Errorf("%s FifoThroughputLimit = %q, want %q", q.Name, got, resources.FifoThroughputLimitPerMessageGroup)
+		}
 		dlq, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 			QueueUrl:       aws.String(env.Res.DLQURLs[q.Tier]),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue},
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
 		})
 		if err != nil || dlq.Attributes["FifoQueue"] != "true" {
-			t.Errorf("%s DLQ is not FIFO: %v %v", q.DLQName, dlq, err)
+			t.Fatalf("%s DLQ is not FIFO: %v %v", q.DLQName, dlq, err)
+		}
+		// The DLQ takes dead letters from its own tier's queue only.
+		var allow struct {
+			RedrivePermission string   `json:"redrivePermission"`
+			SourceQueueArns   []string `json:"sourceQueueArns"`
+		}
+		if err := json.Unmarshal([]byte(dlq.Attributes["RedriveAllowPolicy"]), &allow); err != nil {
+			t.Fatalf("%s RedriveAllowPolicy %q: %v", q.DLQName, dlq.Attributes["RedriveAllowPolicy"], err)
+		}
+		if want := []string{attrs.Attributes["QueueArn"]}; allow.RedrivePermission != "byQueue" || !cmp.Equal(allow.SourceQueueArns, want) {
+			t.Errorf("%s RedriveAllowPolicy = %+v, want byQueue %v", q.DLQName, allow, want)
 		}
 	}
 }
