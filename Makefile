@@ -81,7 +81,7 @@ build: ## each function to bin/<name>/bootstrap (linux/arm64, static, stripped)
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-lint: ## go vet + staticcheck
+lint: lint-infra ## go vet + staticcheck, then cfn-lint + checkov on the templates (lint-infra)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 

@@ -5,23 +5,37 @@
 #   make synth            every environment's template into cdk.out/ (no AWS account needed)
 #   make diff ENV=staging the stack against what is deployed (needs AWS credentials)
 #   make deploy ENV=prod-ru
+#   make lint-infra       cfn-lint and checkov on every environment's template
+#
+# The CLI runs in infra/, so it reads infra/cdk.json (the app command and
+# the feature flags, which the app also reads itself).
 #
 # CONVEYOR_FUNCTIONS_DIR (default bin) is where the stacks take
 # <fn>/bootstrap from; `make build` writes them there. CDK_ARGS is passed to
 # the CLI, e.g. CDK_ARGS='-c conveyor:staging:oauthClientSecretArn=arn:…'.
 
 CDK_VERSION     := 2.1148.1
-CDK_PREFIX      := .cache/cdk
+CDK_PREFIX      := $(CURDIR)/.cache/cdk
 CDK             := $(CDK_PREFIX)/node_modules/.bin/cdk
 CDK_ENVS        := staging prod-ru prod-en
-CDK_APP         := $(or $(GO),go) run ./infra
+CDK_APP         := $(or $(GO),go) run .
 # No network calls the commands do not need: no notices feed, no telemetry.
 CDK_FLAGS       := --app "$(CDK_APP)" --no-notices
+# The CLI runs in infra/ (cdk.json); the functions and cdk.out stay at the top.
+CDK_RUN         := cd infra && CONVEYOR_FUNCTIONS_DIR=$(abspath $(or $(CONVEYOR_FUNCTIONS_DIR),bin)) $(CDK)
+CDK_OUT         := $(CURDIR)/cdk.out
+
+# Template linters, in their own virtualenv under .venv (checkov pins an
+# older boto3 than the emulator's moto), pinned in infra/lint/requirements.txt.
+LINT_VENV       := $(CURDIR)/.venv/lint
+CFN_LINT        := $(LINT_VENV)/bin/cfn-lint
+CHECKOV         := $(LINT_VENV)/bin/checkov
+LINT_OUT        := $(CURDIR)/.cache/lint
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth diff deploy cdk-cli
+.PHONY: synth diff deploy cdk-cli lint-infra cdk-flags
 
 ifneq ($(filter diff deploy,$(MAKECMDGOALS)),)
 ifeq ($(filter $(ENV),$(CDK_ENVS)),)
@@ -37,12 +51,36 @@ cdk-cli: ## install the pinned CDK CLI (npm aws-cdk) into .cache/cdk
 	fi
 
 synth: build cdk-cli ## write cdk.out/Conveyor-<env>.template.json for every environment
-	$(CDK) synth $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out --quiet
+	$(CDK_RUN) synth $(CDK_FLAGS) $(CDK_ARGS) -o $(CDK_OUT) --quiet
 	@for e in $(CDK_ENVS); do test -s cdk.out/Conveyor-$$e.template.json || { echo "missing cdk.out/Conveyor-$$e.template.json"; exit 1; }; done
 	@echo "templates: $(foreach e,$(CDK_ENVS),cdk.out/Conveyor-$(e).template.json)"
 
 diff: build cdk-cli ## compare ENV=<staging|prod-ru|prod-en> with its deployed stack
-	$(CDK) diff $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out Conveyor-$(ENV)
+	$(CDK_RUN) diff $(CDK_FLAGS) $(CDK_ARGS) -o $(CDK_OUT) Conveyor-$(ENV)
 
 deploy: build cdk-cli ## deploy ENV=<staging|prod-ru|prod-en> (the account must be `cdk bootstrap`ped)
-	$(CDK) deploy $(CDK_FLAGS) $(CDK_ARGS) -o cdk.out --require-approval broadening Conveyor-$(ENV)
+	$(CDK_RUN) deploy $(CDK_FLAGS) $(CDK_ARGS) -o $(CDK_OUT) --require-approval broadening Conveyor-$(ENV)
+
+$(CHECKOV): infra/lint/requirements.txt
+	@echo "installing cfn-lint and checkov into $(LINT_VENV)"
+	@$(or $(PYTHON),python3) -m venv $(LINT_VENV)
+	@$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r infra/lint/requirements.txt
+	@touch $(CHECKOV) $(CFN_LINT)
+
+# The templates are synthesized by the app itself (no CLI, no build: the
+# functions are empty placeholders, which changes only asset hashes).
+lint-infra: $(CHECKOV) ## cfn-lint and checkov on every environment's template (skip lists in infra/lint/, each with its reason)
+	@rm -rf $(LINT_OUT) && mkdir -p $(LINT_OUT)/fns
+	@for f in $(FUNCTIONS); do mkdir -p $(LINT_OUT)/fns/$$f && : > $(LINT_OUT)/fns/$$f/bootstrap; done
+	@echo "synthesizing $(CDK_ENVS) into $(LINT_OUT)/cdk.out"
+	@CDK_OUTDIR=$(LINT_OUT)/cdk.out CONVEYOR_FUNCTIONS_DIR=$(LINT_OUT)/fns $(or $(GO),go) run ./infra >$(LINT_OUT)/synth.log 2>&1 \
+		|| { grep -v '^!!' $(LINT_OUT)/synth.log; exit 1; }
+	$(CFN_LINT) --config-file infra/lint/cfnlintrc.yaml -- $(foreach e,$(CDK_ENVS),$(LINT_OUT)/cdk.out/Conveyor-$(e).template.json)
+	$(CHECKOV) --config-file infra/lint/checkov.yaml $(foreach e,$(CDK_ENVS),-f $(LINT_OUT)/cdk.out/Conveyor-$(e).template.json)
+
+# infra/cdk.json's context is the recommended feature flags of the pinned
+# aws-cdk-lib (TestCDKJSONHoldsTheRecommendedFlags checks it); after a
+# version bump this rewrites it from the module's own cx-api.
+cdk-flags: ## rewrite infra/cdk.json's flags from the pinned aws-cdk-lib's recommended list
+	@d=$$(mktemp -d) && tar -xzf $$($(or $(GO),go) list -m -f '{{.Dir}}' github.com/aws/aws-cdk-go/awscdk/v2)/jsii/aws-cdk-lib-*.tgz -C $$d package/cx-api/lib \
+		&& node infra/lint/cdk-flags.js $$d/package/cx-api/lib/features.js infra/cdk.json; rc=$$?; rm -rf $$d; exit $$rc

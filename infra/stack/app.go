@@ -1,31 +1,41 @@
 package stack
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// FeatureFlags are the CDK feature flags the stacks are written for; the
-// project has no cdk.json, so the app sets them itself.
-var FeatureFlags = map[string]interface{}{
-	// Server access logs are delivered under a bucket policy, not an ACL
-	// (the buckets enforce bucket-owner object ownership).
-	"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": true,
-	"@aws-cdk/aws-s3:createDefaultLoggingPolicy":      true,
-	// One statement per resource set instead of one per grant.
-	"@aws-cdk/aws-iam:minimizePolicies": true,
-	// Key policies grant within the account and region only.
-	"@aws-cdk/aws-kms:aliasNameRef":                        true,
-	"@aws-cdk/aws-kms:reduceCrossAccountRegionPolicyScope": true,
-	"@aws-cdk/core:checkSecretUsage":                       true,
-	"@aws-cdk/core:validateSnapshotRemovalPolicy":          true,
+// CDKJSONContext returns the "context" of a cdk.json: the feature flags
+// (and any other context) the stacks are written for. infra/cdk.json holds
+// the recommended flags of the pinned aws-cdk-lib, as `cdk init` writes
+// them; the CLI passes them to the app when it runs in infra/, and the app
+// and the tests read the same file (NewApp), so every synthesis, with or
+// without the CLI, makes the templates `cdk deploy` deploys.
+func CDKJSONContext(cdkJSON []byte) (map[string]any, error) {
+	var doc struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(cdkJSON, &doc); err != nil {
+		return nil, fmt.Errorf("reading cdk.json: %w", err)
+	}
+	if len(doc.Context) == 0 {
+		return nil, fmt.Errorf("cdk.json has no context (feature flags)")
+	}
+	return doc.Context, nil
 }
 
-// NewApp returns a CDK app with FeatureFlags set (context given on the
-// command line still wins) and outdir as its output directory ("" for
-// CDK's default: the CLI's, or a temporary directory).
-func NewApp(outdir string) awscdk.App {
-	props := &awscdk.AppProps{Context: &FeatureFlags}
+// NewApp returns a CDK app with context (from CDKJSONContext; context given
+// on the command line still wins) and outdir as its output directory (""
+// for CDK's default: the CLI's, or a temporary directory).
+func NewApp(outdir string, context map[string]any) awscdk.App {
+	ctx := map[string]interface{}{}
+	for k, v := range context {
+		ctx[k] = v
+	}
+	props := &awscdk.AppProps{Context: &ctx}
 	if outdir != "" {
 		props.Outdir = jsii.String(outdir)
 	}

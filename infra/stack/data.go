@@ -27,11 +27,13 @@ type builder struct {
 
 	queues map[resources.Tier]awssqs.Queue
 	dlqs   map[resources.Tier]awssqs.Queue
-	table  awsdynamodb.Table
-	bucket awss3.Bucket
-	logs   awss3.Bucket
-	key    awskms.Key
-	bus    awsevents.EventBus
+	// failures is the on-failure destination of asynchronous invocations.
+	failures awssqs.Queue
+	table    awsdynamodb.Table
+	bucket   awss3.Bucket
+	logs     awss3.Bucket
+	key      awskms.Key
+	bus      awsevents.EventBus
 
 	jwtSecret awssecretsmanager.Secret
 	// oauthClient holds the external API's client credentials: created
@@ -139,7 +141,14 @@ func (b *builder) queuesAndDLQs() {
 			RemovalPolicy:             b.removal(),
 		})
 		b.dlqs[q.Tier] = dlq
-		b.queues[q.Tier] = awssqs.NewQueue(b.stack, jsii.String(tier+"Queue"), &awssqs.QueueProps{
+		// Only this tier's queue may send dead letters here. Its ARN is
+		// built from its fixed name: a reference to the queue would make
+		// queue → DLQ → queue a dependency cycle.
+		dlq.Node().DefaultChild().(awssqs.CfnQueue).SetRedriveAllowPolicy(map[string]any{
+			"redrivePermission": "byQueue",
+			"sourceQueueArns":   []*string{queueARN(q.Name)},
+		})
+		main := awssqs.NewQueue(b.stack, jsii.String(tier+"Queue"), &awssqs.QueueProps{
 			QueueName:                 jsii.String(q.Name),
 			Fifo:                      jsii.Bool(true),
 			ContentBasedDeduplication: jsii.Bool(false),
@@ -153,7 +162,31 @@ func (b *builder) queuesAndDLQs() {
 			},
 			RemovalPolicy: b.removal(),
 		})
+		// High-throughput FIFO (the definition's attributes).
+		cfn := main.Node().DefaultChild().(awssqs.CfnQueue)
+		cfn.SetDeduplicationScope(jsii.String(q.DeduplicationScope))
+		cfn.SetFifoThroughputLimit(jsii.String(q.FifoThroughputLimit))
+		b.queues[q.Tier] = main
 	}
+	b.asyncFailureQueue()
+}
+
+// queueARN is the ARN of this stack's queue named name.
+func queueARN(name string) *string {
+	return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+name), nil)
+}
+
+// asyncFailureQueue receives the asynchronous invocations that failed
+// after Lambda's retries (the on-failure destination of confirm). A
+// standard queue: Lambda destinations cannot target FIFO queues.
+func (b *builder) asyncFailureQueue() {
+	b.failures = awssqs.NewQueue(b.stack, jsii.String("AsyncFailures"), &awssqs.QueueProps{
+		QueueName:       jsii.String(b.def.AsyncFailureQueue),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RemovalPolicy:   b.removal(),
+	})
 }
 
 func attrType(t resources.KeyType) awsdynamodb.AttributeType {

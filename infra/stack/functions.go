@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -122,7 +124,21 @@ func (b *builder) functions() {
 			Environment:   &env,
 			Tracing:       awslambda.Tracing_ACTIVE,
 			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+			// From the definition: a floor and a ceiling (see
+			// resources.FunctionSize).
+			ReservedConcurrentExecutions: jsii.Number(float64(spec.ReservedConcurrency)),
 		})
+		if fn == b.def.Bucket.NotifyFunction {
+			// S3 invokes confirm asynchronously: after Lambda's two
+			// retries an event would be dropped. Keep it, with the error,
+			// on the failure queue (alarmed) for an operator to replay;
+			// POST /v1/uploads/{id}/confirm also confirms on demand.
+			f.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+				OnFailure:     awslambdadestinations.NewSqsDestination(b.failures),
+				RetryAttempts: jsii.Number(2),
+				MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+			})
+		}
 		b.fns[fn] = f
 		b.fnLogs[fn] = logs
 	}

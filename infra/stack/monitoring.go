@@ -1,6 +1,9 @@
 package stack
 
 import (
+	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -9,20 +12,59 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// BreakerMetric is the metric the publisher emits (EMF, internal/metrics)
-// when a circuit changes state: BreakerOpen is 1 on a transition to open.
-// Its dimensions are Environment and To (the new state).
+// The breaker metric the publisher emits (EMF, internal/metrics): per
+// external host, BreakerOpen is 1 on a transition to open, 0 on a
+// transition to closed, and 1 again as a gauge on every recovery run while
+// the host's circuit stays open. Its dimensions are exactly Environment
+// and Host (CloudWatch matches the whole dimension set). Token-scoped
+// breakers (one user's 429) are not emitted under this metric.
 const (
-	BreakerNamespace  = "Conveyor"
-	BreakerMetricName = "BreakerOpen"
-	BreakerOpenState  = "open"
+	BreakerNamespace     = "Conveyor"
+	BreakerMetricName    = "BreakerOpen"
+	BreakerHostDimension = "Host"
 )
+
+// BreakerHosts are the external hosts whose circuit gets an alarm: the
+// external API the publisher calls (its URL is the configuration's
+// default in every cloud environment).
+func BreakerHosts() []string {
+	def, _ := config.Lookup(config.VarDeviantArtURL).Default.(string)
+	u, err := url.Parse(def)
+	if err != nil || u.Host == "" {
+		panic("infra: the default " + config.VarDeviantArtURL + " has no host: " + def)
+	}
+	return []string{u.Host}
+}
+
+// Alarm thresholds.
+const (
+	// APIServerErrorRatePercent: the share of HTTP API requests answered
+	// 5xx over 5 minutes that raises the alarm.
+	APIServerErrorRatePercent = 1
+	// APIServerErrorMinRequests: below this many requests in 5 minutes the
+	// rate is not judged (the api function's Errors alarm still is).
+	APIServerErrorMinRequests = 20
+	// APILatencyP99 is the p99 latency of the HTTP API, over 5 minutes,
+	// that raises the alarm when it holds for 3 periods in a row.
+	APILatencyP99 = 2 * time.Second
+	// DurationNearTimeoutPercent: a function whose maximum duration over 5
+	// minutes exceeds this share of its timeout raises the alarm.
+	DurationNearTimeoutPercent = 80
+)
+
+// DurationAlarmed reports whether fn gets the duration-near-timeout alarm.
+// The stream function runs each SSE connection up to its timeout by
+// design (clients reconnect with Last-Event-ID), so its duration says
+// nothing.
+func DurationAlarmed(fn string) bool { return fn != resources.FuncStream }
 
 // OldestMessageAlarmAfter is, per tier, the age of the oldest message that
 // raises an alarm. It allows for retry backoff held in the visibility
@@ -61,21 +103,35 @@ func (b *builder) monitoring() {
 		Value:       topic.TopicArn(),
 		Description: jsii.String("Subscribe operators to this topic"),
 	})
+	for _, sub := range b.props.AlarmSubscriptions {
+		if strings.HasPrefix(sub, "https://") {
+			topic.AddSubscription(awssnssubscriptions.NewUrlSubscription(jsii.String(sub), &awssnssubscriptions.UrlSubscriptionProps{
+				Protocol: awssns.SubscriptionProtocol_HTTPS,
+			}))
+		} else {
+			topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(sub), nil))
+		}
+	}
 	action := awscloudwatchactions.NewSnsAction(topic)
 
 	var alarms []interfacesawscloudwatch.IAlarmRef
-	alarm := func(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64) {
+	alarmN := func(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64, periods, datapoints int) {
 		a := awscloudwatch.NewAlarm(b.stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(b.def.Prefix + "-" + name),
 			AlarmDescription:   jsii.String(desc),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
 			ComparisonOperator: op,
-			EvaluationPeriods:  jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(float64(periods)),
+			DatapointsToAlarm:  jsii.Number(float64(datapoints)),
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		a.AddAlarmAction(action)
+		a.AddOkAction(action)
 		alarms = append(alarms, a)
+	}
+	alarm := func(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64) {
+		alarmN(id, name, desc, metric, op, threshold, 1, 1)
 	}
 	minute, five := awscdk.Duration_Minutes(jsii.Number(1)), awscdk.Duration_Minutes(jsii.Number(5))
 	max := func(p awscdk.Duration) *awscloudwatch.MetricOptions {
@@ -107,24 +163,103 @@ func (b *builder) monitoring() {
 			"The "+fn+" function was throttled",
 			f.MetricThrottles(sum), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 	}
-	breaker := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(BreakerNamespace),
-		MetricName: jsii.String(BreakerMetricName),
-		DimensionsMap: &map[string]*string{
-			"Environment": jsii.String(string(b.def.Env)),
-			"To":          jsii.String(BreakerOpenState),
-		},
-		Period:    minute,
-		Statistic: jsii.String("Maximum"),
-	})
-	alarm("BreakerOpenAlarm", "breaker-open",
-		"A circuit breaker around the external API opened: calls fail fast until a probe succeeds",
-		breaker, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, 1)
+	for _, fn := range b.def.Functions {
+		if !DurationAlarmed(fn) {
+			continue
+		}
+		timeout := FunctionSpecs[fn].Timeout
+		limit := timeout * DurationNearTimeoutPercent / 100
+		alarm(title(fn)+"DurationAlarm", fn+"-duration-near-timeout",
+			fmt.Sprintf("The %s function ran longer than %d%% of its %v timeout (%v): it is about to time out", fn, DurationNearTimeoutPercent, timeout, limit),
+			b.fns[fn].MetricDuration(max(five)), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(limit.Milliseconds()))
+	}
+	alarm("AsyncFailuresAlarm", "async-failures",
+		"An asynchronous invocation (an upload's S3 event to confirm) failed after Lambda's retries: its record is in "+
+			b.def.AsyncFailureQueue+"; confirm the upload (POST /v1/uploads/{id}/confirm) and delete the message",
+		b.failures.MetricApproximateNumberOfMessagesVisible(max(minute)),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 
-	b.dashboard(breaker, alarms)
+	// The HTTP API (what fronts the api function): the share of 5xx, and
+	// the p99 latency.
+	requests := b.api.MetricCount(sum)
+	errors5xx := b.api.MetricServerError(sum)
+	alarm("ApiServerErrorRateAlarm", "api-5xx-rate",
+		fmt.Sprintf("More than %d%% of HTTP API requests answered 5xx over 5 minutes", APIServerErrorRatePercent),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String(fmt.Sprintf("IF(requests >= %d, 100 * FILL(errors, 0) / requests, 0)", APIServerErrorMinRequests)),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"requests": requests, "errors": errors5xx},
+			Label:        jsii.String("5xx %"),
+			Period:       five,
+		}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, APIServerErrorRatePercent)
+	alarmN("ApiLatencyAlarm", "api-latency-p99",
+		fmt.Sprintf("The HTTP API's p99 latency stayed above %v for 15 minutes", APILatencyP99),
+		b.api.MetricLatency(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(APILatencyP99.Milliseconds()), 3, 3)
+
+	// DynamoDB throttles, on the table and on each index (a throttled
+	// index also throttles the table's writes).
+	for _, op := range []string{"Read", "Write"} {
+		metrics := map[string]awscloudwatch.IMetric{}
+		var terms []string
+		add := func(dims map[string]*string) {
+			id := fmt.Sprintf("m%d", len(terms))
+			metrics[id] = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(op + "ThrottleEvents"),
+				DimensionsMap: &dims, Period: five, Statistic: jsii.String("Sum"),
+			})
+			terms = append(terms, "FILL("+id+", 0)")
+		}
+		add(map[string]*string{"TableName": b.table.TableName()})
+		for _, ix := range b.def.Table.Indexes {
+			add(map[string]*string{"TableName": b.table.TableName(), "GlobalSecondaryIndexName": jsii.String(ix.Name)})
+		}
+		lower := strings.ToLower(op)
+		alarm("DynamoDB"+op+"ThrottlesAlarm", "dynamodb-"+lower+"-throttles",
+			"DynamoDB throttled "+lower+"s on the table or one of its indexes (on-demand: a sudden hot partition or above the account's table limits)",
+			awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+				Expression:   jsii.String("SUM([" + strings.Join(terms, ", ") + "])"),
+				UsingMetrics: &metrics,
+				Label:        jsii.String(op + " throttle events"),
+				Period:       five,
+			}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	}
+
+	// One alarm per external host's circuit. The gauge keeps it in alarm
+	// while the circuit stays open; a datapoint in either of the last two
+	// 5-minute periods counts, so a gap between two recovery runs does not
+	// clear it.
+	var breakers []awscloudwatch.IMetric
+	for _, host := range BreakerHosts() {
+		m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:  jsii.String(BreakerNamespace),
+			MetricName: jsii.String(BreakerMetricName),
+			DimensionsMap: &map[string]*string{
+				"Environment":        jsii.String(string(b.def.Env)),
+				BreakerHostDimension: jsii.String(host),
+			},
+			Period:    five,
+			Statistic: jsii.String("Maximum"),
+		})
+		// A label would turn the alarm's metric into a math expression.
+		breakers = append(breakers, m.With(&awscloudwatch.MetricOptions{Label: jsii.String(host)}))
+		alarmN("BreakerOpen"+hostID(host)+"Alarm", "breaker-open-"+host,
+			"The circuit breaker around "+host+" is open: every call to it fails fast and jobs wait (no attempt spent) until a probe succeeds",
+			m, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, 1, 2, 1)
+	}
+
+	b.dashboard(breakers, alarms)
 }
 
-func (b *builder) dashboard(breaker awscloudwatch.IMetric, alarms []interfacesawscloudwatch.IAlarmRef) {
+// hostID turns a host name into a construct id part.
+func hostID(host string) string {
+	var out strings.Builder
+	for _, part := range strings.FieldsFunc(host, func(r rune) bool { return r == '.' || r == '-' || r == ':' }) {
+		out.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return out.String()
+}
+
+func (b *builder) dashboard(breakers []awscloudwatch.IMetric, alarms []interfacesawscloudwatch.IAlarmRef) {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	perTier := func(metric func(resources.Queue) awscloudwatch.IMetric) *[]awscloudwatch.IMetric {
 		var ms []awscloudwatch.IMetric
@@ -169,11 +304,15 @@ func (b *builder) dashboard(breaker awscloudwatch.IMetric, alarms []interfacesaw
 	throttles := graph("Function throttles", perFunction(func(fn string) awscloudwatch.IMetric {
 		return b.fns[fn].MetricThrottles(opts(fn, "Sum"))
 	}))
-	brk := graph("Circuit breaker opened", &[]awscloudwatch.IMetric{breaker})
+	brk := graph("Circuit open, per external host", &breakers)
 	api := graph("HTTP API", &[]awscloudwatch.IMetric{
 		b.api.MetricClientError(opts("4xx", "Sum")),
 		b.api.MetricServerError(opts("5xx", "Sum")),
 		b.api.MetricCount(opts("requests", "Sum")),
+	})
+	latency := graph("HTTP API latency (ms)", &[]awscloudwatch.IMetric{
+		b.api.MetricLatency(opts("p50", "p50")),
+		b.api.MetricLatency(opts("p99", "p99")),
 	})
 	status := awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
 		Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(24), Height: jsii.Number(4),
@@ -185,6 +324,7 @@ func (b *builder) dashboard(breaker awscloudwatch.IMetric, alarms []interfacesaw
 			{waiting, inFlight, age},
 			{dlq, brk, api},
 			{errs, duration, throttles},
+			{latency},
 		},
 	})
 }

@@ -100,6 +100,13 @@ var (
 		Reason:    "CDK's BucketNotificationsHandler (a deploy-time custom resource) uses AWSLambdaBasicExecutionRole for its own logs.",
 		AppliesTo: []string{`/^Policy::arn:<AWS::Partition>:iam::aws:policy\/service-role\/AWSLambdaBasicExecutionRole$/`},
 	}
+	// SuppressFailureQueueDLQ: the async failure queue is itself the end
+	// of the line.
+	SuppressFailureQueueDLQ = Suppression{
+		Rule: "AwsSolutions-SQS3",
+		Reason: "This queue is the on-failure destination of asynchronous invocations (a dead-letter queue in all but " +
+			"name): nothing consumes it automatically, an operator inspects and deletes its messages, and it is alarmed.",
+	}
 	// SuppressSchedulerInvoke: the scheduler's role may invoke the
 	// scheduled function's versions and aliases too.
 	SuppressSchedulerInvoke = Suppression{
@@ -128,6 +135,7 @@ func (b *builder) suppressions() {
 	}
 	suppress(b.api, true, SuppressAPIAuth)
 	suppress(b.logs, false, SuppressAccessLogBucket)
+	suppress(b.failures, true, SuppressFailureQueueDLQ)
 	// CDK creates these as singletons on the stack itself: the bucket
 	// notification's handler and the scheduler's role per target function.
 	for _, c := range *b.stack.Node().Children() {

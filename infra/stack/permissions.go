@@ -78,11 +78,26 @@ func (b *builder) dlqArns() []*string {
 	return arns
 }
 
-// permissions gives each function exactly the actions it uses on exactly
-// the resources it uses them on. Grant methods are used where they are
-// exact (events:PutEvents on the bus, the event sources' consume grants);
+// permissions gives each function exactly the actions its code calls
+// (internal/app wires which services each function runs) on exactly the
+// resources it uses them on. Grant methods are used where they are exact
+// (events:PutEvents on the bus, the event sources' consume grants);
 // elsewhere statements are written out, since the table and secret grants
 // include actions nobody here needs (Scan, DescribeSecret, …).
+//
+// Who calls what:
+//   - api: jobs, uploads, accounts (Connect only seals: GenerateDataKey,
+//     never Decrypt) and the admin routes, the only holder of the admin
+//     powers (DLQ peek/delete/redrive, event source mapping updates).
+//   - publisher: loads, refreshes and stores tokens (Decrypt,
+//     GenerateDataKey), streams media, records progress. It sends no
+//     message (retries are visibility changes on its own queues) and
+//     emits no event (events go through the outbox).
+//   - system: webhook deliveries; no message, no event.
+//   - recovery: sweeps, requeues (every tier: jobs and their webhooks),
+//     relays the outbox to the bus (the only caller of PutEvents),
+//     retention.
+//   - confirm, stream: reads and one conditional update.
 func (b *builder) permissions() {
 	for _, fn := range b.def.Functions {
 		switch fn {
@@ -96,24 +111,22 @@ func (b *builder) permissions() {
 		case resources.FuncPublisher:
 			// Consuming high/medium/low (ReceiveMessage, DeleteMessage,
 			// ChangeMessageVisibility for backoff, GetQueueAttributes) is
-			// granted by the event sources; webhooks go to the system tier.
+			// granted by the event sources.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
 			// Decrypt opens a refresh token; GenerateDataKey re-seals a
 			// rotated one.
 			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
-			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.System)...)
-			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncSystem:
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			// Each delivery is signed with its owner's secret, sealed in the
 			// table: Decrypt opens it; GenerateDataKey seals a first one.
 			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
-			b.bus.GrantPutEventsTo(b.fn(fn), nil)
 		case resources.FuncRecovery:
 			// Sweeps query the sparse sweep index, never scan.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
-			b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
+			// Requeued jobs go back to their tier.
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
 		case resources.FuncStream:
@@ -136,6 +149,8 @@ func (b *builder) permissions() {
 	}
 }
 
+// apiPermissions: the api function serves the user routes and the admin
+// routes (internal/api.RegisterAdmin), so it alone holds the admin powers.
 func (b *builder) apiPermissions() {
 	fn := resources.FuncAPI
 	// Jobs, uploads, accounts, lists (every index), the overview's counts.
@@ -145,20 +160,22 @@ func (b *builder) apiPermissions() {
 	b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
 	// Submissions, restarts and redrive targets; the overview's depths.
 	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
-	// DLQ peek (receive, then release with visibility 0), delete, and
-	// redrive to the original queue with a message move task.
+	// DLQ peek (receive, then release with a visibility change), the
+	// redrive fallback's delete, and redrive to the original queue with a
+	// message move task (which itself needs receive, delete and
+	// GetQueueAttributes on the DLQ and SendMessage on the destination).
 	b.allow(fn, []string{
 		"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
-		"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask",
+		"sqs:StartMessageMoveTask",
 	}, b.dlqArns()...)
-	// Connecting an account seals its refresh token.
-	b.allow(fn, []string{"kms:GenerateDataKey", "kms:Decrypt"}, b.key.KeyArn())
+	// Connecting an account seals its tokens: a data key, never Decrypt.
+	b.allow(fn, []string{"kms:GenerateDataKey"}, b.key.KeyArn())
 	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
-	// Pause/resume a tier (disable/enable its mapping), and show it.
+	// Pause/resume a tier (disable/enable its mapping); the paused flag
+	// itself is read from the table.
 	var esms []*string
 	for _, q := range b.def.Queues {
 		esms = append(esms, b.esms[q.Tier].EventSourceMappingArn())
 	}
-	b.allow(fn, []string{"lambda:UpdateEventSourceMapping", "lambda:GetEventSourceMapping"}, esms...)
-	b.bus.GrantPutEventsTo(b.fn(fn), nil)
+	b.allow(fn, []string{"lambda:UpdateEventSourceMapping"}, esms...)
 }

@@ -10,6 +10,8 @@ package stack
 
 import (
 	"fmt"
+	"net/mail"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +44,51 @@ type Props struct {
 	// the secret, OAuthClientSecretName(env), with an empty clientId that
 	// an operator replaces (the publisher refuses to start until then).
 	OAuthClientSecretARN string
+	// AlarmSubscriptions subscribe to the alarm topic: e-mail addresses
+	// (SNS sends each a confirmation link) and https:// endpoints (which
+	// must confirm the subscription). Default none. Check them with
+	// ParseAlarmSubscriptions.
+	AlarmSubscriptions []string
+}
+
+// AlarmSubscriptionContextKey is the CDK context key (cdk deploy -c
+// alarmSubscription=ops@example.com,https://hooks.example.com/sns) whose
+// comma-separated e-mail addresses and https:// URLs subscribe to every
+// environment's alarm topic; AlarmSubscriptionEnvContextKey(env) replaces
+// it for one environment.
+const AlarmSubscriptionContextKey = "alarmSubscription"
+
+// AlarmSubscriptionEnvContextKey is the per-environment form of
+// AlarmSubscriptionContextKey: conveyor:<env>:alarmSubscription.
+func AlarmSubscriptionEnvContextKey(env resources.Env) string {
+	return "conveyor:" + string(env) + ":alarmSubscription"
+}
+
+// ParseAlarmSubscriptions splits a comma-separated list of e-mail
+// addresses and https:// URLs, refusing anything else (plain http, other
+// schemes, malformed addresses) with an error naming it.
+func ParseAlarmSubscriptions(list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if strings.Contains(s, "://") {
+			u, err := url.Parse(s)
+			if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+				return nil, fmt.Errorf("alarm subscription %q: want an e-mail address or an https:// URL", s)
+			}
+			out = append(out, s)
+			continue
+		}
+		a, err := mail.ParseAddress(s)
+		if err != nil || a.Address != s {
+			return nil, fmt.Errorf("alarm subscription %q: want an e-mail address (name@example.com) or an https:// URL", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // OAuthClientSecretName is the name of the OAuth client secret the stack

@@ -24,12 +24,22 @@ import (
 // Synthesizing is slow (every construct call crosses into Node), so the
 // stacks are built once per test binary, in one app, and shared.
 
+// cdkJSONContext is infra/cdk.json's context, as the app reads it.
+func cdkJSONContext() (map[string]any, error) {
+	b, err := os.ReadFile(filepath.Join("..", "cdk.json"))
+	if err != nil {
+		return nil, err
+	}
+	return stack.CDKJSONContext(b)
+}
+
 var (
 	functionsDir string
 	once         sync.Once
 	built        map[resources.Env]*synthesized
 	emulator     *synthesized
-	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN
+	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN, and alarm subscriptions
+	testApp      awscdk.App
 	buildErr     error
 )
 
@@ -90,13 +100,19 @@ func stacks(t *testing.T) map[resources.Env]*synthesized {
 				buildErr = fmt.Errorf("synthesizing: %v", r)
 			}
 		}()
-		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"))
+		context, err := cdkJSONContext()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"), context)
+		testApp = app
 		sts := map[resources.Env]awscdk.Stack{}
 		for _, env := range resources.CloudEnvs {
 			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
 		}
 		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: resources.Staging, FunctionsDir: functionsDir,
-			OAuthClientSecretARN: oauthClientARN})
+			OAuthClientSecretARN: oauthClientARN, AlarmSubscriptions: alarmSubscriptions})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -284,6 +300,9 @@ func TestQueues(t *testing.T) {
 						"deadLetterTargetArn": getAtt(dlq, "Arn"),
 						"maxReceiveCount":     q.MaxReceiveCount,
 					},
+					// High-throughput FIFO: every job is its own group.
+					"DeduplicationScope":  "messageGroup",
+					"FifoThroughputLimit": "perMessageGroupId",
 				}))
 			})
 			check(t, q.DLQName, func() {
@@ -293,6 +312,13 @@ func TestQueues(t *testing.T) {
 					"MessageRetentionPeriod": q.DLQRetention.Seconds(),
 					"SqsManagedSseEnabled":   true,
 					"RedrivePolicy":          absent{},
+					// Only its own tier's queue may use it as a DLQ.
+					"RedriveAllowPolicy": map[string]any{
+						"redrivePermission": "byQueue",
+						"sourceQueueArns": []any{map[string]any{
+							"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:" + q.Name,
+						}},
+					},
 				}))
 			})
 			// enforceSSL: a deny on aws:SecureTransport=false for both.
@@ -456,15 +482,16 @@ func TestFunctions(t *testing.T) {
 			}
 			check(t, fn, func() {
 				s.hasProps("AWS::Lambda::Function", obj(map[string]any{
-					"FunctionName":  name,
-					"Runtime":       "provided.al2023",
-					"Architectures": []any{"arm64"},
-					"Handler":       "bootstrap",
-					"MemorySize":    spec.MemoryMB,
-					"Timeout":       spec.Timeout.Seconds(),
-					"LoggingConfig": map[string]any{"LogGroup": ref(logs)},
-					"TracingConfig": map[string]any{"Mode": "Active"},
-					"Environment":   map[string]any{"Variables": obj(env)},
+					"FunctionName":                 name,
+					"Runtime":                      "provided.al2023",
+					"Architectures":                []any{"arm64"},
+					"Handler":                      "bootstrap",
+					"MemorySize":                   spec.MemoryMB,
+					"Timeout":                      spec.Timeout.Seconds(),
+					"LoggingConfig":                map[string]any{"LogGroup": ref(logs)},
+					"TracingConfig":                map[string]any{"Mode": "Active"},
+					"Environment":                  map[string]any{"Variables": obj(env)},
+					"ReservedConcurrentExecutions": spec.ReservedConcurrency,
 				}))
 			})
 			check(t, fn+" log retention", func() {
@@ -710,13 +737,92 @@ func TestAlarmsAndDashboard(t *testing.T) {
 				})
 			}
 		}
-		alarm("breaker open", map[string]any{
-			"Namespace": stack.BreakerNamespace, "MetricName": stack.BreakerMetricName,
-			"Dimensions": arrayWith(
-				map[string]any{"Name": "Environment", "Value": string(s.def.Env)},
-				map[string]any{"Name": "To", "Value": stack.BreakerOpenState},
+		// One alarm per external host, on exactly {Environment, Host}:
+		// token breakers (no Host) cannot feed it. Any datapoint ≥ 1 in the
+		// last two 5-minute periods (the periodic gauge) keeps it on.
+		for _, host := range stack.BreakerHosts() {
+			alarm("breaker open "+host, map[string]any{
+				"AlarmName": s.def.Prefix + "-breaker-open-" + host,
+				"Namespace": stack.BreakerNamespace, "MetricName": stack.BreakerMetricName,
+				"Dimensions": []any{
+					map[string]any{"Name": "Environment", "Value": string(s.def.Env)},
+					map[string]any{"Name": "Host", "Value": host},
+				},
+				"Statistic": "Maximum", "Period": 300,
+				"ComparisonOperator": "GreaterThanOrEqualToThreshold", "Threshold": 1,
+				"EvaluationPeriods": 2, "DatapointsToAlarm": 1,
+			})
+		}
+		if hosts := stack.BreakerHosts(); !slices.Contains(hosts, "www.deviantart.com") {
+			t.Errorf("breaker hosts %v lack the external API's host", hosts)
+		}
+		for id, r := range s.ofType("AWS::CloudWatch::Alarm") {
+			b, _ := json.Marshal(r.Properties)
+			if strings.Contains(string(b), `"MetricName":"BreakerOpen"`) && !strings.Contains(string(b), `"Name":"Host"`) {
+				t.Errorf("alarm %s watches BreakerOpen without a Host dimension", id)
+			}
+		}
+		// Duration near the timeout, per function but the stream.
+		for _, fn := range s.def.Functions {
+			id := s.functionID(t, fn)
+			limit := stack.FunctionSpecs[fn].Timeout.Seconds() * 1000 * stack.DurationNearTimeoutPercent / 100
+			found := false
+			for _, r := range s.ofType("AWS::CloudWatch::Alarm") {
+				p := r.Properties
+				if p["MetricName"] == "Duration" && cmp.Equal(p["Dimensions"], []any{map[string]any{"Name": "FunctionName", "Value": ref(id)}}) {
+					found = true
+					if p["Statistic"] != "Maximum" || p["Threshold"] != limit || p["ComparisonOperator"] != "GreaterThanThreshold" {
+						t.Errorf("%s duration alarm: %v %v %v, want Maximum > %v ms", fn, p["Statistic"], p["ComparisonOperator"], p["Threshold"], limit)
+					}
+				}
+			}
+			if found != stack.DurationAlarmed(fn) {
+				t.Errorf("%s: duration alarm present %v, want %v", fn, found, stack.DurationAlarmed(fn))
+			}
+		}
+		// API 5xx rate and p99 latency, on the HTTP API.
+		apiID := s.logicalID(t, "AWS::ApiGatewayV2::Api", "Name", s.def.Prefix+"-api")
+		apiDim := []any{map[string]any{"Name": "ApiId", "Value": ref(apiID)}}
+		alarm("api p99", map[string]any{
+			"AlarmName": s.def.Prefix + "-api-latency-p99", "Namespace": "AWS/ApiGateway", "MetricName": "Latency",
+			"Dimensions": apiDim, "ExtendedStatistic": "p99", "Threshold": stack.APILatencyP99.Seconds() * 1000,
+			"ComparisonOperator": "GreaterThanThreshold",
+		})
+		alarm("api 5xx", map[string]any{
+			"AlarmName": s.def.Prefix + "-api-5xx-rate", "Threshold": stack.APIServerErrorRatePercent,
+			"Metrics": arrayWith(
+				obj(map[string]any{"Id": "errors", "MetricStat": obj(map[string]any{"Metric": obj(map[string]any{
+					"Namespace": "AWS/ApiGateway", "MetricName": "5xx", "Dimensions": apiDim})})}),
+				obj(map[string]any{"Id": "requests", "MetricStat": obj(map[string]any{"Metric": obj(map[string]any{
+					"Namespace": "AWS/ApiGateway", "MetricName": "Count", "Dimensions": apiDim})})}),
 			),
 		})
+		// DynamoDB read and write throttles, on the table and each index.
+		table := ref(s.logicalID(t, "AWS::DynamoDB::Table", "TableName", s.def.Table.Name))
+		for _, op := range []string{"Read", "Write"} {
+			items := []any{obj(map[string]any{"MetricStat": obj(map[string]any{"Metric": obj(map[string]any{
+				"Namespace": "AWS/DynamoDB", "MetricName": op + "ThrottleEvents",
+				"Dimensions": []any{map[string]any{"Name": "TableName", "Value": table}}})})})}
+			for _, ix := range s.def.Table.Indexes {
+				items = append(items, obj(map[string]any{"MetricStat": obj(map[string]any{"Metric": obj(map[string]any{
+					"Namespace": "AWS/DynamoDB", "MetricName": op + "ThrottleEvents",
+					"Dimensions": arrayWith(map[string]any{"Name": "GlobalSecondaryIndexName", "Value": ix.Name})})})}))
+			}
+			alarm("dynamodb "+op+" throttles", map[string]any{
+				"AlarmName": s.def.Prefix + "-dynamodb-" + strings.ToLower(op) + "-throttles", "Threshold": 0,
+				"ComparisonOperator": "GreaterThanThreshold", "Metrics": arrayWith(items...),
+			})
+		}
+		// The confirm function's failed invocations.
+		alarm("async failures", map[string]any{
+			"Namespace": "AWS/SQS", "MetricName": "ApproximateNumberOfMessagesVisible",
+			"Dimensions":         queueDim(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue)),
+			"ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+		})
+		// No subscription unless one is given (context alarmSubscription).
+		if subs := s.ofType("AWS::SNS::Subscription"); len(subs) != 0 {
+			t.Errorf("subscriptions without alarmSubscription: %v", subs)
+		}
 		check(t, "dashboard", func() {
 			s.hasProps("AWS::CloudWatch::Dashboard", obj(map[string]any{"DashboardName": s.def.Prefix}))
 		})
@@ -729,9 +835,10 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, s *synthesized) {
 		d := s.def
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues)+1; got != want {
-			t.Errorf("%d queues, want %d (a queue and a DLQ per tier, the relay's failure queue)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 2*len(d.Queues)+2; got != want {
+			t.Errorf("%d queues, want %d (a queue and a DLQ per tier, the relay's and the async failure queues)", got, want)
 		}
+		s.logicalID(t, "AWS::SQS::Queue", "QueueName", d.AsyncFailureQueue)
 		for _, q := range d.Queues {
 			main := s.res[s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)].Properties
 			dlq := s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName)
@@ -881,16 +988,23 @@ func TestLeastPrivilege(t *testing.T) {
 	rw := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	// What each function's code calls (internal/app wires it): the api
+	// seals tokens but never opens one, and alone holds the admin powers
+	// (it serves the admin routes); only recovery relays events to the
+	// bus; the publisher sends no message.
 	want := map[string][]string{
-		resources.FuncAPI: concat(logs, rw, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey",
-			"lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
-			"secretsmanager:GetSecretValue", "sqs:CancelMessageMoveTask", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
-			"sqs:GetQueueAttributes", "sqs:ListMessageMoveTasks", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
-		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject"}),
-		resources.FuncPublisher: concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
-			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
-		resources.FuncSystem:   concat(logs, rw, consume, []string{"events:PutEvents", "kms:Decrypt", "kms:GenerateDataKey"}),
-		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:GetQueueAttributes", "sqs:SendMessage"}),
+		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
+			"lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
+			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
+		// confirm also sends its failed invocations to the failure queue
+		// (the on-failure destination).
+		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject",
+			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
+		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
+			"secretsmanager:GetSecretValue"}),
+		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:SendMessage"}),
 		// The stream read (granted by the event source), PutEvents, and
 		// SendMessage to the system tier and the on-failure queue only.
 		resources.FuncRelay: concat(logs, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
@@ -907,9 +1021,26 @@ func TestLeastPrivilege(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("actions per function (-want +got):\n%s", diff)
 		}
-		for _, a := range got[resources.FuncConfirm] {
-			if strings.HasPrefix(a, "sqs:") {
-				t.Errorf("confirm may %s", a)
+		// confirm's SQS actions reach the failure queue and nothing else;
+		// the api's admin powers (DLQ and mapping) are on no other role.
+		failures := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue), "Arn")
+		for _, doc := range policyDocs(t, s, resources.FuncConfirm) {
+			for _, st := range doc.(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				if slices.ContainsFunc(strs(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "sqs:") }) &&
+					!cmp.Equal(st["Resource"], failures) {
+					t.Errorf("confirm may %v on %v, want only the failure queue", st["Action"], st["Resource"])
+				}
+			}
+		}
+		for fn, actions := range got {
+			if fn == resources.FuncAPI {
+				continue
+			}
+			for _, a := range actions {
+				if a == "sqs:StartMessageMoveTask" || a == "lambda:UpdateEventSourceMapping" || (a == "kms:Decrypt" && fn != resources.FuncPublisher) {
+					t.Errorf("%s may %s", fn, a)
+				}
 			}
 		}
 		// No statement anywhere in the template scans the table or uses
@@ -1065,6 +1196,103 @@ func TestUploadLifecycleCoversTheRetentionHorizon(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no lifecycle rule for %s", bk.UploadPrefix)
+		}
+	})
+}
+
+// alarmSubscriptions are the by-ARN stack's alarm subscribers.
+var alarmSubscriptions = []string{"ops@example.com", "https://hooks.example.com/sns"}
+
+func TestAlarmSubscriptions(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s := byARN
+	topic := ""
+	for id := range s.ofType("AWS::SNS::Topic") {
+		topic = id
+	}
+	for _, sub := range []struct{ protocol, endpoint string }{{"email", "ops@example.com"}, {"https", "https://hooks.example.com/sns"}} {
+		check(t, sub.protocol, func() {
+			s.hasProps("AWS::SNS::Subscription", map[string]any{
+				"Protocol": sub.protocol, "Endpoint": sub.endpoint, "TopicArn": ref(topic),
+			})
+		})
+	}
+	if n := len(s.ofType("AWS::SNS::Subscription")); n != 2 {
+		t.Errorf("%d subscriptions, want 2", n)
+	}
+}
+
+func TestParseAlarmSubscriptions(t *testing.T) {
+	t.Parallel()
+	got, err := stack.ParseAlarmSubscriptions(" ops@example.com, https://hooks.example.com/sns?x=1 ,,")
+	if diff := cmp.Diff([]string{"ops@example.com", "https://hooks.example.com/sns?x=1"}, got); err != nil || diff != "" {
+		t.Errorf("ParseAlarmSubscriptions: %v (-want +got):\n%s", err, diff)
+	}
+	if got, err := stack.ParseAlarmSubscriptions(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v; want none", got, err)
+	}
+	for _, bad := range []string{"http://hooks.example.com/sns", "ops", "Ops <ops@example.com>", "ftp://x", "https://", "https://u:p@x.example"} {
+		if _, err := stack.ParseAlarmSubscriptions("ops@example.com," + bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: error %v, want a refusal naming it", bad, err)
+		}
+	}
+}
+
+// confirm is invoked asynchronously by S3: a failed event ends on the
+// failure queue, after two retries, instead of being dropped.
+func TestConfirmOnFailureDestination(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		failures := s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue)
+		check(t, "event invoke config", func() {
+			s.hasProps("AWS::Lambda::EventInvokeConfig", obj(map[string]any{
+				"FunctionName":             ref(s.functionID(t, s.def.Bucket.NotifyFunction)),
+				"Qualifier":                "$LATEST",
+				"MaximumRetryAttempts":     2,
+				"MaximumEventAgeInSeconds": 6 * 3600,
+				"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
+			}))
+		})
+		if n := len(s.ofType("AWS::Lambda::EventInvokeConfig")); n != 1 {
+			t.Errorf("%d event invoke configs, want 1 (confirm)", n)
+		}
+		check(t, "failure queue", func() {
+			s.hasProps("AWS::SQS::Queue", obj(map[string]any{
+				"QueueName": s.def.AsyncFailureQueue, "FifoQueue": absent{}, "SqsManagedSseEnabled": true,
+				"MessageRetentionPeriod": 14 * 24 * 3600,
+			}))
+		})
+	})
+}
+
+// The dashboard is served by the api function under /dashboard/, and the
+// stack says where.
+func TestDashboardRouted(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		api := s.functionID(t, resources.FuncAPI)
+		integration := ""
+		for id, r := range s.ofType("AWS::ApiGatewayV2::Integration") {
+			if cmp.Equal(r.Properties["IntegrationUri"], getAtt(api, "Arn")) {
+				integration = id
+			}
+		}
+		if integration == "" {
+			t.Fatal("no integration with the api function")
+		}
+		target := map[string]any{"Fn::Join": []any{"", []any{"integrations/", ref(integration)}}}
+		for _, key := range []string{"GET /dashboard", "GET /dashboard/{proxy+}", "HEAD /dashboard/{proxy+}"} {
+			check(t, key, func() {
+				s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": key, "Target": target}))
+			})
+		}
+		out, _ := s.raw["Outputs"].(map[string]any)
+		dash, _ := out["DashboardUrl"].(map[string]any)
+		b, _ := json.Marshal(dash["Value"])
+		apiID := s.logicalID(t, "AWS::ApiGatewayV2::Api", "Name", s.def.Prefix+"-api")
+		if !strings.Contains(string(b), `"`+stack.DashboardPath+`"`) || !strings.Contains(string(b), apiID) {
+			t.Errorf("DashboardUrl output = %s, want the API's endpoint followed by %s", b, stack.DashboardPath)
 		}
 	})
 }

@@ -82,16 +82,23 @@ var accessLogFormat = func() string {
 	return string(b)
 }()
 
+// DashboardPath is where the api function serves the operators' dashboard
+// (web/, embedded in its binary).
+const DashboardPath = "/dashboard/"
+
 // httpAPI routes every request ($default) to the api function, which does
-// its own routing and authentication (HS256 JWT).
+// its own routing and authentication (HS256 JWT), and names the dashboard's
+// routes explicitly (GET /dashboard and GET /dashboard/{proxy+}), so they
+// stay on the api function whatever other routes the API gets.
 func (b *builder) httpAPI() {
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.fn(resources.FuncAPI),
+		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+			PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+		})
 	api := awsapigatewayv2.NewHttpApi(b.stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
-		ApiName:     jsii.String(b.def.Prefix + "-api"),
-		Description: jsii.String("Conveyor HTTP API (" + string(b.def.Env) + ")"),
-		DefaultIntegration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.fn(resources.FuncAPI),
-			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
-				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
-			}),
+		ApiName:            jsii.String(b.def.Prefix + "-api"),
+		Description:        jsii.String("Conveyor HTTP API (" + string(b.def.Env) + ")"),
+		DefaultIntegration: integration,
 		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
 			AllowOrigins:  jsii.Strings(b.def.Bucket.CORSOrigins...),
 			AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
@@ -114,9 +121,21 @@ func (b *builder) httpAPI() {
 		ThrottlingBurstLimit: jsii.Number(500),
 		ThrottlingRateLimit:  jsii.Number(1000),
 	})
+	dashboard := strings.TrimSuffix(DashboardPath, "/")
+	for _, path := range []string{dashboard, dashboard + "/{proxy+}"} {
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_HEAD},
+			Integration: integration,
+		})
+	}
 	awscdk.NewCfnOutput(b.stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value:       api.ApiEndpoint(),
 		Description: jsii.String("Base URL of the HTTP API"),
+	})
+	awscdk.NewCfnOutput(b.stack, jsii.String("DashboardUrl"), &awscdk.CfnOutputProps{
+		Value:       awscdk.Fn_Join(jsii.String(""), &[]*string{api.ApiEndpoint(), jsii.String(DashboardPath)}),
+		Description: jsii.String("The operators' dashboard, served by the api function"),
 	})
 	b.api = api
 }

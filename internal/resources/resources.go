@@ -7,6 +7,7 @@
 package resources
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -107,6 +108,26 @@ type Queue struct {
 	MaxConcurrency int
 	// Consumer names the function that consumes the queue.
 	Consumer string
+	// DeduplicationScope and FifoThroughputLimit put the queue in SQS's
+	// high-throughput FIFO mode (DeduplicationScopeMessageGroup,
+	// FifoThroughputLimitPerMessageGroup): every job is its own message
+	// group, so the queue's send and receive rate scales with the number
+	// of groups instead of stopping at 300 API calls per second.
+	DeduplicationScope  string
+	FifoThroughputLimit string
+}
+
+// High-throughput FIFO attribute values (SQS queue attributes).
+const (
+	DeduplicationScopeMessageGroup     = "messageGroup"
+	FifoThroughputLimitPerMessageGroup = "perMessageGroupId"
+)
+
+// RedriveAllowPolicy is the JSON of the DLQ's RedriveAllowPolicy: only the
+// queue whose ARN is sourceARN may use it as its dead-letter queue.
+func RedriveAllowPolicy(sourceARN string) string {
+	b, _ := json.Marshal(map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []string{sourceARN}})
+	return string(b)
 }
 
 // KeyType is a DynamoDB attribute type for a key.
@@ -256,6 +277,12 @@ type Definition struct {
 	Schedules    []Schedule
 	// Functions lists the Lambda functions (their directory under functions/).
 	Functions []string
+	// AsyncFailureQueue is the standard SQS queue that receives the
+	// asynchronous invocations (the bucket's ObjectCreated events to
+	// confirm) that still failed after Lambda's retries: the invocation
+	// record, with the event and the error, for an operator to inspect
+	// and replay. Lambda destinations cannot target FIFO queues.
+	AsyncFailureQueue string
 }
 
 // Function names (directories under functions/).
@@ -285,31 +312,56 @@ func NeedsOAuthClient(fn string) bool {
 	return false
 }
 
-// FunctionSize is a function's memory and timeout, the same in every
-// environment: the CDK stacks deploy it and the local runtime runs it.
+// FunctionSize is a function's memory, timeout and reserved concurrency,
+// the same in every environment: the CDK stacks deploy it and the local
+// runtime runs it.
 type FunctionSize struct {
 	// MemoryMB is the function's memory (and so its CPU share).
 	MemoryMB int
 	// Timeout bounds one invocation.
 	Timeout time.Duration
+	// ReservedConcurrency is both a floor and a ceiling: that many
+	// concurrent executions are set aside for the function out of the
+	// account's pool, and it never runs more. It protects the functions
+	// users wait on (api, publisher) from the others and caps the ones
+	// that hold an execution for long (stream). A queue consumer's
+	// reservation covers the sum of its mappings' MaxConcurrency.
+	ReservedConcurrency int
 }
+
+// AccountConcurrencyDefault is a new AWS account's regional concurrency
+// quota; AWS keeps UnreservedConcurrencyMin of it unreserved.
+const (
+	AccountConcurrencyDefault = 1000
+	UnreservedConcurrencyMin  = 100
+)
 
 // FunctionSizes sizes every function of the definition.
 var FunctionSizes = map[string]FunctionSize{
-	// API Gateway's integration timeout is 30 s.
-	FuncAPI:     {MemoryMB: 512, Timeout: 29 * time.Second},
-	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second},
-	// The tier queues' visibility timeout is 6× this.
-	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout},
-	FuncSystem:    {MemoryMB: 256, Timeout: time.Minute},
+	// API Gateway's integration timeout is 30 s. Users wait on it: the
+	// largest reservation, so no other function can starve it.
+	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 100},
+	// Asynchronous (S3 events): a throttled event is retried by Lambda
+	// for up to 6 hours, so a small reservation loses nothing.
+	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second, ReservedConcurrency: 20},
+	// The tier queues' visibility timeout is 6× this. The high, medium
+	// and low mappings run at most 50+20+5 at once; 5 spare.
+	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout, ReservedConcurrency: 80},
+	// The system mapping runs at most 10 at once; 2 spare.
+	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 12},
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
-	FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute},
+	// Two schedules, each allowed one overlapping run.
+	FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute, ReservedConcurrency: 4},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
-	// cost of an idle browser tab.
-	FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute},
-	// One stream batch: at most EventStream.BatchSize puts and sends.
-	FuncRelay: {MemoryMB: 256, Timeout: time.Minute},
+	// cost of an idle browser tab. Each open stream holds an execution for
+	// up to the timeout (auth NONE, one DynamoDB read a second), so the
+	// stream is capped low: the 26th concurrent viewer is refused rather
+	// than taking executions from api and publisher.
+	FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute, ReservedConcurrency: 25},
+	// One stream batch: at most EventStream.BatchSize puts and sends. The
+	// mapping runs one batch per shard at a time.
+	FuncRelay: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 10},
 }
 
 // Table attribute names: the key schema, the index keys and TTL. The store
@@ -462,7 +514,8 @@ func Named(env Env, prefix string) Definition {
 			Interval:   time.Minute,
 			Task:       TaskRelease,
 		}},
-		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
+		Functions:         []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
+		AsyncFailureQueue: prefix + "-async-failures",
 	}
 	concurrency := map[Tier]int{High: 50, Medium: 20, Low: 5, System: 10}
 	for _, t := range Tiers {
@@ -481,6 +534,10 @@ func Named(env Env, prefix string) Definition {
 			BatchSize:         10,
 			MaxConcurrency:    concurrency[t],
 			Consumer:          consumer,
+			// Every job is its own message group (and every webhook
+			// delivery): high-throughput FIFO.
+			DeduplicationScope:  DeduplicationScopeMessageGroup,
+			FifoThroughputLimit: FifoThroughputLimitPerMessageGroup,
 		})
 	}
 	return d

@@ -141,15 +141,27 @@ func queue(ctx context.Context, client *sqs.Client, q resources.Queue, r *Result
 		return fmt.Errorf("dead-letter queue: %w", err)
 	}
 	redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": q.MaxReceiveCount})
-	url, _, err := ensureQueue(ctx, client, q.Name, map[string]string{
+	attrs := map[string]string{
 		"FifoQueue":                 "true",
 		"ContentBasedDeduplication": "false",
 		"MessageRetentionPeriod":    secs(q.Retention),
 		"VisibilityTimeout":         secs(q.VisibilityTimeout),
 		"RedrivePolicy":             string(redrive),
-	})
+	}
+	if q.DeduplicationScope != "" {
+		attrs["DeduplicationScope"] = q.DeduplicationScope
+	}
+	if q.FifoThroughputLimit != "" {
+		attrs["FifoThroughputLimit"] = q.FifoThroughputLimit
+	}
+	url, arn, err := ensureQueue(ctx, client, q.Name, attrs)
 	if err != nil {
 		return err
+	}
+	// Only this tier's queue may use the DLQ as its dead-letter queue.
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlqURL),
+		Attributes: map[string]string{"RedriveAllowPolicy": resources.RedriveAllowPolicy(arn)}}); err != nil {
+		return fmt.Errorf("dead-letter queue's redrive-allow policy: %w", err)
 	}
 	r.QueueURLs[q.Tier], r.DLQURLs[q.Tier], r.DLQARNs[q.Tier] = url, dlqURL, dlqARN
 	return nil

@@ -1,0 +1,70 @@
+package resources_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// Every function has a reservation; a queue consumer's covers its mappings'
+// maximum concurrency (or the mappings would be throttled by their own
+// function); the stream is capped below api and publisher; and the
+// reservations of all environments together leave AWS's unreserved
+// minimum in a default account.
+func TestReservedConcurrency(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, env := range resources.CloudEnvs {
+		def := resources.For(env)
+		mapped := map[string]int{}
+		for _, q := range def.Queues {
+			mapped[q.Consumer] += q.MaxConcurrency
+		}
+		for _, fn := range def.Functions {
+			rc := resources.FunctionSizes[fn].ReservedConcurrency
+			if rc <= 0 {
+				t.Errorf("%s %s: no reserved concurrency", env, fn)
+			}
+			if rc < mapped[fn] {
+				t.Errorf("%s %s: reserved concurrency %d below its mappings' maximum concurrency %d", env, fn, rc, mapped[fn])
+			}
+			total += rc
+		}
+	}
+	size := resources.FunctionSizes
+	if s := size[resources.FuncStream].ReservedConcurrency; s >= size[resources.FuncAPI].ReservedConcurrency ||
+		s >= size[resources.FuncPublisher].ReservedConcurrency {
+		t.Errorf("stream reservation %d is not below api's %d and publisher's %d", s,
+			size[resources.FuncAPI].ReservedConcurrency, size[resources.FuncPublisher].ReservedConcurrency)
+	}
+	if max := resources.AccountConcurrencyDefault - resources.UnreservedConcurrencyMin; total > max {
+		t.Errorf("all environments reserve %d executions; one default account allows %d", total, max)
+	}
+}
+
+func TestHighThroughputFIFO(t *testing.T) {
+	t.Parallel()
+	for _, env := range resources.Envs {
+		for _, q := range resources.For(env).Queues {
+			if q.DeduplicationScope != "messageGroup" || q.FifoThroughputLimit != "perMessageGroupId" {
+				t.Errorf("%s %s: DeduplicationScope %q, FifoThroughputLimit %q; want messageGroup, perMessageGroupId",
+					env, q.Name, q.DeduplicationScope, q.FifoThroughputLimit)
+			}
+		}
+	}
+}
+
+func TestRedriveAllowPolicy(t *testing.T) {
+	t.Parallel()
+	var got map[string]any
+	if err := json.Unmarshal([]byte(resources.RedriveAllowPolicy("arn:aws:sqs:eu-west-1:123456789012:q.fifo")), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{"arn:aws:sqs:eu-west-1:123456789012:q.fifo"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
