@@ -335,6 +335,14 @@ func TestTable(t *testing.T) {
 			s.hasProps("AWS::DynamoDB::Table", obj(props))
 		})
 		for _, ix := range tbl.Indexes {
+			projection := map[string]any{"ProjectionType": "ALL"}
+			if len(ix.Include) > 0 {
+				var inc []any
+				for _, a := range ix.Include {
+					inc = append(inc, a)
+				}
+				projection = map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": inc}
+			}
 			check(t, "index "+ix.Name, func() {
 				s.hasProps("AWS::DynamoDB::Table", obj(map[string]any{
 					"GlobalSecondaryIndexes": arrayWith(map[string]any{
@@ -343,7 +351,7 @@ func TestTable(t *testing.T) {
 							map[string]any{"AttributeName": ix.PartitionKey.Name, "KeyType": "HASH"},
 							map[string]any{"AttributeName": ix.SortKey.Name, "KeyType": "RANGE"},
 						},
-						"Projection": map[string]any{"ProjectionType": "ALL"},
+						"Projection": projection,
 					}),
 				}))
 			})

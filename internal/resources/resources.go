@@ -124,11 +124,17 @@ type Key struct {
 	Type KeyType
 }
 
-// Index is a global secondary index (projection ALL).
+// Index is a global secondary index. Its projection is ALL unless Include
+// names the non-key attributes it carries (projection INCLUDE): such an
+// index is written only when one of its keys or those attributes changes,
+// not on every update of the item.
 type Index struct {
 	Name         string
 	PartitionKey Key
 	SortKey      Key
+	// Include, when set, makes the projection INCLUDE with these non-key
+	// attributes (the table's and the index's keys are always projected).
+	Include []string
 }
 
 // Table describes the DynamoDB table.
@@ -261,6 +267,14 @@ const (
 	AttrSweepKey    = "sweepKey"    // bySweep partition key: status#shard (sparse)
 	AttrSweepAt     = "sweepAt"     // bySweep sort key: the time the sweep looks at
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
+
+	// The inspector's indexes (operators' search across users). Only job
+	// items carry these attributes, so the indexes hold jobs only.
+	AttrJobStatus = "jobStatus" // byStatusCreated partition key: the job's status
+	AttrJobTier   = "jobTier"   // byTierCreated partition key: the job's tier
+	AttrJobType   = "jobType"   // byTypeCreated partition key: the job's type
+	AttrJobError  = "jobError"  // byErrorCreated partition key: the job's error code (sparse)
+	AttrEntity    = "entity"    // byCreated partition key: "job" on every job
 )
 
 // Index names.
@@ -269,7 +283,34 @@ const (
 	IndexByOwnerStatus  = "byOwnerStatus"
 	IndexByOwnerUpdated = "byOwnerUpdated"
 	IndexBySweep        = "bySweep"
+	// The inspector's indexes, all sorted by createdKey (createdAt#id).
+	IndexByStatusCreated = "byStatusCreated"
+	IndexByTierCreated   = "byTierCreated"
+	IndexByTypeCreated   = "byTypeCreated"
+	IndexByErrorCreated  = "byErrorCreated"
+	IndexByCreated       = "byCreated"
 )
+
+// EntityJob is the value of AttrEntity on every job item.
+const EntityJob = "job"
+
+// InspectorAttrs are the attributes the inspector filters on after a
+// Query; its indexes project them (INCLUDE) and nothing else, so a job's
+// heartbeats and progress never write to them: only its creation, status
+// changes and errors do.
+var InspectorAttrs = []string{AttrOwner, AttrJobStatus, AttrJobTier, AttrJobType, AttrJobError, AttrExpiresAt}
+
+// inspectorIndex is one of the inspector's indexes: partition key attr,
+// sort key createdKey, projecting InspectorAttrs other than its own key.
+func inspectorIndex(name, attr string) Index {
+	var inc []string
+	for _, a := range InspectorAttrs {
+		if a != attr {
+			inc = append(inc, a)
+		}
+	}
+	return Index{Name: name, PartitionKey: Key{attr, String}, SortKey: Key{AttrCreatedKey, String}, Include: inc}
+}
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
@@ -345,10 +386,15 @@ func Named(env Env, prefix string) Definition {
 			PartitionKey: Key{AttrPK, String},
 			SortKey:      Key{AttrSK, String},
 			Indexes: []Index{
-				{IndexByOwner, Key{AttrOwner, String}, Key{AttrCreatedKey, String}},
-				{IndexByOwnerStatus, Key{AttrOwnerStatus, String}, Key{AttrUpdatedKey, String}},
-				{IndexByOwnerUpdated, Key{AttrOwner, String}, Key{AttrUpdatedKey, String}},
-				{IndexBySweep, Key{AttrSweepKey, String}, Key{AttrSweepAt, String}},
+				{Name: IndexByOwner, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
+				{Name: IndexByOwnerStatus, PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
+				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
+				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}},
+				inspectorIndex(IndexByStatusCreated, AttrJobStatus),
+				inspectorIndex(IndexByTierCreated, AttrJobTier),
+				inspectorIndex(IndexByTypeCreated, AttrJobType),
+				inspectorIndex(IndexByErrorCreated, AttrJobError),
+				inspectorIndex(IndexByCreated, AttrEntity),
 			},
 			TTLAttribute:        AttrExpiresAt,
 			PointInTimeRecovery: env != Local,
