@@ -48,6 +48,9 @@ var contractRoutes = map[string]who{
 	"GET /v1/admin/breakers":                          operators,
 	"POST /v1/admin/breakers/{key}/reset":             admins,
 	"GET /v1/admin/stats":                             operators,
+	"GET /v1/admin/jobs":                              operators,
+	"GET /v1/admin/jobs/{id}":                         operators,
+	"GET /v1/admin/orphans":                           operators,
 }
 
 // bodies are requests a permitted caller could send, so that a pass of the
