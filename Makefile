@@ -94,8 +94,7 @@ chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private st
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-test-web: web $(EMULATORS) ## the dashboard in Debian's chromium against a private local stack
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+test-web: web $(EMULATORS) ## the dashboard in Chromium against a private local stack (CHROMIUM_PATH, a system Chromium/Chrome, or Playwright's)
 	node web/test/dashboard.test.mjs
 
 clean: ## remove build output and the local state

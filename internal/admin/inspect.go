@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
@@ -71,7 +72,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 		q.Tier = string(t)
 	}
 	for _, f := range []struct{ name, v string }{{"owner", r.Owner}, {"type", r.Type}, {"errorCode", r.ErrorCode}} {
-		if len(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		if utf8.RuneCountInString(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 			return SearchResult{}, &InputError{f.name, fmt.Sprintf("must be at most %d printable characters", MaxFilterLength)}
 		}
 	}

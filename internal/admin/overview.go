@@ -40,9 +40,11 @@ type Overview struct {
 	GeneratedAt time.Time `json:"generatedAt"`
 	// Tiers by name.
 	Tiers map[string]TierStats `json:"tiers"`
-	// Jobs per active status (scheduled, queued, running), counted from
-	// the sweep index: the cost follows the work in progress, not the
-	// table. Finished jobs are counted per hour in Stats.
+	// Jobs per status: the active ones (scheduled, queued, running) now,
+	// counted from the sweep index (the cost follows the work in progress,
+	// not the table); the finished ones (succeeded, failed, cancelled) as
+	// the jobs that reached them in the last StatsHoursDefault hours, from
+	// the hourly counters (Stats). Stale jobs are not counted.
 	Jobs map[string]int `json:"jobs"`
 	// Orphans: queued jobs nobody received (outside paused tiers) and
 	// running jobs without a heartbeat, for longer than StuckAfter — what
@@ -144,6 +146,9 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 		st.Delayed = delayed[t]
 		ov.Tiers[t] = st
 	}
+	ov.Jobs[string(job.Succeeded)] = ov.Stats.Succeeded
+	ov.Jobs[string(job.Failed)] = ov.Stats.Failed
+	ov.Jobs[string(job.Cancelled)] = ov.Stats.Cancelled
 	return ov, nil
 }
 

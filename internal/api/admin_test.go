@@ -651,7 +651,7 @@ func TestOverviewDelayedAndCancelled(t *testing.T) {
 			t.Errorf("%s delayed = %v, want %v", tier, got, want)
 		}
 	}
-	wantJobs := map[string]any{"scheduled": 2.0, "queued": 3.0, "running": 1.0}
+	wantJobs := map[string]any{"scheduled": 2.0, "queued": 3.0, "running": 1.0, "succeeded": 0.0, "failed": 0.0, "cancelled": 1.0}
 	if diff := cmp.Diff(wantJobs, ov.Body["jobs"]); diff != "" {
 		t.Errorf("jobs per status (-want +got):\n%s\n%s", diff, ov.Raw)
 	}
