@@ -21,7 +21,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,14 @@ $(OPENAPI_VALIDATOR): openapi.requirements.txt | $(MOTO)
 	@echo "installing openapi-spec-validator into $(VENV)"
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r openapi.requirements.txt
 	@touch $(OPENAPI_VALIDATOR)
+
+$(VENV)/bin/schemathesis: fuzz.requirements.txt | $(MOTO)
+	@echo "installing schemathesis into $(VENV)"
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fuzz.requirements.txt
+	@touch $@
+
+fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
+	./localstack/fuzz.sh
 
 openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
 	$(OPENAPI_VALIDATOR) openapi.yaml
