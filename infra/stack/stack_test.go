@@ -778,10 +778,18 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 		for _, ix := range d.Table.Indexes {
 			wantAttrs[ix.PartitionKey.Name] = string(ix.PartitionKey.Type)
 			wantAttrs[ix.SortKey.Name] = string(ix.SortKey.Type)
+			projection := map[string]any{"ProjectionType": "ALL"}
+			if len(ix.Include) > 0 {
+				var inc []any
+				for _, a := range ix.Include {
+					inc = append(inc, a)
+				}
+				projection = map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": inc}
+			}
 			wantGSIs = append(wantGSIs, map[string]any{
 				"IndexName":  ix.Name,
 				"KeySchema":  keySchema(ix.PartitionKey, ix.SortKey),
-				"Projection": map[string]any{"ProjectionType": "ALL"},
+				"Projection": projection,
 			})
 		}
 		gotAttrs := map[string]string{}
