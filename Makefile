@@ -21,7 +21,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi shape
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,14 @@ $(OPENAPI_VALIDATOR): openapi.requirements.txt | $(MOTO)
 	@echo "installing openapi-spec-validator into $(VENV)"
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r openapi.requirements.txt
 	@touch $(OPENAPI_VALIDATOR)
+
+$(VENV)/bin/schemathesis: fuzz.requirements.txt | $(MOTO)
+	@echo "installing schemathesis into $(VENV)"
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fuzz.requirements.txt
+	@touch $@
+
+fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
+	./localstack/fuzz.sh
 
 openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
 	$(OPENAPI_VALIDATOR) openapi.yaml
@@ -98,8 +106,7 @@ shape: ## figures of the code's shape: functions over 80 lines, packages without
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
 	cd web && npm ci --no-audit --no-fund && npm run build
 
-test-web: web $(EMULATORS) ## the dashboard in Debian's chromium against a private local stack
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+test-web: web $(EMULATORS) ## the dashboard in Chromium against a private local stack (CHROMIUM_PATH, a system Chromium/Chrome, or Playwright's)
 	node web/test/dashboard.test.mjs
 
 clean: ## remove build output and the local state

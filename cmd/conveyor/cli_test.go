@@ -142,7 +142,7 @@ const prodRU = `{"environment":"prod-ru","generatedAt":"2026-01-02T03:04:05Z",
  "orphans":1,"recovery":null,
  "breakers":[{"key":"host:www.deviantart.com","state":"open","failures":5,"openUntil":"2026-01-02T03:09:05Z","updatedAt":"2026-01-02T03:04:05Z"},
              {"key":"token:0123456789abcdef","state":"closed","failures":2,"openUntil":null,"updatedAt":"2026-01-02T03:00:00Z"}],
- "stats":{"succeeded":1180,"failed":12}}`
+ "stats":{"hours":[],"succeeded":1180,"failed":12,"cancelled":3}}`
 
 const prodEN = `{"environment":"prod-en","generatedAt":"2026-01-02T03:04:05Z",
  "tiers":{"high":{"waiting":0,"inFlight":0,"delayed":0,"dlq":0,"paused":false},
@@ -151,7 +151,7 @@ const prodEN = `{"environment":"prod-en","generatedAt":"2026-01-02T03:04:05Z",
           "system":{"waiting":0,"inFlight":0,"delayed":0,"dlq":0,"paused":false}},
  "jobs":{"scheduled":0,"queued":24,"running":5,"succeeded":900,"failed":4,"cancelled":0},
  "orphans":0,"recovery":{"at":"2026-01-02T03:00:00Z","orphans":0,"requeued":0,"failedStuck":0,"released":0,"staled":12,"lost":0},
- "breakers":[],"stats":{"succeeded":310,"failed":1}}`
+ "breakers":[],"stats":{"hours":[],"succeeded":310,"failed":1,"cancelled":0}}`
 
 // fixture is a config file with four environments: two that answer, one
 // whose API fails, one whose token is missing.

@@ -225,12 +225,17 @@ func (b *builder) tableFromDefinition() {
 		RemovalPolicy:      b.removal(),
 	})
 	for _, ix := range t.Indexes {
-		b.table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		props := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attr(ix.PartitionKey),
 			SortKey:        attr(ix.SortKey),
 			ProjectionType: awsdynamodb.ProjectionType_ALL,
-		})
+		}
+		if len(ix.Include) > 0 {
+			props.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
+			props.NonKeyAttributes = jsii.Strings(ix.Include...)
+		}
+		b.table.AddGlobalSecondaryIndex(props)
 	}
 }
 

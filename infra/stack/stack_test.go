@@ -361,6 +361,14 @@ func TestTable(t *testing.T) {
 			s.hasProps("AWS::DynamoDB::Table", obj(props))
 		})
 		for _, ix := range tbl.Indexes {
+			projection := map[string]any{"ProjectionType": "ALL"}
+			if len(ix.Include) > 0 {
+				var inc []any
+				for _, a := range ix.Include {
+					inc = append(inc, a)
+				}
+				projection = map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": inc}
+			}
 			check(t, "index "+ix.Name, func() {
 				s.hasProps("AWS::DynamoDB::Table", obj(map[string]any{
 					"GlobalSecondaryIndexes": arrayWith(map[string]any{
@@ -369,7 +377,7 @@ func TestTable(t *testing.T) {
 							map[string]any{"AttributeName": ix.PartitionKey.Name, "KeyType": "HASH"},
 							map[string]any{"AttributeName": ix.SortKey.Name, "KeyType": "RANGE"},
 						},
-						"Projection": map[string]any{"ProjectionType": "ALL"},
+						"Projection": projection,
 					}),
 				}))
 			})
@@ -873,10 +881,18 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 		for _, ix := range d.Table.Indexes {
 			wantAttrs[ix.PartitionKey.Name] = string(ix.PartitionKey.Type)
 			wantAttrs[ix.SortKey.Name] = string(ix.SortKey.Type)
+			projection := map[string]any{"ProjectionType": "ALL"}
+			if len(ix.Include) > 0 {
+				var inc []any
+				for _, a := range ix.Include {
+					inc = append(inc, a)
+				}
+				projection = map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": inc}
+			}
 			wantGSIs = append(wantGSIs, map[string]any{
 				"IndexName":  ix.Name,
 				"KeySchema":  keySchema(ix.PartitionKey, ix.SortKey),
-				"Projection": map[string]any{"ProjectionType": "ALL"},
+				"Projection": projection,
 			})
 		}
 		gotAttrs := map[string]string{}

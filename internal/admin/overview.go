@@ -24,18 +24,14 @@ type TierStats struct {
 	// InFlight: messages received and not yet deleted (being worked on,
 	// or backing off: the publisher delays a retry by the visibility).
 	InFlight int `json:"inFlight"`
-	// Delayed: messages not yet available (queue-level delay).
+	// Delayed: the tier's jobs waiting for a time, from the table —
+	// scheduled jobs before their scheduleAt, and queued jobs before their
+	// retryAt (backing off in the queue or parked in the table).
 	Delayed int `json:"delayed"`
 	// DLQ: messages in the tier's dead-letter queue.
 	DLQ int `json:"dlq"`
 	// Paused: the operator paused the tier.
 	Paused bool `json:"paused"`
-}
-
-// Totals are the outcomes of a period.
-type Totals struct {
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
 }
 
 // Overview is one environment at a glance.
@@ -44,8 +40,11 @@ type Overview struct {
 	GeneratedAt time.Time `json:"generatedAt"`
 	// Tiers by name.
 	Tiers map[string]TierStats `json:"tiers"`
-	// Jobs per status, from the sweep index (stale jobs are not counted:
-	// they left the index).
+	// Jobs per status: the active ones (scheduled, queued, running) now,
+	// counted from the sweep index (the cost follows the work in progress,
+	// not the table); the finished ones (succeeded, failed, cancelled) as
+	// the jobs that reached them in the last StatsHoursDefault hours, from
+	// the hourly counters (Stats). Stale jobs are not counted.
 	Jobs map[string]int `json:"jobs"`
 	// Orphans: queued jobs nobody received (outside paused tiers) and
 	// running jobs without a heartbeat, for longer than StuckAfter — what
@@ -55,12 +54,13 @@ type Overview struct {
 	Recovery *store.RecoveryRun `json:"recovery"`
 	// Breakers with a record (failures or open).
 	Breakers []BreakerView `json:"breakers"`
-	// Stats: outcomes of the last 24 hours.
-	Stats Totals `json:"stats"`
+	// Stats: outcomes of the last StatsHoursDefault hours, per hour and in
+	// total, from the hourly counters written with each finish.
+	Stats Stats `json:"stats"`
 }
 
-// indexedStatuses are the statuses the sweep index holds.
-var indexedStatuses = []job.Status{job.Scheduled, job.Queued, job.Running, job.Succeeded, job.Failed, job.Cancelled}
+// activeStatuses are the statuses the overview counts jobs of.
+var activeStatuses = []job.Status{job.Scheduled, job.Queued, job.Running}
 
 // Overview gathers everything at once (the reads run concurrently).
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
@@ -97,7 +97,13 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 			return nil
 		})
 	}
-	for _, st := range indexedStatuses {
+	var delayed map[string]int
+	do("counting delayed jobs", func() error {
+		d, err := s.cfg.Store.CountDelayed(ctx, now)
+		delayed = d
+		return err
+	})
+	for _, st := range activeStatuses {
 		do("counting "+string(st)+" jobs", func() error {
 			n, err := s.cfg.Store.CountStatus(ctx, st)
 			mu.Lock()
@@ -129,13 +135,20 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	})
 	do("reading the hourly counters", func() error {
 		st, err := s.Stats(ctx, StatsHoursDefault)
-		ov.Stats = Totals{Succeeded: st.Succeeded, Failed: st.Failed}
+		ov.Stats = st
 		return err
 	})
 	wg.Wait()
 	if len(errs) > 0 {
 		return Overview{}, errors.Join(errs...)
 	}
+	for t, st := range ov.Tiers {
+		st.Delayed = delayed[t]
+		ov.Tiers[t] = st
+	}
+	ov.Jobs[string(job.Succeeded)] = ov.Stats.Succeeded
+	ov.Jobs[string(job.Failed)] = ov.Stats.Failed
+	ov.Jobs[string(job.Cancelled)] = ov.Stats.Cancelled
 	return ov, nil
 }
 
@@ -164,14 +177,12 @@ func (s *Service) tierStats(ctx context.Context, t resources.Tier) (TierStats, e
 	var st TierStats
 	attrs, err := s.queueAttrs(ctx, s.cfg.QueueURLs[t],
 		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	if err != nil {
 		return st, err
 	}
 	st.Waiting = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
 	st.InFlight = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
-	st.Delayed = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)]
 	if u := s.cfg.DLQURLs[t]; u != "" {
 		dlq, err := s.queueAttrs(ctx, u, sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)

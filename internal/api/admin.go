@@ -28,6 +28,10 @@ func RegisterAdmin(rt *httpapi.Router, svc *admin.Service) {
 	rt.Handle(http.MethodGet, "/v1/admin/breakers", httpapi.ReadOnly, a.breakers)
 	rt.Handle(http.MethodPost, "/v1/admin/breakers/{key}/reset", httpapi.AdminOnly, a.resetBreaker)
 	rt.Handle(http.MethodGet, "/v1/admin/stats", httpapi.ReadOnly, a.stats)
+	// The inspector: any user's jobs, read-only.
+	rt.Handle(http.MethodGet, "/v1/admin/jobs", httpapi.ReadOnly, a.searchJobs)
+	rt.Handle(http.MethodGet, "/v1/admin/jobs/{id}", httpapi.ReadOnly, a.inspectJob)
+	rt.Handle(http.MethodGet, "/v1/admin/orphans", httpapi.ReadOnly, a.orphans)
 }
 
 type adminRoutes struct{ svc *admin.Service }
@@ -48,6 +52,8 @@ func adminError(err error) error {
 		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
 	case errors.Is(err, store.ErrNotFound):
 		return httpapi.NotFound()
+	case errors.Is(err, store.ErrBadCursor):
+		return httpapi.InvalidCursor("the cursor does not continue this search (%v); use the nextCursor of the same query, or start without one", err)
 	}
 	return err
 }
@@ -200,4 +206,46 @@ func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, adminError(err)
 	}
 	return httpapi.JSON(http.StatusOK, st), nil
+}
+
+func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
+	q := admin.SearchRequest{
+		Status: r.Query("status"), Tier: r.Query("tier"), Owner: r.Query("owner"), Type: r.Query("type"),
+		ErrorCode: r.Query("errorCode"), CreatedFrom: r.Query("createdFrom"), CreatedTo: r.Query("createdTo"),
+		Cursor: r.Query("cursor"),
+	}
+	if r.Query("limit") != "" {
+		n, err := intQuery(r, "limit", 0)
+		if err != nil {
+			return httpapi.Response{}, err
+		}
+		q.Limit = &n
+	}
+	res, err := a.svc.Search(r.Ctx, q)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	var next *string
+	if res.NextCursor != "" {
+		next = &res.NextCursor
+	}
+	resp := httpapi.JSON(http.StatusOK, map[string]any{"jobs": res.Jobs, "nextCursor": next})
+	resp.Headers["X-Total-Count"] = strconv.Itoa(res.Total)
+	return resp, nil
+}
+
+func (a adminRoutes) inspectJob(r *httpapi.Request) (httpapi.Response, error) {
+	j, err := a.svc.InspectJob(r.Ctx, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+func (a adminRoutes) orphans(r *httpapi.Request) (httpapi.Response, error) {
+	os, err := a.svc.Orphans(r.Ctx)
+	if err != nil {
+		return httpapi.Response{}, adminError(err)
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"orphans": os}), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -528,6 +531,43 @@ func TestRestartItem(t *testing.T) {
 	}
 }
 
+// putJob stores a job of owner in tier, queued at at, then applies change
+// (nil: none) through the store, as the workers do.
+func putJob(t *testing.T, st *store.Store, owner, tier string, at time.Time, change func(j *job.Job) error) job.Job {
+	t.Helper()
+	ctx := context.Background()
+	j := job.Job{ID: ids.New(ids.Job), Type: job.TypePublish, Status: job.Queued, Tier: tier, Owner: owner, Hash: ids.New("h"),
+		CreatedAt: at, UpdatedAt: at, QueuedAt: &at, MaxAttempts: 3, Phases: job.NewPhases(job.TypePublish)}
+	if _, _, err := st.CreateJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	if change == nil {
+		return j
+	}
+	j, err := st.UpdateJob(ctx, j.ID, change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// finish runs j from queued to status at at.
+func finish(status job.Status, at time.Time) func(j *job.Job) error {
+	return func(j *job.Job) error {
+		if status == job.Cancelled {
+			return j.Apply(job.Cancel, at)
+		}
+		if err := j.Apply(job.Start, at); err != nil {
+			return err
+		}
+		if status == job.Failed {
+			j.Error = &job.Error{Code: "attempts_exhausted", Message: "x"}
+			return j.Apply(job.Fail, at)
+		}
+		return j.Apply(job.Succeed, at)
+	}
+}
+
 func TestStatsAndRecovery(t *testing.T) {
 	t.Parallel()
 	ab := setupAdmin(t, nil, false)
@@ -541,12 +581,7 @@ func TestStatsAndRecovery(t *testing.T) {
 		{job.Succeeded, now}, {job.Succeeded, now}, {job.Succeeded, now}, {job.Failed, now},
 		{job.Succeeded, now.Add(-2 * time.Hour)}, {job.Failed, now.Add(-30 * time.Hour)}, {job.Cancelled, now},
 	} {
-		if err := st.CountFinished(ctx, c.status, c.at); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := st.CountFinished(ctx, job.Queued, now); err == nil {
-		t.Error("counting a queued job as finished was accepted")
+		putJob(t, st, "u-stats", "low", c.at.Add(-time.Minute), finish(c.status, c.at))
 	}
 	r := ab.Must(ab.call("GET", "/v1/admin/stats?hours=3", ab.service, nil), 200)
 	hours := r.Body["hours"].([]any)
@@ -554,7 +589,7 @@ func TestStatsAndRecovery(t *testing.T) {
 		t.Fatalf("stats of 3 hours: %s", r.Raw)
 	}
 	last := hours[2].(map[string]any)
-	if last["hour"] != now.Truncate(time.Hour).Format(time.RFC3339) || last["succeeded"] != 3.0 || last["failed"] != 1.0 {
+	if last["hour"] != now.Truncate(time.Hour).Format(time.RFC3339) || last["succeeded"] != 3.0 || last["failed"] != 1.0 || last["cancelled"] != 1.0 {
 		t.Errorf("the current hour: %v", last)
 	}
 	if hours[0].(map[string]any)["succeeded"] != 1.0 {
@@ -566,7 +601,194 @@ func TestStatsAndRecovery(t *testing.T) {
 	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200)
 	stats := ov.Body["stats"].(map[string]any)
 	rec, _ := ov.Body["recovery"].(map[string]any)
-	if stats["succeeded"] != 4.0 || stats["failed"] != 1.0 || rec["orphans"] != 3.0 || rec["requeued"] != 2.0 {
+	if stats["succeeded"] != 4.0 || stats["failed"] != 1.0 || stats["cancelled"] != 1.0 || rec["orphans"] != 3.0 || rec["requeued"] != 2.0 {
 		t.Errorf("overview: %s", ov.Raw)
+	}
+	if h, _ := stats["hours"].([]any); len(h) != admin.StatsHoursDefault {
+		t.Errorf("overview: %d hours of stats, want %d", len(h), admin.StatsHoursDefault)
+	}
+}
+
+// The overview's delayed jobs are those waiting for a time (scheduleAt,
+// retryAt), per tier; a re-sent job is not delayed; its jobs per status
+// are the active ones; a cancel through the API is counted in its hour.
+func TestOverviewDelayedAndCancelled(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	st := ab.Stack.App.Store
+	now := time.Now().UTC()
+	later := now.Add(time.Hour)
+	// Scheduled for later: delayed in high.
+	putJob(t, st, "u-ov", "high", now, func(j *job.Job) error {
+		j.Status, j.ScheduleAt, j.Phase = job.Scheduled, &later, "scheduled"
+		return nil
+	})
+	// Scheduled in the past and not yet released: due, not delayed.
+	past := now.Add(-time.Minute)
+	putJob(t, st, "u-ov", "high", now, func(j *job.Job) error {
+		j.Status, j.ScheduleAt = job.Scheduled, &past
+		return nil
+	})
+	// Backing off in the queue after a temporary error: delayed in low.
+	putJob(t, st, "u-ov", "low", now, func(j *job.Job) error {
+		if err := j.Apply(job.Start, now); err != nil {
+			return err
+		}
+		return j.RetryLater(&job.Error{Code: "upstream_5xx"}, later, now)
+	})
+	// Parked in the table until later: delayed in medium.
+	putJob(t, st, "u-ov", "medium", now, func(j *job.Job) error { return j.Park("circuit_open", later, now) })
+	// Re-sent by recovery (its next check is later): waiting in the queue, not delayed.
+	putJob(t, st, "u-ov", "medium", now, func(j *job.Job) error { return j.Resend(time.Hour, now) })
+	// Running.
+	putJob(t, st, "u-ov", "low", now, func(j *job.Job) error { return j.Apply(job.Start, now) })
+	// Cancelled by its user through the API.
+	tok, id := ab.submit("u-cancel", "free", 1)
+	ab.Must(ab.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
+
+	ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.service, nil), 200)
+	for tier, want := range map[string]float64{"high": 1, "medium": 1, "low": 1, "system": 0} {
+		if got := tierOf(ov, tier)["delayed"]; got != want {
+			t.Errorf("%s delayed = %v, want %v", tier, got, want)
+		}
+	}
+	wantJobs := map[string]any{"scheduled": 2.0, "queued": 3.0, "running": 1.0, "succeeded": 0.0, "failed": 0.0, "cancelled": 1.0}
+	if diff := cmp.Diff(wantJobs, ov.Body["jobs"]); diff != "" {
+		t.Errorf("jobs per status (-want +got):\n%s\n%s", diff, ov.Raw)
+	}
+	stats := ov.Body["stats"].(map[string]any)
+	hours := stats["hours"].([]any)
+	last := hours[len(hours)-1].(map[string]any)
+	if stats["cancelled"] != 1.0 || last["cancelled"] != 1.0 || stats["succeeded"] != 0.0 {
+		t.Errorf("stats: %v", stats)
+	}
+}
+
+// The inspector: search across two users with cursors and X-Total-Count,
+// any job with its owner and events, orphans with their reason; a user
+// token gets 403 on each of its routes.
+func TestInspector(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, map[string]string{"CONVEYOR_STUCK_AFTER": "10m"}, false)
+	st := ab.Stack.App.Store
+	now := time.Now().UTC()
+	annTok, annJob := ab.submit("u-ann", "free", 1)
+	_, bobJob := ab.submit("u-bob", "enterprise", 1)
+	old := now.Add(-time.Hour)
+	lost := putJob(t, st, "u-bob", "medium", old, nil)
+	dead := putJob(t, st, "u-ann", "high", old, func(j *job.Job) error {
+		_, err := j.Claim("worker-1", old.Add(time.Minute), old)
+		return err
+	})
+	failed := putJob(t, st, "u-ann", "low", old, finish(job.Failed, old.Add(time.Minute)))
+
+	for _, path := range []string{"/v1/admin/jobs", "/v1/admin/jobs/" + annJob, "/v1/admin/orphans"} {
+		if r := ab.call("GET", path, annTok, nil); r.Status != 403 || r.ErrorCode() != "forbidden" {
+			t.Errorf("user on %s: %d %s", path, r.Status, r.Raw)
+		}
+		ab.Must(ab.call("GET", path, ab.service, nil), 200)
+	}
+
+	// Everything, two at a time, newest first; the count on every page.
+	var seen []string
+	path := "/v1/admin/jobs?limit=2"
+	for range 5 {
+		r := ab.Must(ab.call("GET", path, ab.admin, nil), 200)
+		if r.Header.Get("X-Total-Count") != "5" {
+			t.Errorf("X-Total-Count = %q, want 5", r.Header.Get("X-Total-Count"))
+		}
+		for _, j := range r.Body["jobs"].([]any) {
+			m := j.(map[string]any)
+			if m["owner"] != "u-ann" && m["owner"] != "u-bob" {
+				t.Errorf("a job without its owner: %v", m)
+			}
+			seen = append(seen, m["id"].(string))
+		}
+		next, _ := r.Body["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		path = "/v1/admin/jobs?limit=2&cursor=" + next
+	}
+	if len(seen) != 5 {
+		t.Errorf("walked %d jobs, want 5: %v", len(seen), seen)
+	}
+	for q, want := range map[string][]string{
+		"owner=u-bob":                  {bobJob, lost.ID},
+		"owner=u-ann&status=queued":    {annJob},
+		"status=failed":                {failed.ID},
+		"errorCode=attempts_exhausted": {failed.ID},
+		"tier=high":                    {bobJob, dead.ID},
+		"type=publish&tier=medium":     {lost.ID},
+		"createdTo=" + now.Add(-time.Minute).Format(time.RFC3339Nano): {lost.ID, dead.ID, failed.ID},
+	} {
+		r := ab.Must(ab.call("GET", "/v1/admin/jobs?"+q, ab.service, nil), 200)
+		var got []string
+		for _, j := range r.Body["jobs"].([]any) {
+			got = append(got, j.(map[string]any)["id"].(string))
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, got); diff != "" || r.Header.Get("X-Total-Count") != strconv.Itoa(len(want)) {
+			t.Errorf("%s: count %s, ids (-want +got):\n%s", q, r.Header.Get("X-Total-Count"), diff)
+		}
+	}
+	// limit=0: the count alone.
+	if r := ab.Must(ab.call("GET", "/v1/admin/jobs?owner=u-ann&limit=0", ab.admin, nil), 200); r.Header.Get("X-Total-Count") != "3" || len(r.Body["jobs"].([]any)) != 0 {
+		t.Errorf("limit=0: %s %s", r.Header.Get("X-Total-Count"), r.Raw)
+	}
+	// A cursor of another search, and bad filters: 400.
+	first := ab.Must(ab.call("GET", "/v1/admin/jobs?limit=1", ab.admin, nil), 200)
+	for _, q := range []string{
+		"owner=u-ann&cursor=" + first.Body["nextCursor"].(string), "status=lost", "tier=gold", "limit=201", "limit=x",
+		"createdFrom=yesterday", "createdFrom=2026-01-02T00:00:00Z&createdTo=2026-01-01T00:00:00Z",
+	} {
+		if r := ab.call("GET", "/v1/admin/jobs?"+q, ab.admin, nil); r.Status != 400 {
+			t.Errorf("%s: %d %s, want 400", q, r.Status, r.Raw)
+		}
+	}
+
+	// Any user's job, with its owner and events.
+	r := ab.Must(ab.call("GET", "/v1/admin/jobs/"+failed.ID, ab.service, nil), 200)
+	evs, _ := r.Body["events"].([]any)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.(map[string]any)["type"].(string))
+	}
+	if r.Body["owner"] != "u-ann" || r.Body["status"] != "failed" || !slices.Equal(types, []string{job.EventStarted, job.EventFailed}) {
+		t.Errorf("inspected job: %s", r.Raw)
+	}
+	for _, id := range []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "nope"} {
+		if r := ab.call("GET", "/v1/admin/jobs/"+id, ab.admin, nil); r.Status != 404 {
+			t.Errorf("%s: %d %s", id, r.Status, r.Raw)
+		}
+	}
+
+	// Orphans: the lost message and the dead worker, with their reasons,
+	// as many as the overview counts.
+	r = ab.Must(ab.call("GET", "/v1/admin/orphans", ab.admin, nil), 200)
+	got := map[string]string{}
+	for _, o := range r.Body["orphans"].([]any) {
+		m := o.(map[string]any)
+		got[m["jobId"].(string)] = m["reason"].(string) + " " + m["owner"].(string) + " " + m["tier"].(string) + " " + m["status"].(string)
+		if since, err := time.Parse(time.RFC3339Nano, m["since"].(string)); err != nil || since.Sub(old).Abs() > time.Millisecond {
+			t.Errorf("orphan %v: since %v, want %v", m, m["since"], old)
+		}
+	}
+	want := map[string]string{lost.ID: "not_received u-bob medium queued", dead.ID: "no_heartbeat u-ann high running"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+	if ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200); ov.Body["orphans"] != 2.0 {
+		t.Errorf("overview orphans = %v, want 2", ov.Body["orphans"])
+	}
+	// A paused tier's queued jobs wait; they are not orphans.
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
+	r = ab.Must(ab.call("GET", "/v1/admin/orphans", ab.admin, nil), 200)
+	if os := r.Body["orphans"].([]any); len(os) != 1 || os[0].(map[string]any)["jobId"] != dead.ID {
+		t.Errorf("orphans with medium paused: %s", r.Raw)
+	}
+	if ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200); ov.Body["orphans"] != 1.0 {
+		t.Errorf("overview orphans with medium paused = %v, want 1", ov.Body["orphans"])
 	}
 }

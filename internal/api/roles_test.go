@@ -53,6 +53,9 @@ var contractRoutes = map[string]who{
 	"POST /v1/webhooks":                               writers,
 	"GET /v1/webhooks":                                everyone,
 	"DELETE /v1/webhooks/{id}":                        writers,
+	"GET /v1/admin/jobs":                              operators,
+	"GET /v1/admin/jobs/{id}":                         operators,
+	"GET /v1/admin/orphans":                           operators,
 }
 
 // bodies are requests a permitted caller could send, so that a pass of the

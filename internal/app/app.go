@@ -192,6 +192,8 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc, Keys: keys, Endpoints: endpoints})
 	api.RegisterAdmin(rt, adm)
+	// The operations dashboard: served by the api function, in AWS as here.
+	api.RegisterDashboard(rt, api.DashboardOptions{Local: cfg.Env == resources.Local})
 	var urls []string
 	for _, u := range cfg.QueueURLs {
 		urls = append(urls, u)

@@ -151,6 +151,9 @@ type route struct {
 type segment struct {
 	lit   string
 	param string
+	// rest: the last segment, {name...}, matches the rest of the path
+	// (zero or more segments, joined by "/").
+	rest bool
 }
 
 // NewRouter returns a Router with no routes.
@@ -193,7 +196,16 @@ func (rt *Router) Handle(method, pattern string, access Access, h HandlerFunc) {
 	}
 	var segs []segment
 	seen := map[string]bool{}
-	for _, s := range splitPath(pattern) {
+	parts := splitPath(pattern)
+	for i, s := range parts {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}") && i == len(parts)-1 {
+			name := s[1 : len(s)-4]
+			if name == "" || strings.ContainsAny(name, "{}.") || seen[name] {
+				fail("bad or repeated parameter %q", s)
+			}
+			segs = append(segs, segment{param: name, rest: true})
+			continue
+		}
 		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
 			name := s[1 : len(s)-1]
 			if name == "" || strings.ContainsAny(name, "{}") || seen[name] {
@@ -226,26 +238,37 @@ func splitPath(p string) []string {
 
 func sameShape(a, b []segment) bool {
 	return slices.EqualFunc(a, b, func(x, y segment) bool {
-		return (x.param != "") == (y.param != "") && x.lit == y.lit
+		return (x.param != "") == (y.param != "") && x.lit == y.lit && x.rest == y.rest
 	})
 }
 
-// moreSpecific reports whether a beats b for a path both match.
+// moreSpecific reports whether a beats b for a path both match: a literal
+// beats a parameter, a parameter beats a rest.
 func moreSpecific(a, b []segment) bool {
-	for i := range a {
+	for i := range min(len(a), len(b)) {
+		if a[i].rest != b[i].rest {
+			return b[i].rest
+		}
 		if (a[i].param == "") != (b[i].param == "") {
 			return a[i].param == ""
 		}
 	}
-	return false
+	return len(a) > len(b)
 }
 
 // match returns the parameters when segs matches the unescaped path segments.
 func match(segs []segment, path []string) (map[string]string, bool) {
+	var params map[string]string
+	if n := len(segs); n > 0 && segs[n-1].rest {
+		if len(path) < n-1 {
+			return nil, false
+		}
+		params = map[string]string{segs[n-1].param: strings.Join(path[n-1:], "/")}
+		segs, path = segs[:n-1], path[:n-1]
+	}
 	if len(segs) != len(path) {
 		return nil, false
 	}
-	var params map[string]string
 	for i, s := range segs {
 		if s.param == "" {
 			if s.lit != path[i] {

@@ -203,7 +203,6 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
 	}
 	if err == nil {
-		p.countFinished(ctx, log, job.Succeeded)
 		return Verdict{Done: true, Reason: "succeeded"}, nil
 	}
 	return r.settleFailure(ctx, err)
@@ -308,13 +307,6 @@ func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) 
 		return
 	}
 	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
-}
-
-// countFinished adds the outcome to the hour's counters (the admin stats).
-func (p *Publisher) countFinished(ctx context.Context, log *slog.Logger, st job.Status) {
-	if err := p.cfg.Store.CountFinished(context.WithoutCancel(ctx), st, p.cfg.Now()); err != nil {
-		log.WarnContext(ctx, "counting the finished job failed", "error", err)
-	}
 }
 
 func (p *Publisher) crash(point string, j *job.Job) error {
@@ -781,7 +773,6 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	switch {
 	case verdict.Done:
 		log.WarnContext(ctx, "job failed")
-		p.countFinished(ctx, log, job.Failed)
 	case d.Class == retry.ClassSnooze:
 		log.InfoContext(ctx, "job snoozed while the circuit is open", "retry_in", verdict.RetryIn.String())
 	default:

@@ -56,7 +56,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 	}
 	t.Cleanup(stop)
 	b.sim = sim
-	api, err := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
+	api, err := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault, CallTimeout: 20 * time.Second, UploadRateMin: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,9 +192,6 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 				res.Lost++
 			case failed:
 				res.FailedStuck++
-				if err := r.cfg.Store.CountFinished(ctx, job.Failed, now); err != nil {
-					r.cfg.Logger.WarnContext(ctx, "counting a failed job failed", "job_id", j.ID, "error", err)
-				}
 			default:
 				res.Requeued++
 			}

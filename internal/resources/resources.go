@@ -145,11 +145,17 @@ type Key struct {
 	Type KeyType
 }
 
-// Index is a global secondary index (projection ALL).
+// Index is a global secondary index. Its projection is ALL unless Include
+// names the non-key attributes it carries (projection INCLUDE): such an
+// index is written only when one of its keys or those attributes changes,
+// not on every update of the item.
 type Index struct {
 	Name         string
 	PartitionKey Key
 	SortKey      Key
+	// Include, when set, makes the projection INCLUDE with these non-key
+	// attributes (the table's and the index's keys are always projected).
+	Include []string
 }
 
 // Table describes the DynamoDB table.
@@ -378,6 +384,14 @@ const (
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
 	AttrFeedKey     = "feedKey"     // byFeed partition key: feed#shard (event items only)
 	AttrFeedAt      = "feedAt"      // byFeed sort key: at#jobId#seq
+
+	// The inspector's indexes (operators' search across users). Only job
+	// items carry these attributes, so the indexes hold jobs only.
+	AttrJobStatus = "jobStatus" // byStatusCreated partition key: the job's status
+	AttrJobTier   = "jobTier"   // byTierCreated partition key: the job's tier
+	AttrJobType   = "jobType"   // byTypeCreated partition key: the job's type
+	AttrJobError  = "jobError"  // byErrorCreated partition key: the job's error code (sparse)
+	AttrEntity    = "entity"    // byCreated partition key: "job" on every job
 )
 
 // Index names.
@@ -389,12 +403,39 @@ const (
 	// IndexByFeed holds every job event of every user by time, for the
 	// operators' live feed (GET /v1/admin/events).
 	IndexByFeed = "byFeed"
+	// The inspector's indexes, all sorted by createdKey (createdAt#id).
+	IndexByStatusCreated = "byStatusCreated"
+	IndexByTierCreated   = "byTierCreated"
+	IndexByTypeCreated   = "byTypeCreated"
+	IndexByErrorCreated  = "byErrorCreated"
+	IndexByCreated       = "byCreated"
 )
 
 // FeedShards is how many partitions the feed index spreads events over
 // (a GSI partition takes about 1,000 writes a second); the admin feed
 // reads each shard per poll.
 const FeedShards = 4
+
+// EntityJob is the value of AttrEntity on every job item.
+const EntityJob = "job"
+
+// InspectorAttrs are the attributes the inspector filters on after a
+// Query; its indexes project them (INCLUDE) and nothing else, so a job's
+// heartbeats and progress never write to them: only its creation, status
+// changes and errors do.
+var InspectorAttrs = []string{AttrOwner, AttrJobStatus, AttrJobTier, AttrJobType, AttrJobError, AttrExpiresAt}
+
+// inspectorIndex is one of the inspector's indexes: partition key attr,
+// sort key createdKey, projecting InspectorAttrs other than its own key.
+func inspectorIndex(name, attr string) Index {
+	var inc []string
+	for _, a := range InspectorAttrs {
+		if a != attr {
+			inc = append(inc, a)
+		}
+	}
+	return Index{Name: name, PartitionKey: Key{attr, String}, SortKey: Key{AttrCreatedKey, String}, Include: inc}
+}
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
@@ -470,11 +511,16 @@ func Named(env Env, prefix string) Definition {
 			PartitionKey: Key{AttrPK, String},
 			SortKey:      Key{AttrSK, String},
 			Indexes: []Index{
-				{IndexByOwner, Key{AttrOwner, String}, Key{AttrCreatedKey, String}},
-				{IndexByOwnerStatus, Key{AttrOwnerStatus, String}, Key{AttrUpdatedKey, String}},
-				{IndexByOwnerUpdated, Key{AttrOwner, String}, Key{AttrUpdatedKey, String}},
-				{IndexBySweep, Key{AttrSweepKey, String}, Key{AttrSweepAt, String}},
-				{IndexByFeed, Key{AttrFeedKey, String}, Key{AttrFeedAt, String}},
+				{Name: IndexByOwner, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
+				{Name: IndexByOwnerStatus, PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
+				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
+				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}},
+				{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}},
+				inspectorIndex(IndexByStatusCreated, AttrJobStatus),
+				inspectorIndex(IndexByTierCreated, AttrJobTier),
+				inspectorIndex(IndexByTypeCreated, AttrJobType),
+				inspectorIndex(IndexByErrorCreated, AttrJobError),
+				inspectorIndex(IndexByCreated, AttrEntity),
 			},
 			TTLAttribute:        AttrExpiresAt,
 			PointInTimeRecovery: env != Local,

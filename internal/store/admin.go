@@ -125,32 +125,56 @@ func (s *Store) partition(ctx context.Context, pk, from, to string) ([]map[strin
 // HourKey renders the hour of t (UTC) as the counters name it.
 func HourKey(t time.Time) string { return t.UTC().Format(statsHourLayout) }
 
-// CountFinished adds one to the counter of status (succeeded, failed or
-// cancelled) for the hour of at. It is one UpdateItem ADD on one of
-// StatsShards items; the counters expire after StatsRetention. Call it once
-// a job's finishing write succeeded: a redelivery that finishes the job
-// again would count it again, so the counters are statistics, not a ledger.
-func (s *Store) CountFinished(ctx context.Context, status job.Status, at time.Time) error {
-	if !status.Finished() {
-		return fmt.Errorf("counting finished jobs: %q is not a finished status", status)
+// finishedBy maps the events that end a job to the counter they add to.
+var finishedBy = map[string]job.Status{
+	job.EventSucceeded: job.Succeeded,
+	job.EventFailed:    job.Failed,
+	job.EventCancelled: job.Cancelled,
+}
+
+// counterOps renders the hourly counters of the jobs that pending finishes
+// (job.succeeded, job.failed, job.cancelled events) as updates for the
+// transaction that persists the transition: the count is written with the
+// change it counts, exactly once, and a lost race writes neither. Each hour
+// adds to one random of StatsShards items, so a busy hour does not make
+// one item hot; the counters expire after StatsRetention.
+func counterOps(table string, pending []job.Event) ([]types.TransactWriteItem, error) {
+	byHour := map[string]map[job.Status]int{}
+	var hours []time.Time
+	for _, ev := range pending {
+		st, ok := finishedBy[ev.Type]
+		if !ok {
+			continue
+		}
+		h := ev.At.UTC().Truncate(time.Hour)
+		k := HourKey(h)
+		if byHour[k] == nil {
+			byHour[k] = map[job.Status]int{}
+			hours = append(hours, h)
+		}
+		byHour[k][st]++
 	}
-	hour := at.UTC().Truncate(time.Hour)
-	pk := "STATS#" + strconv.Itoa(rand.IntN(StatsShards))
-	upd := expression.Add(expression.Name(string(status)), expression.Value(1)).
-		Set(expression.Name("hour"), expression.Value(HourKey(hour))).
-		Set(expression.Name(resources.AttrExpiresAt), expression.Value(hour.Add(StatsRetention).Unix()))
-	e, err := expression.NewBuilder().WithUpdate(upd).Build()
-	if err != nil {
-		return err
+	var ops []types.TransactWriteItem
+	for _, h := range hours {
+		var upd expression.UpdateBuilder
+		for _, st := range []job.Status{job.Succeeded, job.Failed, job.Cancelled} {
+			if n := byHour[HourKey(h)][st]; n > 0 {
+				upd = upd.Add(expression.Name(string(st)), expression.Value(n))
+			}
+		}
+		upd = upd.Set(expression.Name("hour"), expression.Value(HourKey(h))).
+			Set(expression.Name(resources.AttrExpiresAt), expression.Value(h.Add(StatsRetention).Unix()))
+		e, err := expression.NewBuilder().WithUpdate(upd).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building an hourly counter: %w", err)
+		}
+		pk := "STATS#" + strconv.Itoa(rand.IntN(StatsShards))
+		ops = append(ops, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(table), Key: keyOf(pk, HourKey(h)), UpdateExpression: e.Update(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}})
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table), Key: keyOf(pk, HourKey(hour)), UpdateExpression: e.Update(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
-	if err != nil {
-		return fmt.Errorf("counting a %s job: %w", status, err)
-	}
-	return nil
+	return ops, nil
 }
 
 // HourCount is how many jobs finished in one hour, by outcome.

@@ -28,8 +28,11 @@ type page struct {
 	// value the query fixes it to.
 	partitionAttr, partition string
 	// sortAttr is the index's sort key; since, when set, is its lower bound
-	// in the key condition.
-	sortAttr, since string
+	// in the key condition, until its upper bound.
+	sortAttr, since, until string
+	// filter fingerprints the filters applied after the Query (empty for
+	// lists that have none): a cursor continues only the same filters.
+	filter string
 }
 
 // keyAttrs are the attributes of a LastEvaluatedKey on p's index: the
@@ -41,7 +44,11 @@ func (p page) keyAttrs() []string {
 // binding fingerprints the query a cursor continues (index, partition and
 // range condition; not the page size).
 func (p page) binding() string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{p.index, p.partition, p.since}, "\x00")))
+	parts := []string{p.index, p.partition, p.since}
+	if p.until != "" || p.filter != "" {
+		parts = append(parts, p.until, p.filter)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
@@ -111,6 +118,7 @@ func (p page) decode(c string) (map[string]types.AttributeValue, error) {
 	switch {
 	case cur.Key[p.partitionAttr] != p.partition,
 		p.since != "" && cur.Key[p.sortAttr] < p.since,
+		p.until != "" && cur.Key[p.sortAttr] > p.until,
 		!isJob || id == "" || cur.Key[resources.AttrSK] != jobSK,
 		!strings.HasSuffix(cur.Key[p.sortAttr], "#"+id):
 		return nil, fmt.Errorf("%w: its key lies outside this list", ErrBadCursor)

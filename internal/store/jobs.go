@@ -98,6 +98,18 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item[resources.AttrCreatedKey] = str(sortTime(j.CreatedAt) + "#" + j.ID)
 	item[resources.AttrUpdatedKey] = str(sortTime(j.UpdatedAt) + "#" + j.ID)
 	item[resources.AttrOwnerStatus] = str(jobStatusIndexKey(j.Owner, j.Status))
+	// The inspector's indexes (see inspect.go).
+	item[resources.AttrEntity] = str(resources.EntityJob)
+	item[resources.AttrJobStatus] = str(string(j.Status))
+	if j.Tier != "" {
+		item[resources.AttrJobTier] = str(j.Tier)
+	}
+	if j.Type != "" {
+		item[resources.AttrJobType] = str(j.Type)
+	}
+	if j.Error != nil && j.Error.Code != "" {
+		item[resources.AttrJobError] = str(j.Error.Code)
+	}
 	if j.Status != job.Stale {
 		// Stale jobs leave the sparse sweep index: only TTL concerns them.
 		item[resources.AttrSweepKey] = str(sweepKey(sweepStatus(j), j.ID))
@@ -137,6 +149,10 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 	if err != nil {
 		return job.Job{}, false, err
 	}
+	counters, err := counterOps(s.table, j.Pending)
+	if err != nil {
+		return job.Job{}, false, err
+	}
 	j.EventSeq += int64(len(events))
 	item, err := jobItem(j)
 	if err != nil {
@@ -170,6 +186,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 		}
 		firstRef := len(tx)
 		tx = append(tx, refs...)
+		tx = append(tx, counters...)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		if err == nil {
 			j.Pending = nil
@@ -242,6 +259,11 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 		j.Version = prev
 		return err
 	}
+	counters, err := counterOps(s.table, j.Pending)
+	if err != nil {
+		j.Version = prev
+		return err
+	}
 	j.EventSeq += int64(len(events))
 	item, err := jobItem(j)
 	if err != nil {
@@ -261,6 +283,8 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 		for _, ev := range events {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
 		}
+		// The hourly counters of a finish: written with it (admin.go).
+		tx = append(tx, counters...)
 		tx = append(tx, checks...)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		var tc *types.TransactionCanceledException

@@ -202,10 +202,14 @@ func attributeDefinitions(t resources.Table) []ddbtypes.AttributeDefinition {
 }
 
 func gsi(ix resources.Index) ddbtypes.GlobalSecondaryIndex {
+	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
+	if len(ix.Include) > 0 {
+		p = &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeInclude, NonKeyAttributes: ix.Include}
+	}
 	return ddbtypes.GlobalSecondaryIndex{
 		IndexName:  aws.String(ix.Name),
 		KeySchema:  keySchema(ix.PartitionKey, ix.SortKey),
-		Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+		Projection: p,
 	}
 }
 

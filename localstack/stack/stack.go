@@ -35,7 +35,6 @@ import (
 	"github.com/conveyor/conveyor/localstack/provision"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/simulator"
-	"github.com/conveyor/conveyor/web"
 )
 
 // Options configures Start; the zero value runs the functions in process
@@ -276,8 +275,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	s.cancel = cancel
 	mux := http.NewServeMux()
 	mux.Handle("/", runtime.Gateway(fns.Invokers[resources.FuncAPI], opts.Logger))
-	// The operations dashboard (served from the bucket behind the API in AWS).
-	mux.Handle("/dashboard/", web.Handler())
+	// The operations dashboard is one of the api function's routes
+	// (api.RegisterDashboard), as in AWS.
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {

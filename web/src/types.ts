@@ -85,7 +85,7 @@ export interface Overview {
   jobs: Record<string, number>;
   orphans: number;
   breakers: Breaker[];
-  stats: { succeeded: number; failed: number };
+  stats: { succeeded: number; failed: number; cancelled?: number; hours?: HourStats[] };
 }
 
 export interface HourStats {

@@ -5,7 +5,7 @@
 // It builds and starts the local stack (its own moto, API and simulator on
 // free ports, in a working directory of its own so a running `make run`
 // and its .local/env are left alone), mints an admin token with the CLI,
-// opens /dashboard in Debian's chromium driven by playwright-core, signs in,
+// opens /dashboard in Chromium (see findBrowser) driven by playwright-core, signs in,
 // submits a job through the API (sign, PUT, confirm, connect, submit),
 // finds it by id and watches it go from running to succeeded on the job
 // page (the simulator holds its publish call a few seconds), pauses and resumes the low
@@ -28,8 +28,47 @@ import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..', '..');
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const run = promisify(execFile);
+
+// The browser, found the way Playwright users expect: CHROMIUM_PATH, then a
+// system Chromium or Chrome on PATH, then Playwright's own Chromium
+// (`npx playwright-core install chromium`, which downloads it into
+// ~/.cache/ms-playwright when the network allows), and apt-get only as root
+// (Debian/Ubuntu). The README says what each path needs.
+async function findBrowser() {
+  if (process.env.CHROMIUM_PATH) {
+    assert.ok(existsSync(process.env.CHROMIUM_PATH), `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist`);
+    return process.env.CHROMIUM_PATH;
+  }
+  for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable', 'chrome']) {
+    for (const dir of (process.env.PATH ?? '').split(':').filter(Boolean)) {
+      if (existsSync(join(dir, name))) return join(dir, name);
+    }
+  }
+  const own = () => {
+    try {
+      const p = chromium.executablePath();
+      return p && existsSync(p) ? p : '';
+    } catch {
+      return '';
+    }
+  };
+  if (own()) return own();
+  log('no Chromium found: trying `npx playwright-core install chromium`');
+  try {
+    await run('npx', ['--no-install', 'playwright-core', 'install', 'chromium'], { cwd: join(repo, 'web'), timeout: 300_000 });
+    if (own()) return own();
+  } catch (e) {
+    log(`playwright could not install chromium: ${e.message.split('\n')[0]}`);
+  }
+  if (process.getuid?.() === 0) {
+    log('installing chromium with apt-get (root)');
+    await run('sh', ['-c', 'apt-get update -qq && apt-get install -y -qq chromium'], { timeout: 600_000 });
+    if (existsSync('/usr/bin/chromium')) return '/usr/bin/chromium';
+  }
+  assert.fail('no browser: set CHROMIUM_PATH, install Chromium or Chrome, or run `npx playwright-core install chromium` in web/ (see README, "The dashboard")');
+}
+let CHROMIUM = '';
 const t0 = Date.now();
 const log = (msg) => console.log(`# [${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 
@@ -201,7 +240,8 @@ let bin = '';
 // one a second or two.
 before(async () => {
   assert.ok(existsSync(join(repo, 'web', 'dist', 'index.html')), 'web/dist is not built: run `make web`');
-  assert.ok(existsSync(CHROMIUM), `no browser at ${CHROMIUM}: apt-get install -y chromium`);
+  CHROMIUM = await findBrowser();
+  log(`browser: ${CHROMIUM}`);
   workdir = mkdtempSync(join(here, '.stack-'));
   undo.push(() => rmSync(workdir, { recursive: true, force: true }));
   bin = join(workdir, 'bin');
@@ -230,7 +270,12 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
 
     // The dashboard must be mounted by the stack.
     const probe = await fetch(`${base}/dashboard/`);
-    assert.equal(probe.status, 200, `GET /dashboard/ on the local stack: HTTP ${probe.status} — is web.Handler() mounted in localstack/stack/stack.go?`);
+    assert.equal(probe.status, 200, `GET /dashboard/ on the local stack: HTTP ${probe.status} — is api.RegisterDashboard on the api function's router?`);
+    const csp = probe.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'self'/, `the dashboard's CSP: ${csp}`);
+    assert.match(csp, /frame-ancestors 'none'/, `the dashboard's CSP: ${csp}`);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, `the dashboard's CSP: ${csp}`);
+    assert.equal(probe.headers.get('x-content-type-options'), 'nosniff');
     const ov0 = await api('GET', '/v1/admin/overview', undefined, [200]).catch((e) => {
       throw new Error(`the admin overview is not served: ${e.message}`);
     });
@@ -326,6 +371,26 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     await page.getByTestId('dlq-count').getByText('The low DLQ is empty.').waitFor();
     await page.getByRole('link', { name: 'Breakers', exact: true }).click();
     await page.getByTestId('breakers-count').getByText(/breaker/).waitFor();
+
+    // The inspector: search every user's jobs by owner and status, open the
+    // job with its owner and events; the orphans view answers.
+    await page.getByRole('link', { name: 'Search', exact: true }).click();
+    await page.getByTestId('inspector-count').getByText(/match/).waitFor();
+    await page.getByLabel('owner').fill('dash-e2e');
+    await page.getByLabel('status').selectOption('succeeded');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForURL('**/dashboard/#/inspector?status=succeeded&owner=dash-e2e');
+    await page.getByTestId('inspector-count').getByText('1 job match (every user).').waitFor();
+    await page.locator(`tr[data-job="${job.id}"][data-owner="dash-e2e"][data-status="succeeded"]`).waitFor();
+    await page.getByRole('link', { name: job.id }).click();
+    await page.getByTestId('owner').getByText('dash-e2e', { exact: true }).waitFor();
+    await page.getByTestId('job-events').getByText('job.succeeded').waitFor();
+    await page.getByLabel('owner').waitFor({ state: 'detached' });
+    await page.goto(`${base}/dashboard/#/inspector?owner=nobody-at-all`);
+    await page.getByTestId('inspector-count').getByText('0 jobs match (every user).').waitFor();
+    await page.getByRole('link', { name: 'Orphans', exact: true }).click();
+    await page.getByTestId('orphans-count').getByText('No orphans.').waitFor();
+    log('inspector search, the inspected job and the orphans view answer');
     await page.getByRole('link', { name: 'Overview', exact: true }).click();
     await page.locator('main[data-loaded="true"]').waitFor();
 

@@ -7,8 +7,10 @@ import { Live } from './live.js';
 import { breakersView } from './views/breakers.js';
 import { dlqView } from './views/dlq.js';
 import { jobView } from './views/job.js';
+import { inspectedJobView, inspectorView } from './views/inspector.js';
 import { jobsView } from './views/jobs.js';
 import { loginView } from './views/login.js';
+import { orphansView } from './views/orphans.js';
 import { overviewView } from './views/overview.js';
 const app = document.getElementById('app');
 let cleanup = null;
@@ -25,6 +27,12 @@ function route(hash) {
         return { view: jobsView, params, nav: 'jobs' };
     if (parts[0] === 'dlq')
         return { view: dlqView, params: { ...params, tier: parts[1] ?? 'high' }, nav: 'dlq' };
+    if (parts[0] === 'inspector' && parts[1])
+        return { view: inspectedJobView, params: { ...params, id: parts[1] }, nav: 'inspector' };
+    if (parts[0] === 'inspector')
+        return { view: inspectorView, params, nav: 'inspector' };
+    if (parts[0] === 'orphans')
+        return { view: orphansView, params, nav: 'orphans' };
     if (parts[0] === 'breakers')
         return { view: breakersView, params, nav: 'breakers' };
     return { view: overviewView, params, nav: 'overview' };
@@ -52,6 +60,8 @@ function start(session) {
     const links = {
         overview: h('a', { href: '#/' }, 'Overview'),
         jobs: h('a', { href: '#/jobs' }, 'Jobs'),
+        inspector: h('a', { href: '#/inspector' }, 'Search'),
+        orphans: h('a', { href: '#/orphans' }, 'Orphans'),
         dlq: h('a', { href: '#/dlq/high' }, 'DLQ'),
         breakers: h('a', { href: '#/breakers' }, 'Breakers'),
     };

@@ -1,0 +1,301 @@
+package store
+
+// This file holds the inspector's reads: operators search jobs across
+// users, list orphans and count delayed jobs. Every read is a Query of an
+// index (never a Scan):
+//
+//	filter given (first match wins)  index            partition key
+//	owner                            byOwner          owner
+//	errorCode                        byErrorCreated   jobError (sparse)
+//	status                           byStatusCreated  jobStatus
+//	type                             byTypeCreated    jobType
+//	tier                             byTierCreated    jobTier
+//	none                             byCreated        entity = "job"
+//
+// Every index is sorted by createdKey (createdAt#id), so createdFrom and
+// createdTo are a range of the key condition. The filters not used as the
+// partition key are a FilterExpression of the same Query, and the count
+// (X-Total-Count) is a Select COUNT Query with the same key condition and
+// filter: DynamoDB counts the items after the filter, so the count is
+// exact whichever filters are applied after the query (it reads, and pays
+// for, every index entry in the key range).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// SearchQuery selects jobs across users. Every field is optional.
+type SearchQuery struct {
+	Status    job.Status
+	Tier      string
+	Owner     string
+	Type      string
+	ErrorCode string
+	// CreatedFrom and CreatedTo bound createdAt (both inclusive) when set.
+	CreatedFrom, CreatedTo time.Time
+	// Limit is the page size (1–200; ignored by CountSearch).
+	Limit int
+	// Cursor continues a previous page of the same query (same filters and
+	// window; any Limit); any other is ErrBadCursor.
+	Cursor string
+}
+
+// searchIndex picks the index of q and the filter applied after the Query.
+func (q SearchQuery) searchIndex() (index, attr, value string) {
+	switch {
+	case q.Owner != "":
+		return resources.IndexByOwner, resources.AttrOwner, q.Owner
+	case q.ErrorCode != "":
+		return resources.IndexByErrorCreated, resources.AttrJobError, q.ErrorCode
+	case q.Status != "":
+		return resources.IndexByStatusCreated, resources.AttrJobStatus, string(q.Status)
+	case q.Type != "":
+		return resources.IndexByTypeCreated, resources.AttrJobType, q.Type
+	case q.Tier != "":
+		return resources.IndexByTierCreated, resources.AttrJobTier, q.Tier
+	}
+	return resources.IndexByCreated, resources.AttrEntity, resources.EntityJob
+}
+
+// searchInput builds q's Query (newest first) and describes its page.
+func (s *Store) searchInput(q SearchQuery) (*dynamodb.QueryInput, page, error) {
+	index, attr, value := q.searchIndex()
+	pg := page{index: index, partitionAttr: attr, partition: value, sortAttr: resources.AttrCreatedKey}
+	kc := expression.Key(attr).Equal(expression.Value(value))
+	if !q.CreatedFrom.IsZero() {
+		pg.since = sortTime(q.CreatedFrom)
+	}
+	if !q.CreatedTo.IsZero() {
+		// createdKey is createdAt#id: "~" sorts after every id character.
+		pg.until = sortTime(q.CreatedTo) + "#~"
+	}
+	sk := expression.Key(resources.AttrCreatedKey)
+	switch {
+	case pg.since != "" && pg.until != "":
+		kc = kc.And(sk.Between(expression.Value(pg.since), expression.Value(pg.until)))
+	case pg.since != "":
+		kc = kc.And(sk.GreaterThanEqual(expression.Value(pg.since)))
+	case pg.until != "":
+		kc = kc.And(sk.LessThanEqual(expression.Value(pg.until)))
+	}
+	// Readers ignore expired jobs, since TTL deletes late.
+	f := expression.Name(resources.AttrExpiresAt).AttributeNotExists().
+		Or(expression.Name(resources.AttrExpiresAt).GreaterThan(expression.Value(s.now().Unix())))
+	var bound []string
+	for _, c := range []struct{ attr, value string }{
+		{resources.AttrOwner, q.Owner},
+		{resources.AttrJobError, q.ErrorCode},
+		{resources.AttrJobStatus, string(q.Status)},
+		{resources.AttrJobType, q.Type},
+		{resources.AttrJobTier, q.Tier},
+	} {
+		if c.value == "" {
+			continue
+		}
+		bound = append(bound, c.attr+"="+c.value)
+		if c.attr != attr {
+			f = f.And(expression.Name(c.attr).Equal(expression.Value(c.value)))
+		}
+	}
+	pg.filter = strings.Join(bound, "\x00")
+	e, err := expression.NewBuilder().WithKeyCondition(kc).WithFilter(f).Build()
+	if err != nil {
+		return nil, page{}, fmt.Errorf("building the search: %w", err)
+	}
+	return &dynamodb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(index),
+		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(false),
+	}, pg, nil
+}
+
+// SearchJobs returns one page of the jobs q selects across users, newest
+// created first, and the cursor of the next page ("" on the last). The
+// index entries carry only the filtered attributes; the jobs themselves
+// are read with BatchGetItem (strongly consistent).
+func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, string, error) {
+	in, pg, err := s.searchInput(q)
+	if err != nil {
+		return nil, "", err
+	}
+	start, err := pg.decode(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	in.ExclusiveStartKey = start
+	in.Limit = aws.Int32(int32(q.Limit))
+	var ids []string
+	next := ""
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", fmt.Errorf("searching jobs: %w", err)
+		}
+		for _, item := range out.Items {
+			if pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS); ok {
+				if id, ok := strings.CutPrefix(pk.Value, jobPK("")); ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		if len(ids) >= q.Limit {
+			if next, err = pg.encode(out.LastEvaluatedKey); err != nil {
+				return nil, "", err
+			}
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
+	}
+	jobs, err := s.getJobs(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	return jobs, next, nil
+}
+
+// CountSearch counts every job q selects (Select COUNT, same key condition
+// and filter as SearchJobs, paged): exact, also with filters applied after
+// the Query.
+func (s *Store) CountSearch(ctx context.Context, q SearchQuery) (int, error) {
+	in, _, err := s.searchInput(q)
+	if err != nil {
+		return 0, err
+	}
+	in.Select = types.SelectCount
+	in.ScanIndexForward = nil
+	total := 0
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("counting jobs: %w", err)
+		}
+		total += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return total, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// getJobs reads jobs by id (BatchGetItem, 100 per request, strongly
+// consistent), in the order of ids; jobs gone or expired meanwhile are
+// left out.
+func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
+	byID := make(map[string]job.Job, len(ids))
+	for rest := ids; len(rest) > 0; rest = rest[min(len(rest), 100):] {
+		n := min(len(rest), 100)
+		keys := make([]map[string]types.AttributeValue, 0, n)
+		for _, id := range rest[:n] {
+			keys = append(keys, keyOf(jobPK(id), jobSK))
+		}
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+		for len(req) > 0 {
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return nil, fmt.Errorf("reading jobs: %w", err)
+			}
+			for _, item := range out.Responses[s.table] {
+				if s.expired(item) {
+					continue
+				}
+				var j job.Job
+				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+					return nil, fmt.Errorf("decoding a job: %w", err)
+				}
+				byID[j.ID] = j
+			}
+			req = out.UnprocessedKeys
+		}
+	}
+	jobs := make([]job.Job, 0, len(byID))
+	for _, id := range ids {
+		if j, ok := byID[id]; ok {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
+}
+
+// SweepTime is the time the sweeps look at for j in its status (see
+// sweepAt): for a queued job in the queue, since when it has gone
+// unreceived; for a running job, its last heartbeat.
+func SweepTime(j *job.Job) time.Time {
+	t, err := time.Parse("2006-01-02T15:04:05.000000000Z", sweepAt(j))
+	if err != nil {
+		return j.UpdatedAt
+	}
+	return t
+}
+
+// CountDelayed counts, per tier, the jobs that wait for a time: scheduled
+// jobs whose scheduleAt is ahead, queued jobs parked in the table until
+// their retryAt, and queued jobs in the queue whose retryAt (a backoff's
+// visibility delay) is ahead. It queries the sweep index's scheduled,
+// waiting and queued partitions from now on (sweepAt > now), so its cost
+// follows the number of waiting jobs, not the table.
+func (s *Store) CountDelayed(ctx context.Context, now time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range []job.Status{job.Scheduled, Waiting, job.Queued} {
+		for n := range resources.SweepShards {
+			kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(part, n))).
+				And(expression.Key(resources.AttrSweepAt).GreaterThan(expression.Value(sortTime(now))))
+			proj := expression.NamesList(expression.Name("tier"), expression.Name("retryAt"), expression.Name(resources.AttrExpiresAt))
+			e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
+			if err != nil {
+				return nil, err
+			}
+			in := &dynamodb.QueryInput{
+				TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+				KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			}
+			for {
+				res, err := s.db.Query(ctx, in)
+				if err != nil {
+					return nil, fmt.Errorf("counting delayed jobs: %w", err)
+				}
+				for _, item := range res.Items {
+					if s.expired(item) {
+						continue
+					}
+					var it struct {
+						Tier    string     `dynamodbav:"tier"`
+						RetryAt *time.Time `dynamodbav:"retryAt"`
+					}
+					if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+						return nil, fmt.Errorf("decoding a delayed job: %w", err)
+					}
+					// A queued job in the queue is ahead of now either
+					// because of a backoff (retryAt) or because recovery
+					// re-sent it (stuckFrom): only the first waits.
+					if part == job.Queued && (it.RetryAt == nil || !it.RetryAt.After(now)) {
+						continue
+					}
+					out[it.Tier]++
+				}
+				if len(res.LastEvaluatedKey) == 0 {
+					break
+				}
+				in.ExclusiveStartKey = res.LastEvaluatedKey
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make fuzz: schemathesis (pinned in fuzz.requirements.txt) with every check
+# against a private local stack (its own ports and working directory, so a
+# running `make run` and its .local/env are left alone), with an admin JWT
+# minted by the CLI. Prints schemathesis' report; exits with its status.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/conveyor-fuzz-XXXXXX")
+port=${FUZZ_PORT:-18480}
+sim=${FUZZ_SIM_PORT:-18481}
+pid=""
+cleanup() { [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+cd "$repo"
+go build -o "$work/conveyor-local" ./localstack/cmd/conveyor-local
+go build -o "$work/conveyor" ./cmd/conveyor
+cd "$work"
+CONVEYOR_API_ADDR=127.0.0.1:$port CONVEYOR_SIMULATOR_ADDR=127.0.0.1:$sim setsid ./conveyor-local -in-process >stack.log 2>&1 &
+pid=$!
+for _ in $(seq 1 180); do [ -f .local/env ] && break; sleep 1; done
+[ -f .local/env ] || { tail -30 stack.log; echo "the stack did not start" >&2; exit 1; }
+set -a; . ./.local/env; set +a
+token=$(./conveyor token --sub fuzz-admin --role admin --ttl 1h)
+"$repo/.venv/bin/schemathesis" run "$repo/openapi.yaml" --url "$CONVEYOR_API_URL" \
+  -H "Authorization: Bearer $token" --checks all --max-examples "${FUZZ_EXAMPLES:-20}" \
+  --exclude-path-regex '/events$' "$@"
