@@ -13,6 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -22,6 +23,8 @@ type Services struct {
 	Jobs     *jobs.Service
 	Uploads  *uploads.Service
 	Accounts *accounts.Service
+	// Schedules are the recurring schedules (nil: no /v1/schedules routes).
+	Schedules *schedule.Service
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
 }
@@ -38,6 +41,9 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
+	if s.Schedules != nil {
+		registerSchedules(rt, s.Schedules)
+	}
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {

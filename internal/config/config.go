@@ -109,6 +109,13 @@ type Config struct {
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
 	MaxUploadSize int64
+	// ScheduleGroup is the EventBridge Scheduler group of the users'
+	// recurring schedules (CONVEYOR_SCHEDULE_GROUP); ScheduleTargetARN the
+	// function their ticks invoke (CONVEYOR_SCHEDULE_TARGET_ARN, the
+	// recovery function) and ScheduleRoleARN the role Scheduler assumes to
+	// invoke it (CONVEYOR_SCHEDULE_ROLE_ARN). Without the group, schedules
+	// are kept but nothing fires them but the local runtime.
+	ScheduleGroup, ScheduleTargetARN, ScheduleRoleARN string
 }
 
 // FromEnv reads and validates the configuration of a process that runs
@@ -156,6 +163,9 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StreamPing:                r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
 		UploadExpiry:              r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
 		MaxUploadSize:             int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
+		ScheduleGroup:             getenv("CONVEYOR_SCHEDULE_GROUP"),
+		ScheduleTargetARN:         getenv("CONVEYOR_SCHEDULE_TARGET_ARN"),
+		ScheduleRoleARN:           getenv("CONVEYOR_SCHEDULE_ROLE_ARN"),
 		QueueURLs:                 map[resources.Tier]string{},
 		DLQURLs:                   map[resources.Tier]string{},
 		ESMUUIDs:                  map[resources.Tier]string{},
@@ -277,6 +287,12 @@ func (c Config) Environ() map[string]string {
 		"CONVEYOR_EVENT_BUS":      c.EventBus,
 		"CONVEYOR_API_ADDR":       c.APIAddr,
 		"CONVEYOR_DEVIANTART_URL": c.DeviantArtURL,
+	}
+	for k, v := range map[string]string{"CONVEYOR_SCHEDULE_GROUP": c.ScheduleGroup,
+		"CONVEYOR_SCHEDULE_TARGET_ARN": c.ScheduleTargetARN, "CONVEYOR_SCHEDULE_ROLE_ARN": c.ScheduleRoleARN} {
+		if v != "" {
+			m[k] = v
+		}
 	}
 	for t, u := range c.QueueURLs {
 		m["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u

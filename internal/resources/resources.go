@@ -194,6 +194,9 @@ type Definition struct {
 	KMSAlias  string
 	EventBus  string
 	Schedules []Schedule
+	// ScheduleGroup is the EventBridge Scheduler group that holds the
+	// users' recurring schedules (one schedule per definition).
+	ScheduleGroup string
 	// Functions lists the Lambda functions (their directory under functions/).
 	Functions []string
 }
@@ -340,6 +343,8 @@ func Named(env Env, prefix string) Definition {
 		Prefix:   prefix,
 		KMSAlias: "alias/" + prefix,
 		EventBus: prefix,
+		// The users' recurring schedules (internal/schedule).
+		ScheduleGroup: prefix,
 		Table: Table{
 			Name:         prefix,
 			PartitionKey: Key{AttrPK, String},

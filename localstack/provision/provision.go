@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -73,6 +75,9 @@ func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (
 	}
 	if r.EventBusARN, err = bus(ctx, c.EventBridge, def.EventBus); err != nil {
 		return r, fmt.Errorf("provisioning event bus %s: %w", def.EventBus, err)
+	}
+	if err := scheduleGroup(ctx, c.Scheduler, def.ScheduleGroup); err != nil {
+		return r, fmt.Errorf("provisioning schedule group %s: %w", def.ScheduleGroup, err)
 	}
 	slog.DebugContext(ctx, "provisioned", "env", def.Env, "prefix", def.Prefix)
 	return r, nil
@@ -366,4 +371,21 @@ func bus(ctx context.Context, client *eventbridge.Client, name string) (string, 
 		return "", err
 	}
 	return aws.ToString(out.EventBusArn), nil
+}
+
+// scheduleGroup creates the EventBridge Scheduler group of the users'
+// recurring schedules unless it exists.
+func scheduleGroup(ctx context.Context, client *scheduler.Client, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, err := client.GetScheduleGroup(ctx, &scheduler.GetScheduleGroupInput{Name: aws.String(name)}); err == nil {
+		return nil
+	}
+	_, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(name)})
+	var conflict *schedtypes.ConflictException
+	if errors.As(err, &conflict) {
+		return nil
+	}
+	return err
 }

@@ -226,6 +226,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	env["CONVEYOR_BUCKET"] = def.Bucket.Name
 	env["CONVEYOR_KMS_KEY_ID"] = res.KMSKeyID
 	env["CONVEYOR_EVENT_BUS"] = def.EventBus
+	// The users' schedules live in the emulator's Scheduler; the local
+	// runtime fires them at the recovery handler (ScheduleFirer).
+	env["CONVEYOR_SCHEDULE_GROUP"] = def.ScheduleGroup
+	env["CONVEYOR_SCHEDULE_TARGET_ARN"] = LocalFunctionARN(def.Prefix + "-" + resources.FuncRecovery)
+	env["CONVEYOR_SCHEDULE_ROLE_ARN"] = "arn:aws:iam::123456789012:role/" + def.Prefix + "-scheduler"
 	env["CONVEYOR_API_ADDR"] = ln.Addr().String()
 	env["CONVEYOR_DEVIANTART_URL"] = simURL
 	for _, name := range []string{"CONVEYOR_JWT_SECRET", "CONVEYOR_WEBHOOK_SECRET"} {
@@ -467,4 +472,10 @@ func (s *Stack) Close() {
 			_ = f.Close()
 		}
 	})
+}
+
+// LocalFunctionARN is the ARN a function named name would have in the
+// emulator's account (schedules name their target by it).
+func LocalFunctionARN(name string) string {
+	return "arn:aws:lambda:us-east-1:123456789012:function:" + name
 }
