@@ -111,7 +111,8 @@ func parseField(s string, lo, hi int) (field, error) {
 }
 
 // ParseRate reads a rate as a Go duration ("5m", "1h30m"): whole minutes,
-// at least MinRate. Ticks fall at anchor + k·rate.
+// at least MinRate. Ticks fall at anchor + k·rate (k ≥ 1 for times from
+// the anchor on; the anchor itself is the first tick of a time before it).
 func ParseRate(s string, anchor time.Time) (Expr, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
@@ -127,7 +128,7 @@ func ParseRate(s string, anchor time.Time) (Expr, error) {
 func (e Expr) Next(t time.Time) time.Time {
 	if e.Rate > 0 {
 		if t.Before(e.Anchor) {
-			return e.Anchor.Add(e.Rate)
+			return e.Anchor
 		}
 		k := t.Sub(e.Anchor)/e.Rate + 1
 		return e.Anchor.Add(k * e.Rate)
@@ -223,6 +224,70 @@ func awsWeekdays(s string) string {
 			} else {
 				rng = conv(a) + "-" + conv(b)
 			}
+		} else {
+			rng = conv(rng)
+		}
+		if hasStep {
+			rng += "/" + step
+		}
+		parts = append(parts, rng)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseAWS reads an EventBridge Scheduler expression as AWS renders it
+// (rate(n unit) anchored at start, or cron(… year) in loc) back into an
+// Expr: the local runtime fires the emulator's schedules with it.
+func ParseAWS(s string, loc *time.Location, start time.Time) (Expr, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case strings.HasPrefix(s, "rate(") && strings.HasSuffix(s, ")"):
+		parts := strings.Fields(s[len("rate(") : len(s)-1])
+		if len(parts) != 2 {
+			return Expr{}, fmt.Errorf("bad rate expression %q", s)
+		}
+		n, err := strconv.Atoi(parts[0])
+		if err != nil || n < 1 {
+			return Expr{}, fmt.Errorf("bad rate expression %q", s)
+		}
+		unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[parts[1]]
+		if unit == 0 {
+			return Expr{}, fmt.Errorf("bad rate unit in %q", s)
+		}
+		return Expr{Rate: time.Duration(n) * unit, Anchor: start.UTC().Truncate(time.Second), Loc: time.UTC}, nil
+	case strings.HasPrefix(s, "cron(") && strings.HasSuffix(s, ")"):
+		p := strings.Fields(s[len("cron(") : len(s)-1])
+		if len(p) != 6 {
+			return Expr{}, fmt.Errorf("bad cron expression %q", s)
+		}
+		dom, dow := p[2], p[4]
+		if dom == "?" {
+			dom = "*"
+		}
+		if dow == "?" {
+			dow = "*"
+		} else {
+			dow = stdWeekdays(dow)
+		}
+		return ParseCron(strings.Join([]string{p[0], p[1], dom, p[3], dow}, " "), loc)
+	}
+	return Expr{}, fmt.Errorf("unsupported schedule expression %q", s)
+}
+
+// stdWeekdays renumbers EventBridge's 1–7 (Sunday 1) to 0–6.
+func stdWeekdays(s string) string {
+	var parts []string
+	for _, part := range strings.Split(s, ",") {
+		rng, step, hasStep := strings.Cut(part, "/")
+		conv := func(v string) string {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return v
+			}
+			return strconv.Itoa(n - 1)
+		}
+		if a, b, ok := strings.Cut(rng, "-"); ok {
+			rng = conv(a) + "-" + conv(b)
 		} else {
 			rng = conv(rng)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
@@ -75,9 +76,12 @@ func (b SchedulerBackend) Put(ctx context.Context, sc Schedule, e Expr) error {
 	}
 	flex := &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff}
 	desc := aws.String(truncate(sc.Name, 512))
-	var start = aws.Time(sc.CreatedAt)
-	if e.Rate == 0 {
-		start = nil
+	// A rate's ticks keep their phase (CreatedAt + k·rate) across a
+	// pause: Scheduler starts counting at StartDate, which must not lie
+	// in the past, so it is the next tick.
+	var start *time.Time
+	if e.Rate > 0 {
+		start = aws.Time(e.Next(sc.UpdatedAt))
 	}
 	_, err := b.Client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
 		Name: aws.String(sc.ID), GroupName: aws.String(b.Group), ScheduleExpression: aws.String(e.AWS()),

@@ -104,9 +104,13 @@ type Stack struct {
 	StreamURL    string
 	SimulatorURL string
 	// Endpoints are the emulators the stack talks to.
-	Endpoints   awsclient.Endpoints
-	Config      config.Config
-	App         *app.App
+	Endpoints awsclient.Endpoints
+	Config    config.Config
+	App       *app.App
+	// Schedules fires the users' recurring schedules (polling every
+	// ScheduleFirerInterval unless the pollers are disabled; tests call
+	// RunOnce with their clock).
+	Schedules   *runtime.ScheduleFirer
 	Provisioned provision.Result
 	Simulator   *simulator.Server
 	// EmulatorStart is how long our own moto took to answer (0 when an
@@ -337,6 +341,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			s.wg.Go(func() { tk.Run(rctx) })
 		}
 	}
+	s.Schedules = &runtime.ScheduleFirer{Client: uncounted.Scheduler, Group: def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
+		Interval: ScheduleFirerInterval, Now: opts.Now, Logger: opts.Logger}
+	if !opts.DisablePollers {
+		s.wg.Go(func() { s.Schedules.Run(rctx) })
+	}
 	if err := waitHealthy(ctx, s.APIURL); err != nil {
 		return nil, err
 	}
@@ -479,3 +488,7 @@ func (s *Stack) Close() {
 func LocalFunctionARN(name string) string {
 	return "arn:aws:lambda:us-east-1:123456789012:function:" + name
 }
+
+// ScheduleFirerInterval is how often the local runtime looks for the users'
+// schedules' ticks (a tick fires at most this late).
+const ScheduleFirerInterval = 5 * time.Second
