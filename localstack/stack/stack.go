@@ -28,6 +28,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -70,6 +71,9 @@ type Options struct {
 	// DisablePollers leaves the queues alone, so a test can drive the
 	// publisher itself.
 	DisablePollers bool
+	// Kinds are kinds of job added to the built-in ones (in-process mode:
+	// the functions' binaries know only the built-in kinds).
+	Kinds []kind.Kind
 	// Counter, when set, counts every AWS request the running stack makes
 	// (provisioning excluded; the S3 bridge's polls, which stand in for S3
 	// invoking a function and have no AWS counterpart; and in binary mode
@@ -255,7 +259,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Config = cfg
-	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics})
+	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
