@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,11 +32,15 @@ type TickDetail struct {
 // TickInput is the target input of schedule sc: an EventBridge-shaped
 // event whose detail names the tick (see TickDetail).
 func TickInput(sc Schedule) string {
-	b, _ := json.Marshal(map[string]any{
+	// Unescaped: Scheduler replaces the context attribute only as written.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]any{
 		"version": "0", "source": "aws.scheduler", "detail-type": "Scheduled Event",
 		"detail": TickDetail{Task: TaskTick, ScheduleID: sc.ID, Owner: sc.Owner, At: ScheduledTime},
 	})
-	return string(b)
+	return strings.TrimSpace(b.String())
 }
 
 // SchedulerBackend keeps one EventBridge Scheduler schedule per
