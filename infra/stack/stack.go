@@ -113,6 +113,7 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	b.functions()
 	b.triggers()
 	b.permissions()
+	b.userSchedules()
 	b.monitoring()
 	b.suppressions()
 	return st

@@ -23,7 +23,7 @@ type Services struct {
 	Jobs     *jobs.Service
 	Uploads  *uploads.Service
 	Accounts *accounts.Service
-	// Schedules are the recurring schedules (nil: no /v1/schedules routes).
+	// Schedules are the recurring schedules.
 	Schedules *schedule.Service
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
@@ -41,9 +41,7 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
-	if s.Schedules != nil {
-		registerSchedules(rt, s.Schedules)
-	}
+	registerSchedules(rt, s.Schedules)
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
