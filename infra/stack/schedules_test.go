@@ -1,7 +1,9 @@
 package stack_test
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/resources"
@@ -39,8 +41,8 @@ func TestUserSchedulesInfrastructure(t *testing.T) {
 					}
 					for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 						st := st.(map[string]any)
-						res := st["Resource"].(map[string]any)["Fn::GetAtt"].([]any)
-						if st["Action"] == "lambda:InvokeFunction" && res[0] == recovery {
+						res, _ := json.Marshal(st["Resource"])
+						if slices.Equal(strs(st["Action"]), []string{"lambda:InvokeFunction"}) && strings.Contains(string(res), `"`+recovery+`"`) {
 							found = true
 						}
 					}
