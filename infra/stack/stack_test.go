@@ -448,6 +448,12 @@ func TestFunctions(t *testing.T) {
 					env["CONVEYOR_ESM_UUID_"+up] = ref(s.esmFor(t, q))
 				}
 			}
+			if fn == resources.FuncAPI {
+				// The users' recurring schedules (schedules.go).
+				env["CONVEYOR_SCHEDULE_GROUP"] = s.def.ScheduleGroup
+				env["CONVEYOR_SCHEDULE_TARGET_ARN"] = present{}
+				env["CONVEYOR_SCHEDULE_ROLE_ARN"] = present{}
+			}
 			switch fn {
 			case resources.FuncAPI, resources.FuncStream:
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
