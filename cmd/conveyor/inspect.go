@@ -237,8 +237,8 @@ func (c *cli) jobsGet(ctx context.Context, t target, id string, asJSON bool) err
 	if j.Error != nil {
 		fmt.Fprintf(tw, "error\t%s: %s (retryable: %t)\n", j.Error.Code, j.Error.Message, j.Error.Retryable)
 	}
-	if j.Result != nil {
-		fmt.Fprintf(tw, "result\t%s %s\n", j.Result.DeviationID, j.Result.URL)
+	if !j.Result.Empty() {
+		fmt.Fprintf(tw, "result\t%s\n", resultLine(j.Result))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "updated\t%s\n", j.UpdatedAt.UTC().Format(time.RFC3339))
@@ -322,4 +322,19 @@ func (c *cli) jobsOrphansCmd() *cobra.Command {
 	o = c.addCommon(cmd, "the environment (required when several are configured)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"environment","orphans":[{"jobId","owner","tier","status","since","reason"}]}`)
 	return cmd
+}
+
+// resultLine renders a job's result on one line: a publication as its
+// deviation id and URL, any other kind's result as its JSON (cut at 200
+// bytes).
+func resultLine(d job.Doc) string {
+	var pub job.Output
+	if err := d.Decode(&pub); err == nil && pub.DeviationID != "" {
+		return pub.DeviationID + " " + pub.URL
+	}
+	s := string(d)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }

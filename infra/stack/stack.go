@@ -160,6 +160,7 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	b.functions()
 	b.triggers()
 	b.permissions()
+	b.userSchedules()
 	b.monitoring()
 	b.suppressions()
 	return st

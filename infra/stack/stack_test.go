@@ -482,6 +482,12 @@ func TestFunctions(t *testing.T) {
 					env["CONVEYOR_ESM_UUID_"+up] = ref(s.esmFor(t, q))
 				}
 			}
+			if fn == resources.FuncAPI {
+				// The users' recurring schedules (schedules.go).
+				env["CONVEYOR_SCHEDULE_GROUP"] = s.def.ScheduleGroup
+				env["CONVEYOR_SCHEDULE_TARGET_ARN"] = present{}
+				env["CONVEYOR_SCHEDULE_ROLE_ARN"] = present{}
+			}
 			switch fn {
 			case resources.FuncAPI, resources.FuncStream:
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
@@ -1012,7 +1018,8 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
 			"lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
-			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
+			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"},
+			userScheduleActions),
 		// confirm also sends its failed invocations to the failure queue
 		// (the on-failure destination).
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject",

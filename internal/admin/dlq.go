@@ -165,7 +165,7 @@ func (s *Service) DLQRedrive(ctx context.Context, tier string, jobIDs []string, 
 
 // rearm retries a failed job and gives the message a fresh send number.
 func (s *Service) rearm(ctx context.Context, m queue.Message) (queue.Message, error) {
-	if m.Kind != "" && m.Kind != queue.KindPublish {
+	if m.Kind != "" && m.Kind != queue.KindJob {
 		return m, nil
 	}
 	now := s.cfg.Now()
@@ -272,7 +272,7 @@ func (m SQSMover) moveOne(ctx context.Context, r Redrive, msg sqstypes.Message, 
 		group = body.JobID
 	}
 	dedup := queue.DedupID(body.JobID, body.Send)
-	if body.Kind != "" && body.Kind != queue.KindPublish {
+	if body.Kind != "" && body.Kind != queue.KindJob {
 		dedup = "redrive-" + aws.ToString(msg.MessageId)
 	}
 	in := &sqs.SendMessageInput{

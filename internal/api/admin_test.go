@@ -536,8 +536,8 @@ func TestRestartItem(t *testing.T) {
 func putJob(t *testing.T, st *store.Store, owner, tier string, at time.Time, change func(j *job.Job) error) job.Job {
 	t.Helper()
 	ctx := context.Background()
-	j := job.Job{ID: ids.New(ids.Job), Type: job.TypePublish, Status: job.Queued, Tier: tier, Owner: owner, Hash: ids.New("h"),
-		CreatedAt: at, UpdatedAt: at, QueuedAt: &at, MaxAttempts: 3, Phases: job.NewPhases(job.TypePublish)}
+	j := job.Job{ID: ids.New(ids.Job), Type: publish.Type, Status: job.Queued, Tier: tier, Owner: owner, Hash: ids.New("h"),
+		CreatedAt: at, UpdatedAt: at, QueuedAt: &at, MaxAttempts: 3, Phases: job.NewPhases(publish.Phases...)}
 	if _, _, err := st.CreateJob(ctx, &j); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
@@ -26,6 +27,8 @@ type Services struct {
 	// Keys and Endpoints are the users' webhook secrets and endpoints.
 	Keys      *webhook.Keys
 	Endpoints *webhook.Endpoints
+	// Schedules are the recurring schedules.
+	Schedules *schedule.Service
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
 }
@@ -43,6 +46,7 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
 	registerWebhooks(rt, s)
+	registerSchedules(rt, s.Schedules)
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {

@@ -29,9 +29,11 @@ import (
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -39,6 +41,7 @@ import (
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
@@ -58,6 +61,8 @@ type Options struct {
 	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
+	// Kinds are kinds of job added to publish and http (tests, forks).
+	Kinds []kind.Kind
 }
 
 // App is every service, wired.
@@ -83,6 +88,7 @@ type App struct {
 	Metrics          *metrics.Emitter
 	Recoverer        *recovery.Recoverer
 	Admin            *admin.Service
+	Schedules        *schedule.Service
 	Router           *httpapi.Router
 	QueueURLs        handler.QueueURLs
 }
@@ -134,19 +140,27 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		Store: st, S3: clients.S3, Presign: s3.NewPresignClient(clients.S3), Bucket: cfg.Bucket,
 		Prefix: "uploads/", MaxSize: cfg.MaxUploadSize, Expiry: cfg.UploadExpiry, Now: opts.Now, Logger: log,
 	})
-	js := jobs.New(jobs.Config{
-		Store: st, Sender: sender, Provider: accounts.Provider, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
-	})
 	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter}
 	if err := policy.Validate(); err != nil {
 		return nil, fmt.Errorf("retry policy: %w", err)
 	}
+	// The kinds of job: every tier queue carries all of them and the
+	// publisher function's run loop runs each by its kind.
+	kinds := &kind.Registry{}
 	pcfg := publish.Config{
 		Store: st, S3: clients.S3, Bucket: cfg.Bucket, Tokens: acc, API: breaker.GuardedAPI{API: da, Breaker: brk, HostKey: hostKey}, Policy: policy,
-		Heartbeat: cfg.HeartbeatInterval, Worker: worker, Now: opts.Now, Logger: log,
+		Heartbeat: cfg.HeartbeatInterval, Worker: worker, Now: opts.Now, Logger: log, Kinds: kinds, Provider: accounts.Provider,
 	}
 	pcfg.Crash = opts.Crash
 	pub := publish.New(pcfg)
+	kinds.MustRegister(pub.Kind())
+	kinds.MustRegister(httpjob.New(httpjob.Config{Local: cfg.Env == resources.Local, Breaker: brk}))
+	for _, k := range opts.Kinds {
+		kinds.MustRegister(k)
+	}
+	js := jobs.New(jobs.Config{
+		Store: st, Sender: sender, Kinds: kinds, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: opts.Now, Logger: log,
+	})
 	acfg := admin.Config{
 		Env: cfg.Env, Store: st, Jobs: js, Sender: sender, SQS: clients.SQS, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
 		Breakers: brk, StuckAfter: cfg.StuckAfter, Now: opts.Now, Logger: log,
@@ -190,7 +204,13 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 		return nil, err
 	}
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
-	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc, Keys: keys, Endpoints: endpoints})
+	scfg := schedule.Config{DB: clients.DynamoDB, Table: cfg.Table, Jobs: js, Now: opts.Now, Logger: log}
+	if cfg.ScheduleGroup != "" {
+		scfg.Backend = schedule.SchedulerBackend{Client: clients.Scheduler, Group: cfg.ScheduleGroup,
+			TargetARN: cfg.ScheduleTargetARN, RoleARN: cfg.ScheduleRoleARN}
+	}
+	scheds := schedule.New(scfg)
+	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc, Schedules: scheds, Keys: keys, Endpoints: endpoints})
 	api.RegisterAdmin(rt, adm)
 	// The operations dashboard: served by the api function, in AWS as here.
 	api.RegisterDashboard(rt, api.DashboardOptions{Local: cfg.Env == resources.Local})
@@ -200,7 +220,7 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	}
 	return &App{
 		Config: cfg, Clients: clients, Logger: log, Store: st, Sender: sender, Uploads: up, Accounts: acc,
-		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: rel, Webhooks: hooks, WebhookKeys: keys, WebhookEndpoints: endpoints, Streams: streams, Recoverer: rec, Admin: adm, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
+		Jobs: js, API: da, Publisher: pub, Breaker: brk, Metrics: emf, Relay: rel, Webhooks: hooks, WebhookKeys: keys, WebhookEndpoints: endpoints, Streams: streams, Recoverer: rec, Admin: adm, Schedules: scheds, Router: rt, QueueURLs: handler.NewQueueURLs(urls...),
 	}, nil
 }
 
@@ -285,7 +305,7 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Breaker, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, a.Logger)
 }
 
 // RelayHandler is the relay function's handler (the table's stream).

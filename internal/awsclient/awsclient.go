@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -118,6 +119,7 @@ type Clients struct {
 	KMS         *kms.Client
 	EventBridge *eventbridge.Client
 	Lambda      *lambda.Client
+	Scheduler   *scheduler.Client
 }
 
 // New creates every service client from cfg. S3 uses path-style addressing
@@ -134,6 +136,7 @@ func New(cfg aws.Config) Clients {
 		KMS:         kms.NewFromConfig(cfg),
 		EventBridge: eventbridge.NewFromConfig(cfg),
 		Lambda:      lambda.NewFromConfig(cfg),
+		Scheduler:   scheduler.NewFromConfig(cfg),
 	}
 }
 

@@ -110,6 +110,13 @@ type Config struct {
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
 	MaxUploadSize int64
+	// ScheduleGroup is the EventBridge Scheduler group of the users'
+	// recurring schedules (CONVEYOR_SCHEDULE_GROUP); ScheduleTargetARN the
+	// function their ticks invoke (CONVEYOR_SCHEDULE_TARGET_ARN, the
+	// recovery function) and ScheduleRoleARN the role Scheduler assumes to
+	// invoke it (CONVEYOR_SCHEDULE_ROLE_ARN). Without the group, schedules
+	// are kept but nothing fires them but the local runtime.
+	ScheduleGroup, ScheduleTargetARN, ScheduleRoleARN string
 }
 
 // FromEnv reads and validates the configuration of a process that runs
@@ -161,6 +168,9 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
 		UploadExpiry:              r.dur(VarUploadExpiry),
 		MaxUploadSize:             r.int64(VarMaxUploadSize),
+		ScheduleGroup:             getenv(VarScheduleGroup),
+		ScheduleTargetARN:         getenv(VarScheduleTargetARN),
+		ScheduleRoleARN:           getenv(VarScheduleRoleARN),
 		QueueURLs:                 map[resources.Tier]string{},
 		DLQURLs:                   map[resources.Tier]string{},
 		ESMUUIDs:                  map[resources.Tier]string{},
@@ -332,6 +342,12 @@ func (c Config) Environ() map[string]string {
 		VarEventBus:      c.EventBus,
 		VarAPIAddr:       c.APIAddr,
 		VarDeviantArtURL: c.DeviantArtURL,
+	}
+	for k, v := range map[string]string{"CONVEYOR_SCHEDULE_GROUP": c.ScheduleGroup,
+		"CONVEYOR_SCHEDULE_TARGET_ARN": c.ScheduleTargetARN, "CONVEYOR_SCHEDULE_ROLE_ARN": c.ScheduleRoleARN} {
+		if v != "" {
+			m[k] = v
+		}
 	}
 	for t, u := range c.QueueURLs {
 		m[VarQueueURL(t)] = u

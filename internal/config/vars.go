@@ -43,6 +43,9 @@ const (
 	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
 	VarStreamPing                = "CONVEYOR_STREAM_PING"
 	VarStreamPoll                = "CONVEYOR_STREAM_POLL"
+	VarScheduleGroup             = "CONVEYOR_SCHEDULE_GROUP"
+	VarScheduleTargetARN         = "CONVEYOR_SCHEDULE_TARGET_ARN"
+	VarScheduleRoleARN           = "CONVEYOR_SCHEDULE_ROLE_ARN"
 	VarStreamMaxPerUser          = "CONVEYOR_STREAM_MAX_PER_USER"
 	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
@@ -119,6 +122,7 @@ var Vars = []Var{
 	{Name: VarJWTSecret, DefaultText: "random locally", Meaning: "HS256 secret (in AWS read by ARN: `CONVEYOR_JWT_SECRET_ARN`, set by CDK)"},
 	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call (see below)"},
 	{Name: VarTable + "`, `" + VarBucket + "`, `" + VarKMSKeyID + "`, `" + VarEventBus + "`, `" + VarQueueURLPrefix + "<TIER>`, `" + VarDLQURLPrefix + "<TIER>`, `" + VarESMUUIDPrefix + "<TIER>", DefaultText: "set by CDK / the local stack", Meaning: "resource names (the ESM UUIDs: the API function's, to pause a tier)"},
+	{Name: VarScheduleGroup + "`, `" + VarScheduleTargetARN + "`, `" + VarScheduleRoleARN, DefaultText: "set by CDK / the local stack", Meaning: "recurring schedules: the EventBridge Scheduler group, the function a tick invokes (recovery) and the role Scheduler assumes; unset: schedules are kept in the table only"},
 	{Name: "AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION", DefaultText: "— / — / `us-east-1`", Meaning: "the emulators, if any (the SDK's own variables: the second sends DynamoDB elsewhere than the first); the only thing that differs from AWS"},
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
@@ -168,16 +169,25 @@ type BreakerGauge interface {
 	ReportOpen(ctx context.Context, s breaker.Sink) (int, error)
 }
 
+// Firer submits a recurring schedule's job for one tick.
+type Firer interface {
+	Fire(ctx context.Context, t schedule.Tick) (schedule.FireResult, error)
+}
+
 // Recovery is the scheduled recovery function. The schedule's detail names
-// the task: "release" (every minute: scheduled jobs whose time came) or
-// "recover" (stuck jobs and retention; the default). Both also send the
-// breakers' open gauge.
-func Recovery(s Sweeper, breakers BreakerGauge, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+// the task: "release" (every minute: scheduled jobs whose time came),
+// "schedule" (a user's recurring schedule ticked: submit its job) or
+// "recover" (stuck jobs and retention; the default). Release and recover
+// also send the breakers' open gauge.
+func Recovery(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task string `json:"task"`
 		}
 		_ = json.Unmarshal(ev.Detail, &detail)
+		if detail.Task == schedule.TaskTick {
+			return tick(ctx, ticks, ev, log)
+		}
 		var res recovery.Result
 		var err error
 		switch detail.Task {
@@ -221,6 +231,30 @@ func Relay(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Conte
 			"failed", res.Failed, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
 		return resp, nil
 	}
+}
+
+// tick fires a user's schedule. An error makes Scheduler retry the
+// invocation; the tick is idempotent, so a retry creates no second job.
+func tick(ctx context.Context, ticks Firer, ev events.EventBridgeEvent, log *slog.Logger) error {
+	var d schedule.TickDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		log.ErrorContext(ctx, "dropping an unreadable schedule tick", "error", err)
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, d.At)
+	if err != nil {
+		log.ErrorContext(ctx, "dropping a schedule tick without its time", "schedule_id", d.ScheduleID, "at", d.At)
+		return nil
+	}
+	if ticks == nil {
+		return errors.New("this function has no schedules wired")
+	}
+	res, err := ticks.Fire(ctx, schedule.Tick{ScheduleID: d.ScheduleID, Owner: d.Owner, At: at})
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "schedule ticked", "schedule_id", d.ScheduleID, "tick", at, "job_id", res.JobID, "created", res.Created, "skipped", res.Skipped)
+	return nil
 }
 
 // Deliverer makes one webhook delivery attempt.

@@ -133,22 +133,6 @@ const (
 	PhaseFailed    PhaseStatus = "failed"
 )
 
-// The phases of a publish job, in order. Download streams each object from
-// S3 straight into the upload, so an item's download completes when its
-// bytes have all been read by the upload.
-const (
-	PhaseToken    = "token"
-	PhaseDownload = "download"
-	PhaseUpload   = "upload"
-	PhasePublish  = "publish"
-)
-
-// PublishPhases lists the phases of a publish job in order.
-var PublishPhases = []string{PhaseToken, PhaseDownload, PhaseUpload, PhasePublish}
-
-// TypePublish is the one job type today.
-const TypePublish = "publish"
-
 // Phase is one phase's persisted state.
 type Phase struct {
 	Name        string      `json:"name" dynamodbav:"name"`
@@ -171,7 +155,7 @@ const (
 	ItemFailed    ItemStatus = "failed"
 )
 
-// Output is what publishing an item produced.
+// Output is what an item produced (for publish: the deviation).
 type Output struct {
 	DeviationID string `json:"deviationId" dynamodbav:"deviationId"`
 	URL         string `json:"url" dynamodbav:"url"`
@@ -220,13 +204,6 @@ type Error struct {
 	Retryable bool   `json:"retryable" dynamodbav:"retryable"`
 }
 
-// Params are the user's publication parameters.
-type Params struct {
-	Title       string   `json:"title" dynamodbav:"title"`
-	Description string   `json:"description,omitempty" dynamodbav:"description,omitempty"`
-	Tags        []string `json:"tags,omitempty" dynamodbav:"tags,omitempty"`
-}
-
 // Job is one unit of work and everything known about it.
 type Job struct {
 	ID          string     `json:"id" dynamodbav:"id"`
@@ -237,11 +214,11 @@ type Job struct {
 	Progress    int        `json:"progress" dynamodbav:"progress"`
 	Phases      []Phase    `json:"phases" dynamodbav:"phases"`
 	Items       []Item     `json:"items" dynamodbav:"items"`
-	Params      Params     `json:"params" dynamodbav:"params"`
+	Params      Doc        `json:"params" dynamodbav:"params"`
 	Attempts    int        `json:"attempts" dynamodbav:"attempts"`
 	MaxAttempts int        `json:"maxAttempts" dynamodbav:"maxAttempts"`
 	Error       *Error     `json:"error" dynamodbav:"error,omitempty"`
-	Result      *Output    `json:"result" dynamodbav:"result,omitempty"`
+	Result      Doc        `json:"result" dynamodbav:"result,omitempty"`
 	WebhookURL  string     `json:"webhookUrl,omitempty" dynamodbav:"webhookUrl,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt" dynamodbav:"createdAt"`
 	UpdatedAt   time.Time  `json:"updatedAt" dynamodbav:"updatedAt"`
@@ -291,10 +268,11 @@ type Job struct {
 	Pending []Event `json:"-" dynamodbav:"-"`
 }
 
-// NewPhases returns the initial phases of a job type.
-func NewPhases(typ string) []Phase {
-	ps := make([]Phase, 0, len(PublishPhases))
-	for _, n := range PublishPhases {
+// NewPhases returns the initial (pending) phases named, in order: a kind
+// declares its phase names (kind.Kind.Phases).
+func NewPhases(names ...string) []Phase {
+	ps := make([]Phase, 0, len(names))
+	for _, n := range names {
 		ps = append(ps, Phase{Name: n, Status: PhasePending})
 	}
 	return ps

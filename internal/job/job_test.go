@@ -55,10 +55,18 @@ func TestContractConflicts(t *testing.T) {
 	}
 }
 
+// The phases of a job in these tests (the publish kind's).
+const (
+	PhaseToken    = "token"
+	PhaseDownload = "download"
+	PhaseUpload   = "upload"
+	PhasePublish  = "publish"
+)
+
 func TestApplyKeepsFinishedWorkOnRetry(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	j := &Job{Status: Queued, Phases: NewPhases(TypePublish), Items: []Item{
+	j := &Job{Status: Queued, Phases: NewPhases(PhaseToken, PhaseDownload, PhaseUpload, PhasePublish), Items: []Item{
 		{ID: "itm_a", Status: ItemPublished, Output: &Output{DeviationID: "d1"}},
 		{ID: "itm_b", Status: ItemFailed, StashItemID: 42, Error: &Error{Code: "x"}},
 		{ID: "itm_c", Status: ItemFailed},
@@ -104,7 +112,7 @@ func TestApplyRefusedLeavesJobUntouched(t *testing.T) {
 func TestProgressFollowsPhases(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	j := &Job{Phases: NewPhases(TypePublish)}
+	j := &Job{Phases: NewPhases(PhaseToken, PhaseDownload, PhaseUpload, PhasePublish)}
 	tests := []struct {
 		do   func()
 		want int

@@ -2,11 +2,14 @@ package jobs
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/publish"
 )
 
 // FuzzDecodeAndHash feeds arbitrary bodies through the API's strict
@@ -24,27 +27,34 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+	svc := New(Config{Kinds: kind.NewRegistry(publish.New(publish.Config{}).Kind())})
+	tagsOf := func(r SubmitRequest) []string {
+		var p publish.Params
+		_ = json.Unmarshal(r.Params, &p)
+		return p.Tags
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req SubmitRequest
 		r := &httpapi.Request{Raw: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"content-type": "application/json"}, Body: string(body)}}
 		if err := decode(r, &req); err != nil {
 			return
 		}
-		h1, err := Hash("u1", req)
+		h1, err := svc.Hash("u1", req)
 		if err != nil {
 			t.Fatalf("decoded request does not hash: %v", err)
 		}
-		n := Normalize(req)
-		if h2, _ := Hash("u1", n); h2 != h1 {
+		n := svc.Normalize(req)
+		if h2, _ := svc.Hash("u1", n); h2 != h1 {
 			t.Fatalf("normalising is not idempotent: %s vs %s", h1, h2)
 		}
-		if len(n.Params.Tags) > 1 {
+		if tags := tagsOf(n); len(tags) > 1 {
 			rev := n
-			rev.Params.Tags = append([]string(nil), n.Params.Tags...)
-			for i, j := 0, len(rev.Params.Tags)-1; i < j; i, j = i+1, j-1 {
-				rev.Params.Tags[i], rev.Params.Tags[j] = rev.Params.Tags[j], rev.Params.Tags[i]
-			}
-			if h3, _ := Hash("u1", rev); h3 != h1 {
+			slices.Reverse(tags)
+			var p publish.Params
+			_ = json.Unmarshal(n.Params, &p)
+			p.Tags = tags
+			rev.Params, _ = json.Marshal(p)
+			if h3, _ := svc.Hash("u1", rev); h3 != h1 {
 				t.Fatalf("tag order changed the hash")
 			}
 		}
@@ -52,11 +62,11 @@ func FuzzDecodeAndHash(f *testing.F) {
 		b, _ := json.Marshal(n)
 		var again SubmitRequest
 		if err := json.Unmarshal(b, &again); err == nil {
-			if h4, _ := Hash("u1", again); h4 != h1 {
+			if h4, _ := svc.Hash("u1", again); h4 != h1 {
 				t.Fatalf("round trip changed the hash")
 			}
 		}
-		if h5, _ := Hash("u2", req); h5 == h1 {
+		if h5, _ := svc.Hash("u2", req); h5 == h1 {
 			t.Fatalf("two users share a hash")
 		}
 	})

@@ -6,17 +6,19 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/canonical"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -25,25 +27,16 @@ import (
 
 // Limits of a submission.
 const (
-	MaxItems         = 20
-	MaxTitle         = 200
-	MaxDescription   = 10000
-	MaxTags          = 30
-	MaxTagLength     = 50
 	MaxScheduleAhead = resources.MaxScheduleAhead
 	DefaultLimit     = 50
 	MaxLimit         = 200
 )
 
-// ValidationError is bad input (400), named by field.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + " " + e.Message }
+// ValidationError is bad input (400), named by field; kinds return it too.
+type ValidationError = kind.FieldError
 
 // UnusableError is well-formed input that cannot be used (422).
-type UnusableError struct{ Code, Field, Message string }
-
-func (e *UnusableError) Error() string { return e.Message }
+type UnusableError = kind.UnusableError
 
 // ErrNotFound is returned for unknown jobs and for other users' jobs alike.
 var ErrNotFound = store.ErrNotFound
@@ -61,8 +54,8 @@ type Sender interface {
 type Config struct {
 	Store  *store.Store
 	Sender Sender
-	// Provider is the external provider whose connection a job needs.
-	Provider string
+	// Kinds are the kinds of job users may submit ("type").
+	Kinds *kind.Registry
 	// Env decides the webhook URL policy (http and private targets only locally).
 	Env resources.Env
 	// MaxAttempts is each new job's attempt budget.
@@ -95,103 +88,110 @@ type Caller struct {
 	Plan  string
 }
 
-// SubmitItem names one confirmed upload.
-type SubmitItem struct {
-	UploadID string `json:"uploadId"`
-}
+// SubmitItem names one input of a job (a confirmed upload).
+type SubmitItem = kind.Item
 
 // SubmitRequest is the body of POST /v1/jobs.
 type SubmitRequest struct {
-	Type       string       `json:"type"`
-	Items      []SubmitItem `json:"items"`
-	Params     job.Params   `json:"params"`
-	ScheduleAt *time.Time   `json:"scheduleAt"`
-	WebhookURL string       `json:"webhookUrl"`
+	Type       string          `json:"type"`
+	Items      []SubmitItem    `json:"items,omitempty"`
+	Params     json.RawMessage `json:"params"`
+	ScheduleAt *time.Time      `json:"scheduleAt"`
+	WebhookURL string          `json:"webhookUrl"`
 }
 
-// Normalize returns the request in its canonical form: trimmed text,
-// collapsed whitespace in the title, tags lower-cased, de-duplicated and
-// sorted, the schedule in UTC to the second. Two requests that mean the
-// same job normalise to the same value (and so the same hash).
-func Normalize(r SubmitRequest) SubmitRequest {
+// DefaultType is the kind of a submission that names none.
+const DefaultType = "publish"
+
+// Normalize returns the request in its canonical form: the type lower-cased
+// (publish when absent), the items and params as the kind normalises them,
+// the schedule in UTC to the second. Two requests that mean the same job
+// normalise to the same value (and so the same hash). Params the kind
+// cannot read are left as they are (Submit refuses them).
+func (s *Service) Normalize(r SubmitRequest) SubmitRequest {
+	n, _ := s.normalize(r)
+	return n
+}
+
+func (s *Service) normalize(r SubmitRequest) (SubmitRequest, error) {
 	n := SubmitRequest{
 		Type:       strings.ToLower(strings.TrimSpace(r.Type)),
 		WebhookURL: strings.TrimSpace(r.WebhookURL),
-		Params: job.Params{
-			Title:       strings.Join(strings.Fields(r.Params.Title), " "),
-			Description: strings.TrimSpace(r.Params.Description),
-		},
+		Items:      r.Items,
+		Params:     r.Params,
 	}
 	if n.Type == "" {
-		n.Type = job.TypePublish
+		n.Type = DefaultType
 	}
-	for _, it := range r.Items {
-		n.Items = append(n.Items, SubmitItem{UploadID: strings.TrimSpace(it.UploadID)})
-	}
-	for _, tag := range r.Params.Tags {
-		if t := strings.ToLower(strings.TrimSpace(tag)); t != "" && !slices.Contains(n.Params.Tags, t) {
-			n.Params.Tags = append(n.Params.Tags, t)
-		}
-	}
-	slices.Sort(n.Params.Tags)
 	if r.ScheduleAt != nil {
 		t := r.ScheduleAt.UTC().Truncate(time.Second)
 		n.ScheduleAt = &t
 	}
-	return n
+	k, ok := s.cfg.Kinds.Get(n.Type)
+	if !ok {
+		return n, &ValidationError{Field: "type", Message: "must be one of " + strings.Join(quoted(s.cfg.Kinds.Names()), ", ")}
+	}
+	spec, err := k.Normalize(kind.Spec{Items: r.Items, Params: r.Params})
+	if err != nil {
+		return n, err
+	}
+	n.Items, n.Params = spec.Items, spec.Params
+	return n, nil
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 // Hash is the request's idempotency hash for owner: SHA-256 over the
 // canonical JSON of the normalised request.
-func Hash(owner string, r SubmitRequest) (string, error) {
-	return canonical.Hash(owner, Normalize(r))
+func (s *Service) Hash(owner string, r SubmitRequest) (string, error) {
+	return canonical.Hash(owner, s.Normalize(r))
 }
 
-// validate checks the shape of a normalised request (400s).
-func (s *Service) validate(ctx context.Context, r SubmitRequest) error {
-	switch {
-	case r.Type != job.TypePublish:
-		return &ValidationError{"type", `must be "publish"`}
-	case len(r.Items) == 0:
-		return &ValidationError{"items", "must hold at least one item"}
-	case len(r.Items) > MaxItems:
-		return &ValidationError{"items", fmt.Sprintf("must hold at most %d items", MaxItems)}
-	case r.Params.Title == "":
-		return &ValidationError{"params.title", "is required"}
-	case utf8.RuneCountInString(r.Params.Title) > MaxTitle:
-		return &ValidationError{"params.title", fmt.Sprintf("must be at most %d characters", MaxTitle)}
-	case utf8.RuneCountInString(r.Params.Description) > MaxDescription:
-		return &ValidationError{"params.description", fmt.Sprintf("must be at most %d characters", MaxDescription)}
-	case len(r.Params.Tags) > MaxTags:
-		return &ValidationError{"params.tags", fmt.Sprintf("must hold at most %d tags", MaxTags)}
-	}
-	seen := map[string]bool{}
-	for i, it := range r.Items {
-		field := fmt.Sprintf("items[%d].uploadId", i)
-		if !ids.Valid(ids.Upload, it.UploadID) {
-			return &ValidationError{field, "is not an upload id"}
-		}
-		if seen[it.UploadID] {
-			return &ValidationError{field, "is listed twice"}
-		}
-		seen[it.UploadID] = true
-	}
-	for i, tag := range r.Params.Tags {
-		if utf8.RuneCountInString(tag) > MaxTagLength {
-			return &ValidationError{fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength)}
-		}
+// validate checks a normalised request (400s): the kind's rules, then the
+// core's (schedule, webhook URL).
+func (s *Service) validate(ctx context.Context, k kind.Kind, r SubmitRequest) error {
+	local := s.cfg.Env == resources.Local
+	env := kind.Env{Local: local, Resolver: s.cfg.Resolver}
+	if err := k.Validate(ctx, env, kind.Spec{Items: r.Items, Params: r.Params}); err != nil {
+		return err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(s.cfg.Now().Add(MaxScheduleAhead)) {
-		return &ValidationError{"scheduleAt", "must be within a year"}
+		return &ValidationError{Field: "scheduleAt", Message: "must be within a year"}
 	}
 	if r.WebhookURL != "" {
-		local := s.cfg.Env == resources.Local
-		p := netguard.Policy{AllowHTTP: local, AllowPrivate: local, Resolver: s.cfg.Resolver}
-		if _, err := p.CheckURL(ctx, r.WebhookURL); err != nil {
-			return &ValidationError{"webhookUrl", err.Error()}
+		if _, err := env.URLPolicy().CheckURL(ctx, r.WebhookURL); err != nil {
+			return &ValidationError{Field: "webhookUrl", Message: err.Error()}
 		}
 	}
 	return nil
+}
+
+// Check validates req as Submit would, without creating anything (a
+// schedule's job template is checked this way when it is saved).
+func (s *Service) Check(ctx context.Context, req SubmitRequest) error {
+	r, err := s.normalize(req)
+	if err != nil {
+		return err
+	}
+	k, _ := s.cfg.Kinds.Get(r.Type)
+	return s.validate(ctx, k, r)
+}
+
+// SubmitOptions are what a submission made on a user's behalf (a schedule's
+// tick) adds to the request.
+type SubmitOptions struct {
+	// JobID, when set, is the new job's id: a second submission with the
+	// same id returns the first job (created=false) whatever its status.
+	JobID string
+	// IdempotencyKey, when set, joins the canonical hash, so that
+	// identical requests with different keys are different jobs.
+	IdempotencyKey string
 }
 
 // Submit validates req and creates the job, or returns the caller's active
@@ -199,32 +199,43 @@ func (s *Service) validate(ctx context.Context, r SubmitRequest) error {
 // its message is sent; if the send fails, the job stays queued and stuck-job
 // recovery sends it (see README, "Submission and the outbox").
 func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.Job, bool, error) {
-	r := Normalize(req)
-	if err := s.validate(ctx, r); err != nil {
+	return s.SubmitWith(ctx, c, req, SubmitOptions{})
+}
+
+// SubmitWith is Submit with options.
+func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o SubmitOptions) (job.Job, bool, error) {
+	r, err := s.normalize(req)
+	if err != nil {
 		return job.Job{}, false, err
 	}
-	hash, err := canonical.Hash(c.Owner, r)
+	k, _ := s.cfg.Kinds.Get(r.Type)
+	if err := s.validate(ctx, k, r); err != nil {
+		return job.Job{}, false, err
+	}
+	var hashed any = r
+	if o.IdempotencyKey != "" {
+		hashed = struct {
+			SubmitRequest
+			Key string `json:"idempotencyKey"`
+		}{r, o.IdempotencyKey}
+	}
+	hash, err := canonical.Hash(c.Owner, hashed)
 	if err != nil {
 		return job.Job{}, false, fmt.Errorf("hashing the request: %w", err)
 	}
-	uploadIDs := make([]string, len(r.Items))
-	for i, it := range r.Items {
-		uploadIDs[i] = it.UploadID
-	}
-	// The uploads and the account connection: one read.
-	ups, connected, err := s.cfg.Store.GetUploadsAndAccount(ctx, uploadIDs, c.Owner, s.cfg.Provider)
-	if err != nil {
-		return job.Job{}, false, err
-	}
 	now := s.cfg.Now().UTC()
+	id := o.JobID
+	if id == "" {
+		id = ids.New(ids.Job)
+	}
 	j := job.Job{
-		ID:          ids.New(ids.Job),
+		ID:          id,
 		Type:        r.Type,
 		Status:      job.Queued,
 		Tier:        string(resources.TierForPlan(c.Plan)),
 		Phase:       "queued",
-		Phases:      job.NewPhases(r.Type),
-		Params:      r.Params,
+		Phases:      job.NewPhases(k.Phases()...),
+		Params:      job.Doc(r.Params),
 		MaxAttempts: s.cfg.MaxAttempts,
 		WebhookURL:  r.WebhookURL,
 		CreatedAt:   now,
@@ -234,24 +245,8 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 		QueuedAt:    &now,
 		Enqueues:    1,
 	}
-	for i, id := range uploadIDs {
-		u, ok := ups[id]
-		field := fmt.Sprintf("items[%d].uploadId", i)
-		switch {
-		case !ok || u.Owner != c.Owner:
-			return job.Job{}, false, &UnusableError{"upload_not_found", field, "no such upload"}
-		case u.Status == store.UploadExpired:
-			return job.Job{}, false, expiredUpload(field, id)
-		case u.Status != store.UploadConfirmed:
-			return job.Job{}, false, &UnusableError{"upload_not_confirmed", field, fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
-		}
-		j.Items = append(j.Items, job.Item{
-			ID: ids.New(ids.Item), UploadID: id, Status: job.ItemPending,
-			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename, Pin: u.Pin,
-		})
-	}
-	if !connected {
-		return job.Job{}, false, &UnusableError{"account_not_connected", "", "connect a DeviantArt account first (PUT /v1/account/connection)"}
+	if err := k.Prepare(ctx, c.Owner, kind.Spec{Items: r.Items, Params: r.Params}, &j); err != nil {
+		return job.Job{}, false, err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
 		j.Status, j.Phase, j.ScheduleAt, j.QueuedAt, j.Enqueues = job.Scheduled, "scheduled", r.ScheduleAt, nil, 0
@@ -262,19 +257,19 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 	var gone *store.UploadUnavailableError
 	if errors.As(err, &gone) {
 		// It expired between the read above and the write.
-		i := slices.Index(uploadIDs, gone.UploadID)
+		i := slices.IndexFunc(r.Items, func(it SubmitItem) bool { return it.UploadID == gone.UploadID })
 		return job.Job{}, false, expiredUpload(fmt.Sprintf("items[%d].uploadId", i), gone.UploadID)
 	}
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	log := s.cfg.Logger.With("job_id", j.ID, "tier", j.Tier)
+	log := s.cfg.Logger.With("job_id", j.ID, "tier", j.Tier, "type", j.Type)
 	if !created {
 		log.InfoContext(ctx, "identical active job exists", "existing_job_id", existing.ID)
 		return existing, false, nil
 	}
 	if j.Status == job.Queued {
-		if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindPublish, JobID: j.ID, Send: j.Enqueues}); err != nil {
+		if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 		}
@@ -285,7 +280,7 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 
 // expiredUpload is the 422 for an upload no new job may name.
 func expiredUpload(field, id string) error {
-	return &UnusableError{"upload_expired", field, fmt.Sprintf("upload %s has expired; upload the file again", id)}
+	return &UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
 }
 
 // Get returns owner's job or ErrNotFound (also for someone else's job).
@@ -325,20 +320,20 @@ func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListRe
 	if r.Status != "" {
 		st, err := job.ParseStatus(r.Status)
 		if err != nil {
-			return ListResult{}, &ValidationError{"status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale"}
+			return ListResult{}, &ValidationError{Field: "status", Message: "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale"}
 		}
 		q.Status = st
 	}
 	if r.UpdatedSince != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.UpdatedSince)
 		if err != nil {
-			return ListResult{}, &ValidationError{"updatedSince", "must be an RFC 3339 time"}
+			return ListResult{}, &ValidationError{Field: "updatedSince", Message: "must be an RFC 3339 time"}
 		}
 		q.UpdatedSince = store.SinceKey(t)
 	}
 	if r.Limit != nil {
 		if *r.Limit < 0 || *r.Limit > MaxLimit {
-			return ListResult{}, &ValidationError{"limit", fmt.Sprintf("must be between 0 and %d", MaxLimit)}
+			return ListResult{}, &ValidationError{Field: "limit", Message: fmt.Sprintf("must be between 0 and %d", MaxLimit)}
 		}
 		q.Limit = *r.Limit
 	}
@@ -406,7 +401,7 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 	if err != nil {
 		return j, err
 	}
-	if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindPublish, JobID: j.ID, Send: j.Enqueues}); err != nil {
+	if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

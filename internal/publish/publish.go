@@ -22,6 +22,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
@@ -84,9 +85,17 @@ type Config struct {
 	// resources.DefaultMaxReceiveCount): a job that must wait parks in the
 	// table before its message gets near the dead-letter queue.
 	MaxReceives int
+	// Kinds are the kinds of job the run loop runs (default: publish
+	// alone). A job of a kind not in it fails, permanently.
+	Kinds *kind.Registry
+	// Provider is the external provider whose connected account a publish
+	// job needs (default "deviantart").
+	Provider string
 }
 
-// Publisher runs jobs.
+// Publisher runs jobs: the run loop (claim, lease and heartbeat, the
+// outcome recorded through the retry policy) of every kind in
+// Config.Kinds, and the publish kind's own phases (Kind).
 type Publisher struct{ cfg Config }
 
 // New returns a Publisher.
@@ -106,7 +115,14 @@ func New(cfg Config) *Publisher {
 	if cfg.MaxReceives == 0 {
 		cfg.MaxReceives = resources.DefaultMaxReceiveCount
 	}
-	return &Publisher{cfg: cfg}
+	if cfg.Provider == "" {
+		cfg.Provider = "deviantart"
+	}
+	p := &Publisher{cfg: cfg}
+	if p.cfg.Kinds == nil {
+		p.cfg.Kinds = kind.NewRegistry(p.Kind())
+	}
+	return p
 }
 
 // Verdict tells the queue consumer what to do with the message.
@@ -192,7 +208,11 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	workCtx, cancelWork := context.WithCancelCause(ctx)
 	var hb sync.WaitGroup
 	hb.Go(func() { r.heartbeat(hbCtx, cancelWork) })
-	err = r.phases(workCtx)
+	if k, ok := p.cfg.Kinds.Get(j.Type); ok {
+		err = k.Work(workCtx, r)
+	} else {
+		err = retry.Permanent(fmt.Errorf("no kind %q is registered with this worker", j.Type))
+	}
 	stopHB()
 	hb.Wait()
 	cancelWork(nil)
@@ -448,15 +468,15 @@ func (r *run) phases(ctx context.Context) error {
 
 	// token
 	r.mu.Lock()
-	r.job.StartPhase(job.PhaseToken, "getting an access token", now())
+	r.job.StartPhase(PhaseToken, "getting an access token", now())
 	r.mu.Unlock()
 	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
 	if err != nil {
-		return r.phaseErr(ctx, job.PhaseToken, err)
+		return r.phaseErr(ctx, PhaseToken, err)
 	}
 	r.token = token
 	r.mu.Lock()
-	r.job.CompletePhase(job.PhaseToken, "access token ready", now())
+	r.job.CompletePhase(PhaseToken, "access token ready", now())
 	r.mu.Unlock()
 	if err := p.crash(AfterToken, &j); err != nil {
 		return err
@@ -470,8 +490,8 @@ func (r *run) phases(ctx context.Context) error {
 			continue
 		}
 		r.mu.Lock()
-		r.job.StartPhase(job.PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
-		r.job.StartPhase(job.PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
+		r.job.StartPhase(PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
+		r.job.StartPhase(PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
 		r.mu.Unlock()
 		var itemID int64
 		err := r.authed(ctx, j.Owner, func(token string) (err error) {
@@ -479,7 +499,7 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			return r.itemErr(ctx, job.PhaseUpload, i, err)
+			return r.itemErr(ctx, PhaseUpload, i, err)
 		}
 		if err := p.crash(AfterSubmit, &j); err != nil {
 			return err
@@ -492,14 +512,14 @@ func (r *run) phases(ctx context.Context) error {
 		}, func(j *job.Job) {
 			pct := done * 100 / total
 			msg := fmt.Sprintf("%d of %d items", done, total)
-			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
-			j.SetPhaseProgress(job.PhaseUpload, pct, msg)
+			j.SetPhaseProgress(PhaseDownload, pct, msg)
+			j.SetPhaseProgress(PhaseUpload, pct, msg)
 			if done == total {
 				// Persisted, and their events emitted, with this write.
-				j.CompletePhase(job.PhaseDownload, msg, now())
-				j.CompletePhase(job.PhaseUpload, msg, now())
+				j.CompletePhase(PhaseDownload, msg, now())
+				j.CompletePhase(PhaseUpload, msg, now())
 			}
-			j.Emit(job.EventProgress, now(), map[string]string{"phase": job.PhaseUpload, "items": msg})
+			j.Emit(job.EventProgress, now(), map[string]string{"phase": PhaseUpload, "items": msg})
 		}); err != nil {
 			return err
 		}
@@ -508,9 +528,9 @@ func (r *run) phases(ctx context.Context) error {
 		}
 	}
 	r.mu.Lock()
-	r.job.CompletePhase(job.PhaseDownload, fmt.Sprintf("%d of %d items", total, total), now())
-	r.job.CompletePhase(job.PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
-	r.job.StartPhase(job.PhasePublish, "publishing", now())
+	r.job.CompletePhase(PhaseDownload, fmt.Sprintf("%d of %d items", total, total), now())
+	r.job.CompletePhase(PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
+	r.job.StartPhase(PhasePublish, "publishing", now())
 	r.mu.Unlock()
 
 	// publish
@@ -525,7 +545,7 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			return r.itemErr(ctx, job.PhasePublish, i, err)
+			return r.itemErr(ctx, PhasePublish, i, err)
 		}
 		if err := p.crash(AfterPublish, &j); err != nil {
 			return err
@@ -541,7 +561,7 @@ func (r *run) phases(ctx context.Context) error {
 					done++
 				}
 			}
-			j.SetPhaseProgress(job.PhasePublish, done*100/total, fmt.Sprintf("%d of %d items", done, total))
+			j.SetPhaseProgress(PhasePublish, done*100/total, fmt.Sprintf("%d of %d items", done, total))
 			if last {
 				r.finish(j)
 			}
@@ -570,10 +590,11 @@ func (r *run) phases(ctx context.Context) error {
 // finish moves the job to succeeded with its result.
 func (r *run) finish(j *job.Job) {
 	now := r.p.cfg.Now()
-	j.CompletePhase(job.PhasePublish, fmt.Sprintf("%d of %d items", len(j.Items), len(j.Items)), now)
+	j.CompletePhase(PhasePublish, fmt.Sprintf("%d of %d items", len(j.Items), len(j.Items)), now)
 	if len(j.Items) > 0 && j.Items[0].Output != nil {
-		out := *j.Items[0].Output
-		j.Result = &out
+		if d, err := job.DocOf(j.Items[0].Output); err == nil {
+			j.Result = d
+		}
 	}
 	j.Error = nil
 	_ = j.Apply(job.Succeed, now)
@@ -612,6 +633,10 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 			return found.ItemID, nil
 		}
 	}
+	var params Params
+	if err := j.Params.Decode(&params); err != nil {
+		return 0, retry.Permanent(fmt.Errorf("reading the job's params: %w", err))
+	}
 	obj, err := r.p.cfg.S3.GetObject(ctx, pinnedGet(r.p.cfg.Bucket, it))
 	if err != nil {
 		return 0, downloadError(it, err)
@@ -622,7 +647,7 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 	}
 	body := &countingReader{r: obj.Body}
 	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
-		Title: apiTitle(j.Params.Title), Description: j.Params.Description, Tags: j.Params.Tags, Stack: it.ID,
+		Title: apiTitle(params.Title), Description: params.Description, Tags: params.Tags, Stack: it.ID,
 		Filename: it.Filename, ContentType: it.ContentType, Body: body, Size: it.Size,
 	})
 	if err != nil {
@@ -681,22 +706,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// stepError carries where a step failed.
-type stepError struct {
-	phase string
-	item  int // -1 for the job
-	err   error
-}
-
-func (e *stepError) Error() string { return e.err.Error() }
-func (e *stepError) Unwrap() error { return e.err }
-
 func (r *run) phaseErr(_ context.Context, phase string, err error) error {
-	return &stepError{phase: phase, item: -1, err: err}
+	return kind.Step(phase, -1, err)
 }
 
 func (r *run) itemErr(_ context.Context, phase string, i int, err error) error {
-	return &stepError{phase: phase, item: i, err: err}
+	return kind.Step(phase, i, err)
 }
 
 // settleFailure decides what a failed attempt means and records it:
@@ -707,9 +722,9 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	j := r.snapshot()
 	d := p.cfg.Policy.Decide(err, j.Attempts, now)
 	phase, item := "", -1
-	var se *stepError
+	var se *kind.StepError
 	if errors.As(err, &se) {
-		phase, item = se.phase, se.item
+		phase, item = se.Phase, se.Item
 	}
 	msg := err.Error()
 	code := failureCode(err, d.Class)

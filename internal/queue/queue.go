@@ -22,7 +22,14 @@ import (
 
 // Kinds of work.
 const (
-	KindPublish = "publish"
+	// KindJob is a job of any kind on a tier queue (the job's type is on
+	// the job; the value is the one from when publish was the only kind,
+	// kept so that messages in flight across a deploy still read).
+	KindJob = "publish"
+	// KindPublish is the former name of KindJob.
+	//
+	// Deprecated: use KindJob.
+	KindPublish = KindJob
 	KindWebhook = "webhook"
 )
 

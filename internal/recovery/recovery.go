@@ -264,7 +264,7 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		log.WarnContext(ctx, "stuck job failed: attempts spent", "attempts", j.Attempts)
 		return true, nil
 	}
-	if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindPublish, JobID: j.ID, Send: j.Enqueues}); err != nil {
+	if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
 		// Still queued: the next run sends it.
 		log.ErrorContext(ctx, "re-enqueue failed; the next run retries", "error", err)
 		return true, nil

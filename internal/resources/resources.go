@@ -281,6 +281,9 @@ type Definition struct {
 	// EventArchive keeps the bus's events for replay.
 	EventArchive EventArchive
 	Schedules    []Schedule
+	// ScheduleGroup is the EventBridge Scheduler group that holds the
+	// users' recurring schedules (one schedule per definition).
+	ScheduleGroup string
 	// Functions lists the Lambda functions (their directory under functions/).
 	Functions []string
 	// AsyncFailureQueue is the standard SQS queue that receives the
@@ -506,6 +509,8 @@ func Named(env Env, prefix string) Definition {
 		Prefix:   prefix,
 		KMSAlias: "alias/" + prefix,
 		EventBus: prefix,
+		// The users' recurring schedules (internal/schedule).
+		ScheduleGroup: prefix,
 		Table: Table{
 			Name:         prefix,
 			PartitionKey: Key{AttrPK, String},

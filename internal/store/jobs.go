@@ -196,6 +196,15 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 		if !errors.As(err, &tc) {
 			return job.Job{}, false, fmt.Errorf("creating job %s: %w", j.ID, err)
 		}
+		if failedAt(tc, 0) {
+			// The id is taken: the same submission again (a schedule's
+			// tick that fired twice derives the same job id).
+			other, gerr := s.GetJob(ctx, j.ID)
+			if gerr != nil {
+				return job.Job{}, false, fmt.Errorf("creating job %s: the id is taken: %w", j.ID, gerr)
+			}
+			return other, false, nil
+		}
 		if !failedAt(tc, 1) {
 			for i, id := range j.MediaRefs {
 				if failedAt(tc, firstRef+i) {

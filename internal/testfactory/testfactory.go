@@ -21,6 +21,7 @@ import (
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
@@ -197,10 +198,11 @@ func Build(opts JobOpts) job.Job {
 		opts.Hash = random(16)
 	}
 	at := opts.At.UTC()
+	params, _ := job.DocOf(publish.Params{Title: opts.Title}) // a struct of strings always encodes
 	j := job.Job{
-		ID: ids.New(ids.Job), Type: job.TypePublish, Status: opts.Status, Tier: string(opts.Tier),
-		Phase: string(opts.Status), Phases: job.NewPhases(job.TypePublish),
-		Params:   job.Params{Title: opts.Title},
+		ID: ids.New(ids.Job), Type: publish.Type, Status: opts.Status, Tier: string(opts.Tier),
+		Phase: string(opts.Status), Phases: job.NewPhases(publish.Phases...),
+		Params:   params,
 		Attempts: opts.Attempts, MaxAttempts: opts.MaxAttempts, WebhookURL: opts.WebhookURL,
 		CreatedAt: at, UpdatedAt: at, Owner: opts.Owner, Hash: opts.Hash,
 	}
@@ -218,7 +220,7 @@ func Build(opts JobOpts) job.Job {
 		until := at.Add(time.Minute)
 		j.QueuedAt, j.Enqueues, j.StartedAt = &at, 1, &at
 		j.HeartbeatAt, j.LeaseOwner, j.LeaseUntil = &at, "factory-worker", &until
-		j.Phase = job.PhaseToken
+		j.Phase = publish.PhaseToken
 	case job.Succeeded, job.Failed, job.Cancelled:
 		j.StartedAt, j.FinishedAt = &at, &at
 		if opts.Status == job.Failed {

@@ -189,7 +189,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		if chance(o.DuplicateRate) {
 			// A second delivery of the same job while the first is in flight.
-			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindPublish, JobID: ids[i], Send: 1000 + i}); err == nil {
+			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindJob, JobID: ids[i], Send: 1000 + i}); err == nil {
 				atomic.AddInt64(&rep.Duplicates, 1)
 			}
 		}

@@ -22,6 +22,8 @@ import (
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -88,6 +90,9 @@ func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (
 	}
 	if r.EventArchiveARN, err = archive(ctx, c.EventBridge, r.EventBusARN, def); err != nil {
 		return r, fmt.Errorf("provisioning event archive %s: %w", def.EventArchive.Name, err)
+	}
+	if err := scheduleGroup(ctx, c.Scheduler, def.ScheduleGroup); err != nil {
+		return r, fmt.Errorf("provisioning schedule group %s: %w", def.ScheduleGroup, err)
 	}
 	slog.DebugContext(ctx, "provisioned", "env", def.Env, "prefix", def.Prefix)
 	return r, nil
@@ -464,4 +469,21 @@ func archive(ctx context.Context, client *eventbridge.Client, busARN string, def
 		return "", err
 	}
 	return aws.ToString(out.ArchiveArn), nil
+}
+
+// scheduleGroup creates the EventBridge Scheduler group of the users'
+// recurring schedules unless it exists.
+func scheduleGroup(ctx context.Context, client *scheduler.Client, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, err := client.GetScheduleGroup(ctx, &scheduler.GetScheduleGroupInput{Name: aws.String(name)}); err == nil {
+		return nil
+	}
+	_, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(name)})
+	var conflict *schedtypes.ConflictException
+	if errors.As(err, &conflict) {
+		return nil
+	}
+	return err
 }

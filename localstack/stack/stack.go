@@ -30,6 +30,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -71,6 +72,9 @@ type Options struct {
 	// DisablePollers leaves the queues alone, so a test can drive the
 	// publisher itself.
 	DisablePollers bool
+	// Kinds are kinds of job added to the built-in ones (in-process mode:
+	// the functions' binaries know only the built-in kinds).
+	Kinds []kind.Kind
 	// Counter, when set, counts every AWS request the running stack makes
 	// (provisioning excluded; the S3 bridge's polls, which stand in for S3
 	// invoking a function and have no AWS counterpart; and in binary mode
@@ -106,9 +110,13 @@ type Stack struct {
 	StreamURL    string
 	SimulatorURL string
 	// Endpoints are the emulators the stack talks to.
-	Endpoints   awsclient.Endpoints
-	Config      config.Config
-	App         *app.App
+	Endpoints awsclient.Endpoints
+	Config    config.Config
+	App       *app.App
+	// Schedules fires the users' recurring schedules (polling every
+	// ScheduleFirerInterval unless the pollers are disabled; tests call
+	// RunOnce with their clock).
+	Schedules   *runtime.ScheduleFirer
 	Provisioned provision.Result
 	Simulator   *simulator.Server
 	// EmulatorStart is how long our own moto took to answer (0 when an
@@ -229,6 +237,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	env[config.VarBucket] = def.Bucket.Name
 	env[config.VarKMSKeyID] = res.KMSKeyID
 	env[config.VarEventBus] = def.EventBus
+	// The users' schedules live in the emulator's Scheduler; the local
+	// runtime fires them at the recovery handler (ScheduleFirer).
+	env[config.VarScheduleGroup] = def.ScheduleGroup
+	env[config.VarScheduleTargetARN] = LocalFunctionARN(def.Prefix + "-" + resources.FuncRecovery)
+	env[config.VarScheduleRoleARN] = "arn:aws:iam::123456789012:role/" + def.Prefix + "-scheduler"
 	env[config.VarAPIAddr] = ln.Addr().String()
 	env[config.VarDeviantArtURL] = simURL
 	for _, name := range []string{config.VarJWTSecret} {
@@ -249,7 +262,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Config = cfg
-	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics})
+	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -347,6 +360,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		if !opts.DisablePollers {
 			s.wg.Go(func() { tk.Run(rctx) })
 		}
+	}
+	s.Schedules = &runtime.ScheduleFirer{Client: uncounted.Scheduler, Group: def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
+		Interval: ScheduleFirerInterval, Now: opts.Now, Logger: opts.Logger}
+	if !opts.DisablePollers {
+		s.wg.Go(func() { s.Schedules.Run(rctx) })
 	}
 	if err := waitHealthy(ctx, s.APIURL); err != nil {
 		return nil, err
@@ -496,3 +514,13 @@ func (s *Stack) Close() {
 		}
 	})
 }
+
+// LocalFunctionARN is the ARN a function named name would have in the
+// emulator's account (schedules name their target by it).
+func LocalFunctionARN(name string) string {
+	return "arn:aws:lambda:us-east-1:123456789012:function:" + name
+}
+
+// ScheduleFirerInterval is how often the local runtime looks for the users'
+// schedules' ticks (a tick fires at most this late).
+const ScheduleFirerInterval = 5 * time.Second

@@ -18,6 +18,16 @@ export interface Output {
   url: string;
 }
 
+/** The result of an http job: the target's response. */
+export interface HTTPResult {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  bodyEncoding?: 'base64';
+  truncated?: boolean;
+  durationMs: number;
+}
+
 export interface Phase {
   name: string;
   status: string;
@@ -49,7 +59,8 @@ export interface Job {
   attempts: number;
   maxAttempts: number;
   error: ApiErrorBody | null;
-  result: Output | null;
+  /** publish: the deviation; http: the response; other kinds: their own object. */
+  result: Output | HTTPResult | Record<string, unknown> | null;
   createdAt: string;
   updatedAt: string;
   scheduleAt: string | null;

@@ -111,7 +111,7 @@ export const jobView: View = (root, ctx, params) => {
         ),
       ),
     );
-    replace(result, j.result ? h('p', null, 'Result: deviation ', h('code', { 'data-testid': 'deviation' }, j.result.deviationId), j.result.url ? [' — ', h('a', { href: j.result.url, rel: 'noopener noreferrer', target: '_blank' }, j.result.url)] : null) : null);
+    replace(result, resultView(j.result));
     const finished = FINISHED.has(j.status);
     replace(
       actions,
@@ -191,3 +191,17 @@ export const jobView: View = (root, ctx, params) => {
     stream?.close();
   };
 };
+
+/** resultView renders a job's result by its kind: a deviation, an HTTP
+ * response, or any other kind's result as JSON. */
+function resultView(r: Job['result']): HTMLElement | null {
+  if (!r) return null;
+  if ('deviationId' in r && typeof r.deviationId === 'string') {
+    const url = typeof r.url === 'string' ? r.url : '';
+    return h('p', null, 'Result: deviation ', h('code', { 'data-testid': 'deviation' }, r.deviationId), url ? [' — ', h('a', { href: url, rel: 'noopener noreferrer', target: '_blank' }, url)] : null);
+  }
+  if ('status' in r && typeof r.status === 'number' && 'durationMs' in r) {
+    return h('p', null, 'Result: HTTP ', h('code', { 'data-testid': 'http-status' }, String(r.status)), ` in ${String(r.durationMs)} ms`);
+  }
+  return h('p', null, 'Result: ', h('code', null, JSON.stringify(r)));
+}

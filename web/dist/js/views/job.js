@@ -36,7 +36,7 @@ export const jobView = (root, ctx, params) => {
         replace(details, dd('Title', j.params?.title ?? '—'), dd('Type', j.type), dd('Tier', j.tier), dd('Attempts', `${j.attempts} of ${j.maxAttempts}`), dd('Created', timeEl(j.createdAt)), j.scheduleAt ? dd('Scheduled for', timeEl(j.scheduleAt)) : null, dd('Started', timeEl(j.startedAt)), dd('Finished', timeEl(j.finishedAt)), dd('Updated', timeEl(j.updatedAt)));
         replace(timeline, (j.phases ?? []).map((p, i) => phaseItem(p, i, j)));
         replace(items, (j.items ?? []).map((it) => h('tr', { 'data-item': it.id, 'data-status': it.status }, h('th', { scope: 'row' }, h('code', null, it.id)), h('td', null, h('code', null, it.uploadId)), h('td', null, badge(it.status)), h('td', null, it.output ? [h('code', null, it.output.deviationId), ' ', it.output.url ? h('a', { href: it.output.url, rel: 'noopener noreferrer', target: '_blank' }, 'open') : null] : '—'), h('td', null, it.error ? `${it.error.code}: ${it.error.message}` : ''))));
-        replace(result, j.result ? h('p', null, 'Result: deviation ', h('code', { 'data-testid': 'deviation' }, j.result.deviationId), j.result.url ? [' — ', h('a', { href: j.result.url, rel: 'noopener noreferrer', target: '_blank' }, j.result.url)] : null) : null);
+        replace(result, resultView(j.result));
         const finished = FINISHED.has(j.status);
         replace(actions, !finished ? h('button', { type: 'button', onclick: () => void act('cancel') }, 'Cancel job') : null, ['failed', 'cancelled', 'stale'].includes(j.status) ? h('button', { type: 'button', onclick: () => void act('retry') }, 'Retry job') : null);
     }
@@ -107,3 +107,17 @@ export const jobView = (root, ctx, params) => {
         stream?.close();
     };
 };
+/** resultView renders a job's result by its kind: a deviation, an HTTP
+ * response, or any other kind's result as JSON. */
+function resultView(r) {
+    if (!r)
+        return null;
+    if ('deviationId' in r && typeof r.deviationId === 'string') {
+        const url = typeof r.url === 'string' ? r.url : '';
+        return h('p', null, 'Result: deviation ', h('code', { 'data-testid': 'deviation' }, r.deviationId), url ? [' — ', h('a', { href: url, rel: 'noopener noreferrer', target: '_blank' }, url)] : null);
+    }
+    if ('status' in r && typeof r.status === 'number' && 'durationMs' in r) {
+        return h('p', null, 'Result: HTTP ', h('code', { 'data-testid': 'http-status' }, String(r.status)), ` in ${String(r.durationMs)} ms`);
+    }
+    return h('p', null, 'Result: ', h('code', null, JSON.stringify(r)));
+}

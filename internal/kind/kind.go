@@ -1,0 +1,201 @@
+// Package kind is the API a kind of job implements, and the registry the
+// core asks. The core (submission, the run loop, recovery, admin) knows a
+// job only as a Kind: a name, params it may not read, phases, items, and a
+// Work step whose errors internal/retry classifies. Adding a kind is
+// writing one Kind and registering it (see the README, "Adding a kind").
+//
+// The shape follows River's JobArgs/Worker[T] (a kind names itself and
+// works on its own args) and asynq's Handler (one method that runs the
+// work and says, by its error, what happens next), kept small.
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/netguard"
+)
+
+// Spec is what a submission asks of a kind: its items and its params, as
+// the user sent them (Normalize) or as the kind normalised them (the
+// canonical form that is hashed and stored).
+type Spec struct {
+	// Items name the job's inputs (for publish: confirmed uploads).
+	Items []Item `json:"items"`
+	// Params is the kind's own JSON object.
+	Params json.RawMessage `json:"params"`
+}
+
+// Item is one input a submission names.
+type Item struct {
+	UploadID string `json:"uploadId"`
+}
+
+// Env is what validation may depend on.
+type Env struct {
+	// Local is the local environment: plain http and private targets are
+	// allowed there only.
+	Local bool
+	// Resolver checks host names (default net.DefaultResolver).
+	Resolver netguard.Resolver
+}
+
+// URLPolicy is the outbound URL policy of env (netguard).
+func (e Env) URLPolicy() netguard.Policy {
+	return netguard.Policy{AllowHTTP: e.Local, AllowPrivate: e.Local, Resolver: e.Resolver}
+}
+
+// Kind is one kind of job.
+type Kind interface {
+	// Name is the job's "type" in the API ("publish", "http"): lower case,
+	// stable, unique in a registry.
+	Name() string
+	// Normalize returns the canonical form of s: two submissions that mean
+	// the same job normalise to the same Spec (and so the same idempotency
+	// hash). It reads no clock and does no I/O. Input it cannot read is
+	// returned as a *FieldError.
+	Normalize(s Spec) (Spec, error)
+	// Validate checks a normalised Spec: shape and limits, and whatever
+	// needs the environment (a URL's policy). Errors are *FieldError (400).
+	Validate(ctx context.Context, env Env, s Spec) error
+	// Prepare fills a new job from a valid Spec, before it is stored: its
+	// items (j.Items), anything the kind looks up (I/O allowed). Input that
+	// is well-formed but unusable (an upload not confirmed, no connected
+	// account) is an *UnusableError (422).
+	Prepare(ctx context.Context, owner string, s Spec, j *job.Job) error
+	// Phases are the names of the job's phases, in order.
+	Phases() []string
+	// Work runs the job's unfinished phases for one attempt, resuming after
+	// what earlier attempts recorded (Attempt.Job, Attempt.Tried), and ends
+	// the job with job.Succeed when done. An error ends the attempt and is
+	// classified by internal/retry: mark it with retry.Permanent,
+	// retry.Temporary (optionally with a delay) or retry.Snooze, or return
+	// an error that says Temporary()/StatusCode()/RetryAfter(). Wrap it in
+	// a *StepError to name the phase (and item) that failed.
+	Work(ctx context.Context, a Attempt) error
+}
+
+// Attempt is one claimed run of a job, as the run loop hands it to Work.
+// The loop keeps the lease (heartbeat) and records the failure; the kind
+// records its progress through Save.
+type Attempt interface {
+	// Job returns a copy of the job as last saved.
+	Job() job.Job
+	// Tried reports whether an earlier attempt may have done item i's
+	// external call without recording it (ask before repeating).
+	Tried(item int) bool
+	// Save applies mutate to the job and stores it (a conditional write;
+	// on a race with the heartbeat mutate is applied again to the fresh
+	// copy). It fails when the job stopped being this attempt's
+	// (cancelled, taken over): Work must then return that error.
+	Save(ctx context.Context, mutate func(*job.Job)) error
+	// Logger carries the job id, tier and attempt.
+	Logger() *slog.Logger
+	// Now is the run loop's clock.
+	Now() time.Time
+}
+
+// FieldError is bad input (400), named by field ("params.url").
+type FieldError struct{ Field, Message string }
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Message }
+
+// UnusableError is well-formed input that cannot be used (422).
+type UnusableError struct{ Code, Field, Message string }
+
+func (e *UnusableError) Error() string { return e.Message }
+
+// StepError says which phase (and item, or -1) an attempt failed in; the
+// run loop marks them failed or pending again.
+type StepError struct {
+	Phase string
+	Item  int
+	Err   error
+}
+
+// Step wraps err as failing phase (item -1 for the whole job). Step(…, nil)
+// is nil.
+func Step(phase string, item int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &StepError{Phase: phase, Item: item, Err: err}
+}
+
+func (e *StepError) Error() string { return e.Err.Error() }
+
+// Unwrap makes the cause visible to errors.Is/As (and to internal/retry).
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Registry is the set of kinds the core knows. The zero value is empty;
+// it is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	kinds map[string]Kind
+}
+
+// NewRegistry returns a registry holding kinds.
+func NewRegistry(kinds ...Kind) *Registry {
+	r := &Registry{}
+	for _, k := range kinds {
+		r.MustRegister(k)
+	}
+	return r
+}
+
+// ErrDuplicate is returned when a kind's name is already taken.
+var ErrDuplicate = errors.New("kind already registered")
+
+// Register adds k; a second kind with the same name is refused.
+func (r *Registry) Register(k Kind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kinds == nil {
+		r.kinds = map[string]Kind{}
+	}
+	if _, ok := r.kinds[k.Name()]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicate, k.Name())
+	}
+	r.kinds[k.Name()] = k
+	return nil
+}
+
+// MustRegister is Register for wiring code, where a duplicate is a bug.
+func (r *Registry) MustRegister(k Kind) {
+	if err := r.Register(k); err != nil {
+		panic(err)
+	}
+}
+
+// Get returns the kind named name.
+func (r *Registry) Get(name string) (Kind, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	k, ok := r.kinds[name]
+	return k, ok
+}
+
+// Names lists the registered kinds, sorted.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.kinds))
+	for n := range r.kinds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,197 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Type is the publish kind's name: a job of confirmed uploads published
+// to the external API.
+const Type = "publish"
+
+// The phases of a publish job, in order. Download streams each object from
+// S3 straight into the upload, so an item's download completes when its
+// bytes have all been read by the upload.
+const (
+	PhaseToken    = "token"
+	PhaseDownload = "download"
+	PhaseUpload   = "upload"
+	PhasePublish  = "publish"
+)
+
+// Phases lists the phases of a publish job in order.
+var Phases = []string{PhaseToken, PhaseDownload, PhaseUpload, PhasePublish}
+
+// Limits of a publish submission.
+const (
+	MaxItems       = 20
+	MaxTitle       = 200
+	MaxDescription = 10000
+	MaxTags        = 30
+	MaxTagLength   = 50
+)
+
+// Params are a publish job's params: what the deviation says.
+type Params struct {
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// Kind returns the publish kind, run by p.
+func (p *Publisher) Kind() kind.Kind { return publishKind{p} }
+
+type publishKind struct{ p *Publisher }
+
+func (publishKind) Name() string     { return Type }
+func (publishKind) Phases() []string { return slices.Clone(Phases) }
+
+// Normalize trims the text, collapses the title's whitespace, lower-cases,
+// de-duplicates and sorts the tags.
+func (publishKind) Normalize(s kind.Spec) (kind.Spec, error) {
+	var in Params
+	if len(s.Params) > 0 && string(s.Params) != "null" {
+		if err := strictDecode(s.Params, &in); err != nil {
+			return s, &kind.FieldError{Field: "params", Message: err.Error()}
+		}
+	}
+	n := Params{
+		Title:       strings.Join(strings.Fields(in.Title), " "),
+		Description: strings.TrimSpace(in.Description),
+	}
+	for _, tag := range in.Tags {
+		if t := strings.ToLower(strings.TrimSpace(tag)); t != "" && !slices.Contains(n.Tags, t) {
+			n.Tags = append(n.Tags, t)
+		}
+	}
+	slices.Sort(n.Tags)
+	out := kind.Spec{}
+	for _, it := range s.Items {
+		out.Items = append(out.Items, kind.Item{UploadID: strings.TrimSpace(it.UploadID)})
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return s, err
+	}
+	out.Params = b
+	return out, nil
+}
+
+// Validate checks items and params (400s).
+func (publishKind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
+	var p Params
+	if err := json.Unmarshal(s.Params, &p); err != nil {
+		return &kind.FieldError{Field: "params", Message: "must be an object"}
+	}
+	switch {
+	case len(s.Items) == 0:
+		return &kind.FieldError{Field: "items", Message: "must hold at least one item"}
+	case len(s.Items) > MaxItems:
+		return &kind.FieldError{Field: "items", Message: fmt.Sprintf("must hold at most %d items", MaxItems)}
+	case p.Title == "":
+		return &kind.FieldError{Field: "params.title", Message: "is required"}
+	case utf8.RuneCountInString(p.Title) > MaxTitle:
+		return &kind.FieldError{Field: "params.title", Message: fmt.Sprintf("must be at most %d characters", MaxTitle)}
+	case utf8.RuneCountInString(p.Description) > MaxDescription:
+		return &kind.FieldError{Field: "params.description", Message: fmt.Sprintf("must be at most %d characters", MaxDescription)}
+	case len(p.Tags) > MaxTags:
+		return &kind.FieldError{Field: "params.tags", Message: fmt.Sprintf("must hold at most %d tags", MaxTags)}
+	}
+	seen := map[string]bool{}
+	for i, it := range s.Items {
+		field := fmt.Sprintf("items[%d].uploadId", i)
+		if !ids.Valid(ids.Upload, it.UploadID) {
+			return &kind.FieldError{Field: field, Message: "is not an upload id"}
+		}
+		if seen[it.UploadID] {
+			return &kind.FieldError{Field: field, Message: "is listed twice"}
+		}
+		seen[it.UploadID] = true
+	}
+	for i, tag := range p.Tags {
+		if utf8.RuneCountInString(tag) > MaxTagLength {
+			return &kind.FieldError{Field: fmt.Sprintf("params.tags[%d]", i), Message: fmt.Sprintf("must be at most %d characters", MaxTagLength)}
+		}
+	}
+	return nil
+}
+
+// Prepare checks, in one read, that every upload is confirmed and the
+// owner's and that the owner has a connected account, and makes the items.
+func (k publishKind) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+	uploadIDs := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		uploadIDs[i] = it.UploadID
+	}
+	ups, connected, err := k.p.cfg.Store.GetUploadsAndAccount(ctx, uploadIDs, owner, k.p.cfg.Provider)
+	if err != nil {
+		return err
+	}
+	for i, id := range uploadIDs {
+		u, ok := ups[id]
+		field := fmt.Sprintf("items[%d].uploadId", i)
+		switch {
+		case !ok || u.Owner != owner:
+			return &kind.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
+		case u.Status == store.UploadExpired:
+			return ExpiredUpload(field, id)
+		case u.Status != store.UploadConfirmed:
+			return &kind.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
+		}
+		j.Items = append(j.Items, job.Item{
+			ID: ids.New(ids.Item), UploadID: id, Status: job.ItemPending,
+			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename, Pin: u.Pin,
+		})
+	}
+	if !connected {
+		return &kind.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}
+	}
+	return nil
+}
+
+// ExpiredUpload is the 422 for an upload no new job may name.
+func ExpiredUpload(field, id string) error {
+	return &kind.UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
+}
+
+// Work runs the publish phases. The attempt is always the publisher's own
+// run (the publish kind needs its token and its facts-recording writes).
+func (k publishKind) Work(ctx context.Context, a kind.Attempt) error {
+	r, ok := a.(*run)
+	if !ok {
+		return errors.New("the publish kind runs only in the publisher's run loop")
+	}
+	return r.phases(ctx)
+}
+
+// strictDecode decodes b into v, refusing unknown fields.
+func strictDecode(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return errors.New("is not a valid object for this kind: " + err.Error())
+	}
+	return nil
+}
+
+// The run is the kind.Attempt of every kind's Work.
+
+func (r *run) Job() job.Job         { return r.snapshot() }
+func (r *run) Logger() *slog.Logger { return r.log }
+func (r *run) Now() time.Time       { return r.p.cfg.Now() }
+func (r *run) Tried(i int) bool     { return i >= 0 && i < len(r.tried) && r.tried[i] }
+func (r *run) Save(ctx context.Context, mutate func(*job.Job)) error {
+	return r.save(ctx, mutate)
+}
