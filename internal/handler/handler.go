@@ -131,6 +131,12 @@ func delay(ctx context.Context, client *sqs.Client, urls QueueURLs, m events.SQS
 // reported failed, so SQS hands it back when it is due.
 func Publisher(pub *publish.Publisher, client *sqs.Client, urls QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		// The batch's outcomes reach the hourly counters in one write.
+		defer func() {
+			if err := pub.Flush(ctx); err != nil {
+				log.WarnContext(ctx, "counting finished jobs failed; kept for the next batch", "error", err)
+			}
+		}()
 		return consumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
 			msg, err := queue.Decode(m.Body)
 			if err != nil {

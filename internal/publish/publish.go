@@ -52,7 +52,7 @@ const (
 	AfterClaim   = "after-claim"
 	AfterToken   = "after-token"
 	AfterSubmit  = "after-submit"  // the API returned the itemid, nothing persisted yet
-	AfterUpload  = "after-upload"  // the itemid is persisted
+	AfterUpload  = "after-upload"  // the itemid is persisted, or (the last item to upload) held for the publish write
 	AfterPublish = "after-publish" // the API published, nothing persisted yet
 	AfterItem    = "after-item"    // the item's output is persisted
 	BeforeFinish = "before-finish"
@@ -88,7 +88,13 @@ type Config struct {
 }
 
 // Publisher runs jobs.
-type Publisher struct{ cfg Config }
+type Publisher struct {
+	cfg Config
+	// tally holds the outcomes of finished jobs not yet added to the hourly
+	// counters (Flush), by hour and status.
+	mu    sync.Mutex
+	tally map[time.Time]map[job.Status]int
+}
 
 // New returns a Publisher.
 func New(cfg Config) *Publisher {
@@ -107,7 +113,7 @@ func New(cfg Config) *Publisher {
 	if cfg.MaxReceives == 0 {
 		cfg.MaxReceives = resources.DefaultMaxReceiveCount
 	}
-	return &Publisher{cfg: cfg}
+	return &Publisher{cfg: cfg, tally: map[time.Time]map[job.Status]int{}}
 }
 
 // Verdict tells the queue consumer what to do with the message.
@@ -311,11 +317,45 @@ func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) 
 	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
 }
 
-// countFinished adds the outcome to the hour's counters (the admin stats).
-func (p *Publisher) countFinished(ctx context.Context, log *slog.Logger, st job.Status) {
-	if err := p.cfg.Store.CountFinished(context.WithoutCancel(ctx), st, p.cfg.Now()); err != nil {
-		log.WarnContext(ctx, "counting the finished job failed", "error", err)
+// countFinished tallies the outcome for the hour's counters (the admin
+// stats); Flush writes the tally.
+func (p *Publisher) countFinished(_ context.Context, _ *slog.Logger, st job.Status) {
+	hour := p.cfg.Now().UTC().Truncate(time.Hour)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tally[hour] == nil {
+		p.tally[hour] = map[job.Status]int{}
 	}
+	p.tally[hour][st]++
+}
+
+// Flush adds the outcomes tallied since the last Flush to the hourly
+// counters: one write per hour that had outcomes, whatever their number.
+// The consumer calls it once per batch, so the counters cost a write per
+// batch instead of one per job. What cannot be written is kept for the next
+// Flush. The counters are statistics, not a ledger (a redelivery that
+// finishes a job again counts it again; an instance that dies loses what it
+// had not flushed).
+func (p *Publisher) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	tally := p.tally
+	p.tally = map[time.Time]map[job.Status]int{}
+	p.mu.Unlock()
+	var errs []error
+	for hour, counts := range tally {
+		if err := p.cfg.Store.AddFinished(context.WithoutCancel(ctx), hour, counts); err != nil {
+			errs = append(errs, err)
+			p.mu.Lock()
+			if p.tally[hour] == nil {
+				p.tally[hour] = map[job.Status]int{}
+			}
+			for st, n := range counts {
+				p.tally[hour][st] += n
+			}
+			p.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (p *Publisher) crash(point string, j *job.Job) error {
@@ -345,6 +385,14 @@ type run struct {
 	// whether a 401 has already forced a refresh in this run.
 	token    string
 	reauthed bool
+	// unsaved are facts about the outside world (an uploaded item's stash
+	// id) already applied to job but not yet written: the next write
+	// carries them (the post-upload write folded into the publish write).
+	// save re-applies them when a conflict makes it re-read the job, and
+	// record's fallback writes them too. Until they are written, a
+	// crash leaves the item "tried", so the next run asks the API (by
+	// stack) before submitting: nothing is uploaded twice.
+	unsaved []func(*job.Job)
 }
 
 // authed calls the API through call with the run's access token. The API
@@ -378,7 +426,13 @@ func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 	if err == nil {
 		return nil
 	}
+	r.mu.Lock()
+	held := slices.Clone(r.unsaved)
+	r.mu.Unlock()
 	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
+		for _, f := range held {
+			f(j)
+		}
 		facts(j)
 		return nil
 	})
@@ -398,6 +452,9 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 	r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	for range 5 {
 		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
+		if err == nil {
+			r.unsaved = nil
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
@@ -409,6 +466,9 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 			return errLostLease
 		}
 		r.job = fresh
+		for _, f := range r.unsaved {
+			f(&r.job)
+		}
 		mutate(&r.job)
 		r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	}
@@ -494,22 +554,34 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		}
 		done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
-		if err := r.record(ctx, func(j *job.Job) {
+		uploaded := func(j *job.Job) {
 			if j.Items[i].Status == job.ItemPending {
 				j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
 			}
-		}, func(j *job.Job) {
+		}
+		progress := func(j *job.Job) {
 			pct := done * 100 / total
 			msg := fmt.Sprintf("%d of %d items", done, total)
 			j.SetPhaseProgress(job.PhaseDownload, pct, msg)
 			j.SetPhaseProgress(job.PhaseUpload, pct, msg)
 			if done == total {
-				// Persisted, and their events emitted, with this write.
+				// Persisted, and their events emitted, with the next write.
 				j.CompletePhase(job.PhaseDownload, msg, now())
 				j.CompletePhase(job.PhaseUpload, msg, now())
 			}
 			j.Emit(job.EventProgress, now(), map[string]string{"phase": job.PhaseUpload, "items": msg})
-		}); err != nil {
+		}
+		if lastPending(r.snapshot(), i) {
+			// The last upload: its write is folded into the next one (the
+			// publish, or the failure), a round trip less per job. A crash
+			// before that write leaves the item tried, and the next run
+			// finds the stash item by its stack instead of submitting again.
+			r.mu.Lock()
+			uploaded(&r.job)
+			progress(&r.job)
+			r.unsaved = append(r.unsaved, uploaded)
+			r.mu.Unlock()
+		} else if err := r.record(ctx, uploaded, progress); err != nil {
 			return err
 		}
 		if err := p.crash(AfterUpload, &j); err != nil {
@@ -586,6 +658,16 @@ func (r *run) finish(j *job.Job) {
 	}
 	j.Error = nil
 	_ = j.Apply(job.Succeed, now)
+}
+
+// lastPending reports whether item i is the last item of j still to upload.
+func lastPending(j job.Job, i int) bool {
+	for k := i + 1; k < len(j.Items); k++ {
+		if j.Items[k].Status == job.ItemPending {
+			return false
+		}
+	}
+	return true
 }
 
 // countItems counts items in one of statuses, counting item i as if it had

@@ -131,13 +131,32 @@ func HourKey(t time.Time) string { return t.UTC().Format(statsHourLayout) }
 // a job's finishing write succeeded: a redelivery that finishes the job
 // again would count it again, so the counters are statistics, not a ledger.
 func (s *Store) CountFinished(ctx context.Context, status job.Status, at time.Time) error {
-	if !status.Finished() {
-		return fmt.Errorf("counting finished jobs: %q is not a finished status", status)
-	}
+	return s.AddFinished(ctx, at, map[job.Status]int{status: 1})
+}
+
+// AddFinished adds counts (by finished status) to the counters of the hour
+// of at in one UpdateItem ADD on one of StatsShards items: a consumer tallies
+// the jobs a batch finished and writes them once (publish.Publisher.Flush),
+// so the counters cost a write per batch rather than per job.
+func (s *Store) AddFinished(ctx context.Context, at time.Time, counts map[job.Status]int) error {
 	hour := at.UTC().Truncate(time.Hour)
+	var upd expression.UpdateBuilder
+	n := 0
+	for status, c := range counts {
+		if !status.Finished() {
+			return fmt.Errorf("counting finished jobs: %q is not a finished status", status)
+		}
+		if c == 0 {
+			continue
+		}
+		upd = upd.Add(expression.Name(string(status)), expression.Value(c))
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
 	pk := "STATS#" + strconv.Itoa(rand.IntN(StatsShards))
-	upd := expression.Add(expression.Name(string(status)), expression.Value(1)).
-		Set(expression.Name("hour"), expression.Value(HourKey(hour))).
+	upd = upd.Set(expression.Name("hour"), expression.Value(HourKey(hour))).
 		Set(expression.Name(resources.AttrExpiresAt), expression.Value(hour.Add(StatsRetention).Unix()))
 	e, err := expression.NewBuilder().WithUpdate(upd).Build()
 	if err != nil {
@@ -148,7 +167,7 @@ func (s *Store) CountFinished(ctx context.Context, status job.Status, at time.Ti
 		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
 	if err != nil {
-		return fmt.Errorf("counting a %s job: %w", status, err)
+		return fmt.Errorf("counting finished jobs: %w", err)
 	}
 	return nil
 }
