@@ -369,3 +369,51 @@ func TestRateLimitStormOpensTheCircuitAndNoJobFails(t *testing.T) {
 	}
 	t.Logf("calls that reached the API while open: %d in %s", during, window.Round(time.Millisecond))
 }
+
+// TestPauseHoldsOnEveryCopyOfTheTierFlag pauses a tier, then lets a
+// dozen of its jobs be delivered: their claims check different copies of
+// the tier's flag (store.TierFlagShards), and every one parks instead of
+// starting. After the resume they all run.
+func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-pause-copies", "user", "free") // the low tier
+	b.Connect(tok)
+	ctx := context.Background()
+	ids := make([]string, 12)
+	for i := range ids {
+		ids[i] = submit(b, tok, fmt.Sprintf("paused %d", i), 1)
+	}
+	admin := b.Token("ops", "admin", "pro")
+	b.Must(b.Call("POST", "/v1/admin/tiers/low/pause", admin, nil), 200)
+	st := b.Stack.App.Store
+	for _, id := range ids {
+		v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := st.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.Queued || j.Waiting != "paused" || j.Attempts != 0 {
+			t.Errorf("job %s delivered while its tier is paused: verdict %+v, status %s, waiting %q, attempts %d", id, v, j.Status, j.Waiting, j.Attempts)
+		}
+	}
+	if pubs := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]; pubs != 0 {
+		t.Errorf("%d submits while the tier was paused", pubs)
+	}
+	b.Must(b.Call("POST", "/v1/admin/tiers/low/resume", admin, nil), 200)
+	for _, id := range ids {
+		// The release sweep would send them; claim them directly.
+		if _, err := st.UpdateJob(ctx, id, func(j *job.Job) error { return j.Unpark(time.Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if j, _ := st.GetJob(ctx, id); j.Status != job.Succeeded {
+			t.Errorf("job %s after the resume: %s", id, j.Status)
+		}
+	}
+}

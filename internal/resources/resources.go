@@ -273,7 +273,13 @@ const (
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
-const SweepShards = 4
+// Each status partition takes about 6 WCU per job passing through it (a
+// 3 KB job item written in and out), and an index partition takes 1,000
+// WCU/s: 16 shards carry about 2,600 jobs/s (see the capacity model of
+// `make bench`). Raising it is safe: a job's shard is its hash modulo this
+// number, and sweeps query every shard up to it, old ones included;
+// lowering it would hide the jobs in the dropped shards.
+const SweepShards = 16
 
 // Default tuning shared by all environments.
 const (
@@ -377,7 +383,12 @@ func Named(env Env, prefix string) Definition {
 		}},
 		Functions: []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream},
 	}
-	concurrency := map[Tier]int{High: 50, Medium: 20, Low: 5, System: 10}
+	// Weights 4:2:1 between the publish tiers; sized by the capacity model
+	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
+	// API): with a third of the jobs in each tier, low binds first at about
+	// 1,500 jobs/s. 545 together stay inside the default regional quota of
+	// 1,000 concurrent executions, with room for the API and confirm.
+	concurrency := map[Tier]int{High: 300, Medium: 150, Low: 75, System: 20}
 	for _, t := range Tiers {
 		consumer := FuncPublisher
 		if t == System {
