@@ -116,6 +116,7 @@ type result struct {
 	// simulator latency of -sim-latency and at zero latency.
 	USDPerMillionTotal     float64            `json:"usd_per_million_jobs_total"`
 	USDPerMillionTotalZero float64            `json:"usd_per_million_jobs_total_zero_latency"`
+	USDPerMillionTotalAWS  float64            `json:"usd_per_million_jobs_total_at_aws_latencies"`
 	Bill                   map[string]float64 `json:"bill_usd_per_million_jobs"`
 	BillZero               map[string]float64 `json:"bill_usd_per_million_jobs_zero_latency"`
 	SimLatencyMs           float64            `json:"sim_latency_ms"`
@@ -323,6 +324,7 @@ func run(o opts) error {
 		s.Simulator.SetSettings(set)
 		res.Bill = bill(slow, upload)
 		res.USDPerMillionTotal = res.Bill["total"]
+		res.USDPerMillionTotalAWS = res.Bill["total at aws latencies"]
 	} else {
 		res.Bill, res.USDPerMillionTotal = res.BillZero, res.USDPerMillionTotalZero
 	}
@@ -471,7 +473,8 @@ func bill(ph, up phase) map[string]float64 {
 	}
 	req(ph.counts, n)
 	req(up.counts, un)
-	b["requests s3"] += prices["S3.write"].usd * 1e6 // the browser's presigned PUT
+	// The browser's presigned PUT is in up.counts: the counter's middleware
+	// sees PresignPutObject as an S3.PutObject, one per upload, as the PUT.
 	invocations, gbs := 0.0, 0.0
 	for fn, ds := range ph.durations {
 		invocations += float64(len(ds)) / n
@@ -494,11 +497,25 @@ func bill(ph, up phase) map[string]float64 {
 	// Fixed: the event source mappings' idle long polls, about 5 pollers
 	// per queue each receiving every 20 s, four queues.
 	b["idle esm polls (fixed, per 1M jobs/month)"] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
-	total := 0.0
+	sum := 0.0
 	for _, v := range b {
-		total += v
+		sum += v
 	}
-	b["total"] = total
+	b["total"] = sum
+	// The same bill with Lambda's duration at AWS latencies instead of the
+	// emulators' (see mixOf): the job's requests at awsRequestLatency plus
+	// its external calls, the publisher's memory, a job per invocation; the
+	// API's and confirm's invocations at apiInvocation.
+	total := 0
+	for _, c := range ph.counts {
+		total += c
+	}
+	job := time.Duration(float64(total)/n*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
+	awsGBs := job.Seconds()*float64(resources.FunctionSizes[resources.FuncPublisher].MemoryMB)/1024 +
+		apiCalls*apiInvocation.Seconds()*float64(resources.FunctionSizes[resources.FuncAPI].MemoryMB)/1024 +
+		apiInvocation.Seconds()*float64(resources.FunctionSizes[resources.FuncConfirm].MemoryMB)/1024
+	b["total at aws latencies"] = b["total"] - b["lambda gb-seconds"] + awsGBs*prices["Lambda.GBs"].usd*1e6
+	b["lambda gb-seconds per job at aws latencies"] = awsGBs
 	b["api gateway requests per job"] = apiCalls
 	b["lambda gb-seconds per job"] = gbs
 	b["events per job"] = ph.events
@@ -679,7 +696,7 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "\n%s\tUSD per million jobs\n", title)
 		keys := make([]string, 0, len(b))
 		for k := range b {
-			if k != "total" && !strings.HasSuffix(k, "per job") {
+			if !strings.HasPrefix(k, "total") && !strings.Contains(k, "per job") {
 				keys = append(keys, k)
 			}
 		}
@@ -688,6 +705,7 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 			fmt.Fprintf(w, "  %s\t%.2f\n", k, b[k])
 		}
 		fmt.Fprintf(w, "  total\t%.2f\n", b["total"])
+		fmt.Fprintf(w, "  total with Lambda durations at AWS latencies (%.4f GB-s per job)\t%.2f\n", b["lambda gb-seconds per job at aws latencies"], b["total at aws latencies"])
 		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.4f Lambda GB-s, %.1f events)\n", b["api gateway requests per job"], b["lambda gb-seconds per job"], b["events per job"])
 	}
 	if up.n > 0 {
