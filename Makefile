@@ -21,7 +21,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi
+.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi shape
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -90,6 +90,10 @@ bench: $(EMULATORS) ## measure requests/job, $/million jobs, latencies, throughp
 
 chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
 	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
+
+shape: ## figures of the code's shape: functions over 80 lines, packages without tests, repeated blocks (duplicates, when on PATH)
+	@$(GO) run ./localstack/cmd/shape -max 80
+	@if command -v duplicates >/dev/null; then duplicates --seconds 120 --most 200 | grep -v 'web/dist/' ; fi
 
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
 	cd web && npm ci --no-audit --no-fund && npm run build

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/admin/admintest"
+	"github.com/conveyor/conveyor/localstack/admintest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )

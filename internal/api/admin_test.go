@@ -17,11 +17,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/admin/admintest"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/localstack/admintest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -33,6 +33,7 @@ import (
 type adminBundle struct {
 	*stacktest.Bundle
 	svc      *admin.Service
+	srv      *admintest.Server
 	adminURL string
 	admin    string // admin token
 	service  string // service token
@@ -70,7 +71,7 @@ func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle 
 	if pollers {
 		srv.RunPollers(t)
 	}
-	return &adminBundle{Bundle: b, svc: srv.Service, adminURL: srv.URL, hooks: h,
+	return &adminBundle{Bundle: b, svc: srv.Service, srv: srv, adminURL: srv.URL, hooks: h,
 		admin: b.Token("op-admin", "admin", ""), service: b.Token("mon-service", "service", "")}
 }
 
@@ -292,7 +293,7 @@ func TestPausingATierHoldsItsJobsWhileOthersFlow(t *testing.T) {
 	if r.Body["tier"] != "low" || r.Body["paused"] != true {
 		t.Fatalf("pause: %s", r.Raw)
 	}
-	time.Sleep(300 * time.Millisecond) // a receive already under way when the flag flipped ends
+	ab.srv.WaitPaused(t, resources.Low) // a receive already under way when the flag flipped ends
 
 	lowTok, low := ab.submit("u-free", "free", 1)
 	_, stopped := ab.submit("u-free-2", "free", 1)
@@ -340,7 +341,7 @@ func TestDeadLetteredJobIsRedrivenAndFinishes(t *testing.T) {
 	ctx := context.Background()
 	a := ab.Stack.App
 	ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
-	time.Sleep(300 * time.Millisecond)
+	ab.srv.WaitPaused(t, resources.Low)
 	tok, id := ab.submit("u-dlq", "free", 1)
 	_, other := ab.submit("u-dlq-2", "free", 1)
 
@@ -434,7 +435,7 @@ func TestStopThenRestartKeepsOutputs(t *testing.T) {
 	t.Parallel()
 	ab := setupAdmin(t, nil, true)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
-	time.Sleep(300 * time.Millisecond)
+	ab.srv.WaitPaused(t, resources.Medium)
 	tok, id := ab.submit("u-stop", "pro", 2)
 
 	// Hold the worker right after the first item's output is stored.
@@ -493,7 +494,7 @@ func TestRestartItem(t *testing.T) {
 	t.Parallel()
 	ab := setupAdmin(t, nil, true)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/high/pause", ab.admin, nil), 200)
-	time.Sleep(300 * time.Millisecond)
+	ab.srv.WaitPaused(t, resources.High)
 	tok, id := ab.submit("u-item", "corporate", 2)
 	// The API refuses the second publication for good (a 400), once.
 	var once sync.Once

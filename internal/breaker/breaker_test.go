@@ -13,23 +13,12 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type apiErr struct{ status int }
 
@@ -39,7 +28,7 @@ func (e apiErr) RetryAfter() time.Duration { return 0 }
 func (e apiErr) StatusCode() int           { return e.status }
 
 // instances builds n breakers sharing one table, as n Lambdas would.
-func instances(t *testing.T, n int, clk *clock, counter *awsclient.Counter) []*breaker.Breaker {
+func instances(t *testing.T, n int, clk *clock.Simulated, counter *awsclient.Counter) []*breaker.Breaker {
 	env := awstest.Provision(t)
 	cfg := env.Config
 	if counter != nil {
@@ -64,7 +53,7 @@ func isOpen(err error) bool {
 // cache period; after the cooldown exactly one probe passes — 20 times over.
 func TestEightInstancesAgree(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 8, clk, nil)
 	ctx := context.Background()
 	for round := range 20 {
@@ -122,7 +111,7 @@ func TestEightInstancesAgree(t *testing.T) {
 
 func TestProbeSuccessCloses(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 2, clk, nil)
 	ctx := context.Background()
 	key := "token:abc"
@@ -148,7 +137,7 @@ func TestProbeSuccessCloses(t *testing.T) {
 
 func TestRateLimitOpensForRetryAfterAndResets(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 1, clk, nil)
 	ctx := context.Background()
 	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "token:x"); err != nil {
@@ -178,7 +167,7 @@ func TestRateLimitOpensForRetryAfterAndResets(t *testing.T) {
 // Query per cache period, whatever the number of calls.
 func TestHealthyCallsCostAlmostNothing(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	counter := awsclient.NewCounter()
 	bs := instances(t, 1, clk, counter)
 	ctx := context.Background()
@@ -207,7 +196,7 @@ func TestHealthyCallsCostAlmostNothing(t *testing.T) {
 // while the snapshot refreshes must neither race nor lose the state.
 func TestConcurrentCallsWhileTheSnapshotRefreshes(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	b := instances(t, 1, clk, nil)[0]
 	ctx := context.Background()
 	keys := []string{"host:shared", "token:a", "token:b"}
@@ -267,7 +256,7 @@ func TestStorageErrorSnoozes(t *testing.T) {
 // the probe lease lapses, so a hung probe cannot let a second one through.
 func TestProbeCallEndsInsideItsLease(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 1, clk, nil)
 	ctx := context.Background()
 	key := "host:probe-deadline"

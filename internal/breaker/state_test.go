@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
@@ -334,18 +335,12 @@ func TestLeaseProbe(t *testing.T) {
 	}
 }
 
-// fakeClock is the injected clock of the life-cycle test.
-type fakeClock struct{ now time.Time }
-
-func (f *fakeClock) Now() time.Time          { return f.now }
-func (f *fakeClock) Advance(d time.Duration) { f.now = f.now.Add(d) }
-
 // TestLifeCycle walks one key through every transition with an injected
 // clock, the way a store would: every changed record is written.
 func TestLifeCycle(t *testing.T) {
 	t.Parallel()
 	c := cfg()
-	clk := &fakeClock{now: t0}
+	clk := clock.NewSimulated(t0)
 	r := Record{Key: Key("host", "api.example.com")}
 	var transitions []string
 	apply := func(o Outcome, ra time.Duration) {
@@ -376,7 +371,7 @@ func TestLifeCycle(t *testing.T) {
 	openUntil := t0.Add(20*time.Second + c.Cooldown)
 	admit(Admission{RetryAt: openUntil})
 
-	clk.now = openUntil
+	clk.Set(openUntil)
 	admit(Admission{Allow: true, Probe: true})
 	a, ok := LeaseProbe(c, r, "lambda-a", clk.Now())
 	if !ok {
@@ -396,7 +391,7 @@ func TestLifeCycle(t *testing.T) {
 	reopenUntil := clk.Now().Add(c.Cooldown)
 	admit(Admission{RetryAt: reopenUntil})
 
-	clk.now = reopenUntil.Add(time.Minute)
+	clk.Set(reopenUntil.Add(time.Minute))
 	admit(Admission{Allow: true, Probe: true})
 	if r, ok = LeaseProbe(c, r, "lambda-b", clk.Now()); !ok {
 		t.Fatal("lease after the second cooldown refused")

@@ -57,15 +57,25 @@ func TestConsumeFIFORunsGroupsInParallel(t *testing.T) {
 	}
 	var running, peak atomic.Int32
 	release := make(chan struct{})
+	started := make(chan struct{}, len(ev.Records))
 	go func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for running.Load() < 5 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+		// Every group started: let them all finish. The minute only
+		// bounds a consumer that runs the groups one by one, whose first
+		// group would otherwise wait here for ever.
+		timeout := time.After(time.Minute)
+		for range len(ev.Records) {
+			select {
+			case <-started:
+			case <-timeout:
+				close(release)
+				return
+			}
 		}
 		close(release)
 	}()
 	consumeFIFO(context.Background(), ev, func(context.Context, events.SQSMessage) bool {
 		n := running.Add(1)
+		started <- struct{}{}
 		for {
 			p := peak.Load()
 			if n <= p || peak.CompareAndSwap(p, n) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/secrets"
@@ -20,25 +21,8 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// clock is a test clock that only moves when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now().UTC()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock returns a simulated clock that starts now.
+func newClock() *clock.Simulated { return clock.NewSimulated(time.Now()) }
 
 // submit connects the user (once), uploads n images and submits a job.
 func submit(b *stacktest.Bundle, tok, title string, n int) string {

@@ -1,11 +1,15 @@
 package publish_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/testfactory"
 )
 
 // TestRevokedAccessTokenIsRefreshedOnce: the API answers 401 to an access
@@ -14,18 +18,23 @@ import (
 // attempt.
 func TestRevokedAccessTokenIsRefreshedOnce(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
-	tok := b.Token("u-revoked", "user", "pro")
-	b.Must(b.Call("PUT", "/v1/account/connection", tok, map[string]any{
-		"provider": "deviantart", "refreshToken": b.Stack.Simulator.MintRefreshToken(),
-		"accessToken": "revoked-access-token", "expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-	}), 204)
-	id := submit(b, tok, "revoked", 1)
-	r := b.WaitStatus(tok, id, "succeeded")
-	if got := r.Body["attempts"].(float64); got != 1 {
-		t.Errorf("attempts = %v, want 1 (the 401 is handled inside the attempt)", got)
+	b := setupPublisher(t)
+	ctx := context.Background()
+	owner := testfactory.Owner()
+	expires := b.clk.Now().Add(time.Hour)
+	if err := b.tokens.Connect(ctx, owner, accounts.ConnectRequest{Provider: accounts.Provider,
+		RefreshToken: b.sim.MintRefreshToken(), AccessToken: "revoked-access-token", ExpiresAt: &expires}); err != nil {
+		t.Fatal(err)
 	}
-	if got := b.Stack.Simulator.Stats().Refreshes; got != 1 {
-		t.Errorf("refreshes = %d, want exactly 1", got)
+	j := b.jobOf(t, owner, resources.Medium, 1)
+	if v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1}); err != nil || !v.Done {
+		t.Fatalf("run: %+v, %v", v, err)
+	}
+	got := b.get(t, j.ID)
+	if got.Status != job.Succeeded || got.Attempts != 1 {
+		t.Errorf("job: %s after %d attempts, want succeeded in 1 (the 401 is handled inside the attempt)", got.Status, got.Attempts)
+	}
+	if n := b.sim.Stats().Refreshes; n != 1 {
+		t.Errorf("refreshes = %d, want exactly 1", n)
 	}
 }

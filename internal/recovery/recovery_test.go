@@ -13,10 +13,10 @@ import (
 
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -26,21 +26,9 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type bundle struct {
 	*stacktest.Bundle
-	clk     *clock
+	clk     *clock.Simulated
 	counter *awsclient.Counter
 	tok     string
 	crash   map[string]string
@@ -57,7 +45,7 @@ func setup(t *testing.T) *bundle { return setupEnv(t, nil) }
 // setupEnv is setup with extra environment variables (e.g. compressed
 // retention stages).
 func setupEnv(t *testing.T, extra map[string]string) *bundle {
-	b := &bundle{clk: &clock{t: time.Now().UTC()}, counter: awsclient.NewCounter(), crash: map[string]string{}, at: map[string]func(){}}
+	b := &bundle{clk: clock.NewSimulated(time.Now().UTC()), counter: awsclient.NewCounter(), crash: map[string]string{}, at: map[string]func(){}}
 	env := map[string]string{"CONVEYOR_STUCK_AFTER": "20m", "CONVEYOR_MAX_ATTEMPTS": "3"}
 	for k, v := range extra {
 		env[k] = v
@@ -186,29 +174,6 @@ func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
 	}
 }
 
-func TestStoredButNeverSentIsSent(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	id := b.submit(nil)
-	b.drain(resources.Medium) // as if the process died before SendMessage
-	b.clk.Advance(10 * time.Minute)
-	if res, _ := b.Stack.App.Recoverer.Run(ctx); res.Requeued != 0 {
-		t.Fatalf("requeued before STUCK_AFTER: %+v", res)
-	}
-	b.clk.Advance(11 * time.Minute)
-	res, err := b.Stack.App.Recoverer.Run(ctx)
-	if err != nil || res.Requeued != 1 {
-		t.Fatalf("recovery = %+v, %v", res, err)
-	}
-	if n := b.drain(resources.Medium); n != 1 {
-		t.Errorf("%d messages, want 1", n)
-	}
-	if j := b.job(id); j.Attempts != 0 || j.Enqueues != 2 {
-		t.Errorf("attempts %d enqueues %d, want 0 (waiting is not a run) and 2", j.Attempts, j.Enqueues)
-	}
-}
-
 func TestExhaustedStuckJobFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -233,42 +198,6 @@ func TestExhaustedStuckJobFails(t *testing.T) {
 	}
 	// The user can retry it.
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
-}
-
-func TestOverlappingRunsEnqueueOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	for range 5 {
-		b.submit(nil)
-	}
-	b.drain(resources.Medium)
-	b.clk.Advance(21 * time.Minute)
-	app := b.Stack.App
-	var wg sync.WaitGroup
-	results := make([]recovery.Result, 4)
-	for i := range results {
-		wg.Go(func() {
-			r := recovery.New(recovery.Config{Store: app.Store, Sender: app.Sender, StuckAfter: 20 * time.Minute,
-				StaleAfter: time.Hour, DeleteAfter: 2 * time.Hour, Now: b.clk.Now, Logger: app.Logger})
-			res, err := r.Run(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = res
-		})
-	}
-	wg.Wait()
-	total := 0
-	for _, r := range results {
-		total += r.Requeued
-	}
-	if total != 5 {
-		t.Errorf("runs requeued %d in total, want 5 (each job once): %+v", total, results)
-	}
-	if n := b.drain(resources.Medium); n != 5 {
-		t.Errorf("%d messages, want 5", n)
-	}
 }
 
 func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {

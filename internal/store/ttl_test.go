@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -58,25 +58,13 @@ var noTTL = map[string]string{
 	"account":   "a connection lasts until the user replaces it; a scheduled job may need it a year later",
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // TestEveryRecordTypeExpires drives one job through its whole life — with a
 // webhook, an upload left pending, a breaker failure, a paused tier and
 // both retention stages — then reads the test's whole table and checks that
 // every record carries a TTL, or is a documented exception.
 func TestEveryRecordTypeExpires(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h", "CONVEYOR_RECOVERY_INTERVAL": "1h", "CONVEYOR_SCHEDULE_INTERVAL": "200ms"},
 		stack.Options{Now: clk.Now})
 	ctx := context.Background()

@@ -41,7 +41,16 @@ var (
 // With AWS_ENDPOINT_URL set it starts nothing: DynamoDB is served at
 // AWS_ENDPOINT_URL_DYNAMODB, or at AWS_ENDPOINT_URL when that is unset (an
 // emulator that serves everything, such as LocalStack).
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
+
+// Wrap returns m with the emulators around its Run: started before the
+// tests, stopped after. It serves a TestMain that runs the tests through
+// something else, such as goleak.VerifyTestMain(awstest.Wrap(m)).
+func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
+
+type wrapped struct{ m *testing.M }
+
+func (w wrapped) Run() int {
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
 		endpoints = awsclient.Endpoints{Default: ep, DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
 	} else {
@@ -53,9 +62,9 @@ func Main(m *testing.M) {
 		}
 	}
 	started = true
-	code := m.Run()
+	code := w.m.Run()
 	_ = emulators.Stop()
-	os.Exit(code)
+	return code
 }
 
 // Endpoints returns the emulators' URLs, failing the test with the reason

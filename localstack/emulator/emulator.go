@@ -6,6 +6,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,8 +150,27 @@ func (p *Process) Pause(d time.Duration) {
 	p.thaw()
 }
 
-func (p *Process) freeze() { p.signal(syscall.SIGSTOP) }
-func (p *Process) thaw()   { p.signal(syscall.SIGCONT) }
+// freeze stops the emulator's processes and returns once the kernel
+// reports the emulator stopped (where /proc tells; at most a few seconds).
+func (p *Process) freeze() {
+	p.signal(syscall.SIGSTOP)
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return // no /proc: nothing to wait on
+		}
+		// "pid (comm) state …": the state follows the last ')'.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+	}
+}
+
+func (p *Process) thaw() { p.signal(syscall.SIGCONT) }
 
 func (p *Process) signal(sig syscall.Signal) {
 	if p == nil || p.cmd.Process == nil {

@@ -42,12 +42,7 @@ func TestStartAllServesEachServiceAndPausesBoth(t *testing.T) {
 		t.Fatal("DescribeTable of a one-letter table name succeeded")
 	}
 
-	paused := make(chan struct{})
-	go func() {
-		defer close(paused)
-		e.Pause(1500 * time.Millisecond)
-	}()
-	time.Sleep(200 * time.Millisecond) // let the SIGSTOP land; Pause has no signal to wait on
+	thaw := e.Freeze()
 	for name, ready := range map[string]func(context.Context, string) error{ep.Default: emulator.Ready, ep.DynamoDB: emulator.DynamoDBReady} {
 		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		if err := ready(cctx, name); err == nil {
@@ -55,7 +50,7 @@ func TestStartAllServesEachServiceAndPausesBoth(t *testing.T) {
 		}
 		cancel()
 	}
-	<-paused
+	thaw()
 	if err := emulator.DynamoDBReady(ctx, ep.DynamoDB); err != nil {
 		t.Errorf("DynamoDB Local after the pause: %v", err)
 	}

@@ -57,14 +57,24 @@ func (e *Emulators) Endpoints() awsclient.Endpoints {
 
 // Pause freezes both emulators for d at once (an AWS outage).
 func (e *Emulators) Pause(d time.Duration) {
+	thaw := e.Freeze()
+	time.Sleep(d)
+	thaw()
+}
+
+// Freeze stops both emulators and returns once they are stopped: every
+// request hangs until thaw is called. A test observes the outage between
+// the two instead of racing a timed Pause.
+func (e *Emulators) Freeze() (thaw func()) {
 	if e == nil {
-		return
+		return func() {}
 	}
 	e.Moto.freeze()
 	e.DynamoDB.freeze()
-	time.Sleep(d)
-	e.DynamoDB.thaw()
-	e.Moto.thaw()
+	return func() {
+		e.DynamoDB.thaw()
+		e.Moto.thaw()
+	}
 }
 
 // Stop ends both emulators.

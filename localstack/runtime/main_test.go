@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"go.uber.org/goleak"
+
+	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
 // The test binary doubles as a function's bootstrap: run with HELPER set,
@@ -26,7 +28,7 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("HELPER") {
 	case "":
-		goleak.VerifyTestMain(m)
+		goleak.VerifyTestMain(awstest.Wrap(m))
 	case "echo":
 		lambda.Start(echo)
 	case "stream":

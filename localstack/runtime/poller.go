@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -42,7 +43,17 @@ type Poller struct {
 	Function Invoker
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	// busy counts the workers between their Paused check and the end of
+	// the receive (and invocation) it allowed.
+	busy atomic.Int32
 }
+
+// Receiving reports how many workers are receiving or handing a batch to
+// the function, or are about to after finding the queue not paused. Once
+// Paused answers true, a Receiving of 0 means no message can reach the
+// function any more: a test waits for it instead of sleeping.
+func (p *Poller) Receiving() int { return int(p.busy.Load()) }
 
 // Run polls until ctx ends.
 func (p *Poller) Run(ctx context.Context) {
@@ -86,11 +97,14 @@ func (p *Poller) worker(ctx context.Context, lead bool, wake chan struct{}) {
 				return
 			}
 		}
+		p.busy.Add(1)
 		if p.Paused != nil && p.Paused(ctx) {
+			p.busy.Add(-1)
 			sleep(ctx, p.Wait)
 			continue
 		}
 		got, err := p.PollOnce(ctx)
+		p.busy.Add(-1)
 		if err != nil && ctx.Err() == nil {
 			p.Logger.WarnContext(ctx, "polling failed", "queue", p.QueueURL, "error", err)
 			sleep(ctx, p.Wait)

@@ -20,33 +20,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
-
-// clock is a test clock that only moves when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type testBundle struct {
 	t     *testing.T
 	sim   *simulator.Server
 	url   string
 	http  *http.Client
-	clock *clock
+	clock *clock.Simulated
 }
 
 // The client credentials every test bundle's simulator requires.
@@ -64,7 +47,7 @@ func setup(t *testing.T) *testBundle {
 // seed, for clientID and clientSecret.
 func setupWith(t *testing.T, opts simulator.Options) *testBundle {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	c := clock.NewSimulated(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	opts.Now, opts.Seed, opts.ClientID, opts.ClientSecret = c.Now, 42, clientID, clientSecret
 	sim := simulator.New(opts)
 	srv := httptest.NewServer(sim)

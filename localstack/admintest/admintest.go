@@ -1,6 +1,7 @@
 // Package admintest serves the admin routes of a test's local stack and
 // runs tier pollers that honour the pause flags, the way the local stack
-// does once it wires the admin service in.
+// does once it wires the admin service in. It is test wiring of the local
+// stack, so it lives under localstack/: no internal/ package imports it.
 package admintest
 
 import (
@@ -29,6 +30,8 @@ type Server struct {
 	// URL is the base URL of the admin routes.
 	URL   string
 	stack *stack.Stack
+	// pollers are RunPollers' pollers by tier.
+	pollers map[resources.Tier]*runtime.Poller
 }
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -67,6 +70,7 @@ func (s *Server) RunPollers(t testing.TB) {
 	a := s.stack.App
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	s.pollers = map[resources.Tier]*runtime.Poller{}
 	for _, tier := range resources.PublishTiers {
 		q, _ := s.stack.Provisioned.Definition.Queue(tier)
 		p := &runtime.Poller{
@@ -75,7 +79,29 @@ func (s *Server) RunPollers(t testing.TB) {
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
 			Paused: s.Service.PausedFunc(tier), Function: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()), Logger: quiet,
 		}
+		s.pollers[tier] = p
 		wg.Go(func() { p.Run(ctx) })
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// WaitPaused returns once no receive of tier's poller that started before
+// the tier was paused is still under way, so that no message sent from now
+// on reaches the publisher until the tier is resumed. Call it after the
+// pause call answered; it fails the test when the pollers do not run or do
+// not settle within a minute.
+func (s *Server) WaitPaused(t testing.TB, tier resources.Tier) {
+	t.Helper()
+	p, ok := s.pollers[tier]
+	if !ok {
+		t.Fatalf("admintest: no poller of tier %s (call RunPollers first)", tier)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for !s.Service.Paused(ctx, tier) || p.Receiving() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("admintest: tier %s's poller still receiving a minute after the pause", tier)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the condition above
+	}
 }

@@ -1,0 +1,194 @@
+package publish_test
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/simulator"
+)
+
+// pubBundle is a Publisher on the test's own table and bucket, the
+// simulator as the external API, and jobs made by the factory: no HTTP API,
+// no pollers.
+type pubBundle struct {
+	st     *store.Store
+	sealer *secrets.Sealer
+	s3     *s3.Client
+	bucket string
+	sim    *simulator.Server
+	clk    *clock.Simulated
+	tokens *accounts.Service
+	pub    *publish.Publisher
+}
+
+func setupPublisher(t *testing.T) *pubBundle {
+	t.Helper()
+	env := awstest.Provision(t)
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	b := &pubBundle{clk: clock.NewSimulated(time.Now()), s3: env.Clients.S3, bucket: env.Res.Definition.Bucket.Name}
+	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
+	b.sealer = secrets.NewSealer(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
+	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	b.sim = sim
+	api := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
+	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
+	b.pub = publish.New(publish.Config{Store: b.st, S3: env.Clients.S3, Bucket: b.bucket, Tokens: b.tokens, API: api,
+		Policy: retry.DefaultPolicy(), Worker: "w-test", Now: b.clk.Now, Logger: quiet})
+	return b
+}
+
+// job makes a connected owner's queued job of n items whose images are in
+// the bucket.
+func (b *pubBundle) job(t *testing.T, tier resources.Tier, n int) job.Job {
+	t.Helper()
+	owner := testfactory.Owner()
+	testfactory.Account(t, b.st, testfactory.AccountOpts{Owner: owner, Sealer: b.sealer, At: b.clk.Now()})
+	return b.jobOf(t, owner, tier, n)
+}
+
+// jobOf makes owner's queued job of n items whose images are in the bucket.
+func (b *pubBundle) jobOf(t *testing.T, owner string, tier resources.Tier, n int) job.Job {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		img := pngOf(t, 4+i)
+		u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Size: int64(len(img)), At: b.clk.Now()})
+		if _, err := b.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(u.Key),
+			Body: bytes.NewReader(img), ContentType: aws.String("image/png")}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	return testfactory.Job(t, b.st, testfactory.JobOpts{Owner: owner, Tier: tier, UploadIDs: ids, At: b.clk.Now()})
+}
+
+func pngOf(t *testing.T, n int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, n, n))
+	img.Set(0, 0, color.RGBA{G: 200, A: 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func (b *pubBundle) get(t *testing.T, id string) job.Job {
+	t.Helper()
+	j, err := b.st.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestPublisherRunsAFactoryJob: a factory job runs to PUBLISHED, every item
+// with its own output; a second delivery of the same message publishes
+// nothing more.
+func TestPublisherRunsAFactoryJob(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	j := b.job(t, resources.Medium, 2)
+	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+	if err != nil || !v.Done {
+		t.Fatalf("run: %+v, %v", v, err)
+	}
+	got := b.get(t, j.ID)
+	if got.Status != job.Succeeded || got.Attempts != 1 || got.Progress != 100 {
+		t.Fatalf("job: status %s attempts %d progress %d; want succeeded, 1, 100", got.Status, got.Attempts, got.Progress)
+	}
+	for i, it := range got.Items {
+		if it.Status != job.ItemPublished || it.Output == nil || it.Output.DeviationID == "" {
+			t.Errorf("item %d: %s %+v", i, it.Status, it.Output)
+		}
+	}
+	if n := len(b.sim.Publications()); n != 2 {
+		t.Fatalf("publications = %d, want 2", n)
+	}
+	v, err = b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 2})
+	if err != nil || !v.Done {
+		t.Fatalf("second delivery: %+v, %v", v, err)
+	}
+	if n := len(b.sim.Publications()); n != 2 {
+		t.Errorf("a second delivery published again: %d publications", n)
+	}
+}
+
+// TestPublisherParksAPausedTiersJob: the claim meets the pause; the job
+// waits in the table without spending an attempt, and nothing reaches the
+// external API.
+func TestPublisherParksAPausedTiersJob(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	j := b.job(t, resources.Low, 1)
+	if _, err := b.st.SetTierPaused(ctx, resources.Low, true, "op"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+	if err != nil || !v.Done {
+		t.Fatalf("run: %+v, %v; want the message let go", v, err)
+	}
+	got := b.get(t, j.ID)
+	if got.Status != job.Queued || got.Waiting != "paused" || got.Attempts != 0 {
+		t.Errorf("job: status %s waiting %q attempts %d; want queued, paused, 0", got.Status, got.Waiting, got.Attempts)
+	}
+	if n := len(b.sim.Publications()); n != 0 {
+		t.Errorf("publications = %d, want none", n)
+	}
+}
+
+// TestPublisherLeavesFinishedAndLeasedJobs: a message for a job that is
+// cancelled, or running under another worker's live lease, is let go
+// without touching the job.
+func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	cancelled := testfactory.Job(t, b.st, testfactory.JobOpts{Status: job.Cancelled, At: now})
+	until := now.Add(time.Minute)
+	leased := testfactory.Job(t, b.st, testfactory.JobOpts{Status: job.Running, Attempts: 1, LeaseOwner: "w-other", LeaseUntil: &until, At: now})
+	for name, j := range map[string]job.Job{"cancelled": cancelled, "leased": leased} {
+		v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+		if err != nil || !v.Done {
+			t.Errorf("%s: %+v, %v; want the message let go", name, v, err)
+		}
+		if got := b.get(t, j.ID); got.Version != j.Version {
+			t.Errorf("%s: the job was written (version %d → %d)", name, j.Version, got.Version)
+		}
+	}
+	if v, err := b.pub.Run(ctx, publish.Delivery{JobID: "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}); err != nil || !v.Done {
+		t.Errorf("unknown job: %+v, %v", v, err)
+	}
+	if n := len(b.sim.Publications()); n != 0 {
+		t.Errorf("publications = %d, want none", n)
+	}
+}

@@ -1,0 +1,112 @@
+package queue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// received is what a consumer sees of one message.
+type received struct {
+	Body, Group, Dedup string
+}
+
+func receiveAll(t *testing.T, c *sqs.Client, url string) []received {
+	t.Helper()
+	var out []received
+	for {
+		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatalf("receiving: %v", err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, received{aws.ToString(m.Body), m.Attributes["MessageGroupId"], m.Attributes["MessageDeduplicationId"]})
+		}
+	}
+}
+
+// TestSendGroupsEachSendApart: every send of a job is its own message
+// group with its own deduplication id — a repeat of the same send is
+// dropped, a later send (recovery's) is not — and a webhook delivery is
+// deduplicated by its delivery id. The body carries ids only.
+func TestSendGroupsEachSendApart(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs)
+	ctx := context.Background()
+	const id = "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	for _, m := range []queue.Message{
+		{Kind: queue.KindPublish, JobID: id, Send: 1},
+		{Kind: queue.KindPublish, JobID: id, Send: 1}, // a retried SendMessage
+		{Kind: queue.KindPublish, JobID: id, Send: 2},
+	} {
+		if err := s.Send(ctx, resources.Medium, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Send(ctx, resources.System, queue.Message{Kind: queue.KindWebhook, JobID: id, DeliveryID: "dlv-1", Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := []received{
+		{`{"kind":"publish","jobId":"` + id + `","send":1}`, id + "-1", id + "-1"},
+		{`{"kind":"publish","jobId":"` + id + `","send":2}`, id + "-2", id + "-2"},
+	}
+	if diff := cmp.Diff(want, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[resources.Medium])); diff != "" {
+		t.Errorf("medium queue (-want +got):\n%s", diff)
+	}
+	wantSys := []received{{`{"kind":"webhook","jobId":"` + id + `","send":0,"deliveryId":"dlv-1","seq":3}`, "dlv-1", "dlv-1"}}
+	if diff := cmp.Diff(wantSys, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[resources.System])); diff != "" {
+		t.Errorf("system queue (-want +got):\n%s", diff)
+	}
+	for _, tier := range []resources.Tier{resources.High, resources.Low} {
+		if got := receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[tier]); len(got) != 0 {
+			t.Errorf("tier %s received %d messages, want none", tier, len(got))
+		}
+	}
+}
+
+func TestSendToAnUnknownTierFails(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs)
+	err := s.Send(context.Background(), resources.Tier("platinum"), queue.Message{Kind: queue.KindPublish, JobID: "job_x", Send: 1})
+	if err == nil || !strings.Contains(err.Error(), "platinum") {
+		t.Fatalf("err = %v, want one naming the tier", err)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	got, err := queue.Decode(`{"kind":"publish","jobId":"job_1","send":4,"extra":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(queue.Message{Kind: queue.KindPublish, JobID: "job_1", Send: 4}, got); diff != "" {
+		t.Errorf("decode (-want +got):\n%s", diff)
+	}
+	for _, body := range []string{``, `not json`, `{"kind":"publish"}`, `{"jobId":""}`, `[1]`} {
+		if _, err := queue.Decode(body); err == nil {
+			t.Errorf("Decode(%q) accepted it", body)
+		}
+	}
+	if queue.DedupID("job_1", 3) != "job_1-3" {
+		t.Errorf("DedupID = %q", queue.DedupID("job_1", 3))
+	}
+}

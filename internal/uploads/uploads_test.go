@@ -1,0 +1,253 @@
+package uploads_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+const maxSize = 1 << 20
+
+type testBundle struct {
+	svc    *uploads.Service
+	st     *store.Store
+	s3     *s3.Client
+	bucket string
+	clk    *clock.Simulated
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	env := awstest.Provision(t)
+	clk := clock.NewSimulated(time.Now())
+	b := &testBundle{
+		st:     store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now),
+		s3:     env.Clients.S3,
+		bucket: env.Res.Definition.Bucket.Name,
+		clk:    clk,
+	}
+	b.svc = uploads.New(uploads.Config{
+		Store: b.st, S3: env.Clients.S3, Presign: s3.NewPresignClient(env.Clients.S3), Bucket: b.bucket,
+		Prefix: "uploads/", MaxSize: maxSize, Expiry: 5 * time.Minute, Now: clk.Now,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	return b
+}
+
+func pngBytes(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// put writes body at key with contentType, as the browser's PUT would.
+func (b *testBundle) put(t *testing.T, key, contentType string, body []byte) {
+	t.Helper()
+	if _, err := b.s3.PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: aws.String(b.bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String(contentType),
+	}); err != nil {
+		t.Fatalf("putting %s: %v", key, err)
+	}
+}
+
+func TestSignRefusesBadRequestsByField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	long := string(bytes.Repeat([]byte("a"), 256))
+	for _, tc := range []struct {
+		name  string
+		req   uploads.SignRequest
+		field string
+	}{
+		{"no filename", uploads.SignRequest{Filename: " ", ContentType: "image/png", Size: 10}, "filename"},
+		{"long filename", uploads.SignRequest{Filename: long, ContentType: "image/png", Size: 10}, "filename"},
+		{"type not allowed", uploads.SignRequest{Filename: "a.svg", ContentType: "image/svg+xml", Size: 10}, "contentType"},
+		{"empty", uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: 0}, "size"},
+		{"too large", uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: maxSize + 1}, "size"},
+	} {
+		_, err := b.svc.Sign(context.Background(), "u-1", tc.req)
+		var ve *uploads.ValidationError
+		if !errors.As(err, &ve) || ve.Field != tc.field {
+			t.Errorf("%s: err = %v, want a ValidationError on %s", tc.name, err, tc.field)
+		}
+	}
+}
+
+// TestSignBindsTypeSizeAndExpiry checks what is signed — moto checks
+// neither signature nor expiry, so the test reads the URL and headers.
+func TestSignBindsTypeSizeAndExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	owner := testfactory.Owner()
+	s, err := b.svc.Sign(ctx, owner, uploads.SignRequest{Filename: "../etc/My Photo.png", ContentType: "image/png", Size: 1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "uploads/" + owner + "/" + s.UploadID + "/My_Photo.png"; s.Key != want {
+		t.Errorf("key = %q, want %q", s.Key, want)
+	}
+	if s.Method != http.MethodPut || s.Headers["Content-Type"] != "image/png" || s.Headers["Content-Length"] != "1234" {
+		t.Errorf("method %s headers %v", s.Method, s.Headers)
+	}
+	if want := b.clk.Now().Add(5 * time.Minute); !s.ExpiresAt.Equal(want) {
+		t.Errorf("expiresAt = %v, want %v", s.ExpiresAt, want)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	if q.Get("X-Amz-Expires") != "300" {
+		t.Errorf("X-Amz-Expires = %q, want 300", q.Get("X-Amz-Expires"))
+	}
+	signed := q.Get("X-Amz-SignedHeaders")
+	for _, h := range []string{"content-type", "content-length", "host"} {
+		if !bytes.Contains([]byte(signed), []byte(h)) {
+			t.Errorf("%s is not signed: %q", h, signed)
+		}
+	}
+	got, err := b.st.GetUpload(ctx, s.UploadID)
+	if err != nil || got.Status != store.UploadPending || got.Owner != owner || got.Size != 1234 {
+		t.Errorf("stored upload %+v, %v", got, err)
+	}
+}
+
+func TestConfirmChecksTheObject(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	img := pngBytes(t)
+	sign := func(owner string, size int) uploads.Signed {
+		t.Helper()
+		s, err := b.svc.Sign(ctx, owner, uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: int64(size)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	owner := testfactory.Owner()
+
+	t.Run("not there yet, then confirmed, then idempotent", func(t *testing.T) {
+		s := sign(owner, len(img))
+		if _, err := b.svc.Confirm(ctx, owner, s.UploadID); !errors.Is(err, uploads.ErrNotUploaded) {
+			t.Fatalf("before the PUT: err = %v, want ErrNotUploaded", err)
+		}
+		b.put(t, s.Key, "image/png", img)
+		for range 2 {
+			u, err := b.svc.Confirm(ctx, owner, s.UploadID)
+			if err != nil || u.Status != store.UploadConfirmed {
+				t.Fatalf("confirm: %s, %v", u.Status, err)
+			}
+		}
+		// The S3 event for the same object: the same answer.
+		if u, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key); err != nil || u.Status != store.UploadConfirmed {
+			t.Fatalf("event after confirm: %s, %v", u.Status, err)
+		}
+	})
+	t.Run("someone else's upload is not found", func(t *testing.T) {
+		s := sign(owner, len(img))
+		if _, err := b.svc.Confirm(ctx, "u-intruder", s.UploadID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("err = %v, want ErrNotFound", err)
+		}
+		if _, err := b.svc.Get(ctx, owner, "not-an-id"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("malformed id: err = %v, want ErrNotFound", err)
+		}
+	})
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+		declared          int
+	}{
+		{"wrong size", "image/png", img, len(img) + 1},
+		{"wrong content type", "image/jpeg", img, len(img)},
+		{"not an image", "image/png", bytes.Repeat([]byte("x"), len(img)), len(img)},
+	} {
+		t.Run(tc.name+" is rejected", func(t *testing.T) {
+			s := sign(owner, tc.declared)
+			b.put(t, s.Key, tc.contentType, tc.body)
+			u, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key)
+			if err != nil || u.Status != store.UploadRejected || u.Reason == "" {
+				t.Errorf("status %s reason %q err %v, want rejected with a reason", u.Status, u.Reason, err)
+			}
+		})
+	}
+}
+
+func TestObjectCreatedIgnoresWhatIsNoSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	owner := testfactory.Owner()
+	s, err := b.svc.Sign(ctx, owner, uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ev := range map[string][2]string{
+		"another bucket":  {"other-bucket", s.Key},
+		"outside slots":   {b.bucket, "exports/report.csv"},
+		"malformed id":    {b.bucket, "uploads/" + owner + "/nope/a.png"},
+		"unknown upload":  {b.bucket, "uploads/" + owner + "/upl_aaaaaaaaaaaaaaaaaaaaaaaaaa/a.png"},
+		"too deep a path": {b.bucket, s.Key + "/x"},
+	} {
+		u, err := b.svc.ObjectCreated(ctx, ev[0], ev[1])
+		if err != nil || u.ID != "" {
+			t.Errorf("%s: upload %+v, err %v; want it ignored", name, u, err)
+		}
+	}
+	// A write into the slot path under another user's name: rejected.
+	intruder := "uploads/u-intruder/" + s.UploadID + "/a.png"
+	b.put(t, intruder, "image/png", pngBytes(t))
+	u, err := b.svc.ObjectCreated(ctx, b.bucket, intruder)
+	if err != nil || u.Status != store.UploadRejected {
+		t.Errorf("intruder's key: %s, %v; want rejected", u.Status, err)
+	}
+	if got, _ := b.st.GetUpload(ctx, s.UploadID); got.Status != store.UploadRejected {
+		t.Errorf("stored status %s, want rejected", got.Status)
+	}
+}
+
+func TestSanitizeFilename(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"photo.png":           "photo.png",
+		"../../etc/passwd":    "passwd",
+		`C:\Users\me\pic.jpg`: "pic.jpg",
+		"a b&c.png":           "a_b_c.png",
+		"...":                 "file",
+		"":                    "file",
+		"x..y.png":            "x.y.png",
+		"tab\there.png":       "tabhere.png",
+		"ünï.png":             "ünï.png",
+	} {
+		if got := uploads.SanitizeFilename(in); got != want {
+			t.Errorf("SanitizeFilename(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := string(bytes.Repeat([]byte("a"), 300)) + ".png"
+	if got := uploads.SanitizeFilename(long); len(got) != 100 {
+		t.Errorf("a 304-byte name became %d bytes, want 100", len(got))
+	}
+}
