@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -51,16 +52,15 @@ func (b *builder) logRetention() awslogs.RetentionDays {
 // (internal/config): the resource names, URLs and ids.
 func (b *builder) commonEnv() map[string]*string {
 	env := map[string]*string{
-		"CONVEYOR_ENV":        jsii.String(string(b.def.Env)),
-		"CONVEYOR_TABLE":      b.table.TableName(),
-		"CONVEYOR_BUCKET":     b.bucket.BucketName(),
-		"CONVEYOR_KMS_KEY_ID": b.key.KeyArn(),
-		"CONVEYOR_EVENT_BUS":  b.bus.EventBusName(),
+		config.VarEnv:      jsii.String(string(b.def.Env)),
+		config.VarTable:    b.table.TableName(),
+		config.VarBucket:   b.bucket.BucketName(),
+		config.VarKMSKeyID: b.key.KeyArn(),
+		config.VarEventBus: b.bus.EventBusName(),
 	}
 	for _, q := range b.def.Queues {
-		up := strings.ToUpper(string(q.Tier))
-		env["CONVEYOR_QUEUE_URL_"+up] = b.queues[q.Tier].QueueUrl()
-		env["CONVEYOR_DLQ_URL_"+up] = b.dlqs[q.Tier].QueueUrl()
+		env[config.VarQueueURL(q.Tier)] = b.queues[q.Tier].QueueUrl()
+		env[config.VarDLQURL(q.Tier)] = b.dlqs[q.Tier].QueueUrl()
 	}
 	return env
 }
@@ -70,13 +70,13 @@ func (b *builder) commonEnv() map[string]*string {
 func (b *builder) secretEnv(fn string) map[string]*string {
 	env := map[string]*string{}
 	if readsJWTSecret(fn) {
-		env["CONVEYOR_JWT_SECRET_ARN"] = b.jwtSecret.SecretArn()
+		env[config.VarJWTSecretARN] = b.jwtSecret.SecretArn()
 	}
 	if readsWebhookSecret(fn) {
-		env["CONVEYOR_WEBHOOK_SECRET_ARN"] = b.webhookSecret.SecretArn()
+		env[config.VarWebhookSecretARN] = b.webhookSecret.SecretArn()
 	}
 	if resources.NeedsOAuthClient(fn) {
-		env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = b.oauthClient.SecretArn()
+		env[config.VarDeviantArtClientSecretARN] = b.oauthClient.SecretArn()
 	}
 	return env
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -46,7 +47,7 @@ func (b *builder) eventSourceMappings() {
 	// The API pauses and resumes a tier by disabling its mapping.
 	api := b.fn(resources.FuncAPI)
 	for _, q := range b.def.Queues {
-		api.AddEnvironment(jsii.String("CONVEYOR_ESM_UUID_"+strings.ToUpper(string(q.Tier))), b.esms[q.Tier].EventSourceMappingId(), nil)
+		api.AddEnvironment(jsii.String(config.VarESMUUID(q.Tier)), b.esms[q.Tier].EventSourceMappingId(), nil)
 	}
 }
 

@@ -57,7 +57,7 @@ func setup(t *testing.T) *testBundle {
 	}
 	t.Cleanup(stop)
 	b.sim = sim
-	b.api = deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
+	b.api = mustClient(t, deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault, CallTimeout: 20 * time.Second, UploadRateMin: 1 << 20})
 	return b
 }
 
@@ -222,4 +222,13 @@ func TestForceRefreshReplacesARejectedToken(t *testing.T) {
 	if n := b.sim.Stats().Refreshes; n != 1 {
 		t.Errorf("refreshes = %d, want 1", n)
 	}
+}
+
+func mustClient(t testing.TB, cfg deviantart.Config) *deviantart.Client {
+	t.Helper()
+	c, err := deviantart.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

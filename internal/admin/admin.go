@@ -33,9 +33,6 @@ import (
 const (
 	// PauseCacheDefault is how long Paused trusts its last read of the flags.
 	PauseCacheDefault = time.Second
-	// StuckAfterDefault is the orphan threshold when Config.StuckAfter is 0
-	// (the same default as recovery's).
-	StuckAfterDefault = 20 * time.Minute
 	// MaxBulk is the most job ids one bulk call takes.
 	MaxBulk = 100
 	// BulkConcurrency is how many jobs of a bulk call are handled at once.
@@ -101,7 +98,8 @@ type Config struct {
 	// Paused.
 	Switch Switch
 	// StuckAfter: a queued job not received, or a running job without a
-	// heartbeat, for this long is an orphan (default StuckAfterDefault).
+	// heartbeat, for this long is an orphan (required: CONVEYOR_STUCK_AFTER,
+	// the same threshold recovery uses).
 	StuckAfter time.Duration
 	// PauseCache is how long Paused trusts its last read (default
 	// PauseCacheDefault).
@@ -129,9 +127,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.StuckAfter == 0 {
-		cfg.StuckAfter = StuckAfterDefault
-	}
 	if cfg.PauseCache == 0 {
 		cfg.PauseCache = PauseCacheDefault
 	}
@@ -155,8 +150,11 @@ func (c Config) validate() error {
 		slices.Sort(missing)
 		return fmt.Errorf("admin: the configuration lacks %s", strings.Join(missing, ", "))
 	}
-	if c.StuckAfter < 0 || c.PauseCache < 0 {
-		return errors.New("admin: StuckAfter and PauseCache must not be negative")
+	if c.StuckAfter <= 0 {
+		return fmt.Errorf("admin: StuckAfter must be positive, got %s", c.StuckAfter)
+	}
+	if c.PauseCache < 0 {
+		return errors.New("admin: PauseCache must not be negative")
 	}
 	return nil
 }

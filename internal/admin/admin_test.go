@@ -264,11 +264,7 @@ func (f *fakeLambda) UpdateEventSourceMapping(_ context.Context, in *lambda.Upda
 
 func TestESMSwitch(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"CONVEYOR_ESM_UUID_LOW": "uuid-low", "CONVEYOR_ESM_UUID_HIGH": "uuid-high"}
-	uuids := ESMUUIDsFromEnv(func(k string) string { return env[k] })
-	if diff := cmp.Diff(map[resources.Tier]string{resources.Low: "uuid-low", resources.High: "uuid-high"}, uuids); diff != "" {
-		t.Errorf("(-want +got)\n%s", diff)
-	}
+	uuids := map[resources.Tier]string{resources.Low: "uuid-low", resources.High: "uuid-high"}
 	fl := &fakeLambda{}
 	sw := ESMSwitch{Lambda: fl, UUIDs: uuids}
 	if err := sw.SetEnabled(context.Background(), resources.Low, false); err != nil {

@@ -99,25 +99,22 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	log := opts.Logger.With("env", cfg.Env)
 	st := store.New(clients.DynamoDB, cfg.Table, opts.Now)
 	sender := queue.NewSender(clients.SQS, cfg.QueueURLs)
-	da := deviantart.New(deviantart.Config{
+	da, err := deviantart.New(deviantart.Config{
 		BaseURL: cfg.DeviantArtURL, ClientID: cfg.DeviantArtClientID, ClientSecret: cfg.DeviantArtClientSecret,
-		HTTPClient: opts.HTTPClient, Now: opts.Now,
+		HTTPClient: opts.HTTPClient, Now: opts.Now, CallTimeout: cfg.CallTimeout, UploadRateMin: cfg.UploadRateMin,
 	})
+	if err != nil {
+		return nil, err
+	}
 	worker := ids.New("wrk")
 	emf := metrics.New(opts.Metrics, string(cfg.Env), opts.Now)
 	bcfg := breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
-		ProbeLease: min(breaker.ProbeLeaseDefault, cfg.BreakerCooldown), CacheTTL: cfg.BreakerCache}
-	if err := bcfg.Validate(); err != nil {
+		ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache}
+	brk, err := breaker.New(breaker.Options{Config: bcfg, DB: clients.DynamoDB, Table: cfg.Table, Owner: worker, Now: opts.Now, Logger: log,
+		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(emf, t) }})
+	if err != nil {
 		return nil, err
 	}
-	brk := breaker.New(breaker.Options{Config: bcfg, DB: clients.DynamoDB, Table: cfg.Table, Owner: worker, Now: opts.Now, Logger: log,
-		OnTransition: func(t breaker.Transition) {
-			open := 0.0
-			if t.To == breaker.Open {
-				open = 1
-			}
-			emf.Emit(map[string]float64{"BreakerOpen": open, "BreakerTransition": 1}, map[string]string{"To": string(t.To)})
-		}})
 	host := cfg.DeviantArtURL
 	if u, err := url.Parse(cfg.DeviantArtURL); err == nil && u.Host != "" {
 		host = u.Host
@@ -168,7 +165,10 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 	hooks := webhook.New(webhook.Config{Store: st, DB: clients.DynamoDB, Table: cfg.Table, Secret: cfg.WebhookSecret,
 		Local: cfg.Env == resources.Local, Now: opts.Now, Logger: log})
 	verifier := auth.NewVerifier(cfg.JWTSecret, opts.Now)
-	streams := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
+	streams, err := stream.New(stream.Config{Store: st, Verifier: verifier, PingInterval: cfg.StreamPing, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: verifier, Logger: log})
 	api.Register(rt, api.Services{Jobs: js, Uploads: up, Accounts: acc})
 	api.RegisterAdmin(rt, adm)
@@ -275,7 +275,7 @@ func (a *App) PublisherHandler() func(context.Context, events.SQSEvent) (events.
 
 // RecoveryHandler is the recovery function's handler.
 func (a *App) RecoveryHandler() func(context.Context, events.EventBridgeEvent) error {
-	return handler.Recovery(a.Recoverer, a.Relay, a.Metrics, a.Logger)
+	return handler.Recovery(a.Recoverer, a.Relay, a.Breaker, a.Metrics, a.Logger)
 }
 
 // SystemHandler is the system tier consumer's handler.

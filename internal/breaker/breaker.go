@@ -50,15 +50,18 @@ type Breaker struct {
 	snapAt time.Time
 }
 
-// New returns a Breaker.
-func New(o Options) *Breaker {
+// New returns a Breaker, or the reason o.Config is unusable.
+func New(o Options) (*Breaker, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Breaker{o: o}
+	return &Breaker{o: o}, nil
 }
 
 type item struct {

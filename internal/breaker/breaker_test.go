@@ -38,8 +38,12 @@ func instances(t *testing.T, n int, clk *clock.Simulated, counter *awsclient.Cou
 	c := breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: time.Second}
 	var out []*breaker.Breaker
 	for i := range n {
-		out = append(out, breaker.New(breaker.Options{Config: c, DB: db, Table: env.Res.Definition.Table.Name,
-			Owner: fmt.Sprintf("lambda-%d", i), Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}))
+		b, err := breaker.New(breaker.Options{Config: c, DB: db, Table: env.Res.Definition.Table.Name,
+			Owner: fmt.Sprintf("lambda-%d", i), Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
 	}
 	return out
 }
@@ -240,10 +244,13 @@ func TestConcurrentCallsWhileTheSnapshotRefreshes(t *testing.T) {
 func TestStorageErrorSnoozes(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
-	b := breaker.New(breaker.Options{Config: breaker.DefaultConfig(), DB: awsclient.New(env.Config).DynamoDB, Table: awstest.Name(t, "missing"),
+	b, err := breaker.New(breaker.Options{Config: breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: 5 * time.Second}, DB: awsclient.New(env.Config).DynamoDB, Table: awstest.Name(t, "missing"),
 		Owner: "lambda", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	called := false
-	err := b.Do(context.Background(), func(context.Context) error { called = true; return nil }, "host:example.com")
+	err = b.Do(context.Background(), func(context.Context) error { called = true; return nil }, "host:example.com")
 	if called {
 		t.Error("the call was made although the breaker state is unknown")
 	}

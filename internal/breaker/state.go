@@ -21,45 +21,29 @@ import (
 	"time"
 )
 
-// Defaults, as in the configuration table (CONVEYOR_BREAKER_WINDOW,
-// CONVEYOR_BREAKER_THRESHOLD, CONVEYOR_BREAKER_COOLDOWN).
-const (
-	WindowDefault     = time.Minute
-	ThresholdDefault  = 5
-	CooldownDefault   = 5 * time.Minute
-	ProbeLeaseDefault = 30 * time.Second
-	CacheTTLDefault   = 5 * time.Second
-)
-
 // MaxRetryAfter caps the Retry-After a breaker honours (12 h, the longest
 // SQS can hide a message), so that a bogus header cannot block a key for
 // days.
 const MaxRetryAfter = 12 * time.Hour
 
-// Config tunes the breaker.
+// Config tunes the breaker. Its defaults live in internal/config
+// (CONVEYOR_BREAKER_*); New refuses a Config that Validate refuses.
 type Config struct {
 	// Window is the period failures are counted in; a failure after
-	// WindowStart+Window starts a new window (default 1m).
+	// WindowStart+Window starts a new window.
 	Window time.Duration
 	// Threshold is the number of failures within one Window that opens the
-	// circuit (default 5).
+	// circuit.
 	Threshold int
 	// Cooldown is how long the circuit stays open before a probe may go
-	// through (default 5m).
+	// through.
 	Cooldown time.Duration
 	// ProbeLease is how long a half-open probe holds its lease before
-	// another caller may probe (default 30s).
+	// another caller may probe.
 	ProbeLease time.Duration
 	// CacheTTL is how long an instance of the store trusts its snapshot of
-	// the records (default 5s); the state machine does not use it.
+	// the records; the state machine does not use it.
 	CacheTTL time.Duration
-}
-
-// DefaultConfig returns Window 1m, Threshold 5, Cooldown 5m, ProbeLease
-// 30s, CacheTTL 5s.
-func DefaultConfig() Config {
-	return Config{Window: WindowDefault, Threshold: ThresholdDefault, Cooldown: CooldownDefault,
-		ProbeLease: ProbeLeaseDefault, CacheTTL: CacheTTLDefault}
 }
 
 // Validate reports whether c can be used: positive durations (CacheTTL may

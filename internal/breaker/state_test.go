@@ -443,22 +443,19 @@ func TestEffective(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
-	want := Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: 5 * time.Second}
-	if diff := cmp.Diff(want, DefaultConfig()); diff != "" {
-		t.Errorf("DefaultConfig (-want +got):\n%s", diff)
-	}
+	valid := Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: 5 * time.Second}
 	tests := []struct {
 		name    string
 		c       Config
 		wantErr string
 	}{
-		{"default", DefaultConfig(), ""},
-		{"no cache", with2(DefaultConfig(), func(c *Config) { c.CacheTTL = 0 }), ""},
+		{"valid", valid, ""},
+		{"no cache", with2(valid, func(c *Config) { c.CacheTTL = 0 }), ""},
 		{"zero", Config{}, "window must be positive"},
-		{"threshold 0", with2(DefaultConfig(), func(c *Config) { c.Threshold = 0 }), "threshold must be at least 1"},
-		{"no cooldown", with2(DefaultConfig(), func(c *Config) { c.Cooldown = 0 }), "cooldown must be positive"},
-		{"no lease", with2(DefaultConfig(), func(c *Config) { c.ProbeLease = -time.Second }), "probe lease must be positive"},
-		{"negative cache", with2(DefaultConfig(), func(c *Config) { c.CacheTTL = -1 }), "cache TTL must not be negative"},
+		{"threshold 0", with2(valid, func(c *Config) { c.Threshold = 0 }), "threshold must be at least 1"},
+		{"no cooldown", with2(valid, func(c *Config) { c.Cooldown = 0 }), "cooldown must be positive"},
+		{"no lease", with2(valid, func(c *Config) { c.ProbeLease = -time.Second }), "probe lease must be positive"},
+		{"negative cache", with2(valid, func(c *Config) { c.CacheTTL = -1 }), "cache TTL must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,34 +7,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/resources"
-)
-
-// Defaults, named so code and README agree.
-const (
-	APIAddrDefault           = "127.0.0.1:8080"
-	MaxAttemptsDefault       = 7
-	RetryBaseDefault         = 2 * time.Second
-	RetryMaxDefault          = 15 * time.Minute
-	ParkAfterDefault         = time.Minute
-	BreakerWindowDefault     = time.Minute
-	BreakerThresholdDefault  = 5
-	BreakerCooldownDefault   = 5 * time.Minute
-	BreakerCacheDefault      = 5 * time.Second
-	RecoveryIntervalDefault  = 5 * time.Minute
-	ScheduleIntervalDefault  = time.Minute
-	StuckAfterDefault        = 20 * time.Minute
-	HeartbeatIntervalDefault = 30 * time.Second
-	StaleAfterDefault        = resources.StaleAfterDefault
-	DeleteAfterDefault       = resources.DeleteAfterDefault
-	UploadExpiryDefault      = 5 * time.Minute
-	MaxUploadSizeDefault     = 50 << 20
-	DeviantArtURLDefault     = "https://www.deviantart.com"
+	"github.com/conveyor/conveyor/internal/retry"
 )
 
 // Config is the whole configuration of one process.
@@ -92,6 +73,16 @@ type Config struct {
 	BreakerWindow    time.Duration
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// BreakerProbeLease is how long a half-open probe holds its lease
+	// (CONVEYOR_BREAKER_PROBE_LEASE, default 30s); its call ends at 4/5 of it.
+	BreakerProbeLease time.Duration
+	// CallTimeout bounds one external API call (CONVEYOR_CALL_TIMEOUT,
+	// default 20s); it must be shorter than a probe's call
+	// (breaker.ProbeCallTimeout of the lease), so no probe outlives its lease.
+	CallTimeout time.Duration
+	// UploadRateMin is the slowest upload a Submit waits for, bytes per
+	// second (CONVEYOR_UPLOAD_RATE_MIN, default 1 MiB/s).
+	UploadRateMin int64
 	// BreakerCache is how long an instance trusts its snapshot of the
 	// breakers (CONVEYOR_BREAKER_CACHE, default 5s).
 	BreakerCache time.Duration
@@ -126,41 +117,44 @@ func FromEnv(fns ...string) (Config, error) { return From(os.Getenv, fns...) }
 func From(getenv func(string) string, fns ...string) (Config, error) {
 	r := reader{get: getenv}
 	c := Config{
-		Table:                     getenv("CONVEYOR_TABLE"),
-		Bucket:                    getenv("CONVEYOR_BUCKET"),
-		KMSKeyID:                  getenv("CONVEYOR_KMS_KEY_ID"),
-		EventBus:                  getenv("CONVEYOR_EVENT_BUS"),
-		JWTSecret:                 []byte(getenv("CONVEYOR_JWT_SECRET")),
-		WebhookSecret:             []byte(getenv("CONVEYOR_WEBHOOK_SECRET")),
-		JWTSecretARN:              getenv("CONVEYOR_JWT_SECRET_ARN"),
-		WebhookSecretARN:          getenv("CONVEYOR_WEBHOOK_SECRET_ARN"),
-		DeviantArtURL:             r.str("CONVEYOR_DEVIANTART_URL", DeviantArtURLDefault),
-		DeviantArtClientID:        getenv("CONVEYOR_DEVIANTART_CLIENT_ID"),
-		DeviantArtClientSecret:    getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET"),
-		DeviantArtClientSecretARN: getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"),
-		APIAddr:                   r.str("CONVEYOR_API_ADDR", APIAddrDefault),
-		MaxAttempts:               r.int("CONVEYOR_MAX_ATTEMPTS", MaxAttemptsDefault),
-		RetryBase:                 r.dur("CONVEYOR_RETRY_BASE", RetryBaseDefault),
-		RetryMax:                  r.dur("CONVEYOR_RETRY_MAX", RetryMaxDefault),
-		ParkAfter:                 r.dur("CONVEYOR_PARK_AFTER", ParkAfterDefault),
-		BreakerWindow:             r.dur("CONVEYOR_BREAKER_WINDOW", BreakerWindowDefault),
-		BreakerThreshold:          r.int("CONVEYOR_BREAKER_THRESHOLD", BreakerThresholdDefault),
-		BreakerCooldown:           r.dur("CONVEYOR_BREAKER_COOLDOWN", BreakerCooldownDefault),
-		BreakerCache:              r.dur("CONVEYOR_BREAKER_CACHE", BreakerCacheDefault),
-		RecoveryInterval:          r.dur("CONVEYOR_RECOVERY_INTERVAL", RecoveryIntervalDefault),
-		StuckAfter:                r.dur("CONVEYOR_STUCK_AFTER", StuckAfterDefault),
-		ScheduleInterval:          r.dur("CONVEYOR_SCHEDULE_INTERVAL", ScheduleIntervalDefault),
-		HeartbeatInterval:         r.dur("CONVEYOR_HEARTBEAT_INTERVAL", HeartbeatIntervalDefault),
-		StaleAfter:                r.dur("CONVEYOR_STALE_AFTER", StaleAfterDefault),
-		DeleteAfter:               r.dur("CONVEYOR_DELETE_AFTER", DeleteAfterDefault),
-		StreamPing:                r.dur("CONVEYOR_STREAM_PING", 15*time.Second),
-		UploadExpiry:              r.dur("CONVEYOR_UPLOAD_EXPIRY", UploadExpiryDefault),
-		MaxUploadSize:             int64(r.int("CONVEYOR_MAX_UPLOAD_SIZE", MaxUploadSizeDefault)),
+		Table:                     getenv(VarTable),
+		Bucket:                    getenv(VarBucket),
+		KMSKeyID:                  getenv(VarKMSKeyID),
+		EventBus:                  getenv(VarEventBus),
+		JWTSecret:                 []byte(getenv(VarJWTSecret)),
+		WebhookSecret:             []byte(getenv(VarWebhookSecret)),
+		JWTSecretARN:              getenv(VarJWTSecretARN),
+		WebhookSecretARN:          getenv(VarWebhookSecretARN),
+		DeviantArtURL:             r.str(VarDeviantArtURL),
+		DeviantArtClientID:        getenv(VarDeviantArtClientID),
+		DeviantArtClientSecret:    getenv(VarDeviantArtClientSecret),
+		DeviantArtClientSecretARN: getenv(VarDeviantArtClientSecretARN),
+		APIAddr:                   r.str(VarAPIAddr),
+		MaxAttempts:               r.int(VarMaxAttempts),
+		RetryBase:                 r.dur(VarRetryBase),
+		RetryMax:                  r.dur(VarRetryMax),
+		ParkAfter:                 r.dur(VarParkAfter),
+		BreakerWindow:             r.dur(VarBreakerWindow),
+		BreakerThreshold:          r.int(VarBreakerThreshold),
+		BreakerCooldown:           r.dur(VarBreakerCooldown),
+		BreakerProbeLease:         r.dur(VarBreakerProbeLease),
+		BreakerCache:              r.dur(VarBreakerCache),
+		CallTimeout:               r.dur(VarCallTimeout),
+		UploadRateMin:             r.int64(VarUploadRateMin),
+		RecoveryInterval:          r.dur(VarRecoveryInterval),
+		StuckAfter:                r.dur(VarStuckAfter),
+		ScheduleInterval:          r.dur(VarScheduleInterval),
+		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
+		StaleAfter:                r.dur(VarStaleAfter),
+		DeleteAfter:               r.dur(VarDeleteAfter),
+		StreamPing:                r.dur(VarStreamPing),
+		UploadExpiry:              r.dur(VarUploadExpiry),
+		MaxUploadSize:             r.int64(VarMaxUploadSize),
 		QueueURLs:                 map[resources.Tier]string{},
 		DLQURLs:                   map[resources.Tier]string{},
 		ESMUUIDs:                  map[resources.Tier]string{},
 	}
-	if name := getenv("CONVEYOR_ENV"); name == "" {
+	if name := getenv(VarEnv); name == "" {
 		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
 	} else if env, err := resources.ParseEnv(name); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("CONVEYOR_ENV: %w", err))
@@ -168,18 +162,21 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		c.Env = env
 	}
 	for _, t := range resources.Tiers {
-		up := strings.ToUpper(string(t))
-		if v := getenv("CONVEYOR_QUEUE_URL_" + up); v != "" {
+		if v := getenv(VarQueueURL(t)); v != "" {
 			c.QueueURLs[t] = v
 		}
-		if v := getenv("CONVEYOR_DLQ_URL_" + up); v != "" {
+		if v := getenv(VarDLQURL(t)); v != "" {
 			c.DLQURLs[t] = v
 		}
-		if v := getenv("CONVEYOR_ESM_UUID_" + up); v != "" {
+		if v := getenv(VarESMUUID(t)); v != "" {
 			c.ESMUUIDs[t] = v
 		}
 	}
-	if err := c.validate(); err != nil {
+	if getenv(VarBreakerProbeLease) == "" && c.BreakerCooldown > 0 {
+		// A cooldown shorter than the lease (tests, chaos) shortens it.
+		c.BreakerProbeLease = min(c.BreakerProbeLease, c.BreakerCooldown)
+	}
+	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	if err := c.needs(fns, true); err != nil {
@@ -239,50 +236,88 @@ func isAre(n int) string {
 	return "are"
 }
 
-func (c Config) validate() error {
+// validate checks c; deadlines says the call timeout or the probe lease
+// was set explicitly, so their relation is checked too. (With both
+// defaulted, only a cooldown shorter than 30 s makes the lease shorter
+// than the call timeout, and breaker.Do cuts a probe's call at 4/5 of the
+// lease anyway.)
+func (c Config) validate(deadlines bool) error {
 	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.MaxAttempts < 1 {
-		errs = append(errs, errors.New("CONVEYOR_MAX_ATTEMPTS must be at least 1"))
+		bad("%s must be at least 1", VarMaxAttempts)
 	}
-	if c.ParkAfter <= 0 {
-		errs = append(errs, errors.New("CONVEYOR_PARK_AFTER must be positive"))
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
+		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
+		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
+		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry},
+	} {
+		if d.v <= 0 {
+			bad("%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if c.BreakerCache < 0 {
+		bad("%s must not be negative, got %s", VarBreakerCache, c.BreakerCache)
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase {
-		errs = append(errs, errors.New("CONVEYOR_RETRY_BASE must be positive and not above CONVEYOR_RETRY_MAX"))
+		bad("%s must be positive and not above %s", VarRetryBase, VarRetryMax)
+	}
+	if c.RetryMax > retry.MaxVisibility {
+		bad("%s must not exceed %s, the longest SQS visibility timeout", VarRetryMax, retry.MaxVisibility)
 	}
 	if c.BreakerThreshold < 1 {
-		errs = append(errs, errors.New("CONVEYOR_BREAKER_THRESHOLD must be at least 1"))
+		bad("%s must be at least 1", VarBreakerThreshold)
+	}
+	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
+		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",
+			VarCallTimeout, c.CallTimeout, probe, VarBreakerProbeLease, c.BreakerProbeLease)
+	}
+	if c.UploadRateMin < 1 {
+		bad("%s must be at least 1 (bytes per second)", VarUploadRateMin)
 	}
 	if c.StaleAfter > resources.MaxStaleAfter {
 		// The bucket lifecycle is derived from it (resources.UploadObjectHorizon).
-		errs = append(errs, fmt.Errorf("CONVEYOR_STALE_AFTER must not exceed %s (the upload bucket's lifecycle allows for no more)", resources.MaxStaleAfter))
+		bad("%s must not exceed %s (the upload bucket's lifecycle allows for no more)", VarStaleAfter, resources.MaxStaleAfter)
 	}
 	if c.DeleteAfter < c.StaleAfter {
-		errs = append(errs, errors.New("CONVEYOR_DELETE_AFTER must not be before CONVEYOR_STALE_AFTER"))
+		bad("%s must not be before %s", VarDeleteAfter, VarStaleAfter)
+	}
+	if c.UploadExpiry > maxPresignExpiry {
+		bad("%s must not exceed %s (the longest a SigV4 presigned URL may live)", VarUploadExpiry, maxPresignExpiry)
 	}
 	if c.MaxUploadSize < 1 {
-		errs = append(errs, errors.New("CONVEYOR_MAX_UPLOAD_SIZE must be positive"))
+		bad("%s must be positive", VarMaxUploadSize)
+	}
+	if u, err := url.Parse(c.DeviantArtURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		bad("%s=%q is not an absolute http(s) URL", VarDeviantArtURL, c.DeviantArtURL)
 	}
 	return errors.Join(errs...)
 }
+
+// maxPresignExpiry is SigV4's limit on X-Amz-Expires (7 days).
+const maxPresignExpiry = 7 * 24 * time.Hour
 
 // Environ renders the resource part of the configuration as environment
 // variables (the inverse of From), for the local runtime and tests.
 func (c Config) Environ() map[string]string {
 	m := map[string]string{
-		"CONVEYOR_ENV":            string(c.Env),
-		"CONVEYOR_TABLE":          c.Table,
-		"CONVEYOR_BUCKET":         c.Bucket,
-		"CONVEYOR_KMS_KEY_ID":     c.KMSKeyID,
-		"CONVEYOR_EVENT_BUS":      c.EventBus,
-		"CONVEYOR_API_ADDR":       c.APIAddr,
-		"CONVEYOR_DEVIANTART_URL": c.DeviantArtURL,
+		VarEnv:           string(c.Env),
+		VarTable:         c.Table,
+		VarBucket:        c.Bucket,
+		VarKMSKeyID:      c.KMSKeyID,
+		VarEventBus:      c.EventBus,
+		VarAPIAddr:       c.APIAddr,
+		VarDeviantArtURL: c.DeviantArtURL,
 	}
 	for t, u := range c.QueueURLs {
-		m["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u
+		m[VarQueueURL(t)] = u
 	}
 	for t, u := range c.DLQURLs {
-		m["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
+		m[VarDLQURL(t)] = u
 	}
 	return m
 }
@@ -292,14 +327,15 @@ type reader struct {
 	errs []error
 }
 
-func (r *reader) str(name, def string) string {
+func (r *reader) str(name string) string {
 	if v := r.get(name); v != "" {
 		return v
 	}
-	return def
+	return defaultOf[string](name)
 }
 
-func (r *reader) int(name string, def int) int {
+func (r *reader) int(name string) int {
+	def := defaultOf[int](name)
 	v := r.get(name)
 	if v == "" {
 		return def
@@ -312,7 +348,22 @@ func (r *reader) int(name string, def int) int {
 	return n
 }
 
-func (r *reader) dur(name string, def time.Duration) time.Duration {
+func (r *reader) int64(name string) int64 {
+	def := defaultOf[int64](name)
+	v := r.get(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (r *reader) dur(name string) time.Duration {
+	def := defaultOf[time.Duration](name)
 	v := r.get(name)
 	if v == "" {
 		return def

@@ -24,26 +24,16 @@ import (
 	"time"
 )
 
-// BaseURLDefault is the API's base URL unless Config.BaseURL says otherwise.
-const BaseURLDefault = "https://www.deviantart.com"
-
 // RetryAfterMax bounds the Retry-After an APIError reports.
 const RetryAfterMax = 24 * time.Hour
 
 // Per-call deadlines. A call's context ends at the earlier of its caller's
-// deadline and its own: CallTimeoutDefault for every call but Submit, and
-// for Submit CallTimeoutDefault plus the file's size at UploadRateMinDefault
-// (a 50 MiB file: 20 s + 50 s). Under a half-open breaker the probe's own
-// bound (breaker.ProbeCallTimeout, four fifths of the 30 s probe lease)
-// applies on top, so no call outlives the lease it runs under: keep
-// CallTimeout below it.
-const (
-	// CallTimeoutDefault bounds one API call (default 20s).
-	CallTimeoutDefault = 20 * time.Second
-	// UploadRateMinDefault is the slowest upload Submit waits for, in
-	// bytes per second (default 1 MiB/s).
-	UploadRateMinDefault = 1 << 20
-)
+// deadline and its own: Config.CallTimeout for every call but Submit, and
+// for Submit CallTimeout plus the file's size at Config.UploadRateMin
+// (with the defaults of internal/config, a 50 MiB file: 20 s + 50 s).
+// Under a half-open breaker the probe's own bound (breaker.ProbeCallTimeout,
+// four fifths of the probe lease) applies on top, so no call outlives the
+// lease it runs under; the configuration keeps CallTimeout below it.
 
 // answerMaxBytes bounds how much of an answer is read.
 const answerMaxBytes = 1 << 20
@@ -51,7 +41,7 @@ const answerMaxBytes = 1 << 20
 // Config configures a Client.
 type Config struct {
 	// BaseURL is the API's scheme and host, e.g. https://www.deviantart.com
-	// or the simulator's URL. Default BaseURLDefault.
+	// or the simulator's URL (required).
 	BaseURL string
 	// ClientID and ClientSecret identify Conveyor to the API's token
 	// endpoint. The secret never appears in an error.
@@ -63,21 +53,28 @@ type Config struct {
 	// Now is the clock that turns expires_in and Retry-After dates into
 	// times. Default time.Now.
 	Now func() time.Time
-	// CallTimeout bounds every call (default CallTimeoutDefault); Submit
-	// adds the file's size at UploadRateMin.
+	// CallTimeout bounds every call (required, positive); Submit adds the
+	// file's size at UploadRateMin.
 	CallTimeout time.Duration
 	// UploadRateMin is the slowest upload Submit allows for, in bytes per
-	// second (default UploadRateMinDefault).
+	// second (required, positive).
 	UploadRateMin int64
 }
 
 // Client calls the API. It is safe for concurrent use.
 type Client struct{ cfg Config }
 
-// New returns a Client for cfg, with defaults filled in.
-func New(cfg Config) *Client {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = BaseURLDefault
+// New returns a Client for cfg, or an error naming what cfg lacks: a
+// base URL, a positive CallTimeout and UploadRateMin (their defaults live
+// in internal/config).
+func New(cfg Config) (*Client, error) {
+	switch {
+	case cfg.BaseURL == "":
+		return nil, errors.New("deviantart: the base URL is required")
+	case cfg.CallTimeout <= 0:
+		return nil, fmt.Errorf("deviantart: the call timeout must be positive, got %s", cfg.CallTimeout)
+	case cfg.UploadRateMin <= 0:
+		return nil, fmt.Errorf("deviantart: the slowest upload rate must be positive, got %d bytes/s", cfg.UploadRateMin)
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient == nil {
@@ -86,13 +83,7 @@ func New(cfg Config) *Client {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = CallTimeoutDefault
-	}
-	if cfg.UploadRateMin <= 0 {
-		cfg.UploadRateMin = UploadRateMinDefault
-	}
-	return &Client{cfg: cfg}
+	return &Client{cfg: cfg}, nil
 }
 
 // Timeout is the overall deadline of a call sending size bytes of file (0

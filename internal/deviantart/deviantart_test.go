@@ -60,7 +60,7 @@ func setup(t *testing.T) *testBundle {
 		stop()
 		rt.base.CloseIdleConnections()
 	})
-	client := deviantart.New(deviantart.Config{
+	client := newClient(t, deviantart.Config{
 		BaseURL: base + "/", ClientID: "conveyor", ClientSecret: clientSecret,
 		HTTPClient: &http.Client{Transport: rt}, Now: func() time.Time { return epoch },
 	})
@@ -154,7 +154,7 @@ func TestRefreshWithAWrongClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := deviantart.New(deviantart.Config{BaseURL: b.url, ClientID: tt.id, ClientSecret: tt.secret})
+			c := newClient(t, deviantart.Config{BaseURL: b.url, ClientID: tt.id, ClientSecret: tt.secret})
 			rt := b.sim.MintRefreshToken()
 			_, err := c.Refresh(context.Background(), rt)
 			e := apiError(t, err)
@@ -526,7 +526,7 @@ func TestTransportErrorIsNotAnAPIError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close()
-	c := deviantart.New(deviantart.Config{BaseURL: base, ClientSecret: clientSecret})
+	c := newClient(t, deviantart.Config{BaseURL: base, ClientSecret: clientSecret})
 	_, err := c.Refresh(context.Background(), "rt_secret")
 	var e *deviantart.APIError
 	if err == nil || errors.As(err, &e) {
@@ -547,7 +547,7 @@ func TestErrorsNeverCarrySecrets(t *testing.T) {
 		fmt.Fprintf(w, `{"error":"server_error","error_description":%q,"error_code":503}`, echo)
 	}))
 	defer srv.Close()
-	c := deviantart.New(deviantart.Config{BaseURL: srv.URL, ClientSecret: clientSecret, HTTPClient: srv.Client(),
+	c := newClient(t, deviantart.Config{BaseURL: srv.URL, ClientSecret: clientSecret, HTTPClient: srv.Client(),
 		Now: func() time.Time { return epoch }})
 	ctx := context.Background()
 
@@ -591,7 +591,7 @@ func TestRetryAfterForms(t *testing.T) {
 				w.WriteHeader(http.StatusTooManyRequests)
 			}))
 			defer srv.Close()
-			c := deviantart.New(deviantart.Config{BaseURL: srv.URL, HTTPClient: srv.Client(), Now: func() time.Time { return epoch }})
+			c := newClient(t, deviantart.Config{BaseURL: srv.URL, HTTPClient: srv.Client(), Now: func() time.Time { return epoch }})
 			_, err := c.Item(context.Background(), "at", 1)
 			e := apiError(t, err)
 			if e.RetryAfter() != tt.want || e.Code != "" || !e.Temporary() {

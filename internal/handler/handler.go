@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -170,10 +171,17 @@ type Relayer interface {
 	Run(ctx context.Context) (int, error)
 }
 
+// BreakerGauge reports which circuits are open (breaker.Breaker).
+type BreakerGauge interface {
+	ReportOpen(ctx context.Context, s breaker.Sink) (int, error)
+}
+
 // Recovery is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came) or
-// "recover" (stuck jobs and retention; the default).
-func Recovery(s Sweeper, relay Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+// "recover" (stuck jobs and retention; the default). Both also drain the
+// event outbox and send the breakers' open gauge.
+
+func Recovery(s Sweeper, relay Relayer, breakers BreakerGauge, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task string `json:"task"`
@@ -195,6 +203,11 @@ func Recovery(s Sweeper, relay Relayer, emf *metrics.Emitter, log *slog.Logger) 
 		relayed, rerr := relay.Run(ctx)
 		if rerr != nil {
 			log.WarnContext(ctx, "relaying events failed; they stay in the outbox", "error", rerr)
+		}
+		// The breaker gauge: an open circuit keeps its alarm up between
+		// transitions (one datapoint per open host circuit per run).
+		if _, berr := breakers.ReportOpen(ctx, emf); berr != nil {
+			log.WarnContext(ctx, "reading the breakers for their gauge failed", "error", berr)
 		}
 		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
 			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released), "EventsRelayed": float64(relayed)}, nil)

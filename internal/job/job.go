@@ -189,6 +189,10 @@ type Item struct {
 	ContentType string `json:"-" dynamodbav:"contentType"`
 	Size        int64  `json:"-" dynamodbav:"size"`
 	Filename    string `json:"-" dynamodbav:"filename"`
+	// Pin is the object the upload's confirmation checked: the publisher
+	// downloads that object or none (a later PUT to the same key fails
+	// the job with media_changed).
+	Pin Pin `json:"-" dynamodbav:"pin,omitempty"`
 	// StashItemID is the external API's id of the uploaded file.
 	StashItemID int64 `json:"-" dynamodbav:"stashItemId,omitempty"`
 	// Tried is set when a run claimed the job while this item was
@@ -197,6 +201,17 @@ type Item struct {
 	// Unlike the attempt counter, a retry does not reset it.
 	Tried bool `json:"-" dynamodbav:"tried,omitempty"`
 }
+
+// Pin names one exact S3 object: its ETag and, in a versioned bucket, its
+// version. The zero Pin names whatever the key holds (uploads confirmed
+// before pins were recorded).
+type Pin struct {
+	ETag      string `json:"-" dynamodbav:"etag,omitempty"`
+	VersionID string `json:"-" dynamodbav:"versionId,omitempty"`
+}
+
+// IsZero reports whether p pins nothing.
+func (p Pin) IsZero() bool { return p == Pin{} }
 
 // Error is a failure kept on a job, a phase or an item.
 type Error struct {

@@ -247,7 +247,7 @@ func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.
 		}
 		j.Items = append(j.Items, job.Item{
 			ID: ids.New(ids.Item), UploadID: id, Status: job.ItemPending,
-			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename,
+			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename, Pin: u.Pin,
 		})
 	}
 	if !connected {

@@ -3,7 +3,12 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -15,21 +20,66 @@ import (
 // it back, so the job fails with the code "media_expired".
 var ErrMediaExpired = errors.New("media_expired")
 
+// ErrMediaChanged means the object under an item's key is no longer the
+// one its upload's confirmation checked: someone PUT again with the
+// still-valid presigned URL. Unchecked bytes are never published, so the
+// job fails with the code "media_changed"; upload and confirm the file
+// again to publish it.
+var ErrMediaChanged = errors.New("media_changed")
+
+// pinnedGet asks for exactly the object the item's upload pinned: S3
+// answers 412 Precondition Failed (If-Match) for any other.
+func pinnedGet(bucket string, it job.Item) *s3.GetObjectInput {
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(it.Key)}
+	if it.Pin.ETag != "" {
+		in.IfMatch = aws.String(it.Pin.ETag)
+	}
+	if it.Pin.VersionID != "" {
+		in.VersionId = aws.String(it.Pin.VersionID)
+	}
+	return in
+}
+
+// checkPin checks the answer's ETag against the pin too, so the guarantee
+// does not rest on the server honouring If-Match alone.
+func checkPin(it job.Item, obj *s3.GetObjectOutput) error {
+	if it.Pin.ETag == "" || sameETag(aws.ToString(obj.ETag), it.Pin.ETag) {
+		return nil
+	}
+	return mediaChanged(it)
+}
+
+func sameETag(a, b string) bool { return strings.Trim(a, `"`) == strings.Trim(b, `"`) }
+
+func mediaChanged(it job.Item) error {
+	return retry.Permanent(fmt.Errorf("%w: the object of upload %s was replaced after it was confirmed; upload the file again", ErrMediaChanged, it.UploadID))
+}
+
 // downloadError classifies a failed S3 download of an item's object: a
-// missing object is permanent, anything else keeps its own class.
+// missing object (or missing pinned version) is permanent, and so is an
+// object replaced since its confirmation; anything else keeps its own
+// class.
 func downloadError(it job.Item, err error) error {
 	var nsk *s3types.NoSuchKey
-	if errors.As(err, &nsk) {
+	var re *awshttp.ResponseError
+	isStatus := func(code int) bool { return errors.As(err, &re) && re.HTTPStatusCode() == code }
+	switch {
+	case errors.As(err, &nsk), isStatus(http.StatusNotFound): // NoSuchKey, or NoSuchVersion of a pinned version
 		return retry.Permanent(fmt.Errorf("%w: the object of upload %s is gone: %v", ErrMediaExpired, it.UploadID, err))
+	case isStatus(http.StatusPreconditionFailed):
+		return mediaChanged(it)
 	}
 	return fmt.Errorf("downloading %s: %w", it.UploadID, err)
 }
 
 // failureCode is the error code kept on a failed job: errorCode's, or
-// media_expired for a vanished object.
+// media_expired for a vanished object, media_changed for a replaced one.
 func failureCode(err error, c retry.Class) string {
-	if errors.Is(err, ErrMediaExpired) {
+	switch {
+	case errors.Is(err, ErrMediaExpired):
 		return "media_expired"
+	case errors.Is(err, ErrMediaChanged):
+		return "media_changed"
 	}
 	return errorCode(err, c)
 }

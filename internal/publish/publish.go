@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/conveyor/conveyor/internal/deviantart"
@@ -703,11 +702,14 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 			return found.ItemID, nil
 		}
 	}
-	obj, err := r.p.cfg.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.p.cfg.Bucket), Key: aws.String(it.Key)})
+	obj, err := r.p.cfg.S3.GetObject(ctx, pinnedGet(r.p.cfg.Bucket, it))
 	if err != nil {
 		return 0, downloadError(it, err)
 	}
 	defer obj.Body.Close()
+	if err := checkPin(it, obj); err != nil {
+		return 0, err
+	}
 	body := &countingReader{r: obj.Body}
 	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
 		Title: apiTitle(j.Params.Title), Description: j.Params.Description, Tags: j.Params.Tags, Stack: it.ID,

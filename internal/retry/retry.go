@@ -19,17 +19,6 @@ import (
 	"time"
 )
 
-// Defaults of the policy, as in the configuration table
-// (CONVEYOR_RETRY_BASE, CONVEYOR_RETRY_MAX, CONVEYOR_MAX_ATTEMPTS).
-const (
-	// BaseDefault is the ceiling of the first backoff.
-	BaseDefault = 2 * time.Second
-	// MaxDefault caps every backoff.
-	MaxDefault = 15 * time.Minute
-	// MaxAttemptsDefault is the attempt budget of a job.
-	MaxAttemptsDefault = 7
-)
-
 // Limits that hold whatever the policy says.
 const (
 	// MaxVisibility is the longest SQS can hide a message (12 h): no delay
@@ -261,28 +250,22 @@ func leastDelay(err error) time.Duration {
 }
 
 // Policy is the retry policy of a job type. The zero Policy is not valid;
-// start from DefaultPolicy.
+// the publisher's comes from internal/config (CONVEYOR_RETRY_BASE,
+// CONVEYOR_RETRY_MAX, CONVEYOR_MAX_ATTEMPTS, CONVEYOR_PARK_AFTER), where
+// the defaults live.
 type Policy struct {
-	// Base is the ceiling of the first backoff; each attempt doubles it
-	// (default BaseDefault, 2s).
+	// Base is the ceiling of the first backoff; each attempt doubles it.
 	Base time.Duration
-	// Max caps every backoff (default MaxDefault, 15m; at most
-	// MaxVisibility, 12h).
+	// Max caps every backoff (at most MaxVisibility, 12h).
 	Max time.Duration
-	// MaxAttempts is the attempt budget, the first attempt included
-	// (default MaxAttemptsDefault, 7).
+	// MaxAttempts is the attempt budget, the first attempt included.
 	MaxAttempts int
 	// Rand returns a number in [0,1) for the jitter (default
 	// math/rand/v2's Float64). Values outside [0,1) are clamped.
 	Rand func() float64
 	// ParkAfter is the shortest wait that moves a job from the queue to
-	// the table (see Park; default ParkAfterDefault, 1m).
+	// the table (see Park; 0: only waits near the DLQ park).
 	ParkAfter time.Duration
-}
-
-// DefaultPolicy returns Base 2s, Max 15m, 7 attempts and the default Rand.
-func DefaultPolicy() Policy {
-	return Policy{Base: BaseDefault, Max: MaxDefault, MaxAttempts: MaxAttemptsDefault, ParkAfter: ParkAfterDefault}
 }
 
 // Validate reports whether the policy can be used: Base positive, Max
@@ -400,9 +383,6 @@ func RateLimited(err error) bool {
 	return errors.As(err, &sc) && sc.StatusCode() == 429
 }
 
-// ParkAfterDefault is the shortest wait that leaves the queue (Policy.ParkAfter).
-const ParkAfterDefault = time.Minute
-
 // Park says whether a job that must wait for wait, whose message has been
 // received receives times out of the maxReceives its queue allows before
 // the dead-letter queue, should wait in the table instead of in the queue
@@ -411,11 +391,7 @@ const ParkAfterDefault = time.Minute
 // so that waiting can never dead-letter a live job. Short waits stay in
 // the queue (a visibility timeout), which is faster than the release sweep.
 func (p Policy) Park(wait time.Duration, receives, maxReceives int) bool {
-	after := p.ParkAfter
-	if after <= 0 {
-		after = ParkAfterDefault
-	}
-	return wait >= after || (maxReceives > 0 && receives >= maxReceives-2)
+	return (p.ParkAfter > 0 && wait >= p.ParkAfter) || (maxReceives > 0 && receives >= maxReceives-2)
 }
 
 // VisibilityFor converts a delay into whole seconds for SQS

@@ -270,7 +270,7 @@ func TestBackoff(t *testing.T) {
 
 func TestBackoffDefaultRandStaysInRange(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
+	p := testPolicy()
 	for attempt := 1; attempt <= 12; attempt++ {
 		ceil := min(p.Max, p.Base<<(attempt-1))
 		var sum time.Duration
@@ -327,7 +327,7 @@ func TestPolicyValidate(t *testing.T) {
 		p       Policy
 		wantErr string // "" = valid
 	}{
-		{"default", DefaultPolicy(), ""},
+		{"default", testPolicy(), ""},
 		{"base equals max", Policy{Base: time.Second, Max: time.Second, MaxAttempts: 1}, ""},
 		{"max at the SQS limit", Policy{Base: time.Second, Max: MaxVisibility, MaxAttempts: 3}, ""},
 		{"zero", Policy{}, "retry base must be positive"},
@@ -351,17 +351,9 @@ func TestPolicyValidate(t *testing.T) {
 	}
 }
 
-func TestDefaultPolicy(t *testing.T) {
-	t.Parallel()
-	want := Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}
-	if diff := cmp.Diff(want, DefaultPolicy(), cmpopts.IgnoreFields(Policy{}, "Rand")); diff != "" {
-		t.Errorf("DefaultPolicy (-want +got):\n%s", diff)
-	}
-}
-
 func TestPark(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
+	p := testPolicy()
 	tests := []struct {
 		name                  string
 		policy                Policy
@@ -397,7 +389,7 @@ func TestClassString(t *testing.T) {
 }
 
 func BenchmarkDecide(b *testing.B) {
-	p := DefaultPolicy()
+	p := testPolicy()
 	err := fmt.Errorf("stash publish: %w", apiErr{status: 503})
 	for b.Loop() {
 		_ = p.Decide(err, 3, t0)
@@ -412,8 +404,13 @@ func BenchmarkClassify(b *testing.B) {
 }
 
 func BenchmarkBackoff(b *testing.B) {
-	p := DefaultPolicy()
+	p := testPolicy()
 	for b.Loop() {
 		_ = p.Backoff(5)
 	}
+}
+
+// testPolicy is the publisher's policy with the configuration's defaults.
+func testPolicy() Policy {
+	return Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -39,6 +40,9 @@ type Upload struct {
 	Reason      string       `json:"reason,omitempty" dynamodbav:"reason,omitempty"`
 	CreatedAt   time.Time    `json:"createdAt" dynamodbav:"createdAt"`
 	ConfirmedAt *time.Time   `json:"confirmedAt,omitempty" dynamodbav:"confirmedAt,omitempty"`
+	// Pin names the exact object that was checked when the upload was
+	// confirmed; the publisher downloads only that object.
+	Pin job.Pin `json:"-" dynamodbav:"pin,omitempty"`
 	// Refs counts the jobs that may still run and refer to the upload
 	// (taken when a job is created, released when it goes stale).
 	Refs int `json:"-" dynamodbav:"refs,omitempty"`
@@ -160,9 +164,12 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 // window (it leaves it while a job refers to it) and its record gets a
 // backstop TTL past the bucket lifecycle; a rejected one's record expires
 // after resources.DeleteAfterDefault.
-func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, at time.Time) (Upload, error) {
+func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, pin job.Pin, at time.Time) (Upload, error) {
 	update := expression.Set(expression.Name("status"), expression.Value(status)).
 		Set(expression.Name("confirmedAt"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
+	if !pin.IsZero() {
+		update = update.Set(expression.Name("pin"), expression.Value(pin))
+	}
 	if reason != "" {
 		update = update.Set(expression.Name("reason"), expression.Value(reason))
 	}

@@ -29,7 +29,6 @@ import (
 
 // Defaults.
 const (
-	PingIntervalDefault = 15 * time.Second
 	PollIntervalDefault = 250 * time.Millisecond
 )
 
@@ -37,7 +36,8 @@ const (
 type Config struct {
 	Store    *store.Store
 	Verifier *auth.Verifier
-	// PingInterval bounds the silence between messages (default 15s).
+	// PingInterval bounds the silence between messages (required:
+	// CONVEYOR_STREAM_PING, whose default lives in internal/config).
 	PingInterval time.Duration
 	// PollInterval is how often the event log is read (default 250ms).
 	PollInterval time.Duration
@@ -50,10 +50,10 @@ type Server struct {
 	active atomic.Int64
 }
 
-// New returns a Server.
-func New(cfg Config) *Server {
-	if cfg.PingInterval == 0 {
-		cfg.PingInterval = PingIntervalDefault
+// New returns a Server, or an error when cfg.PingInterval is not positive.
+func New(cfg Config) (*Server, error) {
+	if cfg.PingInterval <= 0 {
+		return nil, fmt.Errorf("stream: the ping interval must be positive, got %s", cfg.PingInterval)
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = PollIntervalDefault
@@ -61,7 +61,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg}
+	return &Server{cfg: cfg}, nil
 }
 
 // ErrNotFound is returned before streaming for an unknown or foreign job.

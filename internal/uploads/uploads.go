@@ -21,6 +21,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -214,12 +215,15 @@ func (s *Service) ObjectCreated(ctx context.Context, bucket, key string) (store.
 	}
 	if u.Owner != parts[0] || u.Key != key {
 		// Someone wrote into a slot path that is not theirs.
-		return s.cfg.Store.SettleUpload(ctx, u.ID, store.UploadRejected, "object key does not belong to the upload's owner", s.cfg.Now())
+		return s.cfg.Store.SettleUpload(ctx, u.ID, store.UploadRejected, "object key does not belong to the upload's owner", job.Pin{}, s.cfg.Now())
 	}
 	return s.settle(ctx, u)
 }
 
-// settle HEADs the object, checks it and records the outcome.
+// settle HEADs the object, checks it and records the outcome. A confirmed
+// upload is pinned to the object that was checked (its ETag, and its
+// version in a versioned bucket): a presigned URL stays valid after
+// confirmation, and the publisher refuses any other object under the key.
 func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, error) {
 	if u.Status != store.UploadPending {
 		return u, nil
@@ -233,6 +237,7 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 		}
 		return u, fmt.Errorf("checking upload %s: %w", u.ID, err)
 	}
+	pin := job.Pin{ETag: aws.ToString(head.ETag), VersionID: aws.ToString(head.VersionId)}
 	reason := ""
 	switch size := aws.ToInt64(head.ContentLength); {
 	case size != u.Size:
@@ -240,7 +245,7 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 	case !strings.EqualFold(strings.TrimSpace(strings.Split(aws.ToString(head.ContentType), ";")[0]), u.ContentType):
 		reason = fmt.Sprintf("content type is %q, %q was declared", aws.ToString(head.ContentType), u.ContentType)
 	default:
-		reason, err = s.sniff(ctx, u)
+		reason, err = s.sniff(ctx, u, pin)
 		if err != nil {
 			return u, err
 		}
@@ -249,18 +254,21 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 	if reason != "" {
 		status = store.UploadRejected
 	}
-	settled, err := s.cfg.Store.SettleUpload(ctx, u.ID, status, reason, s.cfg.Now())
+	settled, err := s.cfg.Store.SettleUpload(ctx, u.ID, status, reason, pin, s.cfg.Now())
 	if err == nil {
 		s.cfg.Logger.InfoContext(ctx, "upload settled", "upload_id", u.ID, "status", settled.Status, "reason", settled.Reason)
 	}
 	return settled, err
 }
 
-// sniff reads the object's first bytes and checks they are the declared
-// image type; it returns the rejection reason or "".
-func (s *Service) sniff(ctx context.Context, u store.Upload) (string, error) {
+// sniff reads the first bytes of the pinned object (the one HEAD saw) and
+// checks they are the declared image type; it returns the rejection reason
+// or "". An object replaced since the HEAD is an error: its own S3 event
+// (or the next confirm call) checks it.
+func (s *Service) sniff(ctx context.Context, u store.Upload, pin job.Pin) (string, error) {
 	obj, err := s.cfg.S3.GetObject(ctx, &s3.GetObjectInput{
 		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(u.Key), Range: aws.String("bytes=0-511"),
+		IfMatch: optional(pin.ETag), VersionId: optional(pin.VersionID),
 	})
 	if err != nil {
 		return "", fmt.Errorf("reading upload %s: %w", u.ID, err)
@@ -274,4 +282,12 @@ func (s *Service) sniff(ctx context.Context, u store.Upload) (string, error) {
 		return fmt.Sprintf("content is %s, not the declared %s", got, u.ContentType), nil
 	}
 	return "", nil
+}
+
+// optional is nil for "" (an absent SDK field), else &v.
+func optional(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
 }

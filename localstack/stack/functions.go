@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 )
@@ -72,9 +73,9 @@ type binaryConfig struct {
 // Secrets the CDK stacks create and pass to functions by ARN (see
 // infra/stack: readsJWTSecret, readsWebhookSecret).
 var functionSecrets = map[string]struct{ name, valueVar, arnVar string }{
-	resources.FuncAPI:    {"/jwt", "CONVEYOR_JWT_SECRET", "CONVEYOR_JWT_SECRET_ARN"},
-	resources.FuncStream: {"/jwt", "CONVEYOR_JWT_SECRET", "CONVEYOR_JWT_SECRET_ARN"},
-	resources.FuncSystem: {"/webhook-signing", "CONVEYOR_WEBHOOK_SECRET", "CONVEYOR_WEBHOOK_SECRET_ARN"},
+	resources.FuncAPI:    {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
+	resources.FuncStream: {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
+	resources.FuncSystem: {"/webhook-signing", config.VarWebhookSecret, config.VarWebhookSecretARN},
 }
 
 // startBinaries builds every function of the definition for this host and
@@ -104,8 +105,8 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		}
 		// No function gets a secret's value; the ones that read a secret
 		// get its ARN, as in AWS.
-		delete(env, "CONVEYOR_JWT_SECRET")
-		delete(env, "CONVEYOR_WEBHOOK_SECRET")
+		delete(env, config.VarJWTSecret)
+		delete(env, config.VarWebhookSecret)
 		if s, ok := functionSecrets[name]; ok {
 			env[s.arnVar] = arns[s.name]
 		}

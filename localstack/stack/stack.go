@@ -146,13 +146,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		opts.Prefix = "conveyor-" + string(resources.Local)
 	}
 	if opts.APIAddr == "" {
-		opts.APIAddr = opts.Getenv("CONVEYOR_API_ADDR")
+		opts.APIAddr = opts.Getenv(config.VarAPIAddr)
 	}
 	if opts.APIAddr == "" {
-		opts.APIAddr = config.APIAddrDefault
+		opts.APIAddr = config.Lookup(config.VarAPIAddr).Default.(string)
 	}
 	if opts.SimulatorAddr == "" {
-		opts.SimulatorAddr = opts.Getenv("CONVEYOR_SIMULATOR_ADDR")
+		opts.SimulatorAddr = opts.Getenv(config.VarSimulatorAddr)
 	}
 	if opts.SimulatorAddr == "" {
 		opts.SimulatorAddr = "127.0.0.1:0"
@@ -206,9 +206,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	// The OAuth client: the environment's, else one generated for this
 	// run. The simulator requires exactly what the functions are given.
-	if getenv("CONVEYOR_DEVIANTART_CLIENT_ID") == "" && getenv("CONVEYOR_DEVIANTART_CLIENT_SECRET") == "" {
-		env["CONVEYOR_DEVIANTART_CLIENT_ID"] = "conveyor-local"
-		env["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = randomHex(16)
+	if getenv(config.VarDeviantArtClientID) == "" && getenv(config.VarDeviantArtClientSecret) == "" {
+		env[config.VarDeviantArtClientID] = "conveyor-local"
+		env[config.VarDeviantArtClientSecret] = randomHex(16)
 	}
 
 	// The simulator.
@@ -225,23 +225,23 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s (set CONVEYOR_API_ADDR to use another address): %w", opts.APIAddr, err)
 	}
-	env["CONVEYOR_ENV"] = string(resources.Local)
-	env["CONVEYOR_TABLE"] = def.Table.Name
-	env["CONVEYOR_BUCKET"] = def.Bucket.Name
-	env["CONVEYOR_KMS_KEY_ID"] = res.KMSKeyID
-	env["CONVEYOR_EVENT_BUS"] = def.EventBus
-	env["CONVEYOR_API_ADDR"] = ln.Addr().String()
-	env["CONVEYOR_DEVIANTART_URL"] = simURL
-	for _, name := range []string{"CONVEYOR_JWT_SECRET", "CONVEYOR_WEBHOOK_SECRET"} {
+	env[config.VarEnv] = string(resources.Local)
+	env[config.VarTable] = def.Table.Name
+	env[config.VarBucket] = def.Bucket.Name
+	env[config.VarKMSKeyID] = res.KMSKeyID
+	env[config.VarEventBus] = def.EventBus
+	env[config.VarAPIAddr] = ln.Addr().String()
+	env[config.VarDeviantArtURL] = simURL
+	for _, name := range []string{config.VarJWTSecret, config.VarWebhookSecret} {
 		if getenv(name) == "" {
 			env[name] = randomHex(32)
 		}
 	}
 	for t, u := range res.QueueURLs {
-		env["CONVEYOR_QUEUE_URL_"+strings.ToUpper(string(t))] = u
+		env[config.VarQueueURL(t)] = u
 	}
 	for t, u := range res.DLQURLs {
-		env["CONVEYOR_DLQ_URL_"+strings.ToUpper(string(t))] = u
+		env[config.VarDLQURL(t)] = u
 	}
 	read := map[string]string{}
 	cfg, err := config.From(recordingGetenv(getenv, read), def.Functions...)
@@ -293,7 +293,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.Binaries {
 		// The stream function's URL: its own origin, as in AWS.
 		if opts.StreamAddr == "" {
-			opts.StreamAddr = opts.Getenv("CONVEYOR_STREAM_ADDR")
+			opts.StreamAddr = opts.Getenv(config.VarStreamAddr)
 		}
 		if opts.StreamAddr == "" {
 			opts.StreamAddr = "127.0.0.1:0"
@@ -409,10 +409,10 @@ func (s *Stack) Env() map[string]string {
 	m["CONVEYOR_API_URL"] = s.APIURL
 	m["CONVEYOR_STREAM_URL"] = s.StreamURL
 	m["CONVEYOR_SIMULATOR_URL"] = s.SimulatorURL
-	m["CONVEYOR_JWT_SECRET"] = string(s.Config.JWTSecret)
-	m["CONVEYOR_WEBHOOK_SECRET"] = string(s.Config.WebhookSecret)
-	m["CONVEYOR_DEVIANTART_CLIENT_ID"] = s.Config.DeviantArtClientID
-	m["CONVEYOR_DEVIANTART_CLIENT_SECRET"] = s.Config.DeviantArtClientSecret
+	m[config.VarJWTSecret] = string(s.Config.JWTSecret)
+	m[config.VarWebhookSecret] = string(s.Config.WebhookSecret)
+	m[config.VarDeviantArtClientID] = s.Config.DeviantArtClientID
+	m[config.VarDeviantArtClientSecret] = s.Config.DeviantArtClientSecret
 	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default
 	m["AWS_ENDPOINT_URL_DYNAMODB"] = s.Endpoints.DynamoDB
 	m["AWS_REGION"] = awsclient.DefaultRegion

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// The variables' names. From reads them; the local stack
+// (localstack/stack) and the CDK stacks (infra/stack) set them by these
+// names, so a rename cannot leave one of the three behind.
+const (
+	VarEnv                       = "CONVEYOR_ENV"
+	VarTable                     = "CONVEYOR_TABLE"
+	VarBucket                    = "CONVEYOR_BUCKET"
+	VarKMSKeyID                  = "CONVEYOR_KMS_KEY_ID"
+	VarEventBus                  = "CONVEYOR_EVENT_BUS"
+	VarJWTSecret                 = "CONVEYOR_JWT_SECRET"
+	VarJWTSecretARN              = "CONVEYOR_JWT_SECRET_ARN"
+	VarWebhookSecret             = "CONVEYOR_WEBHOOK_SECRET"
+	VarWebhookSecretARN          = "CONVEYOR_WEBHOOK_SECRET_ARN"
+	VarDeviantArtURL             = "CONVEYOR_DEVIANTART_URL"
+	VarDeviantArtClientID        = "CONVEYOR_DEVIANTART_CLIENT_ID"
+	VarDeviantArtClientSecret    = "CONVEYOR_DEVIANTART_CLIENT_SECRET"
+	VarDeviantArtClientSecretARN = "CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"
+	VarAPIAddr                   = "CONVEYOR_API_ADDR"
+	VarMaxAttempts               = "CONVEYOR_MAX_ATTEMPTS"
+	VarRetryBase                 = "CONVEYOR_RETRY_BASE"
+	VarRetryMax                  = "CONVEYOR_RETRY_MAX"
+	VarParkAfter                 = "CONVEYOR_PARK_AFTER"
+	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
+	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
+	VarBreakerCooldown           = "CONVEYOR_BREAKER_COOLDOWN"
+	VarBreakerProbeLease         = "CONVEYOR_BREAKER_PROBE_LEASE"
+	VarBreakerCache              = "CONVEYOR_BREAKER_CACHE"
+	VarCallTimeout               = "CONVEYOR_CALL_TIMEOUT"
+	VarUploadRateMin             = "CONVEYOR_UPLOAD_RATE_MIN"
+	VarRecoveryInterval          = "CONVEYOR_RECOVERY_INTERVAL"
+	VarScheduleInterval          = "CONVEYOR_SCHEDULE_INTERVAL"
+	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
+	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
+	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
+	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
+	VarStreamPing                = "CONVEYOR_STREAM_PING"
+	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
+	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
+	// VarQueueURLPrefix, VarDLQURLPrefix and VarESMUUIDPrefix name one
+	// variable per tier: see VarQueueURL, VarDLQURL and VarESMUUID.
+	VarQueueURLPrefix = "CONVEYOR_QUEUE_URL_"
+	VarDLQURLPrefix   = "CONVEYOR_DLQ_URL_"
+	VarESMUUIDPrefix  = "CONVEYOR_ESM_UUID_"
+	// Variables of the local stack only (localstack/stack).
+	VarStreamAddr    = "CONVEYOR_STREAM_ADDR"
+	VarSimulatorAddr = "CONVEYOR_SIMULATOR_ADDR"
+)
+
+// VarQueueURL names the variable holding tier's queue URL, e.g. CONVEYOR_QUEUE_URL_HIGH.
+func VarQueueURL(t resources.Tier) string { return VarQueueURLPrefix + strings.ToUpper(string(t)) }
+
+// VarDLQURL names the variable holding tier's dead-letter queue URL.
+func VarDLQURL(t resources.Tier) string { return VarDLQURLPrefix + strings.ToUpper(string(t)) }
+
+// VarESMUUID names the variable holding tier's event source mapping UUID.
+func VarESMUUID(t resources.Tier) string { return VarESMUUIDPrefix + strings.ToUpper(string(t)) }
+
+// Var is one configuration variable: the one place its default lives.
+type Var struct {
+	// Name is the environment variable (a pattern with <TIER> for the
+	// per-tier ones).
+	Name string
+	// Default is the value when the variable is unset, typed as From
+	// parses it (time.Duration, int, int64 or string); nil when there is
+	// none. DefaultText, when set, is what the README says instead.
+	Default     any
+	DefaultText string
+	// Meaning says what it does.
+	Meaning string
+	// Rule is what From accepts; a value outside it stops the process
+	// with an error naming the variable.
+	Rule string
+}
+
+// Vars is the table of every variable, in the README's order. The README's
+// configuration table is generated from it (see Markdown; a test keeps the
+// two equal).
+var Vars = []Var{
+	{Name: VarEnv, DefaultText: "none: **required**", Meaning: "the environment; a process without it refuses to start (CDK sets it per stack; the local stack, `.local/env` and the tests set `local` explicitly)", Rule: "`local`, `staging`, `prod-ru` or `prod-en`"},
+	{Name: VarAPIAddr, Default: "127.0.0.1:8080", Meaning: "local gateway address"},
+	{Name: VarStreamAddr, DefaultText: "a free loopback port", Meaning: "the stream function's local URL (`make run`; written to `.local/env` as `CONVEYOR_STREAM_URL`)"},
+	{Name: VarMaxAttempts, Default: 7, Meaning: "attempts before a job fails", Rule: "≥ 1"},
+	{Name: VarRetryBase, Default: 2 * time.Second, Meaning: "ceiling of the first backoff (full jitter, doubling per attempt)", Rule: "> 0, ≤ `CONVEYOR_RETRY_MAX`"},
+	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},
+	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue (see \"Long waits leave the queue\")", Rule: "> 0"},
+	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
+	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open the circuit", Rule: "≥ 1"},
+	{Name: VarBreakerCooldown, Default: 5 * time.Minute, Meaning: "circuit breaker: how long a circuit stays open before one probe", Rule: "> 0"},
+	{Name: VarBreakerProbeLease, Default: 30 * time.Second, Meaning: "circuit breaker: how long the half-open probe holds its lease (unset: 30s, or `CONVEYOR_BREAKER_COOLDOWN` when shorter); the probe call ends at 4/5 of it", Rule: "> 0"},
+	{Name: VarBreakerCache, Default: 5 * time.Second, Meaning: "how long an instance trusts its snapshot of the breakers (one Query per period)", Rule: "≥ 0"},
+	{Name: VarCallTimeout, Default: 20 * time.Second, Meaning: "deadline of one external API call (Submit adds its size at `CONVEYOR_UPLOAD_RATE_MIN`)", Rule: "> 0, at most 4/5 of `CONVEYOR_BREAKER_PROBE_LEASE` (a probe's call must end inside its lease; checked when either is set)"},
+	{Name: VarUploadRateMin, Default: int64(1 << 20), Meaning: "the slowest upload to the external API a Submit waits for, bytes per second", Rule: "≥ 1"},
+	{Name: VarRecoveryInterval, Default: 5 * time.Minute, Meaning: "stuck-job recovery period (the local ticker; `rate(5 minutes)` in AWS)", Rule: "> 0"},
+	{Name: VarScheduleInterval, Default: time.Minute, Meaning: "how often due scheduled jobs are released (local ticker)", Rule: "> 0"},
+	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
+	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
+	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},
+	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},
+	{Name: VarStreamPing, Default: 15 * time.Second, Meaning: "the longest silence on an SSE stream (a `ping` event)", Rule: "> 0"},
+	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
+	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
+	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
+	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
+	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read at cold start when the two values are not set"},
+	{Name: VarJWTSecret + "` / `" + VarWebhookSecret, DefaultText: "random locally", Meaning: "HS256 secret; webhook signing secret (in AWS read by ARN: `…_SECRET_ARN`, set by CDK)"},
+	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call (see below)"},
+	{Name: VarTable + "`, `" + VarBucket + "`, `" + VarKMSKeyID + "`, `" + VarEventBus + "`, `" + VarQueueURLPrefix + "<TIER>`, `" + VarDLQURLPrefix + "<TIER>`, `" + VarESMUUIDPrefix + "<TIER>", DefaultText: "set by CDK / the local stack", Meaning: "resource names (the ESM UUIDs: the API function's, to pause a tier)"},
+	{Name: "AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION", DefaultText: "— / — / `us-east-1`", Meaning: "the emulators, if any (the SDK's own variables: the second sends DynamoDB elsewhere than the first); the only thing that differs from AWS"},
+}
+
+// Lookup returns the row of name; a name missing from the table is a bug
+// (it panics).
+func Lookup(name string) Var {
+	for _, v := range Vars {
+		if v.Name == name {
+			return v
+		}
+	}
+	panic("config: no variable " + name + " in the table")
+}
+
+// defaultOf returns the typed default of name.
+func defaultOf[T any](name string) T {
+	d, ok := Lookup(name).Default.(T)
+	if !ok {
+		panic(fmt.Sprintf("config: the default of %s is not a %T", name, d))
+	}
+	return d
+}
+
+// DefaultTextOf is the default as the README writes it: a Go duration
+// without zero units (15m, 168h), an integer, a string, or the row's text.
+func (v Var) DefaultTextOf() string {
+	if v.DefaultText != "" {
+		return v.DefaultText
+	}
+	switch d := v.Default.(type) {
+	case nil:
+		return "none"
+	case time.Duration:
+		return "`" + shortDuration(d) + "`"
+	default:
+		return fmt.Sprintf("`%v`", d)
+	}
+}
+
+// shortDuration writes d as time.ParseDuration reads it, without the zero
+// units of Duration.String ("15m" for 15m0s).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Markdown renders the table as the README shows it.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| Variable | Default | Meaning | Accepted |\n|---|---|---|---|\n")
+	for _, v := range Vars {
+		rule := v.Rule
+		if rule == "" {
+			rule = "any"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", v.Name, v.DefaultTextOf(), v.Meaning, rule)
+	}
+	return b.String()
+}
