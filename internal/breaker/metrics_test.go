@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/metrics"
 )
 
@@ -130,7 +131,7 @@ func TestGaugeReportsEveryOpenHostCircuit(t *testing.T) {
 // instance sends, and keeps showing while it stays open.
 func TestReportOpenReadsTheSharedRecords(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: time.Now().UTC()}
+	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 2, clk, nil)
 	ctx := context.Background()
 	for range 5 {

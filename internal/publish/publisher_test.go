@@ -56,10 +56,13 @@ func setupPublisher(t *testing.T) *pubBundle {
 	}
 	t.Cleanup(stop)
 	b.sim = sim
-	api := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
+	api, err := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
 	b.pub = publish.New(publish.Config{Store: b.st, S3: env.Clients.S3, Bucket: b.bucket, Tokens: b.tokens, API: api,
-		Policy: retry.DefaultPolicy(), Worker: "w-test", Now: b.clk.Now, Logger: quiet})
+		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: quiet})
 	return b
 }
 

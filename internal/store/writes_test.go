@@ -363,11 +363,11 @@ func TestUploadSettles(t *testing.T) {
 	if err := b.st.PutUpload(ctx, store.Upload{ID: u.ID, Owner: "someone-else", Status: store.UploadPending, CreatedAt: now}); err == nil {
 		t.Fatal("a second upload with the same id was stored")
 	}
-	first, err := b.st.SettleUpload(ctx, u.ID, store.UploadConfirmed, "", now)
+	first, err := b.st.SettleUpload(ctx, u.ID, store.UploadConfirmed, "", job.Pin{}, now)
 	if err != nil || first.Status != store.UploadConfirmed {
 		t.Fatalf("confirm: %+v, %v", first, err)
 	}
-	again, err := b.st.SettleUpload(ctx, u.ID, store.UploadRejected, "too late", now.Add(time.Second))
+	again, err := b.st.SettleUpload(ctx, u.ID, store.UploadRejected, "too late", job.Pin{}, now.Add(time.Second))
 	if err != nil || again.Status != store.UploadConfirmed || again.Reason != "" {
 		t.Fatalf("a later rejection changed the outcome: %+v, %v", again, err)
 	}

@@ -31,7 +31,7 @@ const Provider = accounts.Provider
 
 // MaxAttemptsDefault is a job's MaxAttempts when JobOpts leaves it zero:
 // the product's default.
-const MaxAttemptsDefault = config.MaxAttemptsDefault
+var MaxAttemptsDefault = config.Lookup(config.VarMaxAttempts).Default.(int)
 
 // Owner returns a fresh user id, so that parallel tests never share an
 // owner's records.
@@ -89,7 +89,7 @@ func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 		}
 		return got
 	}
-	got, err := st.SettleUpload(ctx, id, opts.Status, "", opts.At)
+	got, err := st.SettleUpload(ctx, id, opts.Status, "", job.Pin{}, opts.At)
 	if err != nil {
 		t.Fatalf("testfactory: settling upload %s: %v", id, err)
 	}
