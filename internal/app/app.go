@@ -230,11 +230,17 @@ func New(cfg config.Config, clients awsclient.Clients, opts Options) (*App, erro
 // wrong, when the configuration is invalid or lacks what fn needs, secrets
 // read by ARN included.
 func FromEnv(ctx context.Context, fn string) (*App, error) {
-	cfg, err := config.FromEnv(fn)
+	awsCfg, err := awsclient.LambdaEnv()
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx)
+	return FromConfig(ctx, fn, awsCfg)
+}
+
+// FromConfig is FromEnv with the AWS configuration given (awsclient.Load
+// outside Lambda, as `make invoke` in process).
+func FromConfig(ctx context.Context, fn string, awsCfg aws.Config) (*App, error) {
+	cfg, err := config.FromEnv(fn)
 	if err != nil {
 		return nil, err
 	}

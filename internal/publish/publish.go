@@ -52,7 +52,7 @@ const (
 	AfterClaim   = "after-claim"
 	AfterToken   = "after-token"
 	AfterSubmit  = "after-submit"  // the API returned the itemid, nothing persisted yet
-	AfterUpload  = "after-upload"  // the itemid is persisted
+	AfterUpload  = "after-upload"  // the itemid is persisted, or (the last item to upload) held for the publish write
 	AfterPublish = "after-publish" // the API published, nothing persisted yet
 	AfterItem    = "after-item"    // the item's output is persisted
 	BeforeFinish = "before-finish"
@@ -356,6 +356,14 @@ type run struct {
 	// whether a 401 has already forced a refresh in this run.
 	token    string
 	reauthed bool
+	// unsaved are facts about the outside world (an uploaded item's stash
+	// id) already applied to job but not yet written: the next write
+	// carries them (the post-upload write folded into the publish write).
+	// save re-applies them when a conflict makes it re-read the job, and
+	// record's fallback writes them too. Until they are written, a
+	// crash leaves the item "tried", so the next run asks the API (by
+	// stack) before submitting: nothing is uploaded twice.
+	unsaved []func(*job.Job)
 }
 
 // authed calls the API through call with the run's access token. The API
@@ -389,7 +397,13 @@ func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 	if err == nil {
 		return nil
 	}
+	r.mu.Lock()
+	held := slices.Clone(r.unsaved)
+	r.mu.Unlock()
 	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
+		for _, f := range held {
+			f(j)
+		}
 		facts(j)
 		return nil
 	})
@@ -409,6 +423,9 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 	r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	for range 5 {
 		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
+		if err == nil {
+			r.unsaved = nil
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
@@ -420,6 +437,9 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 			return errLostLease
 		}
 		r.job = fresh
+		for _, f := range r.unsaved {
+			f(&r.job)
+		}
 		mutate(&r.job)
 		r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	}
@@ -505,22 +525,34 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		}
 		done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
-		if err := r.record(ctx, func(j *job.Job) {
+		uploaded := func(j *job.Job) {
 			if j.Items[i].Status == job.ItemPending {
 				j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
 			}
-		}, func(j *job.Job) {
+		}
+		progress := func(j *job.Job) {
 			pct := done * 100 / total
 			msg := fmt.Sprintf("%d of %d items", done, total)
 			j.SetPhaseProgress(PhaseDownload, pct, msg)
 			j.SetPhaseProgress(PhaseUpload, pct, msg)
 			if done == total {
-				// Persisted, and their events emitted, with this write.
+				// Persisted, and their events emitted, with the next write.
 				j.CompletePhase(PhaseDownload, msg, now())
 				j.CompletePhase(PhaseUpload, msg, now())
 			}
 			j.Emit(job.EventProgress, now(), map[string]string{"phase": PhaseUpload, "items": msg})
-		}); err != nil {
+		}
+		if lastPending(r.snapshot(), i) {
+			// The last upload: its write is folded into the next one (the
+			// publish, or the failure), a round trip less per job. A crash
+			// before that write leaves the item tried, and the next run
+			// finds the stash item by its stack instead of submitting again.
+			r.mu.Lock()
+			uploaded(&r.job)
+			progress(&r.job)
+			r.unsaved = append(r.unsaved, uploaded)
+			r.mu.Unlock()
+		} else if err := r.record(ctx, uploaded, progress); err != nil {
 			return err
 		}
 		if err := p.crash(AfterUpload, &j); err != nil {
@@ -598,6 +630,16 @@ func (r *run) finish(j *job.Job) {
 	}
 	j.Error = nil
 	_ = j.Apply(job.Succeed, now)
+}
+
+// lastPending reports whether item i is the last item of j still to upload.
+func lastPending(j job.Job, i int) bool {
+	for k := i + 1; k < len(j.Items); k++ {
+		if j.Items[k].Status == job.ItemPending {
+			return false
+		}
+	}
+	return true
 }
 
 // countItems counts items in one of statuses, counting item i as if it had

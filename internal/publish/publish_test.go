@@ -109,8 +109,12 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 	pub := b.Stack.App.Publisher
 	ctx := context.Background()
 	points := []string{publish.AfterClaim, publish.AfterToken, publish.AfterSubmit, publish.AfterUpload, publish.AfterPublish, publish.AfterItem}
-	for _, point := range points {
-		id := submit(b, tok, "crash "+point, 2)
+	// One item: its upload's write is folded into the publish write, so a
+	// crash after the upload leaves nothing recorded but the claim's
+	// "tried". Two items: the first upload is written on its own.
+	for _, pc := range crossPoints(points, 1, 2) {
+		point, items := pc.point, pc.items
+		id := submit(b, tok, fmt.Sprintf("crash %s %d", point, items), items)
 		mu.Lock()
 		crashAt[id] = point
 		mu.Unlock()
@@ -142,10 +146,26 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 			}
 		}
 		after := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]
-		if after-before != 2 {
-			t.Errorf("%s: %d submits for 2 items, want 2", point, after-before)
+		if after-before != items {
+			t.Errorf("%s: %d submits for %d items, want %d", point, after-before, items, items)
 		}
 	}
+}
+
+type crashCase struct {
+	point string
+	items int
+}
+
+// crossPoints pairs every crash point with every item count.
+func crossPoints(points []string, counts ...int) []crashCase {
+	var out []crashCase
+	for _, n := range counts {
+		for _, p := range points {
+			out = append(out, crashCase{p, n})
+		}
+	}
+	return out
 }
 
 func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
@@ -332,4 +352,52 @@ func TestRateLimitStormOpensTheCircuitAndNoJobFails(t *testing.T) {
 		}
 	}
 	t.Logf("calls that reached the API while open: %d in %s", during, window.Round(time.Millisecond))
+}
+
+// TestPauseHoldsOnEveryCopyOfTheTierFlag pauses a tier, then lets a
+// dozen of its jobs be delivered: their claims check different copies of
+// the tier's flag (store.TierFlagShards), and every one parks instead of
+// starting. After the resume they all run.
+func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-pause-copies", "user", "free") // the low tier
+	b.Connect(tok)
+	ctx := context.Background()
+	ids := make([]string, 12)
+	for i := range ids {
+		ids[i] = submit(b, tok, fmt.Sprintf("paused %d", i), 1)
+	}
+	admin := b.Token("ops", "admin", "pro")
+	b.Must(b.Call("POST", "/v1/admin/tiers/low/pause", admin, nil), 200)
+	st := b.Stack.App.Store
+	for _, id := range ids {
+		v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := st.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status != job.Queued || j.Waiting != "paused" || j.Attempts != 0 {
+			t.Errorf("job %s delivered while its tier is paused: verdict %+v, status %s, waiting %q, attempts %d", id, v, j.Status, j.Waiting, j.Attempts)
+		}
+	}
+	if pubs := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]; pubs != 0 {
+		t.Errorf("%d submits while the tier was paused", pubs)
+	}
+	b.Must(b.Call("POST", "/v1/admin/tiers/low/resume", admin, nil), 200)
+	for _, id := range ids {
+		// The release sweep would send them; claim them directly.
+		if _, err := st.UpdateJob(ctx, id, func(j *job.Job) error { return j.Unpark(time.Now()) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if j, _ := st.GetJob(ctx, id); j.Status != job.Succeeded {
+			t.Errorf("job %s after the resume: %s", id, j.Status)
+		}
+	}
 }

@@ -11,13 +11,13 @@ import (
 
 // Every function has a reservation; a queue consumer's covers its mappings'
 // maximum concurrency (or the mappings would be throttled by their own
-// function); the stream is capped below api and publisher; and the
-// reservations of all environments together leave AWS's unreserved
-// minimum in a default account.
+// function); the stream is capped below api and publisher; and each
+// environment's reservations leave AWS's unreserved minimum in a default
+// account (one account per environment).
 func TestReservedConcurrency(t *testing.T) {
 	t.Parallel()
-	total := 0
 	for _, env := range resources.CloudEnvs {
+		total := 0
 		def := resources.For(env)
 		mapped := map[string]int{}
 		for _, q := range def.Queues {
@@ -33,15 +33,15 @@ func TestReservedConcurrency(t *testing.T) {
 			}
 			total += rc
 		}
+		if max := resources.AccountConcurrencyDefault - resources.UnreservedConcurrencyMin; total > max {
+			t.Errorf("%s reserves %d executions; a default account allows %d", env, total, max)
+		}
 	}
 	size := resources.FunctionSizes
 	if s := size[resources.FuncStream].ReservedConcurrency; s >= size[resources.FuncAPI].ReservedConcurrency ||
 		s >= size[resources.FuncPublisher].ReservedConcurrency {
 		t.Errorf("stream reservation %d is not below api's %d and publisher's %d", s,
 			size[resources.FuncAPI].ReservedConcurrency, size[resources.FuncPublisher].ReservedConcurrency)
-	}
-	if max := resources.AccountConcurrencyDefault - resources.UnreservedConcurrencyMin; total > max {
-		t.Errorf("all environments reserve %d executions; one default account allows %d", total, max)
 	}
 }
 

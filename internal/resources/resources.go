@@ -355,9 +355,9 @@ var FunctionSizes = map[string]FunctionSize{
 	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second, ReservedConcurrency: 20},
 	// The tier queues' visibility timeout is 6× this. The high, medium
 	// and low mappings run at most 50+20+5 at once; 5 spare.
-	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout, ReservedConcurrency: 80},
+	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout, ReservedConcurrency: 525},
 	// The system mapping runs at most 10 at once; 2 spare.
-	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 12},
+	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
 	// Two schedules, each allowed one overlapping run.
@@ -442,7 +442,13 @@ func inspectorIndex(name, attr string) Index {
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
-const SweepShards = 4
+// Each status partition takes about 6 WCU per job passing through it (a
+// 3 KB job item written in and out), and an index partition takes 1,000
+// WCU/s: 16 shards carry about 2,600 jobs/s (see the capacity model of
+// `make bench`). Raising it is safe: a job's shard is its hash modulo this
+// number, and sweeps query every shard up to it, old ones included;
+// lowering it would hide the jobs in the dropped shards.
+const SweepShards = 16
 
 // Default tuning shared by all environments.
 const (
@@ -568,7 +574,14 @@ func Named(env Env, prefix string) Definition {
 		Functions:         []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",
 	}
-	concurrency := map[Tier]int{High: 50, Medium: 20, Low: 5, System: 10}
+	// Weights 4:2:1 between the publish tiers; sized by the capacity model
+	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
+	// API): with a third of the jobs in each tier, low binds first at about
+	// 1,500 jobs/s. The publisher reserves their sum (525); with the other
+	// functions an environment reserves 704 of a default account's 1,000
+	// (one account per environment, as AWS recommends; environments that
+	// share an account need a concurrency quota raise).
+	concurrency := map[Tier]int{High: 300, Medium: 150, Low: 75, System: 20}
 	for _, t := range Tiers {
 		consumer := FuncPublisher
 		if t == System {

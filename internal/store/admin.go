@@ -54,18 +54,39 @@ type TierFlag struct {
 	UpdatedBy string `dynamodbav:"updatedBy" json:"updatedBy"`
 }
 
-// SetTierPaused stores tier's pause flag (last writer wins: pausing and
-// resuming are idempotent).
+// TierFlagShards is how many copies of each tier's flag the table holds.
+// Every claim checks one copy (ClaimJob, chosen by the job id) in its
+// transaction, and a transaction's ConditionCheck costs write units on
+// the item it checks: one copy would cap a tier at about 500 claims/s
+// (1,000 WCU/s per item). A pause writes every copy in one transaction, so
+// a claim that starts after the pause answered sees it whichever copy it
+// checks. Copy 0 is the partition TierFlags reads.
+const TierFlagShards = 8
+
+// tierFlagKey is the key of copy n of tier's flag.
+func tierFlagKey(tier resources.Tier, n int) map[string]types.AttributeValue {
+	if n == 0 {
+		return keyOf(tierPK, string(tier))
+	}
+	return keyOf(tierPK+"#"+strconv.Itoa(n), string(tier))
+}
+
+// SetTierPaused stores tier's pause flag, every copy of it at once (last
+// writer wins: pausing and resuming are idempotent).
 func (s *Store) SetTierPaused(ctx context.Context, tier resources.Tier, paused bool, by string) (TierFlag, error) {
 	f := TierFlag{Tier: tier, Paused: paused, UpdatedAt: s.now().UTC(), UpdatedBy: by}
-	item, err := attributevalue.MarshalMap(f)
-	if err != nil {
-		return TierFlag{}, err
+	tx := make([]types.TransactWriteItem, 0, TierFlagShards)
+	for n := range TierFlagShards {
+		item, err := attributevalue.MarshalMap(f)
+		if err != nil {
+			return TierFlag{}, err
+		}
+		for k, v := range tierFlagKey(tier, n) {
+			item[k] = v
+		}
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item}})
 	}
-	for k, v := range keyOf(tierPK, string(tier)) {
-		item[k] = v
-	}
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+	if _, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx}); err != nil {
 		return TierFlag{}, fmt.Errorf("setting the %s tier's pause flag: %w", tier, err)
 	}
 	return f, nil

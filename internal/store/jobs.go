@@ -34,6 +34,12 @@ func shard(id string) int {
 	return int(binary.BigEndian.Uint32(h[:4]) % resources.SweepShards)
 }
 
+// tierShard picks the copy of the tier flag a job's claims check.
+func tierShard(id string) int {
+	h := sha256.Sum256([]byte(id))
+	return int(binary.BigEndian.Uint32(h[4:8]) % TierFlagShards)
+}
+
 // Waiting is the bySweep partitions' name for queued jobs parked in the
 // table (job.Park): they are found by when they are due, apart from the
 // queued jobs whose message is in the queue.
@@ -254,7 +260,7 @@ var ErrPaused = errors.New("tier paused")
 func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
 	c := condition(expression.AttributeNotExists(expression.Name("paused")).Or(expression.Name("paused").Equal(expression.Value(false))))
 	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.table), Key: keyOf(tierPK, j.Tier),
+		TableName: aws.String(s.table), Key: tierFlagKey(resources.Tier(j.Tier), tierShard(j.ID)),
 		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
 	}}
 	return s.saveJob(ctx, j, []types.TransactWriteItem{check})

@@ -39,7 +39,7 @@ func recordKind(pk, sk string) string {
 		return "upload"
 	case strings.HasPrefix(pk, "ACCT#"):
 		return "account"
-	case pk == "TIER":
+	case pk == "TIER" || strings.HasPrefix(pk, "TIER#"):
 		return "tier flag"
 	case pk == "RECOVERY":
 		return "recovery run"
@@ -60,7 +60,7 @@ func recordKind(pk, sk string) string {
 // noTTL are the record kinds that never expire, and why (README,
 // "Retention").
 var noTTL = map[string]string{
-	"tier flag":        "an operator's pause holds until an operator resumes the tier; four items at most",
+	"tier flag":        "an operator's pause holds until an operator resumes the tier; four tiers × store.TierFlagShards copies at most",
 	"account":          "a connection lasts until the user replaces it; a scheduled job may need it a year later",
 	"webhook secret":   "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
 	"webhook endpoint": "a user's configuration, until the user deletes it; at most 20 per user",

@@ -149,6 +149,10 @@ func (f *Function) Stats() Stats {
 	return Stats{Started: f.started, Live: len(f.live), Idle: len(f.idle)}
 }
 
+// Config returns the configuration the function was made with (a fresh
+// Function from it starts cold: the bench's cold-start runs).
+func (f *Function) Config() FunctionConfig { return f.cfg }
+
 // ColdStarts returns, for every instance that reached its first
 // invocation/next, the time from its process start to that request: the
 // function's own initialisation (config, SDK clients, secrets) as Lambda's

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,7 +87,11 @@ func (p inProcess) Invoke(ctx context.Context, payload []byte) (out []byte, err 
 	if err != nil {
 		return nil, &FunctionError{Function: p.name, Type: errorType(err), Message: err.Error()}
 	}
-	return out, nil
+	// aws-lambda-go answers with the bytes of a pooled buffer that it puts
+	// back before returning: a concurrent invocation may overwrite them
+	// (the gateway's decoder panicked "data changing underfoot" under the
+	// bench's concurrent reads). Keep a copy.
+	return bytes.Clone(out), nil
 }
 
 func errorType(err error) string {

@@ -72,26 +72,50 @@ func (p *Poller) Run(ctx context.Context) {
 	if p.Logger == nil {
 		p.Logger = slog.Default()
 	}
+	// Like the event source mapping, poll with one worker while the queue
+	// is idle and add workers while receives come back with messages: an
+	// idle queue costs one long poll per Wait, not one per worker.
+	wake := make(chan struct{}, p.Concurrency)
 	var wg sync.WaitGroup
-	for range p.Concurrency {
-		wg.Go(func() { p.worker(ctx) })
+	for i := range p.Concurrency {
+		wg.Go(func() { p.worker(ctx, i == 0, wake) })
 	}
 	wg.Wait()
 }
 
-func (p *Poller) worker(ctx context.Context) {
+// worker polls. The lead polls all the time; the others wait for a
+// receive that found messages, poll while they find messages, and go back
+// to waiting after an empty receive.
+func (p *Poller) worker(ctx context.Context, lead bool, wake chan struct{}) {
+	idle := !lead
 	for ctx.Err() == nil {
+		if idle {
+			select {
+			case <-wake:
+				idle = false
+			case <-ctx.Done():
+				return
+			}
+		}
 		p.busy.Add(1)
 		if p.Paused != nil && p.Paused(ctx) {
 			p.busy.Add(-1)
 			sleep(ctx, p.Wait)
 			continue
 		}
-		_, err := p.PollOnce(ctx)
+		got, err := p.PollOnce(ctx)
 		p.busy.Add(-1)
 		if err != nil && ctx.Err() == nil {
 			p.Logger.WarnContext(ctx, "polling failed", "queue", p.QueueURL, "error", err)
 			sleep(ctx, p.Wait)
+		}
+		if got > 0 {
+			select {
+			case wake <- struct{}{}: // one more worker joins
+			default:
+			}
+		} else if !lead {
+			idle = true
 		}
 	}
 }

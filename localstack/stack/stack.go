@@ -94,6 +94,10 @@ type Options struct {
 	// FunctionOutput receives the functions' processes' output, their
 	// CloudWatch Logs (default stderr).
 	FunctionOutput io.Writer
+	// Observe, when set, is told each invocation's function and duration
+	// (what Lambda bills: the bench prices GB-seconds from it). Streamed
+	// invocations are not observed.
+	Observe func(function string, took time.Duration)
 	// StreamAddr is, in binary mode, the address of the stream function's
 	// URL (default CONVEYOR_STREAM_ADDR, then a free port). In process the
 	// streams are served by the gateway.
@@ -279,6 +283,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		if err != nil {
 			_ = ln.Close()
 			return nil, err
+		}
+	}
+	if opts.Observe != nil {
+		for name, inv := range fns.Invokers {
+			fns.Invokers[name] = observed{name: name, fn: inv, observe: opts.Observe}
 		}
 	}
 	s.Functions = fns
@@ -524,3 +533,17 @@ func LocalFunctionARN(name string) string {
 // ScheduleFirerInterval is how often the local runtime looks for the users'
 // schedules' ticks (a tick fires at most this late).
 const ScheduleFirerInterval = 5 * time.Second
+
+// observed reports every invocation's duration to observe.
+type observed struct {
+	name    string
+	fn      runtime.Invoker
+	observe func(string, time.Duration)
+}
+
+func (o observed) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	t0 := time.Now()
+	out, err := o.fn.Invoke(ctx, payload)
+	o.observe(o.name, time.Since(t0))
+	return out, err
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/conveyor/conveyor/internal/app"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -45,7 +46,11 @@ func main() {
 }
 
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
-	a, err := app.FromEnv(ctx, fn)
+	awsCfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.FromConfig(ctx, fn, awsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make run` first; invoke reads .local/env)", err)
 	}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// AWS limits the design touches (us-east-1, checked 2026-11-23 in the AWS
+// service quotas pages named beside each).
+const (
+	// sqs FIFO, high-throughput mode: 70,000 messages/s per queue with
+	// batching (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/high-throughput-fifo.html);
+	// 300 messages/s per message group.
+	sqsFIFOPerQueue = 70000.0
+	sqsPerGroup     = 300.0
+	// dynamoPartitionWCU / RCU: per partition (and so per item and per
+	// key), docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html.
+	dynamoPartitionWCU = 1000.0
+	dynamoPartitionRCU = 3000.0
+	// apiGatewayRPS: HTTP API account throttle per region (steady state).
+	apiGatewayRPS = 10000.0
+	// lambdaAccountConcurrency: the default regional concurrency quota.
+	lambdaAccountConcurrency = 1000.0
+	// eventBridgePutEventsTPS: PutEvents requests/s (us-east-1), up to 10
+	// entries each.
+	eventBridgePutEventsTPS = 10000.0
+)
+
+// mix is what one published job costs, measured by the bench, as the
+// capacity model needs it.
+type mix struct {
+	// TierShare is the share of jobs per publish tier (sums to 1).
+	TierShare map[resources.Tier]float64
+	// PublisherSecondsPerJob is the publisher's measured billed seconds
+	// per job (a batch runs its jobs in parallel: batch time ÷ batch jobs).
+	PublisherSecondsPerJob float64
+	// PublisherBatchSeconds is the publisher's mean invocation duration.
+	PublisherBatchSeconds float64
+	// JobsPerBatch is the mean number of jobs per publisher invocation.
+	JobsPerBatch float64
+	// APIRequestsPerJob are API Gateway requests per job (sign, confirm,
+	// submit, reads).
+	APIRequestsPerJob float64
+	// APISecondsPerJob is the API function's billed seconds per job.
+	APISecondsPerJob float64
+	// StatsWritesPerJob is how many hourly-counter writes a job causes.
+	StatsWritesPerJob float64
+	// ClaimsPerJob is how many claims (each checks its tier's flag) a job
+	// takes.
+	ClaimsPerJob float64
+	// SweepWCUPerJob is the bySweep index write units one job spends in
+	// the busiest status partition (a job item of about 3 KB: 3 WCU per
+	// index write, two writes per status it passes through).
+	SweepWCUPerJob float64
+	// EventsPerJob are the events put on the bus per job.
+	EventsPerJob float64
+}
+
+// limit is one AWS limit and the jobs/s at which the design saturates it.
+type limit struct {
+	Name      string  `json:"name"`
+	JobsPerS  float64 `json:"jobs_per_s"`
+	Reasoning string  `json:"reasoning"`
+}
+
+// design is what the code sets that the limits apply to.
+type design struct {
+	TierConcurrency map[resources.Tier]int
+	TierFlagShards  int
+	SweepShards     int
+	StatsShards     int
+}
+
+// currentDesign reads the shipped settings.
+func currentDesign() design {
+	d := design{TierConcurrency: map[resources.Tier]int{}, TierFlagShards: store.TierFlagShards,
+		SweepShards: resources.SweepShards, StatsShards: store.StatsShards}
+	for _, q := range resources.For(resources.Local).Queues {
+		d.TierConcurrency[q.Tier] = q.MaxConcurrency
+	}
+	return d
+}
+
+// capacity computes, for each limit, the sustained jobs/s at which it
+// saturates, sorted lowest first: the first is the bottleneck.
+func capacity(m mix, d design) []limit {
+	var out []limit
+	add := func(name string, v float64, why string) {
+		if math.IsNaN(v) || v <= 0 {
+			v = math.Inf(1)
+		}
+		out = append(out, limit{name, v, why})
+	}
+	// SQS FIFO: one message per job per tier queue; a group per job.
+	for _, t := range []resources.Tier{resources.High, resources.Medium, resources.Low} {
+		if s := m.TierShare[t]; s > 0 {
+			add("sqs fifo "+string(t)+" queue", sqsFIFOPerQueue/s,
+				fmt.Sprintf("high-throughput FIFO %.0f msg/s per queue, %.0f%% of jobs; message group per job (%.0f/s per group never binds)", sqsFIFOPerQueue, 100*s, sqsPerGroup))
+		}
+	}
+	// Lambda concurrency per tier: each instance works one batch at a time,
+	// its jobs in parallel.
+	if m.PublisherBatchSeconds > 0 {
+		for _, t := range []resources.Tier{resources.High, resources.Medium, resources.Low} {
+			s := m.TierShare[t]
+			if s == 0 {
+				continue
+			}
+			perInstance := m.JobsPerBatch / m.PublisherBatchSeconds
+			add("lambda concurrency "+string(t), float64(d.TierConcurrency[t])*perInstance/s,
+				fmt.Sprintf("ESM MaximumConcurrency %d × %.1f jobs per %.2f s batch, %.0f%% of jobs", d.TierConcurrency[t], m.JobsPerBatch, m.PublisherBatchSeconds, 100*s))
+		}
+	}
+	if busy := m.PublisherSecondsPerJob + m.APISecondsPerJob; busy > 0 {
+		add("lambda account concurrency", lambdaAccountConcurrency/busy,
+			fmt.Sprintf("%.0f concurrent executions per region; %.3f s of functions per job", lambdaAccountConcurrency, busy))
+	}
+	// Hot keys.
+	if m.ClaimsPerJob > 0 {
+		maxShare := 0.0
+		for _, s := range m.TierShare {
+			maxShare = math.Max(maxShare, s)
+		}
+		add("dynamodb tier flag", dynamoPartitionWCU*float64(d.TierFlagShards)/(2*m.ClaimsPerJob*maxShare),
+			fmt.Sprintf("each claim's ConditionCheck: 2 WCU on one of %d copies of its tier's flag (1,000 WCU/s each), busiest tier %.0f%%", d.TierFlagShards, 100*maxShare))
+	}
+	if m.StatsWritesPerJob > 0 {
+		add("dynamodb hourly stats counter", dynamoPartitionWCU*float64(d.StatsShards)/m.StatsWritesPerJob,
+			fmt.Sprintf("%.2f counter writes per job (one per batch) over %d shards", m.StatsWritesPerJob, d.StatsShards))
+	}
+	if m.SweepWCUPerJob > 0 {
+		add("dynamodb sweep index shard", dynamoPartitionWCU*float64(d.SweepShards)/m.SweepWCUPerJob,
+			fmt.Sprintf("%.0f WCU per job in a status's bySweep partition, %d shards", m.SweepWCUPerJob, d.SweepShards))
+	}
+	add("dynamodb breaker partition", math.Inf(1),
+		fmt.Sprintf("not job-bound: one Query per instance per cache period (5 s) — %.0f RCU/s allow 15,000 instances; writes only on failures", dynamoPartitionRCU))
+	if m.APIRequestsPerJob > 0 {
+		add("api gateway throttle", apiGatewayRPS/m.APIRequestsPerJob,
+			fmt.Sprintf("HTTP API %.0f requests/s per account and region, %.1f per job", apiGatewayRPS, m.APIRequestsPerJob))
+	}
+	if m.EventsPerJob > 0 {
+		add("eventbridge putevents", eventBridgePutEventsTPS*10/m.EventsPerJob,
+			fmt.Sprintf("%.0f PutEvents/s of 10 entries, %.1f events per job", eventBridgePutEventsTPS, m.EventsPerJob))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].JobsPerS < out[j].JobsPerS })
+	return out
+}

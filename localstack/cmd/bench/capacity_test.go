@@ -1,0 +1,53 @@
+package main
+
+import (
+	"math"
+	"testing"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+func TestCapacityFindsTheFirstBottleneck(t *testing.T) {
+	t.Parallel()
+	thirds := map[resources.Tier]float64{resources.High: 1.0 / 3, resources.Medium: 1.0 / 3, resources.Low: 1.0 / 3}
+	base := mix{TierShare: thirds, PublisherBatchSeconds: 1, JobsPerBatch: 10, PublisherSecondsPerJob: 0.1,
+		APIRequestsPerJob: 5, APISecondsPerJob: 0.05, StatsWritesPerJob: 0.1, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: 7}
+	conc := map[resources.Tier]int{resources.High: 300, resources.Medium: 200, resources.Low: 100}
+	for _, c := range []struct {
+		name   string
+		m      mix
+		d      design
+		want   string
+		wantAt float64
+	}{
+		{"one copy of the tier flags", base, design{TierConcurrency: conc, TierFlagShards: 1, SweepShards: 16, StatsShards: 4},
+			"dynamodb tier flag", 1500},
+		{"four sweep shards", base, design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 4, StatsShards: 4},
+			"dynamodb sweep index shard", 666.67},
+		{"the low tier's concurrency", base, design{TierConcurrency: map[resources.Tier]int{resources.High: 50, resources.Medium: 20, resources.Low: 5}, TierFlagShards: 8, SweepShards: 16, StatsShards: 4},
+			"lambda concurrency low", 150},
+		{"a counter write per job", mix{TierShare: thirds, StatsWritesPerJob: 1, ClaimsPerJob: 1}, design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 16, StatsShards: 1},
+			"dynamodb hourly stats counter", 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := capacity(c.m, c.d)
+			if len(got) == 0 || got[0].Name != c.want || math.Abs(got[0].JobsPerS-c.wantAt) > 1 {
+				t.Fatalf("first bottleneck = %+v, want %s at %.0f jobs/s", got[0], c.want, c.wantAt)
+			}
+		})
+	}
+}
+
+func TestShippedDesignSustainsAThousandJobsPerSecond(t *testing.T) {
+	t.Parallel()
+	// The bench's mix at 300 ms per external call: a 10-job batch takes
+	// about a second.
+	m := mix{TierShare: map[resources.Tier]float64{resources.High: 1.0 / 3, resources.Medium: 1.0 / 3, resources.Low: 1.0 / 3},
+		PublisherBatchSeconds: 1.2, JobsPerBatch: 8, PublisherSecondsPerJob: 0.15, APIRequestsPerJob: 5, APISecondsPerJob: 0.06,
+		StatsWritesPerJob: 0.15, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: 7}
+	got := capacity(m, currentDesign())
+	if got[0].JobsPerS < 1000 {
+		t.Fatalf("the shipped design saturates at %.0f jobs/s (%s), want ≥ 1,000", got[0].JobsPerS, got[0].Name)
+	}
+}
