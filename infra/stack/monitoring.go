@@ -30,6 +30,8 @@ const (
 	BreakerNamespace     = "Conveyor"
 	BreakerMetricName    = "BreakerOpen"
 	BreakerHostDimension = "Host"
+	// maxAlarmMetrics is the most metrics one alarm's math may use.
+	maxAlarmMetrics = 10
 )
 
 // BreakerHosts are the external hosts whose circuit gets an alarm: the
@@ -197,31 +199,40 @@ func (b *builder) monitoring() {
 		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(APILatencyP99.Milliseconds()), 3, 3)
 
 	// DynamoDB throttles, on the table and on each index (a throttled
-	// index also throttles the table's writes).
+	// index also throttles the table's writes). An alarm's math may use at
+	// most 10 metrics, so the table and its indexes are summed in groups of
+	// 10: the first alarm holds the table and the first nine indexes.
 	for _, op := range []string{"Read", "Write"} {
-		metrics := map[string]awscloudwatch.IMetric{}
-		var terms []string
-		add := func(dims map[string]*string) {
-			id := fmt.Sprintf("m%d", len(terms))
-			metrics[id] = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-				Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(op + "ThrottleEvents"),
-				DimensionsMap: &dims, Period: five, Statistic: jsii.String("Sum"),
-			})
-			terms = append(terms, "FILL("+id+", 0)")
-		}
-		add(map[string]*string{"TableName": b.table.TableName()})
+		dims := []map[string]*string{{"TableName": b.table.TableName()}}
 		for _, ix := range b.def.Table.Indexes {
-			add(map[string]*string{"TableName": b.table.TableName(), "GlobalSecondaryIndexName": jsii.String(ix.Name)})
+			dims = append(dims, map[string]*string{"TableName": b.table.TableName(), "GlobalSecondaryIndexName": jsii.String(ix.Name)})
 		}
 		lower := strings.ToLower(op)
-		alarm("DynamoDB"+op+"ThrottlesAlarm", "dynamodb-"+lower+"-throttles",
-			"DynamoDB throttled "+lower+"s on the table or one of its indexes (on-demand: a sudden hot partition or above the account's table limits)",
-			awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-				Expression:   jsii.String("SUM([" + strings.Join(terms, ", ") + "])"),
-				UsingMetrics: &metrics,
-				Label:        jsii.String(op + " throttle events"),
-				Period:       five,
-			}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+		for g := 0; g*maxAlarmMetrics < len(dims); g++ {
+			group := dims[g*maxAlarmMetrics : min((g+1)*maxAlarmMetrics, len(dims))]
+			metrics := map[string]awscloudwatch.IMetric{}
+			var terms []string
+			for i, d := range group {
+				id := fmt.Sprintf("m%d", i)
+				metrics[id] = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+					Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(op + "ThrottleEvents"),
+					DimensionsMap: &d, Period: five, Statistic: jsii.String("Sum"),
+				})
+				terms = append(terms, "FILL("+id+", 0)")
+			}
+			id, name := "DynamoDB"+op+"ThrottlesAlarm", "dynamodb-"+lower+"-throttles"
+			if g > 0 {
+				id, name = fmt.Sprintf("%s%d", id, g+1), fmt.Sprintf("%s-%d", name, g+1)
+			}
+			alarm(id, name,
+				"DynamoDB throttled "+lower+"s on the table or one of its indexes (on-demand: a sudden hot partition or above the account's table limits)",
+				awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+					Expression:   jsii.String("SUM([" + strings.Join(terms, ", ") + "])"),
+					UsingMetrics: &metrics,
+					Label:        jsii.String(op + " throttle events"),
+					Period:       five,
+				}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+		}
 	}
 
 	// One alarm per external host's circuit. The gauge keeps it in alarm
