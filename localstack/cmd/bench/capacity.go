@@ -130,7 +130,7 @@ func capacity(m mix, d design) []limit {
 	}
 	if m.StatsWritesPerJob > 0 {
 		add("dynamodb hourly stats counter", dynamoPartitionWCU*float64(d.StatsShards)/m.StatsWritesPerJob,
-			fmt.Sprintf("%.2f counter writes per job (one per batch) over %d shards", m.StatsWritesPerJob, d.StatsShards))
+			fmt.Sprintf("%.2f counter writes per job (an Update in the finishing transaction) over %d shards", m.StatsWritesPerJob, d.StatsShards))
 	}
 	if m.SweepWCUPerJob > 0 {
 		add("dynamodb sweep index shard", dynamoPartitionWCU*float64(d.SweepShards)/m.SweepWCUPerJob,

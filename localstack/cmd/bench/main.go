@@ -304,10 +304,17 @@ func run(o opts) error {
 		return fmt.Errorf("registering a webhook endpoint: %w", err)
 	}
 
-	tap, err := tapBus(ctx, awsclient.New(floorCfg), s)
+	tapURL, err := tapBus(ctx, awsclient.New(floorCfg), s)
 	if err != nil {
 		return err
 	}
+	// The tap is drained while the jobs run: left to fill, the emulator's
+	// delivery into it slows with its depth (moto's SQS send is O(queue)),
+	// which would be measured as the relay's lag.
+	tap := newBusTap()
+	tapCtx, stopTap := context.WithCancel(ctx)
+	defer stopTap()
+	go tap.drain(tapCtx, awsclient.New(floorCfg), tapURL)
 	counter.Reset()
 	durs.take()
 	progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
@@ -336,7 +343,8 @@ func run(o opts) error {
 		return err
 	}
 	progress("reading the events the bus delivered")
-	lags, err = busLags(ctx, awsclient.New(floorCfg), tap, main.jobIDs)
+	lags, err = tap.wait(main.jobIDs, 10*time.Minute)
+	stopTap()
 	if err != nil {
 		return err
 	}
@@ -621,7 +629,7 @@ func mixOf(ph, up phase, reads int) mix {
 	m.PublisherBatchSeconds = job.Seconds()
 	m.JobsPerBatch = batch
 	m.PublisherSecondsPerJob = job.Seconds() / batch
-	m.StatsWritesPerJob = 1.0 / batch
+	m.StatsWritesPerJob = 1 // an Update in each finishing transaction
 	m.APIRequestsPerJob = float64(len(ph.durations[resources.FuncAPI]))/n + float64(len(up.durations[resources.FuncAPI]))/float64(up.n)
 	m.APISecondsPerJob = m.APIRequestsPerJob * apiInvocation.Seconds()
 	return m
@@ -964,50 +972,83 @@ func tapBus(ctx context.Context, c awsclient.Clients, s *stack.Stack) (string, e
 	return aws.ToString(q.QueueUrl), nil
 }
 
-// busLags drains the tap until every job's job.succeeded arrived, and
-// returns, per event, the time from the event (its "at", the transition)
-// to its delivery by the bus.
-func busLags(ctx context.Context, c awsclient.Clients, url string, jobIDs []string) ([]time.Duration, error) {
-	waiting := map[string]bool{}
-	for _, id := range jobIDs {
-		waiting[id] = true
-	}
-	var lags []time.Duration
-	deadline := time.Now().Add(10 * time.Minute)
-	for len(waiting) > 0 {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d jobs' job.succeeded never reached the bus", len(waiting))
-		}
+// busTap drains the tap queue, noting each event's lag (its "at", the
+// transition, to its delivery by the bus) and which jobs' job.succeeded
+// arrived.
+type busTap struct {
+	mu        sync.Mutex
+	lags      map[string][]time.Duration
+	succeeded map[string]bool
+	err       error
+}
+
+func newBusTap() *busTap {
+	return &busTap{lags: map[string][]time.Duration{}, succeeded: map[string]bool{}}
+}
+
+func (t *busTap) drain(ctx context.Context, c awsclient.Clients, url string) {
+	for ctx.Err() == nil {
 		out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp}})
 		if err != nil {
-			return nil, err
+			if ctx.Err() == nil {
+				t.mu.Lock()
+				t.err = err
+				t.mu.Unlock()
+			}
+			return
 		}
 		var del []sqstypes.DeleteMessageBatchRequestEntry
 		for i, m := range out.Messages {
 			var ev struct {
 				Detail relay.Body `json:"detail"`
 			}
-			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil {
-				return nil, fmt.Errorf("a bus event that is not JSON: %w", err)
-			}
-			at, err := time.Parse(time.RFC3339Nano, ev.Detail.At)
-			sent, serr := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
-			if err == nil && serr == nil {
-				lags = append(lags, time.UnixMilli(sent).Sub(at))
-			}
-			if ev.Detail.Type == job.EventSucceeded {
-				delete(waiting, ev.Detail.JobID)
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err == nil {
+				at, aerr := time.Parse(time.RFC3339Nano, ev.Detail.At)
+				sent, serr := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+				t.mu.Lock()
+				if aerr == nil && serr == nil {
+					t.lags[ev.Detail.JobID] = append(t.lags[ev.Detail.JobID], time.UnixMilli(sent).Sub(at))
+				}
+				if ev.Detail.Type == job.EventSucceeded {
+					t.succeeded[ev.Detail.JobID] = true
+				}
+				t.mu.Unlock()
 			}
 			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
 		if len(del) > 0 {
-			if _, err := c.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
-				return nil, err
-			}
+			_, _ = c.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del})
 		}
 	}
-	return lags, nil
+}
+
+// wait returns the lags of every event of jobIDs once each job's
+// job.succeeded reached the bus.
+func (t *busTap) wait(jobIDs []string, limit time.Duration) ([]time.Duration, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		t.mu.Lock()
+		missing, err := 0, t.err
+		for _, id := range jobIDs {
+			if !t.succeeded[id] {
+				missing++
+			}
+		}
+		if err != nil || missing == 0 {
+			var lags []time.Duration
+			for _, id := range jobIDs {
+				lags = append(lags, t.lags[id]...)
+			}
+			t.mu.Unlock()
+			return lags, err
+		}
+		t.mu.Unlock()
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d jobs' job.succeeded never reached the bus within %s", missing, limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // coldStarts starts every function (with the environment its CDK stack
