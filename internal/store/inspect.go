@@ -178,20 +178,8 @@ func (s *Store) CountSearch(ctx context.Context, q SearchQuery) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	in.Select = types.SelectCount
 	in.ScanIndexForward = nil
-	total := 0
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return 0, fmt.Errorf("counting jobs: %w", err)
-		}
-		total += int(out.Count)
-		if len(out.LastEvaluatedKey) == 0 {
-			return total, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return s.countQuery(ctx, in)
 }
 
 // getJobs reads jobs by id (BatchGetItem, 100 per request, strongly

@@ -412,19 +412,7 @@ func (s *Store) CountJobs(ctx context.Context, q ListQuery) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	in.Select = types.SelectCount
-	total := 0
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return 0, fmt.Errorf("counting jobs: %w", err)
-		}
-		total += int(out.Count)
-		if len(out.LastEvaluatedKey) == 0 {
-			return total, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return s.countQuery(ctx, in)
 }
 
 // listInput builds q's Query and describes its page of the index.
@@ -466,3 +454,21 @@ func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
 
 // SinceKey renders an updatedSince time for ListQuery.UpdatedSince.
 var SinceKey = sortTime
+
+// countQuery counts the items in matches, following every page (a count
+// Query stops at 1 MB of items read).
+func (s *Store) countQuery(ctx context.Context, in *dynamodb.QueryInput) (int, error) {
+	in.Select = types.SelectCount
+	total := 0
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("counting jobs: %w", err)
+		}
+		total += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return total, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
