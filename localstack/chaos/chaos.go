@@ -74,6 +74,9 @@ type Report struct {
 	HeldMaxAttempts      int
 	Cancels, Retries     int
 	LostOutputs          []string
+	// Reconciled counts the jobs failed as stuck that their owner retried
+	// (see reconcile); their final state is the retry's.
+	Reconciled int
 	// FailReasons counts the failed jobs' error codes.
 	FailReasons map[string]int
 	// FirstFailure is the event history of the first failed job.
@@ -94,7 +97,38 @@ func (r Report) String() string {
 		len(r.Lost), len(r.Stuck), len(r.DoublePublished), len(r.OverAttempt), r.MaxPublicationsPerItem, r.MaxAttempts) +
 		fmt.Sprintf("; failure reasons %v", r.FailReasons) +
 		fmt.Sprintf("; long haul: tier paused %s (%d jobs held, at most %d attempts each), API outage %s, %d cancels, %d retries, %d cancelled, %d DLQ messages, %d outputs lost",
-			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs))
+			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs)) +
+		fmt.Sprintf("; %d stuck jobs retried by their owner", r.Reconciled)
+}
+
+// reconcile retries, as their owners would, the jobs that failed as
+// `stuck` with their runs spent, waits until each finished again and
+// replaces its final state in final.
+func reconcile(ctx context.Context, s *stack.Stack, ids, owners []string, final map[string]job.Job, deadline time.Time, rep *Report) error {
+	var retried []string
+	for i, id := range ids {
+		j, ok := final[id]
+		if !ok || j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" || !j.Error.Retryable {
+			continue
+		}
+		if _, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs/"+id+"/retry", owners[i], nil); err != nil {
+			return fmt.Errorf("retrying stuck job %s: %w", id, err)
+		}
+		retried = append(retried, id)
+		rep.Reconciled++
+	}
+	for _, id := range retried {
+		delete(final, id)
+		for time.Now().Before(deadline) {
+			j, err := s.App.Store.GetJob(ctx, id)
+			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
+				final[id] = j
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // addFaults injects the run's background faults: 500s and 429s at rate
@@ -174,6 +208,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	ids := make([]string, o.Jobs)
+	owners := make([]string, o.Jobs) // each job's owner's token
 	for i := range o.Jobs {
 		tk, upl := tok, up
 		if lh != nil && i%4 == 3 {
@@ -183,7 +218,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		ids[i] = body["id"].(string)
+		ids[i], owners[i] = body["id"].(string), tk
 		if lh != nil {
 			lh.submitted(i, ids[i], tk)
 		}
@@ -240,6 +275,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	<-outagesDone
+	// A job whose runs were spent while its last worker went silent fails
+	// as `stuck`, retryable: that worker may have reached the API. The
+	// owner's retry must reconcile it — find what was published, record the
+	// output, publish nothing twice — so the invariants below are checked
+	// after those retries.
+	if err := reconcile(ctx, s, ids, owners, final, deadline, &rep); err != nil {
+		return rep, err
+	}
 	rep.Elapsed = time.Since(start)
 	for _, f := range s.Simulator.Faults() {
 		if f.Status != 0 {
