@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -17,10 +18,11 @@ import (
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	empty  map[string]int
 }
 
 // NewCounter returns an empty Counter.
-func NewCounter() *Counter { return &Counter{counts: map[string]int{}} }
+func NewCounter() *Counter { return &Counter{counts: map[string]int{}, empty: map[string]int{}} }
 
 // Attach adds the counting middleware to cfg and returns it.
 func (c *Counter) Attach(cfg aws.Config) aws.Config {
@@ -40,7 +42,13 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			c.mu.Lock()
 			c.counts[key]++
 			c.mu.Unlock()
-			return next.HandleInitialize(ctx, in)
+			out, md, err := next.HandleInitialize(ctx, in)
+			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && len(r.Messages) == 0 {
+				c.mu.Lock()
+				c.empty[key]++
+				c.mu.Unlock()
+			}
+			return out, md, err
 		}), middleware.Before)
 }
 
@@ -50,6 +58,19 @@ func (c *Counter) Snapshot() map[string]int {
 	defer c.mu.Unlock()
 	out := make(map[string]int, len(c.counts))
 	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Empty returns, by "Service.Operation", how many of the counted requests
+// found nothing to work on: receives that returned no message (a queue's
+// idle long polls, whose cost is the time they span, not the work done).
+func (c *Counter) Empty() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.empty))
+	for k, v := range c.empty {
 		out[k] = v
 	}
 	return out
@@ -77,6 +98,7 @@ func (c *Counter) Total() int {
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.counts = map[string]int{}
+	c.empty = map[string]int{}
 	c.mu.Unlock()
 }
 
