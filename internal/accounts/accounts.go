@@ -221,7 +221,16 @@ func (s *Service) Invalidate(owner string) { s.forget(owner) }
 // cache saves the KMS decrypt, not the read, so a reconnect made through
 // another function is seen at once.
 func (s *Service) AccessToken(ctx context.Context, owner string) (string, error) {
-	return s.token(ctx, owner, "")
+	return s.token(ctx, owner, "", nil)
+}
+
+// AccessTokenFrom is AccessToken for a caller that has just read the
+// account a with a strongly consistent read (a worker reads it with the
+// job, in one request): a stands in for the first read, so a token that
+// is cached or stored and unexpired costs no request. A reconnect or
+// refresh made before that read is seen, exactly as with AccessToken.
+func (s *Service) AccessTokenFrom(ctx context.Context, a store.Account) (string, error) {
+	return s.token(ctx, a.Owner, "", &a)
 }
 
 // ForceRefresh returns an access token for owner other than rejected, the
@@ -229,14 +238,25 @@ func (s *Service) AccessToken(ctx context.Context, owner string) (string, error)
 // already replaced it, else a refreshed one. The cache entry is dropped.
 func (s *Service) ForceRefresh(ctx context.Context, owner, rejected string) (string, error) {
 	s.forget(owner)
-	return s.token(ctx, owner, rejected)
+	return s.token(ctx, owner, rejected, nil)
 }
 
-// token is AccessToken, treating rejected (if not "") as unusable.
-func (s *Service) token(ctx context.Context, owner, rejected string) (string, error) {
+// token is AccessToken, treating rejected (if not "") as unusable. When
+// read is set, it is the account as just read, used instead of the first
+// read.
+func (s *Service) token(ctx context.Context, owner, rejected string, read *store.Account) (string, error) {
 	deadline := s.cfg.Now().Add(s.cfg.RefreshLease + 5*time.Second)
 	for {
-		a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
+		var (
+			a   store.Account
+			err error
+		)
+		if read != nil && read.Provider == Provider {
+			a, read = *read, nil
+		} else {
+			read = nil
+			a, err = s.cfg.Store.GetAccount(ctx, owner, Provider)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			s.forget(owner)
 			return "", retry.Permanent(&codedError{CodeNotConnected, ErrNotConnected})
@@ -316,7 +336,7 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder, rejected
 	if fresh.Version != a.Version || !fresh.ConnectedAt.Equal(a.ConnectedAt) {
 		// Refreshed or reconnected since we looked: use that.
 		release()
-		return s.token(ctx, owner, rejected)
+		return s.token(ctx, owner, rejected, nil)
 	}
 	a = fresh
 	rt, err := s.cfg.Sealer.Open(ctx, a.Refresh, aad(owner, "refresh"))
@@ -348,7 +368,7 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder, rejected
 			// same token and stored its successor: that one is good.
 			if cur, err2 := s.cfg.Store.GetAccount(ctx, owner, Provider); err2 == nil &&
 				(cur.Version != a.Version || !cur.ConnectedAt.Equal(a.ConnectedAt)) {
-				return s.token(ctx, owner, rejected)
+				return s.token(ctx, owner, rejected, nil)
 			}
 			return "", retry.Permanent(&codedError{CodeReconnect, fmt.Errorf("the account must be reconnected: %w", err)})
 		}

@@ -269,7 +269,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		return existing, false, nil
 	}
 	if j.Status == job.Queued {
-		if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
+		if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 		}
@@ -401,7 +401,7 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 	if err != nil {
 		return j, err
 	}
-	if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
+	if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

@@ -144,6 +144,17 @@ type Delivery struct {
 	JobID string
 	// Receives is the message's ApproximateReceiveCount (0 if unknown).
 	Receives int
+	// Owner is the job's owner as the message names it (queue.Message's
+	// owner; empty in messages sent before it was added). When set, the
+	// job and the owner's connected account are read in one request.
+	Owner string
+}
+
+// AccountTokens is what Tokens may also do: hand out a token from an
+// account the caller has just read with a strongly consistent read,
+// without reading it again (accounts.Service).
+type AccountTokens interface {
+	AccessTokenFrom(ctx context.Context, a store.Account) (string, error)
 }
 
 // Run processes a delivery of job id once: claims the job, runs its
@@ -154,7 +165,7 @@ type Delivery struct {
 func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	id := d.JobID
 	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
-	j, err := p.cfg.Store.GetJob(ctx, id)
+	j, acct, err := p.load(ctx, d)
 	if errors.Is(err, store.ErrNotFound) {
 		log.WarnContext(ctx, "message for an unknown job dropped")
 		return Verdict{Done: true, Reason: "unknown job"}, nil
@@ -207,7 +218,7 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{}, err
 	}
 
-	r := &run{p: p, log: log, tried: tried, receives: d.Receives}
+	r := &run{p: p, log: log, tried: tried, receives: d.Receives, account: acct}
 	r.job = j
 	hbCtx, stopHB := context.WithCancel(ctx)
 	workCtx, cancelWork := context.WithCancelCause(ctx)
@@ -231,6 +242,17 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{Done: true, Reason: "succeeded"}, nil
 	}
 	return r.settleFailure(ctx, err)
+}
+
+// load reads the delivery's job and, when the message names the owner and
+// the Tokens can use it, the owner's account with it (one request: the
+// token phase then needs no read of its own).
+func (p *Publisher) load(ctx context.Context, d Delivery) (job.Job, *store.Account, error) {
+	if _, ok := p.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
+		j, err := p.cfg.Store.GetJob(ctx, d.JobID)
+		return j, nil, err
+	}
+	return p.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, p.cfg.Provider)
 }
 
 // park moves a queued job to wait in the table until until (job.Park) and
@@ -350,6 +372,9 @@ type run struct {
 	// whether a 401 has already forced a refresh in this run.
 	token    string
 	reauthed bool
+	// account is the owner's account as read with the job (nil when it
+	// was not): the first access token comes from it, with no read.
+	account *store.Account
 	// unsaved are facts about the outside world (an uploaded item's stash
 	// id) already applied to job but not yet written: the next write
 	// carries them (the post-upload write folded into the publish write).
@@ -440,6 +465,17 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
 }
 
+// accessToken returns an access token for owner: the first from the
+// account read with the job, when it was, the others as Tokens gives them.
+func (r *run) accessToken(ctx context.Context, owner string) (string, error) {
+	a := r.account
+	r.account = nil
+	if at, ok := r.p.cfg.Tokens.(AccountTokens); ok && a != nil && a.Owner == owner {
+		return at.AccessTokenFrom(ctx, *a)
+	}
+	return r.p.cfg.Tokens.AccessToken(ctx, owner)
+}
+
 // snapshot returns a copy of the job for reading outside the lock.
 func (r *run) snapshot() job.Job {
 	r.mu.Lock()
@@ -484,7 +520,7 @@ func (r *run) phases(ctx context.Context) error {
 	r.mu.Lock()
 	r.job.StartPhase(PhaseToken, "getting an access token", now())
 	r.mu.Unlock()
-	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
+	token, err := r.accessToken(ctx, j.Owner)
 	if err != nil {
 		return r.phaseErr(ctx, PhaseToken, err)
 	}

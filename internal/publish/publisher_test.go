@@ -14,8 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
@@ -41,14 +44,16 @@ type pubBundle struct {
 	clk    *clock.Simulated
 	tokens *accounts.Service
 	pub    *publish.Publisher
+	// requests counts the publisher's AWS requests by operation.
+	requests *awsclient.Counter
 }
 
 func setupPublisher(t *testing.T) *pubBundle {
 	t.Helper()
 	env := awstest.Provision(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	b := &pubBundle{clk: clock.NewSimulated(time.Now()), s3: env.Clients.S3, bucket: env.Res.Definition.Bucket.Name}
-	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
+	b := &pubBundle{clk: clock.NewSimulated(time.Now()), s3: env.Clients.S3, bucket: env.Res.Definition.Bucket.Name, requests: awsclient.NewCounter()}
+	b.st = store.New(awsclient.New(b.requests.Attach(env.Config)).DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	b.sealer = secrets.NewSealer(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
 	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
 	if err != nil {
@@ -193,5 +198,48 @@ func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
 	}
 	if n := len(b.sim.Publications()); n != 0 {
 		t.Errorf("publications = %d, want none", n)
+	}
+}
+
+// TestMessageWithTheOwnerReadsJobAndAccountOnce: a message that names the
+// job's owner gets the job and the account in one BatchGetItem, and the
+// token phase reads nothing more once the account holds a valid access
+// token (after its owner's first job refreshed it); the job publishes as
+// usual. A message whose owner is not the job's owner gets no account: the
+// token phase reads the job owner's own.
+func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	// run runs one delivery and returns the DynamoDB requests it made.
+	run := func(id, owner string) map[string]int {
+		t.Helper()
+		b.requests.Reset()
+		v, err := b.pub.Run(ctx, publish.Delivery{JobID: id, Receives: 1, Owner: owner})
+		if err != nil || !v.Done {
+			t.Fatalf("run: %+v, %v", v, err)
+		}
+		made := b.requests.Snapshot()
+		if got := b.get(t, id); got.Status != job.Succeeded {
+			t.Fatalf("job %s, want succeeded", got.Status)
+		}
+		return made
+	}
+	first, firstB := b.job(t, resources.High, 1), b.job(t, resources.High, 1)
+	run(first.ID, first.Owner) // refreshes the token
+	run(firstB.ID, firstB.Owner)
+
+	j := b.jobOf(t, first.Owner, resources.High, 1)
+	made := run(j.ID, j.Owner)
+	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.TransactWriteItems": 2}
+	if diff := cmp.Diff(want, made, cmpopts.IgnoreMapEntries(func(op string, _ int) bool {
+		return op == "DynamoDB.Query" // the breaker's cache fill, once per instance and period
+	})); diff != "" {
+		t.Errorf("DynamoDB requests of one run (-want +got):\n%s", diff)
+	}
+
+	other := b.jobOf(t, firstB.Owner, resources.High, 1)
+	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 1 {
+		t.Errorf("GetItem requests = %d, want 1 (the job's own owner's account)", n)
 	}
 }

@@ -37,6 +37,10 @@ const (
 type Message struct {
 	Kind  string `json:"kind"`
 	JobID string `json:"jobId"`
+	// Owner is the job's owner (a user id): with it the worker reads the
+	// job and the owner's connected account in one request. Optional:
+	// messages without it (sent before it existed) still work.
+	Owner string `json:"owner,omitempty"`
 	// Send is the job's enqueue counter at the time of sending.
 	Send int `json:"send"`
 	// DeliveryID names a webhook delivery (system tier).
@@ -46,6 +50,11 @@ type Message struct {
 	// Endpoint names the owner's webhook endpoint ("whe_…") a delivery
 	// goes to; empty for the job's own webhookUrl.
 	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// ForJob is the message that sends job id of owner for the send-th time.
+func ForJob(id, owner string, send int) Message {
+	return Message{Kind: KindJob, JobID: id, Owner: owner, Send: send}
 }
 
 // Decode parses a message body.

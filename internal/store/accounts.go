@@ -9,7 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secrets"
 )
@@ -134,4 +136,58 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 		return err
 	}
 	return nil
+}
+
+// GetJobAndAccount reads job id and owner's account for provider in one
+// BatchGetItem with strongly consistent reads: what a worker needs to claim
+// a job and get its access token, for one read request instead of two. The
+// account is nil when owner has none (or it expired); the job is
+// ErrNotFound when it does not exist. An account is returned only when the
+// job belongs to owner.
+func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string) (job.Job, *Account, error) {
+	jobKey, acctKey := jobPK(id), accountPK(owner)
+	req := map[string]types.KeysAndAttributes{s.table: {
+		Keys: []map[string]types.AttributeValue{keyOf(jobKey, jobSK), keyOf(acctKey, provider)}, ConsistentRead: aws.Bool(true),
+	}}
+	var (
+		j     job.Job
+		a     *Account
+		found bool
+	)
+	for len(req) > 0 {
+		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return job.Job{}, nil, fmt.Errorf("reading job %s and its account: %w", id, err)
+		}
+		for _, item := range res.Responses[s.table] {
+			if s.expired(item) {
+				continue
+			}
+			pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
+			switch {
+			case pk == nil:
+			case pk.Value == jobKey:
+				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+					return job.Job{}, nil, fmt.Errorf("decoding job %s: %w", id, err)
+				}
+				found = true
+			case pk.Value == acctKey:
+				var acct Account
+				if err := attributevalue.UnmarshalMap(item, &acct); err != nil {
+					return job.Job{}, nil, fmt.Errorf("decoding the account of %s: %w", owner, err)
+				}
+				a = &acct
+			}
+		}
+		// DynamoDB may leave keys unprocessed (throttling, size): ask again
+		// for those alone.
+		req = res.UnprocessedKeys
+	}
+	if !found {
+		return job.Job{}, nil, ErrNotFound
+	}
+	if j.Owner != owner {
+		a = nil
+	}
+	return j, a, nil
 }

@@ -380,3 +380,44 @@ func TestUploadSettles(t *testing.T) {
 		t.Errorf("unknown upload: err = %v, want ErrNotFound", err)
 	}
 }
+
+// TestGetJobAndAccount: one read returns the job and its owner's account;
+// no account when the owner has none or the job is someone else's;
+// ErrNotFound without the job.
+func TestGetJobAndAccount(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	a := testfactory.Account(t, b.st, testfactory.AccountOpts{At: now})
+	j := testfactory.Job(t, b.st, testfactory.JobOpts{Owner: a.Owner, At: now})
+
+	got, acct, err := b.st.GetJobAndAccount(ctx, j.ID, a.Owner, a.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(b.get(t, j.ID), got); diff != "" {
+		t.Errorf("job (-GetJob +GetJobAndAccount):\n%s", diff)
+	}
+	want, err := b.st.GetAccount(ctx, a.Owner, a.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acct == nil {
+		t.Fatal("no account")
+	}
+	if diff := cmp.Diff(want, *acct); diff != "" {
+		t.Errorf("account (-GetAccount +GetJobAndAccount):\n%s", diff)
+	}
+
+	lone := testfactory.Job(t, b.st, testfactory.JobOpts{At: now})
+	if _, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, lone.Owner, a.Provider); err != nil || acct != nil {
+		t.Errorf("owner without an account: account %v, err %v; want none, nil", acct, err)
+	}
+	if got, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, a.Owner, a.Provider); err != nil || acct != nil || got.ID != lone.ID {
+		t.Errorf("another owner's job: job %q account %v err %v; want the job and no account", got.ID, acct, err)
+	}
+	if _, _, err := b.st.GetJobAndAccount(ctx, "job_missing", a.Owner, a.Provider); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing job: err = %v, want ErrNotFound", err)
+	}
+}
