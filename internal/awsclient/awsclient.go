@@ -159,6 +159,16 @@ func withDynamoDBEndpoint(cfg aws.Config) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		if ep, ok := dynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
+			// DynamoDB Local runs every transaction of a table under one
+			// table lock and answers a request that waited too long for it
+			// with a 500 ("This request will succeed in actual DynamoDB
+			// API"); on a loaded machine that wait is seconds. More
+			// attempts for the emulator only: AWS locks items, not tables.
+			o.RetryMaxAttempts = max(o.RetryMaxAttempts, DynamoDBLocalAttempts)
 		}
 	}
 }
+
+// DynamoDBLocalAttempts is the most attempts a request to an emulated
+// DynamoDB endpoint makes (the SDK's retryer, exponential backoff).
+const DynamoDBLocalAttempts = 8

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -177,7 +178,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 	}
 	jobCond := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
 	prev := ""
-	for range 5 {
+	for attempt := 0; attempt < 5; attempt++ {
 		idemCond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
 		if prev != "" {
 			idemCond = expression.Name("jobId").Equal(expression.Value(prev))
@@ -201,6 +202,15 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 		var tc *types.TransactionCanceledException
 		if !errors.As(err, &tc) {
 			return job.Job{}, false, fmt.Errorf("creating job %s: %w", j.ID, err)
+		}
+		if cancelled(tc.CancellationReasons, len(tx), 0) == errTxConflict {
+			// A concurrent transaction on one of its items (the user's
+			// uploads are shared by their jobs): nothing was written and no
+			// condition failed, so the same transaction is sent again.
+			if err := conflictWait(ctx, attempt); err != nil {
+				return job.Job{}, false, err
+			}
+			continue
 		}
 		if failedAt(tc, 0) {
 			// The id is taken: the same submission again (a schedule's
@@ -301,19 +311,10 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 		// The hourly counters of a finish: written with it (admin.go).
 		tx = append(tx, counters...)
 		tx = append(tx, checks...)
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
-		var tc *types.TransactionCanceledException
-		if errors.As(err, &tc) {
+		err = s.transact(ctx, tx, len(checks))
+		if errors.Is(err, ErrPaused) || errors.Is(err, ErrConflict) {
 			j.Version, j.EventSeq = prev, prevSeq
-			reasons := tc.CancellationReasons
-			if len(checks) > 0 && len(reasons) == len(tx) && aws.ToString(reasons[0].Code) != "ConditionalCheckFailed" {
-				for _, r := range reasons[len(tx)-len(checks):] {
-					if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-						return ErrPaused
-					}
-				}
-			}
-			return ErrConflict
+			return err
 		}
 	}
 	if err != nil {
@@ -325,6 +326,79 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 	}
 	j.Pending = nil
 	return nil
+}
+
+// txConflictAttempts bounds how often a transaction cancelled only by
+// DynamoDB's transaction conflicts (another transaction on one of its
+// items at the same moment) is sent again.
+const txConflictAttempts = 6
+
+// transact runs a job's transaction: tx[0] is the job's conditional Put,
+// its last checks items are ConditionChecks. A transaction cancelled by a
+// conflict with a concurrent one (the hot items every claim and finish
+// touch: the tier flag's copies, the hourly counters) wrote nothing and is
+// sent again after a short jittered wait; it is not a lost race for the
+// job. ErrConflict when the job's condition failed, ErrPaused when a check
+// did.
+func (s *Store) transact(ctx context.Context, tx []types.TransactWriteItem, checks int) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		var tc *types.TransactionCanceledException
+		if !errors.As(err, &tc) {
+			return err
+		}
+		switch outcome := cancelled(tc.CancellationReasons, len(tx), checks); {
+		case outcome != errTxConflict:
+			return outcome
+		case attempt+1 >= txConflictAttempts:
+			return fmt.Errorf("transaction conflicts on every one of %d attempts: %w", txConflictAttempts, err)
+		}
+		if err := conflictWait(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// conflictWait waits before the attempt+1-th sending of a transaction
+// cancelled by a conflict: 10 ms doubling, half of it jittered.
+func conflictWait(ctx context.Context, attempt int) error {
+	wait := time.Duration(10<<min(attempt, 6)) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait/2 + rand.N(wait/2+1)):
+		return nil
+	}
+}
+
+// errTxConflict: a transaction was cancelled by conflicts alone.
+var errTxConflict = errors.New("transaction conflict")
+
+// cancelled says why a transaction of n items, the last checks of them
+// ConditionChecks, was cancelled: ErrConflict when the job's condition
+// (item 0) failed, ErrPaused when a check's did, errTxConflict when no
+// condition failed and a concurrent transaction conflicted, ErrConflict
+// for anything else (the caller re-reads and decides again).
+func cancelled(reasons []types.CancellationReason, n, checks int) error {
+	if len(reasons) != n {
+		return ErrConflict
+	}
+	conflict := false
+	for i, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i == 0 || i < n-checks {
+				return ErrConflict
+			}
+			return ErrPaused
+		case "TransactionConflict":
+			conflict = true
+		}
+	}
+	if conflict {
+		return errTxConflict
+	}
+	return ErrConflict
 }
 
 // UpdateJob reads the job, applies fn and saves it, retrying on conflicts.
