@@ -84,6 +84,7 @@ func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundl
 	b.poller = &runtime.StreamPoller{
 		Streams: awsclient.Streams(awstest.Config(t)), StreamARN: env.Res.TableStreamARN, Region: "us-east-1",
 		BatchSize: batchSize, BatchingWindow: 100 * time.Millisecond, MaxRetries: maxRetries, BisectOnError: m.BisectOnError,
+		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: env.Clients.SQS, FailureQueueURL: env.Res.RelayFailureQueueURL,
 		Function: runtime.InProcess("relay", handler.Relay(r, metrics.New(io.Discard, "local", time.Now), log)),
 		Timeout:  time.Minute, PollInterval: 50 * time.Millisecond, RetryWait: 20 * time.Millisecond, Logger: log,

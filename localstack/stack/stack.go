@@ -413,6 +413,7 @@ func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config,
 		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
 		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + runtime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
 		BatchSize:   m.BatchSize, BatchingWindow: m.BatchingWindow, MaxRetries: m.MaxRetries, BisectOnError: m.BisectOnError,
+		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: clients.SQS, FailureQueueURL: res.RelayFailureQueueURL,
 		Function: fn, Timeout: resources.FunctionSizes[m.Function].Timeout, Logger: log.With("mapping", "event-stream"),
 	}
