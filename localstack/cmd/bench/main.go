@@ -320,13 +320,16 @@ func run(o opts) error {
 			return fmt.Errorf("deleting the event archive %s: %w", name, err)
 		}
 	}
-	// The tap is drained while the jobs run: left to fill, the emulator's
-	// delivery into it slows with its depth (moto's SQS send is O(queue)),
-	// which would be measured as the relay's lag.
+	// The tap is drained while the jobs run, by several readers: left to
+	// fill, the emulator's delivery into it slows with its depth (moto's
+	// SQS send is O(queue)), which would be measured as the relay's lag —
+	// one reader (ten messages a receive) fell behind a relay that keeps up.
 	tap := newBusTap()
 	tapCtx, stopTap := context.WithCancel(ctx)
 	defer stopTap()
-	go tap.drain(tapCtx, awsclient.New(floorCfg), tapURL)
+	for range tapReaders {
+		go tap.drain(tapCtx, awsclient.New(floorCfg), tapURL)
+	}
 	counter.Reset()
 	durs.take()
 	progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
@@ -986,6 +989,9 @@ func tapBus(ctx context.Context, c awsclient.Clients, s *stack.Stack) (string, e
 	}
 	return aws.ToString(q.QueueUrl), nil
 }
+
+// tapReaders is how many readers drain the bus tap at once.
+const tapReaders = 4
 
 // busTap drains the tap queue, noting each event's lag (its "at", the
 // transition, to its delivery by the bus) and which jobs' job.succeeded
