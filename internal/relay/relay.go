@@ -5,7 +5,8 @@
 // function (a DynamoDB Streams event source mapping, filtered to event
 // items), so nothing sweeps, marks or deletes anything, and the relay keeps
 // up with whatever the table absorbs: the stream has a shard per table
-// partition and Lambda runs a batch per shard at once.
+// partition and Lambda runs several batches per shard at once
+// (ParallelizationFactor), each holding whole partition keys (jobs).
 //
 // Delivery is at least once and in order per job. An event is put only
 // once every earlier event of its job is done (on the bus, its webhooks
