@@ -29,6 +29,7 @@ import (
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -150,7 +151,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		opts.Getenv = os.Getenv
 	}
 	if opts.Logger == nil {
-		opts.Logger = app.NewLogger()
+		opts.Logger = handler.NewLogger()
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = "conveyor-" + string(resources.Local)
@@ -266,7 +267,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Config = cfg
-	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds})
+	a, err := app.New(cfg, awsCfg, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -327,7 +328,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		})
 	} else {
 		// In process the gateway serves the streams at its own origin, still
-		// through the stream function's handler (handler.Stream).
+		// through the stream function's handler (streamfn.Handler).
 		fu := &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
 			mux.Handle("GET "+p, fu)
