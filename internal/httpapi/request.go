@@ -111,6 +111,9 @@ func bodySize(ev events.APIGatewayV2HTTPRequest) int64 {
 //   - 400 unknown_field for a member v does not have, naming its path;
 //   - 400 invalid_type for a value of the wrong type, naming its path.
 //
+// A number with an integral value is an integer, whatever its spelling
+// (356.0, 3.56e2), as in JSON Schema.
+//
 // An *Error returned by a custom UnmarshalJSON passes through unchanged.
 // Other failures (v not a pointer) are returned as they are: server bugs.
 // The limit is the router's (MaxBodyDefault for a Request built elsewhere).
@@ -129,6 +132,7 @@ func DecodeWithLimit(r *Request, v any, limit int64) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, CodeInvalidJSON, "the body is empty; it must be a JSON value")
 	}
+	body = integralNumbers(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestIntegralNumbers(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{`{"size":356.0}`, `{"size":356}`},
+		{`{"size":3.56e2,"n":-1E3,"m":100e-2}`, `{"size":356,"n":-1000,"m":1}`},
+		{`{"size":1.5}`, `{"size":1.5}`},
+		{`{"size":356}`, `{"size":356}`},
+		{`{"s":"356.0","k\"356.0":[2.0, "x\\", 7.00]}`, `{"s":"356.0","k\"356.0":[2, "x\\", 7]}`},
+		{`{"big":1e400,"bad":1.2.3}`, `{"big":1e400,"bad":1.2.3}`},
+		{`{"unclosed":"2.0`, `{"unclosed":"2.0`},
+		{`-0.0`, `0`},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, string(integralNumbers([]byte(tt.in)))); diff != "" {
+			t.Errorf("integralNumbers(%s) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+// An integer field takes any spelling of an integral number, as JSON Schema's
+// integer does; a true fraction is still the wrong type.
+func TestDecodeIntegralNumbers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp := serve(t, b.rt, event(http.MethodPost, "/things", b.user, `{"count":2.0,"params":{"size":1e1}}`))
+	if diff := cmp.Diff(`{"name":"","count":2,"tags":null,"params":{"title":"","size":10},"items":null,"at":null}`+"\n", resp.Body); resp.StatusCode != http.StatusCreated || diff != "" {
+		t.Fatalf("status %d (-want +got body):\n%s", resp.StatusCode, diff)
+	}
+	resp = serve(t, b.rt, event(http.MethodPost, "/things", b.user, `{"count":2.5}`))
+	if got := errorOf(t, resp); resp.StatusCode != http.StatusBadRequest || got.Code != CodeInvalidType || got.Field != "count" {
+		t.Fatalf("2.5 for an integer: %d %+v", resp.StatusCode, got)
+	}
+}
