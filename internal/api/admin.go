@@ -33,19 +33,6 @@ func RegisterAdmin(rt *httpapi.Router, svc *admin.Service) {
 
 type adminRoutes struct{ svc *admin.Service }
 
-// intQuery reads an integer query parameter, def when absent.
-func intQuery(r *httpapi.Request, name string, def int) (int, error) {
-	v := r.Query(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, httpapi.BadRequest(name, "%s must be an integer", name)
-	}
-	return n, nil
-}
-
 // jobIDsBody is the body of the bulk calls.
 type jobIDsBody struct {
 	JobIDs []string `json:"jobIds"`
@@ -184,17 +171,17 @@ func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
-	q := admin.SearchRequest{
-		Status: r.Query("status"), Tier: r.Query("tier"), Owner: r.Query("owner"), Type: r.Query("type"),
-		ErrorCode: r.Query("errorCode"), CreatedFrom: r.Query("createdFrom"), CreatedTo: r.Query("createdTo"),
-		Cursor: r.Query("cursor"),
+	v, err := queries(r, "status", "tier", "owner", "type", "errorCode", "createdFrom", "createdTo", "cursor")
+	if err != nil {
+		return httpapi.Response{}, err
 	}
-	if r.Query("limit") != "" {
-		n, err := intQuery(r, "limit", 0)
-		if err != nil {
-			return httpapi.Response{}, err
-		}
-		q.Limit = &n
+	q := admin.SearchRequest{
+		Status: v["status"], Tier: v["tier"], Owner: v["owner"], Type: v["type"],
+		ErrorCode: v["errorCode"], CreatedFrom: v["createdFrom"], CreatedTo: v["createdTo"],
+		Cursor: v["cursor"],
+	}
+	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+		return httpapi.Response{}, err
 	}
 	res, err := a.svc.Search(r.Ctx, q)
 	if err != nil {

@@ -166,13 +166,13 @@ func (s Services) getJob(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
-	q := jobs.ListRequest{Status: r.Query("status"), UpdatedSince: r.Query("updatedSince"), Cursor: r.Query("cursor")}
-	if l := r.Query("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil {
-			return httpapi.Response{}, httpapi.BadRequest("limit", "limit must be an integer")
-		}
-		q.Limit = &n
+	v, err := queries(r, "status", "updatedSince", "cursor")
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	q := jobs.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
+	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+		return httpapi.Response{}, err
 	}
 	res, err := s.Jobs.List(r.Ctx, r.Claims.Subject, q)
 	if err != nil {
@@ -201,4 +201,41 @@ func (s Services) retryJob(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+// queries returns the named query parameters ("" when absent); one given
+// empty ("?status=") is a 400 naming it.
+func queries(r *httpapi.Request, names ...string) (map[string]string, error) {
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		v, err := r.NonEmptyQuery(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// optionalInt reads an integer query parameter, nil when absent; given
+// empty or not an integer, it is a 400 naming it.
+func optionalInt(r *httpapi.Request, name string) (*int, error) {
+	v, err := r.NonEmptyQuery(name)
+	if err != nil || v == "" {
+		return nil, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, httpapi.BadRequest(name, "%s must be an integer", name)
+	}
+	return &n, nil
+}
+
+// intQuery reads an integer query parameter, def when absent.
+func intQuery(r *httpapi.Request, name string, def int) (int, error) {
+	n, err := optionalInt(r, name)
+	if err != nil || n == nil {
+		return def, err
+	}
+	return *n, nil
 }

@@ -38,14 +38,34 @@ type Request struct {
 
 // Query returns the first value of the query parameter name, or "".
 func (r *Request) Query(name string) string {
+	v, _ := r.LookupQuery(name)
+	return v
+}
+
+// LookupQuery returns the first value of the query parameter name and
+// whether the parameter was given at all ("?name=" is given, and empty).
+func (r *Request) LookupQuery(name string) (string, bool) {
 	if r.Raw.RawQueryString != "" {
 		q, _ := url.ParseQuery(r.Raw.RawQueryString) // keeps the well-formed pairs
 		if vs := q[name]; len(vs) > 0 {
-			return vs[0]
+			return vs[0], true
 		}
-		return ""
+		return "", false
 	}
-	return r.Raw.QueryStringParameters[name]
+	v, ok := r.Raw.QueryStringParameters[name]
+	return v, ok
+}
+
+// NonEmptyQuery returns the first value of the query parameter name, ""
+// when it is absent, and a 400 naming it when it is given empty ("?name="):
+// an empty value is not a filter, a time or a number, and treating it as
+// absent would hide a client's bug.
+func (r *Request) NonEmptyQuery(name string) (string, error) {
+	v, ok := r.LookupQuery(name)
+	if ok && v == "" {
+		return "", BadRequest(name, "%s is empty: give it a value, or leave it out", name)
+	}
+	return v, nil
 }
 
 // Header returns the request header name, matched case-insensitively.
