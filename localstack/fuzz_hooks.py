@@ -1,0 +1,61 @@
+"""Schemathesis hooks for `make fuzz` (fuzz.sh sets SCHEMATHESIS_HOOKS=fuzz_hooks, PYTHONPATH=localstack).
+
+One hook, filter_failure, drops exactly the "schema-valid request rejected" (ST202) failures
+whose cause no schema can express, and only when the server's own answer proves that cause.
+Everything else is kept. Schemathesis counts what a hook dropped and prints it in its summary,
+so nothing is hidden: the run says how many of these it saw.
+
+- 400 invalid_cursor (field cursor): a cursor is an opaque token the server hands out for one
+  query; a generated string, however well-formed (the schema pins base64url), is not one.
+- 422 upload_not_found / upload_not_confirmed / upload_expired / account_not_connected on
+  POST /v1/jobs: the body is well-formed, the ids name nothing this caller owns (API.md: 422 is
+  "well-formed but unusable"). Like an unknown id in a path, which the check accepts as 404.
+- 400 on scheduleAt more than a year ahead (field scheduleAt or job.scheduleAt): the bound is
+  relative to now, which JSON Schema cannot say; the hook checks the date itself.
+"""
+
+import datetime
+import json
+
+import schemathesis
+
+STATE_422 = {"upload_not_found", "upload_not_confirmed", "upload_expired", "account_not_connected"}
+
+
+def _error(response):
+    try:
+        err = json.loads(response.content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return err if isinstance(err, dict) else None
+
+
+def _more_than_a_year_ahead(value):
+    if not isinstance(value, str):
+        return False
+    try:
+        at = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    if at.tzinfo is None:
+        return False
+    return at > datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):
+    if type(failure).__name__ != "RejectedPositiveData":
+        return True
+    err = _error(response)
+    if err is None:
+        return True
+    code, field = err.get("code"), err.get("field")
+    if response.status_code == 400 and code == "invalid_cursor" and field == "cursor":
+        return False
+    if response.status_code == 422 and code in STATE_422 and case.operation.path == "/v1/jobs":
+        return False
+    if response.status_code == 400 and field in ("scheduleAt", "job.scheduleAt") and isinstance(case.body, dict):
+        body = case.body.get("job") if field == "job.scheduleAt" else case.body
+        if isinstance(body, dict) and _more_than_a_year_ahead(body.get("scheduleAt")):
+            return False
+    return True
