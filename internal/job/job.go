@@ -437,6 +437,19 @@ func (j *Job) recomputeProgress() {
 // Finished reports whether the job's status is an end state or stale.
 func (j *Job) Finished() bool { return j.Status.Finished() || j.Status == Stale }
 
+// Unsettled reports whether the job has items an earlier run may have sent
+// to the external API without recording what happened (a worker that died
+// right after a call). Once the job will not run again (finished, failed as
+// stuck, cancelled), one more delivery asks the API and records the answer.
+func (j *Job) Unsettled() bool {
+	for _, it := range j.Items {
+		if it.Tried && it.Status != ItemPublished {
+			return true
+		}
+	}
+	return false
+}
+
 // Claim is a worker taking the job for one run: it starts (or resumes) the
 // job, counts the attempt, leases it to worker until leaseUntil, and marks
 // every unfinished item as tried. It returns which items an earlier run may

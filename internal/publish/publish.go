@@ -177,8 +177,13 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
 		return Verdict{Done: true, Reason: "running elsewhere"}, nil
 	case j.Status != job.Queued && j.Status != job.Running:
-		if unsettled(j) {
-			p.reconcile(ctx, log, j)
+		if j.Type == Type && j.Unsettled() {
+			if err := p.reconcile(ctx, log, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
+				// The API could not be asked: the message comes back
+				// (short of the DLQ); past that the items keep "tried",
+				// so a retry by the owner asks again.
+				return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}, nil
+			}
 		}
 		return Verdict{Done: true, Reason: "job is " + string(j.Status)}, nil
 	}
@@ -246,28 +251,16 @@ func (p *Publisher) park(ctx context.Context, log *slog.Logger, id, reason strin
 	return Verdict{Done: true, Reason: "parked: " + reason}, nil
 }
 
-// unsettled reports whether a job that will not run again has items an
-// earlier run may have sent to the API without recording what happened (a
-// worker that died right after a call, then a cancel or a stop).
-func unsettled(j job.Job) bool {
-	for _, it := range j.Items {
-		if it.Tried && it.Status != job.ItemPublished {
-			return true
-		}
-	}
-	return false
-}
-
 // reconcile asks the API what became of a finished job's unsettled items
 // and records it on them, so that a publication that happened is never
-// lost, whatever the job's status. It is best effort: when the API cannot
-// be asked, the job stays as it is (its items keep "tried", so a retry
-// asks again).
-func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) {
+// lost, whatever the job's status. When the API cannot be asked, the job
+// stays as it is (its items keep "tried", so a later delivery or a retry
+// asks again) and the error is returned.
+func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) error {
 	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
 	if err != nil {
 		log.WarnContext(ctx, "could not ask the API about a finished job's items", "error", err)
-		return
+		return err
 	}
 	type fact struct {
 		stash int64
@@ -283,7 +276,7 @@ func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) 
 			found, ok, err := p.cfg.API.FindByStack(ctx, token, it.ID)
 			if err != nil {
 				log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
-				return
+				return err
 			}
 			if !ok {
 				facts[it.ID] = fact{}
@@ -294,7 +287,7 @@ func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) 
 		st, err := p.cfg.API.Item(ctx, token, id)
 		if err != nil {
 			log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
-			return
+			return err
 		}
 		f := fact{stash: id}
 		if st.Published {
@@ -324,9 +317,10 @@ func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) 
 	})
 	if err != nil {
 		log.WarnContext(ctx, "recording what the API did for a finished job failed", "error", err)
-		return
+		return err
 	}
 	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
+	return nil
 }
 
 func (p *Publisher) crash(point string, j *job.Job) error {

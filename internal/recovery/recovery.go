@@ -247,7 +247,7 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		if err := change(j); err != nil {
 			return err
 		}
-		if j.Status == job.Queued {
+		if j.Status == job.Queued || j.Unsettled() {
 			j.Enqueues++
 		}
 		return nil
@@ -262,6 +262,15 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 	log := r.cfg.Logger.With("job_id", j.ID, "tier", j.Tier)
 	if j.Status != job.Queued {
 		log.WarnContext(ctx, "stuck job failed: attempts spent", "attempts", j.Attempts)
+		if !j.Unsettled() {
+			return true, nil
+		}
+		// Its last worker went silent after it may have reached the
+		// external API: one more delivery asks the API what happened and
+		// records it on the failed job's items (the worker's reconcile).
+		if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {
+			log.ErrorContext(ctx, "sending the failed job for reconciliation failed; a retry by its owner asks the API", "error", err)
+		}
 		return true, nil
 	}
 	if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.Message{Kind: queue.KindJob, JobID: j.ID, Send: j.Enqueues}); err != nil {

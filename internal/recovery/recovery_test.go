@@ -200,6 +200,61 @@ func TestExhaustedStuckJobFails(t *testing.T) {
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
 }
 
+// TestStuckFailureAfterAPublicationKeepsTheOutput: the last run the job
+// had died right after the API published its item. The recovery fails the
+// job as stuck (its runs are spent) and sends it once more; that delivery
+// asks the API what happened and records the publication on the failed
+// job's item. Nothing is published again, and the owner's retry finishes
+// the job from there.
+func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.submit(nil)
+	points := []string{publish.AfterClaim, publish.AfterClaim, publish.AfterPublish} // MAX_ATTEMPTS is 3
+	for run, point := range points {
+		b.drain(resources.Medium)
+		b.crash[id] = point
+		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
+			t.Fatalf("run %d = %v, want a crash at %s", run, err, point)
+		}
+		b.clk.Advance(21 * time.Minute)
+		if _, err := b.Stack.App.Recoverer.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j := b.job(id); j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" {
+		t.Fatalf("job = %s %+v, want failed as stuck", j.Status, j.Error)
+	}
+	if n := b.drain(resources.Medium); n != 1 {
+		t.Fatalf("%d messages after the stuck failure, want 1 (the reconciling delivery)", n)
+	}
+	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
+		t.Fatalf("reconciling delivery: %+v %v", v, err)
+	}
+	pubs := b.Stack.Simulator.Publications()
+	if len(pubs) != 1 {
+		t.Fatalf("%d publications, want 1", len(pubs))
+	}
+	j := b.job(id)
+	it := j.Items[0]
+	if j.Status != job.Failed || it.Status != job.ItemPublished || it.Output == nil || it.Output.DeviationID != pubs[0].DeviationID {
+		t.Fatalf("job %s item %s output %+v; want failed with the publication %s recorded", j.Status, it.Status, it.Output, pubs[0].DeviationID)
+	}
+	// The owner retries: the item is done, so the run only finishes.
+	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
+	b.drain(resources.Medium)
+	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+		t.Fatalf("run after the retry: %+v %v", v, err)
+	}
+	if j := b.job(id); j.Status != job.Succeeded || j.Items[0].Output == nil {
+		t.Errorf("after the retry: %s %+v, want succeeded with the output", j.Status, j.Items[0].Output)
+	}
+	if n := len(b.Stack.Simulator.Publications()); n != 1 {
+		t.Errorf("%d publications after the retry, want 1", n)
+	}
+}
+
 func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -74,6 +74,9 @@ type Report struct {
 	HeldMaxAttempts      int
 	Cancels, Retries     int
 	LostOutputs          []string
+	// Reconciled counts the jobs failed as stuck that their owner retried
+	// (see reconcile); their final state is the retry's.
+	Reconciled int
 	// FailReasons counts the failed jobs' error codes.
 	FailReasons map[string]int
 	// FirstFailure is the event history of the first failed job.
@@ -94,7 +97,38 @@ func (r Report) String() string {
 		len(r.Lost), len(r.Stuck), len(r.DoublePublished), len(r.OverAttempt), r.MaxPublicationsPerItem, r.MaxAttempts) +
 		fmt.Sprintf("; failure reasons %v", r.FailReasons) +
 		fmt.Sprintf("; long haul: tier paused %s (%d jobs held, at most %d attempts each), API outage %s, %d cancels, %d retries, %d cancelled, %d DLQ messages, %d outputs lost",
-			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs))
+			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs)) +
+		fmt.Sprintf("; %d stuck jobs retried by their owner", r.Reconciled)
+}
+
+// reconcile retries, as their owners would, the jobs that failed as
+// `stuck` with their runs spent, waits until each finished again and
+// replaces its final state in final.
+func reconcile(ctx context.Context, s *stack.Stack, ids, owners []string, final map[string]job.Job, deadline time.Time, rep *Report) error {
+	var retried []string
+	for i, id := range ids {
+		j, ok := final[id]
+		if !ok || j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" || !j.Error.Retryable {
+			continue
+		}
+		if _, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs/"+id+"/retry", owners[i], nil); err != nil {
+			return fmt.Errorf("retrying stuck job %s: %w", id, err)
+		}
+		retried = append(retried, id)
+		rep.Reconciled++
+	}
+	for _, id := range retried {
+		delete(final, id)
+		for time.Now().Before(deadline) {
+			j, err := s.App.Store.GetJob(ctx, id)
+			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
+				final[id] = j
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // addFaults injects the run's background faults: 500s and 429s at rate
@@ -115,132 +149,196 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 42))
-	var rngMu sync.Mutex
-	chance := func(p float64) bool {
-		rngMu.Lock()
-		defer rngMu.Unlock()
-		return rng.Float64() < p
+	c := &runner{o: o, rng: rand.New(rand.NewPCG(o.Seed, 42)), crashed: map[string]bool{}}
+	s, err := c.start(ctx)
+	if err != nil {
+		return c.rep, err
 	}
-	var rep Report
-	var crashMu sync.Mutex
-	crashed := map[string]bool{}
+	defer s.Close()
+	c.s = s
+	start := time.Now()
+	addFaults(s.Simulator, o.FaultRate)
+	ids, owners, err := c.submit(ctx)
+	if err != nil {
+		return c.rep, err
+	}
+	outagesDone := c.outages()
+	deadline := time.Now().Add(o.Timeout)
+	final := c.wait(ctx, ids, deadline)
+	<-outagesDone
+	// A job whose runs were spent while its last worker went silent fails
+	// as `stuck`, retryable: that worker may have reached the API. The
+	// owner's retry must reconcile it — find what was published, record the
+	// output, publish nothing twice — so the invariants below are checked
+	// after those retries.
+	if err := reconcile(ctx, s, ids, owners, final, deadline, &c.rep); err != nil {
+		return c.rep, err
+	}
+	c.rep.Elapsed = time.Since(start)
+	c.check(ctx, ids, final)
+	if c.lh != nil {
+		if c.rep.DLQMessages, err = dlqDepth(ctx, s); err != nil {
+			return c.rep, err
+		}
+	}
+	return c.rep, nil
+}
+
+// runner is one chaos run.
+type runner struct {
+	o       Options
+	s       *stack.Stack
+	lh      *longHaul
+	rep     Report
+	rngMu   sync.Mutex
+	rng     *rand.Rand
+	crashMu sync.Mutex
+	crashed map[string]bool // job id/crash point → already fired
+}
+
+// chance is true with probability p (seeded: a run can be replayed).
+func (c *runner) chance(p float64) bool {
+	c.rngMu.Lock()
+	defer c.rngMu.Unlock()
+	return c.rng.Float64() < p
+}
+
+// start runs a private stack on compressed timings whose workers die at
+// the crash points by chance (once per job and point).
+func (c *runner) start(ctx context.Context) (*stack.Stack, error) {
 	env := map[string]string{
 		"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "50ms", "CONVEYOR_RETRY_MAX": "400ms",
 		"CONVEYOR_BREAKER_THRESHOLD": "8", "CONVEYOR_BREAKER_WINDOW": "2s", "CONVEYOR_BREAKER_COOLDOWN": "1s", "CONVEYOR_BREAKER_CACHE": "100ms",
 		"CONVEYOR_STUCK_AFTER": "15s", "CONVEYOR_RECOVERY_INTERVAL": "500ms", "CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_MAX_ATTEMPTS": "7",
 	}
-	if o.LongHaul {
+	if c.o.LongHaul {
 		env["CONVEYOR_STUCK_AFTER"], env["CONVEYOR_PARK_AFTER"] = longHaulStuckAfter.String(), "2s"
 	}
-	s, err := stack.Start(ctx, stack.Options{
-		Endpoints: o.Endpoints, Prefix: o.Prefix, APIAddr: "127.0.0.1:0",
+	return stack.Start(ctx, stack.Options{
+		Endpoints: c.o.Endpoints, Prefix: c.o.Prefix, APIAddr: "127.0.0.1:0",
 		Getenv: func(k string) string { return env[k] }, Metrics: io.Discard,
-		Logger: slog.New(slog.NewJSONHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Crash: func(point string, j *job.Job) error {
-			key := j.ID + "/" + point
-			crashMu.Lock()
-			defer crashMu.Unlock()
-			if crashed[key] || !chance(o.CrashRate) {
-				return nil
-			}
-			crashed[key] = true
-			atomic.AddInt64(&rep.Crashes, 1)
-			return errors.New("chaos: worker killed")
-		},
+		Logger: slog.New(slog.NewJSONHandler(c.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Crash:  c.crash,
 	})
-	if err != nil {
-		return rep, err
-	}
-	defer s.Close()
-	start := time.Now()
-	addFaults(s.Simulator, o.FaultRate)
+}
 
+func (c *runner) crash(point string, j *job.Job) error {
+	key := j.ID + "/" + point
+	c.crashMu.Lock()
+	defer c.crashMu.Unlock()
+	if c.crashed[key] || !c.chance(c.o.CrashRate) {
+		return nil
+	}
+	c.crashed[key] = true
+	atomic.AddInt64(&c.rep.Crashes, 1)
+	return errors.New("chaos: worker killed")
+}
+
+// submit connects an owner, uploads an image and submits the jobs (a
+// share of them delivered twice); with the long haul, a quarter goes to a
+// free-plan owner whose tier is paused. It returns the job ids and each
+// one's owner's token.
+func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
+	s := c.s
 	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: "chaos", Role: auth.RoleUser, Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
 	if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos"}); err != nil {
-		return rep, err
+		return nil, nil, err
 	}
 	up, err := apiclient.Upload(s.APIURL, tok, apiclient.PNG(8))
 	if err != nil {
-		return rep, err
+		return nil, nil, err
 	}
-	var lh *longHaul
-	if o.LongHaul {
-		if lh, err = startLongHaul(ctx, s, o, &rep, chance); err != nil {
-			return rep, err
+	if c.o.LongHaul {
+		if c.lh, err = startLongHaul(ctx, s, c.o, &c.rep, c.chance); err != nil {
+			return nil, nil, err
 		}
 	}
-	ids := make([]string, o.Jobs)
-	for i := range o.Jobs {
+	ids, owners = make([]string, c.o.Jobs), make([]string, c.o.Jobs)
+	for i := range c.o.Jobs {
 		tk, upl := tok, up
-		if lh != nil && i%4 == 3 {
-			tk, upl = lh.freeTok, lh.freeUp // a quarter waits in the paused low tier
+		if c.lh != nil && i%4 == 3 {
+			tk, upl = c.lh.freeTok, c.lh.freeUp // a quarter waits in the paused low tier
 		}
 		body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tk, map[string]any{"items": []any{map[string]any{"uploadId": upl}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
 		if err != nil {
-			return rep, err
+			return nil, nil, err
 		}
-		ids[i] = body["id"].(string)
-		if lh != nil {
-			lh.submitted(i, ids[i], tk)
+		ids[i], owners[i] = body["id"].(string), tk
+		if c.lh != nil {
+			c.lh.submitted(i, ids[i], tk)
 		}
-		if chance(o.DuplicateRate) {
+		if c.chance(c.o.DuplicateRate) {
 			// A second delivery of the same job while the first is in flight.
 			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindJob, JobID: ids[i], Send: 1000 + i}); err == nil {
-				atomic.AddInt64(&rep.Duplicates, 1)
+				atomic.AddInt64(&c.rep.Duplicates, 1)
 			}
 		}
 	}
-	rep.Jobs = o.Jobs
-	outage := o.Outage
+	c.rep.Jobs = c.o.Jobs
+	return ids, owners, nil
+}
+
+// outages freezes the emulator o.Outages times, two seconds apart; the
+// channel closes after the last.
+func (c *runner) outages() <-chan struct{} {
+	outage := c.o.Outage
 	if outage == nil {
-		outage = s.PauseEmulator // our own emulator, if we started one
+		outage = c.s.PauseEmulator // our own emulator, if we started one
 	}
-	outagesDone := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(outagesDone)
-		for range o.Outages {
+		defer close(done)
+		for range c.o.Outages {
 			time.Sleep(2 * time.Second)
 			outage(1500 * time.Millisecond)
-			atomic.AddInt64(&rep.Outages, 1)
+			atomic.AddInt64(&c.rep.Outages, 1)
 		}
 	}()
-	deadline := time.Now().Add(o.Timeout)
-	// Wait until the index counts every job finished (a few Count queries
-	// per poll, whatever the number of jobs), then read each job once.
+	return done
+}
+
+// wait returns, by the deadline, the jobs that finished: it waits until
+// the index counts every job finished (a few Count queries per poll,
+// whatever the number of jobs), then reads each job once.
+func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map[string]job.Job {
 	for time.Now().Before(deadline) {
-		if lh != nil && !lh.done() {
+		if c.lh != nil && !c.lh.done() {
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
 		n := 0
 		for _, st := range []job.Status{job.Succeeded, job.Failed, job.Cancelled} {
-			c, err := s.App.Store.CountStatus(ctx, st)
+			cnt, err := c.s.App.Store.CountStatus(ctx, st)
 			if err != nil {
 				break
 			}
-			n += c
+			n += cnt
 		}
 		if n >= len(ids) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if lh != nil {
-		lh.wait()
+	if c.lh != nil {
+		c.lh.wait()
 	}
 	final := map[string]job.Job{}
 	for _, id := range ids {
-		j, err := s.App.Store.GetJob(ctx, id)
+		j, err := c.s.App.Store.GetJob(ctx, id)
 		if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
 			final[id] = j
 		}
 	}
-	<-outagesDone
-	rep.Elapsed = time.Since(start)
+	return final
+}
+
+// check fills the report from the jobs' final states and what the
+// external API saw.
+func (c *runner) check(ctx context.Context, ids []string, final map[string]job.Job) {
+	rep, s, lh := &c.rep, c.s, c.lh
 	for _, f := range s.Simulator.Faults() {
 		if f.Status != 0 {
 			rep.FaultsInjected += f.Fired
@@ -264,53 +362,52 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if lh != nil && lh.held[id] {
 			rep.HeldMaxAttempts = max(rep.HeldMaxAttempts, j.Attempts)
 		}
-		for _, it := range j.Items {
-			if pubs[it.ID] > 0 && (it.Status != job.ItemPublished || it.Output == nil) {
-				rep.LostOutputs = append(rep.LostOutputs, it.ID)
-			}
-		}
-		if j.Status == job.Cancelled {
+		switch j.Status {
+		case job.Cancelled:
 			rep.Cancelled++
 			if lh == nil || !lh.cancelled[id] {
 				rep.Stuck = append(rep.Stuck, id+" cancelled without a cancel")
 			}
-		} else if j.Status == job.Succeeded {
+		case job.Succeeded:
 			rep.Succeeded++
-		} else {
-			rep.Failed++
-			if rep.FailReasons == nil {
-				rep.FailReasons = map[string]int{}
-			}
-			if j.Error != nil {
-				rep.FailReasons[j.Error.Code+": "+j.Error.Message]++
-			}
-			if rep.FirstFailure == "" {
-				evs, _ := s.App.Store.Events(ctx, id, 0, 200)
-				var b strings.Builder
-				for _, ev := range evs {
-					fmt.Fprintf(&b, "%s %s %v; ", ev.At.Format("15:04:05.000"), ev.Type, ev.Detail)
-				}
-				rep.FirstFailure = id + ": " + b.String()
-			}
-			if j.Error == nil || j.Error.Message == "" {
-				rep.Stuck = append(rep.Stuck, id+" failed without a reason")
-			}
+		default:
+			c.failed(ctx, j)
 		}
 		rep.MaxAttempts = max(rep.MaxAttempts, j.Attempts)
 		if j.Attempts > j.MaxAttempts {
 			rep.OverAttempt = append(rep.OverAttempt, id)
 		}
 		for _, it := range j.Items {
+			if pubs[it.ID] > 0 && (it.Status != job.ItemPublished || it.Output == nil) {
+				rep.LostOutputs = append(rep.LostOutputs, it.ID)
+			}
 			rep.MaxPublicationsPerItem = max(rep.MaxPublicationsPerItem, pubs[it.ID])
 			if pubs[it.ID] > 1 {
 				rep.DoublePublished = append(rep.DoublePublished, it.ID)
 			}
 		}
 	}
-	if lh != nil {
-		if rep.DLQMessages, err = dlqDepth(ctx, s); err != nil {
-			return rep, err
-		}
+}
+
+// failed counts a failed job by its reason and keeps the first one's
+// event history.
+func (c *runner) failed(ctx context.Context, j job.Job) {
+	rep := &c.rep
+	rep.Failed++
+	if rep.FailReasons == nil {
+		rep.FailReasons = map[string]int{}
 	}
-	return rep, nil
+	if j.Error == nil || j.Error.Message == "" {
+		rep.Stuck = append(rep.Stuck, j.ID+" failed without a reason")
+	} else {
+		rep.FailReasons[j.Error.Code+": "+j.Error.Message]++
+	}
+	if rep.FirstFailure == "" {
+		evs, _ := c.s.App.Store.Events(ctx, j.ID, 0, 200)
+		var b strings.Builder
+		for _, ev := range evs {
+			fmt.Fprintf(&b, "%s %s %v; ", ev.At.Format("15:04:05.000"), ev.Type, ev.Detail)
+		}
+		rep.FirstFailure = j.ID + ": " + b.String()
+	}
 }

@@ -47,6 +47,9 @@ func TestLongHaulChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(rep)
+	if rep.FirstFailure != "" {
+		t.Log("first failed job: " + rep.FirstFailure)
+	}
 	if !rep.OK() {
 		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v outputs lost %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt, rep.LostOutputs)
 	}
