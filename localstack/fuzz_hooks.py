@@ -10,6 +10,10 @@ so nothing is hidden: the run says how many of these it saw.
 - 422 upload_not_found / upload_not_confirmed / upload_expired / account_not_connected on
   POST /v1/jobs: the body is well-formed, the ids name nothing this caller owns (API.md: 422 is
   "well-formed but unusable"). Like an unknown id in a path, which the check accepts as 404.
+- 422 schedule_limit on POST /v1/schedules: the caller already has the most schedules allowed
+  (100), which a run that creates schedules reaches; it depends on state, not on the body.
+- 400 "createdTo must not be before createdFrom" on GET /v1/admin/jobs: a rule between two
+  parameters; the hook checks the two times itself.
 - 400 on scheduleAt more than a year ahead (field scheduleAt or job.scheduleAt): the bound is
   relative to now, which JSON Schema cannot say; the hook checks the date itself.
 """
@@ -30,16 +34,19 @@ def _error(response):
     return err if isinstance(err, dict) else None
 
 
-def _more_than_a_year_ahead(value):
+def _time(value):
     if not isinstance(value, str):
-        return False
+        return None
     try:
         at = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return False
-    if at.tzinfo is None:
-        return False
-    return at > datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+        return None
+    return at if at.tzinfo is not None else None
+
+
+def _more_than_a_year_ahead(value):
+    at = _time(value)
+    return at is not None and at > datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
 
 
 @schemathesis.hook
@@ -54,6 +61,12 @@ def filter_failure(context, failure, case, response):
         return False
     if response.status_code == 422 and code in STATE_422 and case.operation.path == "/v1/jobs":
         return False
+    if response.status_code == 422 and code == "schedule_limit" and case.operation.path == "/v1/schedules":
+        return False
+    if response.status_code == 400 and field == "createdTo" and isinstance(case.query, dict):
+        since, until = _time(case.query.get("createdFrom")), _time(case.query.get("createdTo"))
+        if since is not None and until is not None and until < since:
+            return False
     if response.status_code == 400 and field in ("scheduleAt", "job.scheduleAt") and isinstance(case.body, dict):
         body = case.body.get("job") if field == "job.scheduleAt" else case.body
         if isinstance(body, dict) and _more_than_a_year_ahead(body.get("scheduleAt")):
