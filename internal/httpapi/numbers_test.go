@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -38,5 +39,38 @@ func TestDecodeIntegralNumbers(t *testing.T) {
 	resp = serve(t, b.rt, event(http.MethodPost, "/things", b.user, `{"count":2.5}`))
 	if got := errorOf(t, resp); resp.StatusCode != http.StatusBadRequest || got.Code != CodeInvalidType || got.Field != "count" {
 		t.Fatalf("2.5 for an integer: %d %+v", resp.StatusCode, got)
+	}
+}
+
+// A query parameter given empty is not the same as one left out.
+func TestNonEmptyQuery(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		raw       string
+		params    map[string]string
+		want      string
+		wantError bool
+	}{
+		{raw: "status=queued&limit=5", want: "queued"},
+		{raw: "limit=5", want: ""},
+		{raw: "status=&limit=5", wantError: true},
+		{raw: "status", wantError: true},
+		{params: map[string]string{"status": "queued"}, want: "queued"},
+		{params: map[string]string{"status": ""}, wantError: true},
+		{params: map[string]string{}, want: ""},
+	} {
+		r := &Request{Raw: event(http.MethodGet, "/things", "", "")}
+		r.Raw.RawQueryString, r.Raw.QueryStringParameters = tt.raw, tt.params
+		got, err := r.NonEmptyQuery("status")
+		var e *Error
+		if tt.wantError {
+			if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Field != "status" {
+				t.Errorf("%q %v: err %v, want a 400 on status", tt.raw, tt.params, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%q %v: %q, %v; want %q", tt.raw, tt.params, got, err, tt.want)
+		}
 	}
 }
