@@ -10,8 +10,9 @@ so nothing is hidden: the run says how many of these it saw.
 - 422 upload_not_found / upload_not_confirmed / upload_expired / account_not_connected on
   POST /v1/jobs: the body is well-formed, the ids name nothing this caller owns (API.md: 422 is
   "well-formed but unusable"). Like an unknown id in a path, which the check accepts as 404.
-- 422 schedule_limit on POST /v1/schedules: the caller already has the most schedules allowed
-  (100), which a run that creates schedules reaches; it depends on state, not on the body.
+- 422 schedule_limit on POST /v1/schedules, 422 webhook_limit on POST /v1/webhooks: the caller
+  already has the most schedules (100) or endpoints (20) allowed, which a run that creates them
+  reaches; it depends on state, not on the body.
 - 400 "createdTo must not be before createdFrom" on GET /v1/admin/jobs: a rule between two
   parameters; the hook checks the two times itself.
 - 400 on scheduleAt more than a year ahead (field scheduleAt or job.scheduleAt): the bound is
@@ -62,6 +63,8 @@ def filter_failure(context, failure, case, response):
     if response.status_code == 422 and code in STATE_422 and case.operation.path == "/v1/jobs":
         return False
     if response.status_code == 422 and code == "schedule_limit" and case.operation.path == "/v1/schedules":
+        return False
+    if response.status_code == 422 and code == "webhook_limit" and case.operation.path == "/v1/webhooks":
         return False
     if response.status_code == 400 and field == "createdTo" and isinstance(case.query, dict):
         since, until = _time(case.query.get("createdFrom")), _time(case.query.get("createdTo"))

@@ -73,6 +73,7 @@ func clientError(err error) error {
 		transition  *job.TransitionError
 		conflict    *admin.ConflictError
 		limit       *schedule.LimitError
+		hookLimit   *webhook.LimitError
 		unavailable *schedule.UnavailableError
 	)
 	if fe, ok := invalid.As(err); ok {
@@ -85,6 +86,8 @@ func clientError(err error) error {
 		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
 	case errors.As(err, &limit):
 		return httpapi.Unprocessable("schedule_limit", "", limit.Error())
+	case errors.As(err, &hookLimit):
+		return httpapi.Unprocessable("webhook_limit", "", hookLimit.Error())
 	case errors.As(err, &transition):
 		return httpapi.Conflict("invalid_transition", transition.Error())
 	case errors.As(err, &conflict):

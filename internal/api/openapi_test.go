@@ -253,6 +253,7 @@ var serviceStatuses = map[string][]string{
 	"retryJob":          {"409"},                // invalid_transition
 	"createSchedule":    {"422", "503"},         // schedule_limit; scheduler_unavailable
 	"adminRestartItem":  {"409"},                // item_published, invalid_transition
+	"createWebhook":     {"422"},                // webhook_limit
 	"adminResetBreaker": {"400"},                // a key over MaxBreakerKey
 }
 

@@ -39,6 +39,14 @@ const (
 // ErrNotFound is returned for an endpoint the caller does not have.
 var ErrNotFound = errors.New("webhook: no such endpoint")
 
+// LimitError is a user who has as many endpoints as allowed: the request is
+// well-formed, the state refuses it (422, like a schedule's limit).
+type LimitError struct{ Max int }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("at most %d webhook endpoints per user: delete one first", e.Max)
+}
+
 // EndpointsConfig configures Endpoints.
 type EndpointsConfig struct {
 	// DB and Table hold the endpoints (required).
@@ -145,7 +153,7 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 		return Endpoint{}, err
 	}
 	if len(list) >= s.cfg.Max {
-		return Endpoint{}, invalid.Field("url", fmt.Sprintf("at most %d endpoints per user: delete one first", s.cfg.Max))
+		return Endpoint{}, &LimitError{Max: s.cfg.Max}
 	}
 	ep := Endpoint{ID: ids.New(EndpointKind), URL: u, Events: evs, CreatedAt: s.cfg.Now().UTC()}
 	item, err := attributevalue.MarshalMap(endpointRecord{Endpoint: ep, Owner: owner})
