@@ -19,10 +19,30 @@ so nothing is hidden: the run says how many of these it saw.
   relative to now, which JSON Schema cannot say; the hook checks the date itself.
 """
 
+import atexit
+import collections
 import datetime
 import json
+import sys
 
 import schemathesis
+
+# What the hook dropped, by reason, printed when the run ends (the evidence for each drop is in
+# the server's answer the reason names).
+DROPPED = collections.Counter()
+
+
+@atexit.register
+def _report():
+    if DROPPED:
+        lines = "".join(f"  {n:6d}  {reason}\n" for reason, n in DROPPED.most_common())
+        sys.stderr.write("fuzz_hooks dropped these schema-valid rejections (by the server's own error):\n" + lines)
+
+
+def _drop(reason):
+    DROPPED[reason] += 1
+    return False
+
 
 STATE_422 = {"upload_not_found", "upload_not_confirmed", "upload_expired", "account_not_connected"}
 
@@ -58,20 +78,21 @@ def filter_failure(context, failure, case, response):
     if err is None:
         return True
     code, field = err.get("code"), err.get("field")
+    where = f"{case.method} {case.operation.path}"
     if response.status_code == 400 and code == "invalid_cursor" and field == "cursor":
-        return False
+        return _drop(f"{where}: 400 invalid_cursor (a generated cursor)")
     if response.status_code == 422 and code in STATE_422 and case.operation.path == "/v1/jobs":
-        return False
+        return _drop(f"{where}: 422 {code}")
     if response.status_code == 422 and code == "schedule_limit" and case.operation.path == "/v1/schedules":
-        return False
+        return _drop(f"{where}: 422 schedule_limit")
     if response.status_code == 422 and code == "webhook_limit" and case.operation.path == "/v1/webhooks":
-        return False
+        return _drop(f"{where}: 422 webhook_limit")
     if response.status_code == 400 and field == "createdTo" and isinstance(case.query, dict):
         since, until = _time(case.query.get("createdFrom")), _time(case.query.get("createdTo"))
         if since is not None and until is not None and until < since:
-            return False
+            return _drop(f"{where}: 400 createdTo before createdFrom")
     if response.status_code == 400 and field in ("scheduleAt", "job.scheduleAt") and isinstance(case.body, dict):
         body = case.body.get("job") if field == "job.scheduleAt" else case.body
         if isinstance(body, dict) and _more_than_a_year_ahead(body.get("scheduleAt")):
-            return False
+            return _drop(f"{where}: 400 {field} more than a year ahead")
     return True
