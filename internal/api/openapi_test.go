@@ -403,3 +403,35 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeZonesLoad: every name of the spec's TimeZone enum is one a
+// schedule accepts (time.LoadLocation, with the tz database the schedule
+// package embeds), so a schema-valid timezone is never refused.
+func TestTimeZonesLoad(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				TimeZone struct {
+					Enum []string `yaml:"enum"`
+				} `yaml:"TimeZone"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	zones := doc.Components.Schemas.TimeZone.Enum
+	if len(zones) < 400 {
+		t.Fatalf("the TimeZone enum has %d names; want the tz database's", len(zones))
+	}
+	for _, z := range zones {
+		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
+			t.Errorf("%s: %v", z, err)
+		}
+	}
+}
