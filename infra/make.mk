@@ -8,7 +8,9 @@
 #   make lint-infra       cfn-lint and checkov on every environment's template
 #
 # The CLI runs in infra/, so it reads infra/cdk.json (the app command and
-# the feature flags, which the app also reads itself).
+# the feature flags, which the app also reads itself). infra/ is its own Go
+# module (infra/go.mod: the CDK bindings), built from the checkout beside it
+# (a replace directive) so it reads the Lambdas' resource definition.
 #
 # CONVEYOR_FUNCTIONS_DIR (default bin) is where the stacks take
 # <fn>/bootstrap from; `make build` writes them there. CDK_ARGS is passed to
@@ -73,7 +75,7 @@ lint-infra: $(CHECKOV) ## cfn-lint and checkov on every environment's template (
 	@rm -rf $(LINT_OUT) && mkdir -p $(LINT_OUT)/fns
 	@for f in $(FUNCTIONS); do mkdir -p $(LINT_OUT)/fns/$$f && : > $(LINT_OUT)/fns/$$f/bootstrap; done
 	@echo "synthesizing $(CDK_ENVS) into $(LINT_OUT)/cdk.out"
-	@CDK_OUTDIR=$(LINT_OUT)/cdk.out CONVEYOR_FUNCTIONS_DIR=$(LINT_OUT)/fns $(or $(GO),go) run ./infra >$(LINT_OUT)/synth.log 2>&1 \
+	@cd infra && CDK_OUTDIR=$(LINT_OUT)/cdk.out CONVEYOR_FUNCTIONS_DIR=$(LINT_OUT)/fns $(or $(GO),go) run . >$(LINT_OUT)/synth.log 2>&1 \
 		|| { grep -v '^!!' $(LINT_OUT)/synth.log; exit 1; }
 	$(CFN_LINT) --config-file infra/lint/cfnlintrc.yaml -- $(foreach e,$(CDK_ENVS),$(LINT_OUT)/cdk.out/Conveyor-$(e).template.json)
 	$(CHECKOV) --config-file infra/lint/checkov.yaml $(foreach e,$(CDK_ENVS),-f $(LINT_OUT)/cdk.out/Conveyor-$(e).template.json)
@@ -82,5 +84,5 @@ lint-infra: $(CHECKOV) ## cfn-lint and checkov on every environment's template (
 # aws-cdk-lib (TestCDKJSONHoldsTheRecommendedFlags checks it); after a
 # version bump this rewrites it from the module's own cx-api.
 cdk-flags: ## rewrite infra/cdk.json's flags from the pinned aws-cdk-lib's recommended list
-	@d=$$(mktemp -d) && tar -xzf $$($(or $(GO),go) list -m -f '{{.Dir}}' github.com/aws/aws-cdk-go/awscdk/v2)/jsii/aws-cdk-lib-*.tgz -C $$d package/cx-api/lib \
+	@d=$$(mktemp -d) && tar -xzf $$(cd infra && $(or $(GO),go) list -m -f '{{.Dir}}' github.com/aws/aws-cdk-go/awscdk/v2)/jsii/aws-cdk-lib-*.tgz -C $$d package/cx-api/lib \
 		&& node infra/lint/cdk-flags.js $$d/package/cx-api/lib/features.js infra/cdk.json; rc=$$?; rm -rf $$d; exit $$rc

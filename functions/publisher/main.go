@@ -9,14 +9,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/conveyor/conveyor/internal/app"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/handler"
+	fn "github.com/conveyor/conveyor/internal/handler/publisherfn"
 )
 
 func main() {
-	a, err := app.FromEnv(context.Background(), resources.FuncPublisher)
+	ctx := context.Background()
+	env, err := handler.Load(ctx, fn.Name, fn.Resolve)
 	if err != nil {
-		log.Fatalf("publisher: %v", err)
+		log.Fatalf("%s: %v", fn.Name, err)
 	}
-	lambda.Start(a.PublisherHandler())
+	h, err := fn.New(ctx, env)
+	if err != nil {
+		log.Fatalf("%s: %v", fn.Name, err)
+	}
+	lambda.Start(h)
 }

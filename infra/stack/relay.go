@@ -38,7 +38,9 @@ var SuppressListStreams = Suppression{
 
 // eventRelay feeds the table's stream to the relay function: new event
 // items only (FilterCriteria on the event name and the sort key prefix),
-// batched, partial batch failures reported, a failed invocation bisected,
+// batched, several batches per shard at once (ParallelizationFactor: each
+// a lane of partition keys, so one job's events stay in order), partial
+// batch failures reported, a failed invocation bisected,
 // and a batch that ran out of retries described on a queue so it is kept,
 // not lost. It also archives the bus's events for replay.
 func (b *builder) eventRelay() {
@@ -56,6 +58,7 @@ func (b *builder) eventRelay() {
 		StartingPosition:        awslambda.StartingPosition(m.StartingPosition),
 		BatchSize:               jsii.Number(float64(m.BatchSize)),
 		MaxBatchingWindow:       dur(m.BatchingWindow),
+		ParallelizationFactor:   jsii.Number(float64(m.ParallelizationFactor)),
 		RetryAttempts:           jsii.Number(float64(m.MaxRetries)),
 		BisectBatchOnError:      jsii.Bool(m.BisectOnError),
 		ReportBatchItemFailures: jsii.Bool(true),

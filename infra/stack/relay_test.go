@@ -34,6 +34,7 @@ func TestEventRelay(t *testing.T) {
 				"StartingPosition":               m.StartingPosition,
 				"BatchSize":                      m.BatchSize,
 				"MaximumBatchingWindowInSeconds": int(m.BatchingWindow.Seconds()),
+				"ParallelizationFactor":          m.ParallelizationFactor,
 				"MaximumRetryAttempts":           m.MaxRetries,
 				"BisectBatchOnFunctionError":     true,
 				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},

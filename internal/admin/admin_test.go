@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
@@ -253,31 +252,6 @@ func TestTaskMoverReArmsThenStartsOneTask(t *testing.T) {
 type countingMover struct{ n int }
 
 func (c *countingMover) Move(context.Context, Redrive) (int, error) { c.n++; return 0, nil }
-
-type fakeLambda struct {
-	got []*lambda.UpdateEventSourceMappingInput
-}
-
-func (f *fakeLambda) UpdateEventSourceMapping(_ context.Context, in *lambda.UpdateEventSourceMappingInput, _ ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error) {
-	f.got = append(f.got, in)
-	return &lambda.UpdateEventSourceMappingOutput{}, nil
-}
-
-func TestESMSwitch(t *testing.T) {
-	t.Parallel()
-	uuids := map[resources.Tier]string{resources.Low: "uuid-low", resources.High: "uuid-high"}
-	fl := &fakeLambda{}
-	sw := ESMSwitch{Lambda: fl, UUIDs: uuids}
-	if err := sw.SetEnabled(context.Background(), resources.Low, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := sw.SetEnabled(context.Background(), resources.Medium, false); err == nil || !strings.Contains(err.Error(), "CONVEYOR_ESM_UUID_MEDIUM") {
-		t.Errorf("a tier without a mapping: %v", err)
-	}
-	if len(fl.got) != 1 || aws.ToString(fl.got[0].UUID) != "uuid-low" || aws.ToBool(fl.got[0].Enabled) {
-		t.Errorf("update: %+v", fl.got)
-	}
-}
 
 func TestNewNamesWhatIsMissing(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,7 @@ import (
 )
 
 // Switch turns a tier's consumer off and on. In AWS it disables and
-// enables the tier's event source mapping (ESMSwitch); locally there is
+// enables the tier's event source mapping (esm.Switch); locally there is
 // none, the pollers ask Paused instead.
 type Switch interface {
 	SetEnabled(ctx context.Context, tier resources.Tier, enabled bool) error

@@ -18,7 +18,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/stream"
 )
@@ -201,7 +201,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			t.Errorf("%s is routed but not in openapi.yaml", key)
 		}
 	}
-	stream := handler.Stream(openFake, func(string) (auth.Claims, error) { return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil }, slog.New(slog.DiscardHandler))
+	stream := streamfn.Handler(openFake, func(string) (auth.Claims, error) { return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil }, slog.New(slog.DiscardHandler))
 
 	var planned []string
 	for _, o := range ops {
@@ -354,7 +354,7 @@ func checkStreamServes(t *testing.T, stream func(context.Context, events.LambdaF
 // fakeSession knows every job and has nothing to stream.
 type fakeSession struct{}
 
-func openFake(context.Context, stream.Request) (handler.StreamSession, error) {
+func openFake(context.Context, stream.Request) (streamfn.StreamSession, error) {
 	return fakeSession{}, nil
 }
 

@@ -21,10 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // DefaultRegion is used when neither AWS_REGION nor AWS_DEFAULT_REGION is set.
-const DefaultRegion = "us-east-1"
+const DefaultRegion = awsenv.DefaultRegion
 
 // Load returns the SDK configuration from the environment, standard AWS
 // variables only: the SDK itself routes every service to AWS_ENDPOINT_URL
@@ -74,42 +76,18 @@ func ForEndpoint(ep Endpoints, region string) aws.Config {
 		RetryMaxAttempts: 3,
 	}
 	if ep.DynamoDB != "" {
-		cfg.ConfigSources = []any{serviceEndpoints{dynamoDBServiceID: ep.DynamoDB}}
+		cfg.ConfigSources = []any{awsenv.ServiceEndpoints{awsenv.DynamoDBServiceID: ep.DynamoDB}}
 	}
 	return cfg
 }
 
-// dynamoDBServiceID is the SDK's service id for DynamoDB (the suffix of
-// AWS_ENDPOINT_URL_DYNAMODB, before normalisation).
-const dynamoDBServiceID = "DynamoDB"
-
-// serviceEndpoints maps SDK service ids to base endpoints. It implements the
-// SDK's per-service endpoint source (GetServiceBaseEndpoint), the same one
-// the environment's AWS_ENDPOINT_URL_<SERVICE> feeds.
-type serviceEndpoints map[string]string
-
-// GetServiceBaseEndpoint returns the endpoint configured for sdkID.
-func (s serviceEndpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
-	ep, ok := s[sdkID]
-	return ep, ok && ep != "", nil
-}
-
-// dynamoDBEndpoint is the DynamoDB endpoint ForEndpoint put in cfg, if any.
-func dynamoDBEndpoint(cfg aws.Config) (string, bool) {
-	for _, src := range cfg.ConfigSources {
-		if s, ok := src.(serviceEndpoints); ok {
-			if ep, ok := s[dynamoDBServiceID]; ok && ep != "" {
-				return ep, true
-			}
-		}
-	}
-	return "", false
-}
-
 // Emulated reports whether AWS_ENDPOINT_URL redirects the SDK to an
-// emulator. AWS_ENDPOINT_URL_DYNAMODB alone does not count: it moves one
-// service, and the others still need real credentials.
-func Emulated() bool { return os.Getenv("AWS_ENDPOINT_URL") != "" }
+// emulator (awsenv.Emulated).
+func Emulated() bool { return awsenv.Emulated() }
+
+// LambdaEnv is awsenv.Lambda: a function's SDK configuration from the
+// variables Lambda sets.
+func LambdaEnv() (aws.Config, error) { return awsenv.Lambda() }
 
 // Clients holds one client per service, created once per cold start.
 type Clients struct {
@@ -128,7 +106,7 @@ type Clients struct {
 // environment sets AWS_ENDPOINT_URL alone (the SDK then skips per-service
 // sources).
 func New(cfg aws.Config) Clients {
-	pathStyle := cfg.BaseEndpoint != nil || Emulated()
+	pathStyle := awsenv.PathStyle(cfg)
 	return Clients{
 		DynamoDB:    dynamodb.NewFromConfig(cfg, withDynamoDBEndpoint(cfg)),
 		SQS:         sqs.NewFromConfig(cfg),
@@ -147,7 +125,7 @@ func New(cfg aws.Config) Clients {
 // source mapping does).
 func Streams(cfg aws.Config) *dynamodbstreams.Client {
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		if ep, ok := dynamoDBEndpoint(cfg); ok {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
@@ -157,7 +135,7 @@ func Streams(cfg aws.Config) *dynamodbstreams.Client {
 // the client's base endpoint.
 func withDynamoDBEndpoint(cfg aws.Config) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
-		if ep, ok := dynamoDBEndpoint(cfg); ok {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	}

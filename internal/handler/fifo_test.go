@@ -26,7 +26,7 @@ func TestConsumeFIFOKeepsGroupOrderAndFailsTheRestOfAGroup(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	seen := map[string][]string{}
-	resp := consumeFIFO(context.Background(), ev, func(_ context.Context, m events.SQSMessage) bool {
+	resp := ConsumeFIFO(context.Background(), ev, func(_ context.Context, m events.SQSMessage) bool {
 		mu.Lock()
 		g := m.Attributes["MessageGroupId"]
 		seen[g] = append(seen[g], m.MessageId)
@@ -73,7 +73,7 @@ func TestConsumeFIFORunsGroupsInParallel(t *testing.T) {
 		}
 		close(release)
 	}()
-	consumeFIFO(context.Background(), ev, func(context.Context, events.SQSMessage) bool {
+	ConsumeFIFO(context.Background(), ev, func(context.Context, events.SQSMessage) bool {
 		n := running.Add(1)
 		started <- struct{}{}
 		for {

@@ -5,13 +5,21 @@
 // function (a DynamoDB Streams event source mapping, filtered to event
 // items), so nothing sweeps, marks or deletes anything, and the relay keeps
 // up with whatever the table absorbs: the stream has a shard per table
-// partition and Lambda runs a batch per shard at once.
+// partition and Lambda runs several batches per shard at once
+// (ParallelizationFactor), each holding whole partition keys (jobs).
 //
-// Delivery is at least once and in order per job: a record that fails is
-// reported with every later record of its job (ReportBatchItemFailures), and
-// one PutEvents call never carries two events of one job, so a later event
-// of a job never reaches the bus before an earlier one. Consumers dedupe by
-// the event's id ("{jobId}:{seq}").
+// Delivery is at least once and in order per job. An event is put only
+// once every earlier event of its job is done (on the bus, its webhooks
+// queued) or goes in the same PutEvents request before it: one request
+// carries up to ten events, several of one job in order. A record that
+// fails — refused by the bus, its webhooks not decided or not queued — is
+// reported with every later record of its job (ReportBatchItemFailures),
+// even those the bus accepted in the same request, so the mapping puts them
+// again after it, in order. Consumers dedupe by the event's id
+// ("{jobId}:{seq}"); one that needs a job's events strictly in order applies
+// an event when its seq follows the last one applied and skips the others:
+// after any failure the relay puts the job's events again from the failed
+// one, so such a consumer never waits for an event that will not come.
 package relay
 
 import (
@@ -47,10 +55,11 @@ const (
 // stops putting, so it can still answer which records to retry.
 const AnswerMargin = 3 * time.Second
 
-// Webhooks decides which webhook deliveries an event triggers. The relay
-// queues every message it returns, in order, to the system tier, after the
-// event reached the bus; an error fails the event's record (it and the
-// later events of its job are retried). A message's DeliveryID is its
+// Webhooks decides which webhook deliveries an event triggers, before the
+// event is put. The relay queues every message it returns, in order, to the
+// system tier, after the event reached the bus; an error fails the event's
+// record before anything of it is put (it and the later events of its job
+// are retried). A message's DeliveryID is its
 // deduplication id, so a retried record queues no second copy within
 // SQS's five-minute window. It is called for one job's events in order.
 type Webhooks interface {
@@ -172,6 +181,12 @@ type record struct {
 	key string // the job's partition: order is kept within it
 	ev  store.EventRecord
 	err error
+	// decided is set once hooks holds the webhook deliveries the event
+	// triggers; entry and size are its PutEvents entry, once rendered.
+	decided bool
+	hooks   []queue.Message
+	entry   *ebtypes.PutEventsRequestEntry
+	size    int
 }
 
 // Handle relays the event items of a stream batch. The response lists the
@@ -211,91 +226,127 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 	return resp, res
 }
 
+// batchState is what relayInOrder knows of a batch's records so far.
+type batchState struct {
+	done    map[*record]bool // relayed or failed
+	relayed map[*record]bool
+	broken  map[string]bool // jobs with a failed record: the rest waits for the retry
+}
+
 // relayInOrder relays recs and returns the ones relayed. Each PutEvents
-// takes the earliest records, in stream order, that are the next of their
-// job, at most one per job: a refused entry never has a later event of its
-// job on the bus before it, and when time runs out what was relayed is a
-// prefix of the stream as far as possible, so the mapping's checkpoint
-// moves on.
+// takes the earliest records, in stream order, whose job has no earlier
+// record left out of the request: a job's events go in order, several in
+// one request, and a refused entry fails every later entry of its job.
+// When time runs out what was relayed is a prefix of each job's records,
+// so the mapping's checkpoint moves on as far as it can.
 func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) map[*record]bool {
-	relayed := map[*record]bool{}
-	done := map[*record]bool{} // relayed or failed
-	brokenJob := map[string]bool{}
-	fail := func(rec *record, why string, err error) {
-		done[rec] = true
-		brokenJob[rec.key] = true
-		r.cfg.Logger.WarnContext(ctx, why+"; the record and the later events of its job will be retried",
-			"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "sequence_number", rec.seq, "error", err)
-	}
+	st := batchState{done: map[*record]bool{}, relayed: map[*record]bool{}, broken: map[string]bool{}}
 	for ctx.Err() == nil {
-		var round []*record
-		var entries []ebtypes.PutEventsRequestEntry
-		inRound := map[string]bool{}
-		blocked := map[string]bool{} // a job with an earlier record not yet done
-		size := 0
-		for _, rec := range recs {
-			if len(round) == MaxEntriesPerPut {
-				break
-			}
-			if done[rec] || brokenJob[rec.key] {
-				continue
-			}
-			if inRound[rec.key] || blocked[rec.key] {
-				blocked[rec.key] = true
-				continue
-			}
-			if rec.err != nil {
-				fail(rec, "an event item could not be decoded", rec.err)
-				continue
-			}
-			entry := r.entry(rec.ev)
-			n := EntrySize(entry)
-			if n > MaxPutBytes {
-				fail(rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", n, MaxPutBytes))
-				continue
-			}
-			if size+n > MaxPutBytes {
-				blocked[rec.key] = true
-				continue
-			}
-			inRound[rec.key] = true
-			round = append(round, rec)
-			entries = append(entries, entry)
-			size += n
-		}
+		round := r.nextRequest(ctx, recs, &st)
 		if len(round) == 0 {
 			break
+		}
+		entries := make([]ebtypes.PutEventsRequestEntry, len(round))
+		for i, rec := range round {
+			entries[i] = *rec.entry
 		}
 		out, err := r.cfg.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
 		putAt := r.cfg.Now()
 		if err != nil {
 			for _, rec := range round {
-				fail(rec, "putting events on the bus failed", err)
+				r.fail(ctx, &st, rec, "putting events on the bus failed", err)
 			}
 			break // the bus is unreachable: the rest waits for the retry
 		}
+		failed := map[string]bool{} // jobs with an entry of this request failed
 		for i, rec := range round {
+			if failed[rec.key] {
+				// An earlier entry of its job failed: on the bus or not,
+				// this one goes again after it.
+				r.fail(ctx, &st, rec, "an earlier event of the job failed in the same request", nil)
+				continue
+			}
 			if i >= len(out.Entries) || out.Entries[i].ErrorCode != nil {
 				msg := "no answer for the entry"
 				if i < len(out.Entries) {
 					msg = aws.ToString(out.Entries[i].ErrorCode) + ": " + aws.ToString(out.Entries[i].ErrorMessage)
 				}
-				fail(rec, "the bus refused an event", errors.New(msg))
+				failed[rec.key] = true
+				r.fail(ctx, &st, rec, "the bus refused an event", errors.New(msg))
 				continue
 			}
 			res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
-			n, err := r.queueWebhooks(ctx, rec.ev)
+			n, err := r.queueWebhooks(ctx, rec.hooks)
 			res.Webhooks += n
 			if err != nil {
-				fail(rec, "queuing the event's webhooks failed", err)
+				failed[rec.key] = true
+				r.fail(ctx, &st, rec, "queuing the event's webhooks failed", err)
 				continue
 			}
-			done[rec] = true
-			relayed[rec] = true
+			st.done[rec] = true
+			st.relayed[rec] = true
 			res.Relayed++
 		}
 	}
-	return relayed
+	return st.relayed
+}
+
+// nextRequest picks the records of the next PutEvents request: in stream
+// order, up to MaxEntriesPerPut entries and MaxPutBytes, each the next of
+// its job or following it in the request. A record that cannot be read,
+// is too large for the bus, or whose webhooks cannot be decided fails
+// here, before anything of it or of its job's later events is put.
+func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState) []*record {
+	var round []*record
+	blocked := map[string]bool{} // a job with an earlier record left out of this request
+	size := 0
+	for _, rec := range recs {
+		if len(round) == MaxEntriesPerPut {
+			break
+		}
+		if st.done[rec] || st.broken[rec.key] || blocked[rec.key] {
+			continue
+		}
+		if rec.err != nil {
+			r.fail(ctx, st, rec, "an event item could not be decoded", rec.err)
+			continue
+		}
+		if rec.entry == nil {
+			e := r.entry(rec.ev)
+			rec.entry, rec.size = &e, EntrySize(e)
+		}
+		if rec.size > MaxPutBytes {
+			r.fail(ctx, st, rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", rec.size, MaxPutBytes))
+			continue
+		}
+		if size+rec.size > MaxPutBytes {
+			blocked[rec.key] = true
+			continue
+		}
+		if !rec.decided {
+			hooks, err := r.cfg.Webhooks.Deliveries(ctx, rec.ev)
+			if err != nil {
+				r.fail(ctx, st, rec, "deciding the event's webhooks failed", err)
+				continue
+			}
+			rec.hooks, rec.decided = hooks, true
+		}
+		round = append(round, rec)
+		size += rec.size
+	}
+	return round
+}
+
+// fail settles rec as failed: it and every later record of its job are
+// reported for retry.
+func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why string, err error) {
+	st.done[rec] = true
+	first := !st.broken[rec.key]
+	st.broken[rec.key] = true
+	if first || err != nil {
+		r.cfg.Logger.WarnContext(ctx, why+"; the record and the later events of its job will be retried",
+			"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "sequence_number", rec.seq, "error", err)
+	}
 }
 
 // entry renders ev as a PutEvents entry.
@@ -308,13 +359,9 @@ func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
 	}
 }
 
-// queueWebhooks queues the deliveries ev triggers; it returns how many
-// were queued.
-func (r *Relay) queueWebhooks(ctx context.Context, ev store.EventRecord) (int, error) {
-	msgs, err := r.cfg.Webhooks.Deliveries(ctx, ev)
-	if err != nil {
-		return 0, fmt.Errorf("deciding the deliveries: %w", err)
-	}
+// queueWebhooks queues an event's deliveries, in order; it returns how
+// many were queued.
+func (r *Relay) queueWebhooks(ctx context.Context, msgs []queue.Message) (int, error) {
 	for i, m := range msgs {
 		if err := r.cfg.Sender.Send(ctx, resources.System, m); err != nil {
 			return i, err

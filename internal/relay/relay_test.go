@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -23,7 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
-	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/relayfn"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -50,6 +53,15 @@ type bundle struct {
 
 func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundle {
 	t.Helper()
+	b := prepare(t, hooks, batchSize, maxRetries, nil)
+	b.start(t)
+	return b
+}
+
+// prepare provisions the bundle without starting its poller; wrap, when
+// set, stands between the relay and the bus.
+func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap func(relay.Bus) relay.Bus) *bundle {
+	t.Helper()
 	env := awstest.Provision(t)
 	def := env.Res.Definition
 	ctx := context.Background()
@@ -75,7 +87,11 @@ func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundl
 		logw = os.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	r, err := relay.New(relay.Config{Bus: env.Clients.EventBridge, BusName: def.EventBus, Source: resources.EventSource(def.Env),
+	var bus relay.Bus = env.Clients.EventBridge
+	if wrap != nil {
+		bus = wrap(bus)
+	}
+	r, err := relay.New(relay.Config{Bus: bus, BusName: def.EventBus, Source: resources.EventSource(def.Env),
 		Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -84,10 +100,17 @@ func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundl
 	b.poller = &runtime.StreamPoller{
 		Streams: awsclient.Streams(awstest.Config(t)), StreamARN: env.Res.TableStreamARN, Region: "us-east-1",
 		BatchSize: batchSize, BatchingWindow: 100 * time.Millisecond, MaxRetries: maxRetries, BisectOnError: m.BisectOnError,
+		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: env.Clients.SQS, FailureQueueURL: env.Res.RelayFailureQueueURL,
-		Function: runtime.InProcess("relay", handler.Relay(r, metrics.New(io.Discard, "local", time.Now), log)),
+		Function: runtime.InProcess("relay", relayfn.Handler(r, metrics.New(io.Discard, "local", time.Now), log)),
 		Timeout:  time.Minute, PollInterval: 50 * time.Millisecond, RetryWait: 20 * time.Millisecond, Logger: log,
 	}
+	return b
+}
+
+// start runs the bundle's stream poller until the test ends.
+func (b *bundle) start(t *testing.T) {
+	t.Helper()
 	pctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.poller.Run(pctx) }()
@@ -97,7 +120,6 @@ func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundl
 			t.Errorf("poller: %v", err)
 		}
 	})
-	return b
 }
 
 // newJob stores a new queued job (its job.enqueued event is seq 1).
@@ -378,4 +400,252 @@ func TestAPoisonRecordGoesToTheFailureQueue(t *testing.T) {
 	if diff := cmp.Diff(map[string][]int64{id: {1}}, got); diff != "" {
 		t.Errorf("after the poison (-want +got):\n%s", diff)
 	}
+}
+
+// applied is how far a consumer that needs a job's events strictly in order
+// gets through seqs (the job's events as the bus delivered them): it
+// applies an event whose seq follows the last one applied and skips the
+// others.
+func applied(seqs []int64) int64 {
+	var last int64
+	for _, s := range seqs {
+		if s == last+1 {
+			last = s
+		}
+	}
+	return last
+}
+
+// neverAhead reports whether no event in seqs came before every earlier
+// event of its job had come: the sequence starts at 1 and each event is
+// at most one past the highest before it (it may repeat from a point).
+func neverAhead(seqs []int64) bool {
+	var high int64
+	for _, s := range seqs {
+		if s > high+1 {
+			return false
+		}
+		high = max(high, s)
+	}
+	return true
+}
+
+// inOrder is done when an in-order consumer has applied each job's n
+// events.
+func inOrder(n map[string]int) func(map[string][]int64) bool {
+	return func(got map[string][]int64) bool {
+		for id, k := range n {
+			if applied(got[id]) < int64(k) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// refusing stands between the relay and the emulator's bus: it has the bus
+// refuse one event's entry a number of times (its detail made malformed,
+// which EventBridge refuses entry by entry while it takes the others) and
+// notes the events each request carried.
+type refusing struct {
+	relay.Bus
+	mu       sync.Mutex
+	jobID    string
+	seq      int64
+	left     int
+	requests [][]carried
+}
+
+// carried is one entry of a request: its event, and whether it was made
+// to be refused.
+type carried struct {
+	relay.Body
+	refused bool
+}
+
+func (r *refusing) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	r.mu.Lock()
+	entries := slices.Clone(in.Entries)
+	var req []carried
+	for i, e := range entries {
+		var c carried
+		if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &c.Body); err != nil {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("the relay put a detail that is not JSON: %w", err)
+		}
+		if c.JobID == r.jobID && c.Seq == r.seq && r.left > 0 {
+			r.left--
+			c.refused = true
+			entries[i].Detail = aws.String(`{"cut short":`)
+		}
+		req = append(req, c)
+	}
+	r.requests = append(r.requests, req)
+	r.mu.Unlock()
+	return r.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, opts...)
+}
+
+// TestARefusedEntryHoldsBackTheLaterEventsOfItsJob: a job's events go
+// several to a PutEvents request; the bus refuses one entry (twice) while
+// it takes the rest of the request, later events of the same job included.
+// No later request carries a later event of that job before the refused
+// one is put again, and then in order: a consumer applying the job's
+// events strictly in order gets all of them, and the other job's events
+// never come ahead of their turn.
+func TestARefusedEntryHoldsBackTheLaterEventsOfItsJob(t *testing.T) {
+	t.Parallel()
+	const xEvents = 14 // more than one request carries
+	bus := &refusing{seq: 2, left: 2}
+	b := prepare(t, relay.JobWebhooks{}, 50, 5, func(inner relay.Bus) relay.Bus {
+		bus.Bus = inner
+		return bus
+	})
+	x, y := b.newJob(t, "usr_x", false), b.newJob(t, "usr_y", false)
+	bus.mu.Lock()
+	bus.jobID = x
+	bus.mu.Unlock()
+	for i := range xEvents - 1 {
+		b.emit(t, x, job.EventProgress)
+		if i < 4 {
+			b.emit(t, y, job.EventProgress)
+		}
+	}
+	// Every event is in the stream before the poller reads it: the first
+	// read hands each job's events to its lane together.
+	b.start(t)
+	got, _ := b.collect(t, inOrder(map[string]int{x: xEvents, y: 5}), 3*time.Minute)
+	if a := applied(got[x]); a != xEvents {
+		t.Errorf("job X on the bus: %v: an in-order consumer applies up to %d, want %d", got[x], a, xEvents)
+	}
+	if !neverAhead(got[y]) || applied(got[y]) != 5 {
+		t.Errorf("job Y on the bus: %v: want 1..5, repeated from a point at most", got[y])
+	}
+	bus.mu.Lock()
+	defer bus.mu.Unlock()
+	withX2, packed, waiting := 0, false, false
+	for i, req := range bus.requests {
+		var xs []int64
+		refused := false
+		for _, c := range req {
+			if c.JobID != x {
+				continue
+			}
+			xs = append(xs, c.Seq)
+			refused = refused || c.refused
+		}
+		if len(xs) > 0 && waiting && xs[0] != 2 {
+			t.Errorf("request %d carried X's events %v before X's refused event 2 came again", i, xs)
+		}
+		if slices.Contains(xs, 2) {
+			withX2++
+			waiting = refused
+		}
+		if !slices.IsSorted(xs) {
+			t.Errorf("request %d carried X's events out of order: %v", i, xs)
+		}
+		packed = packed || len(xs) > 1
+	}
+	if withX2 != 3 || bus.left != 0 {
+		t.Errorf("X's event 2 went in %d requests (%d refusals left), want 3: refused twice, then taken", withX2, bus.left)
+	}
+	if !packed {
+		t.Errorf("no request carried two events of job X: %v", bus.requests)
+	}
+}
+
+// TestARefusedEntryFailsTheLaterEntriesOfItsJob calls the relay with a
+// batch read from the table's stream: one request carries both jobs'
+// events; the bus refuses X's event 2 and takes the others, X's later
+// events included. The relay reports X's records from event 2 on, though
+// the bus took 3 to 5, and nothing of Y.
+func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
+	t.Parallel()
+	bus := &refusing{seq: 2, left: 1}
+	b := prepare(t, relay.JobWebhooks{}, 50, 5, func(inner relay.Bus) relay.Bus {
+		bus.Bus = inner
+		return bus
+	})
+	x, y := b.newJob(t, "usr_x", false), b.newJob(t, "usr_y", false)
+	bus.mu.Lock()
+	bus.jobID = x
+	bus.mu.Unlock()
+	for range 4 {
+		b.emit(t, x, job.EventProgress)
+		b.emit(t, y, job.EventProgress)
+	}
+	batch := b.streamBatch(t, 10)
+	r, err := relay.New(relay.Config{Bus: bus, BusName: b.def.EventBus, Source: resources.EventSource(b.def.Env),
+		Sender: queue.NewSender(b.env.Clients.SQS, b.env.Res.QueueURLs), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, res := r.Handle(context.Background(), batch)
+	var want []string
+	for _, rec := range batch.Records {
+		ev, err := relay.DecodeEvent(rec.Change.NewImage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.JobID == x && ev.Seq >= 2 {
+			want = append(want, rec.Change.SequenceNumber)
+		}
+	}
+	var reported []string
+	for _, f := range resp.BatchItemFailures {
+		reported = append(reported, f.ItemIdentifier)
+	}
+	if diff := cmp.Diff(want, reported); diff != "" {
+		t.Errorf("reported records (-want +got):\n%s", diff)
+	}
+	if res.Relayed != 6 || res.Failed != 4 || len(bus.requests) != 1 {
+		t.Errorf("relayed %d, failed %d in %d requests; want 6 relayed (X's 1, Y's 5), 4 failed, one request", res.Relayed, res.Failed, len(bus.requests))
+	}
+	got, _ := b.collect(t, allOf(map[string]int{x: 4, y: 5}), time.Minute)
+	if diff := cmp.Diff(map[string][]int64{x: {1, 3, 4, 5}, y: seqs(5)}, got); diff != "" {
+		t.Errorf("on the bus (-want +got):\n%s", diff)
+	}
+}
+
+// streamBatch reads the table's stream from its start until it has n event
+// items, and returns them as the mapping hands them to the relay.
+func (b *bundle) streamBatch(t *testing.T, n int) events.DynamoDBEvent {
+	t.Helper()
+	ctx := context.Background()
+	streams := awsclient.Streams(awstest.Config(t))
+	var batch events.DynamoDBEvent
+	deadline := time.Now().Add(time.Minute)
+	for len(batch.Records) < n && time.Now().Before(deadline) {
+		batch.Records = nil
+		d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(b.env.Res.TableStreamARN)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sh := range d.StreamDescription.Shards {
+			it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(b.env.Res.TableStreamARN),
+				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for iter := it.ShardIterator; iter != nil; {
+				out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range out.Records {
+					rec := runtime.LambdaRecord(r, b.env.Res.TableStreamARN, "us-east-1")
+					if rec.EventName == "INSERT" && relay.IsEventItem(rec.Change.Keys) {
+						batch.Records = append(batch.Records, rec)
+					}
+				}
+				if len(out.Records) == 0 {
+					break
+				}
+				iter = out.NextShardIterator
+			}
+		}
+	}
+	if len(batch.Records) != n {
+		t.Fatalf("the stream holds %d event items, want %d", len(batch.Records), n)
+	}
+	return batch
 }

@@ -3,6 +3,7 @@ package resources_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -66,5 +67,28 @@ func TestRedriveAllowPolicy(t *testing.T) {
 	want := map[string]any{"redrivePermission": "byQueue", "sourceQueueArns": []any{"arn:aws:sqs:eu-west-1:123456789012:q.fifo"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// The relay's mapping stays within what Lambda accepts for a DynamoDB
+// stream (BatchSize ≤ 10,000, a window of whole seconds ≤ 300, a
+// ParallelizationFactor of 1–10), and the relay's reservation runs every
+// lane of at least one shard at once.
+func TestEventStreamMapping(t *testing.T) {
+	t.Parallel()
+	for _, env := range resources.Envs {
+		m := resources.For(env).EventStream
+		if m.BatchSize < 1 || m.BatchSize > 10000 {
+			t.Errorf("%s: BatchSize %d outside 1–10000", env, m.BatchSize)
+		}
+		if w := m.BatchingWindow; w < 0 || w > 300*time.Second || w%time.Second != 0 {
+			t.Errorf("%s: BatchingWindow %s is not whole seconds within 0–300", env, w)
+		}
+		if f := m.ParallelizationFactor; f < 1 || f > 10 {
+			t.Errorf("%s: ParallelizationFactor %d outside 1–10", env, f)
+		}
+		if rc := resources.FunctionSizes[m.Function].ReservedConcurrency; rc < m.ParallelizationFactor {
+			t.Errorf("%s: the relay's reserved concurrency %d is below its mapping's ParallelizationFactor %d", env, rc, m.ParallelizationFactor)
+		}
 	}
 }

@@ -190,8 +190,16 @@ type EventStream struct {
 	// BatchSize is the most records per invocation.
 	BatchSize int
 	// BatchingWindow is how long records gather before an invocation with
-	// fewer than BatchSize (MaximumBatchingWindowInSeconds).
+	// fewer than BatchSize (MaximumBatchingWindowInSeconds, whole seconds;
+	// 0: Lambda invokes with what each poll of the shard found, four polls
+	// a second).
 	BatchingWindow time.Duration
+	// ParallelizationFactor is how many batches of one shard run at once
+	// (1–10). Lambda splits a shard's records by a hash of their partition
+	// key, so the records of one key (one job's events) still arrive in
+	// order, one batch at a time; the relay function's reserved
+	// concurrency must cover shards × this.
+	ParallelizationFactor int
 	// MaxRetries bounds the retries of a failing batch
 	// (MaximumRetryAttempts); then it goes to the failure queue.
 	MaxRetries int
@@ -368,9 +376,11 @@ var FunctionSizes = map[string]FunctionSize{
 	// stream is capped low: the 26th concurrent viewer is refused rather
 	// than taking executions from api and publisher.
 	FuncStream: {MemoryMB: 256, Timeout: 5 * time.Minute, ReservedConcurrency: 25},
-	// One stream batch: at most EventStream.BatchSize puts and sends. The
-	// mapping runs one batch per shard at a time.
-	FuncRelay: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 10},
+	// One stream batch: about EventStream.BatchSize/10 PutEvents and the
+	// webhook sends. The mapping runs EventStream.ParallelizationFactor
+	// (4) batches per shard at once: 20 covers a table of five stream
+	// shards; beyond, invocations are throttled and retried (late, not lost).
+	FuncRelay: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 }
 
 // Table attribute names: the key schema, the index keys and TTL. The store
@@ -538,16 +548,23 @@ func Named(env Env, prefix string) Definition {
 			DeletionProtection:  env.Production(),
 			StreamView:          StreamViewNewImage,
 		},
+		// Events must keep up with the transitions: no batching window (a
+		// second of it would be a second of lag for every event at low
+		// load; under load batches fill anyway), and four batches per shard
+		// at once, each a job-ordered lane of the shard (see
+		// ParallelizationFactor). A batch of 100 events is about ten
+		// PutEvents calls.
 		EventStream: EventStream{
-			Function:         FuncRelay,
-			BatchSize:        100,
-			BatchingWindow:   time.Second,
-			MaxRetries:       10,
-			BisectOnError:    true,
-			StartingPosition: "TRIM_HORIZON",
-			Filter:           EventStreamFilter,
-			FailureQueueName: prefix + "-relay-failures",
-			FailureRetention: 14 * 24 * time.Hour,
+			Function:              FuncRelay,
+			BatchSize:             100,
+			BatchingWindow:        0,
+			ParallelizationFactor: 4,
+			MaxRetries:            10,
+			BisectOnError:         true,
+			StartingPosition:      "TRIM_HORIZON",
+			Filter:                EventStreamFilter,
+			FailureQueueName:      prefix + "-relay-failures",
+			FailureRetention:      14 * 24 * time.Hour,
 		},
 		EventArchive: EventArchive{Name: prefix + "-events", Retention: archiveRetention(env)},
 		Bucket: Bucket{
@@ -578,7 +595,7 @@ func Named(env Env, prefix string) Definition {
 	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
 	// API): with a third of the jobs in each tier, low binds first at about
 	// 1,500 jobs/s. The publisher reserves their sum (525); with the other
-	// functions an environment reserves 704 of a default account's 1,000
+	// functions an environment reserves 714 of a default account's 1,000
 	// (one account per environment, as AWS recommends; environments that
 	// share an account need a concurrency quota raise).
 	concurrency := map[Tier]int{High: 300, Medium: 150, Low: 75, System: 20}

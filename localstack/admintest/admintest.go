@@ -77,7 +77,7 @@ func (s *Server) RunPollers(t testing.TB) {
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
 			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
-			Paused: s.Service.PausedFunc(tier), Function: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()), Logger: quiet,
+			Paused: s.Service.PausedFunc(tier), Function: s.stack.Functions.Invokers[resources.FuncPublisher], Logger: quiet,
 		}
 		s.pollers[tier] = p
 		wg.Go(func() { p.Run(ctx) })

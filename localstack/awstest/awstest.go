@@ -12,6 +12,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -21,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -133,4 +138,18 @@ func PauseEmulator(t testing.TB, d time.Duration) {
 		t.Fatal("awstest: the emulators are not ours to pause (AWS_ENDPOINT_URL is set)")
 	}
 	emulators.Pause(d)
+}
+
+// Function is the environment a function of e gets at cold start: the
+// configuration the CDK stacks give it, naming e's resources, with extra
+// variables on top (secrets, timings), and the emulator's AWS settings.
+func (e Env) Function(t testing.TB, fn string, extra map[string]string) handler.Env {
+	t.Helper()
+	vars := e.Res.Environ()
+	maps.Copy(vars, extra)
+	cfg, err := config.From(func(k string) string { return vars[k] }, fn)
+	if err != nil {
+		t.Fatalf("the %s function's configuration: %v", fn, err)
+	}
+	return handler.Env{Config: cfg, AWS: e.Config, Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard}.WithDefaults()
 }

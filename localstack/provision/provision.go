@@ -28,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -486,4 +487,35 @@ func scheduleGroup(ctx context.Context, client *scheduler.Client, name string) e
 		return nil
 	}
 	return err
+}
+
+// Environ names the provisioned resources in the configuration's
+// variables, as the CDK stacks do for each function.
+func (res Result) Environ() map[string]string {
+	def := res.Definition
+	env := map[string]string{
+		config.VarEnv:      string(resources.Local),
+		config.VarTable:    def.Table.Name,
+		config.VarBucket:   def.Bucket.Name,
+		config.VarKMSKeyID: res.KMSKeyID,
+		config.VarEventBus: def.EventBus,
+		// The users' schedules live in the emulator's Scheduler; the local
+		// runtime fires them at the recovery handler (ScheduleFirer).
+		config.VarScheduleGroup:     def.ScheduleGroup,
+		config.VarScheduleTargetARN: LocalFunctionARN(def.Prefix + "-" + resources.FuncRecovery),
+		config.VarScheduleRoleARN:   "arn:aws:iam::123456789012:role/" + def.Prefix + "-scheduler",
+	}
+	for t, u := range res.QueueURLs {
+		env[config.VarQueueURL(t)] = u
+	}
+	for t, u := range res.DLQURLs {
+		env[config.VarDLQURL(t)] = u
+	}
+	return env
+}
+
+// LocalFunctionARN is the ARN a function named name would have in the
+// emulator's account (schedules name their target by it).
+func LocalFunctionARN(name string) string {
+	return "arn:aws:lambda:us-east-1:123456789012:function:" + name
 }

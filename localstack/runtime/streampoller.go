@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,16 +23,20 @@ import (
 // its end; records the filter drops never reach the function (and are
 // acknowledged); batches of up to BatchSize, sent when full, when the
 // batching window since their first record has passed, or at a shard's
-// end. With ReportBatchItemFailures the mapping resumes at the reported
-// record with the lowest sequence number (the records before it are done);
-// an answer naming no record of the batch fails the whole batch. A failed
-// invocation is split in two and each half retried when BisectOnError is
-// set (splits spend no retry); a batch whose retries (MaxRetries) run out is
-// described — shard and sequence numbers, as Lambda's on-failure record —
-// on the failure queue, and the shard moves on.
+// end. With ParallelizationFactor above 1 a shard's records are split into
+// that many lanes by a hash of their partition key, each lane batching and
+// invoking on its own, one batch at a time: the records of one partition
+// key stay in order while different keys go in parallel, as Lambda does.
+// With ReportBatchItemFailures a lane resumes at the reported record with
+// the lowest sequence number (the records before it are done); an answer
+// naming no record of the batch fails the whole batch. A failed invocation
+// is split in two and each half retried when BisectOnError is set (splits
+// spend no retry); a batch whose retries (MaxRetries) run out is described
+// — shard and sequence numbers, as Lambda's on-failure record — on the
+// failure queue, and the lane moves on.
 //
-// What Lambda adds and this does not: ParallelizationFactor (one batch per
-// shard at a time here), MaximumRecordAgeInSeconds, tumbling windows.
+// What Lambda adds and this does not: MaximumRecordAgeInSeconds, tumbling
+// windows.
 type StreamPoller struct {
 	// Streams reads the stream; StreamARN names it.
 	Streams   *dynamodbstreams.Client
@@ -44,6 +49,14 @@ type StreamPoller struct {
 	// BatchingWindow is how long a partial batch may gather (default 0:
 	// whatever one read returned).
 	BatchingWindow time.Duration
+	// ParallelizationFactor is how many batches of one shard may run at
+	// once, 1–10 (default 1). Records go to a lane by a hash of their
+	// PartitionKey attribute, so one key's records are never in two
+	// batches at once.
+	ParallelizationFactor int
+	// PartitionKey names the table's partition key attribute; required
+	// when ParallelizationFactor is above 1.
+	PartitionKey string
 	// MaxRetries bounds the retries of a failing batch (default 0: none;
 	// negative: forever).
 	MaxRetries int
@@ -126,6 +139,15 @@ func (p *StreamPoller) init() error {
 	if p.BatchSize == 0 {
 		p.BatchSize = 100
 	}
+	if p.ParallelizationFactor == 0 {
+		p.ParallelizationFactor = 1
+	}
+	if p.ParallelizationFactor < 1 || p.ParallelizationFactor > MaxParallelizationFactor {
+		return fmt.Errorf("stream poller: ParallelizationFactor %d is outside 1–%d", p.ParallelizationFactor, MaxParallelizationFactor)
+	}
+	if p.ParallelizationFactor > 1 && p.PartitionKey == "" {
+		return errors.New("stream poller: PartitionKey is required with a ParallelizationFactor above 1")
+	}
 	if p.Timeout == 0 {
 		p.Timeout = time.Minute
 	}
@@ -173,9 +195,39 @@ func (p *StreamPoller) shards(ctx context.Context) ([]types.Shard, error) {
 	}
 }
 
-// readShard reads one shard to its end (or until ctx ends).
+// MaxParallelizationFactor is the most batches per shard Lambda runs at once.
+const MaxParallelizationFactor = 10
+
+// laneDepth is how many reads a lane may hold before the shard's reader
+// waits for it: a lane that retries a failing batch holds the reader back
+// (and so the other lanes) only once it is this far behind.
+const laneDepth = 4
+
+// readShard reads one shard to its end (or until ctx ends), handing each
+// read's records to the lanes; the shard has ended once every lane has
+// delivered what it was handed.
 func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.ShardIteratorType) {
 	log := p.Logger.With("shard", shard)
+	lanes := make([]chan []types.Record, p.ParallelizationFactor)
+	var wg sync.WaitGroup
+	for i := range lanes {
+		lanes[i] = make(chan []types.Record, laneDepth)
+		wg.Go(func() { p.runLane(ctx, shard, lanes[i]) })
+	}
+	ended := p.readRecords(ctx, shard, from, log, lanes)
+	for _, l := range lanes {
+		close(l)
+	}
+	wg.Wait()
+	if ended && ctx.Err() == nil {
+		p.markEnded(shard)
+	}
+}
+
+// readRecords reads the shard and hands each read's records to their
+// lanes, in order. It reports whether it reached the shard's end (or the
+// shard is gone).
+func (p *StreamPoller) readRecords(ctx context.Context, shard string, from types.ShardIteratorType, log *slog.Logger, lanes []chan []types.Record) bool {
 	var iter *string
 	lastRead := ""
 	getIterator := func() bool {
@@ -205,66 +257,135 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.S
 		return false
 	}
 	if !getIterator() {
-		p.markEnded(shard)
-		return
+		return ctx.Err() == nil
 	}
-	var buf []types.Record
-	var firstAt time.Time
-	closed := false
 	for ctx.Err() == nil {
-		if !closed && len(buf) < p.BatchSize {
-			out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
-			var expired *types.ExpiredIteratorException
-			var trimmed *types.TrimmedDataAccessException
-			switch {
-			case errors.As(err, &expired) || errors.As(err, &trimmed):
-				// A fresh iterator after the last record read (or, when that
-				// aged out of the stream, from the oldest one left).
-				if trimmed != nil {
-					log.WarnContext(ctx, "the iterator points at trimmed records; starting again after the last record read", "error", err)
-				}
-				if !getIterator() {
-					closed = true
-				}
-				continue
-			case err != nil:
-				if ctx.Err() == nil {
-					log.WarnContext(ctx, "reading the shard failed", "error", err)
-					sleep(ctx, time.Second)
-				}
+		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+		var expired *types.ExpiredIteratorException
+		var trimmed *types.TrimmedDataAccessException
+		switch {
+		case errors.As(err, &expired) || errors.As(err, &trimmed):
+			// A fresh iterator after the last record read (or, when that
+			// aged out of the stream, from the oldest one left).
+			if trimmed != nil {
+				log.WarnContext(ctx, "the iterator points at trimmed records; starting again after the last record read", "error", err)
+			}
+			if !getIterator() {
+				return ctx.Err() == nil
+			}
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "reading the shard failed", "error", err)
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		read := make([][]types.Record, len(lanes))
+		for _, r := range out.Records {
+			lastRead = aws.ToString(r.Dynamodb.SequenceNumber)
+			if !p.matches(r) {
+				continue // filtered out: acknowledged, never delivered
+			}
+			i := p.lane(r)
+			read[i] = append(read[i], r)
+		}
+		for i, recs := range read {
+			if len(recs) == 0 {
 				continue
 			}
-			for _, r := range out.Records {
-				lastRead = aws.ToString(r.Dynamodb.SequenceNumber)
-				if !p.matches(r) {
-					continue // filtered out: acknowledged, never delivered
-				}
-				if len(buf) == 0 {
-					firstAt = time.Now()
-				}
-				buf = append(buf, r)
-			}
-			if out.NextShardIterator == nil {
-				closed = true
-			} else {
-				iter = out.NextShardIterator
-			}
-			if len(out.Records) == 0 && !closed && len(buf) == 0 {
-				sleep(ctx, p.PollInterval)
-				continue
+			select {
+			case lanes[i] <- recs:
+			case <-ctx.Done():
+				return false
 			}
 		}
-		ready := len(buf) >= p.BatchSize || (len(buf) > 0 && (closed || time.Since(firstAt) >= p.BatchingWindow))
-		if !ready {
-			if closed && len(buf) == 0 {
-				p.markEnded(shard)
+		if out.NextShardIterator == nil {
+			return true
+		}
+		iter = out.NextShardIterator
+		if len(out.Records) == 0 {
+			sleep(ctx, p.PollInterval)
+		}
+	}
+	return false
+}
+
+// lane is the lane of a record: a hash of its partition key.
+func (p *StreamPoller) lane(r types.Record) int {
+	if p.ParallelizationFactor == 1 || r.Dynamodb == nil {
+		return 0
+	}
+	h := fnv.New32a()
+	switch k := r.Dynamodb.Keys[p.PartitionKey].(type) {
+	case *types.AttributeValueMemberS:
+		_, _ = h.Write([]byte(k.Value))
+	case *types.AttributeValueMemberN:
+		_, _ = h.Write([]byte(k.Value))
+	case *types.AttributeValueMemberB:
+		_, _ = h.Write(k.Value)
+	}
+	return int(h.Sum32() % uint32(p.ParallelizationFactor))
+}
+
+// runLane batches the records handed to one lane and delivers each batch,
+// one at a time, until the lane is closed and empty (or ctx ends). A batch
+// is ready when full, when the batching window since its first record has
+// passed, or when the shard has ended.
+func (p *StreamPoller) runLane(ctx context.Context, shard string, in <-chan []types.Record) {
+	var buf []types.Record
+	var firstAt time.Time
+	open := true
+	take := func(recs []types.Record, ok bool) {
+		if !ok {
+			open = false
+			return
+		}
+		if len(buf) == 0 {
+			firstAt = time.Now()
+		}
+		buf = append(buf, recs...)
+	}
+	for ctx.Err() == nil {
+		if len(buf) == 0 {
+			if !open {
 				return
 			}
-			sleep(ctx, min(p.PollInterval, max(p.BatchingWindow-time.Since(firstAt), time.Millisecond)))
+			select {
+			case recs, ok := <-in:
+				take(recs, ok)
+			case <-ctx.Done():
+				return
+			}
 			continue
+		}
+		// Whatever the reader has already handed over joins the batch.
+	drain:
+		for open && len(buf) < p.BatchSize {
+			select {
+			case recs, ok := <-in:
+				take(recs, ok)
+			default:
+				break drain
+			}
+		}
+		if wait := p.BatchingWindow - time.Since(firstAt); open && len(buf) < p.BatchSize && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case recs, ok := <-in:
+				take(recs, ok)
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			if time.Since(firstAt) < p.BatchingWindow && open && len(buf) < p.BatchSize {
+				continue
+			}
 		}
 		n := min(p.BatchSize, len(buf))
 		buf = buf[p.deliver(ctx, shard, buf[:n], 0):]
+		// What is left has waited its window already.
+		firstAt = time.Time{}
 	}
 }
 

@@ -16,8 +16,16 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/conveyor/conveyor/internal/app"
+	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler/apifn"
+	"github.com/conveyor/conveyor/internal/handler/confirmfn"
+	"github.com/conveyor/conveyor/internal/handler/publisherfn"
+	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
+	"github.com/conveyor/conveyor/internal/handler/relayfn"
+	"github.com/conveyor/conveyor/internal/handler/streamfn"
+	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 )
@@ -40,18 +48,20 @@ func (f *Functions) close() {
 	}
 }
 
-// inProcess invokes the handlers of a in this process.
+// inProcess invokes in this process each function's handler
+// (internal/handler/<name>fn) over the services of a.
 func inProcess(a *app.App) *Functions {
+	log := a.Logger
 	return &Functions{
 		Invokers: map[string]runtime.Invoker{
-			resources.FuncAPI:       runtime.InProcess(resources.FuncAPI, a.APIHandler()),
-			resources.FuncConfirm:   runtime.InProcess(resources.FuncConfirm, a.ConfirmHandler()),
-			resources.FuncPublisher: runtime.InProcess(resources.FuncPublisher, a.PublisherHandler()),
-			resources.FuncSystem:    runtime.InProcess(resources.FuncSystem, a.SystemHandler()),
-			resources.FuncRecovery:  runtime.InProcess(resources.FuncRecovery, a.RecoveryHandler()),
-			resources.FuncRelay:     runtime.InProcess(resources.FuncRelay, a.RelayHandler()),
+			apifn.Name:       runtime.InProcess(apifn.Name, apifn.Handler(a.Router)),
+			confirmfn.Name:   runtime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
+			publisherfn.Name: runtime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
+			systemfn.Name:    runtime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
+			recoveryfn.Name:  runtime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
+			relayfn.Name:     runtime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
 		},
-		Stream: runtime.InProcessStream(resources.FuncStream, a.StreamHandler()),
+		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), auth.NewVerifier(a.Config.JWTSecret, nil).Verify, log)),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -26,9 +27,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -144,32 +147,11 @@ type Stack struct {
 	closed    sync.Once
 }
 
-// Start brings the stack up and returns once the API answers.
+// Start brings the stack up and returns once the API answers: the
+// emulators, provisioned (emulate); the configuration the functions get
+// (configure); the functions and the local runtime around them (serve).
 func Start(ctx context.Context, opts Options) (*Stack, error) {
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
-	}
-	if opts.Logger == nil {
-		opts.Logger = app.NewLogger()
-	}
-	if opts.Prefix == "" {
-		opts.Prefix = "conveyor-" + string(resources.Local)
-	}
-	if opts.APIAddr == "" {
-		opts.APIAddr = opts.Getenv(config.VarAPIAddr)
-	}
-	if opts.APIAddr == "" {
-		opts.APIAddr = config.Lookup(config.VarAPIAddr).Default.(string)
-	}
-	if opts.SimulatorAddr == "" {
-		opts.SimulatorAddr = opts.Getenv(config.VarSimulatorAddr)
-	}
-	if opts.SimulatorAddr == "" {
-		opts.SimulatorAddr = "127.0.0.1:0"
-	}
-	if opts.PollerConcurrency == 0 {
-		opts.PollerConcurrency = 4
-	}
+	opts = opts.withDefaults()
 	s := &Stack{}
 	ok := false
 	defer func() {
@@ -177,8 +159,69 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			s.Close()
 		}
 	}()
+	b, err := s.emulate(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.configure(b, opts); err != nil {
+		return nil, err
+	}
+	if err := s.serve(ctx, b, opts); err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, s.APIURL); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
 
-	// The emulators.
+// withDefaults fills the options left empty.
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Logger == nil {
+		o.Logger = handler.NewLogger()
+	}
+	if o.Prefix == "" {
+		o.Prefix = "conveyor-" + string(resources.Local)
+	}
+	o.APIAddr = firstSet(o.APIAddr, o.Getenv(config.VarAPIAddr), config.Lookup(config.VarAPIAddr).Default.(string))
+	o.SimulatorAddr = firstSet(o.SimulatorAddr, o.Getenv(config.VarSimulatorAddr), "127.0.0.1:0")
+	o.StreamAddr = firstSet(o.StreamAddr, o.Getenv(config.VarStreamAddr), "127.0.0.1:0")
+	if o.PollerConcurrency == 0 {
+		o.PollerConcurrency = 4
+	}
+	return o
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// bringUp is what one step of Start hands the next.
+type bringUp struct {
+	def resources.Definition
+	// awsCfg reaches the emulators, counted when Options.Counter is set;
+	// uncountedCfg and uncounted stand in for what AWS does without
+	// requests of ours (S3 invoking a function, the stream's mapping).
+	awsCfg, uncountedCfg aws.Config
+	clients, uncounted   awsclient.Clients
+	// read is every configuration variable read, with its value.
+	read map[string]string
+	// api listens for the gateway.
+	api net.Listener
+}
+
+// emulate finds or starts the emulators and provisions them from the
+// resource definition.
+func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 	s.Endpoints = opts.Endpoints
 	if s.Endpoints.Default == "" {
 		s.Endpoints = awsclient.Endpoints{Default: opts.Getenv("AWS_ENDPOINT_URL"), DynamoDB: opts.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
@@ -191,23 +234,26 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if s.Endpoints.DynamoDB == "" {
 		s.Endpoints.DynamoDB = s.Endpoints.Default
 	}
-	awsCfg := awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
-	def := resources.Named(resources.Local, opts.Prefix)
-	res, err := provision.Apply(ctx, awsclient.New(awsCfg), def)
+	b := &bringUp{def: resources.Named(resources.Local, opts.Prefix)}
+	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
+	b.uncounted = awsclient.New(b.uncountedCfg)
+	res, err := provision.Apply(ctx, b.uncounted, b.def)
 	if err != nil {
 		return nil, err
 	}
 	s.Provisioned = res
-	// The S3 bridge's queue stands in for S3 invoking the confirm function:
-	// AWS makes no such requests, so they are never counted.
-	uncounted := awsclient.New(awsCfg)
-	awsCfgUncounted := awsCfg
+	b.awsCfg = b.uncountedCfg
 	if opts.Counter != nil {
-		awsCfg = opts.Counter.Attach(awsCfg)
+		b.awsCfg = opts.Counter.Attach(b.awsCfg)
 	}
-	clients := awsclient.New(awsCfg)
+	b.clients = awsclient.New(b.awsCfg)
+	return b, nil
+}
 
-	// The configuration: the environment's timings, our resources.
+// configure starts the simulator, opens the gateway's listener and reads
+// the configuration: the environment's timings, the provisioned resources'
+// names, the simulator as the external API, secrets generated when unset.
+func (s *Stack) configure(b *bringUp, opts Options) error {
 	env := map[string]string{}
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
@@ -221,68 +267,76 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		env[config.VarDeviantArtClientID] = "conveyor-local"
 		env[config.VarDeviantArtClientSecret] = randomHex(16)
 	}
-
-	// The simulator.
+	if getenv(config.VarJWTSecret) == "" {
+		env[config.VarJWTSecret] = randomHex(32)
+	}
 	simOpts, err := simulator.OptionsFromEnv(getenv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sim, simURL, stopSim, err := simulator.Start(opts.SimulatorAddr, simOpts)
 	if err != nil {
-		return nil, fmt.Errorf("starting the simulator: %w", err)
+		return fmt.Errorf("starting the simulator: %w", err)
 	}
 	s.Simulator, s.SimulatorURL, s.stopSim = sim, simURL, stopSim
-	ln, err := net.Listen("tcp", opts.APIAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s (set CONVEYOR_API_ADDR to use another address): %w", opts.APIAddr, err)
+	if b.api, err = net.Listen("tcp", opts.APIAddr); err != nil {
+		return fmt.Errorf("listening on %s (set CONVEYOR_API_ADDR to use another address): %w", opts.APIAddr, err)
 	}
-	env[config.VarEnv] = string(resources.Local)
-	env[config.VarTable] = def.Table.Name
-	env[config.VarBucket] = def.Bucket.Name
-	env[config.VarKMSKeyID] = res.KMSKeyID
-	env[config.VarEventBus] = def.EventBus
-	// The users' schedules live in the emulator's Scheduler; the local
-	// runtime fires them at the recovery handler (ScheduleFirer).
-	env[config.VarScheduleGroup] = def.ScheduleGroup
-	env[config.VarScheduleTargetARN] = LocalFunctionARN(def.Prefix + "-" + resources.FuncRecovery)
-	env[config.VarScheduleRoleARN] = "arn:aws:iam::123456789012:role/" + def.Prefix + "-scheduler"
-	env[config.VarAPIAddr] = ln.Addr().String()
+	maps.Copy(env, s.Provisioned.Environ())
+	env[config.VarAPIAddr] = b.api.Addr().String()
 	env[config.VarDeviantArtURL] = simURL
-	for _, name := range []string{config.VarJWTSecret} {
-		if getenv(name) == "" {
-			env[name] = randomHex(32)
-		}
-	}
-	for t, u := range res.QueueURLs {
-		env[config.VarQueueURL(t)] = u
-	}
-	for t, u := range res.DLQURLs {
-		env[config.VarDLQURL(t)] = u
-	}
-	read := map[string]string{}
-	cfg, err := config.From(recordingGetenv(getenv, read), def.Functions...)
+	b.read = map[string]string{}
+	cfg, err := config.From(recordingGetenv(getenv, b.read), b.def.Functions...)
 	if err != nil {
-		_ = ln.Close()
-		return nil, err
+		_ = b.api.Close()
+		return err
 	}
 	s.Config = cfg
-	a, err := app.New(cfg, clients, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds})
+	return nil
+}
+
+// serve wires the graph, starts the functions (in process or as their
+// binaries) and the local runtime that triggers them.
+func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
+	// The local stand-ins: DLQs are redriven by receive/send/delete (the
+	// emulator has no move tasks) and no event source mapping is switched
+	// (the pollers read the tier flag).
+	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+		Mover: admin.SQSMover{SQS: b.clients.SQS, Logger: opts.Logger}})
 	if err != nil {
-		_ = ln.Close()
-		return nil, err
+		_ = b.api.Close()
+		return err
 	}
 	s.App = a
+	if err := s.startFunctions(ctx, b, opts); err != nil {
+		_ = b.api.Close()
+		return err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	mux := s.serveGateway(b.api, opts)
+	if err := s.serveStreams(mux, b.def, opts); err != nil {
+		return err
+	}
+	if !opts.DisablePollers {
+		s.startPollers(rctx, b, opts)
+	}
+	s.startSchedules(rctx, b, opts)
+	return nil
+}
 
-	// The functions: in process, or each its own binary.
-	fns := inProcess(a)
+// startFunctions makes the functions' invokers: their handlers in process,
+// or each its own binary under the local Runtime API.
+func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) error {
+	fns := inProcess(s.App)
 	if opts.Binaries {
+		var err error
 		fns, err = startBinaries(ctx, binaryConfig{
-			def: def, config: read, aws: awsEnviron(s.Env()), awsCfg: awsCfg, dir: opts.FunctionsDir, built: opts.Bootstraps,
+			def: b.def, config: b.read, aws: awsEnviron(s.Env()), awsCfg: b.awsCfg, dir: opts.FunctionsDir, built: opts.Bootstraps,
 			output: defaultOutput(opts.FunctionOutput), logger: opts.Logger,
 		})
 		if err != nil {
-			_ = ln.Close()
-			return nil, err
+			return err
 		}
 	}
 	if opts.Observe != nil {
@@ -291,14 +345,15 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 	}
 	s.Functions = fns
+	return nil
+}
 
-	// The runtime.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
+// serveGateway serves the api function behind the local API Gateway on ln.
+// The operations dashboard is one of the api function's routes
+// (api.RegisterDashboard), as in AWS.
+func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/", runtime.Gateway(fns.Invokers[resources.FuncAPI], opts.Logger))
-	// The operations dashboard is one of the api function's routes
-	// (api.RegisterDashboard), as in AWS.
+	mux.Handle("/", runtime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger))
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {
@@ -306,80 +361,81 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			opts.Logger.Error("gateway stopped", "error", err)
 		}
 	})
-	if opts.Binaries {
-		// The stream function's URL: its own origin, as in AWS.
-		if opts.StreamAddr == "" {
-			opts.StreamAddr = opts.Getenv(config.VarStreamAddr)
-		}
-		if opts.StreamAddr == "" {
-			opts.StreamAddr = "127.0.0.1:0"
-		}
-		sln, err := net.Listen("tcp", opts.StreamAddr)
-		if err != nil {
-			return nil, fmt.Errorf("listening on %s for the stream function (set CONVEYOR_STREAM_ADDR to use another address): %w", opts.StreamAddr, err)
-		}
-		s.streams = &http.Server{Handler: &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}, ReadHeaderTimeout: 10 * time.Second}
-		s.StreamURL = "http://" + sln.Addr().String()
-		s.wg.Go(func() {
-			if err := s.streams.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				opts.Logger.Error("stream function URL stopped", "error", err)
-			}
-		})
-	} else {
-		// In process the gateway serves the streams at its own origin, still
-		// through the stream function's handler (handler.Stream).
-		fu := &runtime.FunctionURL{Function: fns.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+	return mux
+}
+
+// serveStreams serves the stream function's URL: its own origin in binary
+// mode, as in AWS; in process the gateway's origin, still through the
+// stream function's handler (streamfn.Handler).
+func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
+	fu := &runtime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+	if !opts.Binaries {
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
 			mux.Handle("GET "+p, fu)
 		}
 		s.StreamURL = s.APIURL
+		return nil
 	}
-	for _, q := range def.Queues {
-		if opts.DisablePollers {
-			continue
+	sln, err := net.Listen("tcp", opts.StreamAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s for the stream function (set CONVEYOR_STREAM_ADDR to use another address): %w", opts.StreamAddr, err)
+	}
+	s.streams = &http.Server{Handler: fu, ReadHeaderTimeout: 10 * time.Second}
+	s.StreamURL = "http://" + sln.Addr().String()
+	s.wg.Go(func() {
+		if err := s.streams.Serve(sln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			opts.Logger.Error("stream function URL stopped", "error", err)
 		}
-		arn := queueARN(q.Name)
+	})
+	return nil
+}
+
+// startPollers starts what triggers the queue and stream functions: a
+// poller per tier queue (skipping paused tiers) and the table's stream
+// feeding the relay, as the event source mapping does in AWS (whose
+// polling of the stream costs no requests: uncounted).
+func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
+	res, fns := s.Provisioned, s.Functions
+	for _, q := range b.def.Queues {
 		p := &runtime.Poller{
-			SQS: clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: arn, Region: awsclient.DefaultRegion,
+			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
 			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
-			Paused: a.Admin.PausedFunc(q.Tier),
+			Paused: s.App.Admin.PausedFunc(q.Tier),
 		}
-		s.wg.Go(func() { p.Run(rctx) })
+		s.wg.Go(func() { p.Run(ctx) })
 	}
-	// The table's stream feeds the relay, as the event source mapping does
-	// in AWS (whose polling of the stream costs no requests: uncounted).
-	if !opts.DisablePollers {
-		sp := relayPoller(def, res, awsCfgUncounted, uncounted, fns.Invokers[def.EventStream.Function], opts.Logger)
-		s.wg.Go(func() {
-			if err := sp.Run(rctx); err != nil {
-				opts.Logger.Error("the stream poller stopped", "error", err)
-			}
-		})
-	}
-	bridge := &runtime.S3Bridge{SQS: uncounted.SQS, QueueURL: res.NotificationQueueURL, Function: fns.Invokers[def.Bucket.NotifyFunction], Logger: opts.Logger}
-	s.wg.Go(func() { bridge.Run(rctx) })
+	sp := relayPoller(b.def, res, b.uncountedCfg, b.uncounted, fns.Invokers[b.def.EventStream.Function], opts.Logger)
+	s.wg.Go(func() {
+		if err := sp.Run(ctx); err != nil {
+			opts.Logger.Error("the stream poller stopped", "error", err)
+		}
+	})
+}
 
-	for _, sch := range def.Schedules {
-		interval := cfg.RecoveryInterval
+// startSchedules starts the S3 bridge (S3 invoking the confirm function:
+// AWS makes no such requests of ours, so they are never counted), the
+// tickers of the definition's schedules and the firer of the users'
+// schedules; with the pollers disabled, tests fire the schedules
+// themselves.
+func (s *Stack) startSchedules(ctx context.Context, b *bringUp, opts Options) {
+	fns := s.Functions
+	bridge := &runtime.S3Bridge{SQS: b.uncounted.SQS, QueueURL: s.Provisioned.NotificationQueueURL, Function: fns.Invokers[b.def.Bucket.NotifyFunction], Logger: opts.Logger}
+	s.wg.Go(func() { bridge.Run(ctx) })
+	s.Schedules = &runtime.ScheduleFirer{Client: b.uncounted.Scheduler, Group: b.def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
+		Interval: ScheduleFirerInterval, Now: opts.Now, Logger: opts.Logger}
+	if opts.DisablePollers {
+		return
+	}
+	for _, sch := range b.def.Schedules {
+		interval := s.Config.RecoveryInterval
 		if sch.Task == resources.TaskRelease {
-			interval = cfg.ScheduleInterval
+			interval = s.Config.ScheduleInterval
 		}
 		tk := &runtime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
-		if !opts.DisablePollers {
-			s.wg.Go(func() { tk.Run(rctx) })
-		}
+		s.wg.Go(func() { tk.Run(ctx) })
 	}
-	s.Schedules = &runtime.ScheduleFirer{Client: uncounted.Scheduler, Group: def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
-		Interval: ScheduleFirerInterval, Now: opts.Now, Logger: opts.Logger}
-	if !opts.DisablePollers {
-		s.wg.Go(func() { s.Schedules.Run(rctx) })
-	}
-	if err := waitHealthy(ctx, s.APIURL); err != nil {
-		return nil, err
-	}
-	ok = true
-	return s, nil
+	s.wg.Go(func() { s.Schedules.Run(ctx) })
 }
 
 // startEmulators starts a moto and a DynamoDB Local of the stack's own,
@@ -413,6 +469,7 @@ func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config,
 		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
 		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + runtime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
 		BatchSize:   m.BatchSize, BatchingWindow: m.BatchingWindow, MaxRetries: m.MaxRetries, BisectOnError: m.BisectOnError,
+		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: clients.SQS, FailureQueueURL: res.RelayFailureQueueURL,
 		Function: fn, Timeout: resources.FunctionSizes[m.Function].Timeout, Logger: log.With("mapping", "event-stream"),
 	}
@@ -526,9 +583,7 @@ func (s *Stack) Close() {
 
 // LocalFunctionARN is the ARN a function named name would have in the
 // emulator's account (schedules name their target by it).
-func LocalFunctionARN(name string) string {
-	return "arn:aws:lambda:us-east-1:123456789012:function:" + name
-}
+func LocalFunctionARN(name string) string { return provision.LocalFunctionARN(name) }
 
 // ScheduleFirerInterval is how often the local runtime looks for the users'
 // schedules' ticks (a tick fires at most this late).

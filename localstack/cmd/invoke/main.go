@@ -14,17 +14,19 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/registry"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
 func main() {
-	fn := flag.String("fn", "", "function: api, confirm, publisher, system, recovery or stream")
+	fn := flag.String("fn", "", "function: api, confirm, publisher, system, recovery, relay or stream")
 	event := flag.String("event", "", "path of the event JSON")
 	inProcess := flag.Bool("in-process", false, "call the handler in this process instead of running the function's binary")
 	flag.Parse()
@@ -45,33 +47,38 @@ func main() {
 	fmt.Println(string(out))
 }
 
+// invokeInProcess builds the function's handler the way its binary does
+// (internal/handler/registry), with the SDK's usual configuration, and
+// calls it in this process; a stream's response is copied to stdout.
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
+	f, err := registry.Lookup(fn)
+	if err != nil {
+		return nil, err
+	}
 	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.FromConfig(ctx, fn, awsCfg)
+	env, err := handler.FromConfig(ctx, fn, awsCfg, f.Resolve)
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make run` first; invoke reads .local/env)", err)
 	}
-	var h lambda.Handler
-	switch fn {
-	case resources.FuncAPI:
-		h = lambda.NewHandler(a.APIHandler())
-	case resources.FuncConfirm:
-		h = lambda.NewHandler(a.ConfirmHandler())
-	case resources.FuncPublisher:
-		h = lambda.NewHandler(a.PublisherHandler())
-	case resources.FuncSystem:
-		h = lambda.NewHandler(a.SystemHandler())
-	case resources.FuncRecovery:
-		h = lambda.NewHandler(a.RecoveryHandler())
-	case resources.FuncRelay:
-		h = lambda.NewHandler(a.RelayHandler())
-	default:
-		return nil, fmt.Errorf("unknown function %q in process (api, confirm, publisher, system, recovery, relay)", fn)
+	h, err := f.New(ctx, env)
+	if err != nil {
+		return nil, err
 	}
-	return h.Invoke(ctx, payload)
+	if fn != resources.FuncStream {
+		return lambda.NewHandler(h).Invoke(ctx, payload)
+	}
+	sh, ok := h.(func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error))
+	if !ok {
+		return nil, fmt.Errorf("the %s function's handler is not a streaming one (%T)", fn, h)
+	}
+	resp, err := runtime.InProcessStream(fn, sh).InvokeStream(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return nil, printStream(resp)
 }
 
 // invokeBinary runs the function's own bootstrap once, with the stack's
@@ -108,10 +115,15 @@ func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
+	return nil, printStream(resp)
+}
+
+// printStream copies a streamed response to stdout.
+func printStream(resp *runtime.StreamResponse) error {
 	defer resp.Body.Close()
 	fmt.Printf("HTTP %d %v\n", resp.StatusCode, resp.Headers)
-	_, err = io.Copy(os.Stdout, resp.Body)
-	return nil, err
+	_, err := io.Copy(os.Stdout, resp.Body)
+	return err
 }
 
 func fail(err error) {

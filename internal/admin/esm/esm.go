@@ -1,4 +1,7 @@
-package admin
+// Package esm pauses and resumes a tier in AWS through its queue's event
+// source mapping (admin.Switch). It is its own package so that only the
+// function that switches tiers (api) links the Lambda client.
+package esm
 
 import (
 	"context"
@@ -11,24 +14,24 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// ESMUpdater is the part of the Lambda client ESMSwitch uses.
-type ESMUpdater interface {
+// Updater is the part of the Lambda client ESMSwitch uses.
+type Updater interface {
 	UpdateEventSourceMapping(ctx context.Context, in *lambda.UpdateEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
 }
 
-// ESMSwitch pauses a tier in AWS by disabling its queue's event source
+// Switch pauses a tier in AWS by disabling its queue's event source
 // mapping (Lambda stops polling; messages wait in the queue, their
 // retention keeps running) and resumes it by enabling it again.
-type ESMSwitch struct {
-	Lambda ESMUpdater
+type Switch struct {
+	Lambda Updater
 	// UUIDs of each tier's event source mapping.
 	// UUIDs of each tier's event source mapping (config.Config.ESMUUIDs,
 	// from CONVEYOR_ESM_UUID_<TIER>).
 	UUIDs map[resources.Tier]string
 }
 
-// SetEnabled implements Switch.
-func (s ESMSwitch) SetEnabled(ctx context.Context, tier resources.Tier, enabled bool) error {
+// SetEnabled implements admin.Switch.
+func (s Switch) SetEnabled(ctx context.Context, tier resources.Tier, enabled bool) error {
 	uuid := s.UUIDs[tier]
 	if uuid == "" {
 		return fmt.Errorf("no event source mapping is configured for the %s tier (%s)", tier, config.VarESMUUID(tier))

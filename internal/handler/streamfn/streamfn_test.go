@@ -1,4 +1,4 @@
-package handler
+package streamfn
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 		}
 		return c, nil
 	}
-	h := Stream(open, verify, slog.New(slog.DiscardHandler))
+	h := Handler(open, verify, slog.New(slog.DiscardHandler))
 	call := func(token, path string) (*events.LambdaFunctionURLStreamingResponse, string) {
 		resp, err := h(context.Background(), events.LambdaFunctionURLRequest{RawPath: path, Headers: map[string]string{"authorization": token, "last-event-id": "7"}})
 		if err != nil {

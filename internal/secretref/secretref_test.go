@@ -1,4 +1,4 @@
-package app
+package secretref
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func TestResolveSecrets(t *testing.T) {
 				arn = put(t, tt.value)
 			}
 			cfg := tt.cfg(arn)
-			err := resolveSecrets(context.Background(), &cfg, sm)
+			err := Resolve(context.Background(), &cfg, sm)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

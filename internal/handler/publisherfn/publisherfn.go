@@ -1,0 +1,65 @@
+// Package publisherfn is the publisher function, consuming the publish
+// tiers' FIFO queues: its handler and its wiring.
+package publisherfn
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secretref"
+)
+
+// Handler is the publisher function, consuming the publish tiers' FIFO
+// queues with ReportBatchItemFailures. Each job is its own message group,
+// so the jobs of a batch run in parallel; a job that must wait (backoff,
+// circuit open) gets its message's visibility set to the wait and is
+// reported failed, so SQS hands it back when it is due.
+func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return handler.ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
+			msg, err := queue.Decode(m.Body)
+			if err != nil {
+				// A message no consumer can read: drop it, loudly.
+				log.ErrorContext(ctx, "dropping unreadable message", "message_id", m.MessageId, "error", err)
+				return true
+			}
+			receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Receives: receives})
+			switch {
+			case err != nil:
+				log.WarnContext(ctx, "job run failed; the message comes back", "job_id", msg.JobID, "error", err)
+				return false
+			case !v.Done:
+				handler.Delay(ctx, client, urls, m, v.RetryIn, log)
+				return false
+			}
+			return true
+		}), nil
+	}
+}
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncPublisher
+
+// Resolve reads the OAuth client named by ARN at cold start.
+var Resolve handler.Resolver = secretref.FromAWS
+
+// New wires the publisher function: the pipeline (table, queues, bucket,
+// KMS, the external API behind its breaker).
+func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	db, sqsc := env.DynamoDB(), env.SQS()
+	st := env.Store(db)
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: pipeline.S3(env), Sealer: env.Sealer(), Store: st, Metrics: env.Emitter()})
+	if err != nil {
+		return nil, err
+	}
+	return Handler(p.Publisher, sqsc, env.QueueURLs(), env.Log()), nil
+}

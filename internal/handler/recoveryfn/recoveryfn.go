@@ -1,0 +1,153 @@
+// Package recoveryfn is the recovery function, run by EventBridge
+// Scheduler (stuck jobs, retention, scheduled releases, users' schedule
+// ticks): its handler and its wiring.
+package recoveryfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Sweeper is what the recovery function runs.
+type Sweeper interface {
+	Run(ctx context.Context) (recovery.Result, error)
+	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
+}
+
+// BreakerGauge reports which circuits are open (breaker.Breaker).
+type BreakerGauge interface {
+	ReportOpen(ctx context.Context, s breaker.Sink) (int, error)
+}
+
+// Firer submits a recurring schedule's job for one tick.
+type Firer interface {
+	Fire(ctx context.Context, t schedule.Tick) (schedule.FireResult, error)
+}
+
+// Handler is the scheduled recovery function. The schedule's detail names
+// the task: "release" (every minute: scheduled jobs whose time came),
+// "schedule" (a user's recurring schedule ticked: submit its job) or
+// "recover" (stuck jobs and retention; the default). Release and recover
+// also send the breakers' open gauge.
+func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+	return func(ctx context.Context, ev events.EventBridgeEvent) error {
+		var detail struct {
+			Task string `json:"task"`
+		}
+		_ = json.Unmarshal(ev.Detail, &detail)
+		if detail.Task == schedule.TaskTick {
+			return tick(ctx, ticks, ev, log)
+		}
+		var res recovery.Result
+		var err error
+		switch detail.Task {
+		case resources.TaskRelease:
+			res, err = s.ReleaseScheduled(ctx)
+		default:
+			res, err = s.Run(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		// The breaker gauge: an open circuit keeps its alarm up between
+		// transitions (one datapoint per open host circuit per run).
+		if _, berr := breakers.ReportOpen(ctx, emf); berr != nil {
+			log.WarnContext(ctx, "reading the breakers for their gauge failed", "error", berr)
+		}
+		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
+			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released)}, nil)
+		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
+			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
+		return nil
+	}
+}
+
+// tick fires a user's schedule. An error makes Scheduler retry the
+// invocation; the tick is idempotent, so a retry creates no second job.
+func tick(ctx context.Context, ticks Firer, ev events.EventBridgeEvent, log *slog.Logger) error {
+	var d schedule.TickDetail
+	if err := json.Unmarshal(ev.Detail, &d); err != nil {
+		log.ErrorContext(ctx, "dropping an unreadable schedule tick", "error", err)
+		return nil
+	}
+	at, err := time.Parse(time.RFC3339, d.At)
+	if err != nil {
+		log.ErrorContext(ctx, "dropping a schedule tick without its time", "schedule_id", d.ScheduleID, "at", d.At)
+		return nil
+	}
+	if ticks == nil {
+		return errors.New("this function has no schedules wired")
+	}
+	res, err := ticks.Fire(ctx, schedule.Tick{ScheduleID: d.ScheduleID, Owner: d.Owner, At: at})
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "schedule ticked", "schedule_id", d.ScheduleID, "tick", at, "job_id", res.JobID, "created", res.Created, "skipped", res.Skipped)
+	return nil
+}
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncRecovery
+
+// Resolve completes the configuration at cold start: nil, the recovery
+// function reads no secret.
+var Resolve handler.Resolver
+
+// New wires the recovery function: the recoverer, the breakers' gauge and
+// the users' schedules (whose ticks submit jobs through the pipeline).
+func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
+	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
+	st, emf := env.Store(db), env.Emitter()
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: env.Sealer(), Store: st, Metrics: emf})
+	if err != nil {
+		return nil, err
+	}
+	// The tier flags say which tiers are paused: their queued jobs wait.
+	adm, err := pipeline.Admin(env, p, st, sqsc, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return Handler(Recoverer(env, st, p.Sender, s3c, adm.Paused), p.Breaker, Schedules(env, db, p.Jobs), emf, env.Log()), nil
+}
+
+// Recoverer is the stuck-job recovery and retention of env; paused says
+// which tiers wait (their queued jobs are not stuck).
+func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, resources.Tier) bool) *recovery.Recoverer {
+	cfg := env.Config
+	return recovery.New(recovery.Config{
+		Store: st, Sender: sender, S3: client, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
+		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: paused, Now: env.Now, Logger: env.Log(),
+	})
+}
+
+// Schedules is the users' recurring schedules service: in EventBridge
+// Scheduler when the configuration names a schedule group (the api
+// function manages them, the recovery function fires their ticks).
+func Schedules(env handler.Env, db *dynamodb.Client, js *jobs.Service) *schedule.Service {
+	cfg := env.Config
+	scfg := schedule.Config{DB: db, Table: cfg.Table, Jobs: js, Now: env.Now, Logger: env.Log()}
+	if cfg.ScheduleGroup != "" {
+		scfg.Backend = schedule.SchedulerBackend{Client: scheduler.NewFromConfig(env.AWS), Group: cfg.ScheduleGroup,
+			TargetARN: cfg.ScheduleTargetARN, RoleARN: cfg.ScheduleRoleARN}
+	}
+	return schedule.New(scfg)
+}

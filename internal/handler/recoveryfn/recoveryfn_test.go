@@ -1,0 +1,46 @@
+package recoveryfn
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// TestRunsEveryScheduledTask wires the function as its binary does and
+// runs each task its schedules name on an empty table: recover and release
+// succeed; a user's tick without its time is dropped (a retry could not
+// fix it), and so is the late tick of a schedule deleted meanwhile.
+func TestRunsEveryScheduledTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := awstest.Provision(t).Function(t, Name, nil)
+	h, err := New(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(detail any) events.EventBridgeEvent {
+		b, err := json.Marshal(detail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: b}
+	}
+	for _, task := range []string{resources.TaskRecover, resources.TaskRelease} {
+		if err := h(ctx, event(map[string]string{"task": task})); err != nil {
+			t.Errorf("task %s: %v", task, err)
+		}
+	}
+	if err := h(ctx, event(map[string]string{"task": schedule.TaskTick, "scheduleId": "sch_x"})); err != nil {
+		t.Errorf("a tick without its time: %v, want it dropped", err)
+	}
+	tick := map[string]string{"task": schedule.TaskTick, "scheduleId": "sch_missing", "owner": "u-x", "at": "2026-11-23T10:00:00Z"}
+	if err := h(ctx, event(tick)); err != nil {
+		t.Errorf("a tick of a deleted schedule: %v, want it dropped", err)
+	}
+}

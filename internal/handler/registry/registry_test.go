@@ -1,0 +1,50 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// TestEveryFunctionOfTheDefinitionIsRegistered: make invoke reaches every
+// function the stacks deploy, and no other; the ones given a secret by ARN
+// read it at cold start.
+func TestEveryFunctionOfTheDefinitionIsRegistered(t *testing.T) {
+	t.Parallel()
+	want := slices.Clone(resources.For(resources.Local).Functions)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, Names()); diff != "" {
+		t.Errorf("registered functions (-definition +registry):\n%s", diff)
+	}
+	for _, name := range Names() {
+		reads := name == resources.FuncAPI || name == resources.FuncStream || resources.NeedsOAuthClient(name)
+		if got := Functions[name].Resolve != nil; got != reads {
+			t.Errorf("%s resolves secrets: %v, want %v", name, got, reads)
+		}
+	}
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), resources.FuncRelay) {
+		t.Errorf("an unknown name: %v, want an error listing the functions", err)
+	}
+}
+
+// TestEveryFunctionBuildsFromItsConfiguration builds each function's
+// handler from the configuration its stack gives it, against the emulator.
+func TestEveryFunctionBuildsFromItsConfiguration(t *testing.T) {
+	t.Parallel()
+	e := awstest.Provision(t)
+	extra := map[string]string{config.VarJWTSecret: strings.Repeat("k", 32),
+		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret"}
+	for _, name := range Names() {
+		h, err := Functions[name].New(context.Background(), e.Function(t, name, extra))
+		if err != nil || h == nil {
+			t.Errorf("%s: handler %T, %v", name, h, err)
+		}
+	}
+}

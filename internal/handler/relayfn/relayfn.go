@@ -1,0 +1,69 @@
+// Package relayfn is the relay function, fed by the table's stream: its
+// handler and its wiring.
+package relayfn
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/webhook"
+)
+
+// Relayer relays a stream batch of event items to the bus.
+type Relayer interface {
+	Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, relay.Result)
+}
+
+// Handler is the relay function, fed by the DynamoDB Streams event source
+// mapping on the table (filtered to new event items, with
+// ReportBatchItemFailures): it answers the records to retry, so the
+// mapping resumes at the first of them. It never returns an error for a
+// record; an error would make the mapping retry (and bisect) the batch.
+func Handler(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return func(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		resp, res := r.Handle(ctx, batch)
+		emf.Emit(map[string]float64{"EventsRelayed": float64(res.Relayed), "EventsFailed": float64(res.Failed),
+			"WebhooksQueued": float64(res.Webhooks), "EventLagMaxMs": float64(res.MaxLag.Milliseconds())}, nil)
+		log.InfoContext(ctx, "relayed a stream batch", "records", len(batch.Records), "relayed", res.Relayed,
+			"failed", res.Failed, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
+		return resp, nil
+	}
+}
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncRelay
+
+// Resolve completes the configuration at cold start: nil, the relay
+// function reads no secret.
+var Resolve handler.Resolver
+
+// New wires the relay function: the bus, the users' webhook endpoints
+// (the deliveries an event triggers) and the system queue.
+func New(_ context.Context, env handler.Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	cfg := env.Config
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: env.DynamoDB(), Table: cfg.Table, Local: cfg.Env == resources.Local, Now: env.Now})
+	if err != nil {
+		return nil, err
+	}
+	rel, err := Relay(env, eventbridge.NewFromConfig(env.AWS), queue.NewSender(env.SQS(), cfg.QueueURLs), endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return Handler(rel, env.Emitter(), env.Log()), nil
+}
+
+// Relay puts the events on env's bus and queues the webhook deliveries
+// they trigger through sender.
+func Relay(env handler.Env, bus relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
+	cfg := env.Config
+	return relay.New(relay.Config{Bus: bus, BusName: cfg.EventBus, Source: resources.EventSource(cfg.Env),
+		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: env.Now, Logger: env.Log()})
+}

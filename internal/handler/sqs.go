@@ -1,0 +1,95 @@
+package handler
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/retry"
+)
+
+// QueueURLs resolves a queue's URL from its name (the last part of both the
+// ARN and the URL), as a consumer needs it for ChangeMessageVisibility.
+type QueueURLs map[string]string
+
+// NewQueueURLs indexes urls by queue name.
+func NewQueueURLs(urls ...string) QueueURLs {
+	m := QueueURLs{}
+	for _, u := range urls {
+		m[u[strings.LastIndex(u, "/")+1:]] = u
+	}
+	return m
+}
+
+func (q QueueURLs) forARN(arn string) string { return q[arn[strings.LastIndex(arn, ":")+1:]] }
+
+// VisibilityChanger is the part of the SQS client Delay uses.
+type VisibilityChanger interface {
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// GroupConcurrency bounds how many message groups of one batch a consumer
+// works on at once.
+const GroupConcurrency = 10
+
+// ConsumeFIFO runs process over a FIFO batch the way FIFO rules allow:
+// message groups in parallel (at most GroupConcurrency), each group's
+// messages in order; once a message of a group is not done, it and every
+// later message of that group are reported failed. process returns whether
+// the message may be deleted.
+func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
+	var order []string
+	groups := map[string][]events.SQSMessage{}
+	for _, m := range ev.Records {
+		g := m.Attributes["MessageGroupId"]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], m)
+	}
+	failed := make([][]string, len(order))
+	sem := make(chan struct{}, GroupConcurrency)
+	var wg sync.WaitGroup
+	for i, g := range order {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			broken := false
+			for _, m := range groups[g] {
+				if broken || ctx.Err() != nil || !process(ctx, m) {
+					broken = true
+					failed[i] = append(failed[i], m.MessageId)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for _, ids := range failed {
+		for _, id := range ids {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		}
+	}
+	return resp
+}
+
+// Delay makes a message visible again after d (at least the next second);
+// a failure is logged: the message then comes back at its queue's
+// visibility timeout.
+func Delay(ctx context.Context, client VisibilityChanger, urls QueueURLs, m events.SQSMessage, d time.Duration, log *slog.Logger) {
+	url := urls.forARN(m.EventSourceARN)
+	if url == "" {
+		return
+	}
+	if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: retry.VisibilityFor(d),
+	}); err != nil {
+		log.WarnContext(ctx, "could not delay the message", "message_id", m.MessageId, "error", err)
+	}
+}

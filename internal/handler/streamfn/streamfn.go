@@ -1,0 +1,140 @@
+// Package streamfn is the SSE function behind a Lambda function URL in
+// response-streaming mode: its handler and its wiring.
+package streamfn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secretref"
+	"github.com/conveyor/conveyor/internal/stream"
+)
+
+// StreamSession is an opened SSE stream (stream.Session).
+type StreamSession interface {
+	Run(ctx context.Context, w io.Writer, flush func()) error
+	Close()
+}
+
+// StreamOpener opens a stream for a request, before any header is sent:
+// stream.ErrNotFound, stream.ErrTooMany or another error.
+type StreamOpener func(ctx context.Context, req stream.Request) (StreamSession, error)
+
+// OpenStreams adapts a stream.Server.
+func OpenStreams(s *stream.Server) StreamOpener {
+	return func(ctx context.Context, req stream.Request) (StreamSession, error) { return s.Open(ctx, req) }
+}
+
+// Handler is the SSE function behind a Lambda function URL in
+// response-streaming mode, and the only way into the streams: it checks
+// the token and the route's role (admin streams need admin or service),
+// opens the stream (404 for a job the caller may not see, 429 beyond the
+// caller's open streams), then streams into the response body until the
+// client disconnects (the context ends).
+func Handler(open StreamOpener, verify func(string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		h := map[string]string{"Content-Type": "application/json"}
+		if status == http.StatusTooManyRequests {
+			h["Retry-After"] = "5"
+		}
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: h, Body: strings.NewReader(string(b))}
+	}
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+		header := func(name string) string {
+			for k, v := range req.Headers {
+				if strings.EqualFold(k, name) {
+					return v
+				}
+			}
+			return ""
+		}
+		claims, err := verify(header("Authorization"))
+		if err != nil {
+			return jsonErr(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"), nil
+		}
+		path := req.RawPath
+		sr := stream.Request{Caller: claims.Subject, LastEventID: header("Last-Event-ID")}
+		jobEvents := func(prefix string) (string, bool) {
+			rest, ok := strings.CutPrefix(path, prefix)
+			if !ok {
+				return "", false
+			}
+			id, ok := strings.CutSuffix(rest, "/events")
+			return id, ok && id != "" && !strings.Contains(id, "/")
+		}
+		switch {
+		case path == "/v1/events":
+		case path == "/v1/admin/events":
+			sr.Admin = true
+		default:
+			if id, ok := jobEvents("/v1/admin/jobs/"); ok {
+				sr.JobID, sr.Admin = id, true
+			} else if id, ok := jobEvents("/v1/jobs/"); ok {
+				sr.JobID = id
+			} else {
+				return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
+			}
+		}
+		if method := req.RequestContext.HTTP.Method; method != "" && method != http.MethodGet {
+			return jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only"), nil
+		}
+		if sr.Admin && claims.Role != auth.RoleAdmin && claims.Role != auth.RoleService {
+			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
+		}
+		sess, err := open(ctx, sr)
+		switch {
+		case errors.Is(err, stream.ErrNotFound):
+			return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
+		case errors.Is(err, stream.ErrTooMany):
+			return jsonErr(http.StatusTooManyRequests, "too_many_streams", "this user already has the most open event streams allowed; close one and retry"), nil
+		case err != nil:
+			log.ErrorContext(ctx, "opening a stream failed", "error", err)
+			return jsonErr(http.StatusInternalServerError, "internal", "could not open the stream"), nil
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			err := sess.Run(ctx, pw, nil)
+			if err != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "stream ended", "error", err)
+			}
+			pw.CloseWithError(err)
+		}()
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: pr,
+			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
+	}
+}
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncStream
+
+// Resolve reads the JWT key named by ARN at cold start.
+var Resolve handler.Resolver = secretref.FromAWS
+
+// New wires the stream function: the table (snapshots and the events'
+// polls) and the bearer tokens' key.
+func New(_ context.Context, env handler.Env) (func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error), error) {
+	srv, err := Server(env, env.DynamoDB())
+	if err != nil {
+		return nil, err
+	}
+	return Handler(OpenStreams(srv), auth.NewVerifier(env.Config.JWTSecret, nil).Verify, env.Log()), nil
+}
+
+// Server is the streams' server of env.
+func Server(env handler.Env, db *dynamodb.Client) (*stream.Server, error) {
+	cfg := env.Config
+	return stream.New(stream.Config{Store: env.Store(db), DB: db, Table: cfg.Table, PingInterval: cfg.StreamPing,
+		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Logger: env.Log()})
+}

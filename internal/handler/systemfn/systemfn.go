@@ -1,0 +1,87 @@
+// Package systemfn is the system tier's consumer (webhook deliveries):
+// its handler and its wiring.
+package systemfn
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/webhook"
+)
+
+// Deliverer makes one webhook delivery attempt.
+type Deliverer interface {
+	Deliver(ctx context.Context, m queue.Message, attempt int) (webhook.Verdict, error)
+}
+
+// Handler is the system tier's consumer: webhook deliveries now, e-mail and
+// billing work later (unknown kinds are dropped loudly). A delivery to
+// retry gets its message delayed by the backoff and is reported failed.
+func Handler(d Deliverer, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return handler.ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
+			msg, err := queue.Decode(m.Body)
+			if err != nil || msg.Kind != queue.KindWebhook {
+				log.ErrorContext(ctx, "dropping a system message no consumer knows", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
+				return true
+			}
+			attempt, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+			v, err := d.Deliver(ctx, msg, max(attempt, 1))
+			switch {
+			case err != nil:
+				log.WarnContext(ctx, "delivery could not be recorded; the message comes back", "job_id", msg.JobID, "error", err)
+				return false
+			case !v.Done:
+				handler.Delay(ctx, client, urls, m, v.RetryIn, log)
+				return false
+			}
+			return true
+		}), nil
+	}
+}
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncSystem
+
+// Resolve completes the configuration at cold start: nil, webhooks are
+// signed with each user's own secret, sealed in the table.
+var Resolve handler.Resolver
+
+// New wires the system function: the table, the users' webhook secrets
+// (KMS) and endpoints, and the queues (to delay a retry).
+func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	db := env.DynamoDB()
+	keys, endpoints, err := Webhooks(env, db)
+	if err != nil {
+		return nil, err
+	}
+	return Handler(NewDeliverer(env, db, keys, endpoints), env.SQS(), env.QueueURLs(), env.Log()), nil
+}
+
+// NewDeliverer delivers the webhooks, signed with the users' keys.
+func NewDeliverer(env handler.Env, db *dynamodb.Client, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
+	return webhook.New(webhook.Config{Store: env.Store(db), DB: db, Table: env.Config.Table, Keys: keys, Endpoints: endpoints,
+		Local: env.Config.Env == resources.Local, Now: env.Now, Logger: env.Log()})
+}
+
+// Webhooks are the users' signing secrets and endpoints (the api function
+// manages them, the system function delivers with them).
+func Webhooks(env handler.Env, db *dynamodb.Client) (*webhook.Keys, *webhook.Endpoints, error) {
+	cfg := env.Config
+	keys, err := webhook.NewKeys(webhook.KeysConfig{DB: db, Table: cfg.Table, Sealer: env.Sealer(), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
+	if err != nil {
+		return nil, nil, err
+	}
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Table: cfg.Table, Local: cfg.Env == resources.Local, Now: env.Now})
+	if err != nil {
+		return nil, nil, err
+	}
+	return keys, endpoints, nil
+}
