@@ -16,6 +16,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
@@ -42,11 +43,6 @@ const (
 	// a rotated token pair; it doubles up to a second.
 	PersistBackoffDefault = 50 * time.Millisecond
 )
-
-// ValidationError is bad input, named by field.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + " " + e.Message }
 
 // ErrNotConnected means the user has no connected account.
 var ErrNotConnected = errors.New("no connected account")
@@ -165,13 +161,13 @@ func aad(owner, kind string) map[string]string {
 func (s *Service) Connect(ctx context.Context, owner string, req ConnectRequest) error {
 	switch {
 	case req.Provider != Provider:
-		return &ValidationError{"provider", `must be "deviantart"`}
+		return invalid.Field("provider", `must be "deviantart"`)
 	case req.RefreshToken == "":
-		return &ValidationError{"refreshToken", "is required"}
+		return invalid.Field("refreshToken", "is required")
 	case len(req.RefreshToken) > 4096 || len(req.AccessToken) > 4096:
-		return &ValidationError{"refreshToken", "is too long"}
+		return invalid.Field("refreshToken", "is too long")
 	case req.AccessToken != "" && req.ExpiresAt == nil:
-		return &ValidationError{"expiresAt", "is required with accessToken"}
+		return invalid.Field("expiresAt", "is required with accessToken")
 	}
 	now := s.cfg.Now().UTC()
 	a := store.Account{Owner: owner, Provider: Provider, ConnectedAt: now, UpdatedAt: now}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -163,11 +164,6 @@ func (c Config) validate() error {
 // queue in this environment.
 var ErrUnknownTier = errors.New("no such tier")
 
-// InputError is a bad request (400), named by field.
-type InputError struct{ Field, Message string }
-
-func (e *InputError) Error() string { return e.Field + " " + e.Message }
-
 // ConflictError is an operation the resource's state does not allow (409).
 type ConflictError struct{ Code, Message string }
 
@@ -201,14 +197,14 @@ func (s *Service) Tiers() []resources.Tier {
 func checkIDs(in []string) ([]string, error) {
 	switch {
 	case len(in) == 0:
-		return nil, &InputError{"jobIds", "must hold at least one job id"}
+		return nil, invalid.Field("jobIds", "must hold at least one job id")
 	case len(in) > MaxBulk:
-		return nil, &InputError{"jobIds", fmt.Sprintf("must hold at most %d job ids", MaxBulk)}
+		return nil, invalid.Field("jobIds", fmt.Sprintf("must hold at most %d job ids", MaxBulk))
 	}
 	out := make([]string, 0, len(in))
 	for i, id := range in {
 		if !ids.Valid(ids.Job, id) {
-			return nil, &InputError{fmt.Sprintf("jobIds[%d]", i), "is not a job id"}
+			return nil, invalid.Field(fmt.Sprintf("jobIds[%d]", i), "is not a job id")
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
@@ -277,7 +273,7 @@ const MaxBreakerKey = 256
 // ResetBreaker closes key's breaker and forgets its failures (idempotent).
 func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
 	if key == "" || len(key) > MaxBreakerKey {
-		return &InputError{"key", fmt.Sprintf("must be 1 to %d characters", MaxBreakerKey)}
+		return invalid.Field("key", fmt.Sprintf("must be 1 to %d characters", MaxBreakerKey))
 	}
 	if err := s.cfg.Breakers.Reset(ctx, key); err != nil {
 		return err

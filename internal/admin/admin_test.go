@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -47,10 +48,10 @@ func TestCheckIDs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := checkIDs(tt.in)
-			var ie *InputError
+			var ie *invalid.FieldError
 			switch {
 			case tt.field != "" && (!errors.As(err, &ie) || ie.Field != tt.field):
-				t.Fatalf("error %v, want an InputError on %s", err, tt.field)
+				t.Fatalf("error %v, want an invalid.FieldError on %s", err, tt.field)
 			case tt.field == "" && err != nil:
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -51,7 +52,7 @@ func (s *Service) DLQPeek(ctx context.Context, tier string, limit int) ([]DLQMes
 		return nil, err
 	}
 	if limit < 1 || limit > MaxPeek {
-		return nil, &InputError{"limit", fmt.Sprintf("must be between 1 and %d", MaxPeek)}
+		return nil, invalid.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxPeek))
 	}
 	url := s.cfg.DLQURLs[t]
 	if url == "" {
@@ -140,7 +141,7 @@ func (s *Service) DLQRedrive(ctx context.Context, tier string, jobIDs []string, 
 		return Redriven{}, err
 	}
 	if max < 0 || max > RedriveDefault {
-		return Redriven{}, &InputError{"max", fmt.Sprintf("must be between 1 and %d", RedriveDefault)}
+		return Redriven{}, invalid.Field("max", fmt.Sprintf("must be between 1 and %d", RedriveDefault))
 	}
 	r := Redrive{Tier: t, DLQURL: s.cfg.DLQURLs[t], QueueURL: s.cfg.QueueURLs[t], Max: max, Rearm: s.rearm}
 	if jobIDs != nil {

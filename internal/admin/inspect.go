@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -60,20 +61,20 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 	if r.Status != "" {
 		st, err := job.ParseStatus(r.Status)
 		if err != nil {
-			return SearchResult{}, &InputError{"status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale"}
+			return SearchResult{}, invalid.Field("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale")
 		}
 		q.Status = st
 	}
 	if r.Tier != "" {
 		t, err := resources.ParseTier(r.Tier)
 		if err != nil {
-			return SearchResult{}, &InputError{"tier", "must be one of high, medium, low, system"}
+			return SearchResult{}, invalid.Field("tier", "must be one of high, medium, low, system")
 		}
 		q.Tier = string(t)
 	}
 	for _, f := range []struct{ name, v string }{{"owner", r.Owner}, {"type", r.Type}, {"errorCode", r.ErrorCode}} {
 		if utf8.RuneCountInString(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
-			return SearchResult{}, &InputError{f.name, fmt.Sprintf("must be at most %d printable characters", MaxFilterLength)}
+			return SearchResult{}, invalid.Field(f.name, fmt.Sprintf("must be at most %d printable characters", MaxFilterLength))
 		}
 	}
 	for _, t := range []struct {
@@ -85,16 +86,16 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 		}
 		v, err := time.Parse(time.RFC3339Nano, t.v)
 		if err != nil {
-			return SearchResult{}, &InputError{t.name, "must be an RFC 3339 time"}
+			return SearchResult{}, invalid.Field(t.name, "must be an RFC 3339 time")
 		}
 		*t.out = v
 	}
 	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && q.CreatedTo.Before(q.CreatedFrom) {
-		return SearchResult{}, &InputError{"createdTo", "must not be before createdFrom"}
+		return SearchResult{}, invalid.Field("createdTo", "must not be before createdFrom")
 	}
 	if r.Limit != nil {
 		if *r.Limit < 0 || *r.Limit > MaxSearchLimit {
-			return SearchResult{}, &InputError{"limit", fmt.Sprintf("must be between 0 and %d", MaxSearchLimit)}
+			return SearchResult{}, invalid.Field("limit", fmt.Sprintf("must be between 0 and %d", MaxSearchLimit))
 		}
 		q.Limit = *r.Limit
 	}

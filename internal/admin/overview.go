@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -230,7 +231,7 @@ type Stats struct {
 // included) of finished-job counters.
 func (s *Service) Stats(ctx context.Context, hours int) (Stats, error) {
 	if hours < 1 || hours > MaxStatsHours {
-		return Stats{}, &InputError{"hours", fmt.Sprintf("must be between 1 and %d", MaxStatsHours)}
+		return Stats{}, invalid.Field("hours", fmt.Sprintf("must be between 1 and %d", MaxStatsHours))
 	}
 	now := s.cfg.Now()
 	counts, err := s.cfg.Store.FinishedCounts(ctx, now.Add(-time.Duration(hours-1)*time.Hour), now)

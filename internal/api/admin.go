@@ -1,15 +1,12 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // RegisterAdmin adds the admin routes of the contract (API.md, "Admin") to
@@ -36,41 +33,6 @@ func RegisterAdmin(rt *httpapi.Router, svc *admin.Service) {
 
 type adminRoutes struct{ svc *admin.Service }
 
-// adminError renders the admin service's errors in the contract's terms.
-func adminError(err error) error {
-	var ie *admin.InputError
-	var ce *admin.ConflictError
-	var te *job.TransitionError
-	switch {
-	case errors.As(err, &ie):
-		return httpapi.BadRequest(ie.Field, "%s %s", ie.Field, ie.Message)
-	case errors.As(err, &ce):
-		return httpapi.Conflict(ce.Code, ce.Message)
-	case errors.As(err, &te):
-		return httpapi.Conflict("invalid_transition", te.Error())
-	case errors.Is(err, admin.ErrUnknownTier):
-		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
-	case errors.Is(err, store.ErrNotFound):
-		return httpapi.NotFound()
-	case errors.Is(err, store.ErrBadCursor):
-		return httpapi.InvalidCursor("the cursor does not continue this search (%v); use the nextCursor of the same query, or start without one", err)
-	}
-	return err
-}
-
-// intQuery reads an integer query parameter, def when absent.
-func intQuery(r *httpapi.Request, name string, def int) (int, error) {
-	v := r.Query(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, httpapi.BadRequest(name, "%s must be an integer", name)
-	}
-	return n, nil
-}
-
 // jobIDsBody is the body of the bulk calls.
 type jobIDsBody struct {
 	JobIDs []string `json:"jobIds"`
@@ -90,7 +52,7 @@ func decodeJobIDs(r *httpapi.Request) ([]string, error) {
 func (a adminRoutes) overview(r *httpapi.Request) (httpapi.Response, error) {
 	ov, err := a.svc.Overview(r.Ctx)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, ov), nil
 }
@@ -102,7 +64,7 @@ func (a adminRoutes) restartJobs(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	res, err := a.svc.RestartJobs(r.Ctx, ids, r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, res), nil
 }
@@ -114,7 +76,7 @@ func (a adminRoutes) stopJobs(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	res, err := a.svc.StopJobs(r.Ctx, ids, r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, res), nil
 }
@@ -122,7 +84,7 @@ func (a adminRoutes) stopJobs(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) restartItem(r *httpapi.Request) (httpapi.Response, error) {
 	j, err := a.svc.RestartItem(r.Ctx, r.Params["id"], r.Params["itemId"], r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
 }
@@ -134,7 +96,7 @@ func (a adminRoutes) peekDLQ(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	msgs, err := a.svc.DLQPeek(r.Ctx, r.Params["tier"], limit)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"messages": msgs}), nil
 }
@@ -159,7 +121,7 @@ func (a adminRoutes) redriveDLQ(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	res, err := a.svc.DLQRedrive(r.Ctx, r.Params["tier"], ids, body.Max, r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusAccepted, res), nil
 }
@@ -167,7 +129,7 @@ func (a adminRoutes) redriveDLQ(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) pauseTier(r *httpapi.Request) (httpapi.Response, error) {
 	st, err := a.svc.PauseTier(r.Ctx, r.Params["tier"], r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, st), nil
 }
@@ -175,7 +137,7 @@ func (a adminRoutes) pauseTier(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) resumeTier(r *httpapi.Request) (httpapi.Response, error) {
 	st, err := a.svc.ResumeTier(r.Ctx, r.Params["tier"], r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, st), nil
 }
@@ -183,7 +145,7 @@ func (a adminRoutes) resumeTier(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) breakers(r *httpapi.Request) (httpapi.Response, error) {
 	bs, err := a.svc.Breakers(r.Ctx)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"breakers": bs}), nil
 }
@@ -191,7 +153,7 @@ func (a adminRoutes) breakers(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) resetBreaker(r *httpapi.Request) (httpapi.Response, error) {
 	key := r.Params["key"]
 	if err := a.svc.ResetBreaker(r.Ctx, key, r.Claims.Subject); err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"key": key, "state": "closed"}), nil
 }
@@ -203,27 +165,27 @@ func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	st, err := a.svc.Stats(r.Ctx, hours)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, st), nil
 }
 
 func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
-	q := admin.SearchRequest{
-		Status: r.Query("status"), Tier: r.Query("tier"), Owner: r.Query("owner"), Type: r.Query("type"),
-		ErrorCode: r.Query("errorCode"), CreatedFrom: r.Query("createdFrom"), CreatedTo: r.Query("createdTo"),
-		Cursor: r.Query("cursor"),
+	v, err := queries(r, "status", "tier", "owner", "type", "errorCode", "createdFrom", "createdTo", "cursor")
+	if err != nil {
+		return httpapi.Response{}, err
 	}
-	if r.Query("limit") != "" {
-		n, err := intQuery(r, "limit", 0)
-		if err != nil {
-			return httpapi.Response{}, err
-		}
-		q.Limit = &n
+	q := admin.SearchRequest{
+		Status: v["status"], Tier: v["tier"], Owner: v["owner"], Type: v["type"],
+		ErrorCode: v["errorCode"], CreatedFrom: v["createdFrom"], CreatedTo: v["createdTo"],
+		Cursor: v["cursor"],
+	}
+	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+		return httpapi.Response{}, err
 	}
 	res, err := a.svc.Search(r.Ctx, q)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	var next *string
 	if res.NextCursor != "" {
@@ -237,7 +199,7 @@ func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) inspectJob(r *httpapi.Request) (httpapi.Response, error) {
 	j, err := a.svc.InspectJob(r.Ctx, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
 }
@@ -245,7 +207,7 @@ func (a adminRoutes) inspectJob(r *httpapi.Request) (httpapi.Response, error) {
 func (a adminRoutes) orphans(r *httpapi.Request) (httpapi.Response, error) {
 	os, err := a.svc.Orphans(r.Ctx)
 	if err != nil {
-		return httpapi.Response{}, adminError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"orphans": os}), nil
 }

@@ -10,9 +10,12 @@ import (
 	"strconv"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -58,33 +61,45 @@ func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
 	return httpapi.JSON(http.StatusOK, map[string]any{"status": "ok"}), nil
 }
 
-// domainError renders the domain's errors in the contract's terms.
-func domainError(err error) error {
-	var ve *jobs.ValidationError
-	var ue *jobs.UnusableError
-	var uve *uploads.ValidationError
-	var ave *accounts.ValidationError
-	var te *job.TransitionError
-	var whe *webhook.ValidationError
+// clientError renders the services' errors in the contract's terms, in
+// one place for every route: input to correct (*invalid.FieldError, from
+// any service) → 400 naming the field; unusable input → 422; a transition
+// the state does not allow → 409; unknown or another user's resource →
+// 404. Any other error passes through and becomes a 500 whose detail is
+// only logged.
+func clientError(err error) error {
+	var (
+		unusable    *kind.UnusableError
+		transition  *job.TransitionError
+		conflict    *admin.ConflictError
+		limit       *schedule.LimitError
+		hookLimit   *webhook.LimitError
+		unavailable *schedule.UnavailableError
+	)
+	if fe, ok := invalid.As(err); ok {
+		return httpapi.BadRequest(fe.Field, "%s", fe.Error())
+	}
 	switch {
-	case errors.As(err, &ve):
-		return httpapi.BadRequest(ve.Field, "%s %s", ve.Field, ve.Message)
-	case errors.As(err, &uve):
-		return httpapi.BadRequest(uve.Field, "%s %s", uve.Field, uve.Message)
-	case errors.As(err, &ave):
-		return httpapi.BadRequest(ave.Field, "%s %s", ave.Field, ave.Message)
-	case errors.As(err, &ue):
-		return httpapi.Unprocessable(ue.Code, ue.Field, ue.Message)
-	case errors.As(err, &te):
-		return httpapi.Conflict("invalid_transition", te.Error())
+	case errors.As(err, &unusable):
+		return httpapi.Unprocessable(unusable.Code, unusable.Field, unusable.Message)
 	case errors.Is(err, uploads.ErrNotUploaded):
 		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
-	case errors.As(err, &whe):
-		return httpapi.BadRequest(whe.Field, "%s %s", whe.Field, whe.Message)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
+	case errors.As(err, &limit):
+		return httpapi.Unprocessable("schedule_limit", "", limit.Error())
+	case errors.As(err, &hookLimit):
+		return httpapi.Unprocessable("webhook_limit", "", hookLimit.Error())
+	case errors.As(err, &transition):
+		return httpapi.Conflict("invalid_transition", transition.Error())
+	case errors.As(err, &conflict):
+		return httpapi.Conflict(conflict.Code, conflict.Message)
+	case errors.Is(err, admin.ErrUnknownTier):
+		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return httpapi.NotFound()
-	case errors.Is(err, jobs.ErrBadCursor):
+	case errors.Is(err, store.ErrBadCursor):
 		return httpapi.InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
+	case errors.As(err, &unavailable):
+		return httpapi.Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
 	}
 	return err
 }
@@ -96,7 +111,7 @@ func (s Services) signUpload(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	signed, err := s.Uploads.Sign(r.Ctx, r.Claims.Subject, req)
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusCreated, signed), nil
 }
@@ -104,7 +119,7 @@ func (s Services) signUpload(r *httpapi.Request) (httpapi.Response, error) {
 func (s Services) confirmUpload(r *httpapi.Request) (httpapi.Response, error) {
 	u, err := s.Uploads.Confirm(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, u), nil
 }
@@ -112,7 +127,7 @@ func (s Services) confirmUpload(r *httpapi.Request) (httpapi.Response, error) {
 func (s Services) getUpload(r *httpapi.Request) (httpapi.Response, error) {
 	u, err := s.Uploads.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, u), nil
 }
@@ -123,7 +138,7 @@ func (s Services) connectAccount(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, err
 	}
 	if err := s.Accounts.Connect(r.Ctx, r.Claims.Subject, req); err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
 }
@@ -135,7 +150,7 @@ func (s Services) submitJob(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	j, created, err := s.Jobs.Submit(r.Ctx, jobs.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	if !created {
 		return httpapi.JSON(http.StatusOK, j), nil
@@ -148,23 +163,23 @@ func (s Services) submitJob(r *httpapi.Request) (httpapi.Response, error) {
 func (s Services) getJob(r *httpapi.Request) (httpapi.Response, error) {
 	j, err := s.Jobs.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
 }
 
 func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
-	q := jobs.ListRequest{Status: r.Query("status"), UpdatedSince: r.Query("updatedSince"), Cursor: r.Query("cursor")}
-	if l := r.Query("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil {
-			return httpapi.Response{}, httpapi.BadRequest("limit", "limit must be an integer")
-		}
-		q.Limit = &n
+	v, err := queries(r, "status", "updatedSince", "cursor")
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	q := jobs.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
+	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+		return httpapi.Response{}, err
 	}
 	res, err := s.Jobs.List(r.Ctx, r.Claims.Subject, q)
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	var next *string
 	if res.NextCursor != "" {
@@ -178,7 +193,7 @@ func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
 func (s Services) cancelJob(r *httpapi.Request) (httpapi.Response, error) {
 	j, err := s.Jobs.Cancel(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
 }
@@ -186,7 +201,44 @@ func (s Services) cancelJob(r *httpapi.Request) (httpapi.Response, error) {
 func (s Services) retryJob(r *httpapi.Request) (httpapi.Response, error) {
 	j, err := s.Jobs.Retry(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+// queries returns the named query parameters ("" when absent); one given
+// empty ("?status=") is a 400 naming it.
+func queries(r *httpapi.Request, names ...string) (map[string]string, error) {
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		v, err := r.NonEmptyQuery(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// optionalInt reads an integer query parameter, nil when absent; given
+// empty or not an integer, it is a 400 naming it.
+func optionalInt(r *httpapi.Request, name string) (*int, error) {
+	v, err := r.NonEmptyQuery(name)
+	if err != nil || v == "" {
+		return nil, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, httpapi.BadRequest(name, "%s must be an integer", name)
+	}
+	return &n, nil
+}
+
+// intQuery reads an integer query parameter, def when absent.
+func intQuery(r *httpapi.Request, name string, def int) (int, error) {
+	n, err := optionalInt(r, name)
+	if err != nil || n == nil {
+		return def, err
+	}
+	return *n, nil
 }

@@ -43,6 +43,11 @@ type specOp struct {
 	hasBody      bool
 	responses    []string
 	pathParams   []string
+	queryParams  []string
+	operationID  string
+	// errorSchemas maps each documented 4xx/5xx status to the schema its
+	// JSON body is documented with ("Error", or "" when it is another).
+	errorSchemas map[string]string
 }
 
 func (o specOp) key() string { return o.method + " " + o.path }
@@ -90,15 +95,40 @@ func loadSpec(t *testing.T) []specOp {
 		}
 		return m
 	}
-	pathParams := func(list any) []string {
+	paramsIn := func(list any, in string) []string {
 		var out []string
 		l, _ := list.([]any)
 		for _, p := range l {
-			if m := resolve(p); m["in"] == "path" {
+			if m := resolve(p); m["in"] == in {
 				out = append(out, m["name"].(string))
 			}
 		}
 		return out
+	}
+	pathParams := func(list any) []string { return paramsIn(list, "path") }
+	responses := doc["components"].(map[string]any)["responses"].(map[string]any)
+	// errorSchema names the schema of a response's JSON body: "Error" when
+	// it is the error contract (alone, or with API Gateway's throttling
+	// body for a 429).
+	errorSchema := func(resp any) string {
+		m := resp.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m = responses[strings.TrimPrefix(ref, "#/components/responses/")].(map[string]any)
+		}
+		content, _ := m["content"].(map[string]any)
+		media, _ := content["application/json"].(map[string]any)
+		schema, _ := media["schema"].(map[string]any)
+		if schema["$ref"] == "#/components/schemas/Error" {
+			return "Error"
+		}
+		if alts, ok := schema["oneOf"].([]any); ok {
+			for _, a := range alts {
+				if a.(map[string]any)["$ref"] == "#/components/schemas/Error" {
+					return "Error"
+				}
+			}
+		}
+		return ""
 	}
 	var ops []specOp
 	for path, item := range doc["paths"].(map[string]any) {
@@ -117,9 +147,16 @@ func loadSpec(t *testing.T) []specOp {
 				o.public = true
 			}
 			_, o.hasBody = op["requestBody"]
-			for code := range op["responses"].(map[string]any) {
+			o.operationID, _ = op["operationId"].(string)
+			o.queryParams = append(paramsIn(pi["parameters"], "query"), paramsIn(op["parameters"], "query")...)
+			o.errorSchemas = map[string]string{}
+			for code, resp := range op["responses"].(map[string]any) {
 				o.responses = append(o.responses, code)
+				if code >= "400" {
+					o.errorSchemas[code] = errorSchema(resp)
+				}
 			}
+			slices.Sort(o.responses)
 			slices.Sort(o.pathParams)
 			ops = append(ops, o)
 		}
@@ -202,6 +239,24 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	}
 }
 
+// serviceStatuses are the statuses an operation's services answer beyond
+// what its route implies (the router's 401/403/404/413/415/429/500 and the
+// body's and query's 400): clientError's mapping of the domain's errors,
+// and the successes other than the first documented one. Keep it in step
+// with the handlers: the test fails on a status documented but not listed
+// here, and on one listed here but not documented.
+var serviceStatuses = map[string][]string{
+	"healthz":           {"503"},                // a dependency does not answer
+	"confirmUpload":     {"422"},                // upload_missing
+	"submitJob":         {"200", "422"},         // the same active job; upload or account unusable
+	"cancelJob":         {"409"},                // invalid_transition
+	"retryJob":          {"409"},                // invalid_transition
+	"createSchedule":    {"422", "503"},         // schedule_limit; scheduler_unavailable
+	"adminRestartItem":  {"409"},                // item_published, invalid_transition
+	"createWebhook":     {"422"},                // webhook_limit
+	"adminResetBreaker": {"400"},                // a key over MaxBreakerKey
+}
+
 // checkDocumented holds a routed operation's documentation against what the
 // router itself answers for it.
 func checkDocumented(t *testing.T, o specOp, r httpapi.RouteInfo) {
@@ -226,9 +281,25 @@ func checkDocumented(t *testing.T, o specOp, r httpapi.RouteInfo) {
 	if len(o.pathParams) > 0 && !slices.Contains(o.pathParams, "key") {
 		want = append(want, "404") // an unknown id or tier
 	}
+	if len(o.queryParams) > 0 {
+		want = append(want, "400") // a query parameter given empty or malformed
+	}
+	if r.Access != httpapi.Public {
+		want = append(want, "500") // a dependency failed (the detail only in the log)
+	}
+	want = append(want, serviceStatuses[o.operationID]...)
 	for _, code := range want {
 		if !o.documents(code) {
 			t.Errorf("%s can answer %s, which openapi.yaml does not document (documents %v)", o.key(), code, o.responses)
+		}
+	}
+	// And back: every error status documented is one the route can answer.
+	for _, code := range o.responses {
+		if code >= "400" && !slices.Contains(want, code) {
+			t.Errorf("%s documents %s, which neither the router nor serviceStatuses says it answers", o.key(), code)
+		}
+		if code >= "400" && o.errorSchemas[code] != "Error" && !(o.public && code == "503") {
+			t.Errorf("%s: the %s answer is not documented with the Error schema", o.key(), code)
 		}
 	}
 	var params []string
@@ -289,3 +360,78 @@ func openFake(context.Context, stream.Request) (streamfn.StreamSession, error) {
 
 func (fakeSession) Run(context.Context, io.Writer, func()) error { return nil }
 func (fakeSession) Close()                                       {}
+
+// TestAllowMatchesTheSpec: for every path the api function serves, a method
+// the spec does not have is 405 with Allow listing exactly the spec's
+// methods for that path (a literal path such as /v1/uploads/sign is not
+// answered by the methods of /v1/uploads/{id}).
+func TestAllowMatchesTheSpec(t *testing.T) {
+	t.Parallel()
+	methods := map[string][]string{}
+	for _, o := range loadSpec(t) {
+		if o.function == functionStream || o.status == statusPlanned {
+			continue
+		}
+		methods[o.path] = append(methods[o.path], o.method)
+	}
+	rt := httpapi.NewRouter(httpapi.Options{
+		Verifier: auth.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	api.Register(rt, api.Services{})
+	api.RegisterAdmin(rt, nil)
+	for path, want := range methods {
+		slices.Sort(want)
+		concrete := braces.ReplaceAllStringFunc(path, func(p string) string {
+			switch p {
+			case "{tier}":
+				return "low"
+			case "{itemId}":
+				return "itm_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+			}
+			return "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+		})
+		for _, m := range []string{http.MethodOptions, http.MethodPatch, http.MethodTrace} {
+			resp, err := rt.Serve(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: concrete,
+				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: m, Path: concrete}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Headers["Allow"] != strings.Join(want, ", ") {
+				t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", m, concrete, resp.StatusCode, resp.Headers["Allow"], strings.Join(want, ", "))
+			}
+		}
+	}
+}
+
+// TestTimeZonesLoad: every name of the spec's TimeZone enum is one a
+// schedule accepts (time.LoadLocation, with the tz database the schedule
+// package embeds), so a schema-valid timezone is never refused.
+func TestTimeZonesLoad(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				TimeZone struct {
+					Enum []string `yaml:"enum"`
+				} `yaml:"TimeZone"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	zones := doc.Components.Schemas.TimeZone.Enum
+	if len(zones) < 400 {
+		t.Fatalf("the TimeZone enum has %d names; want the tz database's", len(zones))
+	}
+	for _, z := range zones {
+		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
+			t.Errorf("%s: %v", z, err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -22,21 +21,6 @@ func registerSchedules(rt *httpapi.Router, svc *schedule.Service) {
 
 type scheduleRoutes struct{ svc *schedule.Service }
 
-// scheduleError renders the schedules' errors in the contract's terms.
-func scheduleError(err error) error {
-	var limit *schedule.LimitError
-	var unavailable *schedule.UnavailableError
-	switch {
-	case errors.Is(err, schedule.ErrNotFound):
-		return httpapi.NotFound()
-	case errors.As(err, &limit):
-		return httpapi.Unprocessable("schedule_limit", "", limit.Error())
-	case errors.As(err, &unavailable):
-		return httpapi.Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
-	}
-	return domainError(err)
-}
-
 func (h scheduleRoutes) create(r *httpapi.Request) (httpapi.Response, error) {
 	var req schedule.Request
 	if err := httpapi.Decode(r, &req); err != nil {
@@ -44,7 +28,7 @@ func (h scheduleRoutes) create(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	sc, err := h.svc.Create(r.Ctx, jobs.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
 	if err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	resp := httpapi.JSON(http.StatusCreated, sc)
 	resp.Headers["Location"] = "/v1/schedules/" + sc.ID
@@ -54,7 +38,7 @@ func (h scheduleRoutes) create(r *httpapi.Request) (httpapi.Response, error) {
 func (h scheduleRoutes) list(r *httpapi.Request) (httpapi.Response, error) {
 	list, err := h.svc.List(r.Ctx, r.Claims.Subject)
 	if err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"schedules": list}), nil
 }
@@ -62,7 +46,7 @@ func (h scheduleRoutes) list(r *httpapi.Request) (httpapi.Response, error) {
 func (h scheduleRoutes) get(r *httpapi.Request) (httpapi.Response, error) {
 	sc, err := h.svc.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, sc), nil
 }
@@ -70,7 +54,7 @@ func (h scheduleRoutes) get(r *httpapi.Request) (httpapi.Response, error) {
 func (h scheduleRoutes) pause(r *httpapi.Request) (httpapi.Response, error) {
 	sc, err := h.svc.Pause(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, sc), nil
 }
@@ -78,14 +62,14 @@ func (h scheduleRoutes) pause(r *httpapi.Request) (httpapi.Response, error) {
 func (h scheduleRoutes) resume(r *httpapi.Request) (httpapi.Response, error) {
 	sc, err := h.svc.Resume(r.Ctx, r.Claims.Subject, r.Params["id"])
 	if err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, sc), nil
 }
 
 func (h scheduleRoutes) delete(r *httpapi.Request) (httpapi.Response, error) {
 	if err := h.svc.Delete(r.Ctx, r.Claims.Subject, r.Params["id"]); err != nil {
-		return httpapi.Response{}, scheduleError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.NoContent(), nil
 }

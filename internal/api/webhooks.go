@@ -47,7 +47,7 @@ func (s Services) createWebhook(r *httpapi.Request) (httpapi.Response, error) {
 	}
 	ep, err := s.Endpoints.Create(r.Ctx, r.Claims.Subject, req)
 	if err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	resp := httpapi.JSON(http.StatusCreated, ep)
 	resp.Headers["Location"] = "/v1/webhooks/" + ep.ID
@@ -64,7 +64,7 @@ func (s Services) listWebhooks(r *httpapi.Request) (httpapi.Response, error) {
 
 func (s Services) deleteWebhook(r *httpapi.Request) (httpapi.Response, error) {
 	if err := s.Endpoints.Delete(r.Ctx, r.Claims.Subject, r.Params["id"]); err != nil {
-		return httpapi.Response{}, domainError(err)
+		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
 }

@@ -98,6 +98,9 @@ func setup(t *testing.T) *testBundle {
 	b.rt.Handle(http.MethodPost, "/things/{id}/cancel", Writer, func(r *Request) (Response, error) {
 		return JSON(http.StatusOK, map[string]string{"cancelled": r.Params["id"]}), nil
 	})
+	b.rt.Handle(http.MethodPost, "/things/bulk", Writer, func(r *Request) (Response, error) {
+		return JSON(http.StatusOK, map[string]string{"route": "bulk"}), nil
+	})
 	b.rt.Handle(http.MethodGet, "/admin", AdminOnly, func(r *Request) (Response, error) { return JSON(http.StatusOK, "admin"), nil })
 	b.rt.Handle(http.MethodGet, "/read", ReadOnly, func(r *Request) (Response, error) { return JSON(http.StatusOK, "read"), nil })
 	b.rt.Handle(http.MethodGet, "/public", Public, func(r *Request) (Response, error) {
@@ -237,6 +240,8 @@ func TestServeErrors(t *testing.T) {
 		{"404 before auth", event(http.MethodGet, "/nothing", "", ""), 404, errorDetail{Code: CodeNotFound}},
 		{"405 wrong method", event(http.MethodDelete, "/things", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
 		{"405 several methods", event(http.MethodPut, "/things/special", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts GET"}},
+		{"405 a literal path hides the parameter route's methods", event(http.MethodGet, "/things/bulk", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
+		{"405 OPTIONS", event(http.MethodOptions, "/things/bulk", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
 		{"500 panic", event(http.MethodGet, "/boom", "", ""), 500, errorDetail{Code: CodeInternal, Message: "internal error; quote request id req-GET-boom when reporting it"}},
 		{"500 error", event(http.MethodGet, "/fail", "", ""), 500, errorDetail{Code: CodeInternal}},
 		{"500 no status", event(http.MethodGet, "/nostatus", "", ""), 500, errorDetail{Code: CodeInternal}},
@@ -353,6 +358,8 @@ func TestServeHeaders(t *testing.T) {
 		{"request id generated", noID, map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": ""}},
 		{"Allow on 405", event(http.MethodPost, "/things/t1", b.user, ""),
 			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-POST-things-t1", "Allow": "GET"}},
+		{"Allow on 405 lists the literal path's methods only", event(http.MethodDelete, "/things/bulk", b.user, ""),
+			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-DELETE-things-bulk", "Allow": "POST"}},
 		{"WWW-Authenticate on 401", event(http.MethodGet, "/admin", "", ""),
 			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-GET-admin", "WWW-Authenticate": `Bearer realm="conveyor"`}},
 		{"handler's content type kept", event(http.MethodGet, "/stream", "", ""),

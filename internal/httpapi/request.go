@@ -38,14 +38,34 @@ type Request struct {
 
 // Query returns the first value of the query parameter name, or "".
 func (r *Request) Query(name string) string {
+	v, _ := r.LookupQuery(name)
+	return v
+}
+
+// LookupQuery returns the first value of the query parameter name and
+// whether the parameter was given at all ("?name=" is given, and empty).
+func (r *Request) LookupQuery(name string) (string, bool) {
 	if r.Raw.RawQueryString != "" {
 		q, _ := url.ParseQuery(r.Raw.RawQueryString) // keeps the well-formed pairs
 		if vs := q[name]; len(vs) > 0 {
-			return vs[0]
+			return vs[0], true
 		}
-		return ""
+		return "", false
 	}
-	return r.Raw.QueryStringParameters[name]
+	v, ok := r.Raw.QueryStringParameters[name]
+	return v, ok
+}
+
+// NonEmptyQuery returns the first value of the query parameter name, ""
+// when it is absent, and a 400 naming it when it is given empty ("?name="):
+// an empty value is not a filter, a time or a number, and treating it as
+// absent would hide a client's bug.
+func (r *Request) NonEmptyQuery(name string) (string, error) {
+	v, ok := r.LookupQuery(name)
+	if ok && v == "" {
+		return "", BadRequest(name, "%s is empty: give it a value, or leave it out", name)
+	}
+	return v, nil
 }
 
 // Header returns the request header name, matched case-insensitively.
@@ -111,6 +131,9 @@ func bodySize(ev events.APIGatewayV2HTTPRequest) int64 {
 //   - 400 unknown_field for a member v does not have, naming its path;
 //   - 400 invalid_type for a value of the wrong type, naming its path.
 //
+// A number with an integral value is an integer, whatever its spelling
+// (356.0, 3.56e2), as in JSON Schema.
+//
 // An *Error returned by a custom UnmarshalJSON passes through unchanged.
 // Other failures (v not a pointer) are returned as they are: server bugs.
 // The limit is the router's (MaxBodyDefault for a Request built elsewhere).
@@ -129,6 +152,7 @@ func DecodeWithLimit(r *Request, v any, limit int64) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, CodeInvalidJSON, "the body is empty; it must be a JSON value")
 	}
+	body = integralNumbers(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -336,25 +336,43 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 	if !ok {
 		return "", render(NotFound())
 	}
-	var best *route
-	var allowed []string
+	// The path is resolved first, then the method (as OpenAPI matches
+	// paths: a literal segment beats a parameter). Only the routes of the
+	// most specific pattern that matches the path answer it, so a 405 lists
+	// exactly that path's methods: GET /v1/uploads/sign is 405 (POST), not
+	// GET /v1/uploads/{id} with the id "sign".
+	var shape []segment
+	type candidate struct {
+		r      *route
+		params map[string]string
+	}
+	var found []candidate
 	for _, r := range rt.routes {
 		params, ok := match(r.segs, path)
 		if !ok {
 			continue
 		}
-		if r.method != method {
-			allowed = append(allowed, r.method)
-			continue
-		}
-		if best == nil || moreSpecific(r.segs, best.segs) {
-			best, req.Params = r, params
+		found = append(found, candidate{r, params})
+		if len(found) == 1 || moreSpecific(r.segs, shape) {
+			shape = r.segs
 		}
 	}
-	if best == nil {
-		if len(allowed) == 0 {
-			return "", render(NotFound())
+	if len(found) == 0 {
+		return "", render(NotFound())
+	}
+	var best *route
+	var allowed []string
+	for _, c := range found {
+		if !sameShape(c.r.segs, shape) {
+			continue
 		}
+		if c.r.method == method {
+			best, req.Params = c.r, c.params
+			break
+		}
+		allowed = append(allowed, c.r.method)
+	}
+	if best == nil {
 		slices.Sort(allowed)
 		allowed = slices.Compact(allowed)
 		resp := render(Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "this path accepts %s", strings.Join(allowed, ", ")))

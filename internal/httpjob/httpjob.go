@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
@@ -146,12 +147,12 @@ func (*Kind) Phases() []string { return []string{PhaseRequest} }
 func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 	var p Params
 	if len(s.Params) == 0 || string(s.Params) == "null" {
-		return s, &kind.FieldError{Field: "params", Message: "is required"}
+		return s, invalid.Field("params", "is required")
 	}
 	d := json.NewDecoder(bytes.NewReader(s.Params))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&p); err != nil {
-		return s, &kind.FieldError{Field: "params", Message: "is not a valid http request: " + err.Error()}
+		return s, invalid.Field("params", "is not a valid http request: "+err.Error())
 	}
 	p.Method = strings.ToUpper(strings.TrimSpace(p.Method))
 	if p.Method == "" {
@@ -181,43 +182,43 @@ func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 // policy, the method, the headers, the sizes, the timeout, the statuses.
 func (*Kind) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 	if len(s.Items) > 0 {
-		return &kind.FieldError{Field: "items", Message: "must be empty for an http job"}
+		return invalid.Field("items", "must be empty for an http job")
 	}
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return &kind.FieldError{Field: "params", Message: "must be an object"}
+		return invalid.Field("params", "must be an object")
 	}
 	if p.URL == "" {
-		return &kind.FieldError{Field: "params.url", Message: "is required"}
+		return invalid.Field("params.url", "is required")
 	}
 	if _, err := env.URLPolicy().CheckURL(ctx, p.URL); err != nil {
-		return &kind.FieldError{Field: "params.url", Message: err.Error()}
+		return invalid.Field("params.url", err.Error())
 	}
 	if !slices.Contains(Methods, p.Method) {
-		return &kind.FieldError{Field: "params.method", Message: "must be one of " + strings.Join(Methods, ", ")}
+		return invalid.Field("params.method", "must be one of "+strings.Join(Methods, ", "))
 	}
 	size := len(p.Body)
 	for k, v := range p.Headers {
 		field := "params.headers." + k
 		switch {
 		case k == "" || strings.ContainsAny(k, " \t\r\n:\x00"):
-			return &kind.FieldError{Field: "params.headers", Message: fmt.Sprintf("has an invalid header name %q", k)}
+			return invalid.Field("params.headers", fmt.Sprintf("has an invalid header name %q", k))
 		case slices.Contains(forbiddenHeaders, k) || strings.HasPrefix(k, "Proxy-"):
-			return &kind.FieldError{Field: field, Message: "is set by the transport and may not be given"}
+			return invalid.Field(field, "is set by the transport and may not be given")
 		case strings.ContainsAny(v, "\r\n\x00"):
-			return &kind.FieldError{Field: field, Message: "must not contain CR, LF or NUL"}
+			return invalid.Field(field, "must not contain CR, LF or NUL")
 		}
 		size += len(k) + len(v)
 	}
 	if size > MaxRequestSize {
-		return &kind.FieldError{Field: "params", Message: fmt.Sprintf("headers and body must total at most %d bytes", MaxRequestSize)}
+		return invalid.Field("params", fmt.Sprintf("headers and body must total at most %d bytes", MaxRequestSize))
 	}
 	if p.TimeoutMs < 1 || time.Duration(p.TimeoutMs)*time.Millisecond > MaxTimeout {
-		return &kind.FieldError{Field: "params.timeoutMs", Message: fmt.Sprintf("must be between 1 and %d", MaxTimeout.Milliseconds())}
+		return invalid.Field("params.timeoutMs", fmt.Sprintf("must be between 1 and %d", MaxTimeout.Milliseconds()))
 	}
 	for i, st := range p.ExpectStatus {
 		if st < 100 || st > 599 {
-			return &kind.FieldError{Field: fmt.Sprintf("params.expectStatus[%d]", i), Message: "must be an HTTP status (100–599)"}
+			return invalid.Field(fmt.Sprintf("params.expectStatus[%d]", i), "must be an HTTP status (100–599)")
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
@@ -203,7 +204,7 @@ func TestPrivateTargetsAreRefusedOutsideLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fe *kind.FieldError
+		var fe *invalid.FieldError
 		if err := k.Validate(ctx, prod, spec); !errors.As(err, &fe) || fe.Field != "params.url" {
 			t.Errorf("%s outside local: %v, want a params.url error", u, err)
 		}

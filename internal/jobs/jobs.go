@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/canonical"
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
@@ -31,9 +32,6 @@ const (
 	DefaultLimit     = 50
 	MaxLimit         = 200
 )
-
-// ValidationError is bad input (400), named by field; kinds return it too.
-type ValidationError = kind.FieldError
 
 // UnusableError is well-formed input that cannot be used (422).
 type UnusableError = kind.UnusableError
@@ -129,7 +127,7 @@ func (s *Service) normalize(r SubmitRequest) (SubmitRequest, error) {
 	}
 	k, ok := s.cfg.Kinds.Get(n.Type)
 	if !ok {
-		return n, &ValidationError{Field: "type", Message: "must be one of " + strings.Join(quoted(s.cfg.Kinds.Names()), ", ")}
+		return n, invalid.Field("type", "must be one of "+strings.Join(quoted(s.cfg.Kinds.Names()), ", "))
 	}
 	spec, err := k.Normalize(kind.Spec{Items: r.Items, Params: r.Params})
 	if err != nil {
@@ -162,11 +160,11 @@ func (s *Service) validate(ctx context.Context, k kind.Kind, r SubmitRequest) er
 		return err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(s.cfg.Now().Add(MaxScheduleAhead)) {
-		return &ValidationError{Field: "scheduleAt", Message: "must be within a year"}
+		return invalid.Field("scheduleAt", "must be within a year")
 	}
 	if r.WebhookURL != "" {
 		if _, err := env.URLPolicy().CheckURL(ctx, r.WebhookURL); err != nil {
-			return &ValidationError{Field: "webhookUrl", Message: err.Error()}
+			return invalid.Field("webhookUrl", err.Error())
 		}
 	}
 	return nil
@@ -320,20 +318,20 @@ func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListRe
 	if r.Status != "" {
 		st, err := job.ParseStatus(r.Status)
 		if err != nil {
-			return ListResult{}, &ValidationError{Field: "status", Message: "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale"}
+			return ListResult{}, invalid.Field("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale")
 		}
 		q.Status = st
 	}
 	if r.UpdatedSince != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.UpdatedSince)
 		if err != nil {
-			return ListResult{}, &ValidationError{Field: "updatedSince", Message: "must be an RFC 3339 time"}
+			return ListResult{}, invalid.Field("updatedSince", "must be an RFC 3339 time")
 		}
 		q.UpdatedSince = store.SinceKey(t)
 	}
 	if r.Limit != nil {
 		if *r.Limit < 0 || *r.Limit > MaxLimit {
-			return ListResult{}, &ValidationError{Field: "limit", Message: fmt.Sprintf("must be between 0 and %d", MaxLimit)}
+			return ListResult{}, invalid.Field("limit", fmt.Sprintf("must be between 0 and %d", MaxLimit))
 		}
 		q.Limit = *r.Limit
 	}

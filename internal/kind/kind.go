@@ -60,10 +60,10 @@ type Kind interface {
 	// Normalize returns the canonical form of s: two submissions that mean
 	// the same job normalise to the same Spec (and so the same idempotency
 	// hash). It reads no clock and does no I/O. Input it cannot read is
-	// returned as a *FieldError.
+	// returned as an *invalid.FieldError.
 	Normalize(s Spec) (Spec, error)
 	// Validate checks a normalised Spec: shape and limits, and whatever
-	// needs the environment (a URL's policy). Errors are *FieldError (400).
+	// needs the environment (a URL's policy). Errors are *invalid.FieldError (400).
 	Validate(ctx context.Context, env Env, s Spec) error
 	// Prepare fills a new job from a valid Spec, before it is stored: its
 	// items (j.Items), anything the kind looks up (I/O allowed). Input that
@@ -101,11 +101,6 @@ type Attempt interface {
 	// Now is the run loop's clock.
 	Now() time.Time
 }
-
-// FieldError is bad input (400), named by field ("params.url").
-type FieldError struct{ Field, Message string }
-
-func (e *FieldError) Error() string { return e.Field + " " + e.Message }
 
 // UnusableError is well-formed input that cannot be used (422).
 type UnusableError struct{ Code, Field, Message string }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -34,7 +35,7 @@ func (shout) Phases() []string { return []string{"shout"} }
 func (shout) Normalize(s kind.Spec) (kind.Spec, error) {
 	var p shoutParams
 	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return s, &kind.FieldError{Field: "params", Message: "must be {\"message\":\"…\"}"}
+		return s, invalid.Field("params", "must be {\"message\":\"…\"}")
 	}
 	p.Message = strings.TrimSpace(p.Message)
 	b, err := json.Marshal(p)
@@ -45,10 +46,10 @@ func (shout) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 	var p shoutParams
 	_ = json.Unmarshal(s.Params, &p)
 	if p.Message == "" || len(p.Message) > 1000 {
-		return &kind.FieldError{Field: "params.message", Message: "must hold 1 to 1000 bytes"}
+		return invalid.Field("params.message", "must hold 1 to 1000 bytes")
 	}
 	if len(s.Items) > 0 {
-		return &kind.FieldError{Field: "items", Message: "must be empty"}
+		return invalid.Field("items", "must be empty")
 	}
 	return nil
 }

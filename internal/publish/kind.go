@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/store"
@@ -64,7 +65,7 @@ func (publishKind) Normalize(s kind.Spec) (kind.Spec, error) {
 	var in Params
 	if len(s.Params) > 0 && string(s.Params) != "null" {
 		if err := strictDecode(s.Params, &in); err != nil {
-			return s, &kind.FieldError{Field: "params", Message: err.Error()}
+			return s, invalid.Field("params", err.Error())
 		}
 	}
 	n := Params{
@@ -93,36 +94,36 @@ func (publishKind) Normalize(s kind.Spec) (kind.Spec, error) {
 func (publishKind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return &kind.FieldError{Field: "params", Message: "must be an object"}
+		return invalid.Field("params", "must be an object")
 	}
 	switch {
 	case len(s.Items) == 0:
-		return &kind.FieldError{Field: "items", Message: "must hold at least one item"}
+		return invalid.Field("items", "must hold at least one item")
 	case len(s.Items) > MaxItems:
-		return &kind.FieldError{Field: "items", Message: fmt.Sprintf("must hold at most %d items", MaxItems)}
+		return invalid.Field("items", fmt.Sprintf("must hold at most %d items", MaxItems))
 	case p.Title == "":
-		return &kind.FieldError{Field: "params.title", Message: "is required"}
+		return invalid.Field("params.title", "is required")
 	case utf8.RuneCountInString(p.Title) > MaxTitle:
-		return &kind.FieldError{Field: "params.title", Message: fmt.Sprintf("must be at most %d characters", MaxTitle)}
+		return invalid.Field("params.title", fmt.Sprintf("must be at most %d characters", MaxTitle))
 	case utf8.RuneCountInString(p.Description) > MaxDescription:
-		return &kind.FieldError{Field: "params.description", Message: fmt.Sprintf("must be at most %d characters", MaxDescription)}
+		return invalid.Field("params.description", fmt.Sprintf("must be at most %d characters", MaxDescription))
 	case len(p.Tags) > MaxTags:
-		return &kind.FieldError{Field: "params.tags", Message: fmt.Sprintf("must hold at most %d tags", MaxTags)}
+		return invalid.Field("params.tags", fmt.Sprintf("must hold at most %d tags", MaxTags))
 	}
 	seen := map[string]bool{}
 	for i, it := range s.Items {
 		field := fmt.Sprintf("items[%d].uploadId", i)
 		if !ids.Valid(ids.Upload, it.UploadID) {
-			return &kind.FieldError{Field: field, Message: "is not an upload id"}
+			return invalid.Field(field, "is not an upload id")
 		}
 		if seen[it.UploadID] {
-			return &kind.FieldError{Field: field, Message: "is listed twice"}
+			return invalid.Field(field, "is listed twice")
 		}
 		seen[it.UploadID] = true
 	}
 	for i, tag := range p.Tags {
 		if utf8.RuneCountInString(tag) > MaxTagLength {
-			return &kind.FieldError{Field: fmt.Sprintf("params.tags[%d]", i), Message: fmt.Sprintf("must be at most %d characters", MaxTagLength)}
+			return invalid.Field(fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength))
 		}
 	}
 	return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
 )
@@ -177,14 +178,14 @@ func (s *Service) Create(ctx context.Context, c jobs.Caller, r Request) (Schedul
 	}
 	switch {
 	case sc.Name == "":
-		return Schedule{}, &jobs.ValidationError{Field: "name", Message: "is required"}
+		return Schedule{}, invalid.Field("name", "is required")
 	case utf8.RuneCountInString(sc.Name) > MaxName:
-		return Schedule{}, &jobs.ValidationError{Field: "name", Message: fmt.Sprintf("must be at most %d characters", MaxName)}
+		return Schedule{}, invalid.Field("name", fmt.Sprintf("must be at most %d characters", MaxName))
 	case (sc.Cron == "") == (sc.Rate == ""):
-		return Schedule{}, &jobs.ValidationError{Field: "cron", Message: "give either cron or rate"}
+		return Schedule{}, invalid.Field("cron", "give either cron or rate")
 	}
 	if _, err := time.LoadLocation(sc.Timezone); err != nil || strings.EqualFold(sc.Timezone, "local") {
-		return Schedule{}, &jobs.ValidationError{Field: "timezone", Message: "must be an IANA time zone such as Europe/Moscow"}
+		return Schedule{}, invalid.Field("timezone", "must be an IANA time zone such as Europe/Moscow")
 	}
 	e, err := sc.Expr()
 	if err != nil {
@@ -192,20 +193,16 @@ func (s *Service) Create(ctx context.Context, c jobs.Caller, r Request) (Schedul
 		if sc.Rate != "" {
 			field = "rate"
 		}
-		return Schedule{}, &jobs.ValidationError{Field: field, Message: err.Error()}
+		return Schedule{}, invalid.Field(field, err.Error())
 	}
 	if e.Next(now).IsZero() {
-		return Schedule{}, &jobs.ValidationError{Field: "cron", Message: "never fires"}
+		return Schedule{}, invalid.Field("cron", "never fires")
 	}
 	if r.Job.ScheduleAt != nil {
-		return Schedule{}, &jobs.ValidationError{Field: "job.scheduleAt", Message: "is not allowed in a schedule's job (the tick is its time)"}
+		return Schedule{}, invalid.Field("job.scheduleAt", "is not allowed in a schedule's job (the tick is its time)")
 	}
 	if err := s.cfg.Jobs.Check(ctx, r.Job); err != nil {
-		var ve *jobs.ValidationError
-		if errors.As(err, &ve) {
-			return Schedule{}, &jobs.ValidationError{Field: "job." + ve.Field, Message: ve.Message}
-		}
-		return Schedule{}, err
+		return Schedule{}, invalid.Under("job", err)
 	}
 	tmpl, err := json.Marshal(r.Job)
 	if err != nil {
@@ -388,9 +385,8 @@ func (s *Service) Fire(ctx context.Context, t Tick) (FireResult, error) {
 	key := sc.ID + "@" + at.Format(time.RFC3339)
 	j, created, err := s.cfg.Jobs.SubmitWith(ctx, jobs.Caller{Owner: sc.Owner, Plan: sc.Plan}, req,
 		jobs.SubmitOptions{JobID: TickJobID(sc.Seed, at), IdempotencyKey: key})
-	var ve *jobs.ValidationError
 	var ue *jobs.UnusableError
-	if errors.As(err, &ve) || errors.As(err, &ue) {
+	if _, bad := invalid.As(err); bad || errors.As(err, &ue) {
 		// The template stopped being usable (an upload expired, the
 		// account was disconnected): nothing to retry.
 		log.WarnContext(ctx, "tick refused by validation", "error", err)

@@ -21,6 +21,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -31,11 +32,6 @@ var AllowedTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image
 
 // ErrNotUploaded means the object is not in S3 (yet).
 var ErrNotUploaded = errors.New("the object has not been uploaded yet")
-
-// ValidationError is bad input, named by field.
-type ValidationError struct{ Field, Message string }
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
 
 // Config configures a Service; every field is required unless noted.
 type Config struct {
@@ -119,13 +115,13 @@ func SanitizeFilename(name string) string {
 func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Signed, error) {
 	switch {
 	case strings.TrimSpace(req.Filename) == "":
-		return Signed{}, &ValidationError{"filename", "is required"}
+		return Signed{}, invalid.Field("filename", "is required")
 	case len(req.Filename) > 255:
-		return Signed{}, &ValidationError{"filename", "must be at most 255 bytes"}
+		return Signed{}, invalid.Field("filename", "must be at most 255 bytes")
 	case !AllowedTypes[req.ContentType]:
-		return Signed{}, &ValidationError{"contentType", "must be one of image/png, image/jpeg, image/gif, image/webp"}
+		return Signed{}, invalid.Field("contentType", "must be one of image/png, image/jpeg, image/gif, image/webp")
 	case req.Size < 1 || req.Size > s.cfg.MaxSize:
-		return Signed{}, &ValidationError{"size", fmt.Sprintf("must be between 1 and %d bytes", s.cfg.MaxSize)}
+		return Signed{}, invalid.Field("size", fmt.Sprintf("must be between 1 and %d bytes", s.cfg.MaxSize))
 	}
 	now := s.cfg.Now().UTC()
 	u := store.Upload{

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -88,9 +89,9 @@ func TestSignRefusesBadRequestsByField(t *testing.T) {
 		{"too large", uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: maxSize + 1}, "size"},
 	} {
 		_, err := b.svc.Sign(context.Background(), "u-1", tc.req)
-		var ve *uploads.ValidationError
+		var ve *invalid.FieldError
 		if !errors.As(err, &ve) || ve.Field != tc.field {
-			t.Errorf("%s: err = %v, want a ValidationError on %s", tc.name, err, tc.field)
+			t.Errorf("%s: err = %v, want an invalid.FieldError on %s", tc.name, err, tc.field)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -38,13 +39,13 @@ const (
 // ErrNotFound is returned for an endpoint the caller does not have.
 var ErrNotFound = errors.New("webhook: no such endpoint")
 
-// ValidationError is a request the caller must correct; Field names the
-// offending member.
-type ValidationError struct {
-	Field, Message string
-}
+// LimitError is a user who has as many endpoints as allowed: the request is
+// well-formed, the state refuses it (422, like a schedule's limit).
+type LimitError struct{ Max int }
 
-func (e *ValidationError) Error() string { return e.Field + " " + e.Message }
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("at most %d webhook endpoints per user: delete one first", e.Max)
+}
 
 // EndpointsConfig configures Endpoints.
 type EndpointsConfig struct {
@@ -127,20 +128,20 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 	u := strings.TrimSpace(req.URL)
 	switch {
 	case u == "":
-		return Endpoint{}, &ValidationError{"url", "is required"}
+		return Endpoint{}, invalid.Field("url", "is required")
 	case len(u) > MaxURLLength:
-		return Endpoint{}, &ValidationError{"url", fmt.Sprintf("must be at most %d characters", MaxURLLength)}
+		return Endpoint{}, invalid.Field("url", fmt.Sprintf("must be at most %d characters", MaxURLLength))
 	}
 	if _, err := s.guard.CheckURL(ctx, u); err != nil {
-		return Endpoint{}, &ValidationError{"url", err.Error()}
+		return Endpoint{}, invalid.Field("url", err.Error())
 	}
 	if len(req.Events) == 0 {
-		return Endpoint{}, &ValidationError{"events", "must name at least one event type: " + strings.Join(EventTypes(), ", ")}
+		return Endpoint{}, invalid.Field("events", "must name at least one event type: "+strings.Join(EventTypes(), ", "))
 	}
 	var evs []string
 	for i, t := range req.Events {
 		if !job.WebhookEvents[t] {
-			return Endpoint{}, &ValidationError{fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is not an event type webhooks carry (%s)", t, strings.Join(EventTypes(), ", "))}
+			return Endpoint{}, invalid.Field(fmt.Sprintf("events[%d]", i), fmt.Sprintf("%q is not an event type webhooks carry (%s)", t, strings.Join(EventTypes(), ", ")))
 		}
 		if !slices.Contains(evs, t) {
 			evs = append(evs, t)
@@ -152,7 +153,7 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 		return Endpoint{}, err
 	}
 	if len(list) >= s.cfg.Max {
-		return Endpoint{}, &ValidationError{"url", fmt.Sprintf("at most %d endpoints per user: delete one first", s.cfg.Max)}
+		return Endpoint{}, &LimitError{Max: s.cfg.Max}
 	}
 	ep := Endpoint{ID: ids.New(EndpointKind), URL: u, Events: evs, CreatedAt: s.cfg.Now().UTC()}
 	item, err := attributevalue.MarshalMap(endpointRecord{Endpoint: ep, Owner: owner})

@@ -284,6 +284,16 @@ func TestEndpointsCRUDAndRoles(t *testing.T) {
 	if eps, _ := b.Must(b.Call("GET", "/v1/webhooks", user, nil), 200).Body["webhooks"].([]any); len(eps) != 0 {
 		t.Errorf("after delete: %v", eps)
 	}
+	// The per-user limit is state, not bad input: 422 webhook_limit.
+	full := b.Token("u-ep-full", "user", "pro")
+	for i := range webhook.MaxEndpointsDefault {
+		b.Must(b.Call("POST", "/v1/webhooks", full, map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "events": []string{job.EventFailed}}), 201)
+	}
+	over := b.Call("POST", "/v1/webhooks", full, map[string]any{"url": "https://hooks.example.com/over", "events": []string{job.EventFailed}})
+	e, _ := over.Body["error"].(map[string]any)
+	if code, _ := e["code"].(string); over.Status != 422 || code != "webhook_limit" {
+		t.Errorf("endpoint %d: %d %s, want 422 webhook_limit", webhook.MaxEndpointsDefault+1, over.Status, over.Raw)
+	}
 	// The owner reads their secret; a service token of the same subject too.
 	s1 := b.Must(b.Call("GET", "/v1/webhooks/secret", user, nil), 200).Body["secret"]
 	if s2 := b.Must(b.Call("GET", "/v1/webhooks/secret", svc, nil), 200).Body["secret"]; s1 != s2 {
