@@ -32,7 +32,7 @@ func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls hand
 				return true
 			}
 			receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
-			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Receives: receives})
+			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Receives: receives})
 			switch {
 			case err != nil:
 				log.WarnContext(ctx, "job run failed; the message comes back", "job_id", msg.JobID, "error", err)
