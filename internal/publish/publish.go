@@ -188,15 +188,7 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
 		return Verdict{Done: true, Reason: "running elsewhere"}, nil
 	case j.Status != job.Queued && j.Status != job.Running:
-		if j.Type == Type && j.Unsettled() {
-			if err := p.reconcile(ctx, log, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
-				// The API could not be asked: the message comes back
-				// (short of the DLQ); past that the items keep "tried",
-				// so a retry by the owner asks again.
-				return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}, nil
-			}
-		}
-		return Verdict{Done: true, Reason: "job is " + string(j.Status)}, nil
+		return p.settleFinished(ctx, log, j, d), nil
 	}
 	tried, err := j.Claim(p.cfg.Worker, now.Add(p.leaseFor()), now)
 	if err != nil {
@@ -253,6 +245,20 @@ func (p *Publisher) load(ctx context.Context, d Delivery) (job.Job, *store.Accou
 		return j, nil, err
 	}
 	return p.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, p.cfg.Provider)
+}
+
+// settleFinished answers a message for a job that will not run again. If
+// an earlier run may have reached the API without recording what happened,
+// it asks the API first (reconcile); when the API cannot be asked, the
+// message comes back (short of the DLQ); past that the items keep "tried",
+// so a retry by the owner asks again.
+func (p *Publisher) settleFinished(ctx context.Context, log *slog.Logger, j job.Job, d Delivery) Verdict {
+	if j.Type == Type && j.Unsettled() {
+		if err := p.reconcile(ctx, log, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
+			return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}
+		}
+	}
+	return Verdict{Done: true, Reason: "job is " + string(j.Status)}
 }
 
 // park moves a queued job to wait in the table until until (job.Park) and
