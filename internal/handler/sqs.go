@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
@@ -92,4 +94,38 @@ func Delay(ctx context.Context, client VisibilityChanger, urls QueueURLs, m even
 	}); err != nil {
 		log.WarnContext(ctx, "could not delay the message", "message_id", m.MessageId, "error", err)
 	}
+}
+
+// Outcome is what a consumer made of one message: Done deletes it; else it
+// comes back after RetryIn (Delay) and is reported failed.
+type Outcome struct {
+	Done    bool
+	RetryIn time.Duration
+}
+
+// ConsumeMessages is ConsumeFIFO for the queues' own messages: each body is
+// decoded, and one that does not decode or that accept refuses is dropped
+// loudly (no consumer could ever read it); run gets the message and its
+// receive count (ApproximateReceiveCount; 0 when absent). An error from run leaves the message to come
+// back at the queue's visibility timeout; an Outcome not Done delays it.
+func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityChanger, urls QueueURLs, log *slog.Logger,
+	accept func(queue.Message) bool, run func(context.Context, queue.Message, int) (Outcome, error)) events.SQSEventResponse {
+	return ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
+		msg, err := queue.Decode(m.Body)
+		if err != nil || !accept(msg) {
+			log.ErrorContext(ctx, "dropping a message no consumer can read", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
+			return true
+		}
+		receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+		out, err := run(ctx, msg, receives)
+		switch {
+		case err != nil:
+			log.WarnContext(ctx, "the message comes back: its work failed", "job_id", msg.JobID, "kind", msg.Kind, "error", err)
+			return false
+		case !out.Done:
+			Delay(ctx, client, urls, m, out.RetryIn, log)
+			return false
+		}
+		return true
+	})
 }

@@ -5,7 +5,6 @@ package publisherfn
 import (
 	"context"
 	"log/slog"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -24,24 +23,10 @@ import (
 // reported failed, so SQS hands it back when it is due.
 func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return handler.ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
-			msg, err := queue.Decode(m.Body)
-			if err != nil {
-				// A message no consumer can read: drop it, loudly.
-				log.ErrorContext(ctx, "dropping unreadable message", "message_id", m.MessageId, "error", err)
-				return true
-			}
-			receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+		accept := func(queue.Message) bool { return true } // a tier queue carries jobs only
+		return handler.ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
 			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Receives: receives})
-			switch {
-			case err != nil:
-				log.WarnContext(ctx, "job run failed; the message comes back", "job_id", msg.JobID, "error", err)
-				return false
-			case !v.Done:
-				handler.Delay(ctx, client, urls, m, v.RetryIn, log)
-				return false
-			}
-			return true
+			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		}), nil
 	}
 }

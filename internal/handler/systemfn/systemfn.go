@@ -5,7 +5,6 @@ package systemfn
 import (
 	"context"
 	"log/slog"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,23 +25,10 @@ type Deliverer interface {
 // retry gets its message delayed by the backoff and is reported failed.
 func Handler(d Deliverer, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return handler.ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
-			msg, err := queue.Decode(m.Body)
-			if err != nil || msg.Kind != queue.KindWebhook {
-				log.ErrorContext(ctx, "dropping a system message no consumer knows", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
-				return true
-			}
-			attempt, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
-			v, err := d.Deliver(ctx, msg, max(attempt, 1))
-			switch {
-			case err != nil:
-				log.WarnContext(ctx, "delivery could not be recorded; the message comes back", "job_id", msg.JobID, "error", err)
-				return false
-			case !v.Done:
-				handler.Delay(ctx, client, urls, m, v.RetryIn, log)
-				return false
-			}
-			return true
+		accept := func(m queue.Message) bool { return m.Kind == queue.KindWebhook }
+		return handler.ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
+			v, err := d.Deliver(ctx, msg, max(receives, 1))
+			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		}), nil
 	}
 }
