@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,13 +70,7 @@ type EndpointsConfig struct {
 type Endpoints struct {
 	cfg   EndpointsConfig
 	guard netguard.Policy
-	mu    sync.Mutex
-	cache map[string]cachedEndpoints
-}
-
-type cachedEndpoints struct {
-	list  []Endpoint
-	until time.Time
+	cache userCache[[]Endpoint]
 }
 
 // NewEndpoints validates cfg and returns Endpoints.
@@ -94,7 +87,7 @@ func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 	if cfg.DB == nil || cfg.Table == "" || cfg.Max < 0 || cfg.Cache < 0 {
 		return nil, errors.New("webhook endpoints: DB and Table are required, Max and Cache not negative")
 	}
-	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}, cache: map[string]cachedEndpoints{}}, nil
+	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}}, nil
 }
 
 // Endpoint is one of a user's webhook receivers.
@@ -257,27 +250,15 @@ func (s *Endpoints) Delete(ctx context.Context, owner, id string) error {
 // the relay does not read the list for every event.
 func (s *Endpoints) Subscribed(ctx context.Context, owner string) ([]Endpoint, error) {
 	now := s.cfg.Now()
-	s.mu.Lock()
-	c, ok := s.cache[owner]
-	s.mu.Unlock()
-	if ok && now.Before(c.until) {
-		return c.list, nil
+	if list, ok := s.cache.get(owner, now); ok {
+		return list, nil
 	}
 	list, err := s.List(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if len(s.cache) > 10000 {
-		clear(s.cache) // bound the memory of a long-lived instance
-	}
-	s.cache[owner] = cachedEndpoints{list: list, until: now.Add(s.cfg.Cache)}
-	s.mu.Unlock()
+	s.cache.put(owner, list, now.Add(s.cfg.Cache))
 	return list, nil
 }
 
-func (s *Endpoints) forget(owner string) {
-	s.mu.Lock()
-	delete(s.cache, owner)
-	s.mu.Unlock()
-}
+func (s *Endpoints) forget(owner string) { s.cache.forget(owner) }

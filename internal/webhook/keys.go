@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,13 +57,7 @@ type KeysConfig struct {
 // concurrent use.
 type Keys struct {
 	cfg   KeysConfig
-	mu    sync.Mutex
-	cache map[string]cachedKeys
-}
-
-type cachedKeys struct {
-	keys  [][]byte
-	until time.Time
+	cache userCache[[][]byte]
 }
 
 // NewKeys validates cfg and returns Keys.
@@ -84,7 +77,7 @@ func NewKeys(cfg KeysConfig) (*Keys, error) {
 	case cfg.Overlap < cfg.Cache:
 		return nil, fmt.Errorf("webhook keys: the rotation overlap (%s) must be at least the key cache (%s), or a function could sign with a retired secret", cfg.Overlap, cfg.Cache)
 	}
-	return &Keys{cfg: cfg, cache: map[string]cachedKeys{}}, nil
+	return &Keys{cfg: cfg}, nil
 }
 
 // Secret is what the owner sees of their signing secret.
@@ -159,11 +152,8 @@ func (k *Keys) Rotate(ctx context.Context, owner string) (Secret, error) {
 // The secret is created when the owner has none yet.
 func (k *Keys) SigningKeys(ctx context.Context, owner string) ([][]byte, error) {
 	now := k.cfg.Now()
-	k.mu.Lock()
-	c, ok := k.cache[owner]
-	k.mu.Unlock()
-	if ok && now.Before(c.until) {
-		return c.keys, nil
+	if keys, ok := k.cache.get(owner, now); ok {
+		return keys, nil
 	}
 	rec, err := k.load(ctx, owner)
 	if err != nil {
@@ -184,9 +174,7 @@ func (k *Keys) SigningKeys(ctx context.Context, owner string) ([][]byte, error) 
 		// Stop sending the old signature as soon as the overlap ends.
 		until = minTime(until, time.UnixMilli(rec.PreviousUntilMs))
 	}
-	k.mu.Lock()
-	k.cache[owner] = cachedKeys{keys: keys, until: until}
-	k.mu.Unlock()
+	k.cache.put(owner, keys, until)
 	return keys, nil
 }
 
@@ -197,11 +185,7 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-func (k *Keys) forget(owner string) {
-	k.mu.Lock()
-	delete(k.cache, owner)
-	k.mu.Unlock()
-}
+func (k *Keys) forget(owner string) { k.cache.forget(owner) }
 
 func (k *Keys) view(ctx context.Context, owner string, rec secretRecord) (Secret, error) {
 	cur, err := k.cfg.Sealer.Open(ctx, rec.Current, aad(owner))
