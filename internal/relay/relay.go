@@ -37,6 +37,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -140,22 +141,9 @@ func New(cfg Config) (*Relay, error) {
 	return &Relay{cfg: cfg}, nil
 }
 
-// Body is the JSON of an event on the bus and in a webhook.
-type Body struct {
-	ID     string            `json:"id"`
-	Type   string            `json:"type"`
-	At     string            `json:"at"`
-	JobID  string            `json:"jobId"`
-	Seq    int64             `json:"seq"`
-	Detail map[string]string `json:"detail,omitempty"`
-	Job    json.RawMessage   `json:"job"`
-}
-
-// BodyOf renders an event record.
-func BodyOf(ev store.EventRecord) Body {
-	return Body{ID: fmt.Sprintf("%s:%d", ev.JobID, ev.Seq), Type: ev.Type, At: ev.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		JobID: ev.JobID, Seq: ev.Seq, Detail: ev.Detail, Job: json.RawMessage(ev.Job)}
-}
+// Body is the JSON of an event on the bus (jobevent.Body: webhooks and
+// the stream send the same).
+type Body = jobevent.Body
 
 // DeliveryID is the id of the job-webhook delivery of an event.
 func DeliveryID(ev store.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
@@ -351,7 +339,7 @@ func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why strin
 
 // entry renders ev as a PutEvents entry.
 func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
-	b, _ := json.Marshal(BodyOf(ev))
+	b, _ := json.Marshal(jobevent.BodyOf(ev))
 	return ebtypes.PutEventsRequestEntry{
 		EventBusName: aws.String(r.cfg.BusName), Source: aws.String(r.cfg.Source),
 		DetailType: aws.String(ev.Type), Detail: aws.String(string(b)), Time: aws.Time(ev.At),

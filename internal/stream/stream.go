@@ -32,7 +32,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -326,7 +326,7 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 }
 
 // eventData is what a client receives: the event and the job after it.
-func eventData(ev store.EventRecord) relay.Body { return relay.BodyOf(ev) }
+func eventData(ev store.EventRecord) jobevent.Body { return jobevent.BodyOf(ev) }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
 // events of every job that changes. Event ids are "<jobId>:<seq>". An idle

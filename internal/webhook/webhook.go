@@ -29,9 +29,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
@@ -155,7 +155,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	dl := Delivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
-	body, _ := json.Marshal(relay.BodyOf(ev))
+	body, _ := json.Marshal(jobevent.BodyOf(ev))
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {
