@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones on a Lambda image without /usr/share/zoneinfo
 )
 
 // MinRate is the shortest rate (EventBridge Scheduler's too).

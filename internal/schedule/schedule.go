@@ -7,6 +7,11 @@
 // idempotent: its job's id is derived from the schedule's secret seed and
 // the tick time, so a tick that fires twice creates one job. A paused
 // schedule's ticks are skipped, never replayed.
+//
+// Time zones are loaded with time.LoadLocation; the package does not embed
+// the zone database (time/tzdata): a program that creates, resumes or
+// shows schedules imports it (the api function's wiring does; firing a
+// tick needs no zone, so recovery does not link it).
 package schedule
 
 import (

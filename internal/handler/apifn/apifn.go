@@ -5,6 +5,12 @@ package apifn
 
 import (
 	"context"
+	// The schedules' time zones: the api validates them and computes next
+	// runs (time.LoadLocation), and provided.al2023 is built on the AL2023
+	// minimal image, which has shipped without /usr/share/zoneinfo. Only the
+	// functions that load zones link the database (0.45 MB): Go's advice is
+	// to import it from a program, not from a library such as schedule.
+	_ "time/tzdata"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
