@@ -28,7 +28,8 @@ type FunctionSpec struct {
 // added to the definition without a spec here, or without a size in
 // resources.FunctionSizes, fails the synth, naming it.
 var FunctionSpecs = map[string]FunctionSpec{
-	resources.FuncAPI:       spec(resources.FuncAPI, "HTTP API: uploads, jobs, admin"),
+	resources.FuncAPI:       spec(resources.FuncAPI, "HTTP API: uploads, accounts, jobs, schedules, webhooks, dashboard"),
+	resources.FuncAdmin:     spec(resources.FuncAdmin, "HTTP API admin routes (/v1/admin/*): overview, inspector, restart, stop, DLQs, tiers, breakers"),
 	resources.FuncConfirm:   spec(resources.FuncConfirm, "confirms an upload on its S3 ObjectCreated event"),
 	resources.FuncPublisher: spec(resources.FuncPublisher, "publishes jobs from the high, medium and low tier queues"),
 	resources.FuncSystem:    spec(resources.FuncSystem, "delivers webhooks and other system-tier work"),
@@ -72,7 +73,7 @@ func (b *builder) commonEnv() map[string]*string {
 // fetches their values once per cold start.
 func (b *builder) secretEnv(fn string) map[string]*string {
 	env := map[string]*string{}
-	if readsJWTSecret(fn) {
+	if resources.ReadsJWTSecret(fn) {
 		env[config.VarJWTSecretARN] = b.jwtSecret.SecretArn()
 	}
 	if resources.NeedsOAuthClient(fn) {
@@ -80,8 +81,6 @@ func (b *builder) secretEnv(fn string) map[string]*string {
 	}
 	return env
 }
-
-func readsJWTSecret(fn string) bool { return fn == resources.FuncAPI || fn == resources.FuncStream }
 
 func (b *builder) functions() {
 	b.fns = map[string]awslambda.Function{}

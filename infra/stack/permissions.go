@@ -87,8 +87,10 @@ func (b *builder) dlqArns() []*string {
 //
 // Who calls what:
 //   - api: jobs, uploads, accounts (Connect only seals: GenerateDataKey,
-//     never Decrypt) and the admin routes, the only holder of the admin
-//     powers (DLQ peek/delete/redrive, event source mapping updates).
+//     never Decrypt), schedules, webhooks. No admin power.
+//   - admin: the admin routes (resources.AdminPathPrefix), the only holder
+//     of the admin powers (DLQ peek/delete/redrive, event source mapping
+//     updates); no S3, no KMS.
 //   - publisher: loads, refreshes and stores tokens (Decrypt,
 //     GenerateDataKey), streams media, records progress. It sends no
 //     message (retries are visibility changes on its own queues) and
@@ -103,6 +105,8 @@ func (b *builder) permissions() {
 		switch fn {
 		case resources.FuncAPI:
 			b.apiPermissions()
+		case resources.FuncAdmin:
+			b.adminPermissions()
 		case resources.FuncConfirm:
 			// Mark the upload confirmed; HeadObject and the ranged GET that
 			// sniffs the content type are both s3:GetObject.
@@ -149,16 +153,29 @@ func (b *builder) permissions() {
 	}
 }
 
-// apiPermissions: the api function serves the user routes and the admin
-// routes (internal/api.RegisterAdmin), so it alone holds the admin powers.
+// apiPermissions: the api function serves the users' routes.
 func (b *builder) apiPermissions() {
 	fn := resources.FuncAPI
-	// Jobs, uploads, accounts, lists (every index), the overview's counts.
+	// Jobs, uploads, accounts, lists (every index).
 	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
 	// Presigned PUTs are signed with the function's credentials, so the
 	// role needs PutObject; HeadObject (confirm on demand) is GetObject.
 	b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
-	// Submissions, restarts and redrive targets; the overview's depths.
+	// Submissions.
+	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.Tiers...)...)
+	// Connecting an account seals its tokens: a data key, never Decrypt.
+	b.allow(fn, []string{"kms:GenerateDataKey"}, b.key.KeyArn())
+	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+}
+
+// adminPermissions: the admin function serves the admin routes
+// (adminapi.Register), so it alone holds the admin powers.
+func (b *builder) adminPermissions() {
+	fn := resources.FuncAdmin
+	// Restarts, stops, the inspector's searches (every index), breakers,
+	// tier flags, the overview's counts and stats.
+	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
+	// Restarts and redrive targets; the overview's depths.
 	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
 	// DLQ peek (receive, then release with a visibility change), the
 	// redrive fallback's delete, and redrive to the original queue with a
@@ -168,8 +185,6 @@ func (b *builder) apiPermissions() {
 		"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
 		"sqs:StartMessageMoveTask",
 	}, b.dlqArns()...)
-	// Connecting an account seals its tokens: a data key, never Decrypt.
-	b.allow(fn, []string{"kms:GenerateDataKey"}, b.key.KeyArn())
 	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 	// Pause/resume a tier (disable/enable its mapping); the paused flag
 	// itself is read from the table.

@@ -478,7 +478,7 @@ func TestFunctions(t *testing.T) {
 				up := strings.ToUpper(string(q.Tier))
 				env["CONVEYOR_QUEUE_URL_"+up] = ref(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name))
 				env["CONVEYOR_DLQ_URL_"+up] = ref(s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.DLQName))
-				if fn == resources.FuncAPI {
+				if fn == resources.FuncAdmin {
 					env["CONVEYOR_ESM_UUID_"+up] = ref(s.esmFor(t, q))
 				}
 			}
@@ -489,7 +489,7 @@ func TestFunctions(t *testing.T) {
 				env["CONVEYOR_SCHEDULE_ROLE_ARN"] = present{}
 			}
 			switch fn {
-			case resources.FuncAPI, resources.FuncStream:
+			case resources.FuncAPI, resources.FuncAdmin, resources.FuncStream:
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
 			case resources.FuncPublisher:
 				env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env)))
@@ -565,6 +565,17 @@ func TestHTTPAPIAndStreamURL(t *testing.T) {
 		})
 		check(t, "route", func() {
 			s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": "$default"}))
+		})
+		// Every admin route goes to the admin function, through its own
+		// integration; the rest stays on the api function's $default.
+		admin := s.functionID(t, resources.FuncAdmin)
+		check(t, "admin integration", func() {
+			s.hasProps("AWS::ApiGatewayV2::Integration", obj(map[string]any{
+				"IntegrationType": "AWS_PROXY", "IntegrationUri": getAtt(admin, "Arn"), "PayloadFormatVersion": "2.0",
+			}))
+		})
+		check(t, "admin route", func() {
+			s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": "ANY " + resources.AdminPathPrefix + "{proxy+}"}))
 		})
 		check(t, "access logs", func() {
 			s.hasProps("AWS::ApiGatewayV2::Stage", obj(map[string]any{
@@ -678,6 +689,7 @@ func TestSecretsAreReadOnlyByTheirFunctions(t *testing.T) {
 		secret := func(name string) any { return ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", name)) }
 		want := map[string][]any{
 			resources.FuncAPI:       {secret(s.def.Prefix + "/jwt")},
+			resources.FuncAdmin:     {secret(s.def.Prefix + "/jwt")},
 			resources.FuncStream:    {secret(s.def.Prefix + "/jwt")},
 			resources.FuncPublisher: {secret(stack.OAuthClientSecretName(s.def.Env))},
 		}
@@ -696,6 +708,7 @@ func TestOAuthClientSecretByARN(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string][]any{
 		resources.FuncAPI:       {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
+		resources.FuncAdmin:     {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncStream:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncPublisher: {oauthClientARN},
 	}, secretReads(t, s)); diff != "" {
@@ -1018,15 +1031,17 @@ func TestLeastPrivilege(t *testing.T) {
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
 	// What each function's code calls (internal/app wires it): the api
-	// seals tokens but never opens one, and alone holds the admin powers
-	// (it serves the admin routes); only recovery relays events to the
-	// bus; the publisher sends no message.
+	// seals tokens but never opens one; the admin function alone holds the
+	// admin powers (it serves the admin routes) and touches neither S3 nor
+	// KMS; only the relay puts events on the bus; the publisher sends no
+	// message.
 	want := map[string][]string{
-		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
-			"lambda:UpdateEventSourceMapping", "s3:GetObject", "s3:PutObject",
-			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
-			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"},
+		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey", "s3:GetObject", "s3:PutObject",
+			"secretsmanager:GetSecretValue", "sqs:SendMessage"},
 			userScheduleActions),
+		resources.FuncAdmin: concat(logs, rw, []string{"lambda:UpdateEventSourceMapping",
+			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
 		// confirm also sends its failed invocations to the failure queue
 		// (the on-failure destination).
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject",
@@ -1052,7 +1067,7 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("actions per function (-want +got):\n%s", diff)
 		}
 		// confirm's SQS actions reach the failure queue and nothing else;
-		// the api's admin powers (DLQ and mapping) are on no other role.
+		// the admin powers (DLQ and mapping) are on no other role.
 		failures := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue), "Arn")
 		for _, doc := range policyDocs(t, s, resources.FuncConfirm) {
 			for _, st := range doc.(map[string]any)["Statement"].([]any) {
@@ -1064,7 +1079,7 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 		for fn, actions := range got {
-			if fn == resources.FuncAPI {
+			if fn == resources.FuncAdmin {
 				continue
 			}
 			for _, a := range actions {

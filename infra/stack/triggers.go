@@ -46,10 +46,10 @@ func (b *builder) eventSourceMappings() {
 		b.fn(q.Consumer).AddEventSource(src)
 		b.esms[q.Tier] = src
 	}
-	// The API pauses and resumes a tier by disabling its mapping.
-	api := b.fn(resources.FuncAPI)
+	// The admin function pauses and resumes a tier by disabling its mapping.
+	adm := b.fn(resources.FuncAdmin)
 	for _, q := range b.def.Queues {
-		api.AddEnvironment(jsii.String(config.VarESMUUID(q.Tier)), b.esms[q.Tier].EventSourceMappingId(), nil)
+		adm.AddEnvironment(jsii.String(config.VarESMUUID(q.Tier)), b.esms[q.Tier].EventSourceMappingId(), nil)
 	}
 }
 
@@ -87,9 +87,11 @@ var accessLogFormat = func() string {
 const DashboardPath = "/dashboard/"
 
 // httpAPI routes every request ($default) to the api function, which does
-// its own routing and authentication (HS256 JWT), and names the dashboard's
-// routes explicitly (GET /dashboard and GET /dashboard/{proxy+}), so they
-// stay on the api function whatever other routes the API gets.
+// its own routing and authentication (HS256 JWT), except the admin routes
+// (ANY /v1/admin/{proxy+}: resources.AdminPathPrefix), which go to the
+// admin function, verified the same way; it names the dashboard's routes
+// explicitly (GET /dashboard and GET /dashboard/{proxy+}), so they stay on
+// the api function whatever other routes the API gets.
 func (b *builder) httpAPI() {
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.fn(resources.FuncAPI),
 		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
@@ -129,6 +131,14 @@ func (b *builder) httpAPI() {
 			Integration: integration,
 		})
 	}
+	api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		Path:    jsii.String(resources.AdminPathPrefix + "{proxy+}"),
+		Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY},
+		Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("AdminIntegration"), b.fn(resources.FuncAdmin),
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+			}),
+	})
 	awscdk.NewCfnOutput(b.stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value:       api.ApiEndpoint(),
 		Description: jsii.String("Base URL of the HTTP API"),

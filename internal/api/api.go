@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/conveyor/conveyor/internal/accounts"
-	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -71,7 +70,6 @@ func clientError(err error) error {
 	var (
 		unusable    *kind.UnusableError
 		transition  *job.TransitionError
-		conflict    *admin.ConflictError
 		limit       *schedule.LimitError
 		hookLimit   *webhook.LimitError
 		unavailable *schedule.UnavailableError
@@ -90,10 +88,6 @@ func clientError(err error) error {
 		return httpapi.Unprocessable("webhook_limit", "", hookLimit.Error())
 	case errors.As(err, &transition):
 		return httpapi.Conflict("invalid_transition", transition.Error())
-	case errors.As(err, &conflict):
-		return httpapi.Conflict(conflict.Code, conflict.Message)
-	case errors.Is(err, admin.ErrUnknownTier):
-		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return httpapi.NotFound()
 	case errors.Is(err, store.ErrBadCursor):
@@ -169,12 +163,12 @@ func (s Services) getJob(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
-	v, err := queries(r, "status", "updatedSince", "cursor")
+	v, err := r.Queries("status", "updatedSince", "cursor")
 	if err != nil {
 		return httpapi.Response{}, err
 	}
 	q := jobs.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
-	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+	if q.Limit, err = r.OptionalInt("limit"); err != nil {
 		return httpapi.Response{}, err
 	}
 	res, err := s.Jobs.List(r.Ctx, r.Claims.Subject, q)
@@ -204,41 +198,4 @@ func (s Services) retryJob(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
-}
-
-// queries returns the named query parameters ("" when absent); one given
-// empty ("?status=") is a 400 naming it.
-func queries(r *httpapi.Request, names ...string) (map[string]string, error) {
-	out := make(map[string]string, len(names))
-	for _, name := range names {
-		v, err := r.NonEmptyQuery(name)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = v
-	}
-	return out, nil
-}
-
-// optionalInt reads an integer query parameter, nil when absent; given
-// empty or not an integer, it is a 400 naming it.
-func optionalInt(r *httpapi.Request, name string) (*int, error) {
-	v, err := r.NonEmptyQuery(name)
-	if err != nil || v == "" {
-		return nil, err
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return nil, httpapi.BadRequest(name, "%s must be an integer", name)
-	}
-	return &n, nil
-}
-
-// intQuery reads an integer query parameter, def when absent.
-func intQuery(r *httpapi.Request, name string, def int) (int, error) {
-	n, err := optionalInt(r, name)
-	if err != nil || n == nil {
-		return def, err
-	}
-	return *n, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"gopkg.in/yaml.v3"
 
+	"github.com/conveyor/conveyor/internal/adminapi"
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
@@ -173,7 +174,7 @@ func servedRoutes() []httpapi.RouteInfo {
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	api.Register(rt, api.Services{})
-	api.RegisterAdmin(rt, nil)
+	adminapi.Register(rt, nil)
 	return rt.Routes()
 }
 
@@ -379,7 +380,7 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	api.Register(rt, api.Services{})
-	api.RegisterAdmin(rt, nil)
+	adminapi.Register(rt, nil)
 	for path, want := range methods {
 		slices.Sort(want)
 		concrete := braces.ReplaceAllStringFunc(path, func(p string) string {

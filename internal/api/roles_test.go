@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
@@ -80,7 +81,7 @@ var params = map[string]string{
 	"{id}": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "{itemId}": "itm_aaaaaaaaaaaaaaaaaaaaaaaaaa", "{tier}": "low", "{key}": "host:example.com",
 }
 
-// TestRolesOnEveryRoute walks the API function's router, route by route:
+// TestRolesOnEveryRoute walks the api and admin functions' routers, route by route:
 // every route is in the contract's table with the rule it states, service
 // tokens get 403 on every route that writes and pass on every read, and
 // user tokens get 403 on every admin route.
@@ -93,14 +94,23 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		"service": b.Token("mon-roles", "service", ""),
 	}
 
+	// The api function's routes and the admin function's: API Gateway (and
+	// the local gateway) sends every admin path to the admin function, so
+	// each router holds exactly its side of resources.AdminPathPrefix.
 	var registered []string
-	for _, r := range b.Stack.App.Router.Routes() {
-		if r.Access == httpapi.Public {
-			continue
-		}
-		registered = append(registered, r.Method+" "+r.Pattern)
-		if strings.HasPrefix(r.Pattern, "/v1/admin/") && r.Access != httpapi.ReadOnly && r.Access != httpapi.AdminOnly {
-			t.Errorf("%s %s: admin route with access %v", r.Method, r.Pattern, r.Access)
+	for fn, rt := range map[string]*httpapi.Router{resources.FuncAPI: b.Stack.App.Router, resources.FuncAdmin: b.Stack.App.AdminRouter} {
+		for _, r := range rt.Routes() {
+			if r.Access == httpapi.Public {
+				continue
+			}
+			registered = append(registered, r.Method+" "+r.Pattern)
+			isAdmin := strings.HasPrefix(r.Pattern, resources.AdminPathPrefix)
+			if isAdmin != (fn == resources.FuncAdmin) {
+				t.Errorf("%s %s is a route of the %s function", r.Method, r.Pattern, fn)
+			}
+			if isAdmin && r.Access != httpapi.ReadOnly && r.Access != httpapi.AdminOnly {
+				t.Errorf("%s %s: admin route with access %v", r.Method, r.Pattern, r.Access)
+			}
 		}
 	}
 	want := make([]string, 0, len(contractRoutes))

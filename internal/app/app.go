@@ -22,6 +22,7 @@ import (
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
@@ -38,6 +39,7 @@ import (
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -58,8 +60,8 @@ type Options struct {
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
-	// Mover redrives DLQs (nil: admin's receive/send/delete mover; the api
-	// function uses SQS move tasks in AWS, apifn.Movers).
+	// Mover redrives DLQs (nil: admin's receive/send/delete mover; the admin
+	// function uses SQS move tasks in AWS, adminfn.Movers).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none, the local
 	// pollers read the tier flag; in AWS the event source mappings).
@@ -90,8 +92,11 @@ type App struct {
 	Recoverer        *recovery.Recoverer
 	Admin            *admin.Service
 	Schedules        *schedule.Service
-	Router           *httpapi.Router
-	QueueURLs        handler.QueueURLs
+	// Router is the api function's routes, AdminRouter the admin
+	// function's (resources.AdminPathPrefix).
+	Router      *httpapi.Router
+	AdminRouter *httpapi.Router
+	QueueURLs   handler.QueueURLs
 }
 
 // New wires the graph: the configuration cfg, the clients made from awsCfg.
@@ -99,7 +104,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	env := handler.Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
 	clients := awsclient.New(awsCfg)
 	a := &App{Config: cfg, Clients: clients, Logger: env.Log(), Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
-	sealer := env.Sealer()
+	sealer := secrets.SealerFor(env.AWS, env.Config.KMSKeyID)
 	p, err := pipeline.New(pipeline.Config{Env: env, DB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Sealer: sealer,
 		Store: a.Store, Metrics: a.Metrics, Crash: opts.Crash, Kinds: opts.Kinds})
 	if err != nil {
@@ -123,6 +128,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	}
 	a.Schedules = recoveryfn.Schedules(env, clients.DynamoDB, a.Jobs)
 	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Uploads: a.Uploads, Accounts: a.Accounts, Schedules: a.Schedules,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints}, a.Admin)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints})
+	a.AdminRouter = adminfn.Router(env, a.Admin)
 	return a, nil
 }

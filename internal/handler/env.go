@@ -10,13 +10,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/metrics"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -106,13 +106,47 @@ func (e Env) DynamoDB() *dynamodb.Client {
 // SQS is an SQS client.
 func (e Env) SQS() *sqs.Client { return sqs.NewFromConfig(e.AWS) }
 
-// Sealer seals and opens secrets with the environment's KMS key.
-func (e Env) Sealer() *secrets.Sealer {
-	return secrets.NewSealer(kms.NewFromConfig(e.AWS), e.Config.KMSKeyID)
-}
-
 // Store is the table.
 func (e Env) Store(db *dynamodb.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
+
+// Breaker is the shared circuit breaker over the table, as owner (this
+// instance, in probe leases), reporting its transitions to m.
+func (e Env) Breaker(db *dynamodb.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
+	cfg := e.Config
+	return breaker.New(breaker.Options{
+		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
+			ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache},
+		DB: db, Table: cfg.Table, Owner: owner, Now: e.Now, Logger: e.Log(),
+		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(m, t) },
+	})
+}
+
+// AdminParts are what the operators' service works with.
+type AdminParts struct {
+	Store *store.Store
+	// Jobs re-queues jobs; Sender sends a restarted item's job.
+	Jobs   admin.Requeuer
+	Sender admin.Sender
+	// Breakers are listed and reset.
+	Breakers admin.Breakers
+	// SQS reads depths and DLQs.
+	SQS *sqs.Client
+	// Mover and Switch are the environment's ways to redrive a DLQ and to
+	// switch a tier's consumer (nil: admin's receive/send/delete mover; no
+	// switch, the pollers read the tier flag).
+	Mover  admin.Mover
+	Switch admin.Switch
+}
+
+// Admin is the operators' service over p: the admin function serves it,
+// recovery reads its tier flags.
+func (e Env) Admin(p AdminParts) (*admin.Service, error) {
+	cfg := e.Config
+	return admin.New(admin.Config{
+		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, SQS: p.SQS, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
+		Breakers: p.Breakers, StuckAfter: cfg.StuckAfter, Mover: p.Mover, Switch: p.Switch, Now: e.Now, Logger: e.Log(),
+	})
+}
 
 // Emitter writes the function's EMF metrics.
 func (e Env) Emitter() *metrics.Emitter {

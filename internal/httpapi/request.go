@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +67,43 @@ func (r *Request) NonEmptyQuery(name string) (string, error) {
 		return "", BadRequest(name, "%s is empty: give it a value, or leave it out", name)
 	}
 	return v, nil
+}
+
+// Queries returns the named query parameters ("" when absent); one given
+// empty ("?status=") is a 400 naming it.
+func (r *Request) Queries(names ...string) (map[string]string, error) {
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		v, err := r.NonEmptyQuery(name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// OptionalInt reads an integer query parameter, nil when absent; given
+// empty or not an integer, it is a 400 naming it.
+func (r *Request) OptionalInt(name string) (*int, error) {
+	v, err := r.NonEmptyQuery(name)
+	if err != nil || v == "" {
+		return nil, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, BadRequest(name, "%s must be an integer", name)
+	}
+	return &n, nil
+}
+
+// IntQuery reads an integer query parameter, def when absent.
+func (r *Request) IntQuery(name string, def int) (int, error) {
+	n, err := r.OptionalInt(name)
+	if err != nil || n == nil {
+		return def, err
+	}
+	return *n, nil
 }
 
 // Header returns the request header name, matched case-insensitively.

@@ -9,6 +9,7 @@ package resources
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -305,6 +306,7 @@ type Definition struct {
 // Function names (directories under functions/).
 const (
 	FuncAPI       = "api"
+	FuncAdmin     = "admin"
 	FuncConfirm   = "confirm"
 	FuncPublisher = "publisher"
 	FuncSystem    = "system"
@@ -312,6 +314,21 @@ const (
 	FuncStream    = "stream"
 	FuncRelay     = "relay"
 )
+
+// AdminPathPrefix is the path of every admin route of the HTTP API
+// (API.md, "Admin"): API Gateway sends them to the admin function, every
+// other route to the api function, in AWS and in the local gateway. The
+// admin function alone holds the operators' clients (Lambda for the tiers'
+// event source mappings, SQS move tasks, DLQ access), so the api function
+// links and may call none of them.
+const AdminPathPrefix = "/v1/admin/"
+
+// JWTFunctions are the functions that verify callers' tokens: only they
+// are given the JWT key (in AWS: may read its secret), at cold start.
+var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncStream}
+
+// ReadsJWTSecret reports whether fn is one of JWTFunctions.
+func ReadsJWTSecret(fn string) bool { return slices.Contains(JWTFunctions, fn) }
 
 // OAuthClientFunctions are the functions that refresh users' tokens at the
 // external API and so need Conveyor's OAuth client credentials: only they
@@ -358,6 +375,10 @@ var FunctionSizes = map[string]FunctionSize{
 	// API Gateway's integration timeout is 30 s. Users wait on it: the
 	// largest reservation, so no other function can starve it.
 	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 100},
+	// The admin routes: operators and their monitors, behind the same
+	// integration timeout. A small reservation: a burst of bulk calls
+	// waits (429) rather than taking executions from api and publisher.
+	FuncAdmin: {MemoryMB: 256, Timeout: 29 * time.Second, ReservedConcurrency: 10},
 	// Asynchronous (S3 events): a throttled event is retried by Lambda
 	// for up to 6 hours, so a small reservation loses nothing.
 	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second, ReservedConcurrency: 20},
@@ -588,7 +609,7 @@ func Named(env Env, prefix string) Definition {
 			Interval:   time.Minute,
 			Task:       TaskRelease,
 		}},
-		Functions:         []string{FuncAPI, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
+		Functions:         []string{FuncAPI, FuncAdmin, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",
 	}
 	// Weights 4:2:1 between the publish tiers; sized by the capacity model

@@ -60,6 +60,11 @@ type Sealer struct {
 // alias name or alias ARN).
 func NewSealer(client *kms.Client, keyID string) *Sealer { return newSealer(client, keyID) }
 
+// SealerFor returns a Sealer over a KMS client made from cfg: what a
+// function that seals or opens secrets creates at cold start. Only those
+// functions import this package, so only they link the KMS client.
+func SealerFor(cfg aws.Config, keyID string) *Sealer { return NewSealer(kms.NewFromConfig(cfg), keyID) }
+
 func newSealer(api kmsAPI, keyID string) *Sealer { return &Sealer{kms: api, keyID: keyID} }
 
 const (

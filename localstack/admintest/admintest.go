@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/adminapi"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -56,8 +56,8 @@ func Serve(t testing.TB, s *stack.Stack) *Server {
 	t.Helper()
 	svc := NewService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
-	api.RegisterAdmin(rt, svc)
-	srv := httptest.NewServer(runtime.Gateway(runtime.InProcess(resources.FuncAPI, rt.Serve), quiet))
+	adminapi.Register(rt, svc)
+	srv := httptest.NewServer(runtime.Gateway(runtime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
 	t.Cleanup(srv.Close)
 	return &Server{Service: svc, URL: srv.URL, stack: s}
 }

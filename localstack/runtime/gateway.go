@@ -51,6 +51,21 @@ func Gateway(fn Invoker, log *slog.Logger) http.Handler {
 	})
 }
 
+// RouteByPrefix sends every request whose path starts with prefix (which
+// ends in "/") to match and every other request to rest: an HTTP API's
+// "ANY {prefix}{proxy+}" route beside its $default route. Unlike
+// http.ServeMux it never redirects the bare prefix without its slash: that
+// path is rest's, as in API Gateway.
+func RouteByPrefix(prefix string, match, rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, prefix) {
+			match.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
 // Event builds the payload v2 event of r.
 func Event(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
 	now := time.Now().UTC()

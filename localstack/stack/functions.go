@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
 	"github.com/conveyor/conveyor/internal/handler/publisherfn"
@@ -55,6 +56,7 @@ func inProcess(a *app.App) *Functions {
 	return &Functions{
 		Invokers: map[string]runtime.Invoker{
 			apifn.Name:       runtime.InProcess(apifn.Name, apifn.Handler(a.Router)),
+			adminfn.Name:     runtime.InProcess(adminfn.Name, adminfn.Handler(a.AdminRouter)),
 			confirmfn.Name:   runtime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
 			publisherfn.Name: runtime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
 			systemfn.Name:    runtime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
@@ -81,13 +83,22 @@ type binaryConfig struct {
 	logger *slog.Logger
 }
 
-// Secrets the CDK stacks create and pass to functions by ARN (see
-// infra/stack: readsJWTSecret). Webhooks are signed with each user's own
-// secret, sealed in the table, so no function reads an environment-wide one.
-var functionSecrets = map[string]struct{ name, valueVar, arnVar string }{
-	resources.FuncAPI:    {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
-	resources.FuncStream: {"/jwt", config.VarJWTSecret, config.VarJWTSecretARN},
-}
+// functionSecret is a secret a function reads by ARN at cold start: its
+// name under the stack's prefix, and the variables of its value and ARN.
+type functionSecret struct{ name, valueVar, arnVar string }
+
+// Secrets the CDK stacks create and pass to functions by ARN: the JWT key,
+// to the functions of resources.JWTFunctions (infra/stack reads the same
+// list). Webhooks are signed with each user's own secret, sealed in the
+// table, so no function reads an environment-wide one.
+var functionSecrets = func() map[string]functionSecret {
+	jwt := functionSecret{"/jwt", config.VarJWTSecret, config.VarJWTSecretARN}
+	m := map[string]functionSecret{}
+	for _, fn := range resources.JWTFunctions {
+		m[fn] = jwt
+	}
+	return m
+}()
 
 // startBinaries builds every function of the definition for this host and
 // prepares each to run under the local Runtime API with the environment the

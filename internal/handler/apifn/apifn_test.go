@@ -8,11 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/admin/esm"
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -41,24 +37,9 @@ func TestServesTheRoutes(t *testing.T) {
 	if got := get("/v1/jobs"); got != http.StatusUnauthorized {
 		t.Errorf("GET /v1/jobs without a token: %d, want 401", got)
 	}
-}
-
-// TestMoversAreAWSOnesOutsideTheLocalEnvironment: in AWS, DLQs are
-// redriven by move tasks and tiers switched through their mappings; the
-// local environment has neither.
-func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
-	t.Parallel()
-	uuids := map[resources.Tier]string{resources.Low: "uuid-low"}
-	env := handler.Env{Config: config.Config{Env: resources.Local, ESMUUIDs: uuids}}.WithDefaults()
-	if m, s := Movers(env, nil); m != nil || s != nil {
-		t.Errorf("local: mover %T, switch %T, want none", m, s)
-	}
-	env.Config.Env = "prod-en"
-	m, s := Movers(env, nil)
-	if _, ok := m.(admin.TaskMover); !ok {
-		t.Errorf("mover %T, want admin.TaskMover", m)
-	}
-	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[resources.Low] != "uuid-low" {
-		t.Errorf("switch %#v, want esm.Switch with the configured mappings", s)
+	// The admin routes are the admin function's: API Gateway never sends
+	// them here, and this router does not know them.
+	if got := get("/v1/admin/overview"); got != http.StatusNotFound {
+		t.Errorf("GET /v1/admin/overview: %d, want 404", got)
 	}
 }

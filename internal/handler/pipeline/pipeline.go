@@ -78,10 +78,7 @@ func New(c Config) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	bcfg := breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
-		ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache}
-	p.Breaker, err = breaker.New(breaker.Options{Config: bcfg, DB: c.DB, Table: cfg.Table, Owner: p.Worker, Now: now, Logger: log,
-		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(c.Metrics, t) }})
+	p.Breaker, err = c.Env.Breaker(c.DB, p.Worker, c.Metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -137,14 +134,10 @@ func Uploads(env handler.Env, st *store.Store, client *s3.Client) *uploads.Servi
 	})
 }
 
-// Admin is the operators' service over the pipeline. mover and sw are the
-// environment's ways to redrive a DLQ and to switch a tier's consumer
-// (nil: admin's receive/send/delete mover; no switch, the pollers read the
-// tier flag).
+// Admin is the operators' service over the pipeline (env.Admin). mover
+// and sw are the environment's ways to redrive a DLQ and to switch a
+// tier's consumer (nil: admin's receive/send/delete mover; no switch, the
+// pollers read the tier flag).
 func Admin(env handler.Env, p *Pipeline, st *store.Store, client *sqs.Client, mover admin.Mover, sw admin.Switch) (*admin.Service, error) {
-	cfg := env.Config
-	return admin.New(admin.Config{
-		Env: cfg.Env, Store: st, Jobs: p.Jobs, Sender: p.Sender, SQS: client, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
-		Breakers: p.Breaker, StuckAfter: cfg.StuckAfter, Mover: mover, Switch: sw, Now: env.Now, Logger: env.Log(),
-	})
+	return env.Admin(handler.AdminParts{Store: st, Jobs: p.Jobs, Sender: p.Sender, Breakers: p.Breaker, SQS: client, Mover: mover, Switch: sw})
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
 	"github.com/conveyor/conveyor/internal/handler/publisherfn"
@@ -34,6 +35,7 @@ func build[H any](n func(context.Context, handler.Env) (H, error)) func(context.
 // Functions are every function, by name.
 var Functions = map[string]Function{
 	apifn.Name:       {Resolve: apifn.Resolve, New: build(apifn.New)},
+	adminfn.Name:     {Resolve: adminfn.Resolve, New: build(adminfn.New)},
 	confirmfn.Name:   {Resolve: confirmfn.Resolve, New: build(confirmfn.New)},
 	publisherfn.Name: {Resolve: publisherfn.Resolve, New: build(publisherfn.New)},
 	systemfn.Name:    {Resolve: systemfn.Resolve, New: build(systemfn.New)},

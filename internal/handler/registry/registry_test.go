@@ -24,7 +24,7 @@ func TestEveryFunctionOfTheDefinitionIsRegistered(t *testing.T) {
 		t.Errorf("registered functions (-definition +registry):\n%s", diff)
 	}
 	for _, name := range Names() {
-		reads := name == resources.FuncAPI || name == resources.FuncStream || resources.NeedsOAuthClient(name)
+		reads := resources.ReadsJWTSecret(name) || resources.NeedsOAuthClient(name)
 		if got := Functions[name].Resolve != nil; got != reads {
 			t.Errorf("%s resolves secrets: %v, want %v", name, got, reads)
 		}

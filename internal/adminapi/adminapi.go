@@ -1,18 +1,29 @@
-package api
+// Package adminapi is the admin routes of the HTTP API (API.md, "Admin"):
+// the operators' overview, inspector, restarts and stops, DLQ peek and
+// redrive, tier pause and resume, breakers and stats, over admin.Service.
+// The admin function serves them (API Gateway sends it every path under
+// resources.AdminPathPrefix); the package is apart from api so that the
+// admin function links none of the users' services (uploads, schedules,
+// webhooks) and the api function none of the operators'.
+package adminapi
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
-// RegisterAdmin adds the admin routes of the contract (API.md, "Admin") to
-// rt: the role service may read (overview, DLQ peek, breakers, stats), the
+// Register adds the admin routes of the contract (API.md, "Admin") to rt:
+// the role service may read (overview, DLQ peek, breakers, stats), the
 // role admin may do everything, a user gets 403.
-func RegisterAdmin(rt *httpapi.Router, svc *admin.Service) {
+func Register(rt *httpapi.Router, svc *admin.Service) {
 	a := adminRoutes{svc: svc}
 	rt.Handle(http.MethodGet, "/v1/admin/overview", httpapi.ReadOnly, a.overview)
 	rt.Handle(http.MethodPost, "/v1/admin/jobs/restart", httpapi.AdminOnly, a.restartJobs)
@@ -90,7 +101,7 @@ func (a adminRoutes) restartItem(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (a adminRoutes) peekDLQ(r *httpapi.Request) (httpapi.Response, error) {
-	limit, err := intQuery(r, "limit", admin.PeekDefault)
+	limit, err := r.IntQuery("limit", admin.PeekDefault)
 	if err != nil {
 		return httpapi.Response{}, err
 	}
@@ -159,7 +170,7 @@ func (a adminRoutes) resetBreaker(r *httpapi.Request) (httpapi.Response, error) 
 }
 
 func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
-	hours, err := intQuery(r, "hours", admin.StatsHoursDefault)
+	hours, err := r.IntQuery("hours", admin.StatsHoursDefault)
 	if err != nil {
 		return httpapi.Response{}, err
 	}
@@ -171,7 +182,7 @@ func (a adminRoutes) stats(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
-	v, err := queries(r, "status", "tier", "owner", "type", "errorCode", "createdFrom", "createdTo", "cursor")
+	v, err := r.Queries("status", "tier", "owner", "type", "errorCode", "createdFrom", "createdTo", "cursor")
 	if err != nil {
 		return httpapi.Response{}, err
 	}
@@ -180,7 +191,7 @@ func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
 		ErrorCode: v["errorCode"], CreatedFrom: v["createdFrom"], CreatedTo: v["createdTo"],
 		Cursor: v["cursor"],
 	}
-	if q.Limit, err = optionalInt(r, "limit"); err != nil {
+	if q.Limit, err = r.OptionalInt("limit"); err != nil {
 		return httpapi.Response{}, err
 	}
 	res, err := a.svc.Search(r.Ctx, q)
@@ -210,4 +221,30 @@ func (a adminRoutes) orphans(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{"orphans": os}), nil
+}
+
+// clientError maps what the admin service refuses to its 4xx answer (the
+// same codes the api function gives for the same errors); anything else
+// stays an error, a 500 without its message.
+func clientError(err error) error {
+	var (
+		transition *job.TransitionError
+		conflict   *admin.ConflictError
+	)
+	if fe, ok := invalid.As(err); ok {
+		return httpapi.BadRequest(fe.Field, "%s", fe.Error())
+	}
+	switch {
+	case errors.As(err, &transition):
+		return httpapi.Conflict("invalid_transition", transition.Error())
+	case errors.As(err, &conflict):
+		return httpapi.Conflict(conflict.Code, conflict.Message)
+	case errors.Is(err, admin.ErrUnknownTier):
+		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
+	case errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound()
+	case errors.Is(err, store.ErrBadCursor):
+		return httpapi.InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
+	}
+	return err
 }

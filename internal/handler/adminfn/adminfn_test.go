@@ -1,0 +1,92 @@
+package adminfn
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/admin/esm"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// TestServesTheAdminRoutes wires the function as its binary does, against
+// the emulator: the overview answers an admin, a service token may read
+// but not write, a user token and a missing one are refused, and the
+// users' routes are not this function's.
+func TestServesTheAdminRoutes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key := strings.Repeat("k", 32)
+	env := awstest.Provision(t).Function(t, Name, map[string]string{config.VarJWTSecret: key})
+	h, err := New(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(role string) string {
+		if role == "" {
+			return ""
+		}
+		s, err := auth.Mint([]byte(key), auth.Claims{Subject: "op-" + role, Role: auth.Role(role), ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	call := func(method, path, tok string) int {
+		req := events.APIGatewayV2HTTPRequest{RawPath: path, Headers: map[string]string{},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{
+				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}}}
+		if tok != "" {
+			req.Headers["authorization"] = "Bearer " + tok
+		}
+		resp, err := h(ctx, req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		method, path, role string
+		want               int
+	}{
+		{http.MethodGet, "/v1/admin/overview", "admin", http.StatusOK},
+		{http.MethodGet, "/v1/admin/overview", "service", http.StatusOK},
+		{http.MethodGet, "/v1/admin/overview", "user", http.StatusForbidden},
+		{http.MethodGet, "/v1/admin/overview", "", http.StatusUnauthorized},
+		{http.MethodPost, "/v1/admin/tiers/low/pause", "service", http.StatusForbidden},
+		{http.MethodGet, "/v1/jobs", "admin", http.StatusNotFound},
+	} {
+		if got := call(c.method, c.path, token(c.role)); got != c.want {
+			t.Errorf("%s %s as %q: %d, want %d", c.method, c.path, c.role, got, c.want)
+		}
+	}
+}
+
+// TestMoversAreAWSOnesOutsideTheLocalEnvironment: in AWS, DLQs are
+// redriven by move tasks and tiers switched through their mappings; the
+// local environment has neither.
+func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
+	t.Parallel()
+	uuids := map[resources.Tier]string{resources.Low: "uuid-low"}
+	env := handler.Env{Config: config.Config{Env: resources.Local, ESMUUIDs: uuids}}.WithDefaults()
+	if m, s := Movers(env, nil); m != nil || s != nil {
+		t.Errorf("local: mover %T, switch %T, want none", m, s)
+	}
+	env.Config.Env = "prod-en"
+	m, s := Movers(env, nil)
+	if _, ok := m.(admin.TaskMover); !ok {
+		t.Errorf("mover %T, want admin.TaskMover", m)
+	}
+	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[resources.Low] != "uuid-low" {
+		t.Errorf("switch %#v, want esm.Switch with the configured mappings", s)
+	}
+}
