@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -82,7 +83,7 @@ type Refresher interface {
 // Config configures a Service.
 type Config struct {
 	Store     *store.Store
-	Sealer    *secrets.Sealer
+	Sealer    *sealer.Sealer
 	Refresher Refresher
 	// Worker names this instance in refresh leases.
 	Worker string

@@ -14,7 +14,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/deviantart"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -22,7 +22,7 @@ import (
 
 type testBundle struct {
 	store   *store.Store
-	sealer  *secrets.Sealer
+	sealer  *sealer.Sealer
 	sim     *simulator.Server
 	api     *deviantart.Client
 	kmsFail *atomic.Int32 // KMS calls still to fail
@@ -50,7 +50,7 @@ func setup(t *testing.T) *testBundle {
 	b := &testBundle{kmsFail: &atomic.Int32{}}
 	kc := kms.NewFromConfig(env.Config, func(o *kms.Options) { o.APIOptions = append(o.APIOptions, failKMS(b.kmsFail)) })
 	b.store = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, nil)
-	b.sealer = secrets.NewSealer(kc, env.Res.KMSKeyID)
+	b.sealer = sealer.New(kc, env.Res.KMSKeyID)
 	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ import (
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -104,7 +104,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	env := handler.Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
 	clients := awsclient.New(awsCfg)
 	a := &App{Config: cfg, Clients: clients, Logger: env.Log(), Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
-	sealer := secrets.SealerFor(env.AWS, env.Config.KMSKeyID)
+	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
 	p, err := pipeline.New(pipeline.Config{Env: env, DB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Sealer: sealer,
 		Store: a.Store, Metrics: a.Metrics, Crash: opts.Crash, Kinds: opts.Kinds})
 	if err != nil {

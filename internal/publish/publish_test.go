@@ -12,7 +12,7 @@ import (
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -213,7 +213,7 @@ func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 	b.Must(b.Call("PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": original,
 		"accessToken": "stale", "expiresAt": time.Now().Add(-time.Hour).Format(time.RFC3339)}), 204)
 	app := b.Stack.App
-	sealer := secrets.NewSealer(app.Clients.KMS, app.Config.KMSKeyID)
+	sealer := sealer.New(app.Clients.KMS, app.Config.KMSKeyID)
 	before := b.Stack.Simulator.Stats().Refreshes
 	tokens := make([]string, 8)
 	var wg sync.WaitGroup

@@ -25,7 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -37,7 +37,7 @@ import (
 // no pollers.
 type pubBundle struct {
 	st     *store.Store
-	sealer *secrets.Sealer
+	sealer *sealer.Sealer
 	s3     *s3.Client
 	bucket string
 	sim    *simulator.Server
@@ -54,7 +54,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	b := &pubBundle{clk: clock.NewSimulated(time.Now()), s3: env.Clients.S3, bucket: env.Res.Definition.Bucket.Name, requests: awsclient.NewCounter()}
 	b.st = store.New(awsclient.New(b.requests.Attach(env.Config)).DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
-	b.sealer = secrets.NewSealer(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
+	b.sealer = sealer.New(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
 	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -104,7 +105,7 @@ type AccountOpts struct {
 	// Sealer, when set, seals RefreshToken (default "refresh-<owner>") the
 	// way accounts.Service.Connect does, so the publisher can open it. Nil
 	// stores an envelope nobody can open: enough for "is connected".
-	Sealer       *secrets.Sealer
+	Sealer       *sealer.Sealer
 	RefreshToken string
 	// At is the connection time; defaults to time.Now().
 	At time.Time

@@ -26,7 +26,7 @@ const (
 	KeyCacheDefault = time.Minute
 )
 
-// Sealer seals secrets at rest (secrets.Sealer: KMS envelope encryption).
+// Sealer seals secrets at rest (sealer.Sealer: KMS envelope encryption).
 type Sealer interface {
 	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
 	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)

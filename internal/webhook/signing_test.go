@@ -18,7 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -114,7 +114,7 @@ func (c *clock) Add(d time.Duration) {
 func newKeys(t *testing.T, env awstest.Env, c *clock, overlap time.Duration) *webhook.Keys {
 	t.Helper()
 	k, err := webhook.NewKeys(webhook.KeysConfig{DB: env.Clients.DynamoDB, Table: env.Res.Definition.Table.Name,
-		Sealer: secrets.NewSealer(env.Clients.KMS, env.Res.KMSKeyID), Overlap: overlap, Cache: time.Second, Now: c.Now})
+		Sealer: sealer.New(env.Clients.KMS, env.Res.KMSKeyID), Overlap: overlap, Cache: time.Second, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

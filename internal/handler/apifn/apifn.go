@@ -24,8 +24,8 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secretref"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Name is the function's name in the resource definition.
@@ -52,7 +52,7 @@ func Router(env handler.Env, s api.Services) *httpapi.Router {
 func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: secrets.SealerFor(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}

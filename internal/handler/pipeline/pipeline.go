@@ -28,7 +28,7 @@ import (
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -42,7 +42,7 @@ type Config struct {
 	SQS *sqs.Client
 	S3  *s3.Client
 	// Sealer opens the accounts' refresh tokens.
-	Sealer *secrets.Sealer
+	Sealer *sealer.Sealer
 	// Store is the table.
 	Store *store.Store
 	// Metrics receives the breakers' transitions.

@@ -13,8 +13,8 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secretref"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Handler is the publisher function, consuming the publish tiers' FIFO
@@ -43,7 +43,7 @@ var Resolve handler.Resolver = secretref.FromAWS
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: pipeline.S3(env), Sealer: secrets.SealerFor(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: pipeline.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}

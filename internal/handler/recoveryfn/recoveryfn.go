@@ -24,7 +24,7 @@ import (
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -118,7 +118,7 @@ var Resolve handler.Resolver
 func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
 	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
 	st, emf := env.Store(db), env.Emitter()
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: secrets.SealerFor(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: emf})
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: emf})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
@@ -62,7 +62,7 @@ func NewDeliverer(env handler.Env, db *dynamodb.Client, keys *webhook.Keys, endp
 // manages them, the system function delivers with them).
 func Webhooks(env handler.Env, db *dynamodb.Client) (*webhook.Keys, *webhook.Endpoints, error) {
 	cfg := env.Config
-	keys, err := webhook.NewKeys(webhook.KeysConfig{DB: db, Table: cfg.Table, Sealer: secrets.SealerFor(env.AWS, env.Config.KMSKeyID), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
+	keys, err := webhook.NewKeys(webhook.KeysConfig{DB: db, Table: cfg.Table, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package secrets_test
+package sealer_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
@@ -21,8 +22,8 @@ var aad = map[string]string{"user": "u1", "purpose": "deviantart", "token": "ref
 
 type testBundle struct {
 	env   awstest.Env
-	alias *secrets.Sealer
-	keyID *secrets.Sealer
+	alias *sealer.Sealer
+	keyID *sealer.Sealer
 }
 
 // setup provisions one isolated copy of the resources per test.
@@ -31,16 +32,16 @@ func setup(t *testing.T) *testBundle {
 	env := awstest.Provision(t)
 	return &testBundle{
 		env:   env,
-		alias: secrets.NewSealer(env.Clients.KMS, env.Res.Definition.KMSAlias),
-		keyID: secrets.NewSealer(env.Clients.KMS, env.Res.KMSKeyID),
+		alias: sealer.New(env.Clients.KMS, env.Res.Definition.KMSAlias),
+		keyID: sealer.New(env.Clients.KMS, env.Res.KMSKeyID),
 	}
 }
 
-func (b *testBundle) sealers() map[string]*secrets.Sealer {
-	return map[string]*secrets.Sealer{"via alias": b.alias, "via key id": b.keyID}
+func (b *testBundle) sealers() map[string]*sealer.Sealer {
+	return map[string]*sealer.Sealer{"via alias": b.alias, "via key id": b.keyID}
 }
 
-func seal(t *testing.T, s *secrets.Sealer, plaintext []byte, aad map[string]string) secrets.Envelope {
+func seal(t *testing.T, s *sealer.Sealer, plaintext []byte, aad map[string]string) secrets.Envelope {
 	t.Helper()
 	e, err := s.Seal(context.Background(), plaintext, aad)
 	if err != nil {
@@ -180,14 +181,14 @@ func TestSealRefuses(t *testing.T) {
 	plaintext := []byte("refresh-token-do-not-leak")
 	tests := []struct {
 		name string
-		s    *secrets.Sealer
+		s    *sealer.Sealer
 		aad  map[string]string
 		want error // nil: any error
 	}{
 		{"no context", b.alias, nil, secrets.ErrNoContext},
 		{"empty context", b.alias, map[string]string{}, secrets.ErrNoContext},
-		{"unknown alias", secrets.NewSealer(b.env.Clients.KMS, "alias/"+awstest.Name(t, "missing")), aad, nil},
-		{"unknown key id", secrets.NewSealer(b.env.Clients.KMS, "00000000-0000-0000-0000-000000000000"), aad, nil},
+		{"unknown alias", sealer.New(b.env.Clients.KMS, "alias/"+awstest.Name(t, "missing")), aad, nil},
+		{"unknown key id", sealer.New(b.env.Clients.KMS, "00000000-0000-0000-0000-000000000000"), aad, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
