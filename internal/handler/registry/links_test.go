@@ -1,0 +1,77 @@
+package registry
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// linked is what each function's binary may link: the AWS SDK services
+// whose clients it creates (each costs its binary the service's package
+// inits at every cold start, called or not) and the embedded time zone
+// database (0.45 MB). The README's "Bootstraps and cold start" table says
+// the same. A function that starts linking another service — through an
+// import that drags a client for a type or a constant — fails here, naming
+// it and the import chain to look for with `go list -deps`.
+var linked = map[string][]string{
+	resources.FuncAPI:       {"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
+	resources.FuncAdmin:     {"dynamodb", "lambda", "secretsmanager", "sqs"},
+	resources.FuncConfirm:   {"dynamodb", "kms", "s3", "sqs"},
+	resources.FuncPublisher: {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
+	resources.FuncRecovery:  {"dynamodb", "kms", "s3", "scheduler", "sqs"},
+	resources.FuncRelay:     {"dynamodb", "eventbridge", "sqs"},
+	resources.FuncStream:    {"dynamodb", "secretsmanager", "sqs"},
+	resources.FuncSystem:    {"dynamodb", "kms", "sqs"},
+}
+
+// TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
+// as `make build` builds it (linux/arm64, lambda.norpc).
+func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	fns := slices.Clone(resources.For(resources.Local).Functions)
+	slices.Sort(fns)
+	want := make([]string, 0, len(linked))
+	for fn := range linked {
+		want = append(want, fn)
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, fns); diff != "" {
+		t.Fatalf("functions with a link budget (-budget +definition):\n%s", diff)
+	}
+	for _, fn := range fns {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(goTool, "list", "-tags", "lambda.norpc", "-deps", "github.com/conveyor/conveyor/functions/"+fn)
+			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps functions/%s: %v", fn, err)
+			}
+			var got []string
+			for _, pkg := range strings.Fields(string(out)) {
+				if svc, ok := strings.CutPrefix(pkg, "github.com/aws/aws-sdk-go-v2/service/"); ok && !strings.Contains(svc, "/") {
+					got = append(got, svc)
+				}
+				if pkg == "time/tzdata" {
+					got = append(got, pkg)
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(linked[fn], got); diff != "" {
+				t.Errorf("functions/%s links (-budget +linked):\n%s", fn, diff)
+			}
+		})
+	}
+}
