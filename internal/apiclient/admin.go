@@ -55,20 +55,33 @@ func (c *Client) DLQPeek(ctx context.Context, tier string, limit int) ([]admin.D
 	return res.Messages, err
 }
 
-// RedriveRequest is the body of POST /v1/admin/dlq/{tier}/redrive.
+// RedriveRequest is what a redrive moves.
 type RedriveRequest struct {
 	// JobIDs selects these jobs' messages (1 to admin.MaxBulk); nil: every
-	// message.
-	JobIDs []string `json:"jobIds,omitempty"`
+	// message. An empty, non-nil slice is sent as it is (and refused),
+	// never taken for "every message".
+	JobIDs []string
 	// Max bounds the messages moved by this call (0: the API's default,
 	// admin.RedriveDefault).
-	Max int `json:"max,omitempty"`
+	Max int
 }
 
-// DLQRedrive calls POST /v1/admin/dlq/{tier}/redrive.
+// DLQRedrive calls POST /v1/admin/dlq/{tier}/redrive; the zero request
+// sends no body (every message, the API's default batch).
 func (c *Client) DLQRedrive(ctx context.Context, tier string, req RedriveRequest) (admin.Redriven, error) {
+	body := map[string]any{}
+	if req.JobIDs != nil {
+		body["jobIds"] = req.JobIDs
+	}
+	if req.Max != 0 {
+		body["max"] = req.Max
+	}
+	var send any
+	if len(body) > 0 {
+		send = body
+	}
 	var r admin.Redriven
-	_, err := c.call(ctx, http.MethodPost, "/v1/admin/dlq/"+url.PathEscape(tier)+"/redrive", req, &r)
+	_, err := c.call(ctx, http.MethodPost, "/v1/admin/dlq/"+url.PathEscape(tier)+"/redrive", send, &r)
 	return r, err
 }
 

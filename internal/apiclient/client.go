@@ -188,9 +188,9 @@ func (c *Client) do(ctx context.Context, origin, method, path string, body any, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.http.Do(req) // its *url.Error names the method and URL
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
