@@ -159,7 +159,7 @@ func TestErrorsAreAPIErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Do: %v", err)
 	}
-	if r.Status != http.StatusBadRequest || r.Err(http.MethodPost, "/v1/jobs", time.Now()).(*apiclient.APIError).Code != "invalid_json" {
+	if r.Status != http.StatusBadRequest || r.Err().(*apiclient.APIError).Code != "invalid_json" {
 		t.Errorf("malformed body: %d %s", r.Status, r.Body)
 	}
 	r, err = b.user.Do(ctx, http.MethodPost, "/v1/jobs", `{}`, http.Header{"Content-Type": {"text/plain"}})

@@ -163,14 +163,17 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+
+	method, path string
+	at           time.Time
 }
 
 // Err returns nil for a 2xx answer, else its *APIError.
-func (r *Response) Err(method, path string, now time.Time) error {
+func (r *Response) Err() error {
 	if r.Status >= 200 && r.Status <= 299 {
 		return nil
 	}
-	return apiError(method, path, r, now)
+	return apiError(r.method, r.path, r, r.at)
 }
 
 // Do sends one request and returns the answer whatever its status; the
@@ -197,12 +200,11 @@ func (c *Client) do(ctx context.Context, origin, method, path string, body any, 
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}, nil
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw, method: method, path: path, at: c.now()}, nil
 }
 
 func (c *Client) request(ctx context.Context, origin, method, path string, body any, header http.Header) (*http.Request, error) {
 	var rd io.Reader
-	isJSON := false
 	switch v := body.(type) {
 	case nil:
 	case string:
@@ -216,14 +218,14 @@ func (c *Client) request(ctx context.Context, origin, method, path string, body 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encoding the body: %w", method, path, err)
 		}
-		rd, isJSON = bytes.NewReader(raw), true
+		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, origin+path, rd)
 	if err != nil {
 		return nil, err
 	}
-	if isJSON || (body != nil && header.Get("Content-Type") == "") {
-		req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // header may say otherwise
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
@@ -248,16 +250,13 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) (
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Err(method, path, c.now()); err != nil {
+	if err := r.Err(); err != nil {
 		return r.Header, err
 	}
 	if out == nil || len(r.Body) == 0 {
 		return r.Header, nil
 	}
-	if err := json.Unmarshal(r.Body, out); err != nil {
-		return r.Header, fmt.Errorf("%s %s: the answer is not what the client expects: %w", method, path, err)
-	}
-	return r.Header, nil
+	return r.Header, decode(method, path, r.Body, out)
 }
 
 func apiError(method, path string, r *Response, now time.Time) *APIError {

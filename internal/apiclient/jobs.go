@@ -98,7 +98,7 @@ func (c *Client) SubmitJob(ctx context.Context, req jobs.SubmitRequest) (j job.J
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	if err := r.Err(http.MethodPost, "/v1/jobs", c.now()); err != nil {
+	if err := r.Err(); err != nil {
 		return job.Job{}, false, err
 	}
 	if err := decode(http.MethodPost, "/v1/jobs", r.Body, &j); err != nil {

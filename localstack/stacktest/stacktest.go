@@ -112,11 +112,18 @@ func (r Response) ErrorCode() string {
 // name, value pairs.
 func (b *Bundle) Call(method, path, token string, body any, headers ...string) Response {
 	b.T.Helper()
+	return b.CallAt(b.Stack.APIURL, method, path, token, body, headers...)
+}
+
+// CallAt is Call to another server of the stack's routes (the admin routes
+// served apart by admintest).
+func (b *Bundle) CallAt(baseURL, method, path, token string, body any, headers ...string) Response {
+	b.T.Helper()
 	h := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
 		h.Set(headers[i], headers[i+1])
 	}
-	a, err := b.Client(token).Do(context.Background(), method, path, body, h)
+	a, err := apiclient.New(baseURL, apiclient.WithToken(token)).Do(context.Background(), method, path, body, h)
 	if err != nil {
 		b.T.Fatal(err)
 	}
