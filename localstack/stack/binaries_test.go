@@ -123,7 +123,8 @@ func (h *hooks) handler(wh *standardwebhooks.Webhook) http.HandlerFunc {
 // publisher; recovery's relay queues the webhook, which system delivers,
 // signed with the owner's secret (sealed by KMS, read through the API and
 // checked with the Standard Webhooks library); and the job's events
-// reach an SSE client through stream, at its own URL.
+// reach an SSE client through stream, at its own URL; an operator reads
+// the job through admin.
 func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	t.Parallel()
 	b := setupBinaries(t, map[string]string{
@@ -210,6 +211,16 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 		t.Errorf("webhooks: events %v, %d with a bad signature", receiver.events, receiver.bad)
 	}
 	receiver.mu.Unlock()
+
+	// The operators' view of the job, through the gateway's admin route:
+	// the admin function's own binary answers it.
+	op := b.Token("op-binaries", "admin", "")
+	if got := b.Must(b.Call("GET", "/v1/admin/jobs/"+id, op, nil), 200).Body["status"]; got != "succeeded" {
+		t.Errorf("GET /v1/admin/jobs/%s: status %v, want succeeded", id, got)
+	}
+	if r := b.Call("GET", "/v1/admin/overview", tok, nil); r.Status != http.StatusForbidden {
+		t.Errorf("GET /v1/admin/overview as a user: %d, want 403", r.Status)
+	}
 
 	// Every function ran as its own process, started once at least.
 	for _, name := range s.Provisioned.Definition.Functions {
