@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -71,11 +72,11 @@ func DurationAlarmed(fn string) bool { return fn != resources.FuncStream }
 // OldestMessageAlarmAfter is, per tier, the age of the oldest message that
 // raises an alarm. It allows for retry backoff held in the visibility
 // timeout (up to 15 minutes per attempt); the low tier is allowed to lag.
-var OldestMessageAlarmAfter = map[resources.Tier]time.Duration{
-	resources.High:   30 * time.Minute,
-	resources.Medium: 30 * time.Minute,
-	resources.Low:    2 * time.Hour,
-	resources.System: 30 * time.Minute,
+var OldestMessageAlarmAfter = map[job.Tier]time.Duration{
+	job.High:   30 * time.Minute,
+	job.Medium: 30 * time.Minute,
+	job.Low:    2 * time.Hour,
+	job.System: 30 * time.Minute,
 }
 
 // monitoring adds the alarms (to an encrypted SNS topic) and the dashboard.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -55,7 +56,7 @@ func TestEventRelay(t *testing.T) {
 			}))
 		})
 		// SendMessage goes to exactly the system queue and the failure queue.
-		system := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.Queues[slices.IndexFunc(s.def.Queues, func(q resources.Queue) bool { return q.Tier == resources.System })].Name), "Arn")
+		system := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.Queues[slices.IndexFunc(s.def.Queues, func(q resources.Queue) bool { return q.Tier == job.System })].Name), "Arn")
 		var targets []any
 		for _, d := range policyDocs(t, s, resources.FuncRelay) {
 			for _, st := range d.(map[string]any)["Statement"].([]any) {

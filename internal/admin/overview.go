@@ -14,7 +14,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -154,9 +153,9 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 }
 
 // orphans counts what recovery would call stuck now.
-func (s *Service) orphans(ctx context.Context, now time.Time, paused map[resources.Tier]bool) (int, error) {
+func (s *Service) orphans(ctx context.Context, now time.Time, paused map[job.Tier]bool) (int, error) {
 	before := now.Add(-s.cfg.StuckAfter)
-	var skip []resources.Tier
+	var skip []job.Tier
 	for t, p := range paused {
 		if p {
 			skip = append(skip, t)
@@ -174,7 +173,7 @@ func (s *Service) orphans(ctx context.Context, now time.Time, paused map[resourc
 }
 
 // tierStats reads a tier's queue and DLQ depths.
-func (s *Service) tierStats(ctx context.Context, t resources.Tier) (TierStats, error) {
+func (s *Service) tierStats(ctx context.Context, t job.Tier) (TierStats, error) {
 	var st TierStats
 	attrs, err := s.queueAttrs(ctx, s.cfg.QueueURLs[t],
 		sqstypes.QueueAttributeNameApproximateNumberOfMessages,

@@ -109,7 +109,7 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item[resources.AttrEntity] = str(resources.EntityJob)
 	item[resources.AttrJobStatus] = str(string(j.Status))
 	if j.Tier != "" {
-		item[resources.AttrJobTier] = str(j.Tier)
+		item[resources.AttrJobTier] = str(string(j.Tier))
 	}
 	if j.Type != "" {
 		item[resources.AttrJobType] = str(j.Type)
@@ -270,7 +270,7 @@ var ErrPaused = errors.New("tier paused")
 func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
 	c := condition(expression.AttributeNotExists(expression.Name("paused")).Or(expression.Name("paused").Equal(expression.Value(false))))
 	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.table), Key: tierFlagKey(resources.Tier(j.Tier), tierShard(j.ID)),
+		TableName: aws.String(s.table), Key: tierFlagKey(j.Tier, tierShard(j.ID)),
 		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
 	}}
 	return s.saveJob(ctx, j, []types.TransactWriteItem{check})

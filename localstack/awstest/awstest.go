@@ -26,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -114,7 +115,7 @@ func Provision(t testing.TB) Env {
 	t.Helper()
 	cfg := Config(t)
 	clients := awsclient.New(cfg)
-	def := resources.Named(resources.Local, Prefix(t))
+	def := resources.Named(job.Local, Prefix(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := provision.Apply(ctx, clients, def)

@@ -185,7 +185,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = handler.NewLogger()
 	}
 	if o.Prefix == "" {
-		o.Prefix = "conveyor-" + string(resources.Local)
+		o.Prefix = "conveyor-" + string(job.Local)
 	}
 	o.APIAddr = firstSet(o.APIAddr, o.Getenv(config.VarAPIAddr), config.Lookup(config.VarAPIAddr).Default.(string))
 	o.SimulatorAddr = firstSet(o.SimulatorAddr, o.Getenv(config.VarSimulatorAddr), "127.0.0.1:0")
@@ -234,7 +234,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 	if s.Endpoints.DynamoDB == "" {
 		s.Endpoints.DynamoDB = s.Endpoints.Default
 	}
-	b := &bringUp{def: resources.Named(resources.Local, opts.Prefix)}
+	b := &bringUp{def: resources.Named(job.Local, opts.Prefix)}
 	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	b.uncounted = awsclient.New(b.uncountedCfg)
 	res, err := provision.Apply(ctx, b.uncounted, b.def)

@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secretref"
 )
@@ -41,7 +42,7 @@ func Router(env handler.Env, s api.Services, adm *admin.Service) *httpapi.Router
 	api.Register(rt, s)
 	api.RegisterAdmin(rt, adm)
 	// The operations dashboard: served by the api function, in AWS as here.
-	api.RegisterDashboard(rt, api.DashboardOptions{Local: env.Config.Env == resources.Local})
+	api.RegisterDashboard(rt, api.DashboardOptions{Local: env.Config.Env == job.Local})
 	return rt
 }
 
@@ -73,7 +74,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGa
 // source mappings. In the local environment both are nil: admin's
 // receive/send/delete mover, and the pollers read the tier flag.
 func Movers(env handler.Env, client *sqs.Client) (admin.Mover, admin.Switch) {
-	if env.Config.Env == resources.Local {
+	if env.Config.Env == job.Local {
 		return nil, nil
 	}
 	log := env.Log()

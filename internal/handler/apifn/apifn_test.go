@@ -12,7 +12,7 @@ import (
 	"github.com/conveyor/conveyor/internal/admin/esm"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -48,8 +48,8 @@ func TestServesTheRoutes(t *testing.T) {
 // local environment has neither.
 func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
 	t.Parallel()
-	uuids := map[resources.Tier]string{resources.Low: "uuid-low"}
-	env := handler.Env{Config: config.Config{Env: resources.Local, ESMUUIDs: uuids}}.WithDefaults()
+	uuids := map[job.Tier]string{job.Low: "uuid-low"}
+	env := handler.Env{Config: config.Config{Env: job.Local, ESMUUIDs: uuids}}.WithDefaults()
 	if m, s := Movers(env, nil); m != nil || s != nil {
 		t.Errorf("local: mover %T, switch %T, want none", m, s)
 	}
@@ -58,7 +58,7 @@ func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
 	if _, ok := m.(admin.TaskMover); !ok {
 		t.Errorf("mover %T, want admin.TaskMover", m)
 	}
-	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[resources.Low] != "uuid-low" {
+	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
 		t.Errorf("switch %#v, want esm.Switch with the configured mappings", s)
 	}
 }
