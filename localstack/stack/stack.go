@@ -27,11 +27,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -298,11 +298,12 @@ func (s *Stack) configure(b *bringUp, opts Options) error {
 // serve wires the graph, starts the functions (in process or as their
 // binaries) and the local runtime that triggers them.
 func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
-	// The local stand-ins: DLQs are redriven by receive/send/delete (the
-	// emulator has no move tasks) and no event source mapping is switched
-	// (the pollers read the tier flag).
+	// The local stand-ins (apifn.Local): DLQs are redriven by
+	// receive/send/delete (the emulator has no move tasks), no event source
+	// mapping is switched (the pollers read the tier flag) and the
+	// dashboard is plain HTTP.
 	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
-		Mover: admin.SQSMover{SQS: b.clients.SQS, Logger: opts.Logger}})
+		Mover: apifn.LocalMover(b.clients.SQS, opts.Logger), Dashboard: apifn.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
 		return err

@@ -43,22 +43,32 @@ func TestServesTheRoutes(t *testing.T) {
 	}
 }
 
-// TestMoversAreAWSOnesOutsideTheLocalEnvironment: in AWS, DLQs are
-// redriven by move tasks and tiers switched through their mappings; the
-// local environment has neither.
-func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
+// TestPlatforms: in AWS, DLQs are redriven by move tasks (a selection by
+// receive/send/delete), tiers switched through their mappings and the
+// dashboard sent with HSTS; the local stand-ins have neither move tasks
+// nor mappings, and serve the dashboard over plain HTTP. Which one a
+// function gets is its caller's choice, whatever the configuration says.
+func TestPlatforms(t *testing.T) {
 	t.Parallel()
 	uuids := map[job.Tier]string{job.Low: "uuid-low"}
-	env := handler.Env{Config: config.Config{Env: job.Local, ESMUUIDs: uuids}}.WithDefaults()
-	if m, s := Movers(env, nil); m != nil || s != nil {
-		t.Errorf("local: mover %T, switch %T, want none", m, s)
+	env := handler.Env{Config: config.Config{Env: "prod-en", ESMUUIDs: uuids}}.WithDefaults()
+	aws := AWS(env, nil)
+	if m, ok := aws.Mover.(admin.TaskMover); !ok {
+		t.Errorf("AWS mover %T, want admin.TaskMover", aws.Mover)
+	} else if _, ok := m.Fallback.(admin.SQSMover); !ok {
+		t.Errorf("AWS mover's fallback %T, want admin.SQSMover", m.Fallback)
 	}
-	env.Config.Env = "prod-en"
-	m, s := Movers(env, nil)
-	if _, ok := m.(admin.TaskMover); !ok {
-		t.Errorf("mover %T, want admin.TaskMover", m)
+	if sw, ok := aws.Switch.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
+		t.Errorf("AWS switch %#v, want esm.Switch with the configured mappings", aws.Switch)
 	}
-	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
-		t.Errorf("switch %#v, want esm.Switch with the configured mappings", s)
+	if aws.Dashboard.Local {
+		t.Error("AWS dashboard served as local (no HSTS)")
+	}
+	local := Local(env, nil)
+	if _, ok := local.Mover.(admin.SQSMover); !ok {
+		t.Errorf("local mover %T, want admin.SQSMover", local.Mover)
+	}
+	if local.Switch != nil || !local.Dashboard.Local {
+		t.Errorf("local: switch %T, dashboard %+v; want no switch, a local dashboard", local.Switch, local.Dashboard)
 	}
 }
