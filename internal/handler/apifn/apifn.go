@@ -20,7 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
-		"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secretref"
 )
 
