@@ -154,3 +154,16 @@ func (e Env) Function(t testing.TB, fn string, extra map[string]string) handler.
 	}
 	return handler.Env{Config: cfg, AWS: e.Config, Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard}.WithDefaults()
 }
+
+// Handler builds the function fn's handler as its binary does: build (its
+// package's New) from the configuration its stack gives it (extra added),
+// on a freshly provisioned, private set of resources. A failure ends the
+// test.
+func Handler[H any](t testing.TB, fn string, extra map[string]string, build func(context.Context, handler.Env) (H, error)) H {
+	t.Helper()
+	h, err := build(context.Background(), Provision(t).Function(t, fn, extra))
+	if err != nil {
+		t.Fatalf("building the %s function: %v", fn, err)
+	}
+	return h
+}

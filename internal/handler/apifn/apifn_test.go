@@ -21,11 +21,7 @@ import (
 func TestServesTheRoutes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := awstest.Provision(t).Function(t, Name, map[string]string{config.VarJWTSecret: strings.Repeat("k", 32)})
-	h, err := New(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := awstest.Handler(t, Name, map[string]string{config.VarJWTSecret: strings.Repeat("k", 32)}, New)
 	get := func(path string) int {
 		req := events.APIGatewayV2HTTPRequest{RawPath: path, RequestContext: events.APIGatewayV2HTTPRequestContext{
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodGet, Path: path}}}
