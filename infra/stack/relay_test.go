@@ -3,6 +3,7 @@ package stack_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,7 +75,7 @@ func TestEventRelay(t *testing.T) {
 		less := func(a, b any) int {
 			x, _ := json.Marshal(a)
 			y, _ := json.Marshal(b)
-			return cmpStr(string(x), string(y))
+			return strings.Compare(string(x), string(y))
 		}
 		slices.SortFunc(targets, less)
 		slices.SortFunc(want, less)
@@ -82,14 +83,4 @@ func TestEventRelay(t *testing.T) {
 			t.Errorf("relay's SendMessage resources (-want +got):\n%s", diff)
 		}
 	})
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
