@@ -1,6 +1,9 @@
 package job
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Env names a deployment environment.
 type Env string
@@ -20,14 +23,7 @@ var Envs = []Env{Local, Staging, ProdRU, ProdEN}
 var CloudEnvs = []Env{Staging, ProdRU, ProdEN}
 
 // ParseEnv returns the Env named s, or an error naming the valid ones.
-func ParseEnv(s string) (Env, error) {
-	for _, e := range Envs {
-		if string(e) == s {
-			return e, nil
-		}
-	}
-	return "", fmt.Errorf("unknown environment %q (want one of local, staging, prod-ru, prod-en)", s)
-}
+func ParseEnv(s string) (Env, error) { return parseName("environment", Envs, s) }
 
 // Production reports whether the environment serves real users; production
 // tables get deletion protection and retained resources.
@@ -50,14 +46,20 @@ var Tiers = []Tier{High, Medium, Low, System}
 // PublishTiers are the tiers whose queues the publisher consumes.
 var PublishTiers = []Tier{High, Medium, Low}
 
-// ParseTier returns the Tier named s.
-func ParseTier(s string) (Tier, error) {
-	for _, t := range Tiers {
-		if string(t) == s {
-			return t, nil
+// ParseTier returns the Tier named s, or an error naming the valid ones.
+func ParseTier(s string) (Tier, error) { return parseName("tier", Tiers, s) }
+
+// parseName returns the value of all spelled s, or an error naming them
+// ("unknown tier "x" (want one of high, medium, low, system)").
+func parseName[T ~string](kind string, all []T, s string) (T, error) {
+	names := make([]string, len(all))
+	for i, v := range all {
+		if string(v) == s {
+			return v, nil
 		}
+		names[i] = string(v)
 	}
-	return "", fmt.Errorf("unknown tier %q (want one of high, medium, low, system)", s)
+	return "", fmt.Errorf("unknown %s %q (want one of %s)", kind, s, strings.Join(names, ", "))
 }
 
 // TierForPlan maps a user's plan to the tier its jobs run in. Unknown plans
