@@ -488,7 +488,7 @@ func Named(env job.Env, prefix string) Definition {
 		EventStream: EventStream{
 			Function:              FuncRelay,
 			BatchSize:             100,
-			BatchingWindow:        0,
+			BatchingWindow:        time.Second,
 			ParallelizationFactor: 4,
 			MaxRetries:            10,
 			BisectOnError:         true,

@@ -8,6 +8,7 @@ package emulator
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -229,16 +230,18 @@ func Reset(ctx context.Context, endpoint string) error {
 }
 
 // FindCommand locates moto: $CONVEYOR_MOTO_SERVER (a moto_server
-// executable), else the repository's .venv/bin/moto_server, else
-// moto_server on PATH.
+// executable, run as it is), else the repository's .venv — its Python
+// running moto_server.py, moto with its per-message hot paths made cheap
+// (see that file: every answer is moto's, but a call no longer costs
+// O(backlog)) — else moto_server on PATH.
 func FindCommand() ([]string, error) {
 	if b := os.Getenv("CONVEYOR_MOTO_SERVER"); b != "" {
 		return []string{b}, nil
 	}
 	if root, err := RepoRoot(); err == nil {
-		b := filepath.Join(root, ".venv", "bin", "moto_server")
-		if _, err := os.Stat(b); err == nil {
-			return []string{b}, nil
+		python := filepath.Join(root, ".venv", "bin", "python")
+		if _, err := os.Stat(filepath.Join(root, ".venv", "bin", "moto_server")); err == nil {
+			return []string{python, "-c", motoServerPy}, nil
 		}
 	}
 	if b, err := exec.LookPath("moto_server"); err == nil {
@@ -246,6 +249,11 @@ func FindCommand() ([]string, error) {
 	}
 	return nil, errors.New("moto not found: run `make emulator` (make test and make run do it) to install it into .venv, or set CONVEYOR_MOTO_SERVER")
 }
+
+// motoServerPy starts moto_server after patching its hot paths.
+//
+//go:embed moto_server.py
+var motoServerPy string
 
 // RepoRoot walks up from the working directory to the directory holding go.mod.
 func RepoRoot() (string, error) {

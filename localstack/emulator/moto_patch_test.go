@@ -1,0 +1,121 @@
+package emulator_test
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/localstack/emulator"
+)
+
+// lockedBuffer collects the emulator's output, written from its own goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPatchedMotoAnswersAsMotoDoes starts moto the way every stack does
+// (moto_server.py: its SQS hot paths made cheap) and checks that the patches
+// took and that what they touch answers as stock moto and SQS do: the three
+// approximate counts, a delayed message, an in-flight one, content-based
+// deduplication on a FIFO queue, retention on receive.
+func TestPatchedMotoAnswersAsMotoDoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var log lockedBuffer
+	m, err := emulator.Start(ctx, emulator.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	c := awsclient.New(awsclient.ForEndpoint(awsclient.Endpoints{Default: m.Endpoint}, "")).SQS
+
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("patched")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := q.QueueUrl
+	for i := range 4 {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m" + strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("later"), DelaySeconds: 600}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 1, VisibilityTimeout: 600})
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("receive: %v, %d messages", err, len(got.Messages))
+	}
+	counts := func(url *string) map[string]string {
+		t.Helper()
+		a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Attributes
+	}
+	a := counts(url)
+	for name, want := range map[string]string{"ApproximateNumberOfMessages": "3", "ApproximateNumberOfMessagesDelayed": "2", "ApproximateNumberOfMessagesNotVisible": "1"} {
+		if a[name] != want {
+			t.Errorf("%s = %q, want %q (all: %v)", name, a[name], want, a)
+		}
+	}
+	// One attribute by name goes through the same counts.
+	one, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil || one.Attributes["ApproximateNumberOfMessages"] != "3" {
+		t.Errorf("ApproximateNumberOfMessages alone: %v, %v", one.Attributes, err)
+	}
+
+	fifo, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("patched.fifo"),
+		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: fifo.QueueUrl, MessageBody: aws.String("same"), MessageGroupId: aws.String("g")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counts(fifo.QueueUrl)["ApproximateNumberOfMessages"]; n != "1" {
+		t.Errorf("content-based deduplication kept %s messages, want 1", n)
+	}
+
+	// A message past the queue's retention period is not delivered.
+	short, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("patched-retention"), Attributes: map[string]string{"MessageRetentionPeriod": "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: short.QueueUrl, MessageBody: aws.String("fresh")}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: short.QueueUrl}); err != nil || len(r.Messages) != 1 {
+		t.Errorf("a fresh message within retention: %v, %d messages", err, len(r.Messages))
+	}
+
+	if strings.Contains(log.String(), "conveyor moto patches") {
+		t.Errorf("a patch did not apply:\n%s", log.String())
+	}
+}

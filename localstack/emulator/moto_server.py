@@ -1,0 +1,176 @@
+"""moto_server with its per-message hot paths made cheap; behaviour unchanged.
+
+moto (pinned in localstack/requirements.txt) answers every SQS call by
+walking every message of the queue several times, reading the clock through
+two datetime conversions per message per walk:
+
+- SendMessage reads ``queue.attributes`` (once for a standard queue, twice
+  for a FIFO queue) only to learn ContentBasedDeduplication; computing it
+  walks every message three times to count the visible, delayed and in-flight
+  ones (four clock reads per message);
+- ReceiveMessage checks each message it returns against the retention period
+  through ``get_queue_attributes``, which computes ``queue.attributes`` three
+  times;
+- EventBridge's SQS targets go through SendMessage, and every target's input
+  is rendered with a fresh JSONPath parse of each path (eight for a target
+  without a transformer, the archive's included).
+
+So a call costs O(backlog) at ~12 us per waiting message: with a thousand
+messages in a queue every send to it costs ~25 ms of moto's single Python
+process, and a pipeline whose queues fill slows down the more they fill (the
+collapse issue 19 saw, and the event lag of issue 18: a `make bench` profile
+with py-spy had 91% of moto's time in `Queue.attributes` under `PutEvents`).
+AWS's calls do not grow with the backlog.
+
+What this changes, and only this (every answer is the same):
+- the clock that SQS's models read is ``time.time()`` (what moto's
+  ``unix_time()`` computes through datetime, to the microsecond);
+- a message's ``visible``/``delayed`` and the queue's ``messages`` read the
+  clock once per walk, not per message;
+- ``queue.attributes`` counts the three ``ApproximateNumberOfMessages*`` in one
+  walk instead of three;
+- the retention check reads the queue's retention period directly;
+- ``jsonpath_ng.ext.parse`` is memoised (parsed paths are immutable; moto
+  parses the same few paths for every event);
+- the list of moto's service modules, which the dispatcher read from the
+  disk (a directory listing and ~200 ``isdir``) for every request while
+  holding the lock every request takes, is read once;
+- the access log (a line per request, 14% of moto's time under `make bench`
+  once the above was gone) is off unless CONVEYOR_MOTO_ACCESS_LOG=1.
+
+Each patch checks that the moto it patches has what it expects, and leaves
+moto alone (saying so on stderr) when it does not, so a moto upgrade degrades
+to stock behaviour, never to different behaviour.
+
+Run as: python moto_server.py [moto_server arguments]
+"""
+
+import functools
+import sys
+import time
+
+
+def _warn(what: str, err: BaseException) -> None:
+    print(f"conveyor moto patches: {what} left as moto ships it ({err!r})", file=sys.stderr)
+
+
+def _patch_sqs() -> None:
+    from moto.sqs import models
+
+    Queue, Message, Backend = models.Queue, models.Message, models.SQSBackend
+    # Refuse to patch a moto whose shapes differ from the one these patches were
+    # written against.
+    for cls, names in ((Queue, ("attributes", "messages", "approximate_number_of_messages",
+                                "approximate_number_of_messages_delayed",
+                                "approximate_number_of_messages_not_visible")),
+                       (Message, ("visible", "delayed"))):
+        for name in names:
+            if not isinstance(getattr(cls, name, None), property):
+                raise AttributeError(f"{cls.__name__}.{name} is not a property")
+    if not hasattr(Backend, "is_message_valid_based_on_retention_period"):
+        raise AttributeError("SQSBackend.is_message_valid_based_on_retention_period is missing")
+    for name in ("unix_time", "unix_time_millis"):
+        if not callable(getattr(models, name, None)):
+            raise AttributeError(f"moto.sqs.models.{name} is missing")
+
+    slow_unix_time, slow_unix_time_millis = models.unix_time, models.unix_time_millis
+
+    def unix_time(dt=None):
+        return time.time() if dt is None else slow_unix_time(dt)
+
+    def unix_time_millis(dt=None):
+        return time.time() * 1000.0 if dt is None else slow_unix_time_millis(dt)
+
+    models.unix_time, models.unix_time_millis = unix_time, unix_time_millis
+
+    Message.visible = property(lambda self: time.time() * 1000.0 > self.visible_at)
+    Message.delayed = property(lambda self: time.time() * 1000.0 < self.delayed_until)
+
+    def messages(self):
+        now = time.time() * 1000.0
+        return [m for m in self._messages if now > m.visible_at and not now < m.delayed_until]
+
+    Queue.messages = property(messages)
+
+    def counts(self):
+        """(visible and not delayed, delayed, in flight), in one walk."""
+        now = time.time() * 1000.0
+        ready = delayed = in_flight = 0
+        for m in list(self._messages):
+            is_delayed = now < m.delayed_until
+            is_visible = now > m.visible_at
+            if is_delayed:
+                delayed += 1
+            if not is_visible:
+                in_flight += 1
+            elif not is_delayed:
+                ready += 1
+        return ready, delayed, in_flight
+
+    def counted(index):
+        def get(self):
+            c = getattr(self, "_conveyor_counts", None)
+            return (c if c is not None else counts(self))[index]
+        return property(get)
+
+    Queue.approximate_number_of_messages = counted(0)
+    Queue.approximate_number_of_messages_delayed = counted(1)
+    Queue.approximate_number_of_messages_not_visible = counted(2)
+
+    stock_attributes = Queue.attributes.fget
+
+    def attributes(self):
+        # The three counts are read while the stock property builds the dict;
+        # a concurrent caller that finds them gone counts for itself.
+        self._conveyor_counts = counts(self)
+        try:
+            return stock_attributes(self)
+        finally:
+            self._conveyor_counts = None
+
+    Queue.attributes = property(attributes)
+
+    def is_message_valid_based_on_retention_period(self, queue_name, message):
+        queue = self.get_queue(queue_name)
+        return int(queue.message_retention_period) + message.sent_timestamp / 1000 > time.time()
+
+    Backend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+
+
+def _patch_jsonpath() -> None:
+    import jsonpath_ng.ext
+
+    jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)
+
+
+def _patch_dispatch() -> None:
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    if not modules:
+        raise RuntimeError("moto lists no service modules")
+    backends.list_of_moto_modules = lambda: modules
+
+
+def _quiet_access_log() -> None:
+    import logging
+    import os
+
+    if os.environ.get("CONVEYOR_MOTO_ACCESS_LOG") != "1":
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+
+def main() -> None:
+    for what, patch in (("SQS", _patch_sqs), ("JSONPath parsing", _patch_jsonpath),
+                        ("the service dispatcher", _patch_dispatch), ("the access log", _quiet_access_log)):
+        try:
+            patch()
+        except Exception as err:  # a different moto: run it unpatched
+            _warn(what, err)
+    from moto.server import main as moto_main
+
+    moto_main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()
