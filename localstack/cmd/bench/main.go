@@ -116,6 +116,7 @@ type result struct {
 	E2EP50             float64            `json:"e2e_p50_ms"`
 	E2EP95             float64            `json:"e2e_p95_ms"`
 	Throughput         float64            `json:"throughput_jobs_per_s"`
+	OfferedRate        float64            `json:"offered_jobs_per_s,omitempty"`
 	BootstrapBytes     map[string]int64   `json:"bootstrap_bytes"`
 	FloorPutItemP50    float64            `json:"floor_putitem_p50_ms"`
 	FloorSendP50       float64            `json:"floor_sendmessage_p50_ms"`
@@ -166,6 +167,7 @@ type result struct {
 func main() {
 	n := flag.Int("jobs", 1000, "jobs to push through")
 	conc := flag.Int("concurrency", 16, "concurrent submitters")
+	rate := flag.Float64("rate", 0, "offered load in jobs/s, submitted open loop whatever the answers' latency (0: as fast as -concurrency submitters go)")
 	users := flag.Int("users", 20, "distinct users (each with a connected account and one upload)")
 	skipBuild := flag.Bool("skip-build", false, "do not build the bootstraps (sizes and cold starts)")
 	simLatency := flag.Duration("sim-latency", 300*time.Millisecond, "external-API latency for the bill's second run (the simulator's latencyMs)")
@@ -176,7 +178,7 @@ func main() {
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
-	o := opts{n: *n, conc: *conc, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, warmup: *warmup, archive: *archive}
+	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, warmup: *warmup, archive: *archive}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -212,6 +214,7 @@ type opts struct {
 	coldRuns           int
 	warmup             bool
 	archive            bool
+	rate               float64
 }
 
 func progress(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
@@ -270,7 +273,10 @@ type env struct {
 	tokens  []string
 	uploads []string
 	conc    int
-	reads   int
+	// rate, when above 0, submits that many jobs a second (open loop)
+	// instead of as fast as conc submitters go.
+	rate  float64
+	reads int
 }
 
 func run(o opts) error {
@@ -318,7 +324,7 @@ func run(o opts) error {
 		return err
 	}
 
-	e := &env{s: s, counter: counter, durs: durs, conc: o.conc, reads: o.reads,
+	e := &env{s: s, counter: counter, durs: durs, conc: o.conc, rate: o.rate, reads: o.reads,
 		poll: store.New(awsclient.New(floorCfg).DynamoDB, s.Config.Table, nil)}
 	progress("preparing %d users", o.users)
 	e.tokens = make([]string, o.users)
@@ -401,6 +407,7 @@ func run(o opts) error {
 		res.ClientReadsPerJob[op] = float64(c) / float64(o.n)
 	}
 	res.Throughput = main.throughput
+	res.OfferedRate = o.rate
 	res.SubmitP50, res.SubmitP95 = pct(main.submitLat, 50), pct(main.submitLat, 95)
 	res.E2EP50, res.E2EP95 = pct(main.e2e, 50), pct(main.e2e, 95)
 	progress("waiting for every job.succeeded webhook")
@@ -507,29 +514,43 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	start := time.Now()
 	stamp := time.Now().UnixNano()
 	callsBefore := simCalls(e.s)
-	for range e.conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				u := i % users
-				t0 := time.Now()
-				body, err := apiclient.Call(e.s.APIURL, "POST", "/v1/jobs", e.tokens[u], map[string]any{
-					"items": []any{map[string]any{"uploadId": e.uploads[u]}}, "params": map[string]any{"title": fmt.Sprintf("%s %d %d", title, stamp, i)},
-				})
-				ph.submitLat[i] = time.Since(t0)
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-				jobIDs[i] = body["id"].(string)
-				if (i+1)%(max(n/10, 1)) == 0 {
-					progress("submitted %d/%d", i+1, n)
-				}
-			}
+	submit := func(i int) bool {
+		u := i % users
+		t0 := time.Now()
+		body, err := apiclient.Call(e.s.APIURL, "POST", "/v1/jobs", e.tokens[u], map[string]any{
+			"items": []any{map[string]any{"uploadId": e.uploads[u]}}, "params": map[string]any{"title": fmt.Sprintf("%s %d %d", title, stamp, i)},
 		})
+		ph.submitLat[i] = time.Since(t0)
+		if err != nil {
+			errOnce.Do(func() { firstErr = err })
+			return false
+		}
+		jobIDs[i] = body["id"].(string)
+		if (i+1)%(max(n/10, 1)) == 0 {
+			progress("submitted %d/%d", i+1, n)
+		}
+		return true
+	}
+	if e.rate > 0 {
+		// Open loop: job i is submitted at start + i/rate whatever the
+		// earlier ones' answers, as independent clients would.
+		for i := range n {
+			if wait := time.Until(start.Add(time.Duration(float64(i) / e.rate * float64(time.Second)))); wait > 0 {
+				time.Sleep(wait)
+			}
+			wg.Go(func() { submit(i) })
+		}
+	} else {
+		for range e.conc {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= n || !submit(i) {
+						return
+					}
+				}
+			})
+		}
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -847,6 +868,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
+	if r.OfferedRate > 0 {
+		fmt.Fprintf(w, "offered load (open loop, -rate)\t%.1f jobs/s\n", r.OfferedRate)
+	}
 	fmt.Fprintf(w, "event lag, transition → webhook received p50 / p95\t%.1f / %.1f ms\n", r.WebhookLagP50, r.WebhookLagP95)
 	fmt.Fprintf(w, "SSE reads per idle client per minute\t%.1f\n", r.SSEReadsPerIdleClientPerMin)
 	fmt.Fprintf(w, "event lag, transition → bus, p50 / p95\t%.1f / %.1f ms\n", r.EventLagBusP50, r.EventLagBusP95)
