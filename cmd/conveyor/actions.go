@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/apiclient"
 )
 
 // chunk is how many job ids go in one bulk request (the API's limit).
@@ -62,15 +59,14 @@ func (c *cli) jobsActionCmd(verb string) *cobra.Command {
 }
 
 func (c *cli) restartItem(ctx context.Context, t target, jobID, item string, asJSON bool) error {
-	var j job.Job
-	path := "/v1/admin/jobs/" + url.PathEscape(jobID) + "/items/" + url.PathEscape(item) + "/restart"
-	if err := c.call(ctx, t, http.MethodPost, path, nil, &j); err != nil {
+	j, err := c.api(t).RestartItem(ctx, jobID, item)
+	if err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	if asJSON {
 		return c.printJSON(j)
 	}
-	_, err := fmt.Fprintf(c.stdout, "restarted item %s of %s: job %s\n", item, j.ID, j.Status)
+	_, err = fmt.Fprintf(c.stdout, "restarted item %s of %s: job %s\n", item, j.ID, j.Status)
 	return err
 }
 
@@ -82,17 +78,16 @@ func (c *cli) bulk(ctx context.Context, t target, verb string, ids []string, asJ
 	var failed error
 	for start := 0; start < len(ids); start += chunk {
 		part := ids[start:min(start+chunk, len(ids))]
-		body := map[string]any{"jobIds": part}
 		var got []string
 		var sk []admin.Skipped
 		var err error
 		if verb == "restart" {
 			var r admin.Restarted
-			err = c.call(ctx, t, http.MethodPost, "/v1/admin/jobs/restart", body, &r)
+			r, err = c.api(t).RestartJobs(ctx, part)
 			got, sk = r.Restarted, r.Skipped
 		} else {
 			var r admin.Stopped
-			err = c.call(ctx, t, http.MethodPost, "/v1/admin/jobs/stop", body, &r)
+			r, err = c.api(t).StopJobs(ctx, part)
 			got, sk = r.Stopped, r.Skipped
 		}
 		if err != nil {
@@ -164,12 +159,13 @@ func (c *cli) dlqPeekCmd() *cobra.Command {
 }
 
 func (c *cli) dlqPeek(ctx context.Context, t target, tier string, limit int, asJSON bool) error {
-	var res struct {
-		Messages []admin.DLQMessage `json:"messages"`
-	}
-	if err := c.call(ctx, t, http.MethodGet, "/v1/admin/dlq/"+url.PathEscape(tier)+"?limit="+strconv.Itoa(limit), nil, &res); err != nil {
+	msgs, err := c.api(t).DLQPeek(ctx, tier, limit)
+	if err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
+	res := struct {
+		Messages []admin.DLQMessage `json:"messages"`
+	}{msgs}
 	if asJSON {
 		return c.printJSON(res)
 	}
@@ -192,7 +188,7 @@ func (c *cli) dlqPeek(ctx context.Context, t target, tier string, limit int, asJ
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", jobID, status, m.Attempts, m.ReceiveCount, sent, errText)
 	}
 	tw.Flush()
-	_, err := fmt.Fprintf(c.stdout, "%s %s DLQ: %d shown\n", t.name, tier, len(res.Messages))
+	_, err = fmt.Fprintf(c.stdout, "%s %s DLQ: %d shown\n", t.name, tier, len(res.Messages))
 	return err
 }
 
@@ -246,10 +242,9 @@ everything in one request (an SQS move task in AWS).`,
 // chunks of job ids when given, else batch messages per request until the
 // DLQ is empty (or, with task, in one request).
 func (c *cli) redrive(ctx context.Context, t target, tier string, ids []string, batch int, task bool) (int, error) {
-	path := "/v1/admin/dlq/" + url.PathEscape(tier) + "/redrive"
-	var res admin.Redriven
+	api := c.api(t)
 	if task {
-		err := c.call(ctx, t, http.MethodPost, path, nil, &res)
+		res, err := api.DLQRedrive(ctx, tier, apiclient.RedriveRequest{})
 		return res.Moved, err
 	}
 	if len(ids) > 0 {
@@ -257,7 +252,8 @@ func (c *cli) redrive(ctx context.Context, t target, tier string, ids []string, 
 		moved := 0
 		for start := 0; start < len(ids); start += chunk {
 			part := ids[start:min(start+chunk, len(ids))]
-			if err := c.call(ctx, t, http.MethodPost, path, map[string]any{"jobIds": part}, &res); err != nil {
+			res, err := api.DLQRedrive(ctx, tier, apiclient.RedriveRequest{JobIDs: part})
+			if err != nil {
 				bar.finish()
 				return moved, err
 			}
@@ -271,8 +267,8 @@ func (c *cli) redrive(ctx context.Context, t target, tier string, ids []string, 
 		return 0, fmt.Errorf("--batch must be between 1 and %d", admin.RedriveDefault)
 	}
 	// The depth now is the bar's end; messages arriving meanwhile move too.
-	var ov admin.Overview
-	if err := c.call(ctx, t, http.MethodGet, "/v1/admin/overview", nil, &ov); err != nil {
+	ov, err := api.Overview(ctx)
+	if err != nil {
 		return 0, err
 	}
 	st, ok := ov.Tiers[tier]
@@ -283,7 +279,8 @@ func (c *cli) redrive(ctx context.Context, t target, tier string, ids []string, 
 	defer bar.finish()
 	moved := 0
 	for {
-		if err := c.call(ctx, t, http.MethodPost, path, map[string]any{"max": batch}, &res); err != nil {
+		res, err := api.DLQRedrive(ctx, tier, apiclient.RedriveRequest{Max: batch})
+		if err != nil {
 			return moved, err
 		}
 		moved += res.Moved
@@ -312,8 +309,12 @@ func (c *cli) tierCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var st admin.TierState
-				if err := c.call(cmd.Context(), t, http.MethodPost, "/v1/admin/tiers/"+url.PathEscape(pos[0])+"/"+verb, nil, &st); err != nil {
+				set := c.api(t).PauseTier
+				if verb == "resume" {
+					set = c.api(t).ResumeTier
+				}
+				st, err := set(cmd.Context(), pos[0])
+				if err != nil {
 					return fmt.Errorf("%s: %w", t.name, err)
 				}
 				if asJSON {
@@ -350,12 +351,13 @@ func (c *cli) breakerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res struct {
-				Breakers []admin.BreakerView `json:"breakers"`
-			}
-			if err := c.call(cmd.Context(), t, http.MethodGet, "/v1/admin/breakers", nil, &res); err != nil {
+			bs, err := c.api(t).Breakers(cmd.Context())
+			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
+			res := struct {
+				Breakers []admin.BreakerView `json:"breakers"`
+			}{bs}
 			if listJSON {
 				return c.printJSON(res)
 			}
@@ -391,8 +393,8 @@ func (c *cli) breakerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res map[string]any
-			if err := c.call(cmd.Context(), t, http.MethodPost, "/v1/admin/breakers/"+url.PathEscape(key)+"/reset", nil, &res); err != nil {
+			res, err := c.api(t).ResetBreaker(cmd.Context(), key)
+			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			if resetJSON {

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/job"
 )
 
@@ -23,31 +21,12 @@ const (
 	inspectorOrphans = "/v1/admin/orphans"
 )
 
-// ownedJob is a job as the inspector shows it: any user's, with its owner.
-type ownedJob struct {
-	job.Job
-	Owner string `json:"owner"`
-}
-
-// orphan is a job nobody is working on although it should be.
-type orphan struct {
-	JobID  string     `json:"jobId"`
-	Owner  string     `json:"owner"`
-	Tier   string     `json:"tier"`
-	Status string     `json:"status"`
-	Since  *time.Time `json:"since"`
-	Reason string     `json:"reason"`
-}
-
 // errNoInspector explains a 404 on an inspector route.
 func errNoInspector(t target, route string) error {
 	return fmt.Errorf("%s: the API does not serve the job inspector (GET %s answered 404): this environment runs a version without it; upgrade it, or use `conveyor overview`", t.name, route)
 }
 
-func isNotFound(err error) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
-}
+func isNotFound(err error) bool { return apiclient.IsNotFound(err) }
 
 func (c *cli) jobsListCmd() *cobra.Command {
 	var (
@@ -67,24 +46,18 @@ func (c *cli) jobsListCmd() *cobra.Command {
 			if limit < 0 || limit > 200 {
 				return usagef("--limit must be between 0 and 200")
 			}
-			q := url.Values{}
-			for _, name := range []string{"status", "tier", "owner", "type", "errorCode", "createdFrom", "createdTo"} {
-				if v := strings.TrimSpace(*f[name]); v != "" {
-					q.Set(name, v)
-				}
-			}
+			v := func(name string) string { return strings.TrimSpace(*f[name]) }
+			q := admin.SearchRequest{Status: v("status"), Tier: v("tier"), Owner: v("owner"), Type: v("type"),
+				ErrorCode: v("errorCode"), CreatedFrom: v("createdFrom"), CreatedTo: v("createdTo"), Cursor: cursor}
 			for _, name := range []string{"createdFrom", "createdTo"} {
-				if v := q.Get(name); v != "" {
+				if v := v(name); v != "" {
 					if _, err := time.Parse(time.RFC3339, v); err != nil {
 						return usagef("--%s must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", flagName(name), v)
 					}
 				}
 			}
 			if cmd.Flags().Changed("limit") {
-				q.Set("limit", strconv.Itoa(limit))
-			}
-			if cursor != "" {
-				q.Set("cursor", cursor)
+				q.Limit = &limit
 			}
 			t, err := c.one(o)
 			if err != nil {
@@ -129,16 +102,8 @@ func flagName(param string) string {
 	return b.String()
 }
 
-func (c *cli) jobsList(ctx context.Context, t target, q url.Values, asJSON bool) error {
-	path := inspectorJobs
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var res struct {
-		Jobs       []ownedJob `json:"jobs"`
-		NextCursor *string    `json:"nextCursor"`
-	}
-	h, err := c.callHeaders(ctx, t, http.MethodGet, path, nil, &res)
+func (c *cli) jobsList(ctx context.Context, t target, q admin.SearchRequest, asJSON bool) error {
+	res, err := c.api(t).SearchJobs(ctx, q)
 	if isNotFound(err) {
 		return errNoInspector(t, inspectorJobs)
 	}
@@ -146,14 +111,15 @@ func (c *cli) jobsList(ctx context.Context, t target, q url.Values, asJSON bool)
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	var total *int
-	if n, err := strconv.Atoi(h.Get("X-Total-Count")); err == nil {
-		total = &n
+	if res.Total >= 0 {
+		total = &res.Total
 	}
-	if res.Jobs == nil {
-		res.Jobs = []ownedJob{}
+	var next *string
+	if res.NextCursor != "" {
+		next = &res.NextCursor
 	}
 	if asJSON {
-		return c.printJSON(map[string]any{"environment": t.name, "jobs": res.Jobs, "nextCursor": res.NextCursor, "total": total})
+		return c.printJSON(map[string]any{"environment": t.name, "jobs": res.Jobs, "nextCursor": next, "total": total})
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tOWNER\tTYPE\tTIER\tSTATUS\tATTEMPTS\tUPDATED\tERROR")
@@ -169,8 +135,8 @@ func (c *cli) jobsList(ctx context.Context, t target, q url.Values, asJSON bool)
 	if total != nil {
 		summary += fmt.Sprintf(" of %d", *total)
 	}
-	if res.NextCursor != nil && *res.NextCursor != "" {
-		summary += "; more with --cursor " + *res.NextCursor
+	if res.NextCursor != "" {
+		summary += "; more with --cursor " + res.NextCursor
 	}
 	_, err = fmt.Fprintln(c.stdout, summary)
 	return err
@@ -206,11 +172,12 @@ func (c *cli) jobsGetCmd() *cobra.Command {
 }
 
 func (c *cli) jobsGet(ctx context.Context, t target, id string, asJSON bool) error {
-	var j ownedJob
-	err := c.call(ctx, t, http.MethodGet, inspectorJobs+"/"+url.PathEscape(id), nil, &j)
+	api := c.api(t)
+	j, err := api.InspectJob(ctx, id)
 	if isNotFound(err) {
 		// An unknown job, or no inspector at all: the list route tells.
-		if perr := c.call(ctx, t, http.MethodGet, inspectorJobs+"?limit=0", nil, nil); isNotFound(perr) {
+		countOnly := 0
+		if _, perr := api.SearchJobs(ctx, admin.SearchRequest{Limit: &countOnly}); isNotFound(perr) {
 			return errNoInspector(t, inspectorJobs+"/{id}")
 		}
 		return fmt.Errorf("%s: no job %s", t.name, id)
@@ -219,7 +186,7 @@ func (c *cli) jobsGet(ctx context.Context, t target, id string, asJSON bool) err
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	if asJSON {
-		return c.printJSON(j)
+		return c.printJSON(j.InspectedJob) // the job and its owner; its events are not shown
 	}
 	ts := func(p *time.Time) string {
 		if p == nil {
@@ -289,33 +256,30 @@ func (c *cli) jobsOrphansCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res struct {
-				Orphans []orphan `json:"orphans"`
-			}
-			err = c.call(cmd.Context(), t, http.MethodGet, inspectorOrphans, nil, &res)
+			orphans, err := c.api(t).Orphans(cmd.Context())
 			if isNotFound(err) {
 				return errNoInspector(t, inspectorOrphans)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			if res.Orphans == nil {
-				res.Orphans = []orphan{}
+			if orphans == nil {
+				orphans = []admin.Orphan{}
 			}
 			if asJSON {
-				return c.printJSON(map[string]any{"environment": t.name, "orphans": res.Orphans})
+				return c.printJSON(map[string]any{"environment": t.name, "orphans": orphans})
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB\tOWNER\tTIER\tSTATUS\tSINCE\tREASON")
-			for _, r := range res.Orphans {
+			for _, r := range orphans {
 				since := "-"
-				if r.Since != nil {
+				if !r.Since.IsZero() {
 					since = r.Since.UTC().Format(time.RFC3339)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.JobID, dash(r.Owner), r.Tier, r.Status, since, r.Reason)
 			}
 			tw.Flush()
-			_, err = fmt.Fprintf(c.stdout, "%s: %d orphans\n", t.name, len(res.Orphans))
+			_, err = fmt.Fprintf(c.stdout, "%s: %d orphans\n", t.name, len(orphans))
 			return err
 		},
 	}

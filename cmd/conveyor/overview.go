@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -107,7 +106,7 @@ func (c *cli) fetchOverviews(ctx context.Context, targets []target) map[string]e
 			err := t.err
 			if err == nil {
 				var ov admin.Overview
-				if err = c.call(ctx, t, http.MethodGet, "/v1/admin/overview", nil, &ov); err == nil {
+				if ov, err = c.api(t).Overview(ctx); err == nil {
 					r.Overview = &ov
 				}
 			}

@@ -1,11 +1,7 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,34 +76,7 @@ func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle 
 // call sends a request to the admin routes.
 func (ab *adminBundle) call(method, path, token string, body any) stacktest.Response {
 	ab.T.Helper()
-	var rd io.Reader
-	switch v := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(v)
-	default:
-		raw, _ := json.Marshal(v)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, ab.adminURL+path, rd)
-	if err != nil {
-		ab.T.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ab.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := stacktest.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	_ = json.Unmarshal(raw, &r.Body)
-	return r
+	return ab.CallAt(ab.adminURL, method, path, token, body)
 }
 
 // submit connects a user of plan and submits a job of n items.

@@ -36,7 +36,7 @@ func New(w io.Writer, env string, now func() time.Time) *Emitter {
 }
 
 // Emit writes one line with the given values (unit Count) and extra
-// dimensions.
+// dimensions. A nil Emitter emits nothing.
 func (e *Emitter) Emit(values map[string]float64, dims map[string]string) {
 	if e == nil {
 		return
@@ -46,11 +46,20 @@ func (e *Emitter) Emit(values map[string]float64, dims map[string]string) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	dimNames := []string{"Environment"}
+	// The dimension set is Environment then the extra names in order, so
+	// one call's lines are identical whatever the map's order; an extra
+	// dimension named Environment cannot replace the emitter's.
+	extra := make([]string, 0, len(dims))
+	for k := range dims {
+		if k != "Environment" {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	dimNames := append([]string{"Environment"}, extra...)
 	line := map[string]any{"Environment": e.env}
-	for k, v := range dims {
-		dimNames = append(dimNames, k)
-		line[k] = v
+	for _, k := range extra {
+		line[k] = dims[k]
 	}
 	var defs []map[string]string
 	for _, n := range names {

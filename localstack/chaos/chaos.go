@@ -17,11 +17,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/localstack/apiclient"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -110,7 +112,7 @@ func reconcile(ctx context.Context, s *stack.Stack, ids, owners []string, final 
 		if !ok || j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" || !j.Error.Retryable {
 			continue
 		}
-		if _, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs/"+id+"/retry", owners[i], nil); err != nil {
+		if _, err := apiclient.New(s.APIURL, apiclient.WithToken(owners[i])).RetryJob(ctx, id); err != nil {
 			return fmt.Errorf("retrying stuck job %s: %w", id, err)
 		}
 		retried = append(retried, id)
@@ -243,13 +245,15 @@ func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos"}); err != nil {
+	api := apiclient.New(s.APIURL)
+	if err := api.As(tok).Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: "rt-chaos"}); err != nil {
 		return nil, nil, err
 	}
-	up, err := apiclient.Upload(s.APIURL, tok, apiclient.PNG(8))
+	upload, err := api.As(tok).Upload(ctx, "image.png", "image/png", simulator.PNG(8))
 	if err != nil {
 		return nil, nil, err
 	}
+	up := upload.ID
 	if c.o.LongHaul {
 		if c.lh, err = startLongHaul(ctx, s, c.o, &c.rep, c.chance); err != nil {
 			return nil, nil, err
@@ -261,11 +265,11 @@ func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
 		if c.lh != nil && i%4 == 3 {
 			tk, upl = c.lh.freeTok, c.lh.freeUp // a quarter waits in the paused low tier
 		}
-		body, err := apiclient.Call(s.APIURL, "POST", "/v1/jobs", tk, map[string]any{"items": []any{map[string]any{"uploadId": upl}}, "params": map[string]any{"title": fmt.Sprintf("chaos %d", i)}})
+		j, _, err := api.As(tk).SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("chaos %d", i)}, upl))
 		if err != nil {
 			return nil, nil, err
 		}
-		ids[i], owners[i] = body["id"].(string), tk
+		ids[i], owners[i] = j.ID, tk
 		if c.lh != nil {
 			c.lh.submitted(i, ids[i], tk)
 		}

@@ -12,9 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/localstack/apiclient"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -39,6 +41,7 @@ type longHaul struct {
 	rep              *Report
 	chance           func(float64) bool
 	admin            string
+	api              *apiclient.Client
 	freeTok, freeUp  string
 	mu               sync.Mutex
 	held, cancelled  map[string]bool
@@ -60,21 +63,25 @@ func startLongHaul(ctx context.Context, s *stack.Stack, o Options, rep *Report, 
 	if lh.freeTok, err = mint(auth.Claims{Subject: "chaos-free", Role: auth.RoleUser, Plan: "free"}); err != nil {
 		return nil, err
 	}
-	if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", lh.freeTok, map[string]any{"provider": "deviantart", "refreshToken": "rt-chaos-free"}); err != nil {
+	lh.api = apiclient.New(s.APIURL)
+	free := lh.api.As(lh.freeTok)
+	if err := free.Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: "rt-chaos-free"}); err != nil {
 		return nil, err
 	}
-	if lh.freeUp, err = apiclient.Upload(s.APIURL, lh.freeTok, apiclient.PNG(9)); err != nil {
+	up, err := free.Upload(ctx, "image.png", "image/png", simulator.PNG(9))
+	if err != nil {
 		return nil, err
 	}
+	lh.freeUp = up.ID
 	// The low tier is paused before its jobs arrive, for longer than
 	// 5 × STUCK_AFTER: they wait, spend nothing, and run after the resume.
-	if _, err := apiclient.Call(s.APIURL, "POST", "/v1/admin/tiers/low/pause", lh.admin, nil); err != nil {
+	if _, err := lh.api.As(lh.admin).PauseTier(ctx, string(job.Low)); err != nil {
 		return nil, fmt.Errorf("pausing the low tier: %w", err)
 	}
 	rep.PausedFor, rep.OutageFor = longHaulPause, longHaulOutage
 	lh.scenarios.Go(func() {
 		time.Sleep(longHaulPause)
-		if _, err := apiclient.Call(s.APIURL, "POST", "/v1/admin/tiers/low/resume", lh.admin, nil); err != nil {
+		if _, err := lh.api.As(lh.admin).ResumeTier(context.Background(), string(job.Low)); err != nil {
 			lh.broken("resuming the low tier failed: " + err.Error())
 		}
 	})
@@ -106,7 +113,7 @@ func (lh *longHaul) submitted(i int, id, tok string) {
 	retry := lh.chance(0.5)
 	lh.users.Go(func() {
 		time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
-		if _, err := apiclient.Call(lh.s.APIURL, "POST", "/v1/jobs/"+id+"/cancel", tok, nil); err != nil {
+		if _, err := lh.api.As(tok).CancelJob(context.Background(), id); err != nil {
 			return // already finished: 409
 		}
 		lh.mu.Lock()
@@ -117,7 +124,7 @@ func (lh *longHaul) submitted(i int, id, tok string) {
 			return
 		}
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
-		if _, err := apiclient.Call(lh.s.APIURL, "POST", "/v1/jobs/"+id+"/retry", tok, nil); err != nil {
+		if _, err := lh.api.As(tok).RetryJob(context.Background(), id); err != nil {
 			lh.broken(fmt.Sprintf("job %d: retry after cancel refused: %v", i, err))
 			return
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
@@ -483,13 +484,11 @@ func queueARN(name string) string {
 
 func waitHealthy(ctx context.Context, base string) error {
 	deadline := time.Now().Add(10 * time.Second)
+	api := apiclient.New(base)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		err := api.Health(ctx)
 		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the local API at %s did not become healthy: %v", base, err)

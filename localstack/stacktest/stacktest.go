@@ -1,27 +1,27 @@
 // Package stacktest runs the whole local stack inside a test and talks to it
-// the way a client does: tokens, JSON calls, presigned uploads confirmed by
-// the S3 event, connected accounts, waiting for a job's status.
+// the way a client does, through internal/apiclient: tokens, typed calls
+// (Client) and raw ones (Call), presigned uploads confirmed by the S3
+// event, connected accounts, waiting for a job's status.
 package stacktest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
@@ -85,6 +85,14 @@ func (b *Bundle) Token(sub, role, plan string) string {
 	return tok
 }
 
+// Client is a client of the stack's API that sends token (none when
+// empty): the typed calls of internal/apiclient.
+func (b *Bundle) Client(token string) *apiclient.Client {
+	return apiclient.New(b.Stack.APIURL, apiclient.WithToken(token), apiclient.WithStreamURL(b.Stack.StreamURL))
+}
+
+// Response is an answer as it came, with its body decoded when it is a JSON
+// object.
 type Response struct {
 	Status int
 	Header http.Header
@@ -98,42 +106,29 @@ func (r Response) ErrorCode() string {
 	return s
 }
 
-// call sends a request; body may be nil, a string (sent raw) or a value
-// (sent as JSON).
+// Call sends a request as it is (apiclient's Do), for tests of what the
+// typed calls would not send or of the answer's exact shape; body may be
+// nil, a string or []byte (sent raw) or a value (sent as JSON); headers are
+// name, value pairs.
 func (b *Bundle) Call(method, path, token string, body any, headers ...string) Response {
 	b.T.Helper()
-	var rd io.Reader
-	switch v := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(v)
-	case []byte:
-		rd = bytes.NewReader(v)
-	default:
-		j, _ := json.Marshal(v)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, b.Stack.APIURL+path, rd)
-	if err != nil {
-		b.T.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	return b.CallAt(b.Stack.APIURL, method, path, token, body, headers...)
+}
+
+// CallAt is Call to another server of the stack's routes (the admin routes
+// served apart by admintest).
+func (b *Bundle) CallAt(baseURL, method, path, token string, body any, headers ...string) Response {
+	b.T.Helper()
+	h := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		h.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	a, err := apiclient.New(baseURL, apiclient.WithToken(token)).Do(context.Background(), method, path, body, h)
 	if err != nil {
 		b.T.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	_ = json.Unmarshal(raw, &r.Body)
+	r := Response{Status: a.Status, Header: a.Header, Raw: a.Body}
+	_ = json.Unmarshal(a.Body, &r.Body)
 	return r
 }
 
@@ -145,47 +140,34 @@ func (b *Bundle) Must(r Response, status int) Response {
 	return r
 }
 
-// pngBytes is a real PNG of n×n pixels.
-func PNG(t *testing.T, n int) []byte {
-	img := image.NewRGBA(image.Rect(0, 0, n, n))
-	for i := range n {
-		img.Set(i, i, color.RGBA{R: 200, A: 255})
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+// PNG is a real PNG of n×n pixels.
+func PNG(_ testing.TB, n int) []byte { return simulator.PNG(n) }
 
-// upload signs, PUTs with a plain HTTP client and waits until the S3 event
-// confirmed the upload — no confirm call.
+// Upload signs, PUTs and waits until the S3 event confirmed the upload —
+// no confirm call.
 func (b *Bundle) Upload(token string, data []byte) string {
 	b.T.Helper()
-	r := b.Must(b.Call("POST", "/v1/uploads/sign", token, map[string]any{"filename": "cat.png", "contentType": "image/png", "size": len(data)}), 201)
-	id := r.Body["uploadId"].(string)
-	req, _ := http.NewRequest(r.Body["method"].(string), r.Body["url"].(string), bytes.NewReader(data))
-	for k, v := range r.Body["headers"].(map[string]any) {
-		req.Header.Set(k, v.(string))
-	}
-	req.ContentLength = int64(len(data))
-	resp, err := http.DefaultClient.Do(req)
+	ctx, c := context.Background(), b.Client(token)
+	signed, err := c.SignUpload(ctx, uploads.SignRequest{Filename: "cat.png", ContentType: "image/png", Size: int64(len(data))})
 	if err != nil {
-		b.T.Fatal(err)
+		b.T.Fatalf("signing an upload: %v", err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b.T.Fatalf("presigned PUT: %s", resp.Status)
+	if err := c.PutObject(ctx, signed, data); err != nil {
+		b.T.Fatalf("presigned PUT: %v", err)
 	}
 	b.Eventually(func() bool {
-		return b.Call("GET", "/v1/uploads/"+id, token, nil).Body["status"] == "confirmed"
-	}, "upload %s confirmed by the S3 event", id)
-	return id
+		u, err := c.GetUpload(ctx, signed.UploadID)
+		return err == nil && u.Status == store.UploadConfirmed
+	}, "upload %s confirmed by the S3 event", signed.UploadID)
+	return signed.UploadID
 }
 
 func (b *Bundle) Connect(token string) {
 	b.T.Helper()
-	b.Must(b.Call("PUT", "/v1/account/connection", token, map[string]any{"provider": "deviantart", "refreshToken": "rt-" + fmt.Sprint(time.Now().UnixNano())}), 204)
+	err := b.Client(token).Connect(context.Background(), accounts.ConnectRequest{Provider: "deviantart", RefreshToken: "rt-" + fmt.Sprint(time.Now().UnixNano())})
+	if err != nil {
+		b.T.Fatalf("connecting the account: %v", err)
+	}
 }
 
 // waitLimit bounds Eventually and WaitStatus. It only decides how long a
@@ -204,7 +186,7 @@ func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
 	}
 }
 
-// waitStatus polls the job until it reaches status.
+// WaitStatus polls the job until it reaches status.
 func (b *Bundle) WaitStatus(token, id, status string) Response {
 	b.T.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -229,22 +211,8 @@ func ReadSSE(body io.ReadCloser) <-chan SSEFrame {
 	ch := make(chan SSEFrame, 100)
 	go func() {
 		defer close(ch)
-		defer body.Close()
-		sc := bufio.NewScanner(body)
-		var f SSEFrame
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				ch <- f
-				f = SSEFrame{}
-			case strings.HasPrefix(line, "id: "):
-				f.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				f.Event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				f.Data = line[6:]
-			}
+		for e := range apiclient.NewStream(body).Chan() {
+			ch <- SSEFrame{ID: e.ID, Event: e.Type, Data: e.Data}
 		}
 	}()
 	return ch

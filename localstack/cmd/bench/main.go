@@ -39,16 +39,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
-	"github.com/conveyor/conveyor/localstack/apiclient"
+	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
@@ -335,7 +339,7 @@ func run(o opts) error {
 			return err
 		}
 		e.tokens[i] = tok
-		if _, err := apiclient.Call(s.APIURL, "PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": fmt.Sprintf("rt-bench-%d-%d", i, time.Now().UnixNano())}); err != nil {
+		if err := apiclient.New(s.APIURL, apiclient.WithToken(tok)).Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: fmt.Sprintf("rt-bench-%d-%d", i, time.Now().UnixNano())}); err != nil {
 			return err
 		}
 	}
@@ -344,9 +348,11 @@ func run(o opts) error {
 	counter.Reset()
 	durs.take()
 	for i := range o.users {
-		if e.uploads[i], err = apiclient.Upload(s.APIURL, e.tokens[i], apiclient.PNG(64)); err != nil {
+		up, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).Upload(ctx, "image.png", "image/png", simulator.PNG(64))
+		if err != nil {
 			return err
 		}
+		e.uploads[i] = up.ID
 	}
 	time.Sleep(500 * time.Millisecond) // the S3 bridge's confirm invocations
 	upload := phase{n: o.users, counts: counter.Snapshot(), durations: durs.take()}
@@ -357,7 +363,7 @@ func run(o opts) error {
 	// One user of the bench subscribes an endpoint: its jobs measure the
 	// webhook lag, and the request mix stays mostly that of jobs whose owner
 	// has no endpoint (a delivery adds a system-tier message and its writes).
-	if _, err := apiclient.Call(s.APIURL, "POST", "/v1/webhooks", e.tokens[0], map[string]any{"url": hookSrv.URL, "events": []string{"job.succeeded"}}); err != nil {
+	if _, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[0])).CreateWebhook(ctx, webhook.CreateRequest{URL: hookSrv.URL, Events: []string{"job.succeeded"}}); err != nil {
 		return fmt.Errorf("registering a webhook endpoint: %w", err)
 	}
 
@@ -517,15 +523,14 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	submit := func(i int) bool {
 		u := i % users
 		t0 := time.Now()
-		body, err := apiclient.Call(e.s.APIURL, "POST", "/v1/jobs", e.tokens[u], map[string]any{
-			"items": []any{map[string]any{"uploadId": e.uploads[u]}}, "params": map[string]any{"title": fmt.Sprintf("%s %d %d", title, stamp, i)},
-		})
+		j, _, err := apiclient.New(e.s.APIURL, apiclient.WithToken(e.tokens[u])).SubmitJob(ctx,
+			apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("%s %d %d", title, stamp, i)}, e.uploads[u]))
 		ph.submitLat[i] = time.Since(t0)
 		if err != nil {
 			errOnce.Do(func() { firstErr = err })
 			return false
 		}
-		jobIDs[i] = body["id"].(string)
+		jobIDs[i] = j.ID
 		if (i+1)%(max(n/10, 1)) == 0 {
 			progress("submitted %d/%d", i+1, n)
 		}
@@ -606,7 +611,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 				if i >= n*e.reads {
 					return
 				}
-				if _, err := apiclient.Call(e.s.APIURL, "GET", "/v1/jobs/"+jobIDs[i%n], e.tokens[(i%n)%users], nil); err != nil {
+				if _, err := apiclient.New(e.s.APIURL, apiclient.WithToken(e.tokens[(i%n)%users])).GetJob(ctx, jobIDs[i%n]); err != nil {
 					errOnce.Do(func() { firstErr = err })
 				}
 			}
