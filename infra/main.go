@@ -30,6 +30,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -52,14 +53,14 @@ func main() {
 		dir = stack.FunctionsDirDefault
 	}
 	// Fail before any construct exists, with every missing file named.
-	for _, env := range resources.CloudEnvs {
+	for _, env := range job.CloudEnvs {
 		if err := stack.CheckAssets(dir, resources.For(env)); err != nil {
 			fail(err)
 		}
 	}
 
 	app := stack.NewApp("", context)
-	for _, env := range resources.CloudEnvs {
+	for _, env := range job.CloudEnvs {
 		props := stack.Props{Env: env, FunctionsDir: dir}
 		if arn, ok := app.Node().TryGetContext(jsii.String(stack.OAuthClientSecretContextKey(env))).(string); ok {
 			props.OAuthClientSecretARN = arn

@@ -16,7 +16,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/breaker"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // envOverview is one environment's overview, or why it has none.
@@ -134,7 +134,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // tierOrder lists the tiers highest first, then any others by name.
 func tierOrder(m map[string]admin.TierStats) []string {
 	var out []string
-	for _, t := range resources.Tiers {
+	for _, t := range job.Tiers {
 		if _, ok := m[string(t)]; ok {
 			out = append(out, string(t))
 		}

@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/spf13/cobra"
-
-	"github.com/conveyor/conveyor/internal/resources"
 )
 
 // version is set at build time (-ldflags "-X main.version=v1.2.3"); without
@@ -163,7 +162,7 @@ func tierNames(_ *cobra.Command, args []string, _ string) ([]string, cobra.Shell
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, t := range resources.Tiers {
+	for _, t := range job.Tiers {
 		out = append(out, string(t))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

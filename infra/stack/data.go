@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -25,8 +26,8 @@ type builder struct {
 	def   resources.Definition
 	props Props
 
-	queues map[resources.Tier]awssqs.Queue
-	dlqs   map[resources.Tier]awssqs.Queue
+	queues map[job.Tier]awssqs.Queue
+	dlqs   map[job.Tier]awssqs.Queue
 	// failures is the on-failure destination of asynchronous invocations.
 	failures awssqs.Queue
 	table    awsdynamodb.Table
@@ -43,7 +44,7 @@ type builder struct {
 
 	fns    map[string]awslambda.Function
 	fnLogs map[string]awslogs.LogGroup
-	esms   map[resources.Tier]awslambdaeventsources.SqsEventSource
+	esms   map[job.Tier]awslambdaeventsources.SqsEventSource
 	// relayFailures is the event stream mapping's on-failure queue.
 	relayFailures awssqs.Queue
 	apiLogs       awslogs.LogGroup
@@ -126,8 +127,8 @@ func (b *builder) oauthClientSecret() {
 }
 
 func (b *builder) queuesAndDLQs() {
-	b.queues = map[resources.Tier]awssqs.Queue{}
-	b.dlqs = map[resources.Tier]awssqs.Queue{}
+	b.queues = map[job.Tier]awssqs.Queue{}
+	b.dlqs = map[job.Tier]awssqs.Queue{}
 	for _, q := range b.def.Queues {
 		tier := title(string(q.Tier))
 		dlq := awssqs.NewQueue(b.stack, jsii.String(tier+"DLQ"), &awssqs.QueueProps{

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -71,15 +72,27 @@ func DurationAlarmed(fn string) bool { return fn != resources.FuncStream }
 // OldestMessageAlarmAfter is, per tier, the age of the oldest message that
 // raises an alarm. It allows for retry backoff held in the visibility
 // timeout (up to 15 minutes per attempt); the low tier is allowed to lag.
-var OldestMessageAlarmAfter = map[resources.Tier]time.Duration{
-	resources.High:   30 * time.Minute,
-	resources.Medium: 30 * time.Minute,
-	resources.Low:    2 * time.Hour,
-	resources.System: 30 * time.Minute,
+var OldestMessageAlarmAfter = map[job.Tier]time.Duration{
+	job.High:   30 * time.Minute,
+	job.Medium: 30 * time.Minute,
+	job.Low:    2 * time.Hour,
+	job.System: 30 * time.Minute,
 }
 
 // monitoring adds the alarms (to an encrypted SNS topic) and the dashboard.
 func (b *builder) monitoring() {
+	a := &alarmSet{b: b, action: awscloudwatchactions.NewSnsAction(b.alarmTopic())}
+	b.queueAlarms(a)
+	b.functionAlarms(a)
+	b.apiAlarms(a)
+	b.tableAlarms(a)
+	breakers := b.breakerAlarms(a)
+	b.dashboard(breakers, a.all)
+}
+
+// alarmTopic is the encrypted SNS topic the alarms notify, with the
+// operators' subscriptions (props.AlarmSubscriptions).
+func (b *builder) alarmTopic() awssns.Topic {
 	// CloudWatch cannot publish to a topic encrypted with the AWS managed
 	// SNS key, so the topic has its own key that CloudWatch may use. It is
 	// not the token key: that one stays limited to the functions.
@@ -114,56 +127,85 @@ func (b *builder) monitoring() {
 			topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(sub), nil))
 		}
 	}
-	action := awscloudwatchactions.NewSnsAction(topic)
+	return topic
+}
 
-	var alarms []interfacesawscloudwatch.IAlarmRef
-	alarmN := func(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64, periods, datapoints int) {
-		a := awscloudwatch.NewAlarm(b.stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(b.def.Prefix + "-" + name),
-			AlarmDescription:   jsii.String(desc),
-			Metric:             metric,
-			Threshold:          jsii.Number(threshold),
-			ComparisonOperator: op,
-			EvaluationPeriods:  jsii.Number(float64(periods)),
-			DatapointsToAlarm:  jsii.Number(float64(datapoints)),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		a.AddAlarmAction(action)
-		a.AddOkAction(action)
-		alarms = append(alarms, a)
-	}
-	alarm := func(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64) {
-		alarmN(id, name, desc, metric, op, threshold, 1, 1)
-	}
-	minute, five := awscdk.Duration_Minutes(jsii.Number(1)), awscdk.Duration_Minutes(jsii.Number(5))
-	max := func(p awscdk.Duration) *awscloudwatch.MetricOptions {
-		return &awscloudwatch.MetricOptions{Period: p, Statistic: jsii.String("Maximum")}
-	}
-	sum := &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}
+// alarmSet makes the stack's alarms: each one notifies action when it
+// fires and when it clears, and is kept for the dashboard's status widget.
+type alarmSet struct {
+	b      *builder
+	action awscloudwatch.IAlarmAction
+	all    []interfacesawscloudwatch.IAlarmRef
+}
 
+// addN adds an alarm named prefix-name that fires when datapoints of the
+// last periods of metric compare (op) to threshold; missing data is not
+// breaching.
+func (a *alarmSet) addN(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64, periods, datapoints int) {
+	al := awscloudwatch.NewAlarm(a.b.stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(a.b.def.Prefix + "-" + name),
+		AlarmDescription:   jsii.String(desc),
+		Metric:             metric,
+		Threshold:          jsii.Number(threshold),
+		ComparisonOperator: op,
+		EvaluationPeriods:  jsii.Number(float64(periods)),
+		DatapointsToAlarm:  jsii.Number(float64(datapoints)),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	al.AddAlarmAction(a.action)
+	al.AddOkAction(a.action)
+	a.all = append(a.all, al)
+}
+
+// add adds an alarm on one period's datapoint.
+func (a *alarmSet) add(id, name, desc string, metric awscloudwatch.IMetric, op awscloudwatch.ComparisonOperator, threshold float64) {
+	a.addN(id, name, desc, metric, op, threshold, 1, 1)
+}
+
+// minutes is a period of n minutes.
+func minutes(n float64) awscdk.Duration { return awscdk.Duration_Minutes(jsii.Number(n)) }
+
+// maxOver is a metric's maximum over period p.
+func maxOver(p awscdk.Duration) *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{Period: p, Statistic: jsii.String("Maximum")}
+}
+
+// sumOver5 is a metric's sum over 5 minutes.
+func sumOver5() *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{Period: minutes(5), Statistic: jsii.String("Sum")}
+}
+
+// queueAlarms: per tier, messages in the DLQ and the age of the oldest
+// message.
+func (b *builder) queueAlarms(a *alarmSet) {
 	for _, q := range b.def.Queues {
 		tier := string(q.Tier)
-		alarm(title(tier)+"DLQDepthAlarm", tier+"-dlq-depth",
+		a.add(title(tier)+"DLQDepthAlarm", tier+"-dlq-depth",
 			"Messages in the "+tier+" tier's DLQ ("+q.DLQName+"): inspect and redrive them",
-			b.dlqs[q.Tier].MetricApproximateNumberOfMessagesVisible(max(minute)),
+			b.dlqs[q.Tier].MetricApproximateNumberOfMessagesVisible(maxOver(minutes(1))),
 			awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 		after := OldestMessageAlarmAfter[q.Tier]
 		if after == 0 {
 			after = 30 * time.Minute
 		}
-		alarm(title(tier)+"OldestMessageAlarm", tier+"-oldest-message-age",
+		a.add(title(tier)+"OldestMessageAlarm", tier+"-oldest-message-age",
 			"The "+tier+" tier's oldest message is older than "+after.String()+": consumers are stalled, paused or too slow",
-			b.queues[q.Tier].MetricApproximateAgeOfOldestMessage(max(five)),
+			b.queues[q.Tier].MetricApproximateAgeOfOldestMessage(maxOver(minutes(5))),
 			awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, after.Seconds())
 	}
+}
+
+// functionAlarms: per function, errors, throttles and a duration near the
+// timeout; and the asynchronous invocations that failed for good.
+func (b *builder) functionAlarms(a *alarmSet) {
 	for _, fn := range b.def.Functions {
 		f := b.fns[fn]
-		alarm(title(fn)+"ErrorsAlarm", fn+"-errors",
+		a.add(title(fn)+"ErrorsAlarm", fn+"-errors",
 			"The "+fn+" function failed (crash, timeout or returned error)",
-			f.MetricErrors(sum), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
-		alarm(title(fn)+"ThrottlesAlarm", fn+"-throttles",
+			f.MetricErrors(sumOver5()), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+		a.add(title(fn)+"ThrottlesAlarm", fn+"-throttles",
 			"The "+fn+" function was throttled",
-			f.MetricThrottles(sum), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+			f.MetricThrottles(sumOver5()), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 	}
 	for _, fn := range b.def.Functions {
 		if !DurationAlarmed(fn) {
@@ -171,21 +213,24 @@ func (b *builder) monitoring() {
 		}
 		timeout := FunctionSpecs[fn].Timeout
 		limit := timeout * DurationNearTimeoutPercent / 100
-		alarm(title(fn)+"DurationAlarm", fn+"-duration-near-timeout",
+		a.add(title(fn)+"DurationAlarm", fn+"-duration-near-timeout",
 			fmt.Sprintf("The %s function ran longer than %d%% of its %v timeout (%v): it is about to time out", fn, DurationNearTimeoutPercent, timeout, limit),
-			b.fns[fn].MetricDuration(max(five)), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(limit.Milliseconds()))
+			b.fns[fn].MetricDuration(maxOver(minutes(5))), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(limit.Milliseconds()))
 	}
-	alarm("AsyncFailuresAlarm", "async-failures",
+	a.add("AsyncFailuresAlarm", "async-failures",
 		"An asynchronous invocation (an upload's S3 event to confirm) failed after Lambda's retries: its record is in "+
 			b.def.AsyncFailureQueue+"; confirm the upload (POST /v1/uploads/{id}/confirm) and delete the message",
-		b.failures.MetricApproximateNumberOfMessagesVisible(max(minute)),
+		b.failures.MetricApproximateNumberOfMessagesVisible(maxOver(minutes(1))),
 		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+}
 
-	// The HTTP API (what fronts the api function): the share of 5xx, and
-	// the p99 latency.
-	requests := b.api.MetricCount(sum)
-	errors5xx := b.api.MetricServerError(sum)
-	alarm("ApiServerErrorRateAlarm", "api-5xx-rate",
+// apiAlarms: the HTTP API (what fronts the api function): the share of
+// 5xx, and the p99 latency.
+func (b *builder) apiAlarms(a *alarmSet) {
+	five := minutes(5)
+	requests := b.api.MetricCount(sumOver5())
+	errors5xx := b.api.MetricServerError(sumOver5())
+	a.add("ApiServerErrorRateAlarm", "api-5xx-rate",
 		fmt.Sprintf("More than %d%% of HTTP API requests answered 5xx over 5 minutes", APIServerErrorRatePercent),
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String(fmt.Sprintf("IF(requests >= %d, 100 * FILL(errors, 0) / requests, 0)", APIServerErrorMinRequests)),
@@ -193,15 +238,19 @@ func (b *builder) monitoring() {
 			Label:        jsii.String("5xx %"),
 			Period:       five,
 		}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, APIServerErrorRatePercent)
-	alarmN("ApiLatencyAlarm", "api-latency-p99",
+	a.addN("ApiLatencyAlarm", "api-latency-p99",
 		fmt.Sprintf("The HTTP API's p99 latency stayed above %v for 15 minutes", APILatencyP99),
 		b.api.MetricLatency(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}),
 		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(APILatencyP99.Milliseconds()), 3, 3)
+}
 
-	// DynamoDB throttles, on the table and on each index (a throttled
-	// index also throttles the table's writes). An alarm's math may use at
-	// most 10 metrics, so the table and its indexes are summed in groups of
-	// 10: the first alarm holds the table and the first nine indexes.
+// tableAlarms: DynamoDB throttles, on the table and on each index (a
+// throttled index also throttles the table's writes). An alarm's math may
+// use at most 10 metrics, so the table and its indexes are summed in
+// groups of 10: the first alarm holds the table and the first nine
+// indexes.
+func (b *builder) tableAlarms(a *alarmSet) {
+	five := minutes(5)
 	for _, op := range []string{"Read", "Write"} {
 		dims := []map[string]*string{{"TableName": b.table.TableName()}}
 		for _, ix := range b.def.Table.Indexes {
@@ -224,7 +273,7 @@ func (b *builder) monitoring() {
 			if g > 0 {
 				id, name = fmt.Sprintf("%s%d", id, g+1), fmt.Sprintf("%s-%d", name, g+1)
 			}
-			alarm(id, name,
+			a.add(id, name,
 				"DynamoDB throttled "+lower+"s on the table or one of its indexes (on-demand: a sudden hot partition or above the account's table limits)",
 				awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 					Expression:   jsii.String("SUM([" + strings.Join(terms, ", ") + "])"),
@@ -234,11 +283,14 @@ func (b *builder) monitoring() {
 				}), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 		}
 	}
+}
 
-	// One alarm per external host's circuit. The gauge keeps it in alarm
-	// while the circuit stays open; a datapoint in either of the last two
-	// 5-minute periods counts, so a gap between two recovery runs does not
-	// clear it.
+// breakerAlarms adds one alarm per external host's circuit and returns
+// their metrics, labelled by host, for the dashboard. The gauge keeps it
+// in alarm while the circuit stays open; a datapoint in either of the last
+// two 5-minute periods counts, so a gap between two recovery runs does not
+// clear it.
+func (b *builder) breakerAlarms(a *alarmSet) []awscloudwatch.IMetric {
 	var breakers []awscloudwatch.IMetric
 	for _, host := range BreakerHosts() {
 		m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
@@ -248,17 +300,16 @@ func (b *builder) monitoring() {
 				"Environment":        jsii.String(string(b.def.Env)),
 				BreakerHostDimension: jsii.String(host),
 			},
-			Period:    five,
+			Period:    minutes(5),
 			Statistic: jsii.String("Maximum"),
 		})
 		// A label would turn the alarm's metric into a math expression.
 		breakers = append(breakers, m.With(&awscloudwatch.MetricOptions{Label: jsii.String(host)}))
-		alarmN("BreakerOpen"+hostID(host)+"Alarm", "breaker-open-"+host,
+		a.addN("BreakerOpen"+hostID(host)+"Alarm", "breaker-open-"+host,
 			"The circuit breaker around "+host+" is open: every call to it fails fast and jobs wait (no attempt spent) until a probe succeeds",
 			m, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, 1, 2, 1)
 	}
-
-	b.dashboard(breakers, alarms)
+	return breakers
 }
 
 // hostID turns a host name into a construct id part.

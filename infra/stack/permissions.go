@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -62,7 +63,7 @@ func (b *builder) uploadObjects() *string {
 	return b.bucket.ArnForObjects(jsii.String(b.def.Bucket.UploadPrefix + "*"))
 }
 
-func (b *builder) queueArns(tiers ...resources.Tier) []*string {
+func (b *builder) queueArns(tiers ...job.Tier) []*string {
 	var arns []*string
 	for _, t := range tiers {
 		arns = append(arns, b.queues[t].QueueArn())
@@ -130,7 +131,7 @@ func (b *builder) permissions() {
 			// Sweeps query the sparse sweep index, never scan.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
 			// Requeued jobs go back to their tier.
-			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.Tiers...)...)
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
 		case resources.FuncStream:
@@ -162,7 +163,7 @@ func (b *builder) apiPermissions() {
 	// role needs PutObject; HeadObject (confirm on demand) is GetObject.
 	b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
 	// Submissions.
-	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.Tiers...)...)
+	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 	// Connecting an account seals its tokens: a data key, never Decrypt.
 	b.allow(fn, []string{"kms:GenerateDataKey"}, b.key.KeyArn())
 	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
@@ -176,7 +177,7 @@ func (b *builder) adminPermissions() {
 	// tier flags, the overview's counts and stats.
 	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
 	// Restarts and redrive targets; the overview's depths.
-	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(resources.Tiers...)...)
+	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(job.Tiers...)...)
 	// DLQ peek (receive, then release with a visibility change), the
 	// redrive fallback's delete, and redrive to the original queue with a
 	// message move task (which itself needs receive, delete and

@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
 // EventArchiveRetentionContextKey is the CDK context key (cdk deploy -c
 // key=days) that overrides the event archive's retention of env, in days
 // (0: keep forever); the definition's EventArchive.Retention is the default.
-func EventArchiveRetentionContextKey(env resources.Env) string {
+func EventArchiveRetentionContextKey(env job.Env) string {
 	return "conveyor:" + string(env) + ":eventArchiveRetentionDays"
 }
 
@@ -95,6 +96,6 @@ const day = 24 * time.Hour
 // deliveries on the system tier, and touches nothing else.
 func (b *builder) relayPermissions() {
 	fn := resources.FuncRelay
-	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(resources.System)...)
+	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.System)...)
 	b.bus.GrantPutEventsTo(b.fn(fn), nil)
 }

@@ -3,10 +3,12 @@ package stack_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -55,7 +57,7 @@ func TestEventRelay(t *testing.T) {
 			}))
 		})
 		// SendMessage goes to exactly the system queue and the failure queue.
-		system := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.Queues[slices.IndexFunc(s.def.Queues, func(q resources.Queue) bool { return q.Tier == resources.System })].Name), "Arn")
+		system := getAtt(s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.Queues[slices.IndexFunc(s.def.Queues, func(q resources.Queue) bool { return q.Tier == job.System })].Name), "Arn")
 		var targets []any
 		for _, d := range policyDocs(t, s, resources.FuncRelay) {
 			for _, st := range d.(map[string]any)["Statement"].([]any) {
@@ -73,7 +75,7 @@ func TestEventRelay(t *testing.T) {
 		less := func(a, b any) int {
 			x, _ := json.Marshal(a)
 			y, _ := json.Marshal(b)
-			return cmpStr(string(x), string(y))
+			return strings.Compare(string(x), string(y))
 		}
 		slices.SortFunc(targets, less)
 		slices.SortFunc(want, less)
@@ -81,14 +83,4 @@ func TestEventRelay(t *testing.T) {
 			t.Errorf("relay's SendMessage resources (-want +got):\n%s", diff)
 		}
 	})
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -28,8 +29,8 @@ const FunctionsDirDefault = "bin"
 
 // Props configures one environment's stack.
 type Props struct {
-	// Env is the cloud environment (one of resources.CloudEnvs).
-	Env resources.Env
+	// Env is the cloud environment (one of job.CloudEnvs).
+	Env job.Env
 	// FunctionsDir holds <fn>/bootstrap for every function of the
 	// definition (default FunctionsDirDefault, relative to the working
 	// directory).
@@ -60,7 +61,7 @@ const AlarmSubscriptionContextKey = "alarmSubscription"
 
 // AlarmSubscriptionEnvContextKey is the per-environment form of
 // AlarmSubscriptionContextKey: conveyor:<env>:alarmSubscription.
-func AlarmSubscriptionEnvContextKey(env resources.Env) string {
+func AlarmSubscriptionEnvContextKey(env job.Env) string {
 	return "conveyor:" + string(env) + ":alarmSubscription"
 }
 
@@ -93,18 +94,18 @@ func ParseAlarmSubscriptions(list string) ([]string, error) {
 
 // OAuthClientSecretName is the name of the OAuth client secret the stack
 // of env creates when Props.OAuthClientSecretARN is empty.
-func OAuthClientSecretName(env resources.Env) string {
+func OAuthClientSecretName(env job.Env) string {
 	return resources.For(env).Prefix + "/deviantart-oauth-client"
 }
 
 // OAuthClientSecretContextKey is the CDK context key (cdk deploy -c
 // key=arn) the app reads Props.OAuthClientSecretARN of env from.
-func OAuthClientSecretContextKey(env resources.Env) string {
+func OAuthClientSecretContextKey(env job.Env) string {
 	return "conveyor:" + string(env) + ":oauthClientSecretArn"
 }
 
 // StackID is the construct id (and CloudFormation stack name) of env's stack.
-func StackID(env resources.Env) string { return "Conveyor-" + string(env) }
+func StackID(env job.Env) string { return "Conveyor-" + string(env) }
 
 // EmulatorSynthesizer returns a synthesizer whose templates carry no
 // bootstrap-version rule, so they deploy to an emulator that was never
@@ -139,7 +140,7 @@ func CheckAssets(dir string, def resources.Definition) error {
 // CheckAssets first for an error value).
 func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	if !isCloudEnv(props.Env) {
-		panic(fmt.Sprintf("infra: %q is not a cloud environment (want one of %v)", props.Env, resources.CloudEnvs))
+		panic(fmt.Sprintf("infra: %q is not a cloud environment (want one of %v)", props.Env, job.CloudEnvs))
 	}
 	if props.FunctionsDir == "" {
 		props.FunctionsDir = FunctionsDirDefault
@@ -166,8 +167,8 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	return st
 }
 
-func isCloudEnv(env resources.Env) bool {
-	for _, e := range resources.CloudEnvs {
+func isCloudEnv(env job.Env) bool {
+	for _, e := range job.CloudEnvs {
 		if e == env {
 			return true
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -36,7 +37,7 @@ func cdkJSONContext() (map[string]any, error) {
 var (
 	functionsDir string
 	once         sync.Once
-	built        map[resources.Env]*synthesized
+	built        map[job.Env]*synthesized
 	emulator     *synthesized
 	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN, and alarm subscriptions
 	testApp      awscdk.App
@@ -67,7 +68,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	functionsDir = filepath.Join(dir, "bin")
-	if err := writeBootstraps(functionsDir, resources.For(resources.Staging).Functions...); err != nil {
+	if err := writeBootstraps(functionsDir, resources.For(job.Staging).Functions...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -92,7 +93,7 @@ func writeBootstraps(dir string, fns ...string) error {
 }
 
 // stacks returns every cloud environment's synthesized stack.
-func stacks(t *testing.T) map[resources.Env]*synthesized {
+func stacks(t *testing.T) map[job.Env]*synthesized {
 	t.Helper()
 	once.Do(func() {
 		defer func() {
@@ -107,23 +108,23 @@ func stacks(t *testing.T) map[resources.Env]*synthesized {
 		}
 		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"), context)
 		testApp = app
-		sts := map[resources.Env]awscdk.Stack{}
-		for _, env := range resources.CloudEnvs {
+		sts := map[job.Env]awscdk.Stack{}
+		for _, env := range job.CloudEnvs {
 			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
 		}
-		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: resources.Staging, FunctionsDir: functionsDir,
+		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: job.Staging, FunctionsDir: functionsDir,
 			OAuthClientSecretARN: oauthClientARN, AlarmSubscriptions: alarmSubscriptions})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
 		awscdk.NewCfnWaitConditionHandle(emu, jsii.String("Nothing"), nil)
 		stack.Check(app)
-		built = map[resources.Env]*synthesized{}
+		built = map[job.Env]*synthesized{}
 		for env, st := range sts {
 			built[env] = decode(st, resources.For(env))
 		}
-		emulator = decode(emu, resources.For(resources.Staging))
-		byARN = decode(arnStack, resources.For(resources.Staging))
+		emulator = decode(emu, resources.For(job.Staging))
+		byARN = decode(arnStack, resources.For(job.Staging))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -527,7 +528,7 @@ func TestFunctions(t *testing.T) {
 func TestEventSourceMappings(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, s *synthesized) {
-		conc := map[resources.Tier]float64{}
+		conc := map[job.Tier]float64{}
 		for _, q := range s.def.Queues {
 			queue := s.logicalID(t, "AWS::SQS::Queue", "QueueName", q.Name)
 			check(t, q.Name, func() {
@@ -545,7 +546,7 @@ func TestEventSourceMappings(t *testing.T) {
 				}
 			}
 		}
-		if !(conc[resources.High] > conc[resources.Medium] && conc[resources.Medium] > conc[resources.Low]) {
+		if !(conc[job.High] > conc[job.Medium] && conc[job.Medium] > conc[job.Low]) {
 			t.Errorf("maximum concurrency high > medium > low does not hold: %v", conc)
 		}
 		check(t, "mapping count", func() {
@@ -1166,7 +1167,7 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 
 func TestEmulatorSynthesizer(t *testing.T) {
 	t.Parallel()
-	s := stacks(t)[resources.Staging]
+	s := stacks(t)[job.Staging]
 	if rules, _ := s.raw["Rules"].(map[string]any); rules["CheckBootstrapVersion"] == nil {
 		t.Error("the default synthesizer lost its bootstrap-version rule")
 	}
@@ -1188,14 +1189,14 @@ func TestMissingBootstrapFailsClearly(t *testing.T) {
 	if err := writeBootstraps(dir, resources.FuncAPI, resources.FuncConfirm); err != nil {
 		t.Fatal(err)
 	}
-	err := stack.CheckAssets(dir, resources.For(resources.Staging))
+	err := stack.CheckAssets(dir, resources.For(job.Staging))
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, resources.FuncPublisher, "bootstrap")) ||
 		!strings.Contains(err.Error(), "make build") || strings.Contains(err.Error(), filepath.Join(dir, resources.FuncAPI, "bootstrap")) {
 		t.Errorf("CheckAssets = %v, want the missing bootstraps named and `make build` suggested", err)
 	}
 	got := func() (r any) {
 		defer func() { r = recover() }()
-		stack.New(nil, "Conveyor-staging", stack.Props{Env: resources.Staging, FunctionsDir: dir})
+		stack.New(nil, "Conveyor-staging", stack.Props{Env: job.Staging, FunctionsDir: dir})
 		return nil
 	}()
 	if msg, _ := got.(string); !strings.Contains(msg, "make build") {
@@ -1203,7 +1204,7 @@ func TestMissingBootstrapFailsClearly(t *testing.T) {
 	}
 	got = func() (r any) {
 		defer func() { r = recover() }()
-		stack.New(nil, "Conveyor-local", stack.Props{Env: resources.Local, FunctionsDir: functionsDir})
+		stack.New(nil, "Conveyor-local", stack.Props{Env: job.Local, FunctionsDir: functionsDir})
 		return nil
 	}()
 	if msg, _ := got.(string); !strings.Contains(msg, "not a cloud environment") {

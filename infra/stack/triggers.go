@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -36,7 +37,7 @@ func (b *builder) triggers() {
 // concurrency per mapping gives the tiers their weights; partial batch
 // failures keep one failed message from redelivering its batch mates.
 func (b *builder) eventSourceMappings() {
-	b.esms = map[resources.Tier]awslambdaeventsources.SqsEventSource{}
+	b.esms = map[job.Tier]awslambdaeventsources.SqsEventSource{}
 	for _, q := range b.def.Queues {
 		src := awslambdaeventsources.NewSqsEventSource(b.queues[q.Tier], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(float64(q.BatchSize)),

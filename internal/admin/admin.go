@@ -26,7 +26,6 @@ import (
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -66,7 +65,7 @@ type Requeuer interface {
 
 // Sender puts a job's message on its tier's queue (queue.Sender).
 type Sender interface {
-	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+	Send(ctx context.Context, tier job.Tier, m queue.Message) error
 }
 
 // Breakers lists and resets the shared circuit breakers (breaker.Breaker).
@@ -78,7 +77,7 @@ type Breakers interface {
 // Config configures a Service.
 type Config struct {
 	// Env names the environment in the overview.
-	Env resources.Env
+	Env job.Env
 	// Store is the table.
 	Store *store.Store
 	// Jobs re-queues jobs (bulk restart).
@@ -88,7 +87,7 @@ type Config struct {
 	// SQS reads queue depths, peeks into and redrives DLQs.
 	SQS SQSAPI
 	// QueueURLs and DLQURLs per tier; a tier without a queue URL is unknown.
-	QueueURLs, DLQURLs map[resources.Tier]string
+	QueueURLs, DLQURLs map[job.Tier]string
 	// Breakers lists and resets the circuit breakers.
 	Breakers Breakers
 	// Mover redrives DLQs (default an SQSMover: receive → send → delete;
@@ -170,8 +169,8 @@ type ConflictError struct{ Code, Message string }
 func (e *ConflictError) Error() string { return e.Message }
 
 // tier parses name and checks the environment has its queue.
-func (s *Service) tier(name string) (resources.Tier, error) {
-	t, err := resources.ParseTier(name)
+func (s *Service) tier(name string) (job.Tier, error) {
+	t, err := job.ParseTier(name)
 	if err != nil {
 		return "", ErrUnknownTier
 	}
@@ -182,9 +181,9 @@ func (s *Service) tier(name string) (resources.Tier, error) {
 }
 
 // Tiers returns the tiers this environment has queues for, highest first.
-func (s *Service) Tiers() []resources.Tier {
-	var out []resources.Tier
-	for _, t := range resources.Tiers {
+func (s *Service) Tiers() []job.Tier {
+	var out []job.Tier
+	for _, t := range job.Tiers {
 		if s.cfg.QueueURLs[t] != "" {
 			out = append(out, t)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 )
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -183,7 +183,7 @@ func TestSQSMoverSelectsAndReArms(t *testing.T) {
 	re := &rearmer{}
 	var progress []int
 	m := SQSMover{SQS: f, Logger: quiet, Progress: func(n int) { progress = append(progress, n) }}
-	moved, err := m.Move(context.Background(), Redrive{Tier: resources.Low, DLQURL: dlqURL, QueueURL: queueURL,
+	moved, err := m.Move(context.Background(), Redrive{Tier: job.Low, DLQURL: dlqURL, QueueURL: queueURL,
 		JobIDs: map[string]bool{a: true, c: true}, Rearm: re.rearm})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestSQSMoverSelectsAndReArms(t *testing.T) {
 	}
 
 	// Without a selection, everything readable moves; Max bounds it.
-	moved, err = m.Move(context.Background(), Redrive{Tier: resources.Low, DLQURL: dlqURL, QueueURL: queueURL, Max: 1, Rearm: re.rearm})
+	moved, err = m.Move(context.Background(), Redrive{Tier: job.Low, DLQURL: dlqURL, QueueURL: queueURL, Max: 1, Rearm: re.rearm})
 	if err != nil || moved != 1 {
 		t.Fatalf("moved %d: %v", moved, err)
 	}
@@ -223,7 +223,7 @@ func TestTaskMoverReArmsThenStartsOneTask(t *testing.T) {
 	re := &rearmer{}
 	fallback := &countingMover{}
 	m := TaskMover{SQS: f, Fallback: fallback, Logger: quiet}
-	moved, err := m.Move(context.Background(), Redrive{Tier: resources.Low, DLQURL: dlqURL, QueueURL: queueURL, Rearm: re.rearm})
+	moved, err := m.Move(context.Background(), Redrive{Tier: job.Low, DLQURL: dlqURL, QueueURL: queueURL, Rearm: re.rearm})
 	if err != nil {
 		t.Fatal(err)
 	}

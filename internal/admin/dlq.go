@@ -16,7 +16,6 @@ import (
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -106,7 +105,7 @@ func (s *Service) describe(ctx context.Context, m sqstypes.Message) DLQMessage {
 // Redrive is one redrive: which messages go back where, and how their jobs
 // are prepared.
 type Redrive struct {
-	Tier     resources.Tier
+	Tier     job.Tier
 	DLQURL   string
 	QueueURL string
 	// JobIDs, when not empty, selects the messages of these jobs only.

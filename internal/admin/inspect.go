@@ -10,7 +10,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -66,7 +65,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 		q.Status = st
 	}
 	if r.Tier != "" {
-		t, err := resources.ParseTier(r.Tier)
+		t, err := job.ParseTier(r.Tier)
 		if err != nil {
 			return SearchResult{}, invalid.Field("tier", "must be one of high, medium, low, system")
 		}
@@ -155,10 +154,10 @@ func (s *Service) InspectJob(ctx context.Context, id string) (JobWithEvents, err
 
 // Orphan is a job recovery would take back on its next run, and why.
 type Orphan struct {
-	JobID  string `json:"jobId"`
-	Owner  string `json:"owner"`
-	Tier   string `json:"tier"`
-	Status string `json:"status"`
+	JobID  string   `json:"jobId"`
+	Owner  string   `json:"owner"`
+	Tier   job.Tier `json:"tier"`
+	Status string   `json:"status"`
 	// Since is when it was last seen alive: a queued job's time in the
 	// queue (entered, or became visible again), a running job's heartbeat.
 	Since  time.Time `json:"since"`
@@ -193,7 +192,7 @@ func (s *Service) Orphans(ctx context.Context) ([]Orphan, error) {
 			return nil, fmt.Errorf("listing orphans: %w", err)
 		}
 		for _, j := range jobs {
-			if k.status == job.Queued && paused[resources.Tier(j.Tier)] {
+			if k.status == job.Queued && paused[j.Tier] {
 				continue // waiting behind a pause is not being lost
 			}
 			out = append(out, Orphan{JobID: j.ID, Owner: j.Owner, Tier: j.Tier, Status: string(j.Status),

@@ -14,7 +14,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -67,81 +66,21 @@ var activeStatuses = []job.Status{job.Scheduled, job.Queued, job.Running}
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	now := s.cfg.Now().UTC()
 	ov := Overview{Environment: string(s.cfg.Env), GeneratedAt: now, Tiers: map[string]TierStats{}, Jobs: map[string]int{}, Breakers: []BreakerView{}}
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	do := func(what string, fn func() error) {
-		wg.Go(func() {
-			if err := fn(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", what, err))
-				mu.Unlock()
-			}
-		})
-	}
 	paused, err := s.pausedTiers(ctx)
 	if err != nil {
 		return Overview{}, err
 	}
-	for _, t := range s.Tiers() {
-		do("reading the "+string(t)+" queues", func() error {
-			st, err := s.tierStats(ctx, t)
-			if err != nil {
-				return err
-			}
-			st.Paused = paused[t]
-			mu.Lock()
-			ov.Tiers[string(t)] = st
-			mu.Unlock()
-			return nil
-		})
-	}
+	var r reads
+	s.readQueues(ctx, &r, &ov, paused)
 	var delayed map[string]int
-	do("counting delayed jobs", func() error {
+	r.do("counting delayed jobs", func() error {
 		d, err := s.cfg.Store.CountDelayed(ctx, now)
 		delayed = d
 		return err
 	})
-	for _, st := range activeStatuses {
-		do("counting "+string(st)+" jobs", func() error {
-			n, err := s.cfg.Store.CountStatus(ctx, st)
-			mu.Lock()
-			ov.Jobs[string(st)] = n
-			mu.Unlock()
-			return err
-		})
-	}
-	do("counting orphans", func() error {
-		n, err := s.orphans(ctx, now, paused)
-		ov.Orphans = n
-		return err
-	})
-	do("reading the last recovery run", func() error {
-		r, err := s.cfg.Store.LastRecovery(ctx)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil
-		case err != nil:
-			return err
-		}
-		ov.Recovery = &r
-		return nil
-	})
-	do("reading the breakers", func() error {
-		b, err := s.Breakers(ctx)
-		ov.Breakers = b
-		return err
-	})
-	do("reading the hourly counters", func() error {
-		st, err := s.Stats(ctx, StatsHoursDefault)
-		ov.Stats = st
-		return err
-	})
-	wg.Wait()
-	if len(errs) > 0 {
-		return Overview{}, errors.Join(errs...)
+	s.readJobs(ctx, &r, &ov, now, paused)
+	if err := r.wait(); err != nil {
+		return Overview{}, err
 	}
 	for t, st := range ov.Tiers {
 		st.Delayed = delayed[t]
@@ -153,10 +92,95 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	return ov, nil
 }
 
+// readQueues starts reading each tier's queues into ov.Tiers.
+func (s *Service) readQueues(ctx context.Context, r *reads, ov *Overview, paused map[job.Tier]bool) {
+	for _, t := range s.Tiers() {
+		r.do("reading the "+string(t)+" queues", func() error {
+			st, err := s.tierStats(ctx, t)
+			if err != nil {
+				return err
+			}
+			st.Paused = paused[t]
+			r.locked(func() { ov.Tiers[string(t)] = st })
+			return nil
+		})
+	}
+}
+
+// readJobs starts reading the table's side of the overview into ov: the
+// active jobs per status, the orphans, the last recovery run, the breakers
+// and the hourly counters.
+func (s *Service) readJobs(ctx context.Context, r *reads, ov *Overview, now time.Time, paused map[job.Tier]bool) {
+	for _, st := range activeStatuses {
+		r.do("counting "+string(st)+" jobs", func() error {
+			n, err := s.cfg.Store.CountStatus(ctx, st)
+			r.locked(func() { ov.Jobs[string(st)] = n })
+			return err
+		})
+	}
+	r.do("counting orphans", func() error {
+		n, err := s.orphans(ctx, now, paused)
+		ov.Orphans = n
+		return err
+	})
+	r.do("reading the last recovery run", func() error {
+		rec, err := s.cfg.Store.LastRecovery(ctx)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		ov.Recovery = &rec
+		return nil
+	})
+	r.do("reading the breakers", func() error {
+		b, err := s.Breakers(ctx)
+		ov.Breakers = b
+		return err
+	})
+	r.do("reading the hourly counters", func() error {
+		st, err := s.Stats(ctx, StatsHoursDefault)
+		ov.Stats = st
+		return err
+	})
+}
+
+// reads runs reads concurrently and keeps every failure, named by what
+// was being read. The zero value is ready.
+type reads struct {
+	mu   sync.Mutex
+	wg   sync.WaitGroup
+	errs []error
+}
+
+// do starts fn; a failure is kept as "what: error".
+func (r *reads) do(what string, fn func() error) {
+	r.wg.Go(func() {
+		if err := fn(); err != nil {
+			r.locked(func() { r.errs = append(r.errs, fmt.Errorf("%s: %w", what, err)) })
+		}
+	})
+}
+
+// locked runs fn under the lock the reads share (for the maps they fill).
+func (r *reads) locked(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn()
+}
+
+// wait waits for every read and returns their failures joined (nil when
+// none failed).
+func (r *reads) wait() error {
+	r.wg.Wait()
+	return errors.Join(r.errs...)
+}
+
 // orphans counts what recovery would call stuck now.
-func (s *Service) orphans(ctx context.Context, now time.Time, paused map[resources.Tier]bool) (int, error) {
+func (s *Service) orphans(ctx context.Context, now time.Time, paused map[job.Tier]bool) (int, error) {
 	before := now.Add(-s.cfg.StuckAfter)
-	var skip []resources.Tier
+	var skip []job.Tier
 	for t, p := range paused {
 		if p {
 			skip = append(skip, t)
@@ -174,7 +198,7 @@ func (s *Service) orphans(ctx context.Context, now time.Time, paused map[resourc
 }
 
 // tierStats reads a tier's queue and DLQ depths.
-func (s *Service) tierStats(ctx context.Context, t resources.Tier) (TierStats, error) {
+func (s *Service) tierStats(ctx context.Context, t job.Tier) (TierStats, error) {
 	var st TierStats
 	attrs, err := s.queueAttrs(ctx, s.cfg.QueueURLs[t],
 		sqstypes.QueueAttributeNameApproximateNumberOfMessages,

@@ -6,20 +6,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // Switch turns a tier's consumer off and on. In AWS it disables and
 // enables the tier's event source mapping (esm.Switch); locally there is
 // none, the pollers ask Paused instead.
 type Switch interface {
-	SetEnabled(ctx context.Context, tier resources.Tier, enabled bool) error
+	SetEnabled(ctx context.Context, tier job.Tier, enabled bool) error
 }
 
 // TierState is the answer of pause and resume.
 type TierState struct {
-	Tier   resources.Tier `json:"tier"`
-	Paused bool           `json:"paused"`
+	Tier   job.Tier `json:"tier"`
+	Paused bool     `json:"paused"`
 }
 
 // PauseTier stops the tier's consumers: its flag is set first (the overview
@@ -62,20 +62,20 @@ func (s *Service) setPaused(ctx context.Context, name string, paused bool, by st
 // per PauseCache (one Query for every tier), so consumers may call it
 // before every receive. When the flags cannot be read it keeps its last
 // answer (never paused if it never read them).
-func (s *Service) Paused(ctx context.Context, tier resources.Tier) bool {
+func (s *Service) Paused(ctx context.Context, tier job.Tier) bool {
 	return s.pause.get(ctx, s, tier)
 }
 
 // PausedFunc returns Paused bound to tier, the shape of a local poller's
 // Paused hook.
-func (s *Service) PausedFunc(tier resources.Tier) func(context.Context) bool {
+func (s *Service) PausedFunc(tier job.Tier) func(context.Context) bool {
 	return func(ctx context.Context) bool { return s.Paused(ctx, tier) }
 }
 
 type pauseCache struct {
 	mu     sync.Mutex
 	at     time.Time
-	paused map[resources.Tier]bool
+	paused map[job.Tier]bool
 }
 
 func (c *pauseCache) forget() {
@@ -84,7 +84,7 @@ func (c *pauseCache) forget() {
 	c.mu.Unlock()
 }
 
-func (c *pauseCache) get(ctx context.Context, s *Service, tier resources.Tier) bool {
+func (c *pauseCache) get(ctx context.Context, s *Service, tier job.Tier) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := s.cfg.Now()
@@ -98,7 +98,7 @@ func (c *pauseCache) get(ctx context.Context, s *Service, tier resources.Tier) b
 		}
 		return c.paused[tier]
 	}
-	c.paused = make(map[resources.Tier]bool, len(flags))
+	c.paused = make(map[job.Tier]bool, len(flags))
 	for t, f := range flags {
 		c.paused[t] = f.Paused
 	}
@@ -107,12 +107,12 @@ func (c *pauseCache) get(ctx context.Context, s *Service, tier resources.Tier) b
 }
 
 // pausedTiers returns the flags fresh from the table.
-func (s *Service) pausedTiers(ctx context.Context) (map[resources.Tier]bool, error) {
+func (s *Service) pausedTiers(ctx context.Context) (map[job.Tier]bool, error) {
 	flags, err := s.cfg.Store.TierFlags(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[resources.Tier]bool{}
+	out := map[job.Tier]bool{}
 	for t, f := range flags {
 		out[t] = f.Paused
 	}

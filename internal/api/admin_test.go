@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/admintest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -265,7 +264,7 @@ func TestPausingATierHoldsItsJobsWhileOthersFlow(t *testing.T) {
 	if r.Body["tier"] != "low" || r.Body["paused"] != true {
 		t.Fatalf("pause: %s", r.Raw)
 	}
-	ab.srv.WaitPaused(t, resources.Low) // a receive already under way when the flag flipped ends
+	ab.srv.WaitPaused(t, job.Low) // a receive already under way when the flag flipped ends
 
 	lowTok, low := ab.submit("u-free", "free", 1)
 	_, stopped := ab.submit("u-free-2", "free", 1)
@@ -313,14 +312,14 @@ func TestDeadLetteredJobIsRedrivenAndFinishes(t *testing.T) {
 	ctx := context.Background()
 	a := ab.Stack.App
 	ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
-	ab.srv.WaitPaused(t, resources.Low)
+	ab.srv.WaitPaused(t, job.Low)
 	tok, id := ab.submit("u-dlq", "free", 1)
 	_, other := ab.submit("u-dlq-2", "free", 1)
 
 	// A consumer that crashes on every delivery: receive, never delete,
 	// until SQS moves the messages to the DLQ (maxReceiveCount).
-	q := a.Config.QueueURLs[resources.Low]
-	dlq := a.Config.DLQURLs[resources.Low]
+	q := a.Config.QueueURLs[job.Low]
+	dlq := a.Config.DLQURLs[job.Low]
 	ab.Eventually(func() bool {
 		got, err := a.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 10})
 		if err != nil {
@@ -407,7 +406,7 @@ func TestStopThenRestartKeepsOutputs(t *testing.T) {
 	t.Parallel()
 	ab := setupAdmin(t, nil, true)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
-	ab.srv.WaitPaused(t, resources.Medium)
+	ab.srv.WaitPaused(t, job.Medium)
 	tok, id := ab.submit("u-stop", "pro", 2)
 
 	// Hold the worker right after the first item's output is stored.
@@ -466,7 +465,7 @@ func TestRestartItem(t *testing.T) {
 	t.Parallel()
 	ab := setupAdmin(t, nil, true)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/high/pause", ab.admin, nil), 200)
-	ab.srv.WaitPaused(t, resources.High)
+	ab.srv.WaitPaused(t, job.High)
 	tok, id := ab.submit("u-item", "corporate", 2)
 	// The API refuses the second publication for good (a 400), once.
 	var once sync.Once
@@ -502,7 +501,7 @@ func TestRestartItem(t *testing.T) {
 
 // putJob stores a job of owner in tier, queued at at, then applies change
 // (nil: none) through the store, as the workers do.
-func putJob(t *testing.T, st *store.Store, owner, tier string, at time.Time, change func(j *job.Job) error) job.Job {
+func putJob(t *testing.T, st *store.Store, owner string, tier job.Tier, at time.Time, change func(j *job.Job) error) job.Job {
 	t.Helper()
 	ctx := context.Background()
 	j := job.Job{ID: ids.New(ids.Job), Type: publish.Type, Status: job.Queued, Tier: tier, Owner: owner, Hash: ids.New("h"),

@@ -61,11 +61,14 @@ type Options struct {
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
 	// Mover redrives DLQs (nil: admin's receive/send/delete mover; the admin
-	// function uses SQS move tasks in AWS, adminfn.Movers).
+	// function uses SQS move tasks in AWS, adminfn.AWS).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none, the local
 	// pollers read the tier flag; in AWS the event source mappings).
 	Switch admin.Switch
+	// Dashboard sets the dashboard's headers (apifn.LocalDashboard for the
+	// local stack's plain HTTP).
+	Dashboard api.DashboardOptions
 }
 
 // App is every service, wired.
@@ -128,7 +131,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	}
 	a.Schedules = recoveryfn.Schedules(env, clients.DynamoDB, a.Jobs)
 	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Uploads: a.Uploads, Accounts: a.Accounts, Schedules: a.Schedules,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints})
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	return a, nil
 }

@@ -201,52 +201,13 @@ func appendString(buf []byte, s string) []byte {
 // s (valid JSON number syntax, as encoding/json guarantees for a
 // json.Number it decoded or marshalled).
 func appendNumber(buf []byte, s string) ([]byte, error) {
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
+	neg, digits, exp, err := decimal(s)
+	if err != nil {
+		return nil, err
 	}
-	i := 0
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	intPart, rest := s[:i], s[i:]
-	var frac string
-	if strings.HasPrefix(rest, ".") {
-		j := 1
-		for j < len(rest) && isDigit(rest[j]) {
-			j++
-		}
-		frac, rest = rest[1:j], rest[j:]
-	}
-	var exp int64
-	if rest != "" { // e or E, an optional sign, digits
-		rest = rest[1:]
-		expNeg := strings.HasPrefix(rest, "-")
-		rest = strings.TrimLeft(strings.TrimLeft(rest, "+-"), "0")
-		if len(rest) > maxExponentDigits {
-			return nil, fmt.Errorf("%w: %.40s", errNumberRange, s)
-		}
-		if rest != "" {
-			e, err := strconv.ParseInt(rest, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("number %.40q: %w", s, err)
-			}
-			exp = e
-		}
-		if expNeg {
-			exp = -exp
-		}
-	}
-	// The value is digits × 10^exp, digits without leading or trailing zeros.
-	digits := strings.TrimLeft(intPart+frac, "0")
-	exp -= int64(len(frac))
 	if digits == "" {
 		return append(buf, '0'), nil // 0, -0, 0.000, 0e7
 	}
-	trimmed := strings.TrimRight(digits, "0")
-	exp += int64(len(digits) - len(trimmed))
-	digits = trimmed
-
 	if neg {
 		buf = append(buf, '-')
 	}
@@ -281,6 +242,56 @@ func appendNumber(buf []byte, s string) ([]byte, error) {
 		buf = strconv.AppendInt(buf, point-1, 10)
 	}
 	return buf, nil
+}
+
+// decimal reads the JSON number s as its sign and the value digits ×
+// 10^exp, digits without leading or trailing zeros ("" for zero, whatever
+// its sign or form). An exponent too long to be a sensible value is
+// errNumberRange.
+func decimal(s string) (neg bool, digits string, exp int64, err error) {
+	neg = strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	intPart, rest := s[:i], s[i:]
+	var frac string
+	if strings.HasPrefix(rest, ".") {
+		j := 1
+		for j < len(rest) && isDigit(rest[j]) {
+			j++
+		}
+		frac, rest = rest[1:j], rest[j:]
+	}
+	if rest != "" { // e or E, an optional sign, digits
+		rest = rest[1:]
+		expNeg := strings.HasPrefix(rest, "-")
+		rest = strings.TrimLeft(strings.TrimLeft(rest, "+-"), "0")
+		if len(rest) > maxExponentDigits {
+			return false, "", 0, fmt.Errorf("%w: %.40s", errNumberRange, s)
+		}
+		if rest != "" {
+			e, err := strconv.ParseInt(rest, 10, 64)
+			if err != nil {
+				return false, "", 0, fmt.Errorf("number %.40q: %w", s, err)
+			}
+			exp = e
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	digits = strings.TrimLeft(intPart+frac, "0")
+	exp -= int64(len(frac))
+	if digits == "" {
+		return neg, "", 0, nil
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	return neg, trimmed, exp, nil
 }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }

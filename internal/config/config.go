@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 )
@@ -23,17 +24,17 @@ type Config struct {
 	// Env is the environment (CONVEYOR_ENV). It has no default: a process
 	// that does not say where it runs refuses to start, so a deployment
 	// that forgot it never gets the local environment's leniency.
-	Env resources.Env
+	Env job.Env
 	// Table is the DynamoDB table (CONVEYOR_TABLE).
 	Table string
 	// Bucket is the upload bucket (CONVEYOR_BUCKET).
 	Bucket string
 	// QueueURLs and DLQURLs per tier (CONVEYOR_QUEUE_URL_HIGH, CONVEYOR_DLQ_URL_HIGH, …).
-	QueueURLs map[resources.Tier]string
-	DLQURLs   map[resources.Tier]string
+	QueueURLs map[job.Tier]string
+	DLQURLs   map[job.Tier]string
 	// ESMUUIDs are the tiers' event source mappings, which pausing a tier
 	// disables in AWS (CONVEYOR_ESM_UUID_HIGH, …).
-	ESMUUIDs map[resources.Tier]string
+	ESMUUIDs map[job.Tier]string
 	// KMSKeyID encrypts account tokens (CONVEYOR_KMS_KEY_ID; an alias works).
 	KMSKeyID string
 	// EventBus receives job events (CONVEYOR_EVENT_BUS).
@@ -171,18 +172,18 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		ScheduleGroup:             getenv(VarScheduleGroup),
 		ScheduleTargetARN:         getenv(VarScheduleTargetARN),
 		ScheduleRoleARN:           getenv(VarScheduleRoleARN),
-		QueueURLs:                 map[resources.Tier]string{},
-		DLQURLs:                   map[resources.Tier]string{},
-		ESMUUIDs:                  map[resources.Tier]string{},
+		QueueURLs:                 map[job.Tier]string{},
+		DLQURLs:                   map[job.Tier]string{},
+		ESMUUIDs:                  map[job.Tier]string{},
 	}
 	if name := getenv(VarEnv); name == "" {
 		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
-	} else if env, err := resources.ParseEnv(name); err != nil {
+	} else if env, err := job.ParseEnv(name); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("CONVEYOR_ENV: %w", err))
 	} else {
 		c.Env = env
 	}
-	for _, t := range resources.Tiers {
+	for _, t := range job.Tiers {
 		if v := getenv(VarQueueURL(t)); v != "" {
 			c.QueueURLs[t] = v
 		}

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
 // allFunctions is what a process running every function (the local stack)
 // names.
-var allFunctions = resources.For(resources.Local).Functions
+var allFunctions = resources.For(job.Local).Functions
 
 func TestFromRefusesToStartBadly(t *testing.T) {
 	t.Parallel()
@@ -32,7 +33,7 @@ func TestFromRefusesToStartBadly(t *testing.T) {
 		name    string
 		env     map[string]string
 		fns     []string
-		wantEnv resources.Env
+		wantEnv job.Env
 		wantErr []string // each must appear in the error; none means no error
 	}{
 		{name: "no CONVEYOR_ENV, no function", env: withEnv(""), wantErr: []string{"CONVEYOR_ENV is not set"}},
@@ -40,11 +41,11 @@ func TestFromRefusesToStartBadly(t *testing.T) {
 		{name: "no CONVEYOR_ENV, publisher with credentials", env: withEnv("", client), fns: []string{resources.FuncPublisher},
 			wantErr: []string{"CONVEYOR_ENV is not set"}},
 		{name: "unknown CONVEYOR_ENV", env: withEnv("production"), wantErr: []string{"CONVEYOR_ENV", `unknown environment "production"`}},
-		{name: "local, explicitly", env: withEnv("local"), wantEnv: resources.Local},
-		{name: "staging api without credentials", env: withEnv("staging"), fns: []string{resources.FuncAPI}, wantEnv: resources.Staging},
+		{name: "local, explicitly", env: withEnv("local"), wantEnv: job.Local},
+		{name: "staging api without credentials", env: withEnv("staging"), fns: []string{resources.FuncAPI}, wantEnv: job.Staging},
 		{name: "the non-refreshing functions need no credentials", env: withEnv("prod-ru"),
 			fns:     []string{resources.FuncAPI, resources.FuncConfirm, resources.FuncSystem, resources.FuncRecovery, resources.FuncStream},
-			wantEnv: resources.ProdRU},
+			wantEnv: job.ProdRU},
 		{name: "staging publisher without credentials", env: withEnv("staging"), fns: []string{resources.FuncPublisher},
 			wantErr: []string{"publisher function refreshes tokens", "CONVEYOR_DEVIANTART_CLIENT_ID and CONVEYOR_DEVIANTART_CLIENT_SECRET are empty"}},
 		{name: "local publisher without credentials", env: withEnv("local"), fns: []string{resources.FuncPublisher},
@@ -53,13 +54,13 @@ func TestFromRefusesToStartBadly(t *testing.T) {
 			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_DEVIANTART_CLIENT_SECRET is empty"}},
 		{name: "publisher with the secret only", env: withEnv("prod-en", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET": secret}),
 			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_DEVIANTART_CLIENT_ID is empty"}},
-		{name: "publisher with credentials", env: withEnv("prod-en", client), fns: []string{resources.FuncPublisher}, wantEnv: resources.ProdEN},
+		{name: "publisher with credentials", env: withEnv("prod-en", client), fns: []string{resources.FuncPublisher}, wantEnv: job.ProdEN},
 		{name: "publisher with the secret's ARN (read at cold start)",
 			env: withEnv("staging", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x"}),
-			fns: []string{resources.FuncPublisher}, wantEnv: resources.Staging},
+			fns: []string{resources.FuncPublisher}, wantEnv: job.Staging},
 		{name: "every function without credentials (the local stack)", env: withEnv("local"), fns: allFunctions,
 			wantErr: []string{"publisher function refreshes tokens"}},
-		{name: "every function with credentials", env: withEnv("local", client), fns: allFunctions, wantEnv: resources.Local},
+		{name: "every function with credentials", env: withEnv("local", client), fns: allFunctions, wantEnv: job.Local},
 		{name: "every problem at once, no value", env: withEnv("", map[string]string{"CONVEYOR_DEVIANTART_CLIENT_SECRET": secret, "CONVEYOR_MAX_ATTEMPTS": "0"}),
 			fns: []string{resources.FuncPublisher}, wantErr: []string{"CONVEYOR_ENV is not set", "CONVEYOR_MAX_ATTEMPTS", "CONVEYOR_DEVIANTART_CLIENT_ID is empty"}},
 	}
@@ -135,7 +136,7 @@ func TestEnvironRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatalf("From(Environ()) = %v", err)
 	}
-	if again.Env != resources.Staging || again.Table != "t" || again.QueueURLs[resources.High] != "https://q/high" {
+	if again.Env != job.Staging || again.Table != "t" || again.QueueURLs[job.High] != "https://q/high" {
 		t.Errorf("round trip lost something: %+v", again)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -61,13 +62,13 @@ const (
 )
 
 // VarQueueURL names the variable holding tier's queue URL, e.g. CONVEYOR_QUEUE_URL_HIGH.
-func VarQueueURL(t resources.Tier) string { return VarQueueURLPrefix + strings.ToUpper(string(t)) }
+func VarQueueURL(t job.Tier) string { return VarQueueURLPrefix + strings.ToUpper(string(t)) }
 
 // VarDLQURL names the variable holding tier's dead-letter queue URL.
-func VarDLQURL(t resources.Tier) string { return VarDLQURLPrefix + strings.ToUpper(string(t)) }
+func VarDLQURL(t job.Tier) string { return VarDLQURLPrefix + strings.ToUpper(string(t)) }
 
 // VarESMUUID names the variable holding tier's event source mapping UUID.
-func VarESMUUID(t resources.Tier) string { return VarESMUUIDPrefix + strings.ToUpper(string(t)) }
+func VarESMUUID(t job.Tier) string { return VarESMUUIDPrefix + strings.ToUpper(string(t)) }
 
 // Var is one configuration variable: the one place its default lives.
 type Var struct {

@@ -336,11 +336,38 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 	if !ok {
 		return "", render(NotFound())
 	}
-	// The path is resolved first, then the method (as OpenAPI matches
-	// paths: a literal segment beats a parameter). Only the routes of the
-	// most specific pattern that matches the path answer it, so a 405 lists
-	// exactly that path's methods: GET /v1/uploads/sign is 405 (POST), not
-	// GET /v1/uploads/{id} with the id "sign".
+	best, params, allowed := rt.resolve(path, method)
+	if best == nil && len(allowed) == 0 {
+		return "", render(NotFound())
+	}
+	if best == nil {
+		resp := render(Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "this path accepts %s", strings.Join(allowed, ", ")))
+		resp.Headers["Allow"] = strings.Join(allowed, ", ")
+		return "", resp
+	}
+	req.Params, pattern = params, best.pattern
+
+	if e := rt.admit(req, best.access, best.method); e != nil {
+		resp := render(e)
+		if e.Status == http.StatusUnauthorized {
+			resp.Headers["WWW-Authenticate"] = `Bearer realm="conveyor"`
+		}
+		return pattern, resp
+	}
+	if e := rt.checkSize(req.Raw); e != nil {
+		return pattern, render(e)
+	}
+	return pattern, rt.call(req, best)
+}
+
+// resolve finds the route of path and method. The path is resolved first,
+// then the method (as OpenAPI matches paths: a literal segment beats a
+// parameter). Only the routes of the most specific pattern that matches the
+// path answer it, so a 405 lists exactly that path's methods: GET
+// /v1/uploads/sign is 405 (POST), not GET /v1/uploads/{id} with the id
+// "sign". best is nil when no route answers: allowed are then the path's
+// methods (sorted, none when no pattern matches the path).
+func (rt *Router) resolve(path []string, method string) (best *route, params map[string]string, allowed []string) {
 	var shape []segment
 	type candidate struct {
 		r      *route
@@ -357,57 +384,39 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 			shape = r.segs
 		}
 	}
-	if len(found) == 0 {
-		return "", render(NotFound())
-	}
-	var best *route
-	var allowed []string
 	for _, c := range found {
 		if !sameShape(c.r.segs, shape) {
 			continue
 		}
 		if c.r.method == method {
-			best, req.Params = c.r, c.params
-			break
+			return c.r, c.params, nil
 		}
 		allowed = append(allowed, c.r.method)
 	}
-	if best == nil {
-		slices.Sort(allowed)
-		allowed = slices.Compact(allowed)
-		resp := render(Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "this path accepts %s", strings.Join(allowed, ", ")))
-		resp.Headers["Allow"] = strings.Join(allowed, ", ")
-		return "", resp
-	}
-	pattern = best.pattern
+	slices.Sort(allowed)
+	return nil, nil, slices.Compact(allowed)
+}
 
-	if e := rt.admit(req, best.access, best.method); e != nil {
-		resp := render(e)
-		if e.Status == http.StatusUnauthorized {
-			resp.Headers["WWW-Authenticate"] = `Bearer realm="conveyor"`
-		}
-		return pattern, resp
-	}
-	if e := rt.checkSize(req.Raw); e != nil {
-		return pattern, render(e)
-	}
-
-	out, err := best.h(req)
+// call runs the route's handler: an *Error it returns is rendered, any
+// other error or an answer without a valid status is logged and answered
+// 500 (with the request id, never the error's text).
+func (rt *Router) call(req *Request, r *route) Response {
+	out, err := r.h(req)
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) && e != nil {
-			return pattern, render(e)
+			return render(e)
 		}
 		rt.opts.Logger.ErrorContext(req.Ctx, "request failed",
-			"request_id", req.RequestID, "route", pattern, "error", err.Error())
-		return pattern, render(internalError(req.RequestID))
+			"request_id", req.RequestID, "route", r.pattern, "error", err.Error())
+		return render(internalError(req.RequestID))
 	}
 	if out.StatusCode < 100 || out.StatusCode > 599 {
 		rt.opts.Logger.ErrorContext(req.Ctx, "handler returned no valid status",
-			"request_id", req.RequestID, "route", pattern, "status", out.StatusCode)
-		return pattern, render(internalError(req.RequestID))
+			"request_id", req.RequestID, "route", r.pattern, "status", out.StatusCode)
+		return render(internalError(req.RequestID))
 	}
-	return pattern, out
+	return out
 }
 
 // requestPath returns the unescaped segments of the request path; ok is

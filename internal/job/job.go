@@ -209,7 +209,7 @@ type Job struct {
 	ID          string     `json:"id" dynamodbav:"id"`
 	Type        string     `json:"type" dynamodbav:"type"`
 	Status      Status     `json:"status" dynamodbav:"status"`
-	Tier        string     `json:"tier" dynamodbav:"tier"`
+	Tier        Tier       `json:"tier" dynamodbav:"tier"`
 	Phase       string     `json:"phase" dynamodbav:"phase"`
 	Progress    int        `json:"progress" dynamodbav:"progress"`
 	Phases      []Phase    `json:"phases" dynamodbav:"phases"`

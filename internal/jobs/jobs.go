@@ -45,7 +45,7 @@ var ErrBadCursor = store.ErrBadCursor
 
 // Sender puts a job's message on its tier's queue.
 type Sender interface {
-	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+	Send(ctx context.Context, tier job.Tier, m queue.Message) error
 }
 
 // Config configures a Service.
@@ -55,7 +55,7 @@ type Config struct {
 	// Kinds are the kinds of job users may submit ("type").
 	Kinds *kind.Registry
 	// Env decides the webhook URL policy (http and private targets only locally).
-	Env resources.Env
+	Env job.Env
 	// MaxAttempts is each new job's attempt budget.
 	MaxAttempts int
 	// Resolver checks webhook host names (default net.DefaultResolver).
@@ -154,7 +154,7 @@ func (s *Service) Hash(owner string, r SubmitRequest) (string, error) {
 // validate checks a normalised request (400s): the kind's rules, then the
 // core's (schedule, webhook URL).
 func (s *Service) validate(ctx context.Context, k kind.Kind, r SubmitRequest) error {
-	local := s.cfg.Env == resources.Local
+	local := s.cfg.Env == job.Local
 	env := kind.Env{Local: local, Resolver: s.cfg.Resolver}
 	if err := k.Validate(ctx, env, kind.Spec{Items: r.Items, Params: r.Params}); err != nil {
 		return err
@@ -230,7 +230,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		ID:          id,
 		Type:        r.Type,
 		Status:      job.Queued,
-		Tier:        string(resources.TierForPlan(c.Plan)),
+		Tier:        job.TierForPlan(c.Plan),
 		Phase:       "queued",
 		Phases:      job.NewPhases(k.Phases()...),
 		Params:      job.Doc(r.Params),
@@ -267,7 +267,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		return existing, false, nil
 	}
 	if j.Status == job.Queued {
-		if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 		}
@@ -399,7 +399,7 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 	if err != nil {
 		return j, err
 	}
-	if err := s.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

@@ -518,11 +518,30 @@ func (r *run) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) {
 
 // phases runs every unfinished phase and item, then succeeds the job.
 func (r *run) phases(ctx context.Context) error {
-	p := r.p
-	now := p.cfg.Now
 	j := r.snapshot()
+	if err := r.tokenPhase(ctx, &j); err != nil {
+		return err
+	}
+	if err := r.uploadPhase(ctx, &j); err != nil {
+		return err
+	}
+	if done, err := r.publishPhase(ctx, &j); done || err != nil {
+		return err
+	}
+	// Every item was already published (a resumed job): finish.
+	if err := r.p.crash(BeforeFinish, &j); err != nil {
+		return err
+	}
+	if err := r.save(ctx, r.finish); err != nil {
+		return err
+	}
+	r.log.InfoContext(ctx, "job succeeded")
+	return nil
+}
 
-	// token
+// tokenPhase gets the access token the external calls use.
+func (r *run) tokenPhase(ctx context.Context, j *job.Job) error {
+	now := r.p.cfg.Now
 	r.mu.Lock()
 	r.job.StartPhase(PhaseToken, "getting an access token", now())
 	r.mu.Unlock()
@@ -534,64 +553,17 @@ func (r *run) phases(ctx context.Context) error {
 	r.mu.Lock()
 	r.job.CompletePhase(PhaseToken, "access token ready", now())
 	r.mu.Unlock()
-	if err := p.crash(AfterToken, &j); err != nil {
-		return err
-	}
+	return r.p.crash(AfterToken, j)
+}
 
-	// download + upload, item by item (the download streams into the upload)
+// uploadPhase uploads the pending items one by one (each download streams
+// into its upload), then completes the download and upload phases and
+// starts the publish phase.
+func (r *run) uploadPhase(ctx context.Context, j *job.Job) error {
+	now := r.p.cfg.Now
 	total := len(j.Items)
 	for i := range j.Items {
-		it := r.snapshot().Items[i]
-		if it.Status != job.ItemPending {
-			continue
-		}
-		r.mu.Lock()
-		r.job.StartPhase(PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
-		r.job.StartPhase(PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
-		r.mu.Unlock()
-		var itemID int64
-		err := r.authed(ctx, j.Owner, func(token string) (err error) {
-			itemID, err = r.upload(ctx, token, j, it, r.tried[i])
-			return err
-		})
-		if err != nil {
-			return r.itemErr(ctx, PhaseUpload, i, err)
-		}
-		if err := p.crash(AfterSubmit, &j); err != nil {
-			return err
-		}
-		done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
-		uploaded := func(j *job.Job) {
-			if j.Items[i].Status == job.ItemPending {
-				j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
-			}
-		}
-		progress := func(j *job.Job) {
-			pct := done * 100 / total
-			msg := fmt.Sprintf("%d of %d items", done, total)
-			j.SetPhaseProgress(PhaseDownload, pct, msg)
-			j.SetPhaseProgress(PhaseUpload, pct, msg)
-			if done == total {
-				// Persisted, and their events emitted, with the next write.
-				j.CompletePhase(PhaseDownload, msg, now())
-				j.CompletePhase(PhaseUpload, msg, now())
-			}
-			j.Emit(job.EventProgress, now(), map[string]string{"phase": PhaseUpload, "items": msg})
-		}
-		if lastPending(r.snapshot(), i) {
-			// The last upload: its write is folded into the next one (the
-			// publish, or the failure), a round trip less per job. A crash
-			// before that write leaves the item tried, and the next run
-			// finds the stash item by its stack instead of submitting again.
-			r.mu.Lock()
-			uploaded(&r.job)
-			progress(&r.job)
-			r.unsaved = append(r.unsaved, uploaded)
-			r.mu.Unlock()
-		} else if err := r.record(ctx, uploaded, progress); err != nil {
-			return err
-		}
-		if err := p.crash(AfterUpload, &j); err != nil {
+		if err := r.uploadItem(ctx, j, i); err != nil {
 			return err
 		}
 	}
@@ -600,8 +572,70 @@ func (r *run) phases(ctx context.Context) error {
 	r.job.CompletePhase(PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
 	r.job.StartPhase(PhasePublish, "publishing", now())
 	r.mu.Unlock()
+	return nil
+}
 
-	// publish
+// uploadItem uploads item i when it is still pending and records it
+// uploaded, with the phases' progress.
+func (r *run) uploadItem(ctx context.Context, j *job.Job, i int) error {
+	p, now, total := r.p, r.p.cfg.Now, len(j.Items)
+	it := r.snapshot().Items[i]
+	if it.Status != job.ItemPending {
+		return nil
+	}
+	r.mu.Lock()
+	r.job.StartPhase(PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
+	r.job.StartPhase(PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
+	r.mu.Unlock()
+	var itemID int64
+	err := r.authed(ctx, j.Owner, func(token string) (err error) {
+		itemID, err = r.upload(ctx, token, *j, it, r.tried[i])
+		return err
+	})
+	if err != nil {
+		return r.itemErr(ctx, PhaseUpload, i, err)
+	}
+	if err := p.crash(AfterSubmit, j); err != nil {
+		return err
+	}
+	done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
+	uploaded := func(j *job.Job) {
+		if j.Items[i].Status == job.ItemPending {
+			j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
+		}
+	}
+	progress := func(j *job.Job) {
+		pct := done * 100 / total
+		msg := fmt.Sprintf("%d of %d items", done, total)
+		j.SetPhaseProgress(PhaseDownload, pct, msg)
+		j.SetPhaseProgress(PhaseUpload, pct, msg)
+		if done == total {
+			// Persisted, and their events emitted, with the next write.
+			j.CompletePhase(PhaseDownload, msg, now())
+			j.CompletePhase(PhaseUpload, msg, now())
+		}
+		j.Emit(job.EventProgress, now(), map[string]string{"phase": PhaseUpload, "items": msg})
+	}
+	if lastPending(r.snapshot(), i) {
+		// The last upload: its write is folded into the next one (the
+		// publish, or the failure), a round trip less per job. A crash
+		// before that write leaves the item tried, and the next run
+		// finds the stash item by its stack instead of submitting again.
+		r.mu.Lock()
+		uploaded(&r.job)
+		progress(&r.job)
+		r.unsaved = append(r.unsaved, uploaded)
+		r.mu.Unlock()
+	} else if err := r.record(ctx, uploaded, progress); err != nil {
+		return err
+	}
+	return p.crash(AfterUpload, j)
+}
+
+// publishPhase publishes the uploaded items one by one; done reports that
+// the last one was published and the job succeeded with it.
+func (r *run) publishPhase(ctx context.Context, j *job.Job) (done bool, err error) {
+	p, total := r.p, len(j.Items)
 	for i := range j.Items {
 		it := r.snapshot().Items[i]
 		if it.Status != job.ItemUploaded {
@@ -613,10 +647,10 @@ func (r *run) phases(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			return r.itemErr(ctx, PhasePublish, i, err)
+			return false, r.itemErr(ctx, PhasePublish, i, err)
 		}
-		if err := p.crash(AfterPublish, &j); err != nil {
-			return err
+		if err := p.crash(AfterPublish, j); err != nil {
+			return false, err
 		}
 		last := countItems(r.snapshot(), i, job.ItemPublished) == total
 		if err := r.record(ctx, func(j *job.Job) {
@@ -634,25 +668,17 @@ func (r *run) phases(ctx context.Context) error {
 				r.finish(j)
 			}
 		}); err != nil {
-			return err
+			return false, err
 		}
-		if err := p.crash(AfterItem, &j); err != nil {
-			return err
+		if err := p.crash(AfterItem, j); err != nil {
+			return false, err
 		}
 		if last {
 			r.log.InfoContext(ctx, "job succeeded")
-			return nil
+			return true, nil
 		}
 	}
-	// Every item was already published (a resumed job): finish.
-	if err := p.crash(BeforeFinish, &j); err != nil {
-		return err
-	}
-	if err := r.save(ctx, r.finish); err != nil {
-		return err
-	}
-	r.log.InfoContext(ctx, "job succeeded")
-	return nil
+	return false, nil
 }
 
 // finish moves the job to succeeded with its result.

@@ -23,7 +23,6 @@ import (
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
@@ -73,7 +72,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 
 // job makes a connected owner's queued job of n items whose images are in
 // the bucket.
-func (b *pubBundle) job(t *testing.T, tier resources.Tier, n int) job.Job {
+func (b *pubBundle) job(t *testing.T, tier job.Tier, n int) job.Job {
 	t.Helper()
 	owner := testfactory.Owner()
 	testfactory.Account(t, b.st, testfactory.AccountOpts{Owner: owner, Sealer: b.sealer, At: b.clk.Now()})
@@ -81,7 +80,7 @@ func (b *pubBundle) job(t *testing.T, tier resources.Tier, n int) job.Job {
 }
 
 // jobOf makes owner's queued job of n items whose images are in the bucket.
-func (b *pubBundle) jobOf(t *testing.T, owner string, tier resources.Tier, n int) job.Job {
+func (b *pubBundle) jobOf(t *testing.T, owner string, tier job.Tier, n int) job.Job {
 	t.Helper()
 	var ids []string
 	for i := range n {
@@ -123,7 +122,7 @@ func TestPublisherRunsAFactoryJob(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
 	ctx := context.Background()
-	j := b.job(t, resources.Medium, 2)
+	j := b.job(t, job.Medium, 2)
 	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
 	if err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v", v, err)
@@ -156,8 +155,8 @@ func TestPublisherParksAPausedTiersJob(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
 	ctx := context.Background()
-	j := b.job(t, resources.Low, 1)
-	if _, err := b.st.SetTierPaused(ctx, resources.Low, true, "op"); err != nil {
+	j := b.job(t, job.Low, 1)
+	if _, err := b.st.SetTierPaused(ctx, job.Low, true, "op"); err != nil {
 		t.Fatal(err)
 	}
 	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
@@ -225,11 +224,11 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 		}
 		return made
 	}
-	first, firstB := b.job(t, resources.High, 1), b.job(t, resources.High, 1)
+	first, firstB := b.job(t, job.High, 1), b.job(t, job.High, 1)
 	run(first.ID, first.Owner) // refreshes the token
 	run(firstB.ID, firstB.Owner)
 
-	j := b.jobOf(t, first.Owner, resources.High, 1)
+	j := b.jobOf(t, first.Owner, job.High, 1)
 	made := run(j.ID, j.Owner)
 	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.TransactWriteItems": 2}
 	if diff := cmp.Diff(want, made, cmpopts.IgnoreMapEntries(func(op string, _ int) bool {
@@ -238,7 +237,7 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 		t.Errorf("DynamoDB requests of one run (-want +got):\n%s", diff)
 	}
 
-	other := b.jobOf(t, firstB.Owner, resources.High, 1)
+	other := b.jobOf(t, firstB.Owner, job.High, 1)
 	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 1 {
 		t.Errorf("GetItem requests = %d, want 1 (the job's own owner's account)", n)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/testfactory"
 )
 
@@ -26,7 +25,7 @@ func TestRevokedAccessTokenIsRefreshedOnce(t *testing.T) {
 		RefreshToken: b.sim.MintRefreshToken(), AccessToken: "revoked-access-token", ExpiresAt: &expires}); err != nil {
 		t.Fatal(err)
 	}
-	j := b.jobOf(t, owner, resources.Medium, 1)
+	j := b.jobOf(t, owner, job.Medium, 1)
 	if v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1}); err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v", v, err)
 	}

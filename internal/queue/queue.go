@@ -16,8 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // Kinds of work.
@@ -72,11 +71,11 @@ func Decode(body string) (Message, error) {
 // Sender sends messages to the tier queues.
 type Sender struct {
 	sqs  *sqs.Client
-	urls map[resources.Tier]string
+	urls map[job.Tier]string
 }
 
 // NewSender returns a Sender for the queues at urls.
-func NewSender(client *sqs.Client, urls map[resources.Tier]string) *Sender {
+func NewSender(client *sqs.Client, urls map[job.Tier]string) *Sender {
 	return &Sender{sqs: client, urls: urls}
 }
 
@@ -84,7 +83,7 @@ func NewSender(client *sqs.Client, urls map[resources.Tier]string) *Sender {
 func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(send) }
 
 // Send puts m on tier's queue, in the job's message group.
-func (s *Sender) Send(ctx context.Context, tier resources.Tier, m Message) error {
+func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 	url, ok := s.urls[tier]
 	if !ok {
 		return fmt.Errorf("no queue configured for tier %q", tier)

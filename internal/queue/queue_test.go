@@ -10,8 +10,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -57,25 +57,25 @@ func TestSendGroupsEachSendApart(t *testing.T) {
 		{Kind: queue.KindPublish, JobID: id, Send: 1}, // a retried SendMessage
 		{Kind: queue.KindPublish, JobID: id, Send: 2},
 	} {
-		if err := s.Send(ctx, resources.Medium, m); err != nil {
+		if err := s.Send(ctx, job.Medium, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Send(ctx, resources.System, queue.Message{Kind: queue.KindWebhook, JobID: id, DeliveryID: "dlv-1", Seq: 3}); err != nil {
+	if err := s.Send(ctx, job.System, queue.Message{Kind: queue.KindWebhook, JobID: id, DeliveryID: "dlv-1", Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
 	want := []received{
 		{`{"kind":"publish","jobId":"` + id + `","send":1}`, id + "-1", id + "-1"},
 		{`{"kind":"publish","jobId":"` + id + `","send":2}`, id + "-2", id + "-2"},
 	}
-	if diff := cmp.Diff(want, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[resources.Medium])); diff != "" {
+	if diff := cmp.Diff(want, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[job.Medium])); diff != "" {
 		t.Errorf("medium queue (-want +got):\n%s", diff)
 	}
 	wantSys := []received{{`{"kind":"webhook","jobId":"` + id + `","send":0,"deliveryId":"dlv-1","seq":3}`, "dlv-1", "dlv-1"}}
-	if diff := cmp.Diff(wantSys, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[resources.System])); diff != "" {
+	if diff := cmp.Diff(wantSys, receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[job.System])); diff != "" {
 		t.Errorf("system queue (-want +got):\n%s", diff)
 	}
-	for _, tier := range []resources.Tier{resources.High, resources.Low} {
+	for _, tier := range []job.Tier{job.High, job.Low} {
 		if got := receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[tier]); len(got) != 0 {
 			t.Errorf("tier %s received %d messages, want none", tier, len(got))
 		}
@@ -86,7 +86,7 @@ func TestSendToAnUnknownTierFails(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs)
-	err := s.Send(context.Background(), resources.Tier("platinum"), queue.Message{Kind: queue.KindPublish, JobID: "job_x", Send: 1})
+	err := s.Send(context.Background(), job.Tier("platinum"), queue.Message{Kind: queue.KindPublish, JobID: "job_x", Send: 1})
 	if err == nil || !strings.Contains(err.Error(), "platinum") {
 		t.Fatalf("err = %v, want one naming the tier", err)
 	}

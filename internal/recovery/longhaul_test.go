@@ -49,7 +49,7 @@ func TestBacklogIsNeverStuck(t *testing.T) {
 		t.Fatalf("after 10 hours: %s attempts %d resends %d, want queued, 0, %d", j.Status, j.Attempts, j.Resends, resends)
 	}
 	// Every message of the backlog is delivered: one publication.
-	msgs := b.drain(resources.Medium)
+	msgs := b.drain(job.Medium)
 	if msgs != resends+1 {
 		t.Errorf("%d messages in the queue, want %d", msgs, resends+1)
 	}
@@ -75,7 +75,7 @@ func TestLongOutageParksInTheTable(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 429, RetryAfter: 3600, Count: 1})
 	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
 	if err != nil || !v.Done {
@@ -98,7 +98,7 @@ func TestLongOutageParksInTheTable(t *testing.T) {
 	if err != nil || res.Unparked != 1 {
 		t.Fatalf("release = %+v, %v; want the parked job sent", res, err)
 	}
-	if n := b.drain(resources.Medium); n != 1 {
+	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages, want 1", n)
 	}
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
@@ -117,7 +117,7 @@ func TestShortWaitNearTheDLQParks(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 503, Count: 2})
 	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
 	if err != nil || v.Done || v.RetryIn <= 0 {
@@ -141,9 +141,9 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	st := b.Stack.App.Store
-	if _, err := st.SetTierPaused(ctx, resources.Medium, true, "ops"); err != nil {
+	if _, err := st.SetTierPaused(ctx, job.Medium, true, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
@@ -160,7 +160,7 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx); res.Unparked != 0 {
 		t.Fatalf("released while the tier is paused: %+v", res)
 	}
-	if _, err := st.SetTierPaused(ctx, resources.Medium, false, "ops"); err != nil {
+	if _, err := st.SetTierPaused(ctx, job.Medium, false, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	b.clk.Advance(10 * time.Minute)
@@ -182,7 +182,7 @@ func TestCancelDuringPublishingKeepsTheOutput(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.at[id+"@"+publish.AfterPublish] = func() {
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", b.freshToken(), nil), 200)
 	}
@@ -211,7 +211,7 @@ func TestRetryAfterACrashDoesNotRepeatWork(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.crash[id] = publish.AfterSubmit
 	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err == nil {
 		t.Fatal("want a crash")
@@ -221,7 +221,7 @@ func TestRetryAfterACrashDoesNotRepeatWork(t *testing.T) {
 	if r.Body["attempts"] != 0.0 {
 		t.Fatalf("retry: %s", r.Raw)
 	}
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run after retry: %+v %v", v, err)
 	}
@@ -245,7 +245,7 @@ func TestCrashThenCancelKeepsThePublication(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.crash[id] = publish.AfterPublish
 	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err == nil {
 		t.Fatal("want a crash")

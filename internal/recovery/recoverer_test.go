@@ -16,7 +16,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -31,22 +30,22 @@ type rescueBundle struct {
 	clk    *clock.Simulated
 	rec    *recovery.Recoverer
 	sqs    *sqs.Client
-	queues map[resources.Tier]string
+	queues map[job.Tier]string
 
 	mu     sync.Mutex
-	paused map[resources.Tier]bool
+	paused map[job.Tier]bool
 }
 
 func setupRescue(t *testing.T) *rescueBundle {
 	t.Helper()
 	env := awstest.Provision(t)
-	b := &rescueBundle{clk: clock.NewSimulated(time.Now()), sqs: env.Clients.SQS, queues: env.Res.QueueURLs, paused: map[resources.Tier]bool{}}
+	b := &rescueBundle{clk: clock.NewSimulated(time.Now()), sqs: env.Clients.SQS, queues: env.Res.QueueURLs, paused: map[job.Tier]bool{}}
 	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	b.rec = recovery.New(recovery.Config{
 		Store: b.st, Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs),
 		S3: env.Clients.S3, Bucket: env.Res.Definition.Bucket.Name,
 		StuckAfter: stuckAfter, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
-		Paused: func(_ context.Context, tier resources.Tier) bool {
+		Paused: func(_ context.Context, tier job.Tier) bool {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			return b.paused[tier]
@@ -56,7 +55,7 @@ func setupRescue(t *testing.T) *rescueBundle {
 	return b
 }
 
-func (b *rescueBundle) pause(tier resources.Tier, p bool) {
+func (b *rescueBundle) pause(tier job.Tier, p bool) {
 	b.mu.Lock()
 	b.paused[tier] = p
 	b.mu.Unlock()
@@ -72,7 +71,7 @@ func (b *rescueBundle) get(t *testing.T, id string) job.Job {
 }
 
 // sent drains tier's queue and returns the messages, by job id.
-func (b *rescueBundle) sent(t *testing.T, tier resources.Tier) map[string][]int {
+func (b *rescueBundle) sent(t *testing.T, tier job.Tier) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
 	for {
@@ -100,15 +99,15 @@ func TestRunRescuesWhatIsStuckAndOnlyThat(t *testing.T) {
 	b := setupRescue(t)
 	ctx := context.Background()
 	t0 := b.clk.Now()
-	lost := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: t0})
-	pausedTier := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Low, At: t0})
-	silent := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, Status: job.Running, Attempts: 2, At: t0})
-	spent := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.High, Status: job.Running, Attempts: 7, MaxAttempts: 7, At: t0})
-	b.pause(resources.Low, true)
+	lost := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, At: t0})
+	pausedTier := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Low, At: t0})
+	silent := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, Status: job.Running, Attempts: 2, At: t0})
+	spent := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.High, Status: job.Running, Attempts: 7, MaxAttempts: 7, At: t0})
+	b.pause(job.Low, true)
 
 	b.clk.Advance(stuckAfter + time.Minute)
-	beating := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, Status: job.Running, Attempts: 1, At: b.clk.Now()})
-	fresh := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: b.clk.Now()})
+	beating := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, Status: job.Running, Attempts: 1, At: b.clk.Now()})
+	fresh := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, At: b.clk.Now()})
 
 	res, err := b.rec.Run(ctx)
 	if err != nil {
@@ -131,10 +130,10 @@ func TestRunRescuesWhatIsStuckAndOnlyThat(t *testing.T) {
 			t.Errorf("the %s job was written (version %d → %d)", name, j.Version, got.Version)
 		}
 	}
-	if diff := cmp.Diff(map[string][]int{lost.ID: {2}, silent.ID: {2}}, b.sent(t, resources.Medium)); diff != "" {
+	if diff := cmp.Diff(map[string][]int{lost.ID: {2}, silent.ID: {2}}, b.sent(t, job.Medium)); diff != "" {
 		t.Errorf("medium queue (-want +got):\n%s", diff)
 	}
-	if got := b.sent(t, resources.High); len(got) != 0 {
+	if got := b.sent(t, job.High); len(got) != 0 {
 		t.Errorf("the failed job was sent: %v", got)
 	}
 	if run, err := b.st.LastRecovery(ctx); err != nil || run.Orphans != 3 || run.FailedStuck != 1 {
@@ -148,7 +147,7 @@ func TestRunRescuesWhatIsStuckAndOnlyThat(t *testing.T) {
 	}
 	// 2×StuckAfter later the still-unreceived jobs are re-sent once more,
 	// and the resumed tier's job is rescued too.
-	b.pause(resources.Low, false)
+	b.pause(job.Low, false)
 	b.clk.Advance(2*stuckAfter + time.Minute)
 	res, err = b.rec.Run(ctx)
 	if err != nil {
@@ -172,7 +171,7 @@ func TestOverlappingRunsSendEachOrphanOnce(t *testing.T) {
 	const n = 6
 	want := map[string][]int{}
 	for range n {
-		j := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, Status: job.Running, Attempts: 1, At: t0})
+		j := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, Status: job.Running, Attempts: 1, At: t0})
 		want[j.ID] = []int{2}
 	}
 	b.clk.Advance(stuckAfter + time.Minute)
@@ -191,7 +190,7 @@ func TestOverlappingRunsSendEachOrphanOnce(t *testing.T) {
 	if got := results[0].Requeued + results[1].Requeued; got != n {
 		t.Errorf("requeued %d + %d, want %d in all", results[0].Requeued, results[1].Requeued, n)
 	}
-	if diff := cmp.Diff(want, b.sent(t, resources.Medium)); diff != "" {
+	if diff := cmp.Diff(want, b.sent(t, job.Medium)); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
@@ -207,9 +206,9 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 	at := t0.Add(10 * time.Minute)
 	scheduled := testfactory.Job(t, b.st, testfactory.JobOpts{Status: job.Scheduled, ScheduleAt: &at, At: t0})
 	retry := t0.Add(5 * time.Minute)
-	parked := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, Waiting: "backoff", RetryAt: &retry, At: t0})
-	parkedLow := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Low, Waiting: "paused", RetryAt: &retry, At: t0})
-	b.pause(resources.Low, true)
+	parked := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, Waiting: "backoff", RetryAt: &retry, At: t0})
+	parkedLow := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Low, Waiting: "paused", RetryAt: &retry, At: t0})
+	b.pause(job.Low, true)
 
 	if res, err := b.rec.ReleaseScheduled(ctx); err != nil || res != (recovery.Result{}) {
 		t.Fatalf("before any time came: %+v, %v", res, err)
@@ -233,10 +232,10 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 		t.Errorf("released job: status %s queuedAt %v", j.Status, j.QueuedAt)
 	}
 	want := map[string][]int{parked.ID: {2}, scheduled.ID: {1}}
-	if diff := cmp.Diff(want, b.sent(t, resources.Medium)); diff != "" {
+	if diff := cmp.Diff(want, b.sent(t, job.Medium)); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	b.pause(resources.Low, false)
+	b.pause(job.Low, false)
 	if res, err := b.rec.ReleaseScheduled(ctx); err != nil || res != (recovery.Result{Unparked: 1}) {
 		t.Errorf("after resuming low: %+v, %v; want its job unparked", res, err)
 	}
@@ -249,7 +248,7 @@ func TestStoredButNeverSentIsSent(t *testing.T) {
 	t.Parallel()
 	b := setupRescue(t)
 	ctx := context.Background()
-	id := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: b.clk.Now()}).ID
+	id := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, At: b.clk.Now()}).ID
 	b.clk.Advance(10 * time.Minute)
 	if res, err := b.rec.Run(ctx); err != nil || res.Requeued != 0 {
 		t.Fatalf("requeued before StuckAfter: %+v, %v", res, err)
@@ -259,7 +258,7 @@ func TestStoredButNeverSentIsSent(t *testing.T) {
 	if err != nil || res.Requeued != 1 {
 		t.Fatalf("recovery = %+v, %v", res, err)
 	}
-	if diff := cmp.Diff(map[string][]int{id: {2}}, b.sent(t, resources.Medium)); diff != "" {
+	if diff := cmp.Diff(map[string][]int{id: {2}}, b.sent(t, job.Medium)); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 	if j := b.get(t, id); j.Attempts != 0 || j.Enqueues != 2 {
@@ -274,7 +273,7 @@ func TestOverlappingRunsEnqueueOnce(t *testing.T) {
 	b := setupRescue(t)
 	want := map[string][]int{}
 	for range 5 {
-		want[testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: b.clk.Now()}).ID] = []int{2}
+		want[testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, At: b.clk.Now()}).ID] = []int{2}
 	}
 	b.clk.Advance(21 * time.Minute)
 	var wg sync.WaitGroup
@@ -296,7 +295,7 @@ func TestOverlappingRunsEnqueueOnce(t *testing.T) {
 	if total != 5 {
 		t.Errorf("runs requeued %d in total, want 5 (each job once): %+v", total, results)
 	}
-	if diff := cmp.Diff(want, b.sent(t, resources.Medium)); diff != "" {
+	if diff := cmp.Diff(want, b.sent(t, job.Medium)); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }

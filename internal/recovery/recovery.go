@@ -17,7 +17,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -29,7 +28,7 @@ const (
 
 // Sender puts a job's message on its tier's queue.
 type Sender interface {
-	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+	Send(ctx context.Context, tier job.Tier, m queue.Message) error
 }
 
 // Config configures a Recoverer.
@@ -45,7 +44,7 @@ type Config struct {
 	// StaleAfter / DeleteAfter are the retention stages (default 168h / 720h).
 	StaleAfter, DeleteAfter time.Duration
 	// Paused reports whether a tier is paused; its queued jobs are not stuck.
-	Paused func(ctx context.Context, tier resources.Tier) bool
+	Paused func(ctx context.Context, tier job.Tier) bool
 	// Batch bounds each kind of work per run (default BatchDefault).
 	Batch int
 	// Now defaults to time.Now.
@@ -128,7 +127,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("error fetching waiting jobs: %w", err)
 	}
 	for _, j := range waiting {
-		if r.cfg.Paused != nil && r.cfg.Paused(ctx, resources.Tier(j.Tier)) {
+		if r.cfg.Paused != nil && r.cfg.Paused(ctx, j.Tier) {
 			continue
 		}
 		ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
@@ -160,7 +159,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 			return res, fmt.Errorf("error fetching stuck jobs: %w", err)
 		}
 		for _, j := range due {
-			if st == job.Queued && r.cfg.Paused != nil && r.cfg.Paused(ctx, resources.Tier(j.Tier)) {
+			if st == job.Queued && r.cfg.Paused != nil && r.cfg.Paused(ctx, j.Tier) {
 				continue // waiting in a paused tier is not stuck
 			}
 			res.Orphans++
@@ -268,12 +267,12 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		// Its last worker went silent after it may have reached the
 		// external API: one more delivery asks the API what happened and
 		// records it on the failed job's items (the worker's reconcile).
-		if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+		if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 			log.ErrorContext(ctx, "sending the failed job for reconciliation failed; a retry by its owner asks the API", "error", err)
 		}
 		return true, nil
 	}
-	if err := r.cfg.Sender.Send(ctx, resources.Tier(j.Tier), queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+	if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
 		// Still queued: the next run sends it.
 		log.ErrorContext(ctx, "re-enqueue failed; the next run retries", "error", err)
 		return true, nil

@@ -17,7 +17,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -111,7 +110,7 @@ func (b *bundle) job(id string) job.Job {
 }
 
 // drain receives every message of the tier's queue and returns their count.
-func (b *bundle) drain(tier resources.Tier) int {
+func (b *bundle) drain(tier job.Tier) int {
 	b.T.Helper()
 	n := 0
 	for {
@@ -136,7 +135,7 @@ func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	b.crash[id] = publish.AfterUpload
 	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
 		t.Fatalf("run = %v, want a crash", err)
@@ -153,7 +152,7 @@ func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
 	if err != nil || res.Orphans != 1 || res.Requeued != 1 {
 		t.Fatalf("recovery = %+v, %v; want one orphan requeued", res, err)
 	}
-	if n := b.drain(resources.Medium); n != 1 {
+	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages after recovery, want 1", n)
 	}
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
@@ -182,7 +181,7 @@ func TestExhaustedStuckJobFails(t *testing.T) {
 	// MAX_ATTEMPTS is 3: three runs whose worker dies spend them; the
 	// recovery after the third fails the job.
 	for run := range 3 {
-		b.drain(resources.Medium)
+		b.drain(job.Medium)
 		b.crash[id] = publish.AfterClaim
 		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
 			t.Fatalf("run %d = %v, want a crash", run, err)
@@ -213,7 +212,7 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	id := b.submit(nil)
 	points := []string{publish.AfterClaim, publish.AfterClaim, publish.AfterPublish} // MAX_ATTEMPTS is 3
 	for run, point := range points {
-		b.drain(resources.Medium)
+		b.drain(job.Medium)
 		b.crash[id] = point
 		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
 			t.Fatalf("run %d = %v, want a crash at %s", run, err, point)
@@ -226,7 +225,7 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	if j := b.job(id); j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" {
 		t.Fatalf("job = %s %+v, want failed as stuck", j.Status, j.Error)
 	}
-	if n := b.drain(resources.Medium); n != 1 {
+	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages after the stuck failure, want 1 (the reconciling delivery)", n)
 	}
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
@@ -243,7 +242,7 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	}
 	// The owner retries: the item is done, so the run only finishes.
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run after the retry: %+v %v", v, err)
 	}
@@ -264,7 +263,7 @@ func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
 	if j := b.job(id); j.Status != job.Scheduled {
 		t.Fatalf("status %s, want scheduled", j.Status)
 	}
-	if n := b.drain(resources.Medium); n != 0 {
+	if n := b.drain(job.Medium); n != 0 {
 		t.Fatalf("a scheduled job was sent at once (%d messages)", n)
 	}
 	b.clk.Advance(59 * time.Minute)
@@ -279,7 +278,7 @@ func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
 	if j := b.job(id); j.Status != job.Queued {
 		t.Errorf("status %s, want queued", j.Status)
 	}
-	if n := b.drain(resources.Medium); n != 1 {
+	if n := b.drain(job.Medium); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {

@@ -13,7 +13,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
@@ -61,7 +60,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 	up := b.Upload(b.tok, stacktest.PNG(t, 6))
 
 	a := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: a}); err != nil || !v.Done {
 		t.Fatalf("job A: %+v %v", v, err)
 	}
@@ -89,7 +88,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 	if res, err := rec.ReleaseScheduled(ctx); err != nil || res.Released != 1 {
 		t.Fatalf("release = %+v, %v", res, err)
 	}
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: jobB}); err != nil || !v.Done {
 		t.Fatalf("job B: %+v %v", v, err)
 	}
@@ -137,7 +136,7 @@ func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 		}
 		ups, keys = append(ups, up), append(keys, b.job(id).Items[0].Key)
 	}
-	b.drain(resources.Medium)
+	b.drain(job.Medium)
 	tok := b.freshToken()
 	status := make([]int, n)
 	var wg sync.WaitGroup

@@ -81,7 +81,7 @@ func (JobWebhooks) Deliveries(_ context.Context, ev store.EventRecord) ([]queue.
 
 // Sender queues work (the webhook deliveries go to the system tier).
 type Sender interface {
-	Send(ctx context.Context, tier resources.Tier, m queue.Message) error
+	Send(ctx context.Context, tier job.Tier, m queue.Message) error
 }
 
 // Bus is the part of the EventBridge client the relay uses.
@@ -351,7 +351,7 @@ func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
 // many were queued.
 func (r *Relay) queueWebhooks(ctx context.Context, msgs []queue.Message) (int, error) {
 	for i, m := range msgs {
-		if err := r.cfg.Sender.Send(ctx, resources.System, m); err != nil {
+		if err := r.cfg.Sender.Send(ctx, job.System, m); err != nil {
 			return i, err
 		}
 	}

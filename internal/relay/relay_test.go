@@ -126,7 +126,7 @@ func (b *bundle) start(t *testing.T) {
 func (b *bundle) newJob(t *testing.T, owner string, webhook bool) string {
 	t.Helper()
 	now := time.Now().UTC()
-	j := &job.Job{ID: ids.New("job"), Type: "http", Status: job.Queued, Tier: string(resources.Low), Owner: owner,
+	j := &job.Job{ID: ids.New("job"), Type: "http", Status: job.Queued, Tier: job.Low, Owner: owner,
 		Hash: ids.New("h"), MaxAttempts: 7, CreatedAt: now, UpdatedAt: now}
 	if webhook {
 		j.WebhookURL = "https://hooks.example.com/x"
@@ -342,7 +342,7 @@ func TestAFailedRecordIsRetriedFromItselfAndHoldsBackItsJob(t *testing.T) {
 	}
 	hooks.mu.Unlock()
 	// The job.succeeded webhook was queued once, to the system tier.
-	out, err := b.env.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.env.Res.QueueURLs[resources.System]), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	out, err := b.env.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.env.Res.QueueURLs[job.System]), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

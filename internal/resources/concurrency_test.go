@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -17,7 +18,7 @@ import (
 // account (one account per environment).
 func TestReservedConcurrency(t *testing.T) {
 	t.Parallel()
-	for _, env := range resources.CloudEnvs {
+	for _, env := range job.CloudEnvs {
 		total := 0
 		def := resources.For(env)
 		mapped := map[string]int{}
@@ -48,7 +49,7 @@ func TestReservedConcurrency(t *testing.T) {
 
 func TestHighThroughputFIFO(t *testing.T) {
 	t.Parallel()
-	for _, env := range resources.Envs {
+	for _, env := range job.Envs {
 		for _, q := range resources.For(env).Queues {
 			if q.DeduplicationScope != "messageGroup" || q.FifoThroughputLimit != "perMessageGroupId" {
 				t.Errorf("%s %s: DeduplicationScope %q, FifoThroughputLimit %q; want messageGroup, perMessageGroupId",
@@ -76,7 +77,7 @@ func TestRedriveAllowPolicy(t *testing.T) {
 // lane of at least one shard at once.
 func TestEventStreamMapping(t *testing.T) {
 	t.Parallel()
-	for _, env := range resources.Envs {
+	for _, env := range job.Envs {
 		m := resources.For(env).EventStream
 		if m.BatchSize < 1 || m.BatchSize > 10000 {
 			t.Errorf("%s: BatchSize %d outside 1–10000", env, m.BatchSize)

@@ -11,83 +11,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/conveyor/conveyor/internal/job"
 )
-
-// Env names a deployment environment.
-type Env string
-
-// The environments Conveyor is deployed to. Local is the offline stack.
-const (
-	Local   Env = "local"
-	Staging Env = "staging"
-	ProdRU  Env = "prod-ru"
-	ProdEN  Env = "prod-en"
-)
-
-// Envs lists every environment, local first.
-var Envs = []Env{Local, Staging, ProdRU, ProdEN}
-
-// CloudEnvs lists the environments that get a CDK stack.
-var CloudEnvs = []Env{Staging, ProdRU, ProdEN}
-
-// ParseEnv returns the Env named s, or an error naming the valid ones.
-func ParseEnv(s string) (Env, error) {
-	for _, e := range Envs {
-		if string(e) == s {
-			return e, nil
-		}
-	}
-	return "", fmt.Errorf("unknown environment %q (want one of local, staging, prod-ru, prod-en)", s)
-}
-
-// Production reports whether the environment serves real users; production
-// tables get deletion protection and retained resources.
-func (e Env) Production() bool { return e == ProdRU || e == ProdEN }
-
-// Tier is a priority tier; each has its own FIFO queue and DLQ.
-type Tier string
-
-// The four tiers.
-const (
-	High   Tier = "high"
-	Medium Tier = "medium"
-	Low    Tier = "low"
-	System Tier = "system"
-)
-
-// Tiers lists every tier, highest priority first.
-var Tiers = []Tier{High, Medium, Low, System}
-
-// PublishTiers are the tiers whose queues the publisher consumes.
-var PublishTiers = []Tier{High, Medium, Low}
-
-// ParseTier returns the Tier named s.
-func ParseTier(s string) (Tier, error) {
-	for _, t := range Tiers {
-		if string(t) == s {
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("unknown tier %q (want one of high, medium, low, system)", s)
-}
-
-// TierForPlan maps a user's plan to the tier its jobs run in. Unknown plans
-// run in the low tier.
-func TierForPlan(plan string) Tier {
-	switch plan {
-	case "enterprise", "corporate":
-		return High
-	case "standard", "pro":
-		return Medium
-	default:
-		return Low
-	}
-}
 
 // Queue describes one tier's FIFO queue, its DLQ and the event source
 // mapping that feeds it to its consumer function.
 type Queue struct {
-	Tier Tier
+	Tier job.Tier
 	// Name is the queue name, ending in .fifo.
 	Name string
 	// DLQName is the dead-letter queue's name, ending in .fifo.
@@ -235,7 +166,7 @@ type EventArchive struct {
 
 // EventSource is the EventBridge source of an environment's events; the
 // archive's pattern matches it.
-func EventSource(env Env) string { return "conveyor." + string(env) }
+func EventSource(env job.Env) string { return "conveyor." + string(env) }
 
 // Bucket describes the upload bucket and its notification.
 type Bucket struct {
@@ -278,7 +209,7 @@ const (
 
 // Definition is every resource of one environment.
 type Definition struct {
-	Env      Env
+	Env      job.Env
 	Prefix   string
 	Queues   []Queue
 	Table    Table
@@ -534,13 +465,13 @@ func UploadObjectExpiryDays() int {
 }
 
 // For returns the definition of an environment.
-func For(env Env) Definition { return Named(env, "conveyor-"+string(env)) }
+func For(env job.Env) Definition { return Named(env, "conveyor-"+string(env)) }
 
 // Named returns the definition of an environment with every resource name
 // built from prefix instead of the environment's default, so that tests can
 // provision isolated copies side by side on one emulator. Prefix must be a
 // valid start of a bucket name (lowercase letters, digits, hyphens).
-func Named(env Env, prefix string) Definition {
+func Named(env job.Env, prefix string) Definition {
 	d := Definition{
 		Env:      env,
 		Prefix:   prefix,
@@ -565,7 +496,7 @@ func Named(env Env, prefix string) Definition {
 				inspectorIndex(IndexByCreated, AttrEntity),
 			},
 			TTLAttribute:        AttrExpiresAt,
-			PointInTimeRecovery: env != Local,
+			PointInTimeRecovery: env != job.Local,
 			DeletionProtection:  env.Production(),
 			StreamView:          StreamViewNewImage,
 		},
@@ -619,10 +550,10 @@ func Named(env Env, prefix string) Definition {
 	// functions an environment reserves 714 of a default account's 1,000
 	// (one account per environment, as AWS recommends; environments that
 	// share an account need a concurrency quota raise).
-	concurrency := map[Tier]int{High: 300, Medium: 150, Low: 75, System: 20}
-	for _, t := range Tiers {
+	concurrency := map[job.Tier]int{job.High: 300, job.Medium: 150, job.Low: 75, job.System: 20}
+	for _, t := range job.Tiers {
 		consumer := FuncPublisher
-		if t == System {
+		if t == job.System {
 			consumer = FuncSystem
 		}
 		d.Queues = append(d.Queues, Queue{
@@ -645,13 +576,13 @@ func Named(env Env, prefix string) Definition {
 	return d
 }
 
-func corsOrigins(env Env) []string {
+func corsOrigins(env job.Env) []string {
 	switch env {
-	case Local:
+	case job.Local:
 		return []string{"*"}
-	case Staging:
+	case job.Staging:
 		return []string{"https://staging.conveyor.example"}
-	case ProdRU:
+	case job.ProdRU:
 		return []string{"https://conveyor.example.ru"}
 	default:
 		return []string{"https://conveyor.example.com"}
@@ -659,7 +590,7 @@ func corsOrigins(env Env) []string {
 }
 
 // Queue returns the definition of a tier's queue.
-func (d Definition) Queue(t Tier) (Queue, bool) {
+func (d Definition) Queue(t job.Tier) (Queue, bool) {
 	for _, q := range d.Queues {
 		if q.Tier == t {
 			return q, true
@@ -670,7 +601,7 @@ func (d Definition) Queue(t Tier) (Queue, bool) {
 
 // archiveRetention keeps production's events 90 days, others' 14: long
 // enough to replay a window after any outage a consumer could have.
-func archiveRetention(env Env) time.Duration {
+func archiveRetention(env job.Env) time.Duration {
 	if env.Production() {
 		return 90 * 24 * time.Hour
 	}

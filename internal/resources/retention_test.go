@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -23,7 +24,7 @@ func TestUploadLifecycleArithmetic(t *testing.T) {
 	if days != 409 { // 7 + 365 + 30 + 7
 		t.Errorf("lifecycle = %d days, want 409", days)
 	}
-	for _, env := range resources.Envs {
+	for _, env := range job.Envs {
 		if got := resources.For(env).Bucket.UploadObjectExpiry; got != time.Duration(days)*day {
 			t.Errorf("%s: bucket expiry %v, want %d days", env, got, days)
 		}

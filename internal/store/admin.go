@@ -45,7 +45,7 @@ const StatsRetention = 8 * 24 * time.Hour
 
 // TierFlag is the operator's switch of one tier.
 type TierFlag struct {
-	Tier resources.Tier `dynamodbav:"tier" json:"tier"`
+	Tier job.Tier `dynamodbav:"tier" json:"tier"`
 	// Paused: the tier's consumers take no messages; submissions are still
 	// accepted and wait in the queue.
 	Paused    bool      `dynamodbav:"paused" json:"paused"`
@@ -64,7 +64,7 @@ type TierFlag struct {
 const TierFlagShards = 8
 
 // tierFlagKey is the key of copy n of tier's flag.
-func tierFlagKey(tier resources.Tier, n int) map[string]types.AttributeValue {
+func tierFlagKey(tier job.Tier, n int) map[string]types.AttributeValue {
 	if n == 0 {
 		return keyOf(tierPK, string(tier))
 	}
@@ -73,7 +73,7 @@ func tierFlagKey(tier resources.Tier, n int) map[string]types.AttributeValue {
 
 // SetTierPaused stores tier's pause flag, every copy of it at once (last
 // writer wins: pausing and resuming are idempotent).
-func (s *Store) SetTierPaused(ctx context.Context, tier resources.Tier, paused bool, by string) (TierFlag, error) {
+func (s *Store) SetTierPaused(ctx context.Context, tier job.Tier, paused bool, by string) (TierFlag, error) {
 	f := TierFlag{Tier: tier, Paused: paused, UpdatedAt: s.now().UTC(), UpdatedBy: by}
 	tx := make([]types.TransactWriteItem, 0, TierFlagShards)
 	for n := range TierFlagShards {
@@ -94,12 +94,12 @@ func (s *Store) SetTierPaused(ctx context.Context, tier resources.Tier, paused b
 
 // TierFlags returns every tier's flag that was ever set (one strongly
 // consistent Query); a tier without a flag is not paused.
-func (s *Store) TierFlags(ctx context.Context) (map[resources.Tier]TierFlag, error) {
+func (s *Store) TierFlags(ctx context.Context) (map[job.Tier]TierFlag, error) {
 	items, err := s.partition(ctx, tierPK, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("reading the tier flags: %w", err)
 	}
-	out := make(map[resources.Tier]TierFlag, len(items))
+	out := make(map[job.Tier]TierFlag, len(items))
 	for _, item := range items {
 		var f TierFlag
 		if err := attributevalue.UnmarshalMap(item, &f); err != nil {
@@ -296,7 +296,7 @@ func (s *Store) LastRecovery(ctx context.Context) (RecoveryRun, error) {
 // before (Select COUNT over every shard of the sweep index), leaving out
 // jobs of the tiers in skip. With StuckAfter as the distance, that is how
 // many queued or running jobs recovery would call orphans right now.
-func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Time, skip ...resources.Tier) (int, error) {
+func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Time, skip ...job.Tier) (int, error) {
 	total := 0
 	for n := range resources.SweepShards {
 		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n))).

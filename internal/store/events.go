@@ -30,7 +30,7 @@ type EventRecord struct {
 	At         time.Time         `dynamodbav:"at" json:"at"`
 	Detail     map[string]string `dynamodbav:"detail,omitempty" json:"detail,omitempty"`
 	Job        string            `dynamodbav:"job" json:"-"`
-	Tier       string            `dynamodbav:"tier" json:"-"`
+	Tier       job.Tier          `dynamodbav:"tier" json:"-"`
 	WebhookURL string            `dynamodbav:"webhookUrl,omitempty" json:"-"`
 }
 

@@ -34,9 +34,11 @@ func setupInspect(t *testing.T) inspectFixture {
 	f := inspectFixture{st: st, base: base, clock: clock}
 	ctx := context.Background()
 	specs := []struct {
-		owner, tier, typ string
-		status           job.Status
-		errCode          string
+		owner   string
+		tier    job.Tier
+		typ     string
+		status  job.Status
+		errCode string
 	}{
 		{"u-ann", "high", "publish", job.Queued, ""},
 		{"u-bob", "low", "publish", job.Failed, "attempts_exhausted"},

@@ -109,7 +109,7 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item[resources.AttrEntity] = str(resources.EntityJob)
 	item[resources.AttrJobStatus] = str(string(j.Status))
 	if j.Tier != "" {
-		item[resources.AttrJobTier] = str(j.Tier)
+		item[resources.AttrJobTier] = str(string(j.Tier))
 	}
 	if j.Type != "" {
 		item[resources.AttrJobType] = str(j.Type)
@@ -146,54 +146,13 @@ type idemRecord struct {
 // on the condition that it is still confirmed, the owner's and usable; when
 // one is not, nothing is written and the error is an *UploadUnavailableError.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
-	j.Version = 1
-	j.MediaRefs = mediaOf(j)
-	refs, err := s.referenceOps(j, s.now())
+	c, err := s.newJobCreation(j)
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	events, err := s.eventItems(j)
-	if err != nil {
-		return job.Job{}, false, err
-	}
-	counters, err := counterOps(s.table, j.Pending)
-	if err != nil {
-		return job.Job{}, false, err
-	}
-	j.EventSeq += int64(len(events))
-	item, err := jobItem(j)
-	if err != nil {
-		return job.Job{}, false, err
-	}
-	due := j.CreatedAt
-	if j.ScheduleAt != nil && j.ScheduleAt.After(due) {
-		due = *j.ScheduleAt
-	}
-	idem, err := attributevalue.MarshalMap(idemRecord{JobID: j.ID, ExpiresAt: due.Add(IdempotencyTTL).Unix()})
-	if err != nil {
-		return job.Job{}, false, err
-	}
-	for k, v := range keyOf(idemPK(j.Owner, j.Hash), idemSK) {
-		idem[k] = v
-	}
-	jobCond := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
 	prev := ""
 	for attempt := 0; attempt < 5; attempt++ {
-		idemCond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
-		if prev != "" {
-			idemCond = expression.Name("jobId").Equal(expression.Value(prev))
-		}
-		ic := condition(idemCond)
-		tx := []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: jobCond.Condition(), ExpressionAttributeNames: jobCond.Names()}},
-			{Put: &types.Put{TableName: aws.String(s.table), Item: idem, ConditionExpression: ic.Condition(), ExpressionAttributeNames: ic.Names(), ExpressionAttributeValues: ic.Values()}},
-		}
-		for _, ev := range events {
-			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
-		}
-		firstRef := len(tx)
-		tx = append(tx, refs...)
-		tx = append(tx, counters...)
+		tx, firstRef := c.transaction(s.table, prev)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		if err == nil {
 			j.Pending = nil
@@ -228,29 +187,108 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 				}
 			}
 		}
-		// Someone holds the hash: find out whether their job is active.
-		var rec idemRecord
-		switch found, expired, err := s.getRaw(ctx, idemPK(j.Owner, j.Hash), idemSK, &rec); {
-		case err != nil:
+		active, next, err := s.idempotencyHolder(ctx, j.Owner, j.Hash)
+		if err != nil {
 			return job.Job{}, false, err
-		case !found:
-			prev = "" // released meanwhile: try again as new
-			continue
-		case expired:
-			prev = rec.JobID // past its TTL but not yet deleted: take it over
-			continue
 		}
-		other, err := s.GetJob(ctx, rec.JobID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			return job.Job{}, false, err
-		case other.Status.Active():
-			return other, false, nil
+		if active != nil {
+			return *active, false, nil
 		}
-		prev = rec.JobID
+		prev = next
 	}
 	return job.Job{}, false, fmt.Errorf("creating job %s: too much contention on its idempotency record", j.ID)
+}
+
+// jobCreation is what CreateJob writes in one transaction: the job, its
+// idempotency record, its first events, its references on uploads and its
+// counters.
+type jobCreation struct {
+	item, idem     map[string]types.AttributeValue
+	events         []map[string]types.AttributeValue
+	refs, counters []types.TransactWriteItem
+}
+
+// newJobCreation makes j's items (j's version, media references and event
+// sequence are set as stored).
+func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
+	j.Version = 1
+	j.MediaRefs = mediaOf(j)
+	var c jobCreation
+	var err error
+	if c.refs, err = s.referenceOps(j, s.now()); err != nil {
+		return jobCreation{}, err
+	}
+	if c.events, err = s.eventItems(j); err != nil {
+		return jobCreation{}, err
+	}
+	if c.counters, err = counterOps(s.table, j.Pending); err != nil {
+		return jobCreation{}, err
+	}
+	j.EventSeq += int64(len(c.events))
+	if c.item, err = jobItem(j); err != nil {
+		return jobCreation{}, err
+	}
+	due := j.CreatedAt
+	if j.ScheduleAt != nil && j.ScheduleAt.After(due) {
+		due = *j.ScheduleAt
+	}
+	if c.idem, err = attributevalue.MarshalMap(idemRecord{JobID: j.ID, ExpiresAt: due.Add(IdempotencyTTL).Unix()}); err != nil {
+		return jobCreation{}, err
+	}
+	for k, v := range keyOf(idemPK(j.Owner, j.Hash), idemSK) {
+		c.idem[k] = v
+	}
+	return c, nil
+}
+
+// transaction is the creation's transaction: the job on the condition that
+// its id is new, the idempotency record on the condition that it is new
+// (prev empty) or still names the job prev, then the events, the upload
+// references (from firstRef on) and the counters.
+func (c jobCreation) transaction(table, prev string) (tx []types.TransactWriteItem, firstRef int) {
+	jobCond := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
+	idemCond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+	if prev != "" {
+		idemCond = expression.Name("jobId").Equal(expression.Value(prev))
+	}
+	ic := condition(idemCond)
+	tx = []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(table), Item: c.item, ConditionExpression: jobCond.Condition(), ExpressionAttributeNames: jobCond.Names()}},
+		{Put: &types.Put{TableName: aws.String(table), Item: c.idem, ConditionExpression: ic.Condition(), ExpressionAttributeNames: ic.Names(), ExpressionAttributeValues: ic.Values()}},
+	}
+	for _, ev := range c.events {
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: ev}})
+	}
+	firstRef = len(tx)
+	tx = append(tx, c.refs...)
+	tx = append(tx, c.counters...)
+	return tx, firstRef
+}
+
+// idempotencyHolder reads who holds owner's hash after a creation lost it:
+// the holder's job when it is active (the submission's answer), else the
+// job id the next attempt's condition names ("" when the record is gone:
+// try again as new; a finished, missing or expired holder's id: take the
+// record over).
+func (s *Store) idempotencyHolder(ctx context.Context, owner, hash string) (active *job.Job, prev string, err error) {
+	var rec idemRecord
+	switch found, expired, err := s.getRaw(ctx, idemPK(owner, hash), idemSK, &rec); {
+	case err != nil:
+		return nil, "", err
+	case !found:
+		return nil, "", nil // released meanwhile: try again as new
+	case expired:
+		return nil, rec.JobID, nil // past its TTL but not yet deleted: take it over
+	}
+	other, err := s.GetJob(ctx, rec.JobID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return nil, "", err
+	case other.Status.Active():
+		return &other, "", nil
+	}
+	return nil, rec.JobID, nil
 }
 
 // SaveJob writes j if nobody changed it since it was read (its Version), and
@@ -270,7 +308,7 @@ var ErrPaused = errors.New("tier paused")
 func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
 	c := condition(expression.AttributeNotExists(expression.Name("paused")).Or(expression.Name("paused").Equal(expression.Value(false))))
 	check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: aws.String(s.table), Key: tierFlagKey(resources.Tier(j.Tier), tierShard(j.ID)),
+		TableName: aws.String(s.table), Key: tierFlagKey(j.Tier, tierShard(j.ID)),
 		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
 	}}
 	return s.saveJob(ctx, j, []types.TransactWriteItem{check})

@@ -48,7 +48,7 @@ func TestClaimJob(t *testing.T) {
 	b := setupStore(t)
 	ctx := context.Background()
 	now := b.clk.Now()
-	queued := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Medium, At: now})
+	queued := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Medium, At: now})
 
 	first, second := b.get(t, queued.ID), b.get(t, queued.ID)
 	if _, err := first.Claim("worker-1", now.Add(time.Minute), now); err != nil {
@@ -82,10 +82,10 @@ func TestClaimJob(t *testing.T) {
 	}
 
 	// A paused tier: the claim is refused, whatever the caller believes.
-	if _, err := b.st.SetTierPaused(ctx, resources.Low, true, "op"); err != nil {
+	if _, err := b.st.SetTierPaused(ctx, job.Low, true, "op"); err != nil {
 		t.Fatal(err)
 	}
-	low := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: resources.Low, At: now})
+	low := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Low, At: now})
 	claim := b.get(t, low.ID)
 	if _, err := claim.Claim("worker-1", now.Add(time.Minute), now); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestClaimJob(t *testing.T) {
 		t.Errorf("a refused claim changed the job: status %s, attempts %d, version %d", got.Status, got.Attempts, got.Version)
 	}
 	// The other tiers still claim, and a resumed tier claims again.
-	if _, err := b.st.SetTierPaused(ctx, resources.Low, false, "op"); err != nil {
+	if _, err := b.st.SetTierPaused(ctx, job.Low, false, "op"); err != nil {
 		t.Fatal(err)
 	}
 	claim = b.get(t, low.ID)

@@ -22,7 +22,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
@@ -139,8 +138,8 @@ func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 type JobOpts struct {
 	// Owner defaults to a fresh Owner().
 	Owner string
-	// Tier defaults to resources.Medium.
-	Tier resources.Tier
+	// Tier defaults to job.Medium.
+	Tier job.Tier
 	// Status defaults to job.Queued. Running jobs get a lease and a
 	// heartbeat at At; finished ones a FinishedAt at At; Scheduled ones a
 	// ScheduleAt an hour after At unless ScheduleAt is set.
@@ -181,7 +180,7 @@ func Build(opts JobOpts) job.Job {
 		opts.Owner = Owner()
 	}
 	if opts.Tier == "" {
-		opts.Tier = resources.Medium
+		opts.Tier = job.Medium
 	}
 	if opts.Status == "" {
 		opts.Status = job.Queued
@@ -201,7 +200,7 @@ func Build(opts JobOpts) job.Job {
 	at := opts.At.UTC()
 	params, _ := job.DocOf(publish.Params{Title: opts.Title}) // a struct of strings always encodes
 	j := job.Job{
-		ID: ids.New(ids.Job), Type: publish.Type, Status: opts.Status, Tier: string(opts.Tier),
+		ID: ids.New(ids.Job), Type: publish.Type, Status: opts.Status, Tier: opts.Tier,
 		Phase: string(opts.Status), Phases: job.NewPhases(publish.Phases...),
 		Params:   params,
 		Attempts: opts.Attempts, MaxAttempts: opts.MaxAttempts, WebhookURL: opts.WebhookURL,

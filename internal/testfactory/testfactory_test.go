@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -26,7 +25,7 @@ func TestRecordsAreStoredAsTheOptionsSay(t *testing.T) {
 	if other := testfactory.Owner(); other == owner {
 		t.Fatalf("two owners are both %q", owner)
 	}
-	running := testfactory.Job(t, st, testfactory.JobOpts{Owner: owner, Tier: resources.Low, Status: job.Running, Attempts: 3, Items: 2, At: at})
+	running := testfactory.Job(t, st, testfactory.JobOpts{Owner: owner, Tier: job.Low, Status: job.Running, Attempts: 3, Items: 2, At: at})
 	if running.Status != job.Running || running.Tier != "low" || running.Attempts != 3 || running.MaxAttempts != testfactory.MaxAttemptsDefault ||
 		running.LeaseOwner == "" || running.HeartbeatAt == nil || !running.HeartbeatAt.Equal(at) || len(running.Items) != 2 {
 		t.Errorf("running job = %+v", running)

@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -31,7 +32,7 @@ type Server struct {
 	URL   string
 	stack *stack.Stack
 	// pollers are RunPollers' pollers by tier.
-	pollers map[resources.Tier]*runtime.Poller
+	pollers map[job.Tier]*runtime.Poller
 }
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -70,8 +71,8 @@ func (s *Server) RunPollers(t testing.TB) {
 	a := s.stack.App
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	s.pollers = map[resources.Tier]*runtime.Poller{}
-	for _, tier := range resources.PublishTiers {
+	s.pollers = map[job.Tier]*runtime.Poller{}
+	for _, tier := range job.PublishTiers {
 		q, _ := s.stack.Provisioned.Definition.Queue(tier)
 		p := &runtime.Poller{
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
@@ -90,7 +91,7 @@ func (s *Server) RunPollers(t testing.TB) {
 // on reaches the publisher until the tier is resumed. Call it after the
 // pause call answered; it fails the test when the pollers do not run or do
 // not settle within a minute.
-func (s *Server) WaitPaused(t testing.TB, tier resources.Tier) {
+func (s *Server) WaitPaused(t testing.TB, tier job.Tier) {
 	t.Helper()
 	p, ok := s.pollers[tier]
 	if !ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -114,7 +115,7 @@ func Provision(t testing.TB) Env {
 	t.Helper()
 	cfg := Config(t)
 	clients := awsclient.New(cfg)
-	def := resources.Named(resources.Local, Prefix(t))
+	def := resources.Named(job.Local, Prefix(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := provision.Apply(ctx, clients, def)
@@ -152,4 +153,17 @@ func (e Env) Function(t testing.TB, fn string, extra map[string]string) handler.
 		t.Fatalf("the %s function's configuration: %v", fn, err)
 	}
 	return handler.Env{Config: cfg, AWS: e.Config, Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard}.WithDefaults()
+}
+
+// Handler builds the function fn's handler as its binary does: build (its
+// package's New) from the configuration its stack gives it (extra added),
+// on a freshly provisioned, private set of resources. A failure ends the
+// test.
+func Handler[H any](t testing.TB, fn string, extra map[string]string, build func(context.Context, handler.Env) (H, error)) H {
+	t.Helper()
+	h, err := build(context.Background(), Provision(t).Function(t, fn, extra))
+	if err != nil {
+		t.Fatalf("building the %s function: %v", fn, err)
+	}
+	return h
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -276,7 +275,7 @@ func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
 		}
 		if c.chance(c.o.DuplicateRate) {
 			// A second delivery of the same job while the first is in flight.
-			if err := s.App.Sender.Send(ctx, resources.Medium, queue.Message{Kind: queue.KindJob, JobID: ids[i], Send: 1000 + i}); err == nil {
+			if err := s.App.Sender.Send(ctx, job.Medium, queue.Message{Kind: queue.KindJob, JobID: ids[i], Send: 1000 + i}); err == nil {
 				atomic.AddInt64(&c.rep.Duplicates, 1)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -74,13 +75,13 @@ func startLongHaul(ctx context.Context, s *stack.Stack, o Options, rep *Report, 
 	lh.freeUp = up.ID
 	// The low tier is paused before its jobs arrive, for longer than
 	// 5 × STUCK_AFTER: they wait, spend nothing, and run after the resume.
-	if _, err := lh.api.As(lh.admin).PauseTier(ctx, string(resources.Low)); err != nil {
+	if _, err := lh.api.As(lh.admin).PauseTier(ctx, string(job.Low)); err != nil {
 		return nil, fmt.Errorf("pausing the low tier: %w", err)
 	}
 	rep.PausedFor, rep.OutageFor = longHaulPause, longHaulOutage
 	lh.scenarios.Go(func() {
 		time.Sleep(longHaulPause)
-		if _, err := lh.api.As(lh.admin).ResumeTier(context.Background(), string(resources.Low)); err != nil {
+		if _, err := lh.api.As(lh.admin).ResumeTier(context.Background(), string(job.Low)); err != nil {
 			lh.broken("resuming the low tier failed: " + err.Error())
 		}
 	})

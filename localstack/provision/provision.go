@@ -29,6 +29,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -36,10 +37,10 @@ import (
 type Result struct {
 	Definition resources.Definition
 	// QueueURLs and DLQURLs by tier.
-	QueueURLs map[resources.Tier]string
-	DLQURLs   map[resources.Tier]string
+	QueueURLs map[job.Tier]string
+	DLQURLs   map[job.Tier]string
 	// DLQARNs by tier (the redrive target).
-	DLQARNs map[resources.Tier]string
+	DLQARNs map[job.Tier]string
 	// KMSKeyID is the key behind the definition's alias.
 	KMSKeyID string
 	// EventBusARN is the environment's bus.
@@ -62,9 +63,9 @@ type Result struct {
 func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (Result, error) {
 	r := Result{
 		Definition: def,
-		QueueURLs:  map[resources.Tier]string{},
-		DLQURLs:    map[resources.Tier]string{},
-		DLQARNs:    map[resources.Tier]string{},
+		QueueURLs:  map[job.Tier]string{},
+		DLQURLs:    map[job.Tier]string{},
+		DLQARNs:    map[job.Tier]string{},
 	}
 	for _, q := range def.Queues {
 		if err := queue(ctx, c.SQS, q, &r); err != nil {
@@ -494,7 +495,7 @@ func scheduleGroup(ctx context.Context, client *scheduler.Client, name string) e
 func (res Result) Environ() map[string]string {
 	def := res.Definition
 	env := map[string]string{
-		config.VarEnv:      string(resources.Local),
+		config.VarEnv:      string(job.Local),
 		config.VarTable:    def.Table.Name,
 		config.VarBucket:   def.Bucket.Name,
 		config.VarKMSKeyID: res.KMSKeyID,

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/provision"
@@ -146,7 +147,7 @@ func TestApplyTwiceChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(out.QueueUrls), 2*len(resources.Tiers)+2; got != want {
+	if got, want := len(out.QueueUrls), 2*len(job.Tiers)+2; got != want {
 		t.Errorf("queues after two runs = %d, want %d (tiers, DLQs, relay failures, notification bridge): %v", got, want, out.QueueUrls)
 	}
 }
@@ -155,7 +156,7 @@ func TestFIFODedupDropsDuplicateInsideWindow(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	ctx := context.Background()
-	url := env.Res.QueueURLs[resources.High]
+	url := env.Res.QueueURLs[job.High]
 	for range 2 {
 		if _, err := env.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{
 			QueueUrl: aws.String(url), MessageBody: aws.String(`{"jobId":"job_1"}`),

@@ -19,7 +19,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/runtime"
 )
@@ -42,7 +42,7 @@ type pollerBundle struct {
 func setupPoller(t *testing.T) *pollerBundle {
 	t.Helper()
 	env := awstest.Provision(t)
-	return &pollerBundle{sqs: env.Clients.SQS, url: env.Res.QueueURLs[resources.Medium], fail: map[string]bool{}, got: make(chan string, 100)}
+	return &pollerBundle{sqs: env.Clients.SQS, url: env.Res.QueueURLs[job.Medium], fail: map[string]bool{}, got: make(chan string, 100)}
 }
 
 func (b *pollerBundle) consume(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

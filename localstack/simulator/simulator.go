@@ -141,23 +141,7 @@ type state struct {
 
 // New returns a Server configured by opts.
 func New(opts Options) *Server {
-	if opts.ClientID == "" {
-		opts.ClientID = ClientIDDefault
-	}
-	if opts.ClientSecret == "" {
-		opts.ClientSecret = ClientSecretDefault
-	}
-	if opts.AccessTokenTTL <= 0 {
-		opts.AccessTokenTTL = AccessTokenTTLDefault
-	}
-	if opts.RateWindow <= 0 {
-		opts.RateWindow = RateWindowDefault
-	}
-	opts.RateLimit = max(opts.RateLimit, 0)
-	opts.Latency, opts.LatencyJitter = max(opts.Latency, 0), max(opts.LatencyJitter, 0)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	seed := uint64(opts.Seed)
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -165,7 +149,35 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, rng: mrand.New(mrand.NewPCG(seed, 0x5eed))}
 	s.st = newState()
 	s.set = settingsOf(opts)
+	s.mux = s.routes()
+	return s
+}
 
+// withDefaults fills the options left empty or out of range.
+func (o Options) withDefaults() Options {
+	if o.ClientID == "" {
+		o.ClientID = ClientIDDefault
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = ClientSecretDefault
+	}
+	if o.AccessTokenTTL <= 0 {
+		o.AccessTokenTTL = AccessTokenTTLDefault
+	}
+	if o.RateWindow <= 0 {
+		o.RateWindow = RateWindowDefault
+	}
+	o.RateLimit = max(o.RateLimit, 0)
+	o.Latency, o.LatencyJitter = max(o.Latency, 0), max(o.LatencyJitter, 0)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// routes serves the external API's endpoints, the simulator's own
+// controls (/_sim/…) and a health check.
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	route := func(pattern, method string, h http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -226,8 +238,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "invalid_request", "unknown path")
 	})
-	s.mux = mux
-	return s
+	return mux
 }
 
 func newState() state {

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,18 +104,8 @@ func (s *Server) Items() []Item {
 		out = append(out, c)
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b Item) int { return cmpInt(a.ItemID, b.ItemID) })
+	slices.SortFunc(out, func(a, b Item) int { return cmp.Compare(a.ItemID, b.ItemID) })
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type submitAnswer struct {
@@ -409,7 +400,7 @@ func (s *Server) delta(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(mine, func(a, b deltaEntry) int { return cmpInt(a.ItemID, b.ItemID) })
+	slices.SortFunc(mine, func(a, b deltaEntry) int { return cmp.Compare(a.ItemID, b.ItemID) })
 	offset = min(offset, len(mine))
 	end := offset + min(limit, len(mine)-offset)
 	ans := deltaAnswer{Entries: mine[offset:end]}

@@ -27,6 +27,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 )
@@ -171,7 +172,7 @@ func BuildFunctions(ctx context.Context, dir string, names []string) (map[string
 		dir = filepath.Join(root, ".local", "bin", "functions")
 	}
 	if names == nil {
-		names = resources.For(resources.Local).Functions
+		names = resources.For(job.Local).Functions
 	}
 	return runtime.Build(ctx, root, dir, names)
 }

@@ -27,12 +27,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/adminfn"
+	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -186,7 +187,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = handler.NewLogger()
 	}
 	if o.Prefix == "" {
-		o.Prefix = "conveyor-" + string(resources.Local)
+		o.Prefix = "conveyor-" + string(job.Local)
 	}
 	o.APIAddr = firstSet(o.APIAddr, o.Getenv(config.VarAPIAddr), config.Lookup(config.VarAPIAddr).Default.(string))
 	o.SimulatorAddr = firstSet(o.SimulatorAddr, o.Getenv(config.VarSimulatorAddr), "127.0.0.1:0")
@@ -235,7 +236,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 	if s.Endpoints.DynamoDB == "" {
 		s.Endpoints.DynamoDB = s.Endpoints.Default
 	}
-	b := &bringUp{def: resources.Named(resources.Local, opts.Prefix)}
+	b := &bringUp{def: resources.Named(job.Local, opts.Prefix)}
 	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	b.uncounted = awsclient.New(b.uncountedCfg)
 	res, err := provision.Apply(ctx, b.uncounted, b.def)
@@ -299,11 +300,12 @@ func (s *Stack) configure(b *bringUp, opts Options) error {
 // serve wires the graph, starts the functions (in process or as their
 // binaries) and the local runtime that triggers them.
 func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
-	// The local stand-ins: DLQs are redriven by receive/send/delete (the
-	// emulator has no move tasks) and no event source mapping is switched
-	// (the pollers read the tier flag).
+	// The local stand-ins (adminfn.Local, apifn.Local): DLQs are redriven by
+	// receive/send/delete (the emulator has no move tasks), no event source
+	// mapping is switched (the pollers read the tier flag) and the
+	// dashboard is plain HTTP.
 	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
-		Mover: admin.SQSMover{SQS: b.clients.SQS, Logger: opts.Logger}})
+		Mover: adminfn.LocalMover(b.clients.SQS, opts.Logger), Dashboard: apifn.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
 		return err

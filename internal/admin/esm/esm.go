@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // Updater is the part of the Lambda client ESMSwitch uses.
@@ -27,11 +27,11 @@ type Switch struct {
 	// UUIDs of each tier's event source mapping.
 	// UUIDs of each tier's event source mapping (config.Config.ESMUUIDs,
 	// from CONVEYOR_ESM_UUID_<TIER>).
-	UUIDs map[resources.Tier]string
+	UUIDs map[job.Tier]string
 }
 
 // SetEnabled implements admin.Switch.
-func (s Switch) SetEnabled(ctx context.Context, tier resources.Tier, enabled bool) error {
+func (s Switch) SetEnabled(ctx context.Context, tier job.Tier, enabled bool) error {
 	uuid := s.UUIDs[tier]
 	if uuid == "" {
 		return fmt.Errorf("no event source mapping is configured for the %s tier (%s)", tier, config.VarESMUUID(tier))

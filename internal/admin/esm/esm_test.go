@@ -7,8 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // fakeLambda records the updates; the emulator has no event source
@@ -24,13 +23,13 @@ func (f *fakeLambda) UpdateEventSourceMapping(_ context.Context, in *lambda.Upda
 
 func TestSwitch(t *testing.T) {
 	t.Parallel()
-	uuids := map[resources.Tier]string{resources.Low: "uuid-low", resources.High: "uuid-high"}
+	uuids := map[job.Tier]string{job.Low: "uuid-low", job.High: "uuid-high"}
 	fl := &fakeLambda{}
 	sw := Switch{Lambda: fl, UUIDs: uuids}
-	if err := sw.SetEnabled(context.Background(), resources.Low, false); err != nil {
+	if err := sw.SetEnabled(context.Background(), job.Low, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.SetEnabled(context.Background(), resources.Medium, false); err == nil || !strings.Contains(err.Error(), "CONVEYOR_ESM_UUID_MEDIUM") {
+	if err := sw.SetEnabled(context.Background(), job.Medium, false); err == nil || !strings.Contains(err.Error(), "CONVEYOR_ESM_UUID_MEDIUM") {
 		t.Errorf("a tier without a mapping: %v", err)
 	}
 	if len(fl.got) != 1 || aws.ToString(fl.got[0].UUID) != "uuid-low" || aws.ToBool(fl.got[0].Enabled) {

@@ -11,6 +11,7 @@ package adminfn
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -48,8 +49,32 @@ func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
 	return rt
 }
 
-// New wires the admin function from env.
-func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+// Platform is what the admin function does differently in AWS and under
+// the local stack: how DLQs are redriven and how tiers are paused. The
+// caller chooses (AWS or Local); this package never looks at the
+// environment's name.
+type Platform struct {
+	// Mover redrives a tier's DLQ (nil: admin's receive/send/delete mover).
+	Mover admin.Mover
+	// Switch turns a tier's consumer off and on (nil: none; the local
+	// pollers read the tier flag).
+	Switch admin.Switch
+}
+
+// New wires the admin function from env for AWS.
+func New(ctx context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	return NewWith(AWS)(ctx, env)
+}
+
+// NewWith wires the admin function from env on the platform made by
+// platform.
+func NewWith(platform func(handler.Env, *sqs.Client) Platform) func(context.Context, handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	return func(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+		return build(env, platform)
+	}
+}
+
+func build(env handler.Env, platform func(handler.Env, *sqs.Client) Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sender := queue.NewSender(sqsc, env.Config.QueueURLs)
@@ -61,23 +86,33 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGa
 	if err != nil {
 		return nil, err
 	}
-	mover, sw := Movers(env, sqsc)
-	adm, err := env.Admin(handler.AdminParts{Store: st, Jobs: js, Sender: sender, Breakers: breakers, SQS: sqsc, Mover: mover, Switch: sw})
+	pf := platform(env, sqsc)
+	adm, err := env.Admin(handler.AdminParts{Store: st, Jobs: js, Sender: sender, Breakers: breakers, SQS: sqsc, Mover: pf.Mover, Switch: pf.Switch})
 	if err != nil {
 		return nil, err
 	}
 	return Handler(Router(env, adm)), nil
 }
 
-// Movers are AWS's DLQ mover (SQS move tasks, falling back to
-// receive/send/delete for a selection) and the switch of the tiers' event
-// source mappings. In the local environment both are nil: admin's
-// receive/send/delete mover, and the pollers read the tier flag.
-func Movers(env handler.Env, client *sqs.Client) (admin.Mover, admin.Switch) {
-	if env.Config.Env == resources.Local {
-		return nil, nil
-	}
+// AWS is the admin function's platform in AWS: DLQs redriven by SQS move
+// tasks (receive/send/delete for a selection), tiers switched through
+// their event source mappings (config.Config.ESMUUIDs).
+func AWS(env handler.Env, client *sqs.Client) Platform {
 	log := env.Log()
-	mover := admin.TaskMover{SQS: client, Fallback: admin.SQSMover{SQS: client, Logger: log}, Logger: log}
-	return mover, esm.Switch{Lambda: lambda.NewFromConfig(env.AWS), UUIDs: env.Config.ESMUUIDs}
+	return Platform{
+		Mover:  admin.TaskMover{SQS: client, Fallback: admin.SQSMover{SQS: client, Logger: log}, Logger: log},
+		Switch: esm.Switch{Lambda: lambda.NewFromConfig(env.AWS), UUIDs: env.Config.ESMUUIDs},
+	}
+}
+
+// Local is the local stack's stand-ins: the emulator has no move tasks
+// (DLQs are redriven by receive/send/delete) and no event source mappings
+// (the local pollers read the tier flag, so there is nothing to switch).
+func Local(env handler.Env, client *sqs.Client) Platform {
+	return Platform{Mover: LocalMover(client, env.Log())}
+}
+
+// LocalMover is the local stack's DLQ mover: receive → send → delete.
+func LocalMover(client admin.SQSAPI, log *slog.Logger) admin.Mover {
+	return admin.SQSMover{SQS: client, Logger: log}
 }

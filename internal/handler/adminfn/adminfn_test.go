@@ -14,7 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -71,22 +71,28 @@ func TestServesTheAdminRoutes(t *testing.T) {
 	}
 }
 
-// TestMoversAreAWSOnesOutsideTheLocalEnvironment: in AWS, DLQs are
-// redriven by move tasks and tiers switched through their mappings; the
-// local environment has neither.
-func TestMoversAreAWSOnesOutsideTheLocalEnvironment(t *testing.T) {
+// TestPlatforms: in AWS, DLQs are redriven by move tasks (a selection by
+// receive/send/delete) and tiers switched through their mappings; the
+// local stand-ins have neither. Which one a function gets is its caller's
+// choice, whatever the configuration says.
+func TestPlatforms(t *testing.T) {
 	t.Parallel()
-	uuids := map[resources.Tier]string{resources.Low: "uuid-low"}
-	env := handler.Env{Config: config.Config{Env: resources.Local, ESMUUIDs: uuids}}.WithDefaults()
-	if m, s := Movers(env, nil); m != nil || s != nil {
-		t.Errorf("local: mover %T, switch %T, want none", m, s)
+	uuids := map[job.Tier]string{job.Low: "uuid-low"}
+	env := handler.Env{Config: config.Config{Env: "prod-en", ESMUUIDs: uuids}}.WithDefaults()
+	aws := AWS(env, nil)
+	if m, ok := aws.Mover.(admin.TaskMover); !ok {
+		t.Errorf("AWS mover %T, want admin.TaskMover", aws.Mover)
+	} else if _, ok := m.Fallback.(admin.SQSMover); !ok {
+		t.Errorf("AWS mover's fallback %T, want admin.SQSMover", m.Fallback)
 	}
-	env.Config.Env = "prod-en"
-	m, s := Movers(env, nil)
-	if _, ok := m.(admin.TaskMover); !ok {
-		t.Errorf("mover %T, want admin.TaskMover", m)
+	if sw, ok := aws.Switch.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
+		t.Errorf("AWS switch %#v, want esm.Switch with the configured mappings", aws.Switch)
 	}
-	if sw, ok := s.(esm.Switch); !ok || sw.UUIDs[resources.Low] != "uuid-low" {
-		t.Errorf("switch %#v, want esm.Switch with the configured mappings", s)
+	local := Local(env, nil)
+	if _, ok := local.Mover.(admin.SQSMover); !ok {
+		t.Errorf("local mover %T, want admin.SQSMover", local.Mover)
+	}
+	if local.Switch != nil {
+		t.Errorf("local switch %T, want none", local.Switch)
 	}
 }

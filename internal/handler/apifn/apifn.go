@@ -39,17 +39,50 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 	return rt.Serve
 }
 
-// Router registers the users' API and the dashboard on a new router.
-func Router(env handler.Env, s api.Services) *httpapi.Router {
+// Router registers the users' API and the dashboard (served with dash's
+// headers) on a new router.
+func Router(env handler.Env, s api.Services, dash api.DashboardOptions) *httpapi.Router {
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(env.Config.JWTSecret, env.Now), Logger: env.Log()})
 	api.Register(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
-	api.RegisterDashboard(rt, api.DashboardOptions{Local: env.Config.Env == resources.Local})
+	api.RegisterDashboard(rt, dash)
 	return rt
 }
 
-// New wires the API function from env.
-func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+// Platform is what the API function does differently in AWS and under the
+// local stack: how the dashboard is served. The caller chooses (AWS or
+// Local); this package never looks at the environment's name. (The DLQ
+// mover and the tier switch are the admin function's: adminfn.Platform.)
+type Platform struct {
+	// Dashboard sets the dashboard's headers.
+	Dashboard api.DashboardOptions
+}
+
+// AWS is the API function's platform in AWS: the dashboard served over
+// HTTPS (HSTS).
+func AWS(handler.Env) Platform { return Platform{} }
+
+// Local is the local stack's: the dashboard is plain HTTP on 127.0.0.1.
+func Local(handler.Env) Platform { return Platform{Dashboard: LocalDashboard} }
+
+// LocalDashboard serves the dashboard without HSTS, and lets it reach a
+// stream on another local port.
+var LocalDashboard = api.DashboardOptions{Local: true}
+
+// New wires the API function from env for AWS.
+func New(ctx context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	return NewWith(AWS)(ctx, env)
+}
+
+// NewWith wires the API function from env on the platform made by
+// platform.
+func NewWith(platform func(handler.Env) Platform) func(context.Context, handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	return func(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+		return build(env, platform(env))
+	}
+}
+
+func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
 	st := env.Store(db)
 	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
@@ -62,5 +95,5 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.APIGa
 	}
 	s := api.Services{Jobs: p.Jobs, Uploads: pipeline.Uploads(env, st, s3c), Accounts: p.Accounts,
 		Schedules: recoveryfn.Schedules(env, db, p.Jobs), Keys: keys, Endpoints: endpoints}
-	return Handler(Router(env, s)), nil
+	return Handler(Router(env, s, pf.Dashboard)), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -41,5 +42,19 @@ func TestServesTheRoutes(t *testing.T) {
 	// them here, and this router does not know them.
 	if got := get("/v1/admin/overview"); got != http.StatusNotFound {
 		t.Errorf("GET /v1/admin/overview: %d, want 404", got)
+	}
+}
+
+// TestPlatforms: in AWS the dashboard is sent with HSTS; the local
+// stand-in serves it over plain HTTP. Which one a function gets is its
+// caller's choice, whatever the configuration says.
+func TestPlatforms(t *testing.T) {
+	t.Parallel()
+	env := handler.Env{Config: config.Config{Env: "prod-en"}}.WithDefaults()
+	if AWS(env).Dashboard.Local {
+		t.Error("AWS dashboard served as local (no HSTS)")
+	}
+	if !Local(env).Dashboard.Local {
+		t.Error("local dashboard served with HSTS")
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
@@ -101,7 +100,7 @@ func New(c Config) (*Pipeline, error) {
 		Crash: c.Crash,
 	})
 	p.Kinds.MustRegister(p.Publisher.Kind())
-	p.Kinds.MustRegister(httpjob.New(httpjob.Config{Local: cfg.Env == resources.Local, Breaker: p.Breaker}))
+	p.Kinds.MustRegister(httpjob.New(httpjob.Config{Local: cfg.Env == job.Local, Breaker: p.Breaker}))
 	for _, k := range c.Kinds {
 		p.Kinds.MustRegister(k)
 	}

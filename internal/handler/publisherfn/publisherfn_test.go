@@ -17,12 +17,8 @@ import (
 func TestDropsWhatNoRunCanUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := awstest.Provision(t).Function(t, Name, map[string]string{
-		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret", config.VarDeviantArtURL: "http://127.0.0.1:9"})
-	h, err := New(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := awstest.Handler(t, Name, map[string]string{
+		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret", config.VarDeviantArtURL: "http://127.0.0.1:9"}, New)
 	missing := ids.New(ids.Job)
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: "not json", Attributes: map[string]string{"MessageGroupId": "g1", "ApproximateReceiveCount": "1"}},

@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -132,7 +133,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 
 // Recoverer is the stuck-job recovery and retention of env; paused says
 // which tiers wait (their queued jobs are not stuck).
-func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, resources.Tier) bool) *recovery.Recoverer {
+func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, job.Tier) bool) *recovery.Recoverer {
 	cfg := env.Config
 	return recovery.New(recovery.Config{
 		Store: st, Sender: sender, S3: client, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,

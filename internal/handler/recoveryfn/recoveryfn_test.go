@@ -19,11 +19,7 @@ import (
 func TestRunsEveryScheduledTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := awstest.Provision(t).Function(t, Name, nil)
-	h, err := New(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := awstest.Handler(t, Name, nil, New)
 	event := func(detail any) events.EventBridgeEvent {
 		b, err := json.Marshal(detail)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -40,7 +41,7 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	fns := slices.Clone(resources.For(resources.Local).Functions)
+	fns := slices.Clone(resources.For(job.Local).Functions)
 	slices.Sort(fns)
 	want := make([]string, 0, len(linked))
 	for fn := range linked {

@@ -1,7 +1,8 @@
 // Package registry builds any function's handler by its name
 // (resources.Func…), for the tools that reach every function: `make invoke
-// -in-process`. A function's own binary never imports it: it would link
-// every other function's clients.
+// -in-process`, against the local stack, so the API function gets the local
+// stand-ins (apifn.Local). A function's own binary never imports it: it
+// would link every other function's clients.
 package registry
 
 import (
@@ -34,8 +35,8 @@ func build[H any](n func(context.Context, handler.Env) (H, error)) func(context.
 
 // Functions are every function, by name.
 var Functions = map[string]Function{
-	apifn.Name:       {Resolve: apifn.Resolve, New: build(apifn.New)},
-	adminfn.Name:     {Resolve: adminfn.Resolve, New: build(adminfn.New)},
+	apifn.Name:       {Resolve: apifn.Resolve, New: build(apifn.NewWith(apifn.Local))},
+	adminfn.Name:     {Resolve: adminfn.Resolve, New: build(adminfn.NewWith(adminfn.Local))},
 	confirmfn.Name:   {Resolve: confirmfn.Resolve, New: build(confirmfn.New)},
 	publisherfn.Name: {Resolve: publisherfn.Resolve, New: build(publisherfn.New)},
 	systemfn.Name:    {Resolve: systemfn.Resolve, New: build(systemfn.New)},

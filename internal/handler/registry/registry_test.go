@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
@@ -18,7 +19,7 @@ import (
 // read it at cold start.
 func TestEveryFunctionOfTheDefinitionIsRegistered(t *testing.T) {
 	t.Parallel()
-	want := slices.Clone(resources.For(resources.Local).Functions)
+	want := slices.Clone(resources.For(job.Local).Functions)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("registered functions (-definition +registry):\n%s", diff)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
@@ -49,7 +50,7 @@ var Resolve handler.Resolver
 // (the deliveries an event triggers) and the system queue.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	cfg := env.Config
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: env.DynamoDB(), Table: cfg.Table, Local: cfg.Env == resources.Local, Now: env.Now})
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: env.DynamoDB(), Table: cfg.Table, Local: cfg.Env == job.Local, Now: env.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,7 @@ import (
 func TestRelaysTheSampleStreamBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := awstest.Provision(t).Function(t, Name, nil)
-	h, err := New(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := awstest.Handler(t, Name, nil, New)
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "dynamodb-stream-event.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -55,7 +56,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEv
 // NewDeliverer delivers the webhooks, signed with the users' keys.
 func NewDeliverer(env handler.Env, db *dynamodb.Client, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
 	return webhook.New(webhook.Config{Store: env.Store(db), DB: db, Table: env.Config.Table, Keys: keys, Endpoints: endpoints,
-		Local: env.Config.Env == resources.Local, Now: env.Now, Logger: env.Log()})
+		Local: env.Config.Env == job.Local, Now: env.Now, Logger: env.Log()})
 }
 
 // Webhooks are the users' signing secrets and endpoints (the api function
@@ -66,7 +67,7 @@ func Webhooks(env handler.Env, db *dynamodb.Client) (*webhook.Keys, *webhook.End
 	if err != nil {
 		return nil, nil, err
 	}
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Table: cfg.Table, Local: cfg.Env == resources.Local, Now: env.Now})
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Table: cfg.Table, Local: cfg.Env == job.Local, Now: env.Now})
 	if err != nil {
 		return nil, nil, err
 	}

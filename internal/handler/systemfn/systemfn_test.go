@@ -15,11 +15,7 @@ import (
 func TestDropsMessagesNoConsumerKnows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := awstest.Provision(t).Function(t, Name, nil)
-	h, err := New(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := awstest.Handler(t, Name, nil, New)
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: "{", Attributes: map[string]string{"MessageGroupId": "g1", "ApproximateReceiveCount": "1"}},
 		{MessageId: "m2", Body: `{"kind":"email","jobId":"job_x","send":1}`, Attributes: map[string]string{"MessageGroupId": "g2", "ApproximateReceiveCount": "1"}},

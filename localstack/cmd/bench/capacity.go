@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -34,7 +35,7 @@ const (
 // capacity model needs it.
 type mix struct {
 	// TierShare is the share of jobs per publish tier (sums to 1).
-	TierShare map[resources.Tier]float64
+	TierShare map[job.Tier]float64
 	// PublisherSecondsPerJob is the publisher's measured billed seconds
 	// per job (a batch runs its jobs in parallel: batch time ÷ batch jobs).
 	PublisherSecondsPerJob float64
@@ -69,7 +70,7 @@ type limit struct {
 
 // design is what the code sets that the limits apply to.
 type design struct {
-	TierConcurrency map[resources.Tier]int
+	TierConcurrency map[job.Tier]int
 	TierFlagShards  int
 	SweepShards     int
 	StatsShards     int
@@ -77,9 +78,9 @@ type design struct {
 
 // currentDesign reads the shipped settings.
 func currentDesign() design {
-	d := design{TierConcurrency: map[resources.Tier]int{}, TierFlagShards: store.TierFlagShards,
+	d := design{TierConcurrency: map[job.Tier]int{}, TierFlagShards: store.TierFlagShards,
 		SweepShards: resources.SweepShards, StatsShards: store.StatsShards}
-	for _, q := range resources.For(resources.Local).Queues {
+	for _, q := range resources.For(job.Local).Queues {
 		d.TierConcurrency[q.Tier] = q.MaxConcurrency
 	}
 	return d
@@ -96,7 +97,7 @@ func capacity(m mix, d design) []limit {
 		out = append(out, limit{name, v, why})
 	}
 	// SQS FIFO: one message per job per tier queue; a group per job.
-	for _, t := range []resources.Tier{resources.High, resources.Medium, resources.Low} {
+	for _, t := range []job.Tier{job.High, job.Medium, job.Low} {
 		if s := m.TierShare[t]; s > 0 {
 			add("sqs fifo "+string(t)+" queue", sqsFIFOPerQueue/s,
 				fmt.Sprintf("high-throughput FIFO %.0f msg/s per queue, %.0f%% of jobs; message group per job (%.0f/s per group never binds)", sqsFIFOPerQueue, 100*s, sqsPerGroup))
@@ -105,7 +106,7 @@ func capacity(m mix, d design) []limit {
 	// Lambda concurrency per tier: each instance works one batch at a time,
 	// its jobs in parallel.
 	if m.PublisherBatchSeconds > 0 {
-		for _, t := range []resources.Tier{resources.High, resources.Medium, resources.Low} {
+		for _, t := range []job.Tier{job.High, job.Medium, job.Low} {
 			s := m.TierShare[t]
 			if s == 0 {
 				continue

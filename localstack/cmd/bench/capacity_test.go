@@ -4,15 +4,15 @@ import (
 	"math"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 func TestCapacityFindsTheFirstBottleneck(t *testing.T) {
 	t.Parallel()
-	thirds := map[resources.Tier]float64{resources.High: 1.0 / 3, resources.Medium: 1.0 / 3, resources.Low: 1.0 / 3}
+	thirds := map[job.Tier]float64{job.High: 1.0 / 3, job.Medium: 1.0 / 3, job.Low: 1.0 / 3}
 	base := mix{TierShare: thirds, PublisherBatchSeconds: 1, JobsPerBatch: 10, PublisherSecondsPerJob: 0.1,
 		APIRequestsPerJob: 5, APISecondsPerJob: 0.05, StatsWritesPerJob: 0.1, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: 7}
-	conc := map[resources.Tier]int{resources.High: 300, resources.Medium: 200, resources.Low: 100}
+	conc := map[job.Tier]int{job.High: 300, job.Medium: 200, job.Low: 100}
 	for _, c := range []struct {
 		name   string
 		m      mix
@@ -24,7 +24,7 @@ func TestCapacityFindsTheFirstBottleneck(t *testing.T) {
 			"dynamodb tier flag", 1500},
 		{"four sweep shards", base, design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 4, StatsShards: 4},
 			"dynamodb sweep index shard", 666.67},
-		{"the low tier's concurrency", base, design{TierConcurrency: map[resources.Tier]int{resources.High: 50, resources.Medium: 20, resources.Low: 5}, TierFlagShards: 8, SweepShards: 16, StatsShards: 4},
+		{"the low tier's concurrency", base, design{TierConcurrency: map[job.Tier]int{job.High: 50, job.Medium: 20, job.Low: 5}, TierFlagShards: 8, SweepShards: 16, StatsShards: 4},
 			"lambda concurrency low", 150},
 		{"a counter write per job", mix{TierShare: thirds, StatsWritesPerJob: 1, ClaimsPerJob: 1}, design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 16, StatsShards: 1},
 			"dynamodb hourly stats counter", 1000},
@@ -43,7 +43,7 @@ func TestShippedDesignSustainsAThousandJobsPerSecond(t *testing.T) {
 	t.Parallel()
 	// The bench's mix at 300 ms per external call: a 10-job batch takes
 	// about a second.
-	m := mix{TierShare: map[resources.Tier]float64{resources.High: 1.0 / 3, resources.Medium: 1.0 / 3, resources.Low: 1.0 / 3},
+	m := mix{TierShare: map[job.Tier]float64{job.High: 1.0 / 3, job.Medium: 1.0 / 3, job.Low: 1.0 / 3},
 		PublisherBatchSeconds: 1.2, JobsPerBatch: 8, PublisherSecondsPerJob: 0.15, APIRequestsPerJob: 5, APISecondsPerJob: 0.06,
 		StatsWritesPerJob: 0.15, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: 7}
 	got := capacity(m, currentDesign())

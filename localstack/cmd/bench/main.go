@@ -733,9 +733,9 @@ const (
 // model is about saturation, when the queues have a backlog).
 func mixOf(ph, up phase, reads int) mix {
 	n := float64(ph.n)
-	m := mix{TierShare: map[resources.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events}
+	m := mix{TierShare: map[job.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events}
 	for t, c := range ph.tiers {
-		m.TierShare[resources.Tier(t)] = float64(c) / n
+		m.TierShare[job.Tier(t)] = float64(c) / n
 	}
 	total := 0
 	for _, c := range ph.counts {
