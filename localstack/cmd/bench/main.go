@@ -401,7 +401,11 @@ func run(o opts) error {
 	}
 	counter.Reset()
 	durs.take()
-	progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
+	if o.rate > 0 {
+		progress("submitting %d jobs at %.1f jobs/s, open loop (simulator latency 0)", o.n, o.rate)
+	} else {
+		progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
+	}
 	main, err := e.push(ctx, o.n, "bench job")
 	if err != nil {
 		return err
