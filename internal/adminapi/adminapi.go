@@ -10,7 +10,6 @@ package adminapi
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/conveyor/conveyor/internal/admin"
@@ -198,13 +197,7 @@ func (a adminRoutes) searchJobs(r *httpapi.Request) (httpapi.Response, error) {
 	if err != nil {
 		return httpapi.Response{}, clientError(err)
 	}
-	var next *string
-	if res.NextCursor != "" {
-		next = &res.NextCursor
-	}
-	resp := httpapi.JSON(http.StatusOK, map[string]any{"jobs": res.Jobs, "nextCursor": next})
-	resp.Headers["X-Total-Count"] = strconv.Itoa(res.Total)
-	return resp, nil
+	return httpapi.JobsPage(res.Jobs, res.NextCursor, res.Total), nil
 }
 
 func (a adminRoutes) inspectJob(r *httpapi.Request) (httpapi.Response, error) {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -175,13 +174,7 @@ func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {
 	if err != nil {
 		return httpapi.Response{}, clientError(err)
 	}
-	var next *string
-	if res.NextCursor != "" {
-		next = &res.NextCursor
-	}
-	resp := httpapi.JSON(http.StatusOK, map[string]any{"jobs": res.Jobs, "nextCursor": next})
-	resp.Headers["X-Total-Count"] = strconv.Itoa(res.Total)
-	return resp, nil
+	return httpapi.JobsPage(res.Jobs, res.NextCursor, res.Total), nil
 }
 
 func (s Services) cancelJob(r *httpapi.Request) (httpapi.Response, error) {

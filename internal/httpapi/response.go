@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -14,6 +15,19 @@ type Response = events.APIGatewayV2HTTPResponse
 
 // ContentTypeJSON is the Content-Type of every JSON response.
 const ContentTypeJSON = "application/json"
+
+// JobsPage is the 200 answer of a page of jobs: {"jobs": jobs, "nextCursor":
+// the cursor of the next page or null}, with the matches' count in
+// X-Total-Count.
+func JobsPage(jobs any, nextCursor string, total int) Response {
+	var next *string
+	if nextCursor != "" {
+		next = &nextCursor
+	}
+	resp := JSON(http.StatusOK, map[string]any{"jobs": jobs, "nextCursor": next})
+	resp.Headers["X-Total-Count"] = strconv.Itoa(total)
+	return resp
+}
 
 // JSON returns a response with status and v encoded as JSON (HTML characters
 // not escaped). Its Headers map is never nil, so callers may add to it. If v
