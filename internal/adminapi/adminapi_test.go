@@ -1,4 +1,4 @@
-package api_test
+package adminapi_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/admintest"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -760,3 +761,5 @@ func TestInspector(t *testing.T) {
 		t.Errorf("overview orphans with medium paused = %v, want 1", ov.Body["orphans"])
 	}
 }
+
+func TestMain(m *testing.M) { awstest.Main(m) }
