@@ -5,7 +5,9 @@
 package auth
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -92,21 +94,41 @@ type tokenClaims struct {
 // Verifier checks bearer tokens against one secret. It is safe for
 // concurrent use.
 type Verifier struct {
-	secret []byte
+	key    KeyFunc
 	now    func() time.Time
 	parser *jwt.Parser
 }
+
+// KeyFunc returns the key tokens are verified with. It may wait for the
+// key's first read (secretref.Deferred) until ctx is done; its errors are
+// about the key's source and never contain the key.
+type KeyFunc func(ctx context.Context) ([]byte, error)
+
+// ErrKeyUnavailable matches (errors.Is) a VerifyContext error that says
+// nothing about the token: the key could not be had (its read failed, or
+// the request's context ended while it was pending). The caller may try
+// again; it is not a refusal of the token.
+var ErrKeyUnavailable = errors.New("the token key is unavailable")
 
 // NewVerifier returns a Verifier for secret; now is the clock exp is checked
 // against (time.Now when nil). A Verifier with an empty secret refuses every
 // token.
 func NewVerifier(secret []byte, now func() time.Time) *Verifier {
+	secret = append([]byte(nil), secret...)
+	return NewVerifierFunc(func(context.Context) ([]byte, error) { return secret, nil }, now)
+}
+
+// NewVerifierFunc returns a Verifier whose key comes from key, asked for
+// each token that is well-formed enough to need it (a missing or
+// oversized header is refused without it); now is as for NewVerifier. An
+// empty key refuses every token.
+func NewVerifierFunc(key KeyFunc, now func() time.Time) *Verifier {
 	if now == nil {
 		now = time.Now
 	}
 	return &Verifier{
-		secret: append([]byte(nil), secret...),
-		now:    now,
+		key: key,
+		now: now,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
@@ -119,8 +141,16 @@ func NewVerifier(secret []byte, now func() time.Time) *Verifier {
 // Verify checks an Authorization header value ("Bearer <jwt>", the scheme
 // case-insensitive) and returns the token's claims. Only HS256 with the
 // Verifier's secret is accepted; every refusal matches ErrUnauthorized and is
-// an *Error.
+// an *Error. It is VerifyContext without a deadline.
 func (v *Verifier) Verify(bearerHeader string) (Claims, error) {
+	return v.VerifyContext(context.Background(), bearerHeader)
+}
+
+// VerifyContext is Verify for a request whose context bounds the wait for
+// a key still being read. When the key cannot be had it returns an error
+// matching ErrKeyUnavailable (and not ErrUnauthorized): the token was not
+// judged.
+func (v *Verifier) VerifyContext(ctx context.Context, bearerHeader string) (Claims, error) {
 	scheme, raw, ok := strings.Cut(strings.TrimSpace(bearerHeader), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return Claims{}, refuse("missing bearer token")
@@ -131,11 +161,16 @@ func (v *Verifier) Verify(bearerHeader string) (Claims, error) {
 		return Claims{}, refuse("missing bearer token")
 	case len(raw) > MaxTokenLength:
 		return Claims{}, refuse("malformed token")
-	case len(v.secret) == 0:
+	}
+	secret, err := v.key(ctx)
+	if err != nil {
+		return Claims{}, fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
+	}
+	if len(secret) == 0 {
 		return Claims{}, refuse("token verification is not configured")
 	}
 	var tc tokenClaims
-	tok, err := v.parser.ParseWithClaims(raw, &tc, func(*jwt.Token) (any, error) { return v.secret, nil })
+	tok, err := v.parser.ParseWithClaims(raw, &tc, func(*jwt.Token) (any, error) { return secret, nil })
 	if err != nil {
 		if tok != nil && tok.Method != nil && tok.Method.Alg() != jwt.SigningMethodHS256.Alg() {
 			return Claims{}, refuse("unacceptable signing method")

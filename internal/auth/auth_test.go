@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -275,5 +276,42 @@ func TestMintedTokenIsHS256(t *testing.T) {
 	old := mint(t, Claims{Subject: "u1", Role: RoleUser, ExpiresAt: now.Add(-time.Hour)})
 	if _, err := NewVerifier(secret, func() time.Time { return now }).Verify("Bearer " + old); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("expired minted token: %v", err)
+	}
+}
+
+// TestVerifierFuncAsksForTheKeyOnlyWhenNeeded: a header that cannot hold
+// a token is refused without the key (a request that needs no key never
+// waits for its read); a key that cannot be had is not a refusal of the
+// token; the key it returns verifies.
+func TestVerifierFuncAsksForTheKeyOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
+	var asked int
+	keyErr := errors.New("reading secret arn:jwt: timeout")
+	var answer func() ([]byte, error)
+	v := NewVerifierFunc(func(context.Context) ([]byte, error) { asked++; return answer() }, func() time.Time { return now })
+	tok := signed(t, jwt.SigningMethodHS256, secret, claims(nil))
+
+	for _, h := range []string{"", "Bearer ", "Basic abc", "Bearer " + strings.Repeat("a", MaxTokenLength+1)} {
+		if _, err := v.VerifyContext(context.Background(), h); !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("header %.20q: %v, want ErrUnauthorized", h, err)
+		}
+	}
+	if asked != 0 {
+		t.Errorf("the key was asked for %d times for headers without a token", asked)
+	}
+
+	answer = func() ([]byte, error) { return nil, keyErr }
+	_, err := v.VerifyContext(context.Background(), "Bearer "+tok)
+	if !errors.Is(err, ErrKeyUnavailable) || !errors.Is(err, keyErr) || errors.Is(err, ErrUnauthorized) {
+		t.Errorf("key unavailable: %v, want ErrKeyUnavailable wrapping the read's error, not ErrUnauthorized", err)
+	}
+
+	answer = func() ([]byte, error) { return secret, nil }
+	c, err := v.VerifyContext(context.Background(), "Bearer "+tok)
+	if err != nil || c.Subject != "u1" {
+		t.Errorf("with the key: %+v, %v", c, err)
+	}
+	if asked != 2 {
+		t.Errorf("the key was asked for %d times, want 2", asked)
 	}
 }

@@ -101,6 +101,15 @@ func Unauthorized(msg string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg}
 }
 
+// CodeAuthUnavailable: the tokens' key could not be read; try again.
+const CodeAuthUnavailable = "auth_unavailable"
+
+// KeyUnavailable is the 503 for a request whose token could not be judged
+// because the verification key could not be read: the caller may retry.
+func KeyUnavailable() *Error {
+	return Errorf(http.StatusServiceUnavailable, CodeAuthUnavailable, "tokens cannot be verified right now; try again shortly")
+}
+
 func internalError(requestID string) *Error {
 	return Errorf(http.StatusInternalServerError, CodeInternal, "internal error; quote request id %s when reporting it", requestID)
 }

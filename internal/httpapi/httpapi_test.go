@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -646,4 +647,37 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q) = %+v: no code or message", body, e)
 		}
 	})
+}
+
+// TestKeyUnavailable: when the token key cannot be had (its background
+// read failed), a request with a token gets a 503 it may retry, never a
+// 401 nor a 500; a public route and a request without a token never ask
+// for the key.
+func TestKeyUnavailable(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	v := auth.NewVerifierFunc(func(context.Context) ([]byte, error) {
+		asked.Add(1)
+		return nil, errors.New("reading secret arn:aws:secretsmanager:eu-west-1:123456789012:secret:jwt: timeout")
+	}, nil)
+	rt := NewRouter(Options{Verifier: v, Logger: slog.New(slog.DiscardHandler)})
+	rt.Handle(http.MethodGet, "/mine", AnyUser, func(r *Request) (Response, error) { return JSON(http.StatusOK, "mine"), nil })
+	rt.Handle(http.MethodGet, "/public", Public, func(r *Request) (Response, error) { return JSON(http.StatusOK, "public"), nil })
+
+	if resp := serve(t, rt, event(http.MethodGet, "/public", "", "")); resp.StatusCode != http.StatusOK {
+		t.Errorf("public route: %d", resp.StatusCode)
+	}
+	if resp := serve(t, rt, event(http.MethodGet, "/mine", "", "")); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", resp.StatusCode)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the key was asked for %d times by requests that need none", n)
+	}
+	resp := serve(t, rt, event(http.MethodGet, "/mine", token(t, auth.RoleUser), ""))
+	if got := errorOf(t, resp); resp.StatusCode != http.StatusServiceUnavailable || got.Code != CodeAuthUnavailable {
+		t.Errorf("key unavailable: %d %+v, want 503 %s", resp.StatusCode, got, CodeAuthUnavailable)
+	}
+	if strings.Contains(resp.Body, "arn:") {
+		t.Errorf("the answer names the secret: %s", resp.Body)
+	}
 }

@@ -443,8 +443,14 @@ func (rt *Router) admit(r *Request, a Access, method string) *Error {
 	if a == Public {
 		return nil
 	}
-	c, err := rt.opts.Verifier.Verify(r.Header("Authorization"))
+	c, err := rt.opts.Verifier.VerifyContext(r.Ctx, r.Header("Authorization"))
 	if err != nil {
+		if errors.Is(err, auth.ErrKeyUnavailable) {
+			// Not the caller's fault: the key (read in the background since
+			// cold start) could not be had; a later request reads it again.
+			rt.opts.Logger.ErrorContext(r.Ctx, "token key unavailable", "error", err.Error(), "request_id", r.RequestID)
+			return KeyUnavailable()
+		}
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			return Unauthorized(ae.Reason)

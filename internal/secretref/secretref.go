@@ -38,14 +38,32 @@ type oauthClient struct {
 // object {"clientId","clientSecret"}). A value already set wins over its
 // ARN. Errors name the secret, never its value.
 func Resolve(ctx context.Context, cfg *config.Config, sm SecretReader) error {
-	read := func(arn string) (string, error) {
-		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
-		if err != nil {
-			return "", fmt.Errorf("reading secret %s: %w", arn, err)
-		}
-		return aws.ToString(out.SecretString), nil
+	return resolve(ctx, cfg, sm, true)
+}
+
+// ExceptJWT is FromAWS for the functions that verify tokens: it resolves
+// every secret but the JWT key, which their wiring reads in the
+// background with JWTKey, so their cold start does not wait for it.
+func ExceptJWT(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error {
+	if cfg.DeviantArtClientSecretARN == "" {
+		return nil // nothing to read: no client made
 	}
-	if cfg.JWTSecretARN != "" && len(cfg.JWTSecret) == 0 {
+	return resolve(ctx, cfg, secretsmanager.NewFromConfig(awsCfg), false)
+}
+
+// readSecret returns the secret string of arn; its error names the
+// secret, never a value.
+func readSecret(ctx context.Context, sm SecretReader, arn string) (string, error) {
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	if err != nil {
+		return "", fmt.Errorf("reading secret %s: %w", arn, err)
+	}
+	return aws.ToString(out.SecretString), nil
+}
+
+func resolve(ctx context.Context, cfg *config.Config, sm SecretReader, jwt bool) error {
+	read := func(arn string) (string, error) { return readSecret(ctx, sm, arn) }
+	if jwt && cfg.JWTSecretARN != "" && len(cfg.JWTSecret) == 0 {
 		v, err := read(cfg.JWTSecretARN)
 		if err != nil {
 			return err

@@ -64,7 +64,7 @@ func inProcess(a *app.App) *Functions {
 			recoveryfn.Name:  runtime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
 			relayfn.Name:     runtime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
 		},
-		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), auth.NewVerifier(a.Config.JWTSecret, nil).Verify, log)),
+		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), auth.NewVerifier(a.Config.JWTSecret, nil).VerifyContext, log)),
 	}
 }
 

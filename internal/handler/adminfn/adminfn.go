@@ -34,8 +34,9 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAdmin
 
-// Resolve reads the JWT key named by ARN at cold start.
-var Resolve handler.Resolver = secretref.FromAWS
+// Resolve reads no secret at cold start: the JWT key is read in the
+// background (secretref.JWTKey) and the first request that needs it waits.
+var Resolve handler.Resolver = secretref.ExceptJWT
 
 // Handler is the admin function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -44,7 +45,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 
 // Router registers the admin routes on a new router.
 func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(env.Config.JWTSecret, env.Now), Logger: env.Log()})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
 	adminapi.Register(rt, adm)
 	return rt
 }

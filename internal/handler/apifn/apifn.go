@@ -31,8 +31,9 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAPI
 
-// Resolve reads the JWT key named by ARN at cold start.
-var Resolve handler.Resolver = secretref.FromAWS
+// Resolve reads no secret at cold start: the JWT key is read in the
+// background (secretref.JWTKey) and the first request that needs it waits.
+var Resolve handler.Resolver = secretref.ExceptJWT
 
 // Handler is the API function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -42,7 +43,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 // Router registers the users' API and the dashboard (served with dash's
 // headers) on a new router.
 func Router(env handler.Env, s api.Services, dash api.DashboardOptions) *httpapi.Router {
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(env.Config.JWTSecret, env.Now), Logger: env.Log()})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
 	api.Register(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
 	api.RegisterDashboard(rt, dash)

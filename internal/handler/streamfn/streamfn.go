@@ -42,7 +42,7 @@ func OpenStreams(s *stream.Server) StreamOpener {
 // opens the stream (404 for a job the caller may not see, 429 beyond the
 // caller's open streams), then streams into the response body until the
 // client disconnects (the context ends).
-func Handler(open StreamOpener, verify func(string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
 		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 		h := map[string]string{"Content-Type": "application/json"}
@@ -60,7 +60,11 @@ func Handler(open StreamOpener, verify func(string) (auth.Claims, error), log *s
 			}
 			return ""
 		}
-		claims, err := verify(header("Authorization"))
+		claims, err := verify(ctx, header("Authorization"))
+		if errors.Is(err, auth.ErrKeyUnavailable) {
+			log.ErrorContext(ctx, "token key unavailable", "error", err.Error())
+			return jsonErr(http.StatusServiceUnavailable, "auth_unavailable", "tokens cannot be verified right now; try again shortly"), nil
+		}
 		if err != nil {
 			return jsonErr(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"), nil
 		}
@@ -119,8 +123,9 @@ func Handler(open StreamOpener, verify func(string) (auth.Claims, error), log *s
 // Name is the function's name in the resource definition.
 const Name = resources.FuncStream
 
-// Resolve reads the JWT key named by ARN at cold start.
-var Resolve handler.Resolver = secretref.FromAWS
+// Resolve reads no secret at cold start: the JWT key is read in the
+// background (secretref.JWTKey) and the first stream opened waits for it.
+var Resolve handler.Resolver = secretref.ExceptJWT
 
 // New wires the stream function: the table (snapshots and the events'
 // polls) and the bearer tokens' key.
@@ -129,7 +134,8 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Lambd
 	if err != nil {
 		return nil, err
 	}
-	return Handler(OpenStreams(srv), auth.NewVerifier(env.Config.JWTSecret, nil).Verify, env.Log()), nil
+	key := secretref.JWTKey(env.Config, env.AWS)
+	return Handler(OpenStreams(srv), auth.NewVerifierFunc(key.Get, nil).VerifyContext, env.Log()), nil
 }
 
 // Server is the streams' server of env.

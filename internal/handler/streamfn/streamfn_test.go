@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -36,7 +37,10 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 	}
 	tokens := map[string]auth.Claims{"user": {Subject: "u1", Role: auth.RoleUser}, "admin": {Subject: "ops", Role: auth.RoleAdmin},
 		"service": {Subject: "mon", Role: auth.RoleService}}
-	verify := func(h string) (auth.Claims, error) {
+	verify := func(_ context.Context, h string) (auth.Claims, error) {
+		if h == "keyless" {
+			return auth.Claims{}, fmt.Errorf("%w: reading secret arn:jwt: timeout", auth.ErrKeyUnavailable)
+		}
 		c, ok := tokens[h]
 		if !ok {
 			return auth.Claims{}, errors.New("bad token")
@@ -71,6 +75,7 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 		{"user", "/v1/admin/events", 403, stream.Request{}},
 		{"user", "/v1/admin/jobs/" + job + "/events", 403, stream.Request{}},
 		{"nobody", "/v1/events", 401, stream.Request{}},
+		{"keyless", "/v1/events", 503, stream.Request{}}, // the key's read failed: not the caller's fault
 		{"user", "/v1/jobs//events", 404, stream.Request{}},
 		{"user", "/v1/other", 404, stream.Request{}},
 	} {

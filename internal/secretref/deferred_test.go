@@ -1,0 +1,113 @@
+package secretref
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// answer is what a read under test returns.
+type answer struct {
+	value []byte
+	err   error
+}
+
+// TestDeferred: the read starts when the Deferred is made; a Get whose
+// context ends returns at once and leaves the read going; a failed read
+// is not kept (the next Get reads again); a value is kept and shared by
+// every later Get without another read. Each read is released by the test
+// through a channel: no timing decides anything.
+func TestDeferred(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int32
+	pending := make(chan chan answer)
+	d := NewDeferred(func(context.Context) ([]byte, error) {
+		reads.Add(1)
+		reply := make(chan answer)
+		pending <- reply
+		a := <-reply
+		return a.value, a.err
+	})
+	first := <-pending // started by NewDeferred, before any Get
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Get(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get with an ended context while the read is pending: %v, want context.Canceled", err)
+	}
+
+	boom := errors.New("reading secret arn:jwt: throttled")
+	d.mu.Lock()
+	a1 := d.cur
+	d.mu.Unlock()
+	first <- answer{err: boom}
+	<-a1.done
+
+	got := make(chan answer, 4)
+	get := func() {
+		v, err := d.Get(context.Background())
+		got <- answer{v, err}
+	}
+	go get()
+	second := <-pending // the failure was not kept: a new read
+	var wg sync.WaitGroup
+	for range 3 { // more callers while the second read is pending, or after it
+		wg.Go(get)
+	}
+	second <- answer{value: []byte("k3y")}
+	wg.Wait()
+	for range 4 {
+		if a := <-got; a.err != nil || !bytes.Equal(a.value, []byte("k3y")) {
+			t.Errorf("Get after the second read: %q, %v", a.value, a.err)
+		}
+	}
+	if v, err := d.Get(context.Background()); err != nil || string(v) != "k3y" {
+		t.Errorf("Get once the value is known: %q, %v", v, err)
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("%d reads, want 2 (one failed, one kept)", n)
+	}
+}
+
+// TestJWTKeyFromSecretsManager reads the key in the background from the
+// emulator's Secrets Manager; a secret that does not exist is an error
+// naming it, for every Get (never a key).
+func TestJWTKeyFromSecretsManager(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sm := secretsmanager.NewFromConfig(awstest.Config(t))
+	out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name: aws.String(awstest.Name(t, "jwt")), SecretString: aws.String("a-jwt-key-of-32-bytes-or-more-xx")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := JWTKeyFrom(aws.ToString(out.ARN), sm)
+	if v, err := k.Get(ctx); err != nil || string(v) != "a-jwt-key-of-32-bytes-or-more-xx" {
+		t.Errorf("Get: %q, %v", v, err)
+	}
+
+	prefix, _, _ := strings.Cut(aws.ToString(out.ARN), ":secret:")
+	missing := prefix + ":secret:never-created-AbCdEf"
+	k = JWTKeyFrom(missing, sm)
+	for i := range 2 {
+		v, err := k.Get(ctx)
+		if err == nil || v != nil || !strings.Contains(err.Error(), missing) {
+			t.Errorf("Get %d of a missing secret: %q, %v; want an error naming %s", i, v, err, missing)
+		}
+	}
+
+	// A key carried by the configuration is used as it is: nothing read.
+	if v, err := JWTKey(config.Config{JWTSecret: []byte("carried"), JWTSecretARN: missing}, aws.Config{}).Get(ctx); err != nil || string(v) != "carried" {
+		t.Errorf("carried key: %q, %v", v, err)
+	}
+}
