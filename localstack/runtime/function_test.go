@@ -87,6 +87,10 @@ func TestWarmInstanceIsReusedWithLambdasEnvironment(t *testing.T) {
 	}
 	if cs := fn.ColdStarts(); len(cs) != 1 || cs[0] <= 0 {
 		t.Errorf("cold starts = %v, want one positive duration", cs)
+	} else if fa := fn.FirstAnswers(); len(fa) != 1 || fa[0] < cs[0] {
+		// One per instance (the warm second answer is not a first), and
+		// never before the instance asked for its invocation.
+		t.Errorf("first answers = %v, want one, not before the cold start %v", fa, cs[0])
 	}
 	if first.Function != "helper-echo" || first.Memory != 256 {
 		t.Errorf("function %q with %d MB, want helper-echo with 256", first.Function, first.Memory)

@@ -87,6 +87,9 @@ type Function struct {
 	closed     bool
 	started    int
 	coldStarts []time.Duration
+	// firstAnswers: process start → the first invocation's answer
+	// (response or error) posted, per instance.
+	firstAnswers []time.Duration
 	wg         sync.WaitGroup
 }
 
@@ -161,6 +164,17 @@ func (f *Function) ColdStarts() []time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.coldStarts)
+}
+
+// FirstAnswers returns, for every instance that answered an invocation,
+// the time from its process start to its first answer (response or
+// error) posted: what a cold request waits for, beyond the platform's
+// own part. Work an instance defers past its first invocation/next (a
+// secret read in the background) shows here and not in ColdStarts.
+func (f *Function) FirstAnswers() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.firstAnswers)
 }
 
 // Invoke runs one invocation on an instance and returns the function's
@@ -501,6 +515,8 @@ type instance struct {
 	// ready is closed at the first invocation/next.
 	ready     chan struct{}
 	readyOnce sync.Once
+	// answerOnce records the first invocation's answer (FirstAnswers).
+	answerOnce sync.Once
 	// dropped is set when we cut the response connection on purpose.
 	dropped atomic.Bool
 	// tail keeps the end of the process's output for error messages.
@@ -530,6 +546,17 @@ func (in *instance) markReady() {
 		in.fn.coldStarts = append(in.fn.coldStarts, d)
 		in.fn.mu.Unlock()
 		in.fn.log.Debug("instance ready", "instance", in.id, "init_duration", d)
+	})
+}
+
+// markAnswered records, once, the time from process start to the first
+// answer this instance posted.
+func (in *instance) markAnswered() {
+	in.answerOnce.Do(func() {
+		d := time.Since(in.startedAt)
+		in.fn.mu.Lock()
+		in.fn.firstAnswers = append(in.fn.firstAnswers, d)
+		in.fn.mu.Unlock()
 	})
 }
 

@@ -90,6 +90,7 @@ func (in *instance) claim(w http.ResponseWriter, id string) *invocation {
 	}
 	inv := in.current
 	in.current = nil
+	in.markAnswered()
 	return inv
 }
 

@@ -31,6 +31,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -152,10 +153,15 @@ type result struct {
 	BillZero               map[string]float64 `json:"bill_usd_per_million_jobs_zero_latency"`
 	SimLatencyMs           float64            `json:"sim_latency_ms"`
 	InitMs                 map[string]float64 `json:"init_ms,omitempty"`
-	CapacityJobsPerS       float64            `json:"capacity_jobs_per_s"`
-	CapacityBottleneck     string             `json:"capacity_bottleneck"`
-	Capacity               []limit            `json:"capacity"`
-	LoadAverage            string             `json:"load_average"`
+	// ColdFirstResponseMs: process start → the first invocation's answer
+	// posted (medians), per function and hello world. What a cold request
+	// waits for: work deferred past init (the JWT key's background read)
+	// moves from init_ms to here, it is not saved.
+	ColdFirstResponseMs map[string]float64 `json:"cold_first_response_ms,omitempty"`
+	CapacityJobsPerS    float64            `json:"capacity_jobs_per_s"`
+	CapacityBottleneck  string             `json:"capacity_bottleneck"`
+	Capacity            []limit            `json:"capacity"`
+	LoadAverage         string             `json:"load_average"`
 	// IdleReceivesPerJob: receives that found their queue empty, per job
 	// (left out of RequestsPerJob; an event source mapping's idle long
 	// polls, billed as a fixed cost).
@@ -178,11 +184,12 @@ func main() {
 	latencyJobs := flag.Int("latency-jobs", 200, "jobs pushed through with -sim-latency for its bill")
 	reads := flag.Int("reads-per-job", 2, "GET /v1/jobs/{id} a client makes per job (priced in the bill)")
 	coldRuns := flag.Int("coldstart-runs", 15, "interleaved cold starts per function and for the hello world")
+	coldBase := flag.String("coldstart-baseline", "", "a git revision whose functions are built too and started in the same interleaved cold-start runs, reported as <name>@<revision> (before/after on one machine in one run)")
 	archive := flag.Bool("event-archive", true, "keep the bus's event archive, as deployed (false: delete it from the bench's emulator before the jobs, to measure the event lag without moto's cost of archiving)")
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
-	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, warmup: *warmup, archive: *archive}
+	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -216,6 +223,7 @@ type opts struct {
 	simLatency         time.Duration
 	latencyJobs, reads int
 	coldRuns           int
+	coldBase           string
 	warmup             bool
 	archive            bool
 	rate               float64
@@ -300,6 +308,17 @@ func run(o opts) error {
 			return err
 		}
 		defer os.RemoveAll(filepath.Dir(filepath.Dir(hostBins["hello"])))
+		if o.coldBase != "" && o.coldRuns > 0 {
+			progress("building the functions of %s for the cold-start baseline", o.coldBase)
+			base, err := buildBaseline(o.coldBase)
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(base.dir)
+			for name, bin := range base.bins {
+				hostBins[name+"@"+o.coldBase] = bin
+			}
+		}
 	}
 	progress("starting private emulators (moto, DynamoDB Local), simulator and stack")
 	emu, err := emulator.StartAll(ctx, emulator.AllOptions{})
@@ -503,7 +522,7 @@ func run(o opts) error {
 
 	if hostBins != nil && o.coldRuns > 0 {
 		progress("cold starts: %d interleaved runs of every function and a hello world", o.coldRuns)
-		if res.InitMs, err = coldStarts(ctx, emu.Endpoints(), hostBins, o.coldRuns); err != nil {
+		if res.InitMs, res.ColdFirstResponseMs, err = coldStarts(ctx, emu.Endpoints(), hostBins, o.coldRuns); err != nil {
 			return err
 		}
 	}
@@ -937,14 +956,14 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		printBill(fmt.Sprintf("the whole bill, simulator at %.0f ms per call (%d jobs)", r.SimLatencyMs, slow.n), r.Bill)
 	}
 	if len(r.InitMs) > 0 {
-		fmt.Fprintln(w, "\ncold start (process start → first invocation/next, median)\tms")
+		fmt.Fprintln(w, "\ncold start, medians: process start → first invocation/next (init) | → first answer posted\tms")
 		names := make([]string, 0, len(r.InitMs))
 		for k := range r.InitMs {
 			names = append(names, k)
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(w, "  %s\t%.1f\n", k, r.InitMs[k])
+			fmt.Fprintf(w, "  %s\t%.1f | %.1f\n", k, r.InitMs[k], r.ColdFirstResponseMs[k])
 		}
 	}
 	if len(r.Capacity) > 0 {
@@ -1063,6 +1082,43 @@ func buildHostBinaries() (map[string]string, error) {
 		out[name] = bin
 	}
 	return out, nil
+}
+
+// baseline is the functions of another revision, built for this host.
+type baseline struct {
+	dir  string            // the revision's source; remove when done
+	bins map[string]string // function → bootstrap
+}
+
+// buildBaseline builds the functions of git revision rev (exported with
+// git archive into a temporary directory) with buildHostBinaries' flags.
+func buildBaseline(rev string) (baseline, error) {
+	dir, err := os.MkdirTemp("", "conveyor-bench-base")
+	if err != nil {
+		return baseline{}, err
+	}
+	archive := exec.Command("sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", rev, dir)
+	if b, err := archive.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return baseline{}, fmt.Errorf("exporting %s: %v\n%s", rev, err, b)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "functions"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return baseline{}, err
+	}
+	b := baseline{dir: dir, bins: map[string]string{}}
+	for _, e := range entries {
+		bin := filepath.Join(dir, "bin", e.Name(), "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, "./functions/"+e.Name())
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			_ = os.RemoveAll(dir)
+			return baseline{}, fmt.Errorf("building %s at %s: %v\n%s", e.Name(), rev, err, out)
+		}
+		b.bins[e.Name()] = bin
+	}
+	return b, nil
 }
 
 // idleStreamReads runs idle streams (a finished job's, and all of its
@@ -1221,21 +1277,32 @@ func (t *busTap) wait(jobIDs []string, limit time.Duration) ([]time.Duration, er
 // coldStarts starts every function (with the environment its CDK stack
 // gives it, against the emulators) and the hello world, runs times each,
 // interleaved, each start a fresh instance under the local Runtime API,
-// and returns the median time from process start to the first
-// invocation/next (Lambda's Init Duration), in ms.
-func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]string, runs int) (map[string]float64, error) {
+// and returns the medians of the time from process start to the first
+// invocation/next (Lambda's Init Duration) and to the first invocation's
+// answer, in ms. The functions that verify tokens get, as their first
+// invocation, a request bearing one (coldRequest), so the answer waits
+// for the key wherever the function reads it.
+func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]string, runs int) (initMs, firstMs map[string]float64, err error) {
 	st, err := stack.Start(ctx, stack.Options{
 		Endpoints: ep, APIAddr: "127.0.0.1:0", StreamAddr: "127.0.0.1:0", Prefix: "benchcold", Binaries: true, Bootstraps: bins,
 		DisablePollers: true, Getenv: func(string) string { return "" }, Metrics: io.Discard, FunctionOutput: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("starting the functions' binaries: %w", err)
+		return nil, nil, fmt.Errorf("starting the functions' binaries: %w", err)
 	}
 	defer st.Close()
 	cfgs := map[string]runtime.FunctionConfig{}
 	for name, fn := range st.Functions.Binaries {
 		cfgs[name] = fn.Config()
+	}
+	for name, bin := range bins { // another revision's functions (-coldstart-baseline): name@rev
+		if fn, rev, ok := strings.Cut(name, "@"); ok {
+			if c, known := cfgs[fn]; known {
+				c.Name, c.Bootstrap = fn+"-"+rev, bin
+				cfgs[name] = c
+			}
+		}
 	}
 	cfgs["hello"] = runtime.FunctionConfig{Name: "hello", Bootstrap: bins["hello"], MemoryMB: 128, Timeout: 10 * time.Second, Output: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
@@ -1244,26 +1311,67 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	samples := map[string][]time.Duration{}
+	samples, answers := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for r := range runs {
 		for k := range names {
 			name := names[(k+r)%len(names)] // rotate the order every run
 			fn, err := runtime.NewFunction(cfgs[name])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			payload, err := coldRequest(name)
+			if err != nil {
+				return nil, nil, err
 			}
 			ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, _ = fn.Invoke(ictx, []byte(`{}`)) // the answer does not matter: the instance started
+			_, _ = fn.Invoke(ictx, payload) // the answer does not matter: it was posted
 			cancel()
 			if cs := fn.ColdStarts(); len(cs) > 0 {
 				samples[name] = append(samples[name], cs[0])
 			}
+			if fa := fn.FirstAnswers(); len(fa) > 0 {
+				answers[name] = append(answers[name], fa[0])
+			}
 			_ = fn.Close()
 		}
 	}
-	out := map[string]float64{}
+	initMs, firstMs = map[string]float64{}, map[string]float64{}
 	for name, s := range samples {
-		out[name] = pct(s, 50)
+		initMs[name] = pct(s, 50)
 	}
-	return out, nil
+	for name, s := range answers {
+		firstMs[name] = pct(s, 50)
+	}
+	return initMs, firstMs, nil
+}
+
+// coldRequest is the first invocation a cold-start run sends name: for
+// the functions that verify tokens, a request to a route of theirs with a
+// bearer token signed by another key, which they can refuse (401) only
+// once they hold the deployment's key; for the others (and hello world)
+// an empty event.
+func coldRequest(name string) ([]byte, error) {
+	name, _, _ = strings.Cut(name, "@") // a baseline's function is asked the same
+	if !resources.ReadsJWTSecret(name) {
+		return []byte(`{}`), nil
+	}
+	tok, err := auth.Mint([]byte("cold-start-probe-not-the-deployment-key"), auth.Claims{
+		Subject: "cold-start-probe", Role: auth.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		return nil, err
+	}
+	path := "/v1/jobs"
+	switch name {
+	case resources.FuncAdmin:
+		path = resources.AdminPathPrefix + "overview"
+	case resources.FuncStream:
+		path = "/v1/events"
+	}
+	headers := map[string]string{"authorization": "Bearer " + tok}
+	if name == resources.FuncStream {
+		return json.Marshal(events.LambdaFunctionURLRequest{RawPath: path, Headers: headers,
+			RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodGet, Path: path}}})
+	}
+	return json.Marshal(events.APIGatewayV2HTTPRequest{RawPath: path, Headers: headers,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodGet, Path: path}}})
 }
