@@ -126,8 +126,13 @@ type result struct {
 	FloorSendP50       float64            `json:"floor_sendmessage_p50_ms"`
 	FloorReceiveP50    float64            `json:"floor_receivemessage_p50_ms"`
 	SubmitP95OverFloor float64            `json:"submit_p95_over_floor_putitem_p50"`
-	EmulatorStartMs    float64            `json:"emulator_start_ms"`
-	DynamoDBStartMs    float64            `json:"dynamodb_local_start_ms"`
+	// FloorSubmitTxP50 is a submission-shaped TransactWriteItems alone on
+	// the idle emulator; SubmitP95OverOwnFloor is submit p95 ÷ (that +
+	// SendMessage's floor): the floor of the requests a submission makes.
+	FloorSubmitTxP50      float64 `json:"floor_submit_tx_p50_ms"`
+	SubmitP95OverOwnFloor float64 `json:"submit_p95_over_own_floor"`
+	EmulatorStartMs       float64 `json:"emulator_start_ms"`
+	DynamoDBStartMs       float64 `json:"dynamodb_local_start_ms"`
 	// WebhookLagP50/P95: the job.succeeded transition (the event's time)
 	// to its signed delivery at a local receiver (a per-user endpoint).
 	WebhookLagP50 float64 `json:"event_lag_webhook_ms_p50"`
@@ -323,7 +328,7 @@ func run(o opts) error {
 
 	progress("measuring the emulator's floor")
 	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)
-	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, err = floor(ctx, awsclient.New(floorCfg), s)
+	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, awsclient.New(floorCfg), s)
 	if err != nil {
 		return err
 	}
@@ -465,6 +470,9 @@ func run(o opts) error {
 	res.USDPerMillion = usd
 	if res.FloorPutItemP50 > 0 {
 		res.SubmitP95OverFloor = res.SubmitP95 / res.FloorPutItemP50
+	}
+	if own := res.FloorSubmitTxP50 + res.FloorSendP50; own > 0 {
+		res.SubmitP95OverOwnFloor = res.SubmitP95 / own
 	}
 	res.BillZero = bill(main, upload)
 	res.USDPerMillionTotalZero = res.BillZero["total"]
@@ -784,14 +792,19 @@ func pct(ds []time.Duration, p int) float64 {
 }
 
 // floor times bare emulator calls: the least any request can cost here.
-func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send, recv float64, err error) {
+// floor measures, one request at a time on an idle stack, the emulators'
+// p50 for PutItem, SendMessage, ReceiveMessage and a TransactWriteItems
+// shaped like a submission's (three conditional Puts and a conditional
+// Update: job, idempotency record, event, upload reference) — the floor of
+// what a submission itself asks of AWS is tx + send.
+func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send, recv, tx float64, err error) {
 	const k = 200
-	var lp, ls, lr []time.Duration
+	var lp, ls, lr, lt []time.Duration
 	// A queue of its own, so no consumer of the stack sees these messages.
 	created, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("bench-floor.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true"}})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	q := aws.ToString(created.QueueUrl)
 	for i := range k {
@@ -803,6 +816,11 @@ func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send,
 		}
 		lp = append(lp, time.Since(t0))
 		t0 = time.Now()
+		if _, err = c.DynamoDB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: floorTx(s.Config.Table, i)}); err != nil {
+			return
+		}
+		lt = append(lt, time.Since(t0))
+		t0 = time.Now()
 		if _, err = c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String("floor"),
 			MessageGroupId: aws.String(fmt.Sprint(i)), MessageDeduplicationId: aws.String(fmt.Sprintf("floor-%d", i))}); err != nil {
 			return
@@ -811,14 +829,30 @@ func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send,
 		t0 = time.Now()
 		out, rerr := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 1})
 		if rerr != nil {
-			return 0, 0, 0, rerr
+			return 0, 0, 0, 0, rerr
 		}
 		lr = append(lr, time.Since(t0))
 		for _, m := range out.Messages {
 			_, _ = c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle})
 		}
 	}
-	return pct(lp, 50), pct(ls, 50), pct(lr, 50), nil
+	return pct(lp, 50), pct(ls, 50), pct(lr, 50), pct(lt, 50), nil
+}
+
+// floorTx is the i-th submission-shaped transaction of floor: three new
+// items and a reference added to the item PutItem just wrote.
+func floorTx(table string, i int) []ddbtypes.TransactWriteItem {
+	str := func(v string) *ddbtypes.AttributeValueMemberS { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	isNew := aws.String("attribute_not_exists(pk)")
+	var tx []ddbtypes.TransactWriteItem
+	for _, sk := range []string{"job", "idem", "event"} {
+		tx = append(tx, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(table), ConditionExpression: isNew,
+			Item: map[string]ddbtypes.AttributeValue{"pk": str(fmt.Sprintf("FLOORTX#%d", i)), "sk": str(sk)}}})
+	}
+	return append(tx, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(table),
+		Key:                 map[string]ddbtypes.AttributeValue{"pk": str(fmt.Sprintf("FLOOR#%d", i)), "sk": str("x")},
+		ConditionExpression: aws.String("attribute_exists(pk)"), UpdateExpression: aws.String("ADD refs :one"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}}})
 }
 
 func buildBootstraps() (map[string]int64, error) {
@@ -890,7 +924,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "  (measured without the bus's event archive: -event-archive=false)\n")
 	}
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
+	fmt.Fprintf(w, "emulator floor p50: submission's TransactWriteItems (4 items)\t%.2f ms\n", r.FloorSubmitTxP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
+	fmt.Fprintf(w, "submit p95 ÷ floor of its own requests (TransactWriteItems + SendMessage)\t%.1f×\n", r.SubmitP95OverOwnFloor)
 	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
 	names := make([]string, 0, len(r.BootstrapBytes))
 	for k := range r.BootstrapBytes {
