@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -15,14 +17,24 @@ import (
 // attached to, by service and operation ("DynamoDB.Query"). Benchmarks turn
 // the counts into cost; tests use them to prove, for example, that no Scan
 // is ever issued. Retries of one call count once (it counts operations).
+//
+// It also asks DynamoDB what each call consumed (ReturnConsumedCapacity
+// INDEXES on the caller's behalf) and sums the capacity units: "read" and
+// "write" in all, and "write table" and "write <index>" for where the
+// write units went. DynamoDB bills on-demand tables by these units, not by
+// requests: one write of an item costs a unit per KB in the table and again
+// in every index it enters or leaves, twice in a transaction.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
 	empty  map[string]int
+	units  map[string]float64
 }
 
 // NewCounter returns an empty Counter.
-func NewCounter() *Counter { return &Counter{counts: map[string]int{}, empty: map[string]int{}} }
+func NewCounter() *Counter {
+	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}}
+}
 
 // Attach adds the counting middleware to cfg and returns it.
 func (c *Counter) Attach(cfg aws.Config) aws.Config {
@@ -42,14 +54,133 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			c.mu.Lock()
 			c.counts[key]++
 			c.mu.Unlock()
+			in.Parameters = withCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
 			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && len(r.Messages) == 0 {
 				c.mu.Lock()
 				c.empty[key]++
 				c.mu.Unlock()
 			}
+			if used := consumed(out.Result); len(used) > 0 {
+				c.addUnits(op, used)
+			}
 			return out, md, err
 		}), middleware.Before)
+}
+
+func (c *Counter) addUnits(op string, used []dynamodbtypes.ConsumedCapacity) {
+	kind := "write"
+	switch op {
+	case "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems":
+		kind = "read"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range used {
+		c.units[kind] += aws.ToFloat64(u.CapacityUnits)
+		if kind != "write" {
+			continue
+		}
+		if u.Table != nil {
+			c.units["write table"] += aws.ToFloat64(u.Table.CapacityUnits)
+		}
+		for name, ix := range u.GlobalSecondaryIndexes {
+			c.units["write "+name] += aws.ToFloat64(ix.CapacityUnits)
+		}
+	}
+}
+
+// Units returns a copy of the capacity units summed so far.
+func (c *Counter) Units() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]float64, len(c.units))
+	for k, v := range c.units {
+		out[k] = v
+	}
+	return out
+}
+
+// withCapacity returns a DynamoDB call's input asking for the capacity it
+// consumes, index by index (a copy: the caller's input is not changed).
+func withCapacity(p any) any {
+	const ix = dynamodbtypes.ReturnConsumedCapacityIndexes
+	switch v := p.(type) {
+	case *dynamodb.GetItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.BatchGetItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.QueryInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.ScanInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.TransactGetItemsInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.PutItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.UpdateItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.DeleteItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.BatchWriteItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	case *dynamodb.TransactWriteItemsInput:
+		c := *v
+		c.ReturnConsumedCapacity = ix
+		return &c
+	}
+	return p
+}
+
+// consumed is what a DynamoDB call's output says it consumed.
+func consumed(r any) []dynamodbtypes.ConsumedCapacity {
+	one := func(c *dynamodbtypes.ConsumedCapacity) []dynamodbtypes.ConsumedCapacity {
+		if c == nil {
+			return nil
+		}
+		return []dynamodbtypes.ConsumedCapacity{*c}
+	}
+	switch v := r.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return one(v.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return v.ConsumedCapacity
+	case *dynamodb.BatchWriteItemOutput:
+		return v.ConsumedCapacity
+	case *dynamodb.TransactGetItemsOutput:
+		return v.ConsumedCapacity
+	case *dynamodb.TransactWriteItemsOutput:
+		return v.ConsumedCapacity
+	}
+	return nil
 }
 
 // Snapshot returns a copy of the counts.
@@ -99,6 +230,7 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.counts = map[string]int{}
 	c.empty = map[string]int{}
+	c.units = map[string]float64{}
 	c.mu.Unlock()
 }
 

@@ -79,7 +79,14 @@ var prices = map[string]price{
 	"Scheduler":      {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-23: Scheduler $1.00 per million invocations (after 14 million free a month)"},
 }
 
-// priceOf maps "Service.Operation" to its price class and units.
+// dynamoDBUSD prices the capacity units DynamoDB reported (per job when
+// divided by per), in USD per million.
+func dynamoDBUSD(units map[string]float64, per float64) float64 {
+	return (units["read"]*prices["DynamoDB.read"].usd + units["write"]*prices["DynamoDB.write"].usd) / per * 1e6
+}
+
+// priceOf maps "Service.Operation" to its price class and units (for
+// DynamoDB a stand-in only: its bill uses the measured capacity units).
 func priceOf(op string) (string, float64) {
 	svc, name, _ := strings.Cut(op, ".")
 	switch svc {
@@ -171,6 +178,11 @@ type result struct {
 	// ClientReadsPerJob: the requests the client's -reads-per-job status
 	// reads made, per job (left out of RequestsPerJob, priced in the bill).
 	ClientReadsPerJob map[string]float64 `json:"client_reads_requests_per_job"`
+	// DynamoDBUnitsPerJob: the capacity units the pipeline's requests
+	// consumed per job, as DynamoDB reported them (ReturnConsumedCapacity
+	// INDEXES): "read", "write", and the write units by "write table" and
+	// "write <index>". The bill prices these, not requests.
+	DynamoDBUnitsPerJob map[string]float64 `json:"dynamodb_units_per_job"`
 }
 
 func main() {
@@ -259,6 +271,9 @@ type phase struct {
 	// receives that found the queue empty (the event source mapping's
 	// idle long polls: time-bound, billed as a fixed cost).
 	counts, pipeline map[string]int
+	// units and pipelineUnits are the DynamoDB capacity units of counts
+	// and pipeline (awsclient.Counter.Units).
+	units, pipelineUnits map[string]float64
 	// idle is the empty receives the pipeline's counts leave out.
 	idle int
 	// clientReads is what the client's status reads cost.
@@ -360,7 +375,7 @@ func run(o opts) error {
 		e.uploads[i] = up.ID
 	}
 	time.Sleep(500 * time.Millisecond) // the S3 bridge's confirm invocations
-	upload := phase{n: o.users, counts: counter.Snapshot(), durations: durs.take()}
+	upload := phase{n: o.users, counts: counter.Snapshot(), units: counter.Units(), durations: durs.take()}
 
 	hooks := newHookReceiver()
 	hookSrv := httptest.NewServer(hooks)
@@ -453,7 +468,11 @@ func run(o opts) error {
 	}
 	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
 	res.RequestsPerJob = map[string]float64{}
-	var usd float64
+	res.DynamoDBUnitsPerJob = map[string]float64{}
+	for k, u := range main.pipelineUnits {
+		res.DynamoDBUnitsPerJob[k] = u / float64(o.n)
+	}
+	usd := dynamoDBUSD(main.pipelineUnits, float64(o.n))
 	for op, c := range counts {
 		if c <= 0 {
 			continue
@@ -462,8 +481,9 @@ func run(o opts) error {
 		svc, _, _ := strings.Cut(op, ".")
 		res.RequestsPerJob[svc] += per
 		res.RequestsTotal += per
-		class, units := priceOf(op)
-		usd += per * units * prices[class].usd * 1e6
+		if class, units := priceOf(op); !strings.HasPrefix(class, "DynamoDB") {
+			usd += per * units * prices[class].usd * 1e6
+		}
 	}
 	// Lambda invocations: one API call per submit, publisher batches.
 	usd += 2 * prices["Lambda"].usd * 1e6
@@ -608,7 +628,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
-	ph.pipeline = e.counter.Snapshot()
+	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
 	raw := maps.Clone(ph.pipeline)
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
@@ -631,7 +651,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	}
 	wg.Wait()
 	ph.jobIDs = jobIDs
-	ph.counts = e.counter.Snapshot()
+	ph.counts, ph.units = e.counter.Snapshot(), e.counter.Units()
 	ph.clientReads = map[string]int{}
 	for op, c := range ph.counts {
 		if d := c - raw[op]; d > 0 {
@@ -658,18 +678,21 @@ func billed(fn string, ds []time.Duration) float64 {
 func bill(ph, up phase) map[string]float64 {
 	b := map[string]float64{}
 	n, un := float64(ph.n), float64(up.n)
-	req := func(counts map[string]int, per float64) {
+	req := func(counts map[string]int, units map[string]float64, per float64) {
 		for op, c := range counts {
 			class, units := priceOf(op)
-			if class == "" {
+			if class == "" || strings.HasPrefix(class, "DynamoDB") {
 				continue
 			}
 			svc, _, _ := strings.Cut(class, ".")
 			b["requests "+strings.ToLower(svc)] += float64(c) / per * units * prices[class].usd * 1e6
 		}
+		// DynamoDB bills the capacity units each request consumed, its
+		// indexes' included, not the requests.
+		b["requests dynamodb"] += dynamoDBUSD(units, per)
 	}
-	req(ph.counts, n)
-	req(up.counts, un)
+	req(ph.counts, ph.units, n)
+	req(up.counts, up.units, un)
 	// The browser's presigned PUT is in up.counts: the counter's middleware
 	// sees PresignPutObject as an S3.PutObject, one per upload, as the PUT.
 	invocations, gbs := 0.0, 0.0
@@ -718,6 +741,8 @@ func bill(ph, up phase) map[string]float64 {
 	b["api gateway requests per job"] = apiCalls
 	b["lambda gb-seconds per job"] = gbs
 	b["events per job"] = ph.events
+	b["dynamodb write units per job"] = ph.units["write"] / n
+	b["dynamodb read units per job"] = ph.units["read"] / n
 	return b
 }
 
@@ -909,7 +934,8 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
 	fmt.Fprintf(w, ")\n\n")
-	fmt.Fprintf(w, "$ per million jobs (request charges)\t%.2f\n", r.USDPerMillion)
+	printUnits(w, r.DynamoDBUnitsPerJob)
+	fmt.Fprintf(w, "$ per million jobs (request charges; DynamoDB by capacity units)\t%.2f\n", r.USDPerMillion)
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
@@ -1304,4 +1330,24 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 		out[name] = pct(s, 50)
 	}
 	return out, nil
+}
+
+// printUnits prints the DynamoDB capacity units per job: read, write, and
+// where the write units went (the table, each index), largest first.
+func printUnits(w io.Writer, u map[string]float64) {
+	if len(u) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "DynamoDB capacity units per job (as reported)\t\n  read\t%.1f\n  write\t%.1f\n", u["read"], u["write"])
+	var where []string
+	for k := range u {
+		if strings.HasPrefix(k, "write ") {
+			where = append(where, k)
+		}
+	}
+	sort.Slice(where, func(i, j int) bool { return u[where[i]] > u[where[j]] })
+	for _, k := range where {
+		fmt.Fprintf(w, "    %s\t%.1f\n", strings.TrimPrefix(k, "write "), u[k])
+	}
+	fmt.Fprintln(w)
 }
