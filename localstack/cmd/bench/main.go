@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -183,6 +184,41 @@ type result struct {
 	// INDEXES): "read", "write", and the write units by "write table" and
 	// "write <index>". The bill prices these, not requests.
 	DynamoDBUnitsPerJob map[string]float64 `json:"dynamodb_units_per_job"`
+	// CPUMsPerJob: the processor time each part of the local stack spent per
+	// job while the jobs ran (DynamoDB Local, moto, and this Go process: the
+	// gateway, every function's handler in process, the simulator and the
+	// bench's clients), from /proc and getrusage; empty where unreadable.
+	CPUMsPerJob map[string]float64 `json:"cpu_ms_per_job,omitempty"`
+}
+
+// cpuSample is the processor time used so far by each part of the stack.
+type cpuSample map[string]time.Duration
+
+// cpuNow samples the emulators' processes and this one.
+func cpuNow(emu *emulator.Emulators) cpuSample {
+	c := cpuSample{}
+	if d, err := emu.DynamoDB.CPUTime(); err == nil {
+		c["dynamodb_local"] = d
+	}
+	if d, err := emu.Moto.CPUTime(); err == nil {
+		c["moto"] = d
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c["go"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return c
+}
+
+// perJob is the processor time per job, in ms, spent between before and c.
+func (c cpuSample) perJob(before cpuSample, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, d := range c {
+		if b, ok := before[k]; ok {
+			out[k] = float64(d-b) / float64(time.Millisecond) / float64(n)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -426,10 +462,12 @@ func run(o opts) error {
 	} else {
 		progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
 	}
+	cpu0 := cpuNow(emu)
 	main, err := e.push(ctx, o.n, "bench job")
 	if err != nil {
 		return err
 	}
+	res.CPUMsPerJob = cpuNow(emu).perJob(cpu0, o.n)
 	counts := main.pipeline
 	res.IdleReceivesPerJob = float64(main.idle) / float64(o.n)
 	res.ClientReadsPerJob = map[string]float64{}
@@ -935,6 +973,13 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	}
 	fmt.Fprintf(w, ")\n\n")
 	printUnits(w, r.DynamoDBUnitsPerJob)
+	if c := r.CPUMsPerJob; len(c) > 0 {
+		all := c["dynamodb_local"] + c["moto"] + c["go"]
+		fmt.Fprintf(w, "CPU per job: DynamoDB Local / moto / Go (gateway, functions, simulator, bench)\t%.1f / %.1f / %.1f ms\n", c["dynamodb_local"], c["moto"], c["go"])
+		if all > 0 {
+			fmt.Fprintf(w, "  → on %d cores, at most\t%.0f jobs/s (the emulators' share: %.0f%%)\n\n", goruntime.NumCPU(), float64(goruntime.NumCPU())*1000/all, 100*(c["dynamodb_local"]+c["moto"])/all)
+		}
+	}
 	fmt.Fprintf(w, "$ per million jobs (request charges; DynamoDB by capacity units)\t%.2f\n", r.USDPerMillion)
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
