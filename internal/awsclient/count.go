@@ -2,12 +2,12 @@ package awsclient
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -102,83 +102,38 @@ func (c *Counter) Units() map[string]float64 {
 }
 
 // withCapacity returns a DynamoDB call's input asking for the capacity it
-// consumes, index by index (a copy: the caller's input is not changed).
+// consumes, index by index: a copy of any input with a
+// ReturnConsumedCapacity field (the caller's input is not changed); other
+// inputs as they are.
 func withCapacity(p any) any {
-	const ix = dynamodbtypes.ReturnConsumedCapacityIndexes
-	switch v := p.(type) {
-	case *dynamodb.GetItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.BatchGetItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.QueryInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.ScanInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.TransactGetItemsInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.PutItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.UpdateItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.DeleteItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.BatchWriteItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
-	case *dynamodb.TransactWriteItemsInput:
-		c := *v
-		c.ReturnConsumedCapacity = ix
-		return &c
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return p
 	}
-	return p
+	f := v.Elem().FieldByName("ReturnConsumedCapacity")
+	want := reflect.ValueOf(dynamodbtypes.ReturnConsumedCapacityIndexes)
+	if !f.IsValid() || f.Type() != want.Type() {
+		return p
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	c.Elem().FieldByName("ReturnConsumedCapacity").Set(want)
+	return c.Interface()
 }
 
-// consumed is what a DynamoDB call's output says it consumed.
+// consumed is what a DynamoDB call's output says it consumed: its
+// ConsumedCapacity field, one or a list.
 func consumed(r any) []dynamodbtypes.ConsumedCapacity {
-	one := func(c *dynamodbtypes.ConsumedCapacity) []dynamodbtypes.ConsumedCapacity {
-		if c == nil {
-			return nil
-		}
-		return []dynamodbtypes.ConsumedCapacity{*c}
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
 	}
-	switch v := r.(type) {
-	case *dynamodb.GetItemOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.QueryOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.ScanOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.PutItemOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.UpdateItemOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.DeleteItemOutput:
-		return one(v.ConsumedCapacity)
-	case *dynamodb.BatchGetItemOutput:
-		return v.ConsumedCapacity
-	case *dynamodb.BatchWriteItemOutput:
-		return v.ConsumedCapacity
-	case *dynamodb.TransactGetItemsOutput:
-		return v.ConsumedCapacity
-	case *dynamodb.TransactWriteItemsOutput:
-		return v.ConsumedCapacity
+	switch c := v.Elem().FieldByName("ConsumedCapacity"); {
+	case !c.IsValid() || !c.CanInterface():
+	case c.Type() == reflect.TypeOf([]dynamodbtypes.ConsumedCapacity(nil)):
+		return c.Interface().([]dynamodbtypes.ConsumedCapacity)
+	case c.Type() == reflect.TypeOf((*dynamodbtypes.ConsumedCapacity)(nil)) && !c.IsNil():
+		return []dynamodbtypes.ConsumedCapacity{*c.Interface().(*dynamodbtypes.ConsumedCapacity)}
 	}
 	return nil
 }
