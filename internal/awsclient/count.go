@@ -2,11 +2,13 @@ package awsclient
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -15,14 +17,24 @@ import (
 // attached to, by service and operation ("DynamoDB.Query"). Benchmarks turn
 // the counts into cost; tests use them to prove, for example, that no Scan
 // is ever issued. Retries of one call count once (it counts operations).
+//
+// It also asks DynamoDB what each call consumed (ReturnConsumedCapacity
+// INDEXES on the caller's behalf) and sums the capacity units: "read" and
+// "write" in all, and "write table" and "write <index>" for where the
+// write units went. DynamoDB bills on-demand tables by these units, not by
+// requests: one write of an item costs a unit per KB in the table and again
+// in every index it enters or leaves, twice in a transaction.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
 	empty  map[string]int
+	units  map[string]float64
 }
 
 // NewCounter returns an empty Counter.
-func NewCounter() *Counter { return &Counter{counts: map[string]int{}, empty: map[string]int{}} }
+func NewCounter() *Counter {
+	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}}
+}
 
 // Attach adds the counting middleware to cfg and returns it.
 func (c *Counter) Attach(cfg aws.Config) aws.Config {
@@ -42,14 +54,88 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			c.mu.Lock()
 			c.counts[key]++
 			c.mu.Unlock()
+			in.Parameters = withCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
 			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && len(r.Messages) == 0 {
 				c.mu.Lock()
 				c.empty[key]++
 				c.mu.Unlock()
 			}
+			if used := consumed(out.Result); len(used) > 0 {
+				c.addUnits(op, used)
+			}
 			return out, md, err
 		}), middleware.Before)
+}
+
+func (c *Counter) addUnits(op string, used []dynamodbtypes.ConsumedCapacity) {
+	kind := "write"
+	switch op {
+	case "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems":
+		kind = "read"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, u := range used {
+		c.units[kind] += aws.ToFloat64(u.CapacityUnits)
+		if kind != "write" {
+			continue
+		}
+		if u.Table != nil {
+			c.units["write table"] += aws.ToFloat64(u.Table.CapacityUnits)
+		}
+		for name, ix := range u.GlobalSecondaryIndexes {
+			c.units["write "+name] += aws.ToFloat64(ix.CapacityUnits)
+		}
+	}
+}
+
+// Units returns a copy of the capacity units summed so far.
+func (c *Counter) Units() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]float64, len(c.units))
+	for k, v := range c.units {
+		out[k] = v
+	}
+	return out
+}
+
+// withCapacity returns a DynamoDB call's input asking for the capacity it
+// consumes, index by index: a copy of any input with a
+// ReturnConsumedCapacity field (the caller's input is not changed); other
+// inputs as they are.
+func withCapacity(p any) any {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return p
+	}
+	f := v.Elem().FieldByName("ReturnConsumedCapacity")
+	want := reflect.ValueOf(dynamodbtypes.ReturnConsumedCapacityIndexes)
+	if !f.IsValid() || f.Type() != want.Type() {
+		return p
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	c.Elem().FieldByName("ReturnConsumedCapacity").Set(want)
+	return c.Interface()
+}
+
+// consumed is what a DynamoDB call's output says it consumed: its
+// ConsumedCapacity field, one or a list.
+func consumed(r any) []dynamodbtypes.ConsumedCapacity {
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	switch c := v.Elem().FieldByName("ConsumedCapacity"); {
+	case !c.IsValid() || !c.CanInterface():
+	case c.Type() == reflect.TypeOf([]dynamodbtypes.ConsumedCapacity(nil)):
+		return c.Interface().([]dynamodbtypes.ConsumedCapacity)
+	case c.Type() == reflect.TypeOf((*dynamodbtypes.ConsumedCapacity)(nil)) && !c.IsNil():
+		return []dynamodbtypes.ConsumedCapacity{*c.Interface().(*dynamodbtypes.ConsumedCapacity)}
+	}
+	return nil
 }
 
 // Snapshot returns a copy of the counts.
@@ -99,6 +185,7 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.counts = map[string]int{}
 	c.empty = map[string]int{}
+	c.units = map[string]float64{}
 	c.mu.Unlock()
 }
 

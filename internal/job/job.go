@@ -168,7 +168,12 @@ type Item struct {
 	Status   ItemStatus `json:"status" dynamodbav:"status"`
 	Output   *Output    `json:"output" dynamodbav:"output,omitempty"`
 	Error    *Error     `json:"error,omitempty" dynamodbav:"error,omitempty"`
-	// Key, ContentType, Size and Filename describe the confirmed upload.
+	// Key, ContentType, Size, Filename and Pin describe the confirmed
+	// upload. Submission does not read the upload (its confirmation is
+	// checked by the creating transaction), so a new job's items carry only
+	// UploadID until the worker that first claims the job fills them from the
+	// upload records it reads with the job (store.DescribeItems); the claim
+	// then stores them.
 	Key         string `json:"-" dynamodbav:"key"`
 	ContentType string `json:"-" dynamodbav:"contentType"`
 	Size        int64  `json:"-" dynamodbav:"size"`
@@ -266,6 +271,10 @@ type Job struct {
 	EventSeq int64 `json:"-" dynamodbav:"eventSeq"`
 	// Pending are events to persist with the next write (not stored).
 	Pending []Event `json:"-" dynamodbav:"-"`
+	// NeedsAccount, when set, names the provider whose connected account
+	// the job needs: the job is created only if its owner has one, checked
+	// in the creating transaction (not stored).
+	NeedsAccount string `json:"-" dynamodbav:"-"`
 }
 
 // NewPhases returns the initial (pending) phases named, in order: a kind

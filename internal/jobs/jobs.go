@@ -252,14 +252,8 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		j.Emit(job.EventEnqueued, now, nil)
 	}
 	existing, created, err := s.cfg.Store.CreateJob(ctx, &j)
-	var gone *store.UploadUnavailableError
-	if errors.As(err, &gone) {
-		// It expired between the read above and the write.
-		i := slices.IndexFunc(r.Items, func(it SubmitItem) bool { return it.UploadID == gone.UploadID })
-		return job.Job{}, false, expiredUpload(fmt.Sprintf("items[%d].uploadId", i), gone.UploadID)
-	}
 	if err != nil {
-		return job.Job{}, false, err
+		return job.Job{}, false, s.refused(ctx, k, c.Owner, r, err)
 	}
 	log := s.cfg.Logger.With("job_id", j.ID, "tier", j.Tier, "type", j.Type)
 	if !created {
@@ -267,7 +261,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		return existing, false, nil
 	}
 	if j.Status == job.Queued {
-		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 		}
@@ -276,9 +270,27 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 	return j, true, nil
 }
 
-// expiredUpload is the 422 for an upload no new job may name.
-func expiredUpload(field, id string) error {
-	return &UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
+// refused turns the store's refusal of a new job into what the submitter
+// should see: the transaction checked the uploads and the account without
+// reading them, so the kind reads them now to say which and why
+// (kind.Explainer). If it finds nothing wrong any more (a confirmation or a
+// connection landed in between), the refusal stands, as the transaction saw it.
+func (s *Service) refused(ctx context.Context, k kind.Kind, owner string, r SubmitRequest, err error) error {
+	var gone *store.UploadUnavailableError
+	if !errors.As(err, &gone) && !errors.Is(err, store.ErrNoAccount) {
+		return err
+	}
+	if e, ok := k.(kind.Explainer); ok {
+		if why := e.Explain(ctx, owner, kind.Spec{Items: r.Items, Params: r.Params}); why != nil {
+			return why
+		}
+	}
+	if gone == nil {
+		return &UnusableError{Code: "account_not_connected", Message: "connect an account first (PUT /v1/account/connection)"}
+	}
+	i := slices.IndexFunc(r.Items, func(it SubmitItem) bool { return it.UploadID == gone.UploadID })
+	return &UnusableError{Code: "upload_not_confirmed", Field: fmt.Sprintf("items[%d].uploadId", i),
+		Message: fmt.Sprintf("upload %s was not usable when the job was created (not confirmed, or expired); check it and submit again", gone.UploadID)}
 }
 
 // Get returns owner's job or ErrNotFound (also for someone else's job).
@@ -399,7 +411,7 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 	if err != nil {
 		return j, err
 	}
-	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

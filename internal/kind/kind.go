@@ -66,8 +66,11 @@ type Kind interface {
 	// needs the environment (a URL's policy). Errors are *invalid.FieldError (400).
 	Validate(ctx context.Context, env Env, s Spec) error
 	// Prepare fills a new job from a valid Spec, before it is stored: its
-	// items (j.Items), anything the kind looks up (I/O allowed). Input that
-	// is well-formed but unusable (an upload not confirmed, no connected
+	// items (j.Items), anything the kind looks up (I/O allowed, though a
+	// check the creating transaction can make costs no request: the uploads
+	// items name are checked by their references, an account by
+	// j.NeedsAccount, and an Explainer says why it failed). Input that is
+	// well-formed but unusable (an upload not confirmed, no connected
 	// account) is an *UnusableError (422).
 	Prepare(ctx context.Context, owner string, s Spec, j *job.Job) error
 	// Phases are the names of the job's phases, in order.
@@ -80,6 +83,15 @@ type Kind interface {
 	// an error that says Temporary()/StatusCode()/RetryAfter(). Wrap it in
 	// a *StepError to name the phase (and item) that failed.
 	Work(ctx context.Context, a Attempt) error
+}
+
+// Explainer is what a kind whose jobs' creation checks their uploads or
+// account in the creating transaction also does: when the store refuses the
+// job (store.UploadUnavailableError, store.ErrNoAccount), Explain reads what
+// the Spec names and returns the *UnusableError the submitter should see,
+// or nil when nothing is wrong any more.
+type Explainer interface {
+	Explain(ctx context.Context, owner string, s Spec) error
 }
 
 // Attempt is one claimed run of a job, as the run loop hands it to Work.

@@ -129,9 +129,25 @@ func (publishKind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 	return nil
 }
 
-// Prepare checks, in one read, that every upload is confirmed and the
-// owner's and that the owner has a connected account, and makes the items.
-func (k publishKind) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+// Prepare makes the items, one per upload, reading nothing: the creating
+// transaction checks that every upload is confirmed, the owner's and usable
+// (it takes a reference on each) and that the owner has a connected account
+// (j.NeedsAccount); the worker that first claims the job describes the
+// items from the upload records (store.DescribeItems).
+func (k publishKind) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
+	for _, it := range s.Items {
+		j.Items = append(j.Items, job.Item{ID: ids.New(ids.Item), UploadID: it.UploadID, Status: job.ItemPending})
+	}
+	j.NeedsAccount = k.p.cfg.Provider
+	return nil
+}
+
+// Explain says why the creating transaction refused a job (kind.Explainer),
+// reading the uploads and the account in one request: the first upload that
+// does not exist or is someone else's, expired, or not confirmed, in the
+// order the items name them, then a missing account. nil means nothing is
+// wrong any more (the refusal raced a confirmation or a connection).
+func (k publishKind) Explain(ctx context.Context, owner string, s kind.Spec) error {
 	uploadIDs := make([]string, len(s.Items))
 	for i, it := range s.Items {
 		uploadIDs[i] = it.UploadID
@@ -151,10 +167,6 @@ func (k publishKind) Prepare(ctx context.Context, owner string, s kind.Spec, j *
 		case u.Status != store.UploadConfirmed:
 			return &kind.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
 		}
-		j.Items = append(j.Items, job.Item{
-			ID: ids.New(ids.Item), UploadID: id, Status: job.ItemPending,
-			Key: u.Key, ContentType: u.ContentType, Size: u.Size, Filename: u.Filename, Pin: u.Pin,
-		})
 	}
 	if !connected {
 		return &kind.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}

@@ -148,6 +148,9 @@ type Delivery struct {
 	// owner; empty in messages sent before it was added). When set, the
 	// job and the owner's connected account are read in one request.
 	Owner string
+	// Uploads are the uploads the message names (queue.Message.Uploads):
+	// read in that same request, they describe the job's items.
+	Uploads []string
 }
 
 // AccountTokens is what Tokens may also do: hand out a token from an
@@ -236,15 +239,19 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	return r.settleFailure(ctx, err)
 }
 
-// load reads the delivery's job and, when the message names the owner and
-// the Tokens can use it, the owner's account with it (one request: the
-// token phase then needs no read of its own).
+// load reads the delivery's job with its items described (their uploads
+// read with it) and, when the message names the owner and the Tokens can use
+// it, the owner's account with it: one request, and the token phase then
+// needs no read of its own.
 func (p *Publisher) load(ctx context.Context, d Delivery) (job.Job, *store.Account, error) {
 	if _, ok := p.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
 		j, err := p.cfg.Store.GetJob(ctx, d.JobID)
-		return j, nil, err
+		if err != nil {
+			return j, nil, err
+		}
+		return j, nil, p.cfg.Store.DescribeItems(ctx, &j, nil)
 	}
-	return p.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, p.cfg.Provider)
+	return p.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, p.cfg.Provider, d.Uploads)
 }
 
 // settleFinished answers a message for a job that will not run again. If
@@ -740,6 +747,11 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 	var params Params
 	if err := j.Params.Decode(&params); err != nil {
 		return 0, retry.Permanent(fmt.Errorf("reading the job's params: %w", err))
+	}
+	if it.Key == "" {
+		// The worker's read found no upload record to describe the item:
+		// it is gone (retention), and its object with it.
+		return 0, retry.Permanent(fmt.Errorf("%w: the record of upload %s is gone", ErrMediaExpired, it.UploadID))
 	}
 	obj, err := r.p.cfg.S3.GetObject(ctx, pinnedGet(r.p.cfg.Bucket, it))
 	if err != nil {

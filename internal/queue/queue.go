@@ -40,6 +40,11 @@ type Message struct {
 	// job and the owner's connected account in one request. Optional:
 	// messages without it (sent before it existed) still work.
 	Owner string `json:"owner,omitempty"`
+	// Uploads are the uploads the job's items name (its media references):
+	// the worker reads them with the job and the account, in the same
+	// request, to describe items that submission left undescribed.
+	// Optional: without it the worker reads them apart when it needs them.
+	Uploads []string `json:"uploads,omitempty"`
 	// Send is the job's enqueue counter at the time of sending.
 	Send int `json:"send"`
 	// DeliveryID names a webhook delivery (system tier).
@@ -52,8 +57,9 @@ type Message struct {
 }
 
 // ForJob is the message that sends job id of owner for the send-th time.
-func ForJob(id, owner string, send int) Message {
-	return Message{Kind: KindJob, JobID: id, Owner: owner, Send: send}
+// ForJob is the message that sends j (as stored) to its tier queue.
+func ForJob(j job.Job) Message {
+	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues}
 }
 
 // Decode parses a message body.

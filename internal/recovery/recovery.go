@@ -267,12 +267,12 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		// Its last worker went silent after it may have reached the
 		// external API: one more delivery asks the API what happened and
 		// records it on the failed job's items (the worker's reconcile).
-		if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+		if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 			log.ErrorContext(ctx, "sending the failed job for reconciliation failed; a retry by its owner asks the API", "error", err)
 		}
 		return true, nil
 	}
-	if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j.ID, j.Owner, j.Enqueues)); err != nil {
+	if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		// Still queued: the next run sends it.
 		log.ErrorContext(ctx, "re-enqueue failed; the next run retries", "error", err)
 		return true, nil

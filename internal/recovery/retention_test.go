@@ -225,8 +225,11 @@ func TestVanishedObjectFailsWithMediaExpired(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	key := b.job(id).Items[0].Key
-	if _, err := b.Stack.App.Clients.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(key)}); err != nil {
+	up, err := b.Stack.App.Store.GetUpload(ctx, b.job(id).Items[0].UploadID) // a new job's items name their upload only
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stack.App.Clients.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(up.Key)}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})

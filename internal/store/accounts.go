@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +43,57 @@ type Account struct {
 
 func accountPK(owner string) string { return "ACCT#" + owner }
 
+// knownAccounts are the owners (with their provider) this instance has
+// seen with a connected account. Account records are never deleted (a
+// reconnect overwrites one, and nothing gives them a TTL), so once seen an
+// account stays connected: a job needing it is created without checking it
+// again, which keeps the account item out of its owner's concurrent
+// submissions (in AWS two transactions touching one item cancel one of them,
+// and a ConditionCheck touches it) and spares its write units. The set is
+// bounded: when full it starts again empty.
+type knownAccounts struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// knownAccountsMax bounds the set (~100 bytes an entry).
+const knownAccountsMax = 10_000
+
+func (k *knownAccounts) has(owner, provider string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.seen[provider+"#"+owner]
+	return ok
+}
+
+func (k *knownAccounts) add(owner, provider string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seen == nil || len(k.seen) >= knownAccountsMax {
+		k.seen = map[string]struct{}{}
+	}
+	k.seen[provider+"#"+owner] = struct{}{}
+}
+
+// accountCheck is the transaction item that holds only if owner has a
+// connected account of provider: the record exists and its TTL has not
+// passed (TTL deletes late, so an expired record is no account, as for
+// every reader).
+func (s *Store) accountCheck(owner, provider string) (*types.TransactWriteItem, error) {
+	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(expression.Or(
+		expression.AttributeNotExists(expression.Name(resources.AttrExpiresAt)),
+		expression.Name(resources.AttrExpiresAt).GreaterThan(expression.Value(s.now().Unix())),
+	))
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building the account check of %s: %w", owner, err)
+	}
+	return &types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(s.table), Key: keyOf(accountPK(owner), provider),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
 // GetAccount returns owner's account for provider, or ErrNotFound.
 func (s *Store) GetAccount(ctx context.Context, owner, provider string) (Account, error) {
 	var a Account
@@ -59,6 +113,7 @@ func (s *Store) PutAccount(ctx context.Context, a Account) error {
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		return fmt.Errorf("storing account of %s: %w", a.Owner, err)
 	}
+	s.accounts.add(a.Owner, a.Provider)
 	return nil
 }
 
@@ -138,50 +193,52 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 	return nil
 }
 
-// GetJobAndAccount reads job id and owner's account for provider in one
-// BatchGetItem with strongly consistent reads: what a worker needs to claim
-// a job and get its access token, for one read request instead of two. The
-// account is nil when owner has none (or it expired); the job is
-// ErrNotFound when it does not exist. An account is returned only when the
-// job belongs to owner.
-func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string) (job.Job, *Account, error) {
+// GetJobAndAccount reads job id, owner's account for provider and the
+// uploads the job's items name, in one BatchGetItem with strongly consistent
+// reads: what a worker needs to claim a job, describe its items and get its
+// access token, for one read request. uploads are the ids the job's message
+// names (queue.Message.Uploads); the job's items that do not describe their
+// upload yet are described from those records, and any upload the message
+// did not name is read apart (DescribeItems). The account is nil when owner
+// has none (or it expired); the job is ErrNotFound when it does not exist.
+// An account is returned only when the job belongs to owner.
+func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *Account, error) {
 	jobKey, acctKey := jobPK(id), accountPK(owner)
-	req := map[string]types.KeysAndAttributes{s.table: {
-		Keys: []map[string]types.AttributeValue{keyOf(jobKey, jobSK), keyOf(acctKey, provider)}, ConsistentRead: aws.Bool(true),
-	}}
+	keys := []map[string]types.AttributeValue{keyOf(jobKey, jobSK), keyOf(acctKey, provider)}
+	for _, u := range distinct(uploads) {
+		keys = append(keys, keyOf(uploadPK(u), uploadSK))
+	}
 	var (
 		j     job.Job
 		a     *Account
 		found bool
+		ups   = map[string]Upload{}
 	)
-	for len(req) > 0 {
-		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-		if err != nil {
-			return job.Job{}, nil, fmt.Errorf("reading job %s and its account: %w", id, err)
-		}
-		for _, item := range res.Responses[s.table] {
-			if s.expired(item) {
-				continue
+	err := s.batchGet(ctx, keys, func(pk string, item map[string]types.AttributeValue) error {
+		var err error
+		switch {
+		case pk == jobKey:
+			if err = attributevalue.UnmarshalMap(item, &j); err != nil {
+				return fmt.Errorf("decoding job %s: %w", id, err)
 			}
-			pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
-			switch {
-			case pk == nil:
-			case pk.Value == jobKey:
-				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
-					return job.Job{}, nil, fmt.Errorf("decoding job %s: %w", id, err)
-				}
-				found = true
-			case pk.Value == acctKey:
-				var acct Account
-				if err := attributevalue.UnmarshalMap(item, &acct); err != nil {
-					return job.Job{}, nil, fmt.Errorf("decoding the account of %s: %w", owner, err)
-				}
-				a = &acct
+			found = true
+		case pk == acctKey:
+			var acct Account
+			if err = attributevalue.UnmarshalMap(item, &acct); err != nil {
+				return fmt.Errorf("decoding the account of %s: %w", owner, err)
 			}
+			a = &acct
+		default:
+			var u Upload
+			if err = attributevalue.UnmarshalMap(item, &u); err != nil {
+				return fmt.Errorf("decoding upload %s: %w", pk, err)
+			}
+			ups[u.ID] = u
 		}
-		// DynamoDB may leave keys unprocessed (throttling, size): ask again
-		// for those alone.
-		req = res.UnprocessedKeys
+		return nil
+	})
+	if err != nil {
+		return job.Job{}, nil, fmt.Errorf("reading job %s and its account: %w", id, err)
 	}
 	if !found {
 		return job.Job{}, nil, ErrNotFound
@@ -189,5 +246,81 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 	if j.Owner != owner {
 		a = nil
 	}
+	if err := s.DescribeItems(ctx, &j, ups); err != nil {
+		return job.Job{}, nil, err
+	}
 	return j, a, nil
+}
+
+// batchGet reads keys with strongly consistent BatchGetItems of at most 100
+// keys, asking again for what DynamoDB leaves unprocessed (throttling,
+// size), and hands each item that exists and has not expired (TTL deletes
+// late) to fn with its partition key.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, fn func(pk string, item map[string]types.AttributeValue) error) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 100)
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
+		keys = keys[n:]
+		for len(req) > 0 {
+			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return err
+			}
+			for _, item := range res.Responses[s.table] {
+				pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
+				if pk == nil || s.expired(item) {
+					continue
+				}
+				if err := fn(pk.Value, item); err != nil {
+					return err
+				}
+			}
+			req = res.UnprocessedKeys
+		}
+	}
+	return nil
+}
+
+// DescribeItems fills each of j's items that does not describe its upload
+// yet (job.Item's Key, ContentType, Size, Filename, Pin: submission leaves
+// them to the worker) from ups, reading in one request the uploads ups
+// lacks. An item whose upload record is gone stays undescribed; the worker
+// fails it as media_expired.
+func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Upload) error {
+	var missing []string
+	for _, it := range j.Items {
+		if _, ok := ups[it.UploadID]; !ok && it.UploadID != "" && it.Key == "" {
+			missing = append(missing, it.UploadID)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := s.GetUploads(ctx, missing)
+		if err != nil {
+			return fmt.Errorf("reading the uploads of job %s: %w", j.ID, err)
+		}
+		if ups == nil {
+			ups = map[string]Upload{}
+		}
+		maps.Copy(ups, more)
+	}
+	for i := range j.Items {
+		it := &j.Items[i]
+		u, ok := ups[it.UploadID]
+		if it.Key != "" || !ok || u.Owner != j.Owner {
+			continue
+		}
+		it.Key, it.ContentType, it.Size, it.Filename, it.Pin = u.Key, u.ContentType, u.Size, u.Filename, u.Pin
+	}
+	return nil
+}
+
+// distinct returns ids without repeats, in order.
+func distinct(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -143,8 +143,12 @@ type idemRecord struct {
 // job is returned with created=false and nothing is written. A finished job
 // with the same hash does not block: its idempotency record is taken over.
 // The same transaction takes a reference on every upload the job names,
-// on the condition that it is still confirmed, the owner's and usable; when
-// one is not, nothing is written and the error is an *UploadUnavailableError.
+// on the condition that it is confirmed, the owner's and usable (when one is
+// not, nothing is written and the error is an *UploadUnavailableError), and,
+// when j.NeedsAccount is set, checks that the owner has a connected account
+// of that provider (else ErrNoAccount) unless this instance has seen it
+// connected (knownAccounts). Nothing is read before: submission costs this
+// one request.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
 	c, err := s.newJobCreation(j)
 	if err != nil {
@@ -153,9 +157,13 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 	prev := ""
 	for attempt := 0; attempt < 5; attempt++ {
 		tx, firstRef := c.transaction(s.table, prev)
+		accountAt := firstRef + len(c.refs)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		if err == nil {
 			j.Pending = nil
+			if c.account != nil {
+				s.accounts.add(j.Owner, j.NeedsAccount)
+			}
 			return *j, true, nil
 		}
 		var tc *types.TransactionCanceledException
@@ -186,6 +194,9 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 					return job.Job{}, false, &UploadUnavailableError{UploadID: id}
 				}
 			}
+			if c.account != nil && failedAt(tc, accountAt) {
+				return job.Job{}, false, ErrNoAccount
+			}
 		}
 		active, next, err := s.idempotencyHolder(ctx, j.Owner, j.Hash)
 		if err != nil {
@@ -206,7 +217,12 @@ type jobCreation struct {
 	item, idem     map[string]types.AttributeValue
 	events         []map[string]types.AttributeValue
 	refs, counters []types.TransactWriteItem
+	account        *types.TransactWriteItem // the connected-account check, if the job needs one
 }
+
+// ErrNoAccount means a job that needs its owner's connected account
+// (job.Job.NeedsAccount) was not created: the owner has none.
+var ErrNoAccount = errors.New("no connected account")
 
 // newJobCreation makes j's items (j's version, media references and event
 // sequence are set as stored).
@@ -223,6 +239,11 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 	}
 	if c.counters, err = counterOps(s.table, j.Pending); err != nil {
 		return jobCreation{}, err
+	}
+	if j.NeedsAccount != "" && !s.accounts.has(j.Owner, j.NeedsAccount) {
+		if c.account, err = s.accountCheck(j.Owner, j.NeedsAccount); err != nil {
+			return jobCreation{}, err
+		}
 	}
 	j.EventSeq += int64(len(c.events))
 	if c.item, err = jobItem(j); err != nil {
@@ -244,7 +265,7 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 // transaction is the creation's transaction: the job on the condition that
 // its id is new, the idempotency record on the condition that it is new
 // (prev empty) or still names the job prev, then the events, the upload
-// references (from firstRef on) and the counters.
+// references (from firstRef on), the account check and the counters.
 func (c jobCreation) transaction(table, prev string) (tx []types.TransactWriteItem, firstRef int) {
 	jobCond := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
 	idemCond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
@@ -261,6 +282,9 @@ func (c jobCreation) transaction(table, prev string) (tx []types.TransactWriteIt
 	}
 	firstRef = len(tx)
 	tx = append(tx, c.refs...)
+	if c.account != nil {
+		tx = append(tx, *c.account)
+	}
 	tx = append(tx, c.counters...)
 	return tx, firstRef
 }

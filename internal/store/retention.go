@@ -41,7 +41,9 @@ const uploadSweepStatus = job.Status("upload")
 const IdempotencyTTL = resources.DeleteAfterDefault
 
 // UploadUnavailableError means a job could not take a reference on an
-// upload: it expired (or left its use window) since it was read.
+// upload: there is no such upload, or it is not the job owner's, not
+// confirmed, or out of its use window (expired). Which of these is for the
+// caller to find out, by reading it (publish's Explain).
 type UploadUnavailableError struct{ UploadID string }
 
 func (e *UploadUnavailableError) Error() string {

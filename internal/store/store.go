@@ -36,6 +36,8 @@ type Store struct {
 	now   func() time.Time
 	// EventTTL is how long events are kept (default EventTTLDefault).
 	EventTTL time.Duration
+	// accounts are the connected accounts this instance has seen.
+	accounts knownAccounts
 }
 
 // New returns a Store on table. now defaults to time.Now.

@@ -114,44 +114,29 @@ func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload
 // so a submission costs one read request.
 func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]Upload, bool, error) {
 	out := map[string]Upload{}
-	seen := map[string]bool{}
 	connected := false
 	var keys []map[string]types.AttributeValue
 	if owner != "" {
 		keys = append(keys, keyOf(accountPK(owner), provider))
 	}
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			keys = append(keys, keyOf(uploadPK(id), uploadSK))
-		}
+	for _, id := range distinct(ids) {
+		keys = append(keys, keyOf(uploadPK(id), uploadSK))
 	}
-	for len(keys) > 0 {
-		n := min(len(keys), 100)
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
-		keys = keys[n:]
-		for len(req) > 0 {
-			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, false, fmt.Errorf("reading uploads: %w", err)
-			}
-			for _, item := range res.Responses[s.table] {
-				if pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS); pk != nil && pk.Value == accountPK(owner) {
-					connected = !s.expired(item)
-					continue
-				}
-				if s.expired(item) {
-					continue
-				}
-				var u Upload
-				if err := attributevalue.UnmarshalMap(item, &u); err != nil {
-					return nil, false, err
-				}
-				u.Status = u.StatusAt(s.now())
-				out[u.ID] = u
-			}
-			req = res.UnprocessedKeys
+	err := s.batchGet(ctx, keys, func(pk string, item map[string]types.AttributeValue) error {
+		if owner != "" && pk == accountPK(owner) {
+			connected = true
+			return nil
 		}
+		var u Upload
+		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+			return err
+		}
+		u.Status = u.StatusAt(s.now())
+		out[u.ID] = u
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading uploads: %w", err)
 	}
 	return out, connected, nil
 }

@@ -22,13 +22,16 @@ import (
 type storeBundle struct {
 	st  *store.Store
 	clk *clock.Simulated
+	// fresh is another instance's store on the same table (nothing cached).
+	fresh func() *store.Store
 }
 
 func setupStore(t *testing.T) *storeBundle {
 	t.Helper()
 	env := awstest.Provision(t)
 	clk := clock.NewSimulated(time.Now())
-	return &storeBundle{st: store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now), clk: clk}
+	fresh := func() *store.Store { return store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now) }
+	return &storeBundle{st: fresh(), clk: clk, fresh: fresh}
 }
 
 func (b *storeBundle) get(t *testing.T, id string) job.Job {
@@ -392,7 +395,7 @@ func TestGetJobAndAccount(t *testing.T) {
 	a := testfactory.Account(t, b.st, testfactory.AccountOpts{At: now})
 	j := testfactory.Job(t, b.st, testfactory.JobOpts{Owner: a.Owner, At: now})
 
-	got, acct, err := b.st.GetJobAndAccount(ctx, j.ID, a.Owner, a.Provider)
+	got, acct, err := b.st.GetJobAndAccount(ctx, j.ID, a.Owner, a.Provider, j.MediaRefs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,13 +414,134 @@ func TestGetJobAndAccount(t *testing.T) {
 	}
 
 	lone := testfactory.Job(t, b.st, testfactory.JobOpts{At: now})
-	if _, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, lone.Owner, a.Provider); err != nil || acct != nil {
+	if _, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, lone.Owner, a.Provider, nil); err != nil || acct != nil {
 		t.Errorf("owner without an account: account %v, err %v; want none, nil", acct, err)
 	}
-	if got, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, a.Owner, a.Provider); err != nil || acct != nil || got.ID != lone.ID {
+	if got, acct, err := b.st.GetJobAndAccount(ctx, lone.ID, a.Owner, a.Provider, nil); err != nil || acct != nil || got.ID != lone.ID {
 		t.Errorf("another owner's job: job %q account %v err %v; want the job and no account", got.ID, acct, err)
 	}
-	if _, _, err := b.st.GetJobAndAccount(ctx, "job_missing", a.Owner, a.Provider); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := b.st.GetJobAndAccount(ctx, "job_missing", a.Owner, a.Provider, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing job: err = %v, want ErrNotFound", err)
 	}
+}
+
+// TestCreateJobChecksTheAccount: a job that needs its owner's connected
+// account is created only if the owner has one, checked in the creating
+// transaction; a refusal writes nothing, not even the upload references.
+func TestCreateJobChecksTheAccount(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	create := func(owner string) (job.Job, error) {
+		up := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now})
+		j := submitted(testfactory.JobOpts{Owner: owner, UploadIDs: []string{up.ID}, At: now})
+		j.NeedsAccount = testfactory.Provider
+		_, _, err := b.st.CreateJob(ctx, &j)
+		return j, err
+	}
+
+	lone := testfactory.Owner()
+	j, err := create(lone)
+	if !errors.Is(err, store.ErrNoAccount) {
+		t.Fatalf("owner without an account: err = %v, want ErrNoAccount", err)
+	}
+	if _, err := b.st.GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refused job was written (GetJob err = %v)", err)
+	}
+	if u, err := b.st.GetUpload(ctx, j.Items[0].UploadID); err != nil || u.Refs != 0 {
+		t.Errorf("refused job took a reference: refs %d, err %v", u.Refs, err)
+	}
+
+	a := testfactory.Account(t, b.fresh(), testfactory.AccountOpts{At: now}) // connected through another instance
+	if j, err := create(a.Owner); err != nil {
+		t.Fatalf("owner with an account: %v", err)
+	} else if got := b.get(t, j.ID); got.Items[0].Key != "" {
+		t.Errorf("submission described the item (key %q): it reads no upload", got.Items[0].Key)
+	}
+	if _, err := create(a.Owner); err != nil {
+		t.Fatalf("owner with an account, again: %v", err)
+	}
+}
+
+// TestCreateJobRefusesUnusableUploads: the references the creating
+// transaction takes are its check of the uploads: someone else's, a
+// pending one and a missing one are each refused with the upload named.
+func TestCreateJobRefusesUnusableUploads(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	owner := testfactory.Owner()
+	good := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now})
+	others := testfactory.Upload(t, b.st, testfactory.UploadOpts{At: now})
+	pending := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now, Status: store.UploadPending})
+	for name, bad := range map[string]string{"someone else's": others.ID, "pending": pending.ID, "missing": "upl_missing"} {
+		j := testfactory.Build(testfactory.JobOpts{Owner: owner, UploadIDs: []string{good.ID, bad}, At: now})
+		_, _, err := b.st.CreateJob(ctx, &j)
+		var gone *store.UploadUnavailableError
+		if !errors.As(err, &gone) || gone.UploadID != bad {
+			t.Errorf("%s upload: err = %v, want UploadUnavailableError for %s", name, err, bad)
+		}
+	}
+	if u, err := b.st.GetUpload(ctx, good.ID); err != nil || u.Refs != 0 {
+		t.Errorf("refused jobs took references on the good upload: refs %d, err %v", u.Refs, err)
+	}
+}
+
+// TestWorkersReadDescribesItems: a job created without reading its uploads
+// (items name only their upload) is described by the worker's one read of
+// job, account and the uploads its message names; without the message's
+// list (a message sent before it existed) the uploads are read apart; an
+// upload record that is gone leaves its item undescribed.
+func TestWorkersReadDescribesItems(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	now := b.clk.Now()
+	a := testfactory.Account(t, b.st, testfactory.AccountOpts{At: now})
+	u1 := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: a.Owner, At: now, Filename: "one.png"})
+	u2 := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: a.Owner, At: now, Filename: "two.png", ContentType: "image/jpeg", Size: 77})
+	j := submitted(testfactory.JobOpts{Owner: a.Owner, UploadIDs: []string{u1.ID, u2.ID}, At: now})
+	if _, _, err := b.st.CreateJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	want := func(t *testing.T, got job.Job) {
+		t.Helper()
+		for i, u := range []store.Upload{u1, u2} {
+			it := got.Items[i]
+			if it.Key != u.Key || it.ContentType != u.ContentType || it.Size != u.Size || it.Filename != u.Filename || it.Pin != u.Pin {
+				t.Errorf("item %d: %+v; want it to describe upload %+v", i, it, u)
+			}
+		}
+	}
+	for name, uploads := range map[string][]string{"named by the message": j.MediaRefs, "read apart": nil, "one named": {u2.ID}} {
+		t.Run(name, func(t *testing.T) {
+			got, acct, err := b.st.GetJobAndAccount(ctx, j.ID, a.Owner, a.Provider, uploads)
+			if err != nil || acct == nil {
+				t.Fatalf("account %v, err %v", acct, err)
+			}
+			want(t, got)
+		})
+	}
+	stored := b.get(t, j.ID)
+	if err := b.st.DescribeItems(ctx, &stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	want(t, stored)
+
+	gone := submitted(testfactory.JobOpts{Owner: a.Owner, UploadIDs: []string{"upl_gone"}, At: now})
+	if err := b.st.DescribeItems(ctx, &gone, nil); err != nil || gone.Items[0].Key != "" {
+		t.Errorf("upload record gone: key %q, err %v; want the item left undescribed", gone.Items[0].Key, err)
+	}
+}
+
+// submitted builds a job as submission makes it: its items name their
+// uploads and describe nothing.
+func submitted(opts testfactory.JobOpts) job.Job {
+	j := testfactory.Build(opts)
+	for i, it := range j.Items {
+		j.Items[i] = job.Item{ID: it.ID, UploadID: it.UploadID, Status: it.Status}
+	}
+	return j
 }

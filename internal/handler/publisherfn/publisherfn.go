@@ -26,7 +26,7 @@ func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls hand
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		accept := func(queue.Message) bool { return true } // a tier queue carries jobs only
 		return handler.ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
-			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Receives: receives})
+			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
 			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		}), nil
 	}

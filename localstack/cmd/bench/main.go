@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -80,7 +81,14 @@ var prices = map[string]price{
 	"Scheduler":      {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-23: Scheduler $1.00 per million invocations (after 14 million free a month)"},
 }
 
-// priceOf maps "Service.Operation" to its price class and units.
+// dynamoDBUSD prices the capacity units DynamoDB reported (per job when
+// divided by per), in USD per million.
+func dynamoDBUSD(units map[string]float64, per float64) float64 {
+	return (units["read"]*prices["DynamoDB.read"].usd + units["write"]*prices["DynamoDB.write"].usd) / per * 1e6
+}
+
+// priceOf maps "Service.Operation" to its price class and units (for
+// DynamoDB a stand-in only: its bill uses the measured capacity units).
 func priceOf(op string) (string, float64) {
 	svc, name, _ := strings.Cut(op, ".")
 	switch svc {
@@ -127,8 +135,13 @@ type result struct {
 	FloorSendP50       float64            `json:"floor_sendmessage_p50_ms"`
 	FloorReceiveP50    float64            `json:"floor_receivemessage_p50_ms"`
 	SubmitP95OverFloor float64            `json:"submit_p95_over_floor_putitem_p50"`
-	EmulatorStartMs    float64            `json:"emulator_start_ms"`
-	DynamoDBStartMs    float64            `json:"dynamodb_local_start_ms"`
+	// FloorSubmitTxP50 is a submission-shaped TransactWriteItems alone on
+	// the idle emulator; SubmitP95OverOwnFloor is submit p95 ÷ (that +
+	// SendMessage's floor): the floor of the requests a submission makes.
+	FloorSubmitTxP50      float64 `json:"floor_submit_tx_p50_ms"`
+	SubmitP95OverOwnFloor float64 `json:"submit_p95_over_own_floor"`
+	EmulatorStartMs       float64 `json:"emulator_start_ms"`
+	DynamoDBStartMs       float64 `json:"dynamodb_local_start_ms"`
 	// WebhookLagP50/P95: the job.succeeded transition (the event's time)
 	// to its signed delivery at a local receiver (a per-user endpoint).
 	WebhookLagP50 float64 `json:"event_lag_webhook_ms_p50"`
@@ -172,6 +185,46 @@ type result struct {
 	// ClientReadsPerJob: the requests the client's -reads-per-job status
 	// reads made, per job (left out of RequestsPerJob, priced in the bill).
 	ClientReadsPerJob map[string]float64 `json:"client_reads_requests_per_job"`
+	// DynamoDBUnitsPerJob: the capacity units the pipeline's requests
+	// consumed per job, as DynamoDB reported them (ReturnConsumedCapacity
+	// INDEXES): "read", "write", and the write units by "write table" and
+	// "write <index>". The bill prices these, not requests.
+	DynamoDBUnitsPerJob map[string]float64 `json:"dynamodb_units_per_job"`
+	// CPUMsPerJob: the processor time each part of the local stack spent per
+	// job while the jobs ran (DynamoDB Local, moto, and this Go process: the
+	// gateway, every function's handler in process, the simulator and the
+	// bench's clients), from /proc and getrusage; empty where unreadable.
+	CPUMsPerJob map[string]float64 `json:"cpu_ms_per_job,omitempty"`
+}
+
+// cpuSample is the processor time used so far by each part of the stack.
+type cpuSample map[string]time.Duration
+
+// cpuNow samples the emulators' processes and this one.
+func cpuNow(emu *emulator.Emulators) cpuSample {
+	c := cpuSample{}
+	if d, err := emu.DynamoDB.CPUTime(); err == nil {
+		c["dynamodb_local"] = d
+	}
+	if d, err := emu.Moto.CPUTime(); err == nil {
+		c["moto"] = d
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c["go"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return c
+}
+
+// perJob is the processor time per job, in ms, spent between before and c.
+func (c cpuSample) perJob(before cpuSample, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, d := range c {
+		if b, ok := before[k]; ok {
+			out[k] = float64(d-b) / float64(time.Millisecond) / float64(n)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -262,6 +315,9 @@ type phase struct {
 	// receives that found the queue empty (the event source mapping's
 	// idle long polls: time-bound, billed as a fixed cost).
 	counts, pipeline map[string]int
+	// units and pipelineUnits are the DynamoDB capacity units of counts
+	// and pipeline (awsclient.Counter.Units).
+	units, pipelineUnits map[string]float64
 	// idle is the empty receives the pipeline's counts leave out.
 	idle int
 	// clientReads is what the client's status reads cost.
@@ -342,7 +398,7 @@ func run(o opts) error {
 
 	progress("measuring the emulator's floor")
 	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)
-	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, err = floor(ctx, awsclient.New(floorCfg), s)
+	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, awsclient.New(floorCfg), s)
 	if err != nil {
 		return err
 	}
@@ -374,7 +430,7 @@ func run(o opts) error {
 		e.uploads[i] = up.ID
 	}
 	time.Sleep(500 * time.Millisecond) // the S3 bridge's confirm invocations
-	upload := phase{n: o.users, counts: counter.Snapshot(), durations: durs.take()}
+	upload := phase{n: o.users, counts: counter.Snapshot(), units: counter.Units(), durations: durs.take()}
 
 	hooks := newHookReceiver()
 	hookSrv := httptest.NewServer(hooks)
@@ -425,10 +481,12 @@ func run(o opts) error {
 	} else {
 		progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
 	}
+	cpu0 := cpuNow(emu)
 	main, err := e.push(ctx, o.n, "bench job")
 	if err != nil {
 		return err
 	}
+	res.CPUMsPerJob = cpuNow(emu).perJob(cpu0, o.n)
 	counts := main.pipeline
 	res.IdleReceivesPerJob = float64(main.idle) / float64(o.n)
 	res.ClientReadsPerJob = map[string]float64{}
@@ -467,7 +525,11 @@ func run(o opts) error {
 	}
 	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
 	res.RequestsPerJob = map[string]float64{}
-	var usd float64
+	res.DynamoDBUnitsPerJob = map[string]float64{}
+	for k, u := range main.pipelineUnits {
+		res.DynamoDBUnitsPerJob[k] = u / float64(o.n)
+	}
+	usd := dynamoDBUSD(main.pipelineUnits, float64(o.n))
 	for op, c := range counts {
 		if c <= 0 {
 			continue
@@ -476,14 +538,18 @@ func run(o opts) error {
 		svc, _, _ := strings.Cut(op, ".")
 		res.RequestsPerJob[svc] += per
 		res.RequestsTotal += per
-		class, units := priceOf(op)
-		usd += per * units * prices[class].usd * 1e6
+		if class, units := priceOf(op); !strings.HasPrefix(class, "DynamoDB") {
+			usd += per * units * prices[class].usd * 1e6
+		}
 	}
 	// Lambda invocations: one API call per submit, publisher batches.
 	usd += 2 * prices["Lambda"].usd * 1e6
 	res.USDPerMillion = usd
 	if res.FloorPutItemP50 > 0 {
 		res.SubmitP95OverFloor = res.SubmitP95 / res.FloorPutItemP50
+	}
+	if own := res.FloorSubmitTxP50 + res.FloorSendP50; own > 0 {
+		res.SubmitP95OverOwnFloor = res.SubmitP95 / own
 	}
 	res.BillZero = bill(main, upload)
 	res.USDPerMillionTotalZero = res.BillZero["total"]
@@ -619,7 +685,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
-	ph.pipeline = e.counter.Snapshot()
+	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
 	raw := maps.Clone(ph.pipeline)
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
@@ -642,7 +708,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	}
 	wg.Wait()
 	ph.jobIDs = jobIDs
-	ph.counts = e.counter.Snapshot()
+	ph.counts, ph.units = e.counter.Snapshot(), e.counter.Units()
 	ph.clientReads = map[string]int{}
 	for op, c := range ph.counts {
 		if d := c - raw[op]; d > 0 {
@@ -669,18 +735,21 @@ func billed(fn string, ds []time.Duration) float64 {
 func bill(ph, up phase) map[string]float64 {
 	b := map[string]float64{}
 	n, un := float64(ph.n), float64(up.n)
-	req := func(counts map[string]int, per float64) {
+	req := func(counts map[string]int, units map[string]float64, per float64) {
 		for op, c := range counts {
 			class, units := priceOf(op)
-			if class == "" {
+			if class == "" || strings.HasPrefix(class, "DynamoDB") {
 				continue
 			}
 			svc, _, _ := strings.Cut(class, ".")
 			b["requests "+strings.ToLower(svc)] += float64(c) / per * units * prices[class].usd * 1e6
 		}
+		// DynamoDB bills the capacity units each request consumed, its
+		// indexes' included, not the requests.
+		b["requests dynamodb"] += dynamoDBUSD(units, per)
 	}
-	req(ph.counts, n)
-	req(up.counts, un)
+	req(ph.counts, ph.units, n)
+	req(up.counts, up.units, un)
 	// The browser's presigned PUT is in up.counts: the counter's middleware
 	// sees PresignPutObject as an S3.PutObject, one per upload, as the PUT.
 	invocations, gbs := 0.0, 0.0
@@ -697,7 +766,9 @@ func bill(ph, up phase) map[string]float64 {
 	apiCalls := float64(len(ph.durations[resources.FuncAPI]))/n + float64(len(up.durations[resources.FuncAPI]))/un
 	b["api gateway"] = apiCalls * prices["APIGateway"].usd * 1e6
 	b["eventbridge events"] = ph.events * prices["EventBridge"].usd * 1e6
-	b["webhook deliveries"] = 0 // none configured in the bench; each costs a system invocation, SQS and DynamoDB writes
+	// A delivery's AWS requests and its system invocation are in the lines
+	// above (one user in 20 has an endpoint): nothing else to add.
+	b["webhook deliveries"] = 0
 	// Fixed: the two recovery schedules (every minute, every 5 minutes),
 	// their invocations at 100 ms × 256 MB, spread over 1M jobs a month.
 	perMonth := 30 * 24 * (60.0 + 12)
@@ -727,6 +798,8 @@ func bill(ph, up phase) map[string]float64 {
 	b["api gateway requests per job"] = apiCalls
 	b["lambda gb-seconds per job"] = gbs
 	b["events per job"] = ph.events
+	b["dynamodb write units per job"] = ph.units["write"] / n
+	b["dynamodb read units per job"] = ph.units["read"] / n
 	return b
 }
 
@@ -803,14 +876,19 @@ func pct(ds []time.Duration, p int) float64 {
 }
 
 // floor times bare emulator calls: the least any request can cost here.
-func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send, recv float64, err error) {
+// floor measures, one request at a time on an idle stack, the emulators'
+// p50 for PutItem, SendMessage, ReceiveMessage and a TransactWriteItems
+// shaped like a submission's (three conditional Puts and a conditional
+// Update: job, idempotency record, event, upload reference) — the floor of
+// what a submission itself asks of AWS is tx + send.
+func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send, recv, tx float64, err error) {
 	const k = 200
-	var lp, ls, lr []time.Duration
+	var lp, ls, lr, lt []time.Duration
 	// A queue of its own, so no consumer of the stack sees these messages.
 	created, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("bench-floor.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true"}})
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	q := aws.ToString(created.QueueUrl)
 	for i := range k {
@@ -822,6 +900,11 @@ func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send,
 		}
 		lp = append(lp, time.Since(t0))
 		t0 = time.Now()
+		if _, err = c.DynamoDB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: floorTx(s.Config.Table, i)}); err != nil {
+			return
+		}
+		lt = append(lt, time.Since(t0))
+		t0 = time.Now()
 		if _, err = c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String("floor"),
 			MessageGroupId: aws.String(fmt.Sprint(i)), MessageDeduplicationId: aws.String(fmt.Sprintf("floor-%d", i))}); err != nil {
 			return
@@ -830,14 +913,30 @@ func floor(ctx context.Context, c awsclient.Clients, s *stack.Stack) (put, send,
 		t0 = time.Now()
 		out, rerr := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 1})
 		if rerr != nil {
-			return 0, 0, 0, rerr
+			return 0, 0, 0, 0, rerr
 		}
 		lr = append(lr, time.Since(t0))
 		for _, m := range out.Messages {
 			_, _ = c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle})
 		}
 	}
-	return pct(lp, 50), pct(ls, 50), pct(lr, 50), nil
+	return pct(lp, 50), pct(ls, 50), pct(lr, 50), pct(lt, 50), nil
+}
+
+// floorTx is the i-th submission-shaped transaction of floor: three new
+// items and a reference added to the item PutItem just wrote.
+func floorTx(table string, i int) []ddbtypes.TransactWriteItem {
+	str := func(v string) *ddbtypes.AttributeValueMemberS { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	isNew := aws.String("attribute_not_exists(pk)")
+	var tx []ddbtypes.TransactWriteItem
+	for _, sk := range []string{"job", "idem", "event"} {
+		tx = append(tx, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(table), ConditionExpression: isNew,
+			Item: map[string]ddbtypes.AttributeValue{"pk": str(fmt.Sprintf("FLOORTX#%d", i)), "sk": str(sk)}}})
+	}
+	return append(tx, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(table),
+		Key:                 map[string]ddbtypes.AttributeValue{"pk": str(fmt.Sprintf("FLOOR#%d", i)), "sk": str("x")},
+		ConditionExpression: aws.String("attribute_exists(pk)"), UpdateExpression: aws.String("ADD refs :one"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}}})
 }
 
 func buildBootstraps() (map[string]int64, error) {
@@ -892,7 +991,15 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
 	fmt.Fprintf(w, ")\n\n")
-	fmt.Fprintf(w, "$ per million jobs (request charges)\t%.2f\n", r.USDPerMillion)
+	printUnits(w, r.DynamoDBUnitsPerJob)
+	if c := r.CPUMsPerJob; len(c) > 0 {
+		all := c["dynamodb_local"] + c["moto"] + c["go"]
+		fmt.Fprintf(w, "CPU per job: DynamoDB Local / moto / Go (gateway, functions, simulator, bench)\t%.1f / %.1f / %.1f ms\n", c["dynamodb_local"], c["moto"], c["go"])
+		if all > 0 {
+			fmt.Fprintf(w, "  → on %d cores, at most\t%.0f jobs/s (the emulators' share: %.0f%%)\n\n", goruntime.NumCPU(), float64(goruntime.NumCPU())*1000/all, 100*(c["dynamodb_local"]+c["moto"])/all)
+		}
+	}
+	fmt.Fprintf(w, "$ per million jobs (request charges; DynamoDB by capacity units)\t%.2f\n", r.USDPerMillion)
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
 	fmt.Fprintf(w, "throughput\t%.1f jobs/s\n", r.Throughput)
@@ -909,7 +1016,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "  (measured without the bus's event archive: -event-archive=false)\n")
 	}
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
+	fmt.Fprintf(w, "emulator floor p50: submission's TransactWriteItems (4 items)\t%.2f ms\n", r.FloorSubmitTxP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
+	fmt.Fprintf(w, "submit p95 ÷ floor of its own requests (TransactWriteItems + SendMessage)\t%.1f×\n", r.SubmitP95OverOwnFloor)
 	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
 	names := make([]string, 0, len(r.BootstrapBytes))
 	for k := range r.BootstrapBytes {
@@ -1374,4 +1483,24 @@ func coldRequest(name string) ([]byte, error) {
 	}
 	return json.Marshal(events.APIGatewayV2HTTPRequest{RawPath: path, Headers: headers,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodGet, Path: path}}})
+}
+
+// printUnits prints the DynamoDB capacity units per job: read, write, and
+// where the write units went (the table, each index), largest first.
+func printUnits(w io.Writer, u map[string]float64) {
+	if len(u) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "DynamoDB capacity units per job (as reported)\t\n  read\t%.1f\n  write\t%.1f\n", u["read"], u["write"])
+	var where []string
+	for k := range u {
+		if strings.HasPrefix(k, "write ") {
+			where = append(where, k)
+		}
+	}
+	sort.Slice(where, func(i, j int) bool { return u[where[i]] > u[where[j]] })
+	for _, k := range where {
+		fmt.Fprintf(w, "    %s\t%.1f\n", strings.TrimPrefix(k, "write "), u[k])
+	}
+	fmt.Fprintln(w)
 }

@@ -1,0 +1,59 @@
+package awsclient_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// TestCounterSumsCapacityUnits: the counter asks DynamoDB what each call
+// consumed, without changing the caller's input, and sums read and write
+// units, the write units by table and index: an item that enters an index
+// costs write units there too.
+func TestCounterSumsCapacityUnits(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	db := dynamodb.NewFromConfig(counter.Attach(env.Config))
+	ctx := context.Background()
+	table := env.Res.Definition.Table.Name
+	s := func(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
+	in := &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		resources.AttrPK: s("COUNT#1"), resources.AttrSK: s("x"),
+		resources.AttrOwner: s("u1"), resources.AttrCreatedKey: s("2026-11-23#1"), // enters byOwner
+	}}
+	if _, err := db.PutItem(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if in.ReturnConsumedCapacity != "" {
+		t.Errorf("the caller's input was changed: ReturnConsumedCapacity %q", in.ReturnConsumedCapacity)
+	}
+	if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+		resources.AttrPK: s("COUNT#1"), resources.AttrSK: s("x")}, ConsistentRead: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: {
+		Keys: []map[string]types.AttributeValue{{resources.AttrPK: s("COUNT#1"), resources.AttrSK: s("x")}}, ConsistentRead: aws.Bool(true)}}}); err != nil {
+		t.Fatal(err)
+	}
+	u := counter.Units()
+	if u["write"] < 2 || u["write table"] < 1 || u["write "+resources.IndexByOwner] < 1 {
+		t.Errorf("write units %v: want ≥ 1 in the table and ≥ 1 in %s", u, resources.IndexByOwner)
+	}
+	if u["read"] < 2 {
+		t.Errorf("read units %v: want ≥ 1 for each of two consistent reads (GetItem, BatchGetItem)", u)
+	}
+	counter.Reset()
+	if u := counter.Units(); len(u) != 0 {
+		t.Errorf("after Reset: %v", u)
+	}
+}
