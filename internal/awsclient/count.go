@@ -2,6 +2,7 @@ package awsclient
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"sort"
 	"sync"
@@ -91,13 +92,15 @@ func (c *Counter) addUnits(op string, used []dynamodbtypes.ConsumedCapacity) {
 }
 
 // Units returns a copy of the capacity units summed so far.
-func (c *Counter) Units() map[string]float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]float64, len(c.units))
-	for k, v := range c.units {
-		out[k] = v
-	}
+func (c *Counter) Units() map[string]float64 { return copied(&c.mu, c.units) }
+
+// copied returns a copy of m, read under mu, never nil (callers write into
+// it; maps.Clone would return nil for an empty map).
+func copied[V any](mu *sync.Mutex, m map[string]V) map[string]V {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make(map[string]V, len(m))
+	maps.Copy(out, m)
 	return out
 }
 
@@ -139,28 +142,12 @@ func consumed(r any) []dynamodbtypes.ConsumedCapacity {
 }
 
 // Snapshot returns a copy of the counts.
-func (c *Counter) Snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
-}
+func (c *Counter) Snapshot() map[string]int { return copied(&c.mu, c.counts) }
 
 // Empty returns, by "Service.Operation", how many of the counted requests
 // found nothing to work on: receives that returned no message (a queue's
 // idle long polls, whose cost is the time they span, not the work done).
-func (c *Counter) Empty() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.empty))
-	for k, v := range c.empty {
-		out[k] = v
-	}
-	return out
-}
+func (c *Counter) Empty() map[string]int { return copied(&c.mu, c.empty) }
 
 // Get returns the count of one "Service.Operation".
 func (c *Counter) Get(key string) int {
