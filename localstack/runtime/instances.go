@@ -90,7 +90,7 @@ type Function struct {
 	// firstAnswers: process start → the first invocation's answer
 	// (response or error) posted, per instance.
 	firstAnswers []time.Duration
-	wg         sync.WaitGroup
+	wg           sync.WaitGroup
 }
 
 // NewFunction checks cfg and returns the function, with no instance yet

@@ -29,6 +29,11 @@ const (
 	// eventBridgePutEventsTPS: PutEvents requests/s (us-east-1), up to 10
 	// entries each.
 	eventBridgePutEventsTPS = 10000.0
+	// dynamoOnDemandWRU: an on-demand table's default throughput quota,
+	// 40,000 write request units/s (docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html,
+	// "Throughput default quotas"; adjustable on request). Read here as
+	// applying to the table and to each of its indexes apiece.
+	dynamoOnDemandWRU = 40000.0
 )
 
 // mix is what one published job costs, measured by the bench, as the
@@ -54,11 +59,14 @@ type mix struct {
 	// takes.
 	ClaimsPerJob float64
 	// SweepWCUPerJob is the bySweep index write units one job spends in
-	// the busiest status partition (a job item of about 3 KB: 3 WCU per
-	// index write, two writes per status it passes through).
+	// one status partition: the measured bySweep units spread over the
+	// statuses a job passes (queued, running, a finish); 6 when unmeasured.
 	SweepWCUPerJob float64
 	// EventsPerJob are the events put on the bus per job.
 	EventsPerJob float64
+	// WriteUnitsPerJob are the DynamoDB write units one job spends, as
+	// DynamoDB reported them: "table" and each index by name.
+	WriteUnitsPerJob map[string]float64
 }
 
 // limit is one AWS limit and the jobs/s at which the design saturates it.
@@ -136,6 +144,28 @@ func capacity(m mix, d design) []limit {
 	if m.SweepWCUPerJob > 0 {
 		add("dynamodb sweep index shard", dynamoPartitionWCU*float64(d.SweepShards)/m.SweepWCUPerJob,
 			fmt.Sprintf("%.0f WCU per job in a status's bySweep partition, %d shards", m.SweepWCUPerJob, d.SweepShards))
+	}
+	// The table's and each index's on-demand throughput quota.
+	if u := m.WriteUnitsPerJob; len(u) > 0 {
+		names := make([]string, 0, len(u))
+		for k := range u {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		busiest := ""
+		for _, k := range names {
+			if k != "table" && (busiest == "" || u[k] > u[busiest]) {
+				busiest = k
+			}
+		}
+		if u["table"] > 0 {
+			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/u["table"],
+				fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"]))
+		}
+		if busiest != "" && u[busiest] > 0 {
+			add("dynamodb on-demand index throughput ("+busiest+")", dynamoOnDemandWRU/u[busiest],
+				fmt.Sprintf("default quota %.0f write units/s per index (adjustable); %.1f per job in %s, the busiest index (measured)", dynamoOnDemandWRU, u[busiest], busiest))
+		}
 	}
 	add("dynamodb breaker partition", math.Inf(1),
 		fmt.Sprintf("not job-bound: one Query per instance per cache period (5 s) — %.0f RCU/s allow 15,000 instances; writes only on failures", dynamoPartitionRCU))

@@ -26,6 +26,12 @@ func TestCapacityFindsTheFirstBottleneck(t *testing.T) {
 			"dynamodb sweep index shard", 666.67},
 		{"the low tier's concurrency", base, design{TierConcurrency: map[job.Tier]int{job.High: 50, job.Medium: 20, job.Low: 5}, TierFlagShards: 8, SweepShards: 16, StatsShards: 4},
 			"lambda concurrency low", 150},
+		{"the table's write units", func() mix {
+			m := base
+			m.WriteUnitsPerJob = map[string]float64{"table": 80, "bySweep": 20}
+			return m
+		}(), design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 16, StatsShards: 4},
+			"dynamodb on-demand table throughput", 500},
 		{"a counter write per job", mix{TierShare: thirds, StatsWritesPerJob: 1, ClaimsPerJob: 1}, design{TierConcurrency: conc, TierFlagShards: 8, SweepShards: 16, StatsShards: 1},
 			"dynamodb hourly stats counter", 1000},
 	} {

@@ -829,7 +829,16 @@ const (
 // model is about saturation, when the queues have a backlog).
 func mixOf(ph, up phase, reads int) mix {
 	n := float64(ph.n)
-	m := mix{TierShare: map[job.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events}
+	m := mix{TierShare: map[job.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events,
+		WriteUnitsPerJob: map[string]float64{}}
+	for k, u := range ph.pipelineUnits {
+		if where, ok := strings.CutPrefix(k, "write "); ok {
+			m.WriteUnitsPerJob[where] = u / n
+		}
+	}
+	if u := m.WriteUnitsPerJob[resources.IndexBySweep]; u > 0 {
+		m.SweepWCUPerJob = u / 3 // queued, running, finished: a partition each
+	}
 	for t, c := range ph.tiers {
 		m.TierShare[job.Tier(t)] = float64(c) / n
 	}
@@ -837,8 +846,9 @@ func mixOf(ph, up phase, reads int) mix {
 	for _, c := range ph.counts {
 		total += c
 	}
-	// The submit's three requests and each read's one are the API's.
-	pubReqs := math.Max(float64(total)/n-3-float64(reads), 1)
+	// The submit's two requests (its transaction, its send) and each
+	// read's one are the API's.
+	pubReqs := math.Max(float64(total)/n-2-float64(reads), 1)
 	job := time.Duration(pubReqs*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
 	const batch = 10 // resources' BatchSize; a batch's jobs run in parallel
 	m.PublisherBatchSeconds = job.Seconds()
