@@ -202,7 +202,9 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			t.Errorf("%s is routed but not in openapi.yaml", key)
 		}
 	}
-	stream := streamfn.Handler(openFake, func(context.Context, string) (auth.Claims, error) { return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil }, slog.New(slog.DiscardHandler))
+	stream := streamfn.Handler(openFake, func(context.Context, string) (auth.Claims, error) {
+		return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil
+	}, slog.New(slog.DiscardHandler))
 
 	var planned []string
 	for _, o := range ops {
