@@ -187,30 +187,20 @@ func (s *Store) CountSearch(ctx context.Context, q SearchQuery) (int, error) {
 // left out.
 func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 	byID := make(map[string]job.Job, len(ids))
-	for rest := ids; len(rest) > 0; rest = rest[min(len(rest), 100):] {
-		n := min(len(rest), 100)
-		keys := make([]map[string]types.AttributeValue, 0, n)
-		for _, id := range rest[:n] {
-			keys = append(keys, keyOf(jobPK(id), jobSK))
+	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		keys = append(keys, keyOf(jobPK(id), jobSK))
+	}
+	err := s.batchGet(ctx, keys, func(_ string, item map[string]types.AttributeValue) error {
+		var j job.Job
+		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+			return fmt.Errorf("decoding a job: %w", err)
 		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for len(req) > 0 {
-			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, fmt.Errorf("reading jobs: %w", err)
-			}
-			for _, item := range out.Responses[s.table] {
-				if s.expired(item) {
-					continue
-				}
-				var j job.Job
-				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
-					return nil, fmt.Errorf("decoding a job: %w", err)
-				}
-				byID[j.ID] = j
-			}
-			req = out.UnprocessedKeys
-		}
+		byID[j.ID] = j
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading jobs: %w", err)
 	}
 	jobs := make([]job.Job, 0, len(byID))
 	for _, id := range ids {
