@@ -204,16 +204,22 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 // An account is returned only when the job belongs to owner.
 func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *Account, error) {
 	jobKey, acctKey := jobPK(id), accountPK(owner)
+	named := distinct(uploads)
 	keys := []map[string]types.AttributeValue{keyOf(jobKey, jobSK), keyOf(acctKey, provider)}
-	for _, u := range distinct(uploads) {
+	for _, u := range named {
 		keys = append(keys, keyOf(uploadPK(u), uploadSK))
 	}
 	var (
 		j     job.Job
 		a     *Account
 		found bool
-		ups   = map[string]Upload{}
+		// Each upload asked for has an entry, empty until read: one that
+		// is gone is not asked for again (DescribeItems).
+		ups = map[string]Upload{}
 	)
+	for _, u := range named {
+		ups[u] = Upload{}
+	}
 	err := s.batchGet(ctx, keys, func(pk string, item map[string]types.AttributeValue) error {
 		var err error
 		switch {
@@ -283,9 +289,10 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 
 // DescribeItems fills each of j's items that does not describe its upload
 // yet (job.Item's Key, ContentType, Size, Filename, Pin: submission leaves
-// them to the worker) from ups, reading in one request the uploads ups
-// lacks. An item whose upload record is gone stays undescribed; the worker
-// fails it as media_expired.
+// them to the worker) from ups, reading in one request the uploads ups has
+// no entry for (an empty entry is one already read and found gone). An item
+// whose upload record is gone stays undescribed; the worker fails it as
+// media_expired.
 func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Upload) error {
 	var missing []string
 	for _, it := range j.Items {
