@@ -1,6 +1,11 @@
-// Package api maps the HTTP contract (shared/API.md) onto the domain: it
-// registers every route on an httpapi.Router, decodes requests, calls the
-// services and renders their answers and errors.
+// Package api maps the users' part of the HTTP contract (shared/API.md)
+// that the api function serves onto the domain: health, account
+// connection, jobs, webhooks and the dashboard. It registers those routes
+// on an httpapi.Router, decodes requests, calls the services and renders
+// their answers and errors. The other route groups have packages (and
+// functions) of their own, by resources.HTTPRoutes: adminapi, uploadsapi,
+// schedulesapi; so the api links neither S3's client for uploads nor
+// EventBridge Scheduler.
 package api
 
 import (
@@ -14,32 +19,26 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
-	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Services are what the routes call.
 type Services struct {
 	Jobs     *jobs.Service
-	Uploads  *uploads.Service
 	Accounts *accounts.Service
 	// Keys and Endpoints are the users' webhook secrets and endpoints.
 	Keys      *webhook.Keys
 	Endpoints *webhook.Endpoints
-	// Schedules are the recurring schedules.
-	Schedules *schedule.Service
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
 }
 
-// Register adds every route of the contract to rt.
+// Register adds the api function's routes of the contract to rt: every
+// route that resources.FunctionForPath gives the api function (the
+// dashboard's are RegisterDashboard's).
 func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/healthz", httpapi.Public, s.healthz)
-	rt.Handle(http.MethodPost, "/v1/uploads/sign", httpapi.Writer, s.signUpload)
-	rt.Handle(http.MethodPost, "/v1/uploads/{id}/confirm", httpapi.Writer, s.confirmUpload)
-	rt.Handle(http.MethodGet, "/v1/uploads/{id}", httpapi.AnyUser, s.getUpload)
 	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.Writer, s.connectAccount)
 	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.submitJob)
 	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
@@ -47,7 +46,6 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
 	registerWebhooks(rt, s)
-	registerSchedules(rt, s.Schedules)
 }
 
 func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
@@ -60,18 +58,16 @@ func (s Services) healthz(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 // clientError renders the services' errors in the contract's terms, in
-// one place for every route: input to correct (*invalid.FieldError, from
-// any service) → 400 naming the field; unusable input → 422; a transition
-// the state does not allow → 409; unknown or another user's resource →
-// 404. Any other error passes through and becomes a 500 whose detail is
-// only logged.
+// one place for every route of this package: input to correct
+// (*invalid.FieldError, from any service) → 400 naming the field; unusable
+// input → 422; a transition the state does not allow → 409; unknown or
+// another user's resource → 404. Any other error passes through and
+// becomes a 500 whose detail is only logged.
 func clientError(err error) error {
 	var (
-		unusable    *kind.UnusableError
-		transition  *job.TransitionError
-		limit       *schedule.LimitError
-		hookLimit   *webhook.LimitError
-		unavailable *schedule.UnavailableError
+		unusable   *kind.UnusableError
+		transition *job.TransitionError
+		hookLimit  *webhook.LimitError
 	)
 	if fe, ok := invalid.As(err); ok {
 		return httpapi.BadRequest(fe.Field, "%s", fe.Error())
@@ -79,50 +75,16 @@ func clientError(err error) error {
 	switch {
 	case errors.As(err, &unusable):
 		return httpapi.Unprocessable(unusable.Code, unusable.Field, unusable.Message)
-	case errors.Is(err, uploads.ErrNotUploaded):
-		return httpapi.Unprocessable("upload_missing", "", "the object has not been uploaded yet")
-	case errors.As(err, &limit):
-		return httpapi.Unprocessable("schedule_limit", "", limit.Error())
 	case errors.As(err, &hookLimit):
 		return httpapi.Unprocessable("webhook_limit", "", hookLimit.Error())
 	case errors.As(err, &transition):
 		return httpapi.Conflict("invalid_transition", transition.Error())
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound):
 		return httpapi.NotFound()
 	case errors.Is(err, store.ErrBadCursor):
 		return httpapi.InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
-	case errors.As(err, &unavailable):
-		return httpapi.Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
 	}
 	return err
-}
-
-func (s Services) signUpload(r *httpapi.Request) (httpapi.Response, error) {
-	var req uploads.SignRequest
-	if err := httpapi.Decode(r, &req); err != nil {
-		return httpapi.Response{}, err
-	}
-	signed, err := s.Uploads.Sign(r.Ctx, r.Claims.Subject, req)
-	if err != nil {
-		return httpapi.Response{}, clientError(err)
-	}
-	return httpapi.JSON(http.StatusCreated, signed), nil
-}
-
-func (s Services) confirmUpload(r *httpapi.Request) (httpapi.Response, error) {
-	u, err := s.Uploads.Confirm(r.Ctx, r.Claims.Subject, r.Params["id"])
-	if err != nil {
-		return httpapi.Response{}, clientError(err)
-	}
-	return httpapi.JSON(http.StatusOK, u), nil
-}
-
-func (s Services) getUpload(r *httpapi.Request) (httpapi.Response, error) {
-	u, err := s.Uploads.Get(r.Ctx, r.Claims.Subject, r.Params["id"])
-	if err != nil {
-		return httpapi.Response{}, clientError(err)
-	}
-	return httpapi.JSON(http.StatusOK, u), nil
 }
 
 func (s Services) connectAccount(r *httpapi.Request) (httpapi.Response, error) {

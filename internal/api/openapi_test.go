@@ -21,7 +21,9 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/stream"
+	"github.com/conveyor/conveyor/internal/uploadsapi"
 )
 
 // specPath is the project's OpenAPI file.
@@ -166,15 +168,28 @@ func loadSpec(t *testing.T) []specOp {
 	return ops
 }
 
-// servedRoutes registers the api function's routes on a router, as the
-// api function does, and lists them.
-func servedRoutes() []httpapi.RouteInfo {
-	rt := httpapi.NewRouter(httpapi.Options{
+// newRouter is a router as the HTTP functions make theirs, with a test key.
+func newRouter() *httpapi.Router {
+	return httpapi.NewRouter(httpapi.Options{
 		Verifier: auth.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
 		Logger:   slog.New(slog.DiscardHandler),
 	})
+}
+
+// registerAll registers every route group of the HTTP API on rt, as one
+// function served them all before resources.HTTPRoutes split them.
+func registerAll(rt *httpapi.Router) {
 	api.Register(rt, api.Services{})
 	adminapi.Register(rt, nil)
+	uploadsapi.Register(rt, nil)
+	schedulesapi.Register(rt, nil)
+}
+
+// servedRoutes registers the HTTP API functions' routes on a router, as
+// the api, admin, uploads and schedules functions do, and lists them.
+func servedRoutes() []httpapi.RouteInfo {
+	rt := newRouter()
+	registerAll(rt)
 	return rt.Routes()
 }
 
@@ -377,12 +392,8 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 		}
 		methods[o.path] = append(methods[o.path], o.method)
 	}
-	rt := httpapi.NewRouter(httpapi.Options{
-		Verifier: auth.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
-		Logger:   slog.New(slog.DiscardHandler),
-	})
-	api.Register(rt, api.Services{})
-	adminapi.Register(rt, nil)
+	rt := newRouter()
+	registerAll(rt)
 	for path, want := range methods {
 		slices.Sort(want)
 		concrete := braces.ReplaceAllStringFunc(path, func(p string) string {
@@ -408,8 +419,8 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 }
 
 // TestTimeZonesLoad: every name of the spec's TimeZone enum is one a
-// schedule accepts (time.LoadLocation, with the tz database the schedule
-// package embeds), so a schema-valid timezone is never refused.
+// schedule accepts (time.LoadLocation, with the tz database the schedules
+// function embeds), so a schema-valid timezone is never refused.
 func TestTimeZonesLoad(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(specPath)

@@ -81,7 +81,7 @@ var params = map[string]string{
 	"{id}": "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "{itemId}": "itm_aaaaaaaaaaaaaaaaaaaaaaaaaa", "{tier}": "low", "{key}": "host:example.com",
 }
 
-// TestRolesOnEveryRoute walks the api and admin functions' routers, route by route:
+// TestRolesOnEveryRoute walks the HTTP API functions' routers, route by route:
 // every route is in the contract's table with the rule it states, service
 // tokens get 403 on every route that writes and pass on every read, and
 // user tokens get 403 on every admin route.
@@ -94,19 +94,21 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		"service": b.Token("mon-roles", "service", ""),
 	}
 
-	// The api function's routes and the admin function's: API Gateway (and
-	// the local gateway) sends every admin path to the admin function, so
-	// each router holds exactly its side of resources.AdminPathPrefix.
+	// The HTTP API's functions' routes: API Gateway (and the local gateway)
+	// sends each path to the function of the route table
+	// (resources.FunctionForPath), so each router holds exactly its group.
 	var registered []string
-	for fn, rt := range map[string]*httpapi.Router{resources.FuncAPI: b.Stack.App.Router, resources.FuncAdmin: b.Stack.App.AdminRouter} {
+	a := b.Stack.App
+	for fn, rt := range map[string]*httpapi.Router{resources.FuncAPI: a.Router, resources.FuncAdmin: a.AdminRouter,
+		resources.FuncUploads: a.UploadsRouter, resources.FuncSchedules: a.SchedulesRouter} {
 		for _, r := range rt.Routes() {
 			if r.Access == httpapi.Public {
 				continue
 			}
 			registered = append(registered, r.Method+" "+r.Pattern)
 			isAdmin := strings.HasPrefix(r.Pattern, resources.AdminPathPrefix)
-			if isAdmin != (fn == resources.FuncAdmin) {
-				t.Errorf("%s %s is a route of the %s function", r.Method, r.Pattern, fn)
+			if got := resources.FunctionForPath(r.Pattern); got != fn {
+				t.Errorf("%s %s is a route of the %s function; the route table sends it to %s", r.Method, r.Pattern, fn, got)
 			}
 			if isAdmin && r.Access != httpapi.ReadOnly && r.Access != httpapi.AdminOnly {
 				t.Errorf("%s %s: admin route with access %v", r.Method, r.Pattern, r.Access)

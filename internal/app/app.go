@@ -24,11 +24,15 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
+	"github.com/conveyor/conveyor/internal/handler/schedules"
+	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
+	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -95,11 +99,14 @@ type App struct {
 	Recoverer        *recovery.Recoverer
 	Admin            *admin.Service
 	Schedules        *schedule.Service
-	// Router is the api function's routes, AdminRouter the admin
-	// function's (resources.AdminPathPrefix).
-	Router      *httpapi.Router
-	AdminRouter *httpapi.Router
-	QueueURLs   handler.QueueURLs
+	// Router is the api function's routes; AdminRouter, UploadsRouter and
+	// SchedulesRouter are the admin, uploads and schedules functions'
+	// (resources.HTTPRoutes).
+	Router          *httpapi.Router
+	AdminRouter     *httpapi.Router
+	UploadsRouter   *httpapi.Router
+	SchedulesRouter *httpapi.Router
+	QueueURLs       handler.QueueURLs
 }
 
 // New wires the graph: the configuration cfg, the clients made from awsCfg.
@@ -114,7 +121,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = p.Sender, p.API, p.Breaker, p.Accounts, p.Publisher, p.Jobs
-	a.Uploads = pipeline.Uploads(env, a.Store, clients.S3)
+	a.Uploads = bucket.Uploads(env, a.Store, clients.S3)
 	if a.Admin, err = pipeline.Admin(env, p, a.Store, clients.SQS, opts.Mover, opts.Switch); err != nil {
 		return nil, err
 	}
@@ -129,9 +136,11 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	if a.Streams, err = streamfn.Server(env, clients.DynamoDB); err != nil {
 		return nil, err
 	}
-	a.Schedules = recoveryfn.Schedules(env, clients.DynamoDB, a.Jobs)
-	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Uploads: a.Uploads, Accounts: a.Accounts, Schedules: a.Schedules,
+	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
+	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
+	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
+	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules)
 	return a, nil
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -244,19 +245,83 @@ const (
 	FuncRecovery  = "recovery"
 	FuncStream    = "stream"
 	FuncRelay     = "relay"
+	FuncUploads   = "uploads"
+	FuncSchedules = "schedules"
 )
 
 // AdminPathPrefix is the path of every admin route of the HTTP API
-// (API.md, "Admin"): API Gateway sends them to the admin function, every
-// other route to the api function, in AWS and in the local gateway. The
-// admin function alone holds the operators' clients (Lambda for the tiers'
-// event source mappings, SQS move tasks, DLQ access), so the api function
-// links and may call none of them.
+// (API.md, "Admin"): API Gateway sends them to the admin function
+// (HTTPRoutes). The admin function alone holds the operators' clients
+// (Lambda for the tiers' event source mappings, SQS move tasks, DLQ
+// access), so the api function links and may call none of them.
 const AdminPathPrefix = "/v1/admin/"
+
+// UploadsPathPrefix is the path of every uploads route (API.md,
+// "Uploads": sign, confirm on demand, get): the uploads function's.
+const UploadsPathPrefix = "/v1/uploads/"
+
+// SchedulesPath is the recurring schedules' collection (API.md,
+// "Recurring schedules"); it and every path under it are the schedules
+// function's.
+const SchedulesPath = "/v1/schedules"
+
+// HTTPRoute sends a part of the HTTP API's paths to a function other than
+// the api function.
+type HTTPRoute struct {
+	// Prefix is a path ending in "/": every path under it goes to
+	// Function, as API Gateway's "ANY {Prefix}{proxy+}" route does (and
+	// the prefix itself, trailing slash included, which the routers read
+	// as the path without it).
+	Prefix string
+	// Bare sends the prefix without its final slash to Function too (API
+	// Gateway: "ANY {Prefix without /}"), for a collection that is itself
+	// a route (POST/GET /v1/schedules).
+	Bare bool
+	// Function is the function that serves these paths.
+	Function string
+}
+
+// HTTPRoutes is the HTTP API's route table: which paths go to which
+// function; every other path goes to the api function (API Gateway's
+// $default route). The CDK stacks create their routes from it and the local
+// gateway routes by it (FunctionForPath), so the two cannot drift. Each
+// group has its own function so that each links and may call only what it
+// uses (least privilege, and a smaller bootstrap, a faster cold start): the
+// admin function the operators' clients, uploads the S3 client (presigned
+// PUTs, HeadObject), schedules EventBridge Scheduler and the time zone
+// database; the api neither. The contract (API.md) is the same whichever
+// function answers: each function's router holds exactly its group's
+// routes, under the same middleware (internal/httpapi).
+var HTTPRoutes = []HTTPRoute{
+	{Prefix: AdminPathPrefix, Function: FuncAdmin},
+	{Prefix: UploadsPathPrefix, Function: FuncUploads},
+	{Prefix: SchedulesPath + "/", Bare: true, Function: FuncSchedules},
+}
+
+// FunctionForPath is the function that serves path (a request's path,
+// without its query) in HTTPRoutes, FuncAPI for any other path.
+func FunctionForPath(path string) string {
+	for _, r := range HTTPRoutes {
+		if strings.HasPrefix(path, r.Prefix) || (r.Bare && path == strings.TrimSuffix(r.Prefix, "/")) {
+			return r.Function
+		}
+	}
+	return FuncAPI
+}
+
+// RouteKeys are the API Gateway route keys of r ("ANY /v1/schedules",
+// "ANY /v1/schedules/{proxy+}").
+func (r HTTPRoute) RouteKeys() []string {
+	var keys []string
+	if r.Bare {
+		keys = append(keys, "ANY "+strings.TrimSuffix(r.Prefix, "/"))
+	}
+	return append(keys, "ANY "+r.Prefix+"{proxy+}")
+}
 
 // JWTFunctions are the functions that verify callers' tokens: only they
 // are given the JWT key (in AWS: may read its secret), at cold start.
-var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncStream}
+var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncStream}
 
 // ReadsJWTSecret reports whether fn is one of JWTFunctions.
 func ReadsJWTSecret(fn string) bool { return slices.Contains(JWTFunctions, fn) }
@@ -304,8 +369,22 @@ const (
 // FunctionSizes sizes every function of the definition.
 var FunctionSizes = map[string]FunctionSize{
 	// API Gateway's integration timeout is 30 s. Users wait on it: the
-	// largest reservation, so no other function can starve it.
-	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 100},
+	// largest reservation of the HTTP functions, so no other function can
+	// starve it. The api, uploads and schedules functions share what the
+	// api alone reserved before the routes were split (100), by their
+	// share of the requests: a job is one submit plus its status reads
+	// here (75: ≈ 1,500 requests/s at 50 ms each).
+	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 75},
+	// One sign per file and at most one on-demand confirm (the S3 event
+	// confirms the rest), each a DynamoDB write and a local signature or
+	// one HeadObject: 20 carry ≈ 400 uploads/s at 50 ms, past the
+	// capacity model's 1,000 jobs/s only for jobs of several files, and
+	// a burst beyond waits (429) instead of taking the api's executions.
+	FuncUploads: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 20},
+	// Users create, list and pause recurring schedules now and then (the
+	// ticks run in the recovery function, not here): 5 carry ≈ 100
+	// requests/s, and a create holds an execution for one Scheduler call.
+	FuncSchedules: {MemoryMB: 256, Timeout: 29 * time.Second, ReservedConcurrency: 5},
 	// The admin routes: operators and their monitors, behind the same
 	// integration timeout. A small reservation: a burst of bulk calls
 	// waits (429) rather than taking executions from api and publisher.
@@ -540,7 +619,7 @@ func Named(env job.Env, prefix string) Definition {
 			Interval:   time.Minute,
 			Task:       TaskRelease,
 		}},
-		Functions:         []string{FuncAPI, FuncAdmin, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
+		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",
 	}
 	// Weights 4:2:1 between the publish tiers; sized by the capacity model

@@ -51,18 +51,22 @@ func Gateway(fn Invoker, log *slog.Logger) http.Handler {
 	})
 }
 
-// RouteByPrefix sends every request whose path starts with prefix (which
-// ends in "/") to match and every other request to rest: an HTTP API's
-// "ANY {prefix}{proxy+}" route beside its $default route. Unlike
-// http.ServeMux it never redirects the bare prefix without its slash: that
-// path is rest's, as in API Gateway.
-func RouteByPrefix(prefix string, match, rest http.Handler) http.Handler {
+// RouteByPath sends every request to the handler of the function that
+// pick names for its path (resources.FunctionForPath: the HTTP API's route
+// table), as API Gateway sends each route to its integration. Unlike
+// http.ServeMux it never redirects: a path is answered by the function it
+// names. A name without a handler is a wiring mistake: 500, as API
+// Gateway answers for an integration that fails.
+func RouteByPath(pick func(path string) string, fns map[string]http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, prefix) {
-			match.ServeHTTP(w, r)
+		h, ok := fns[pick(r.URL.Path)]
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"message":"Internal Server Error"}`)
 			return
 		}
-		rest.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -25,8 +25,10 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/publisherfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
+	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
+	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
@@ -58,6 +60,8 @@ func inProcess(a *app.App) *Functions {
 		Invokers: map[string]runtime.Invoker{
 			apifn.Name:       runtime.InProcess(apifn.Name, apifn.Handler(a.Router)),
 			adminfn.Name:     runtime.InProcess(adminfn.Name, adminfn.Handler(a.AdminRouter)),
+			uploadsfn.Name:   runtime.InProcess(uploadsfn.Name, a.UploadsRouter.Serve),
+			schedulesfn.Name: runtime.InProcess(schedulesfn.Name, a.SchedulesRouter.Serve),
 			confirmfn.Name:   runtime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
 			publisherfn.Name: runtime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
 			systemfn.Name:    runtime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),

@@ -351,15 +351,18 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 	return nil
 }
 
-// serveGateway serves the HTTP API on ln as API Gateway does: the admin
-// routes (resources.AdminPathPrefix) to the admin function, every other
-// route to the api function. The operations dashboard is one of the api
-// function's routes (api.RegisterDashboard), as in AWS.
+// serveGateway serves the HTTP API on ln as API Gateway does, by the same
+// route table (resources.HTTPRoutes): the admin, uploads and schedules
+// routes to their functions, every other route to the api function. The
+// operations dashboard is one of the api function's routes
+// (api.RegisterDashboard), as in AWS.
 func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
+	fns := map[string]http.Handler{resources.FuncAPI: runtime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)}
+	for _, r := range resources.HTTPRoutes {
+		fns[r.Function] = runtime.Gateway(s.Functions.Invokers[r.Function], opts.Logger)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/", runtime.RouteByPrefix(resources.AdminPathPrefix,
-		runtime.Gateway(s.Functions.Invokers[resources.FuncAdmin], opts.Logger),
-		runtime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)))
+	mux.Handle("/", runtime.RouteByPath(resources.FunctionForPath, fns))
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {

@@ -20,23 +20,21 @@ import (
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/admin/esm"
 	"github.com/conveyor/conveyor/internal/adminapi"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secretref"
 )
 
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAdmin
 
-// Resolve reads no secret at cold start: the JWT key is read in the
-// background (secretref.JWTKey) and the first request that needs it waits.
-var Resolve handler.Resolver = secretref.ExceptJWT
+// Resolve reads no secret at cold start (httpfn.Resolve).
+var Resolve = httpfn.Resolve
 
 // Handler is the admin function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -45,7 +43,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 
 // Router registers the admin routes on a new router.
 func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
+	rt := httpfn.Router(env)
 	adminapi.Register(rt, adm)
 	return rt
 }

@@ -1,39 +1,32 @@
 // Package apifn is the API function behind API Gateway (HTTP API, payload
-// v2): uploads, accounts, jobs, schedules, webhooks and the operations
-// dashboard. Its handler is the router (httpapi.Router.Serve). The admin
-// routes are the admin function's (adminfn), so this one links none of
-// the operators' clients.
+// v2): every path resources.FunctionForPath gives it (API Gateway's
+// $default route): health, account connection, jobs, webhooks and the
+// operations dashboard. Its handler is the router (httpapi.Router.Serve).
+// The admin, uploads and schedules routes are their own functions'
+// (adminfn, uploadsfn, schedulesfn), so this one creates no S3, Scheduler
+// or Lambda client and its role may call none of them.
 package apifn
 
 import (
 	"context"
-	// The schedules' time zones: the api validates them and computes next
-	// runs (time.LoadLocation), and provided.al2023 is built on the AL2023
-	// minimal image, which has shipped without /usr/share/zoneinfo. Only the
-	// functions that load zones link the database (0.45 MB): Go's advice is
-	// to import it from a program, not from a library such as schedule.
-	_ "time/tzdata"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/api"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
-	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secretref"
 )
 
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAPI
 
-// Resolve reads no secret at cold start: the JWT key is read in the
-// background (secretref.JWTKey) and the first request that needs it waits.
-var Resolve handler.Resolver = secretref.ExceptJWT
+// Resolve reads no secret at cold start (httpfn.Resolve).
+var Resolve = httpfn.Resolve
 
 // Handler is the API function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -43,7 +36,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 // Router registers the users' API and the dashboard (served with dash's
 // headers) on a new router.
 func Router(env handler.Env, s api.Services, dash api.DashboardOptions) *httpapi.Router {
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
+	rt := httpfn.Router(env)
 	api.Register(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
 	api.RegisterDashboard(rt, dash)
@@ -84,9 +77,12 @@ func NewWith(platform func(handler.Env) Platform) func(context.Context, handler.
 }
 
 func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
+	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	// The pipeline submits and validates here, never runs a job: no bucket
+	// (nothing here streams media; uploads are the uploads function's), so
+	// no S3 client. The sealer seals a connected account's tokens.
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +90,6 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	if err != nil {
 		return nil, err
 	}
-	s := api.Services{Jobs: p.Jobs, Uploads: pipeline.Uploads(env, st, s3c), Accounts: p.Accounts,
-		Schedules: recoveryfn.Schedules(env, db, p.Jobs), Keys: keys, Endpoints: endpoints}
+	s := api.Services{Jobs: p.Jobs, Accounts: p.Accounts, Keys: keys, Endpoints: endpoints}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -29,18 +28,20 @@ import (
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
-	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // Config is what the pipeline is built from.
 type Config struct {
 	// Env is the function's environment (handler.Env).
 	Env handler.Env
-	// DB, SQS and S3 are the clients (one per cold start).
+	// DB, SQS and S3 are the clients (one per cold start). S3 is nil in a
+	// function that submits jobs but never runs one (api, schedules): only
+	// the publisher's run loop streams media.
 	DB  *dynamodb.Client
 	SQS *sqs.Client
 	S3  *s3.Client
-	// Sealer opens the accounts' refresh tokens.
+	// Sealer opens and seals the accounts' tokens; nil in a function that
+	// connects no account and refreshes no token (schedules).
 	Sealer *sealer.Sealer
 	// Store is the table.
 	Store *store.Store
@@ -116,21 +117,6 @@ func APIHost(baseURL string) string {
 		return u.Host
 	}
 	return baseURL
-}
-
-// S3 is an S3 client for env, addressing buckets by path when an endpoint
-// of our own is set (the emulators need it).
-func S3(env handler.Env) *s3.Client {
-	return s3.NewFromConfig(env.AWS, func(o *s3.Options) { o.UsePathStyle = awsenv.PathStyle(env.AWS) })
-}
-
-// Uploads is the uploads service of env (the api and confirm functions).
-func Uploads(env handler.Env, st *store.Store, client *s3.Client) *uploads.Service {
-	cfg := env.Config
-	return uploads.New(uploads.Config{
-		Store: st, S3: client, Presign: s3.NewPresignClient(client), Bucket: cfg.Bucket,
-		Prefix: "uploads/", MaxSize: cfg.MaxUploadSize, Expiry: cfg.UploadExpiry, Now: env.Now, Logger: env.Log(),
-	})
 }
 
 // Admin is the operators' service over the pipeline (env.Admin). mover

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -43,7 +44,7 @@ var Resolve handler.Resolver = secretref.FromAWS
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: pipeline.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}

@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -117,7 +116,7 @@ var Resolve handler.Resolver
 // New wires the recovery function: the recoverer, the breakers' gauge and
 // the users' schedules (whose ticks submit jobs through the pipeline).
 func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
-	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
+	db, sqsc, s3c := env.DynamoDB(), env.SQS(), bucket.S3(env)
 	st, emf := env.Store(db), env.Emitter()
 	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: emf})
 	if err != nil {
@@ -128,7 +127,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, p.Sender, s3c, adm.Paused), p.Breaker, Schedules(env, db, p.Jobs), emf, env.Log()), nil
+	return Handler(Recoverer(env, st, p.Sender, s3c, adm.Paused), p.Breaker, schedules.Service(env, db, p.Jobs), emf, env.Log()), nil
 }
 
 // Recoverer is the stuck-job recovery and retention of env; paused says
@@ -139,17 +138,4 @@ func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s
 		Store: st, Sender: sender, S3: client, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
 		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: paused, Now: env.Now, Logger: env.Log(),
 	})
-}
-
-// Schedules is the users' recurring schedules service: in EventBridge
-// Scheduler when the configuration names a schedule group (the api
-// function manages them, the recovery function fires their ticks).
-func Schedules(env handler.Env, db *dynamodb.Client, js *jobs.Service) *schedule.Service {
-	cfg := env.Config
-	scfg := schedule.Config{DB: db, Table: cfg.Table, Jobs: js, Now: env.Now, Logger: env.Log()}
-	if cfg.ScheduleGroup != "" {
-		scfg.Backend = schedule.SchedulerBackend{Client: scheduler.NewFromConfig(env.AWS), Group: cfg.ScheduleGroup,
-			TargetARN: cfg.ScheduleTargetARN, RoleARN: cfg.ScheduleRoleARN}
-	}
-	return schedule.New(scfg)
 }

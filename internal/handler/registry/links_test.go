@@ -22,10 +22,19 @@ import (
 // the same. A function that starts linking another service — through an
 // import that drags a client for a type or a constant — fails here, naming
 // it and the import chain to look for with `go list -deps`.
+//
+// api and schedules still link S3 through job validation (jobs.Service
+// validates through the kinds, whose publish kind is the publisher:
+// internal/publish), and schedules KMS through the pipeline's wiring
+// (internal/sealer); neither creates an S3 client, schedules no KMS
+// client, and their roles have neither (README, "Bootstraps and cold
+// start").
 var linked = map[string][]string{
-	resources.FuncAPI:       {"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
+	resources.FuncAPI:       {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
 	resources.FuncAdmin:     {"dynamodb", "lambda", "secretsmanager", "sqs"},
-	resources.FuncConfirm:   {"dynamodb", "kms", "s3", "sqs"},
+	resources.FuncUploads:   {"dynamodb", "s3", "secretsmanager", "sqs"},
+	resources.FuncSchedules: {"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
+	resources.FuncConfirm:   {"dynamodb", "s3", "sqs"},
 	resources.FuncPublisher: {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
 	resources.FuncRecovery:  {"dynamodb", "kms", "s3", "scheduler", "sqs"},
 	resources.FuncRelay:     {"dynamodb", "eventbridge", "sqs"},

@@ -17,8 +17,10 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/publisherfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
+	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
+	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 )
 
 // Function is how one function is built.
@@ -37,6 +39,8 @@ func build[H any](n func(context.Context, handler.Env) (H, error)) func(context.
 var Functions = map[string]Function{
 	apifn.Name:       {Resolve: apifn.Resolve, New: build(apifn.NewWith(apifn.Local))},
 	adminfn.Name:     {Resolve: adminfn.Resolve, New: build(adminfn.NewWith(adminfn.Local))},
+	uploadsfn.Name:   {Resolve: uploadsfn.Resolve, New: build(uploadsfn.New)},
+	schedulesfn.Name: {Resolve: schedulesfn.Resolve, New: build(schedulesfn.New)},
 	confirmfn.Name:   {Resolve: confirmfn.Resolve, New: build(confirmfn.New)},
 	publisherfn.Name: {Resolve: publisherfn.Resolve, New: build(publisherfn.New)},
 	systemfn.Name:    {Resolve: systemfn.Resolve, New: build(systemfn.New)},

@@ -1,15 +1,26 @@
-package api
+// Package schedulesapi is the recurring schedules' routes of the HTTP API
+// (API.md, "Recurring schedules"): create, list, read, pause, resume and
+// delete, over schedule.Service. The schedules function serves them (API
+// Gateway sends it resources.SchedulesPath and every path under it); the
+// package is apart from api so that only the schedules function links and
+// may call EventBridge Scheduler (and embeds the time zone database).
+package schedulesapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
-// registerSchedules adds the recurring schedules' routes.
-func registerSchedules(rt *httpapi.Router, svc *schedule.Service) {
+// Register adds the schedules' routes of the contract to rt: a user or
+// admin changes, any role reads.
+func Register(rt *httpapi.Router, svc *schedule.Service) {
 	h := scheduleRoutes{svc}
 	rt.Handle(http.MethodPost, "/v1/schedules", httpapi.Writer, h.create)
 	rt.Handle(http.MethodGet, "/v1/schedules", httpapi.AnyUser, h.list)
@@ -72,4 +83,32 @@ func (h scheduleRoutes) delete(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.NoContent(), nil
+}
+
+// clientError renders the schedules service's errors in the contract's
+// terms: input to correct (the schedule's or its job template's) → 400
+// naming the field; a template that is well-formed but unusable, or a
+// user at the limit → 422; an unknown or another user's schedule → 404;
+// Scheduler out of capacity → 503. Any other error passes through and
+// becomes a 500 whose detail is only logged.
+func clientError(err error) error {
+	var (
+		unusable    *kind.UnusableError
+		limit       *schedule.LimitError
+		unavailable *schedule.UnavailableError
+	)
+	if fe, ok := invalid.As(err); ok {
+		return httpapi.BadRequest(fe.Field, "%s", fe.Error())
+	}
+	switch {
+	case errors.As(err, &unusable):
+		return httpapi.Unprocessable(unusable.Code, unusable.Field, unusable.Message)
+	case errors.As(err, &limit):
+		return httpapi.Unprocessable("schedule_limit", "", limit.Error())
+	case errors.Is(err, schedule.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound()
+	case errors.As(err, &unavailable):
+		return httpapi.Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
+	}
+	return err
 }

@@ -1,0 +1,31 @@
+// Package httpfn is what the functions behind the HTTP API share (api,
+// admin, uploads, schedules: resources.HTTPRoutes): the router each starts
+// from, with one set of middleware (internal/httpapi: request ids, the JWT
+// check with the key read in the background, roles, the error contract,
+// body limits, the access log), so each function registers only its route
+// group and every group answers alike.
+package httpfn
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/secretref"
+)
+
+// Handler is an HTTP API function's handler (payload v2).
+type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Resolve reads no secret at cold start: the JWT key is read in the
+// background (secretref.JWTKey) and the first request that needs it waits.
+var Resolve handler.Resolver = secretref.ExceptJWT
+
+// Router returns a router without routes that verifies tokens with env's
+// JWT key (read in the background from now on) and logs with env's logger.
+func Router(env handler.Env) *httpapi.Router {
+	return httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
+}

@@ -1,0 +1,50 @@
+// Package schedulesfn is the schedules function behind API Gateway (HTTP
+// API, payload v2): resources.SchedulesPath and every path under it
+// (API.md, "Recurring schedules": create, list, get, pause, resume,
+// delete). Its handler is a router with only those routes (schedulesapi),
+// verified exactly as the api function verifies. It is the only HTTP
+// function that links and may call EventBridge Scheduler, and the only
+// one that loads time zones (its main embeds the zone database). Its ticks are not its own: Scheduler invokes
+// the recovery function with them.
+package schedulesfn
+
+import (
+	"context"
+
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
+	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/schedules"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/schedulesapi"
+)
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncSchedules
+
+// Resolve reads no secret at cold start (httpfn.Resolve).
+var Resolve = httpfn.Resolve
+
+// Router registers the schedules' routes on a new router.
+func Router(env handler.Env, svc *schedule.Service) *httpapi.Router {
+	rt := httpfn.Router(env)
+	schedulesapi.Register(rt, svc)
+	return rt
+}
+
+// New wires the schedules function from env: the table, the queues (the
+// job service a template is checked by) and Scheduler. A template is
+// validated as a submission would be, which reads only the table: the
+// pipeline gets no bucket (nothing here streams media) and no sealer
+// (nothing here opens or seals a token), so the function creates neither
+// an S3 nor a KMS client and its role has neither.
+func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
+	db, sqsc := env.DynamoDB(), env.SQS()
+	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, Store: env.Store(db), Metrics: env.Emitter()})
+	if err != nil {
+		return nil, err
+	}
+	return Router(env, schedules.Service(env, db, p.Jobs)).Serve, nil
+}

@@ -1,0 +1,40 @@
+// Package uploadsfn is the uploads function behind API Gateway (HTTP API,
+// payload v2): every path under resources.UploadsPathPrefix (API.md,
+// "Uploads": sign, confirm on demand, get). Its handler is a router with
+// only the uploads routes (uploadsapi), verified exactly as the api
+// function verifies. It is the only HTTP function that links and may call
+// S3 (presigned PUTs, HeadObject and the ranged GET of a confirm); it
+// creates the table's and the bucket's clients and nothing else: no queue
+// is sent to, no token sealed, no job validated.
+package uploadsfn
+
+import (
+	"context"
+
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/uploadsapi"
+)
+
+// Name is the function's name in the resource definition.
+const Name = resources.FuncUploads
+
+// Resolve reads no secret at cold start (httpfn.Resolve).
+var Resolve = httpfn.Resolve
+
+// Router registers the uploads routes on a new router.
+func Router(env handler.Env, svc *uploads.Service) *httpapi.Router {
+	rt := httpfn.Router(env)
+	uploadsapi.Register(rt, svc)
+	return rt
+}
+
+// New wires the uploads function from env: the table and the bucket.
+func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
+	db := env.DynamoDB()
+	return Router(env, bucket.Uploads(env, env.Store(db), bucket.S3(env))).Serve, nil
+}
