@@ -28,8 +28,10 @@ type FunctionSpec struct {
 // added to the definition without a spec here, or without a size in
 // resources.FunctionSizes, fails the synth, naming it.
 var FunctionSpecs = map[string]FunctionSpec{
-	resources.FuncAPI:       spec(resources.FuncAPI, "HTTP API: uploads, accounts, jobs, schedules, webhooks, dashboard"),
+	resources.FuncAPI:       spec(resources.FuncAPI, "HTTP API: accounts, jobs, webhooks, dashboard (every route the others do not take)"),
 	resources.FuncAdmin:     spec(resources.FuncAdmin, "HTTP API admin routes (/v1/admin/*): overview, inspector, restart, stop, DLQs, tiers, breakers"),
+	resources.FuncUploads:   spec(resources.FuncUploads, "HTTP API uploads routes (/v1/uploads/*): presigned PUTs, confirm on demand, read"),
+	resources.FuncSchedules: spec(resources.FuncSchedules, "HTTP API recurring schedules (/v1/schedules, /v1/schedules/*): create, list, read, pause, resume, delete"),
 	resources.FuncConfirm:   spec(resources.FuncConfirm, "confirms an upload on its S3 ObjectCreated event"),
 	resources.FuncPublisher: spec(resources.FuncPublisher, "publishes jobs from the high, medium and low tier queues"),
 	resources.FuncSystem:    spec(resources.FuncSystem, "delivers webhooks and other system-tier work"),

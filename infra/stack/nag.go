@@ -124,7 +124,7 @@ func (b *builder) suppressions() {
 		role := b.fns[fn].Role()
 		ss := []Suppression{SuppressXRay}
 		switch fn {
-		case resources.FuncAPI, resources.FuncConfirm, resources.FuncPublisher, resources.FuncRecovery:
+		case resources.FuncUploads, resources.FuncConfirm, resources.FuncPublisher, resources.FuncRecovery:
 			ss = append(ss, SuppressUploadObjects)
 		}
 		suppress(role, true, ss...)

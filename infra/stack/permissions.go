@@ -87,11 +87,16 @@ func (b *builder) dlqArns() []*string {
 // include actions nobody here needs (Scan, DescribeSecret, …).
 //
 // Who calls what:
-//   - api: jobs, uploads, accounts (Connect only seals: GenerateDataKey,
-//     never Decrypt), schedules, webhooks. No admin power.
+//   - api: jobs, accounts (Connect only seals: GenerateDataKey, never
+//     Decrypt), webhooks. No admin power, no S3, no Scheduler.
 //   - admin: the admin routes (resources.AdminPathPrefix), the only holder
 //     of the admin powers (DLQ peek/delete/redrive, event source mapping
 //     updates); no S3, no KMS.
+//   - uploads: the uploads routes (resources.UploadsPathPrefix): the
+//     upload records and the bucket's uploads/ prefix; nothing else.
+//   - schedules: the recurring schedules' routes (resources.SchedulesPath):
+//     their records and the environment's Scheduler group (schedules.go);
+//     no queue (the ticks' jobs are submitted by recovery), no S3, no KMS.
 //   - publisher: loads, refreshes and stores tokens (Decrypt,
 //     GenerateDataKey), streams media, records progress. It sends no
 //     message (retries are visibility changes on its own queues) and
@@ -108,6 +113,21 @@ func (b *builder) permissions() {
 			b.apiPermissions()
 		case resources.FuncAdmin:
 			b.adminPermissions()
+		case resources.FuncUploads:
+			// Sign (a new upload record), get, and confirm on demand (the
+			// conditional update that settles it).
+			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, b.table.TableArn())
+			// Presigned PUTs are signed with the function's credentials, so
+			// the role needs PutObject; HeadObject and the ranged GET that
+			// sniffs the content type (confirm on demand) are GetObject.
+			b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
+			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+		case resources.FuncSchedules:
+			// The owner's schedules: one partition (list and count are a
+			// Query on its key, never an index), conditional puts, deletes.
+			// The Scheduler rights are userSchedules'.
+			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, b.table.TableArn())
+			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 		case resources.FuncConfirm:
 			// Mark the upload confirmed; HeadObject and the ranged GET that
 			// sniffs the content type are both s3:GetObject.
@@ -157,11 +177,9 @@ func (b *builder) permissions() {
 // apiPermissions: the api function serves the users' routes.
 func (b *builder) apiPermissions() {
 	fn := resources.FuncAPI
-	// Jobs, uploads, accounts, lists (every index).
+	// Jobs (and the uploads they name), accounts, webhooks, lists (every
+	// index).
 	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
-	// Presigned PUTs are signed with the function's credentials, so the
-	// role needs PutObject; HeadObject (confirm on demand) is GetObject.
-	b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
 	// Submissions.
 	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 	// Connecting an account seals its tokens: a data key, never Decrypt.

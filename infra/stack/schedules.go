@@ -9,19 +9,21 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// SuppressUserSchedules: the API creates one EventBridge Scheduler
-// schedule per user's recurring schedule, named by its id at run time, so
-// its rights cover the environment's group and nothing else.
+// SuppressUserSchedules: the schedules function creates one EventBridge
+// Scheduler schedule per user's recurring schedule, named by its id at run
+// time, so its rights cover the environment's group and nothing else.
 var SuppressUserSchedules = Suppression{
 	Rule:      "AwsSolutions-IAM5",
-	Reason:    "Users' recurring schedules are created at run time, one per definition, named by their id: the API may manage any schedule of this environment's schedule group only.",
+	Reason:    "Users' recurring schedules are created at run time, one per definition, named by their id: the schedules function may manage any schedule of this environment's schedule group only.",
 	AppliesTo: []string{`/^Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/.*\/\*$/`},
 }
 
 // userSchedules is what the users' recurring schedules (internal/schedule)
 // need: the environment's schedule group, the role EventBridge Scheduler
-// assumes to invoke the recovery function with each tick, and the API
-// function's right to manage the group's schedules and to pass that role.
+// assumes to invoke the recovery function with each tick, and the
+// schedules function's right to manage the group's schedules and to pass
+// that role (the api function has neither: resources.HTTPRoutes sends the
+// schedules' routes to their own function).
 func (b *builder) userSchedules() {
 	group := awsscheduler.NewCfnScheduleGroup(b.stack, jsii.String("UserSchedules"), &awsscheduler.CfnScheduleGroupProps{
 		Name: jsii.String(b.def.ScheduleGroup),
@@ -41,10 +43,10 @@ func (b *builder) userSchedules() {
 		Service: jsii.String("scheduler"), Resource: jsii.String("schedule"),
 		ResourceName: jsii.String(b.def.ScheduleGroup + "/*"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
 	})
-	api := resources.FuncAPI
-	b.allow(api, []string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"}, schedules)
-	b.allow(api, []string{"iam:PassRole"}, role.RoleArn())
-	fn := b.fn(api)
+	owner := resources.FuncSchedules
+	b.allow(owner, []string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"}, schedules)
+	b.allow(owner, []string{"iam:PassRole"}, role.RoleArn())
+	fn := b.fn(owner)
 	fn.AddEnvironment(jsii.String("CONVEYOR_SCHEDULE_GROUP"), jsii.String(b.def.ScheduleGroup), nil)
 	fn.AddEnvironment(jsii.String("CONVEYOR_SCHEDULE_TARGET_ARN"), target.FunctionArn(), nil)
 	fn.AddEnvironment(jsii.String("CONVEYOR_SCHEDULE_ROLE_ARN"), role.RoleArn(), nil)

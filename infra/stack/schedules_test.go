@@ -9,7 +9,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// userScheduleActions are the API function's rights over the users'
+// userScheduleActions are the schedules function's rights over the users'
 // recurring schedules (schedules.go).
 var userScheduleActions = []string{"iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule", "scheduler:UpdateSchedule"}
 
@@ -52,11 +52,11 @@ func TestUserSchedulesInfrastructure(t *testing.T) {
 		if !found {
 			t.Error("no scheduler role (with a source-account condition) that may invoke the recovery function")
 		}
-		// The API function knows where to put schedules.
-		env := s.res[s.functionID(t, resources.FuncAPI)].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		// The schedules function knows where to put schedules.
+		env := s.res[s.functionID(t, resources.FuncSchedules)].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		for _, k := range []string{"CONVEYOR_SCHEDULE_GROUP", "CONVEYOR_SCHEDULE_TARGET_ARN", "CONVEYOR_SCHEDULE_ROLE_ARN"} {
 			if env[k] == nil {
-				t.Errorf("the API function lacks %s", k)
+				t.Errorf("the schedules function lacks %s", k)
 			}
 		}
 	})

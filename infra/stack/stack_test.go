@@ -483,14 +483,14 @@ func TestFunctions(t *testing.T) {
 					env["CONVEYOR_ESM_UUID_"+up] = ref(s.esmFor(t, q))
 				}
 			}
-			if fn == resources.FuncAPI {
+			if fn == resources.FuncSchedules {
 				// The users' recurring schedules (schedules.go).
 				env["CONVEYOR_SCHEDULE_GROUP"] = s.def.ScheduleGroup
 				env["CONVEYOR_SCHEDULE_TARGET_ARN"] = present{}
 				env["CONVEYOR_SCHEDULE_ROLE_ARN"] = present{}
 			}
 			switch fn {
-			case resources.FuncAPI, resources.FuncAdmin, resources.FuncStream:
+			case resources.FuncAPI, resources.FuncAdmin, resources.FuncUploads, resources.FuncSchedules, resources.FuncStream:
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
 			case resources.FuncPublisher:
 				env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env)))
@@ -575,9 +575,35 @@ func TestHTTPAPIAndStreamURL(t *testing.T) {
 				"IntegrationType": "AWS_PROXY", "IntegrationUri": getAtt(admin, "Arn"), "PayloadFormatVersion": "2.0",
 			}))
 		})
-		check(t, "admin route", func() {
-			s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": "ANY " + resources.AdminPathPrefix + "{proxy+}"}))
-		})
+		// The route table (resources.HTTPRoutes): each group's routes
+		// target its function's own integration, and no other route than
+		// those, the dashboard's and $default exists.
+		routes := map[string]bool{"$default": true, "GET /dashboard": true, "GET /dashboard/{proxy+}": true,
+			"HEAD /dashboard": true, "HEAD /dashboard/{proxy+}": true}
+		for _, r := range resources.HTTPRoutes {
+			integration := ""
+			for id, res := range s.ofType("AWS::ApiGatewayV2::Integration") {
+				if cmp.Equal(res.Properties["IntegrationUri"], getAtt(s.functionID(t, r.Function), "Arn")) {
+					integration = id
+				}
+			}
+			if integration == "" {
+				t.Errorf("%s: no integration", r.Function)
+				continue
+			}
+			for _, key := range r.RouteKeys() {
+				routes[key] = true
+				check(t, key, func() {
+					s.hasProps("AWS::ApiGatewayV2::Route", obj(map[string]any{"RouteKey": key,
+						"Target": map[string]any{"Fn::Join": []any{"", []any{"integrations/", ref(integration)}}}}))
+				})
+			}
+		}
+		for id, res := range s.ofType("AWS::ApiGatewayV2::Route") {
+			if key, _ := res.Properties["RouteKey"].(string); !routes[key] {
+				t.Errorf("route %s: %q is not in the route table", id, key)
+			}
+		}
 		check(t, "access logs", func() {
 			s.hasProps("AWS::ApiGatewayV2::Stage", obj(map[string]any{
 				"StageName": "$default",
@@ -691,6 +717,8 @@ func TestSecretsAreReadOnlyByTheirFunctions(t *testing.T) {
 		want := map[string][]any{
 			resources.FuncAPI:       {secret(s.def.Prefix + "/jwt")},
 			resources.FuncAdmin:     {secret(s.def.Prefix + "/jwt")},
+			resources.FuncUploads:   {secret(s.def.Prefix + "/jwt")},
+			resources.FuncSchedules: {secret(s.def.Prefix + "/jwt")},
 			resources.FuncStream:    {secret(s.def.Prefix + "/jwt")},
 			resources.FuncPublisher: {secret(stack.OAuthClientSecretName(s.def.Env))},
 		}
@@ -710,6 +738,8 @@ func TestOAuthClientSecretByARN(t *testing.T) {
 	if diff := cmp.Diff(map[string][]any{
 		resources.FuncAPI:       {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncAdmin:     {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
+		resources.FuncUploads:   {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
+		resources.FuncSchedules: {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncStream:    {ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))},
 		resources.FuncPublisher: {oauthClientARN},
 	}, secretReads(t, s)); diff != "" {
@@ -1032,14 +1062,18 @@ func TestLeastPrivilege(t *testing.T) {
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
 	// What each function's code calls (internal/app wires it): the api
-	// seals tokens but never opens one; the admin function alone holds the
-	// admin powers (it serves the admin routes) and touches neither S3 nor
-	// KMS; only the relay puts events on the bus; the publisher sends no
-	// message.
+	// seals tokens but never opens one, and touches neither S3 nor
+	// Scheduler (the uploads and schedules functions serve those routes);
+	// the admin function alone holds the admin powers (it serves the admin
+	// routes) and touches neither S3 nor KMS; only the relay puts events on
+	// the bus; the publisher sends no message.
 	want := map[string][]string{
-		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey", "s3:GetObject", "s3:PutObject",
-			"secretsmanager:GetSecretValue", "sqs:SendMessage"},
-			userScheduleActions),
+		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
+			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
+		resources.FuncUploads: concat(logs, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+			"s3:GetObject", "s3:PutObject", "secretsmanager:GetSecretValue"}),
+		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
+			"secretsmanager:GetSecretValue"}, userScheduleActions),
 		resources.FuncAdmin: concat(logs, rw, []string{"lambda:UpdateEventSourceMapping",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),

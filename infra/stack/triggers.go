@@ -88,11 +88,14 @@ var accessLogFormat = func() string {
 const DashboardPath = "/dashboard/"
 
 // httpAPI routes every request ($default) to the api function, which does
-// its own routing and authentication (HS256 JWT), except the admin routes
-// (ANY /v1/admin/{proxy+}: resources.AdminPathPrefix), which go to the
-// admin function, verified the same way; it names the dashboard's routes
-// explicitly (GET /dashboard and GET /dashboard/{proxy+}), so they stay on
-// the api function whatever other routes the API gets.
+// its own routing and authentication (HS256 JWT), except the route groups
+// of resources.HTTPRoutes (the route table the local gateway routes by
+// too): ANY /v1/admin/{proxy+} to the admin function, ANY
+// /v1/uploads/{proxy+} to the uploads function, ANY /v1/schedules and ANY
+// /v1/schedules/{proxy+} to the schedules function, each verifying tokens
+// the same way. It names the dashboard's routes explicitly (GET /dashboard
+// and GET /dashboard/{proxy+}), so they stay on the api function whatever
+// other routes the API gets.
 func (b *builder) httpAPI() {
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.fn(resources.FuncAPI),
 		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
@@ -132,14 +135,21 @@ func (b *builder) httpAPI() {
 			Integration: integration,
 		})
 	}
-	api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-		Path:    jsii.String(resources.AdminPathPrefix + "{proxy+}"),
-		Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY},
-		Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("AdminIntegration"), b.fn(resources.FuncAdmin),
+	for _, r := range resources.HTTPRoutes {
+		// One integration per function, shared by its routes.
+		fnIntegration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(title(r.Function)+"Integration"), b.fn(r.Function),
 			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
 				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
-			}),
-	})
+			})
+		for _, key := range r.RouteKeys() {
+			_, path, _ := strings.Cut(key, " ")
+			api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+				Path:        jsii.String(path),
+				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_ANY},
+				Integration: fnIntegration,
+			})
+		}
+	}
 	awscdk.NewCfnOutput(b.stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value:       api.ApiEndpoint(),
 		Description: jsii.String("Base URL of the HTTP API"),
