@@ -4,8 +4,8 @@
 // on an httpapi.Router, decodes requests, calls the services and renders
 // their answers and errors. The other route groups have packages (and
 // functions) of their own, by resources.HTTPRoutes: adminapi, uploadsapi,
-// schedulesapi; so the api links neither S3's client for uploads nor
-// EventBridge Scheduler.
+// schedulesapi; so the api function creates neither an S3 client for
+// uploads nor an EventBridge Scheduler client, and links no Scheduler.
 package api
 
 import (

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-	_ "time/tzdata" // the zones the tests name, on any host (the api function links it too)
+	_ "time/tzdata" // the zones the tests name, on any host (the schedules function links it too)
 )
 
 func mustLoc(t *testing.T, name string) *time.Location {

@@ -10,8 +10,8 @@
 //
 // Time zones are loaded with time.LoadLocation; the package does not embed
 // the zone database (time/tzdata): a program that creates, resumes or
-// shows schedules imports it (the api function's wiring does; firing a
-// tick needs no zone, so recovery does not link it).
+// shows schedules imports it (the schedules function's main does; firing
+// a tick needs no zone, so recovery does not link it).
 package schedule
 
 import (

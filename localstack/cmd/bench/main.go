@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -729,6 +730,38 @@ func billed(fn string, ds []time.Duration) float64 {
 	return msTotal / 1000 * float64(resources.FunctionSizes[fn].MemoryMB) / 1024
 }
 
+// httpFunctions are the functions behind the HTTP API: the api and the
+// route table's (resources.HTTPRoutes).
+func httpFunctions() []string {
+	fns := []string{resources.FuncAPI}
+	for _, r := range resources.HTTPRoutes {
+		if !slices.Contains(fns, r.Function) {
+			fns = append(fns, r.Function)
+		}
+	}
+	return fns
+}
+
+// httpCalls counts the invocations of the functions behind the HTTP API
+// in durs: each is one API Gateway request.
+func httpCalls(durs map[string][]time.Duration) float64 {
+	n := 0
+	for _, fn := range httpFunctions() {
+		n += len(durs[fn])
+	}
+	return float64(n)
+}
+
+// httpGBs is the GB of memory the HTTP API's invocations in durs hold,
+// each at its function's memory (times a duration: GB-seconds).
+func httpGBs(durs map[string][]time.Duration) float64 {
+	gb := 0.0
+	for _, fn := range httpFunctions() {
+		gb += float64(len(durs[fn])) * float64(resources.FunctionSizes[fn].MemoryMB) / 1024
+	}
+	return gb
+}
+
 // bill prices one job: its measured requests and Lambda time, one upload
 // (measured in up), API Gateway requests, events, and the schedules'
 // fixed cost spread over a million jobs a month. USD per million jobs.
@@ -763,7 +796,7 @@ func bill(ph, up phase) map[string]float64 {
 	}
 	b["lambda requests"] = invocations * prices["Lambda"].usd * 1e6
 	b["lambda gb-seconds"] = gbs * prices["Lambda.GBs"].usd * 1e6
-	apiCalls := float64(len(ph.durations[resources.FuncAPI]))/n + float64(len(up.durations[resources.FuncAPI]))/un
+	apiCalls := httpCalls(ph.durations)/n + httpCalls(up.durations)/un
 	b["api gateway"] = apiCalls * prices["APIGateway"].usd * 1e6
 	b["eventbridge events"] = ph.events * prices["EventBridge"].usd * 1e6
 	// A delivery's AWS requests and its system invocation are in the lines
@@ -791,7 +824,7 @@ func bill(ph, up phase) map[string]float64 {
 	}
 	job := time.Duration(float64(total)/n*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
 	awsGBs := job.Seconds()*float64(resources.FunctionSizes[resources.FuncPublisher].MemoryMB)/1024 +
-		apiCalls*apiInvocation.Seconds()*float64(resources.FunctionSizes[resources.FuncAPI].MemoryMB)/1024 +
+		(httpGBs(ph.durations)/n+httpGBs(up.durations)/un)*apiInvocation.Seconds() +
 		apiInvocation.Seconds()*float64(resources.FunctionSizes[resources.FuncConfirm].MemoryMB)/1024
 	b["total at aws latencies"] = b["total"] - b["lambda gb-seconds"] + awsGBs*prices["Lambda.GBs"].usd*1e6
 	b["lambda gb-seconds per job at aws latencies"] = awsGBs
@@ -855,7 +888,7 @@ func mixOf(ph, up phase, reads int) mix {
 	m.JobsPerBatch = batch
 	m.PublisherSecondsPerJob = job.Seconds() / batch
 	m.StatsWritesPerJob = 1 // an Update in each finishing transaction
-	m.APIRequestsPerJob = float64(len(ph.durations[resources.FuncAPI]))/n + float64(len(up.durations[resources.FuncAPI]))/float64(up.n)
+	m.APIRequestsPerJob = httpCalls(ph.durations)/n + httpCalls(up.durations)/float64(up.n)
 	m.APISecondsPerJob = m.APIRequestsPerJob * apiInvocation.Seconds()
 	return m
 }
@@ -1483,6 +1516,10 @@ func coldRequest(name string) ([]byte, error) {
 	switch name {
 	case resources.FuncAdmin:
 		path = resources.AdminPathPrefix + "overview"
+	case resources.FuncUploads:
+		path = resources.UploadsPathPrefix + "upl_coldstartprobe"
+	case resources.FuncSchedules:
+		path = resources.SchedulesPath
 	case resources.FuncStream:
 		path = "/v1/events"
 	}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	_ "time/tzdata" // the local scheduler reads the schedules' zones on any host, as the api function does
+	_ "time/tzdata" // the local scheduler reads the schedules' zones on any host, as the schedules function does
 
 	"github.com/conveyor/conveyor/localstack/stack"
 )
