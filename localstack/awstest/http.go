@@ -1,0 +1,53 @@
+package awstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/auth"
+)
+
+// HTTPFunction calls an HTTP API function's handler (payload v2) as API
+// Gateway does, with tokens signed by Key: what the tests of the
+// functions behind the HTTP API share.
+type HTTPFunction struct {
+	T       testing.TB
+	Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	// Key is the JWT key the function was configured with.
+	Key string
+}
+
+// Token is a token of role (user, admin, service; "" for none) for sub.
+func (f HTTPFunction) Token(sub, role string) string {
+	if role == "" {
+		return ""
+	}
+	s, err := auth.Mint([]byte(f.Key), auth.Claims{Subject: sub, Role: auth.Role(role), Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return s
+}
+
+// Call sends method and path with token (none when "") and a JSON body
+// (none when ""), and returns the answer.
+func (f HTTPFunction) Call(method, path, token, body string) events.APIGatewayV2HTTPResponse {
+	f.T.Helper()
+	req := events.APIGatewayV2HTTPRequest{RawPath: path, Headers: map[string]string{}, Body: body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}}}
+	if token != "" {
+		req.Headers["authorization"] = "Bearer " + token
+	}
+	if body != "" {
+		req.Headers["content-type"] = "application/json"
+	}
+	resp, err := f.Handler(context.Background(), req)
+	if err != nil {
+		f.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
