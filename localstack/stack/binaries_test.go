@@ -124,7 +124,8 @@ func (h *hooks) handler(wh *standardwebhooks.Webhook) http.HandlerFunc {
 // signed with the owner's secret (sealed by KMS, read through the API and
 // checked with the Standard Webhooks library); and the job's events
 // reach an SSE client through stream, at its own URL; an operator reads
-// the job through admin.
+// the job through admin. The upload is signed through uploads, and a
+// recurring schedule made and paused through schedules.
 func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	t.Parallel()
 	b := setupBinaries(t, map[string]string{
@@ -221,6 +222,20 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	if r := b.Call("GET", "/v1/admin/overview", tok, nil); r.Status != http.StatusForbidden {
 		t.Errorf("GET /v1/admin/overview as a user: %d, want 403", r.Status)
 	}
+
+	// A recurring schedule through the gateway's schedules routes: the
+	// schedules function's own binary (with its embedded zone database and
+	// the Scheduler client) creates, lists, pauses and deletes it.
+	sc := b.Must(b.Call("POST", "/v1/schedules", tok, map[string]any{"name": "weekly", "cron": "0 9 * * 1", "timezone": "Asia/Tokyo",
+		"job": map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "Weekly"}}}), 201)
+	scID, _ := sc.Body["id"].(string)
+	if list := b.Must(b.Call("GET", "/v1/schedules", tok, nil), 200).Body["schedules"].([]any); len(list) != 1 {
+		t.Errorf("GET /v1/schedules: %v, want the one schedule", list)
+	}
+	if got := b.Must(b.Call("POST", "/v1/schedules/"+scID+"/pause", tok, nil), 200).Body["status"]; got != "paused" {
+		t.Errorf("a paused schedule is %v", got)
+	}
+	b.Must(b.Call("DELETE", "/v1/schedules/"+scID, tok, nil), 204)
 
 	// Every function ran as its own process, started once at least.
 	for _, name := range s.Provisioned.Definition.Functions {
