@@ -191,7 +191,7 @@ func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 	for _, id := range ids {
 		keys = append(keys, keyOf(jobPK(id), jobSK))
 	}
-	err := s.batchGet(ctx, keys, func(_ string, item map[string]types.AttributeValue) error {
+	err := s.batchGet(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
 		var j job.Job
 		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
 			return fmt.Errorf("decoding a job: %w", err)

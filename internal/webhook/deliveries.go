@@ -35,7 +35,7 @@ func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.
 	}
 	var out []queue.Message
 	if ev.WebhookURL != "" {
-		out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
+		out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
 	}
 	if p.Endpoints == nil || ev.Owner == "" {
 		return out, nil
@@ -46,7 +46,7 @@ func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.
 	}
 	for _, e := range eps {
 		if e.Subscribes(ev.Type) {
-			out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
+			out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
 		}
 	}
 	return out, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // EndpointKind prefixes endpoint ids ("whe_…").
@@ -219,8 +220,17 @@ func (s *Endpoints) Get(ctx context.Context, owner, id string) (Endpoint, error)
 	if len(res.Item) == 0 {
 		return Endpoint{}, ErrNotFound
 	}
+	return decodeEndpoint(id, res.Item)
+}
+
+// endpointKey is the item of owner's endpoint id.
+func endpointKey(owner, id string) store.ItemKey {
+	return store.ItemKey{PK: hooksPK(owner), SK: endpointSK(id)}
+}
+
+func decodeEndpoint(id string, item map[string]types.AttributeValue) (Endpoint, error) {
 	var r endpointRecord
-	if err := attributevalue.UnmarshalMap(res.Item, &r); err != nil {
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return Endpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
 	}
 	return r.Endpoint, nil
