@@ -44,7 +44,9 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 // the bus (FIFO, one group: it keeps the order of the puts) and a stream
 // poller feeding the relay as the event source mapping does.
 type bundle struct {
-	env      awstest.Env
+	env awstest.Env
+	// sends counts the relay's requests to SQS (its webhook sends).
+	sends    *awsclient.Counter
 	def      resources.Definition
 	st       *store.Store
 	busQueue string
@@ -65,7 +67,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 	env := awstest.Provision(t)
 	def := env.Res.Definition
 	ctx := context.Background()
-	b := &bundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now)}
+	b := &bundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now), sends: awsclient.NewCounter()}
 	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(def.Prefix + "-bus-tap.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
 	if err != nil {
@@ -92,7 +94,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		bus = wrap(bus)
 	}
 	r, err := relay.New(relay.Config{Bus: bus, BusName: def.EventBus, Source: resources.EventSource(def.Env),
-		Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
+		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +269,57 @@ func TestEveryEventReachesTheBusInOrderPerJob(t *testing.T) {
 	}
 }
 
+// TestWebhooksAreQueuedTenPerRequest: the deliveries of the events one
+// PutEvents carries go to the system tier together, ten per request, not
+// one request each; each arrives once, naming its job's owner.
+func TestWebhooksAreQueuedTenPerRequest(t *testing.T) {
+	t.Parallel()
+	const jobs = 12
+	b := prepare(t, relay.JobWebhooks{}, 50, 3, nil)
+	// Every event is in the stream before the mapping starts, which reads
+	// the shard one batch at a time: one batch of 24 records, three
+	// PutEvents.
+	b.poller.ParallelizationFactor = 1
+	want := map[string]int{}
+	owners := map[string]string{}
+	for i := range jobs {
+		owner := fmt.Sprintf("usr_%d", i)
+		id := b.newJob(t, owner, true)
+		b.emit(t, id, job.EventSucceeded)
+		want[id], owners[id] = 2, owner
+	}
+	b.start(t)
+	if _, n := b.collect(t, allOf(want), 2*time.Minute); n < 2*jobs {
+		t.Fatalf("%d events reached the bus, want %d", n, 2*jobs)
+	}
+	got := map[string]int{}
+	for len(got) < jobs {
+		out, err := b.env.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.env.Res.QueueURLs[job.System]),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			msg, err := queue.Decode(aws.ToString(m.Body))
+			if err != nil || msg.Kind != queue.KindWebhook || msg.Owner != owners[msg.JobID] {
+				t.Errorf("system tier message %+v (%v)", msg, err)
+			}
+			got[msg.JobID]++
+		}
+	}
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("job %s: %d deliveries queued, want 1", id, got[id])
+		}
+	}
+	if s := b.sends.Snapshot(); s["SQS.SendMessage"] != 0 || s["SQS.SendMessageBatch"] < 1 || s["SQS.SendMessageBatch"] > 3 {
+		t.Errorf("the relay's SQS requests %v: want at most one SendMessageBatch per PutEvents (3), no SendMessage", s)
+	}
+}
+
 // flaky fails the deliveries of one event a number of times, then defers
 // to the job's own webhook.
 type flaky struct {
@@ -354,7 +407,7 @@ func TestAFailedRecordIsRetriedFromItselfAndHoldsBackItsJob(t *testing.T) {
 		}
 		msgs = append(msgs, msg)
 	}
-	want := []queue.Message{{Kind: queue.KindWebhook, JobID: x, Seq: 6, DeliveryID: fmt.Sprintf("dlv_%s_6", x)}}
+	want := []queue.Message{{Kind: queue.KindWebhook, JobID: x, Owner: "usr_x", Seq: 6, DeliveryID: fmt.Sprintf("dlv_%s_6", x)}}
 	if diff := cmp.Diff(want, msgs); diff != "" {
 		t.Errorf("system tier (-want +got):\n%s", diff)
 	}
