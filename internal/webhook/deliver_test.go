@@ -64,6 +64,20 @@ func (b *deliveryBundle) failed(t *testing.T, webhookURL string) string {
 	return j.ID
 }
 
+// endpoint starts a receiver that verifies signatures with the owner's
+// secret and registers it as the owner's endpoint for job.failed.
+func (b *deliveryBundle) endpoint(t *testing.T) (*receiver, webhook.Endpoint) {
+	t.Helper()
+	rec := &receiver{wh: keysVerifier(t, b.keys, b.owner)}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	ep, err := b.endpoints.Create(context.Background(), b.owner, webhook.CreateRequest{URL: srv.URL, Events: []string{job.EventFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, ep
+}
+
 // outcome returns the webhook outcome events recorded on job id.
 func (b *deliveryBundle) outcome(t *testing.T, id string) []store.EventRecord {
 	t.Helper()
@@ -89,14 +103,7 @@ func TestDeliveryReadsOnceAndWritesOnce(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t)
 	ctx := context.Background()
-	wh := keysVerifier(t, b.keys, b.owner)
-	rec := &receiver{wh: wh}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	ep, err := b.endpoints.Create(ctx, b.owner, webhook.CreateRequest{URL: srv.URL, Events: []string{job.EventFailed}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, ep := b.endpoint(t)
 	id := b.failed(t, "")
 	ev, err := b.st.GetEvent(ctx, id, 1)
 	if err != nil {
@@ -140,13 +147,7 @@ func TestDeliveryToADeletedEndpointIsDropped(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t)
 	ctx := context.Background()
-	rec := &receiver{wh: keysVerifier(t, b.keys, b.owner)}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	ep, err := b.endpoints.Create(ctx, b.owner, webhook.CreateRequest{URL: srv.URL, Events: []string{job.EventFailed}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, ep := b.endpoint(t)
 	id := b.failed(t, "")
 	if err := b.endpoints.Delete(ctx, b.owner, ep.ID); err != nil {
 		t.Fatal(err)
