@@ -49,7 +49,9 @@ type uncountedKey struct{}
 // with it: those a local stand-in makes for what AWS does without a
 // request of ours (a disabled event source mapping stops polling; the
 // local poller reads the tier flags to know).
-func Uncounted(ctx context.Context) context.Context { return context.WithValue(ctx, uncountedKey{}, true) }
+func Uncounted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, uncountedKey{}, true)
+}
 
 func (c *Counter) add(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("conveyorCount",
