@@ -67,6 +67,14 @@ type Webhooks interface {
 	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
 }
 
+// Prefetcher is a Webhooks that can read what it needs for many owners at
+// once: the relay hands it the owners of a batch's events that may
+// trigger a webhook before it plans any (a failure only means each event
+// reads for itself).
+type Prefetcher interface {
+	Prefetch(ctx context.Context, owners []string) error
+}
+
 // JobWebhooks is the default Webhooks: one delivery to the job's own
 // webhookUrl for the event types that trigger one (job.WebhookEvents).
 type JobWebhooks struct{}
@@ -194,6 +202,7 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
 		recs = append(recs, rec)
 	}
+	r.prefetch(ctx, recs)
 	// Stop putting while there is time to answer: an invocation killed at
 	// its timeout would fail (and retry) the whole batch.
 	work := ctx
@@ -213,6 +222,27 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		}
 	}
 	return resp, res
+}
+
+// prefetch lets a Prefetcher read, for the whole batch at once, what the
+// events that may trigger a webhook will need.
+func (r *Relay) prefetch(ctx context.Context, recs []*record) {
+	pf, ok := r.cfg.Webhooks.(Prefetcher)
+	if !ok {
+		return
+	}
+	var owners []string
+	for _, rec := range recs {
+		if rec.err == nil && job.WebhookEvents[rec.ev.Type] && rec.ev.Owner != "" {
+			owners = append(owners, rec.ev.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return
+	}
+	if err := pf.Prefetch(ctx, owners); err != nil {
+		r.cfg.Logger.WarnContext(ctx, "reading the batch's webhook endpoints at once failed; each event reads its own", "error", err)
+	}
 }
 
 // batchState is what relayInOrder knows of a batch's records so far.

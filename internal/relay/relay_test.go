@@ -320,6 +320,66 @@ func TestWebhooksAreQueuedTenPerRequest(t *testing.T) {
 	}
 }
 
+// prefetching is JobWebhooks that notes what the relay asks it to
+// prefetch and whether an event was planned before its owner was.
+type prefetching struct {
+	mu       sync.Mutex
+	asked    map[string]bool
+	unasked  int // events planned whose owner was not prefetched first
+	requests int
+}
+
+func (p *prefetching) Prefetch(_ context.Context, owners []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests++
+	for _, o := range owners {
+		p.asked[o] = true
+	}
+	return nil
+}
+
+func (p *prefetching) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error) {
+	p.mu.Lock()
+	if job.WebhookEvents[ev.Type] && !p.asked[ev.Owner] {
+		p.unasked++
+	}
+	p.mu.Unlock()
+	return relay.JobWebhooks{}.Deliveries(ctx, ev)
+}
+
+// TestOwnersArePrefetchedPerBatch: the relay hands a Prefetcher the owners
+// of a batch's webhook events once, before it plans any of them (the
+// endpoints' read for many users in one request), and only those owners.
+func TestOwnersArePrefetchedPerBatch(t *testing.T) {
+	t.Parallel()
+	hooks := &prefetching{asked: map[string]bool{}}
+	b := prepare(t, hooks, 50, 3, nil)
+	b.poller.ParallelizationFactor = 1
+	want := map[string]int{}
+	for i := range 6 {
+		id := b.newJob(t, fmt.Sprintf("usr_pf%d", i), false)
+		if i%2 == 0 {
+			b.emit(t, id, job.EventSucceeded)
+			want[id] = 2
+		} else {
+			want[id] = 1
+		}
+	}
+	b.start(t)
+	b.collect(t, allOf(want), 2*time.Minute)
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	if hooks.unasked != 0 || hooks.requests != 1 {
+		t.Errorf("%d prefetches, %d webhook events planned before their owner was prefetched: want one prefetch, none", hooks.requests, hooks.unasked)
+	}
+	for i := range 6 {
+		if o := fmt.Sprintf("usr_pf%d", i); hooks.asked[o] != (i%2 == 0) {
+			t.Errorf("owner %s prefetched: %t", o, hooks.asked[o])
+		}
+	}
+}
+
 // flaky fails the deliveries of one event a number of times, then defers
 // to the job's own webhook.
 type flaky struct {

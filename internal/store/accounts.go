@@ -337,3 +337,15 @@ func distinct(ids []string) []string {
 	}
 	return out
 }
+
+// GetItems reads keys with strongly consistent BatchGetItems (100 keys a
+// request, unprocessed keys asked again) and hands each item that exists
+// and has not expired to fn: for packages that keep their own items in the
+// table (webhook endpoints) and read many at once.
+func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
+	attrs := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		attrs[i] = k.attrs()
+	}
+	return s.batchGet(ctx, attrs, fn)
+}

@@ -15,6 +15,16 @@ type Planner struct {
 	Endpoints *Endpoints
 }
 
+// Prefetch reads the endpoints of owners in one request (relay.Prefetcher),
+// so that planning a stream batch's deliveries costs one read, not one per
+// user.
+func (p Planner) Prefetch(ctx context.Context, owners []string) error {
+	if p.Endpoints == nil {
+		return nil
+	}
+	return p.Endpoints.Prefetch(ctx, owners)
+}
+
 // DeliveryID names the delivery of event seq of jobID to endpoint ("" for
 // the job's webhookUrl). It is the webhook-id header: unique per delivery,
 // the same on every retry of it.
