@@ -370,17 +370,18 @@ const (
 var FunctionSizes = map[string]FunctionSize{
 	// API Gateway's integration timeout is 30 s. Users wait on it: the
 	// largest reservation of the HTTP functions, so no other function can
-	// starve it. The api, uploads and schedules functions share what the
-	// api alone reserved before the routes were split (100), by their
-	// share of the requests: a job is one submit plus its status reads
-	// here (75: ≈ 1,500 requests/s at 50 ms each).
-	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 75},
-	// One sign per file and at most one on-demand confirm (the S3 event
-	// confirms the rest), each a DynamoDB write and a local signature or
-	// one HeadObject: 20 carry ≈ 400 uploads/s at 50 ms, past the
-	// capacity model's 1,000 jobs/s only for jobs of several files, and
-	// a burst beyond waits (429) instead of taking the api's executions.
-	FuncUploads: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 20},
+	// starve it. api, uploads and schedules share the 100 the api alone
+	// reserved before their routes were split, by their share of the
+	// work per job: here a submit (a transaction and a send, ≈ 4 round
+	// trips) and the status reads (one GetItem each) — 65 carry ≈ 2,000
+	// requests/s at 30 ms (the bench's API invocation at AWS latencies).
+	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 65},
+	// Per job, one sign per file (one PutItem; the signature is local) and,
+	// when the client asks instead of waiting for the S3 event, a confirm
+	// (GetItem, HeadObject, a ranged GET, UpdateItem): about half the api's
+	// round trips, so 30 (≈ 1,000 requests/s at 30 ms). A burst beyond
+	// waits (429) instead of taking the api's executions.
+	FuncUploads: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 30},
 	// Users create, list and pause recurring schedules now and then (the
 	// ticks run in the recovery function, not here): 5 carry ≈ 100
 	// requests/s, and a create holds an execution for one Scheduler call.
