@@ -16,9 +16,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
@@ -84,17 +86,18 @@ func NewWith(platform func(handler.Env) Platform) func(context.Context, handler.
 }
 
 func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
-	db, sqsc, s3c := env.DynamoDB(), env.SQS(), pipeline.S3(env)
+	db, sqsc, s3c := env.DynamoDB(), env.SQS(), bucket.S3(env)
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
-	if err != nil {
-		return nil, err
-	}
+	// Submission only: the api validates and stores jobs and runs none, so
+	// it holds the kinds' fronts and accounts that are connected here but
+	// never refreshed (no external API client, no breaker).
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	accts := accounts.New(accounts.Config{Store: st, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Now: env.Now, Logger: env.Log()})
 	keys, endpoints, err := systemfn.Webhooks(env, db)
 	if err != nil {
 		return nil, err
 	}
-	s := api.Services{Jobs: p.Jobs, Uploads: pipeline.Uploads(env, st, s3c), Accounts: p.Accounts,
-		Schedules: recoveryfn.Schedules(env, db, p.Jobs), Keys: keys, Endpoints: endpoints}
+	s := api.Services{Jobs: sub.Jobs, Uploads: bucket.Uploads(env, st, s3c), Accounts: accts,
+		Schedules: recoveryfn.Schedules(env, db, sub.Jobs), Keys: keys, Endpoints: endpoints}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

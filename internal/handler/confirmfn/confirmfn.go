@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -47,5 +47,5 @@ var Resolve handler.Resolver
 // New wires the confirm function: the table and the bucket.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.S3Event) error, error) {
 	db := env.DynamoDB()
-	return Handler(pipeline.Uploads(env, env.Store(db), pipeline.S3(env))), nil
+	return Handler(bucket.Uploads(env, env.Store(db), bucket.S3(env))), nil
 }
