@@ -69,7 +69,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 		if err != nil {
 			return SearchResult{}, invalid.Field("tier", "must be one of high, medium, low, system")
 		}
-		q.Tier = string(t)
+		q.Tier = t
 	}
 	for _, f := range []struct{ name, v string }{{"owner", r.Owner}, {"type", r.Type}, {"errorCode", r.ErrorCode}} {
 		if utf8.RuneCountInString(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {

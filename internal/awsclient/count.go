@@ -43,12 +43,23 @@ func (c *Counter) Attach(cfg aws.Config) aws.Config {
 	return cfg
 }
 
+type uncountedKey struct{}
+
+// Uncounted returns ctx marked so that no Counter counts the requests made
+// with it: those a local stand-in makes for what AWS does without a
+// request of ours (a disabled event source mapping stops polling; the
+// local poller reads the tier flags to know).
+func Uncounted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, uncountedKey{}, true)
+}
+
 func (c *Counter) add(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("conveyorCount",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			svc, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
-			if svc == "" || op == "" {
-				// Presigning runs the stack without sending anything.
+			if svc == "" || op == "" || ctx.Value(uncountedKey{}) != nil {
+				// Presigning runs the stack without sending anything; a
+				// local stand-in's requests are not the product's.
 				return next.HandleInitialize(ctx, in)
 			}
 			key := svc + "." + op

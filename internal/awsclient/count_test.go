@@ -57,3 +57,26 @@ func TestCounterSumsCapacityUnits(t *testing.T) {
 		t.Errorf("after Reset: %v", u)
 	}
 }
+
+// TestUncountedRequestsAreNotCounted: a request made with an Uncounted
+// context (a local stand-in's) is sent but not counted.
+func TestUncountedRequestsAreNotCounted(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	db := dynamodb.NewFromConfig(counter.Attach(env.Config))
+	key := map[string]types.AttributeValue{resources.AttrPK: &types.AttributeValueMemberS{Value: "COUNT#2"}, resources.AttrSK: &types.AttributeValueMemberS{Value: "x"}}
+	get := &dynamodb.GetItemInput{TableName: aws.String(env.Res.Definition.Table.Name), Key: key}
+	if _, err := db.GetItem(awsclient.Uncounted(context.Background()), get); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Total(); n != 0 {
+		t.Errorf("an uncounted request was counted: %v", counter.Snapshot())
+	}
+	if _, err := db.GetItem(context.Background(), get); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Get("DynamoDB.GetItem"); n != 1 {
+		t.Errorf("a counted request: %v", counter.Snapshot())
+	}
+}

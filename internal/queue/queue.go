@@ -16,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/conveyor/conveyor/internal/job"
 )
 
@@ -88,20 +90,34 @@ func NewSender(client *sqs.Client, urls map[job.Tier]string) *Sender {
 // DedupID is the deduplication id of a job's n-th send.
 func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(send) }
 
-// Send puts m on tier's queue, in the job's message group.
-func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
+// dedupID is m's deduplication id, which is also its message group: a
+// job's send, or a webhook delivery.
+func (m Message) dedupID() string {
+	if m.DeliveryID != "" {
+		return m.DeliveryID
+	}
+	return DedupID(m.JobID, m.Send)
+}
+
+func (s *Sender) url(tier job.Tier) (string, error) {
 	url, ok := s.urls[tier]
 	if !ok {
-		return fmt.Errorf("no queue configured for tier %q", tier)
+		return "", fmt.Errorf("no queue configured for tier %q", tier)
+	}
+	return url, nil
+}
+
+// Send puts m on tier's queue, in the job's message group.
+func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
+	url, err := s.url(tier)
+	if err != nil {
+		return err
 	}
 	body, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	dedup := DedupID(m.JobID, m.Send)
-	if m.DeliveryID != "" {
-		dedup = m.DeliveryID
-	}
+	dedup := m.dedupID()
 	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:               aws.String(url),
 		MessageBody:            aws.String(string(body)),
@@ -111,4 +127,71 @@ func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 		return fmt.Errorf("sending job %s to the %s queue: %w", m.JobID, tier, err)
 	}
 	return nil
+}
+
+// MaxBatch is the most messages one SendMessageBatch takes.
+const MaxBatch = 10
+
+// SendBatch puts msgs on tier's queue, each in its own message group as
+// Send does, MaxBatch per request. It returns the error of each message
+// that was not sent (nil for those that were): a request that failed fails
+// all of its messages, an entry SQS refused fails alone. Sending one again
+// is safe: its deduplication id drops the copy for five minutes.
+func (s *Sender) SendBatch(ctx context.Context, tier job.Tier, msgs []Message) []error {
+	errs := make([]error, len(msgs))
+	url, err := s.url(tier)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	for start := 0; start < len(msgs); start += MaxBatch {
+		chunk := msgs[start:min(start+MaxBatch, len(msgs))]
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for i, m := range chunk {
+			body, err := json.Marshal(m)
+			if err != nil {
+				errs[start+i] = err
+				continue
+			}
+			dedup := m.dedupID()
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
+				Id:                     aws.String(strconv.Itoa(start + i)),
+				MessageBody:            aws.String(string(body)),
+				MessageGroupId:         aws.String(dedup),
+				MessageDeduplicationId: aws.String(dedup),
+			})
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		out, err := s.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if err != nil {
+			for _, e := range entries {
+				i, _ := strconv.Atoi(aws.ToString(e.Id))
+				errs[i] = fmt.Errorf("sending job %s to the %s queue: %w", msgs[i].JobID, tier, err)
+			}
+			continue
+		}
+		answered := map[int]bool{}
+		for _, ok := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(ok.Id))
+			answered[i] = true
+		}
+		for _, f := range out.Failed {
+			i, err := strconv.Atoi(aws.ToString(f.Id))
+			if err != nil || i < start || i >= start+len(chunk) {
+				continue
+			}
+			answered[i] = true
+			errs[i] = fmt.Errorf("sending job %s to the %s queue: %s: %s", msgs[i].JobID, tier, aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+		for _, e := range entries {
+			if i, _ := strconv.Atoi(aws.ToString(e.Id)); !answered[i] {
+				errs[i] = fmt.Errorf("sending job %s to the %s queue: no answer for the entry", msgs[i].JobID, tier)
+			}
+		}
+	}
+	return errs
 }

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -108,5 +110,47 @@ func TestDecode(t *testing.T) {
 	}
 	if queue.DedupID("job_1", 3) != "job_1-3" {
 		t.Errorf("DedupID = %q", queue.DedupID("job_1", 3))
+	}
+}
+
+// TestSendBatchSendsTenPerRequest: 24 webhook deliveries (one of them
+// twice) go in three requests; each arrives once, in its own message group
+// deduplicated by its delivery id, as Send would have put it. A tier
+// without a queue fails every message and sends nothing.
+func TestSendBatchSendsTenPerRequest(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	s := queue.NewSender(awsclient.New(counter.Attach(env.Config)).SQS, env.Res.QueueURLs)
+	var msgs []queue.Message
+	for i := range 23 {
+		id := fmt.Sprintf("job_%026d", i)
+		msgs = append(msgs, queue.Message{Kind: queue.KindWebhook, JobID: id, Seq: 4, DeliveryID: fmt.Sprintf("dlv_%s_4", id)})
+	}
+	msgs = append(msgs, msgs[5]) // the relay's retry of a delivery already queued
+	for i, err := range s.SendBatch(context.Background(), job.System, msgs) {
+		if err != nil {
+			t.Errorf("message %d: %v", i, err)
+		}
+	}
+	if got := counter.Snapshot(); got["SQS.SendMessageBatch"] != 3 || counter.Total() != 3 {
+		t.Errorf("requests %v: want 3 SendMessageBatch", got)
+	}
+	got := receiveAll(t, env.Clients.SQS, env.Res.QueueURLs[job.System])
+	if len(got) != 23 {
+		t.Fatalf("%d messages arrived, want 23", len(got))
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		m, err := queue.Decode(r.Body)
+		if err != nil || r.Group != m.DeliveryID || r.Dedup != m.DeliveryID || seen[m.DeliveryID] {
+			t.Errorf("message %+v (%v): want its own group and deduplication id, once", r, err)
+		}
+		seen[m.DeliveryID] = true
+	}
+	counter.Reset()
+	errs := s.SendBatch(context.Background(), job.Tier("nowhere"), msgs[:3])
+	if len(errs) != 3 || errs[0] == nil || errs[1] == nil || errs[2] == nil || counter.Total() != 0 {
+		t.Errorf("an unknown tier: errors %v, %d requests", errs, counter.Total())
 	}
 }

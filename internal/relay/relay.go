@@ -67,6 +67,14 @@ type Webhooks interface {
 	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
 }
 
+// Prefetcher is a Webhooks that can read what it needs for many owners at
+// once: the relay hands it the owners of a batch's events that may
+// trigger a webhook before it plans any (a failure only means each event
+// reads for itself).
+type Prefetcher interface {
+	Prefetch(ctx context.Context, owners []string) error
+}
+
 // JobWebhooks is the default Webhooks: one delivery to the job's own
 // webhookUrl for the event types that trigger one (job.WebhookEvents).
 type JobWebhooks struct{}
@@ -76,12 +84,13 @@ func (JobWebhooks) Deliveries(_ context.Context, ev store.EventRecord) ([]queue.
 	if !job.WebhookEvents[ev.Type] || ev.WebhookURL == "" {
 		return nil, nil
 	}
-	return []queue.Message{{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}}, nil
+	return []queue.Message{{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}}, nil
 }
 
 // Sender queues work (the webhook deliveries go to the system tier).
 type Sender interface {
-	Send(ctx context.Context, tier job.Tier, m queue.Message) error
+	// SendBatch returns each message's error, nil for those sent.
+	SendBatch(ctx context.Context, tier job.Tier, msgs []queue.Message) []error
 }
 
 // Bus is the part of the EventBridge client the relay uses.
@@ -193,6 +202,7 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
 		recs = append(recs, rec)
 	}
+	r.prefetch(ctx, recs)
 	// Stop putting while there is time to answer: an invocation killed at
 	// its timeout would fail (and retry) the whole batch.
 	work := ctx
@@ -212,6 +222,27 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 		}
 	}
 	return resp, res
+}
+
+// prefetch lets a Prefetcher read, for the whole batch at once, what the
+// events that may trigger a webhook will need.
+func (r *Relay) prefetch(ctx context.Context, recs []*record) {
+	pf, ok := r.cfg.Webhooks.(Prefetcher)
+	if !ok {
+		return
+	}
+	var owners []string
+	for _, rec := range recs {
+		if rec.err == nil && job.WebhookEvents[rec.ev.Type] && rec.ev.Owner != "" {
+			owners = append(owners, rec.ev.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return
+	}
+	if err := pf.Prefetch(ctx, owners); err != nil {
+		r.cfg.Logger.WarnContext(ctx, "reading the batch's webhook endpoints at once failed; each event reads its own", "error", err)
+	}
 }
 
 // batchState is what relayInOrder knows of a batch's records so far.
@@ -246,34 +277,46 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 			}
 			break // the bus is unreachable: the rest waits for the retry
 		}
-		failed := map[string]bool{} // jobs with an entry of this request failed
+		// The entries the bus refused, and the records whose webhooks are
+		// queued: those on the bus with no refused entry of their job
+		// before them in the request.
+		refused := map[*record]error{}
+		var queued []*record
+		blocked := map[string]bool{}
 		for i, rec := range round {
-			if failed[rec.key] {
-				// An earlier entry of its job failed: on the bus or not,
-				// this one goes again after it.
-				r.fail(ctx, &st, rec, "an earlier event of the job failed in the same request", nil)
-				continue
-			}
 			if i >= len(out.Entries) || out.Entries[i].ErrorCode != nil {
 				msg := "no answer for the entry"
 				if i < len(out.Entries) {
 					msg = aws.ToString(out.Entries[i].ErrorCode) + ": " + aws.ToString(out.Entries[i].ErrorMessage)
 				}
-				failed[rec.key] = true
-				r.fail(ctx, &st, rec, "the bus refused an event", errors.New(msg))
+				refused[rec], blocked[rec.key] = errors.New(msg), true
 				continue
 			}
 			res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
-			n, err := r.queueWebhooks(ctx, rec.hooks)
-			res.Webhooks += n
-			if err != nil {
-				failed[rec.key] = true
-				r.fail(ctx, &st, rec, "queuing the event's webhooks failed", err)
-				continue
+			if !blocked[rec.key] {
+				queued = append(queued, rec)
 			}
-			st.done[rec] = true
-			st.relayed[rec] = true
-			res.Relayed++
+		}
+		hookErrs := r.queueWebhooks(ctx, queued, res)
+		failed := map[string]bool{} // jobs with an entry of this request failed
+		for _, rec := range round {
+			switch {
+			case failed[rec.key]:
+				// An earlier entry of its job failed: on the bus or not,
+				// this one goes again after it (its webhooks, if queued,
+				// go again too: their deduplication ids drop the copies).
+				r.fail(ctx, &st, rec, "an earlier event of the job failed in the same request", nil)
+			case refused[rec] != nil:
+				failed[rec.key] = true
+				r.fail(ctx, &st, rec, "the bus refused an event", refused[rec])
+			case hookErrs[rec] != nil:
+				failed[rec.key] = true
+				r.fail(ctx, &st, rec, "queuing the event's webhooks failed", hookErrs[rec])
+			default:
+				st.done[rec] = true
+				st.relayed[rec] = true
+				res.Relayed++
+			}
 		}
 	}
 	return st.relayed
@@ -347,15 +390,32 @@ func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
 	}
 }
 
-// queueWebhooks queues an event's deliveries, in order; it returns how
-// many were queued.
-func (r *Relay) queueWebhooks(ctx context.Context, msgs []queue.Message) (int, error) {
-	for i, m := range msgs {
-		if err := r.cfg.Sender.Send(ctx, job.System, m); err != nil {
-			return i, err
+// queueWebhooks queues the deliveries of recs' events to the system tier,
+// ten per request whatever event they come from (one request where a
+// send per delivery was n), and counts the queued ones in res. It returns
+// the error of each record with a delivery that was not queued.
+func (r *Relay) queueWebhooks(ctx context.Context, recs []*record, res *Result) map[*record]error {
+	var (
+		msgs  []queue.Message
+		owner []*record
+	)
+	for _, rec := range recs {
+		for _, m := range rec.hooks {
+			msgs, owner = append(msgs, m), append(owner, rec)
 		}
 	}
-	return len(msgs), nil
+	if len(msgs) == 0 {
+		return nil
+	}
+	errs := map[*record]error{}
+	for i, err := range r.cfg.Sender.SendBatch(ctx, job.System, msgs) {
+		if err == nil {
+			res.Webhooks++
+		} else if errs[owner[i]] == nil {
+			errs[owner[i]] = err
+		}
+	}
+	return errs
 }
 
 // EntrySize is the size EventBridge counts for an entry against the

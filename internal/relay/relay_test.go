@@ -44,7 +44,9 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 // the bus (FIFO, one group: it keeps the order of the puts) and a stream
 // poller feeding the relay as the event source mapping does.
 type bundle struct {
-	env      awstest.Env
+	env awstest.Env
+	// sends counts the relay's requests to SQS (its webhook sends).
+	sends    *awsclient.Counter
 	def      resources.Definition
 	st       *store.Store
 	busQueue string
@@ -65,7 +67,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 	env := awstest.Provision(t)
 	def := env.Res.Definition
 	ctx := context.Background()
-	b := &bundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now)}
+	b := &bundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now), sends: awsclient.NewCounter()}
 	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(def.Prefix + "-bus-tap.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
 	if err != nil {
@@ -92,7 +94,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		bus = wrap(bus)
 	}
 	r, err := relay.New(relay.Config{Bus: bus, BusName: def.EventBus, Source: resources.EventSource(def.Env),
-		Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
+		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +269,117 @@ func TestEveryEventReachesTheBusInOrderPerJob(t *testing.T) {
 	}
 }
 
+// TestWebhooksAreQueuedTenPerRequest: the deliveries of the events one
+// PutEvents carries go to the system tier together, ten per request, not
+// one request each; each arrives once, naming its job's owner.
+func TestWebhooksAreQueuedTenPerRequest(t *testing.T) {
+	t.Parallel()
+	const jobs = 12
+	b := prepare(t, relay.JobWebhooks{}, 50, 3, nil)
+	// Every event is in the stream before the mapping starts, which reads
+	// the shard one batch at a time: one batch of 24 records, three
+	// PutEvents.
+	b.poller.ParallelizationFactor = 1
+	want := map[string]int{}
+	owners := map[string]string{}
+	for i := range jobs {
+		owner := fmt.Sprintf("usr_%d", i)
+		id := b.newJob(t, owner, true)
+		b.emit(t, id, job.EventSucceeded)
+		want[id], owners[id] = 2, owner
+	}
+	b.start(t)
+	if _, n := b.collect(t, allOf(want), 2*time.Minute); n < 2*jobs {
+		t.Fatalf("%d events reached the bus, want %d", n, 2*jobs)
+	}
+	got := map[string]int{}
+	for len(got) < jobs {
+		out, err := b.env.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.env.Res.QueueURLs[job.System]),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			msg, err := queue.Decode(aws.ToString(m.Body))
+			if err != nil || msg.Kind != queue.KindWebhook || msg.Owner != owners[msg.JobID] {
+				t.Errorf("system tier message %+v (%v)", msg, err)
+			}
+			got[msg.JobID]++
+		}
+	}
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("job %s: %d deliveries queued, want 1", id, got[id])
+		}
+	}
+	if s := b.sends.Snapshot(); s["SQS.SendMessage"] != 0 || s["SQS.SendMessageBatch"] < 1 || s["SQS.SendMessageBatch"] > 3 {
+		t.Errorf("the relay's SQS requests %v: want at most one SendMessageBatch per PutEvents (3), no SendMessage", s)
+	}
+}
+
+// prefetching is JobWebhooks that notes what the relay asks it to
+// prefetch and whether an event was planned before its owner was.
+type prefetching struct {
+	mu       sync.Mutex
+	asked    map[string]bool
+	unasked  int // events planned whose owner was not prefetched first
+	requests int
+}
+
+func (p *prefetching) Prefetch(_ context.Context, owners []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests++
+	for _, o := range owners {
+		p.asked[o] = true
+	}
+	return nil
+}
+
+func (p *prefetching) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error) {
+	p.mu.Lock()
+	if job.WebhookEvents[ev.Type] && !p.asked[ev.Owner] {
+		p.unasked++
+	}
+	p.mu.Unlock()
+	return relay.JobWebhooks{}.Deliveries(ctx, ev)
+}
+
+// TestOwnersArePrefetchedPerBatch: the relay hands a Prefetcher the owners
+// of a batch's webhook events once, before it plans any of them (the
+// endpoints' read for many users in one request), and only those owners.
+func TestOwnersArePrefetchedPerBatch(t *testing.T) {
+	t.Parallel()
+	hooks := &prefetching{asked: map[string]bool{}}
+	b := prepare(t, hooks, 50, 3, nil)
+	b.poller.ParallelizationFactor = 1
+	want := map[string]int{}
+	for i := range 6 {
+		id := b.newJob(t, fmt.Sprintf("usr_pf%d", i), false)
+		if i%2 == 0 {
+			b.emit(t, id, job.EventSucceeded)
+			want[id] = 2
+		} else {
+			want[id] = 1
+		}
+	}
+	b.start(t)
+	b.collect(t, allOf(want), 2*time.Minute)
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	if hooks.unasked != 0 || hooks.requests != 1 {
+		t.Errorf("%d prefetches, %d webhook events planned before their owner was prefetched: want one prefetch, none", hooks.requests, hooks.unasked)
+	}
+	for i := range 6 {
+		if o := fmt.Sprintf("usr_pf%d", i); hooks.asked[o] != (i%2 == 0) {
+			t.Errorf("owner %s prefetched: %t", o, hooks.asked[o])
+		}
+	}
+}
+
 // flaky fails the deliveries of one event a number of times, then defers
 // to the job's own webhook.
 type flaky struct {
@@ -354,7 +467,7 @@ func TestAFailedRecordIsRetriedFromItselfAndHoldsBackItsJob(t *testing.T) {
 		}
 		msgs = append(msgs, msg)
 	}
-	want := []queue.Message{{Kind: queue.KindWebhook, JobID: x, Seq: 6, DeliveryID: fmt.Sprintf("dlv_%s_6", x)}}
+	want := []queue.Message{{Kind: queue.KindWebhook, JobID: x, Owner: "usr_x", Seq: 6, DeliveryID: fmt.Sprintf("dlv_%s_6", x)}}
 	if diff := cmp.Diff(want, msgs); diff != "" {
 		t.Errorf("system tier (-want +got):\n%s", diff)
 	}

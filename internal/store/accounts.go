@@ -220,9 +220,9 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 	for _, u := range named {
 		ups[u] = Upload{}
 	}
-	err := s.batchGet(ctx, keys, func(pk string, item map[string]types.AttributeValue) error {
+	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		var err error
-		switch {
+		switch pk := k.PK; {
 		case pk == jobKey:
 			if err = attributevalue.UnmarshalMap(item, &j); err != nil {
 				return fmt.Errorf("decoding job %s: %w", id, err)
@@ -258,11 +258,16 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 	return j, a, nil
 }
 
+// ItemKey names one item of the table.
+type ItemKey struct{ PK, SK string }
+
+func (k ItemKey) attrs() map[string]types.AttributeValue { return keyOf(k.PK, k.SK) }
+
 // batchGet reads keys with strongly consistent BatchGetItems of at most 100
 // keys, asking again for what DynamoDB leaves unprocessed (throttling,
 // size), and hands each item that exists and has not expired (TTL deletes
-// late) to fn with its partition key.
-func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, fn func(pk string, item map[string]types.AttributeValue) error) error {
+// late) to fn with its key.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 100)
 		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
@@ -274,10 +279,11 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 			}
 			for _, item := range res.Responses[s.table] {
 				pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
-				if pk == nil || s.expired(item) {
+				sk, _ := item[resources.AttrSK].(*types.AttributeValueMemberS)
+				if pk == nil || sk == nil || s.expired(item) {
 					continue
 				}
-				if err := fn(pk.Value, item); err != nil {
+				if err := fn(ItemKey{pk.Value, sk.Value}, item); err != nil {
 					return err
 				}
 			}
@@ -330,4 +336,16 @@ func distinct(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// GetItems reads keys with strongly consistent BatchGetItems (100 keys a
+// request, unprocessed keys asked again) and hands each item that exists
+// and has not expired to fn: for packages that keep their own items in the
+// table (webhook endpoints) and read many at once.
+func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
+	attrs := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		attrs[i] = k.attrs()
+	}
+	return s.batchGet(ctx, attrs, fn)
 }

@@ -108,3 +108,45 @@ func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRec
 	err := s.get(ctx, jobPK(jobID), eventSK(seq), &r)
 	return r, err
 }
+
+// GetEventAndJob reads event seq of job jobID, the job and the items also
+// names, in one strongly consistent BatchGetItem: what a webhook delivery
+// needs (the event to send, the job to append its outcome to, the
+// endpoint it goes to) for one read request. The event is ErrNotFound when
+// it is gone; the job is nil when it is (retention may remove a job between
+// its event and the delivery). also's items that exist are returned by key.
+func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, also ...ItemKey) (EventRecord, *job.Job, map[ItemKey]map[string]types.AttributeValue, error) {
+	evKey, jKey := ItemKey{jobPK(jobID), eventSK(seq)}, ItemKey{jobPK(jobID), jobSK}
+	keys := []map[string]types.AttributeValue{evKey.attrs(), jKey.attrs()}
+	for _, k := range also {
+		if k != evKey && k != jKey {
+			keys = append(keys, k.attrs())
+		}
+	}
+	var (
+		ev     EventRecord
+		found  bool
+		j      *job.Job
+		others = map[ItemKey]map[string]types.AttributeValue{}
+	)
+	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+		switch k {
+		case evKey:
+			found = true
+			return attributevalue.UnmarshalMap(item, &ev)
+		case jKey:
+			j = new(job.Job)
+			return attributevalue.UnmarshalMap(item, j)
+		default:
+			others[k] = item
+			return nil
+		}
+	})
+	if err != nil {
+		return EventRecord{}, nil, nil, fmt.Errorf("reading event %d of job %s: %w", seq, jobID, err)
+	}
+	if !found {
+		return EventRecord{}, nil, nil, ErrNotFound
+	}
+	return ev, j, others, nil
+}

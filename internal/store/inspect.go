@@ -39,7 +39,7 @@ import (
 // SearchQuery selects jobs across users. Every field is optional.
 type SearchQuery struct {
 	Status    job.Status
-	Tier      string
+	Tier      job.Tier
 	Owner     string
 	Type      string
 	ErrorCode string
@@ -64,7 +64,7 @@ func (q SearchQuery) searchIndex() (index, attr, value string) {
 	case q.Type != "":
 		return resources.IndexByTypeCreated, resources.AttrJobType, q.Type
 	case q.Tier != "":
-		return resources.IndexByTierCreated, resources.AttrJobTier, q.Tier
+		return resources.IndexByTierCreated, resources.AttrJobTier, string(q.Tier)
 	}
 	return resources.IndexByCreated, resources.AttrEntity, resources.EntityJob
 }
@@ -99,7 +99,7 @@ func (s *Store) searchInput(q SearchQuery) (*dynamodb.QueryInput, page, error) {
 		{resources.AttrJobError, q.ErrorCode},
 		{resources.AttrJobStatus, string(q.Status)},
 		{resources.AttrJobType, q.Type},
-		{resources.AttrJobTier, q.Tier},
+		{resources.AttrJobTier, string(q.Tier)},
 	} {
 		if c.value == "" {
 			continue
@@ -191,7 +191,7 @@ func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 	for _, id := range ids {
 		keys = append(keys, keyOf(jobPK(id), jobSK))
 	}
-	err := s.batchGet(ctx, keys, func(_ string, item map[string]types.AttributeValue) error {
+	err := s.batchGet(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
 		var j job.Job
 		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
 			return fmt.Errorf("decoding a job: %w", err)

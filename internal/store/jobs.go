@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -319,7 +320,7 @@ func (s *Store) idempotencyHolder(ctx context.Context, owner, hash string) (acti
 // advances j.Version. It returns ErrConflict when the race was lost; the
 // caller re-reads and decides again.
 func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
-	return s.saveJob(ctx, j, nil)
+	return s.saveJob(ctx, j, nil, nil)
 }
 
 // ErrPaused is returned by ClaimJob when the job's tier is paused.
@@ -335,10 +336,13 @@ func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
 		TableName: aws.String(s.table), Key: tierFlagKey(j.Tier, tierShard(j.ID)),
 		ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
 	}}
-	return s.saveJob(ctx, j, []types.TransactWriteItem{check})
+	return s.saveJob(ctx, j, nil, []types.TransactWriteItem{check})
 }
 
-func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.TransactWriteItem) error {
+// saveJob writes j on condition of its version, with its pending events,
+// puts (other items, written unconditionally) and checks in one
+// transaction; a job change alone is one conditional PutItem.
+func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types.AttributeValue, checks []types.TransactWriteItem) error {
 	prev, prevSeq := j.Version, j.EventSeq
 	j.Version++
 	events, err := s.eventItems(j)
@@ -358,7 +362,7 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 		return err
 	}
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
-	if len(events) == 0 && len(checks) == 0 {
+	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
@@ -367,8 +371,8 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, checks []types.Transact
 		// The events and the change they describe: one transaction.
 		tx := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values()}}}
-		for _, ev := range events {
-			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: ev}})
+		for _, it := range slices.Concat(events, puts) {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
 		}
 		// The hourly counters of a finish: written with it (admin.go).
 		tx = append(tx, counters...)
@@ -466,15 +470,32 @@ func cancelled(reasons []types.CancellationReason, n, checks int) error {
 // UpdateJob reads the job, applies fn and saves it, retrying on conflicts.
 // fn returns an error to abort without writing.
 func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (job.Job, error) {
+	return s.updateJob(ctx, id, nil, fn, nil)
+}
+
+// UpdateJobFrom is UpdateJob starting from read, the job as the caller
+// has just read it (one request fewer when nobody changed it since), and
+// writing puts — other items of the table, unconditionally — in the same
+// transaction as the job's change: once, whichever attempt succeeds.
+func (s *Store) UpdateJobFrom(ctx context.Context, read job.Job, fn func(*job.Job) error, puts ...map[string]types.AttributeValue) (job.Job, error) {
+	return s.updateJob(ctx, read.ID, &read, fn, puts)
+}
+
+func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts []map[string]types.AttributeValue) (job.Job, error) {
 	for range 8 {
-		j, err := s.GetJob(ctx, id)
-		if err != nil {
-			return job.Job{}, err
+		var j job.Job
+		if read != nil {
+			j, read = *read, nil
+		} else {
+			var err error
+			if j, err = s.GetJob(ctx, id); err != nil {
+				return job.Job{}, err
+			}
 		}
 		if err := fn(&j); err != nil {
 			return j, err
 		}
-		switch err := s.SaveJob(ctx, &j); {
+		switch err := s.saveJob(ctx, &j, puts, nil); {
 		case errors.Is(err, ErrConflict):
 			continue
 		case err != nil:

@@ -51,6 +51,8 @@ func recordKind(pk, sk string) string {
 		return "webhook secret"
 	case strings.HasPrefix(pk, "HOOKS#") && strings.HasPrefix(sk, "EP#"):
 		return "webhook endpoint"
+	case strings.HasPrefix(pk, "HOOKS#") && sk == "EPS":
+		return "webhook endpoints summary"
 	case strings.HasPrefix(pk, "SSE#") && strings.HasPrefix(sk, "SLOT#"):
 		return "stream slot"
 	}
@@ -60,10 +62,11 @@ func recordKind(pk, sk string) string {
 // noTTL are the record kinds that never expire, and why (README,
 // "Retention").
 var noTTL = map[string]string{
-	"tier flag":        "an operator's pause holds until an operator resumes the tier; four tiers × store.TierFlagShards copies at most",
-	"account":          "a connection lasts until the user replaces it; a scheduled job may need it a year later",
-	"webhook secret":   "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
-	"webhook endpoint": "a user's configuration, until the user deletes it; at most 20 per user",
+	"tier flag":                 "an operator's pause holds until an operator resumes the tier; four tiers × store.TierFlagShards copies at most",
+	"account":                   "a connection lasts until the user replaces it; a scheduled job may need it a year later",
+	"webhook secret":            "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
+	"webhook endpoint":          "a user's configuration, until the user deletes it; at most 20 per user",
+	"webhook endpoints summary": "the list of the user's endpoints, kept with them: one item per user who ever had one or whose events were relayed",
 }
 
 // TestEveryRecordTypeExpires drives one job through its whole life — with a
@@ -126,7 +129,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}

@@ -122,8 +122,8 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 	for _, id := range distinct(ids) {
 		keys = append(keys, keyOf(uploadPK(id), uploadSK))
 	}
-	err := s.batchGet(ctx, keys, func(pk string, item map[string]types.AttributeValue) error {
-		if owner != "" && pk == accountPK(owner) {
+	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+		if owner != "" && k.PK == accountPK(owner) {
 			connected = true
 			return nil
 		}

@@ -15,6 +15,16 @@ type Planner struct {
 	Endpoints *Endpoints
 }
 
+// Prefetch reads the endpoints of owners in one request (relay.Prefetcher),
+// so that planning a stream batch's deliveries costs one read, not one per
+// user.
+func (p Planner) Prefetch(ctx context.Context, owners []string) error {
+	if p.Endpoints == nil {
+		return nil
+	}
+	return p.Endpoints.Prefetch(ctx, owners)
+}
+
 // DeliveryID names the delivery of event seq of jobID to endpoint ("" for
 // the job's webhookUrl). It is the webhook-id header: unique per delivery,
 // the same on every retry of it.
@@ -35,7 +45,7 @@ func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.
 	}
 	var out []queue.Message
 	if ev.WebhookURL != "" {
-		out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
+		out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
 	}
 	if p.Endpoints == nil || ev.Owner == "" {
 		return out, nil
@@ -46,7 +56,7 @@ func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.
 	}
 	for _, e := range eps {
 		if e.Subscribes(ev.Type) {
-			out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
+			out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
 		}
 	}
 	return out, nil

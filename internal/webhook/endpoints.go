@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // EndpointKind prefixes endpoint ids ("whe_…").
@@ -71,6 +72,7 @@ type Endpoints struct {
 	cfg   EndpointsConfig
 	guard netguard.Policy
 	cache userCache[[]Endpoint]
+	store *store.Store // batch reads of the summaries
 }
 
 // NewEndpoints validates cfg and returns Endpoints.
@@ -87,7 +89,8 @@ func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 	if cfg.DB == nil || cfg.Table == "" || cfg.Max < 0 || cfg.Cache < 0 {
 		return nil, errors.New("webhook endpoints: DB and Table are required, Max and Cache not negative")
 	}
-	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}}, nil
+	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver},
+		store: store.New(cfg.DB, cfg.Table, cfg.Now)}, nil
 }
 
 // Endpoint is one of a user's webhook receivers.
@@ -141,13 +144,6 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 		}
 	}
 	slices.Sort(evs)
-	list, err := s.List(ctx, owner)
-	if err != nil {
-		return Endpoint{}, err
-	}
-	if len(list) >= s.cfg.Max {
-		return Endpoint{}, &LimitError{Max: s.cfg.Max}
-	}
 	ep := Endpoint{ID: ids.New(EndpointKind), URL: u, Events: evs, CreatedAt: s.cfg.Now().UTC()}
 	item, err := attributevalue.MarshalMap(endpointRecord{Endpoint: ep, Owner: owner})
 	if err != nil {
@@ -157,11 +153,19 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 		item[n] = v
 	}
 	e, _ := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(resources.AttrPK))).Build()
-	if _, err := s.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.cfg.Table), Item: item,
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}); err != nil {
-		return Endpoint{}, fmt.Errorf("storing a webhook endpoint of %s: %w", owner, err)
+	put := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: item,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
+	// The endpoint and the user's summary (which also bounds the count)
+	// in one transaction.
+	err = s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, types.TransactWriteItem, error) {
+		if len(list) >= s.cfg.Max {
+			return nil, put, &LimitError{Max: s.cfg.Max}
+		}
+		return append(list, ep), put, nil
+	}, fmt.Errorf("storing a webhook endpoint of %s: its id exists", owner))
+	if err != nil {
+		return Endpoint{}, err
 	}
-	s.forget(owner)
 	return ep, nil
 }
 
@@ -219,8 +223,17 @@ func (s *Endpoints) Get(ctx context.Context, owner, id string) (Endpoint, error)
 	if len(res.Item) == 0 {
 		return Endpoint{}, ErrNotFound
 	}
+	return decodeEndpoint(id, res.Item)
+}
+
+// endpointKey is the item of owner's endpoint id.
+func endpointKey(owner, id string) store.ItemKey {
+	return store.ItemKey{PK: hooksPK(owner), SK: endpointSK(id)}
+}
+
+func decodeEndpoint(id string, item map[string]types.AttributeValue) (Endpoint, error) {
 	var r endpointRecord
-	if err := attributevalue.UnmarshalMap(res.Item, &r); err != nil {
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return Endpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
 	}
 	return r.Endpoint, nil
@@ -233,17 +246,11 @@ func (s *Endpoints) Delete(ctx context.Context, owner, id string) error {
 		return ErrNotFound
 	}
 	e, _ := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).Build()
-	_, err := s.cfg.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.cfg.Table), Key: key(hooksPK(owner), endpointSK(id)),
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("deleting webhook endpoint %s: %w", id, err)
-	}
-	s.forget(owner)
-	return nil
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.cfg.Table), Key: key(hooksPK(owner), endpointSK(id)),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
+	return s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, types.TransactWriteItem, error) {
+		return slices.DeleteFunc(list, func(ep Endpoint) bool { return ep.ID == id }), del, nil
+	}, ErrNotFound)
 }
 
 // Subscribed returns owner's endpoints, from a cache at most Cache old, so
@@ -253,12 +260,13 @@ func (s *Endpoints) Subscribed(ctx context.Context, owner string) ([]Endpoint, e
 	if list, ok := s.cache.get(owner, now); ok {
 		return list, nil
 	}
-	list, err := s.List(ctx, owner)
-	if err != nil {
+	if err := s.Prefetch(ctx, []string{owner}); err != nil {
 		return nil, err
 	}
-	s.cache.put(owner, list, now.Add(s.cfg.Cache))
-	return list, nil
+	if list, ok := s.cache.get(owner, now); ok {
+		return list, nil
+	}
+	return nil, fmt.Errorf("webhook endpoints of %s: not read", owner)
 }
 
 func (s *Endpoints) forget(owner string) { s.cache.forget(owner) }

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/netguard"
@@ -127,28 +128,22 @@ type Verdict struct {
 // Deliver makes one attempt at the delivery m names; attempt is 1-based
 // (the message's receive count).
 func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (Verdict, error) {
-	ev, err := d.cfg.Store.GetEvent(ctx, m.JobID, m.Seq)
+	r, err := d.read(ctx, m)
 	if errors.Is(err, store.ErrNotFound) {
 		return Verdict{Done: true}, nil // retention removed the job meanwhile
 	}
 	if err != nil {
 		return Verdict{}, err
 	}
+	ev := r.event
 	log := d.cfg.Logger.With("job_id", m.JobID, "delivery", m.DeliveryID, "event", ev.Type, "attempt", attempt)
 	target := ev.WebhookURL
 	if m.Endpoint != "" {
-		if d.cfg.Endpoints == nil {
-			return Verdict{}, errors.New("webhook: a delivery to an endpoint, but no endpoints configured")
-		}
-		ep, err := d.cfg.Endpoints.Get(ctx, ev.Owner, m.Endpoint)
-		if errors.Is(err, ErrNotFound) {
+		if r.endpoint == nil {
 			log.InfoContext(ctx, "webhook endpoint deleted; delivery dropped", "endpoint", m.Endpoint)
 			return Verdict{Done: true}, nil
 		}
-		if err != nil {
-			return Verdict{}, err
-		}
-		target = ep.URL
+		target = r.endpoint.URL
 	}
 	keys, err := d.cfg.Keys.SigningKeys(ctx, ev.Owner)
 	if err != nil {
@@ -162,15 +157,15 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	case sendErr == nil && status >= 200 && status < 300:
 		dl.Status = "delivered"
 		log.InfoContext(ctx, "webhook delivered", "status", status)
-		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered, r.job)
 	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbidden):
 		dl.Status, dl.LastError = "failed", sendErr.Error()
 		log.WarnContext(ctx, "webhook target refused", "error", sendErr)
-		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	case sendErr == nil && status < 500 && status != http.StatusTooManyRequests:
 		dl.Status, dl.LastError = "failed", fmt.Sprintf("the receiver answered %d", status)
 		log.WarnContext(ctx, "webhook refused by the receiver", "status", status)
-		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	if sendErr != nil {
 		dl.LastError = sendErr.Error()
@@ -180,7 +175,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	if attempt >= d.cfg.Policy.MaxAttempts {
 		dl.Status = "failed"
 		log.WarnContext(ctx, "webhook failed: attempts spent", "error", dl.LastError)
-		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed)
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	dl.Status = "retrying"
 	wait := max(d.cfg.Policy.Backoff(attempt), time.Second)
@@ -217,35 +212,125 @@ func (d *Deliverer) send(ctx context.Context, target, eventType, delivery string
 	return resp.StatusCode, nil
 }
 
-func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
+// delivery is what one attempt reads before it sends: the event, the
+// endpoint it goes to (nil when deleted, or for the job's webhookUrl) and,
+// when read with them, the job its outcome is appended to (nil: read it
+// when needed).
+type delivery struct {
+	event    store.EventRecord
+	endpoint *Endpoint
+	job      *job.Job
+}
+
+// read reads what m's delivery needs. A message that names its owner (all
+// since the planner put it there) costs one BatchGetItem: the event, the
+// job and the endpoint together. Older messages read the event, then the
+// endpoint of its owner.
+func (d *Deliverer) read(ctx context.Context, m queue.Message) (delivery, error) {
+	if m.Endpoint != "" && d.cfg.Endpoints == nil {
+		return delivery{}, errors.New("webhook: a delivery to an endpoint, but no endpoints configured")
+	}
+	var also []store.ItemKey
+	if m.Owner != "" && m.Endpoint != "" && ids.Valid(EndpointKind, m.Endpoint) {
+		also = append(also, endpointKey(m.Owner, m.Endpoint))
+	}
+	if m.Owner != "" {
+		ev, j, items, err := d.cfg.Store.GetEventAndJob(ctx, m.JobID, m.Seq, also...)
+		if err != nil {
+			return delivery{}, err
+		}
+		r := delivery{event: ev, job: j}
+		if ev.Owner != m.Owner { // never the case; never trust it either
+			r.job = nil
+			return r, d.readEndpoint(ctx, m, &r)
+		}
+		if item, ok := items[endpointKey(m.Owner, m.Endpoint)]; ok && m.Endpoint != "" {
+			ep, err := decodeEndpoint(m.Endpoint, item)
+			if err != nil {
+				return delivery{}, err
+			}
+			r.endpoint = &ep
+		}
+		return r, nil
+	}
+	ev, err := d.cfg.Store.GetEvent(ctx, m.JobID, m.Seq)
+	if err != nil {
+		return delivery{}, err
+	}
+	r := delivery{event: ev}
+	return r, d.readEndpoint(ctx, m, &r)
+}
+
+// readEndpoint reads the endpoint m names, of the event's owner.
+func (d *Deliverer) readEndpoint(ctx context.Context, m queue.Message, r *delivery) error {
+	if m.Endpoint == "" {
+		return nil
+	}
+	ep, err := d.cfg.Endpoints.Get(ctx, r.event.Owner, m.Endpoint)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.endpoint = &ep
+	return nil
+}
+
+func (d *Deliverer) item(dl Delivery) (map[string]types.AttributeValue, error) {
 	dl.UpdatedAt = d.cfg.Now().UTC()
 	item, err := attributevalue.MarshalMap(dl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	item[resources.AttrPK] = &types.AttributeValueMemberS{Value: "JOB#" + dl.JobID}
 	item[resources.AttrSK] = &types.AttributeValueMemberS{Value: "WH#" + dl.ID}
 	// A delivery's record is kept as long as the events that caused it.
 	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(store.EventTTLDefault).Unix(), 10)}
+	return item, nil
+}
+
+// save records the delivery's state (a retry to come).
+func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
+	item, err := d.item(dl)
+	if err != nil {
+		return err
+	}
 	if _, err := d.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.cfg.Table), Item: item}); err != nil {
 		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
 	}
 	return nil
 }
 
-// finish records the delivery and appends its outcome to the job's events.
-func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string) error {
-	if err := d.save(ctx, dl); err != nil {
+// finish records the delivery's outcome and appends it to the job's events,
+// in one transaction, from j when the delivery read the job (else the job
+// is read first). When the job is gone, the record alone is kept.
+func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string, j *job.Job) error {
+	if j == nil {
+		read, err := d.cfg.Store.GetJob(ctx, dl.JobID)
+		if errors.Is(err, store.ErrNotFound) {
+			return d.save(ctx, dl)
+		}
+		if err != nil {
+			return err
+		}
+		j = &read
+	}
+	item, err := d.item(dl)
+	if err != nil {
 		return err
 	}
-	_, err := d.cfg.Store.UpdateJob(ctx, dl.JobID, func(j *job.Job) error {
+	_, err = d.cfg.Store.UpdateJobFrom(ctx, *j, func(j *job.Job) error {
 		j.Emit(event, d.cfg.Now(), webhookDetail(dl))
 		return nil
-	})
+	}, item)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return d.save(ctx, dl)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
+	}
+	return nil
 }
 
 func webhookDetail(dl Delivery) map[string]string {

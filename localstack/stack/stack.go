@@ -407,7 +407,10 @@ func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
 			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
 			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
-			Paused: s.App.Admin.PausedFunc(q.Tier),
+			// A disabled mapping in AWS: Lambda stops receiving, and no
+			// request of ours tells it. Locally the poller reads the flags
+			// (uncounted: the product makes no such request).
+			Paused: func(ctx context.Context) bool { return s.App.Admin.Paused(awsclient.Uncounted(ctx), q.Tier) },
 		}
 		s.wg.Go(func() { p.Run(ctx) })
 	}

@@ -195,6 +195,13 @@ type result struct {
 	// gateway, every function's handler in process, the simulator and the
 	// bench's clients), from /proc and getrusage; empty where unreadable.
 	CPUMsPerJob map[string]float64 `json:"cpu_ms_per_job,omitempty"`
+	// Backlog*: -backlog jobs submitted to paused tiers, then resumed at
+	// once: the requests per job of a backlog draining (receive and
+	// delete batches full), its drain rate from the resume.
+	BacklogJobs          int                `json:"backlog_jobs,omitempty"`
+	BacklogRequests      map[string]float64 `json:"backlog_requests_per_job,omitempty"`
+	BacklogRequestsTotal float64            `json:"backlog_requests_per_job_total,omitempty"`
+	BacklogDrainPerS     float64            `json:"backlog_drain_jobs_per_s,omitempty"`
 }
 
 // cpuSample is the processor time used so far by each part of the stack.
@@ -239,10 +246,11 @@ func main() {
 	coldRuns := flag.Int("coldstart-runs", 15, "interleaved cold starts per function and for the hello world")
 	coldBase := flag.String("coldstart-baseline", "", "a git revision whose functions are built too and started in the same interleaved cold-start runs, reported as <name>@<revision> (before/after on one machine in one run)")
 	archive := flag.Bool("event-archive", true, "keep the bus's event archive, as deployed (false: delete it from the bench's emulator before the jobs, to measure the event lag without moto's cost of archiving)")
+	backlog := flag.Int("backlog", 200, "jobs submitted while the job tiers are paused, then drained at once: a backlog's requests per job (full receive and delete batches), printed apart (0: skip)")
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
-	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive}
+	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -280,6 +288,7 @@ type opts struct {
 	warmup             bool
 	archive            bool
 	rate               float64
+	backlog            int
 }
 
 func progress(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
@@ -330,6 +339,9 @@ type phase struct {
 	tiers       map[string]int
 	calls       float64 // external API calls per job
 	latency     time.Duration
+	// drainRate is the jobs a second from the moment the tiers were
+	// resumed (a backlog phase: env.held set) to the last finish.
+	drainRate float64
 }
 
 // env is the running bench: stack, users, counters.
@@ -345,6 +357,10 @@ type env struct {
 	// instead of as fast as conc submitters go.
 	rate  float64
 	reads int
+	// held, when set, holds the submitted jobs back (the tiers paused) and
+	// is called once all are submitted to let them go; push measures the
+	// drain from then.
+	held func(context.Context) error
 }
 
 func run(o opts) error {
@@ -554,6 +570,12 @@ func run(o opts) error {
 	res.BillZero = bill(main, upload)
 	res.USDPerMillionTotalZero = res.BillZero["total"]
 
+	if o.backlog > 0 {
+		if err := e.backlogPhase(ctx, o.backlog, &res); err != nil {
+			return err
+		}
+	}
+
 	var slow phase
 	if o.latencyJobs > 0 {
 		res.SimLatencyMs = ms(o.simLatency)
@@ -593,6 +615,50 @@ func run(o opts) error {
 		}
 	}
 	report(res, counts, o.n, main, slow, upload)
+	return nil
+}
+
+// backlogPhase pauses the job tiers through the admin API, submits n
+// jobs, resumes the tiers and measures the drain: the event source
+// mappings then receive full batches, as they do in AWS whenever a queue
+// holds a backlog (after a pause, an outage of the external API, a burst).
+func (e *env) backlogPhase(ctx context.Context, n int, res *result) error {
+	tok, err := auth.Mint(e.s.Config.JWTSecret, auth.Claims{Subject: "bench-ops", Role: auth.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		return err
+	}
+	ops := apiclient.New(e.s.APIURL, apiclient.WithToken(tok))
+	tiers := []job.Tier{job.High, job.Medium, job.Low}
+	for _, t := range tiers {
+		if _, err := ops.PauseTier(ctx, string(t)); err != nil {
+			return fmt.Errorf("pausing the %s tier: %w", t, err)
+		}
+	}
+	e.counter.Reset()
+	e.durs.take()
+	e.held = func(ctx context.Context) error {
+		progress("resuming the tiers: %d jobs wait", n)
+		for _, t := range tiers {
+			if _, err := ops.ResumeTier(ctx, string(t)); err != nil {
+				return fmt.Errorf("resuming the %s tier: %w", t, err)
+			}
+		}
+		return nil
+	}
+	defer func() { e.held = nil }()
+	progress("submitting %d jobs to paused tiers (a backlog)", n)
+	ph, err := e.push(ctx, n, "bench backlog job")
+	if err != nil {
+		return err
+	}
+	res.BacklogJobs, res.BacklogDrainPerS = n, ph.drainRate
+	res.BacklogRequests = map[string]float64{}
+	for op, c := range ph.pipeline {
+		if c > 0 {
+			res.BacklogRequests[op] = float64(c) / float64(n)
+			res.BacklogRequestsTotal += float64(c) / float64(n)
+		}
+	}
 	return nil
 }
 
@@ -650,6 +716,13 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	if firstErr != nil {
 		return ph, firstErr
 	}
+	released := start
+	if e.held != nil {
+		if err := e.held(ctx); err != nil {
+			return ph, err
+		}
+		released = time.Now()
+	}
 	progress("waiting for every job to finish")
 	var last time.Time
 	var events int64
@@ -682,6 +755,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 		}
 	}
 	ph.throughput = float64(n) / last.Sub(start).Seconds()
+	ph.drainRate = float64(n) / last.Sub(released).Seconds()
 	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
@@ -1001,6 +1075,12 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
 	fmt.Fprintf(w, ")\n\n")
+	if r.BacklogJobs > 0 {
+		fmt.Fprintf(w, "A backlog: %d jobs submitted to paused tiers, then resumed (the mappings receive full batches)\n", r.BacklogJobs)
+		fmt.Fprintf(w, "  AWS requests per job\t%.3f (receive %.3f, delete %.3f, PutEvents %.3f)\n", r.BacklogRequestsTotal,
+			r.BacklogRequests["SQS.ReceiveMessage"], r.BacklogRequests["SQS.DeleteMessageBatch"], r.BacklogRequests["EventBridge.PutEvents"])
+		fmt.Fprintf(w, "  drained at\t%.1f jobs/s\n\n", r.BacklogDrainPerS)
+	}
 	printUnits(w, r.DynamoDBUnitsPerJob)
 	if c := r.CPUMsPerJob; len(c) > 0 {
 		all := c["dynamodb_local"] + c["moto"] + c["go"]
