@@ -1,8 +1,8 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler, internal/handler/pipeline), so the two are
-// wired one way. app knows no environment: the caller injects what differs
+// builders (internal/handler and its pipeline, runner and bucket), so the
+// two are wired one way. app knows no environment: the caller injects what differs
 // (the DLQ mover, the tier switch).
 package app
 
