@@ -2,8 +2,8 @@
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
 // builders (internal/handler and its pipeline, runner and bucket), so the
-// two are wired one way. app knows no environment: the caller injects what differs
-// (the DLQ mover, the tier switch).
+// two are wired one way. app knows no environment: the caller injects what
+// differs (the DLQ mover, the tier switch).
 package app
 
 import (

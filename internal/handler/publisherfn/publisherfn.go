@@ -44,9 +44,9 @@ var Resolve handler.Resolver = secretref.FromAWS
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	w, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	r, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}
-	return Handler(w.Publisher, sqsc, env.QueueURLs(), env.Log()), nil
+	return Handler(r.Publisher, sqsc, env.QueueURLs(), env.Log()), nil
 }
