@@ -1,5 +1,8 @@
-// Package bucket makes a function's S3 client and the uploads service on
-// it (the api, confirm and recovery functions, and the publisher's media).
+// Package bucket wires the upload bucket's side of a function: the S3
+// client and the uploads service of its environment. The uploads and
+// confirm functions (and the recovery function's retention, and the local
+// stack) build them here, so that a function reaching the bucket links S3
+// and nothing else with it: no queue sender, no sealer, no kind of job.
 package bucket
 
 import (
@@ -17,7 +20,8 @@ func S3(env handler.Env) *s3.Client {
 	return s3.NewFromConfig(env.AWS, func(o *s3.Options) { o.UsePathStyle = awsenv.PathStyle(env.AWS) })
 }
 
-// Uploads is the uploads service of env (the api and confirm functions).
+// Uploads is the uploads service of env (the uploads and confirm
+// functions).
 func Uploads(env handler.Env, st *store.Store, client *s3.Client) *uploads.Service {
 	cfg := env.Config
 	return uploads.New(uploads.Config{

@@ -36,13 +36,13 @@ func TestConfirmsTheUploadOfANewObject(t *testing.T) {
 	}
 	st := env.Store(env.DynamoDB())
 	u := testfactory.Upload(t, st, testfactory.UploadOpts{Status: store.UploadPending, Filename: "my pic.png", Size: int64(img.Len())})
-	bkt := env.Config.Bucket
-	if _, err := bucket.S3(env).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(u.Key),
+	bucketName := env.Config.Bucket
+	if _, err := bucket.S3(env).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucketName), Key: aws.String(u.Key),
 		Body: bytes.NewReader(img.Bytes()), ContentType: aws.String("image/png")}); err != nil {
 		t.Fatal(err)
 	}
 	record := func(name, key string) events.S3EventRecord {
-		return events.S3EventRecord{EventName: name, S3: events.S3Entity{Bucket: events.S3Bucket{Name: bkt}, Object: events.S3Object{Key: key}}}
+		return events.S3EventRecord{EventName: name, S3: events.S3Entity{Bucket: events.S3Bucket{Name: bucketName}, Object: events.S3Object{Key: key}}}
 	}
 	encoded := strings.ReplaceAll(u.Key, " ", "+")
 	if err := h(ctx, events.S3Event{Records: []events.S3EventRecord{record("ObjectRemoved:Delete", encoded)}}); err != nil {
