@@ -1,9 +1,9 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler, internal/handler/pipeline), so the two are
-// wired one way. app knows no environment: the caller injects what differs
-// (the DLQ mover, the tier switch).
+// builders (internal/handler and its pipeline, runner and bucket), so the
+// two are wired one way. app knows no environment: the caller injects what
+// differs (the DLQ mover, the tier switch).
 package app
 
 import (
@@ -28,6 +28,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
+	"github.com/conveyor/conveyor/internal/handler/runner"
 	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
@@ -115,14 +116,18 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	clients := awsclient.New(awsCfg)
 	a := &App{Config: cfg, Clients: clients, Logger: env.Log(), Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
 	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Sealer: sealer,
+	// Both halves in one process: the runner's kinds whole, and a
+	// submission that accepts exactly those kinds (their fronts).
+	r, err := runner.New(runner.Config{Env: env, DB: clients.DynamoDB, S3: clients.S3, Sealer: sealer,
 		Store: a.Store, Metrics: a.Metrics, Crash: opts.Crash, Kinds: opts.Kinds})
 	if err != nil {
 		return nil, err
 	}
-	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = p.Sender, p.API, p.Breaker, p.Accounts, p.Publisher, p.Jobs
+	sub := pipeline.NewSubmission(env, a.Store, clients.SQS, r.Kinds.Fronts())
+	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = sub.Sender, r.API, r.Breaker, r.Accounts, r.Publisher, sub.Jobs
 	a.Uploads = bucket.Uploads(env, a.Store, clients.S3)
-	if a.Admin, err = pipeline.Admin(env, p, a.Store, clients.SQS, opts.Mover, opts.Switch); err != nil {
+	if a.Admin, err = env.Admin(handler.AdminParts{Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, Breakers: a.Breaker, SQS: clients.SQS,
+		Mover: opts.Mover, Switch: opts.Switch}); err != nil {
 		return nil, err
 	}
 	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, clients.S3, a.Admin.Paused)

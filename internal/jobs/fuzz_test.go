@@ -9,7 +9,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/publishjob"
 )
 
 // FuzzDecodeAndHash feeds arbitrary bodies through the API's strict
@@ -27,9 +27,9 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	svc := New(Config{Kinds: kind.NewRegistry(publish.New(publish.Config{}).Kind())})
+	svc := New(Config{Kinds: kind.NewFronts(publishjob.New(publishjob.Config{}))})
 	tagsOf := func(r SubmitRequest) []string {
-		var p publish.Params
+		var p publishjob.Params
 		_ = json.Unmarshal(r.Params, &p)
 		return p.Tags
 	}
@@ -50,7 +50,7 @@ func FuzzDecodeAndHash(f *testing.F) {
 		if tags := tagsOf(n); len(tags) > 1 {
 			rev := n
 			slices.Reverse(tags)
-			var p publish.Params
+			var p publishjob.Params
 			_ = json.Unmarshal(n.Params, &p)
 			p.Tags = tags
 			rev.Params, _ = json.Marshal(p)

@@ -52,8 +52,9 @@ type Sender interface {
 type Config struct {
 	Store  *store.Store
 	Sender Sender
-	// Kinds are the kinds of job users may submit ("type").
-	Kinds *kind.Registry
+	// Kinds are the kinds of job users may submit ("type"): their fronts
+	// only, since submitting runs nothing.
+	Kinds *kind.Fronts
 	// Env decides the webhook URL policy (http and private targets only locally).
 	Env job.Env
 	// MaxAttempts is each new job's attempt budget.
@@ -153,7 +154,7 @@ func (s *Service) Hash(owner string, r SubmitRequest) (string, error) {
 
 // validate checks a normalised request (400s): the kind's rules, then the
 // core's (schedule, webhook URL).
-func (s *Service) validate(ctx context.Context, k kind.Kind, r SubmitRequest) error {
+func (s *Service) validate(ctx context.Context, k kind.Front, r SubmitRequest) error {
 	local := s.cfg.Env == job.Local
 	env := kind.Env{Local: local, Resolver: s.cfg.Resolver}
 	if err := k.Validate(ctx, env, kind.Spec{Items: r.Items, Params: r.Params}); err != nil {
@@ -275,7 +276,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 // reading them, so the kind reads them now to say which and why
 // (kind.Explainer). If it finds nothing wrong any more (a confirmation or a
 // connection landed in between), the refusal stands, as the transaction saw it.
-func (s *Service) refused(ctx context.Context, k kind.Kind, owner string, r SubmitRequest, err error) error {
+func (s *Service) refused(ctx context.Context, k kind.Front, owner string, r SubmitRequest, err error) error {
 	var gone *store.UploadUnavailableError
 	if !errors.As(err, &gone) && !errors.Is(err, store.ErrNoAccount) {
 		return err

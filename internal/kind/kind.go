@@ -1,8 +1,16 @@
-// Package kind is the API a kind of job implements, and the registry the
+// Package kind is the API a kind of job implements, and the registries the
 // core asks. The core (submission, the run loop, recovery, admin) knows a
-// job only as a Kind: a name, params it may not read, phases, items, and a
-// Work step whose errors internal/retry classifies. Adding a kind is
+// job only through its kind: a name, params it may not read, phases, items,
+// and a Work step whose errors internal/retry classifies. Adding a kind is
 // writing one Kind and registering it (see the README, "Adding a kind").
+//
+// A kind has two halves. Its Front (name, normalisation, validation,
+// preparation, phases) is all that submitting or checking a job needs, and
+// needs the table at most; the functions that only submit (the api, a
+// schedule's tick, admin's requeue) hold Fronts (a Fronts registry) and so
+// link none of what running a job takes. Its Work is the run loop's: a
+// Kind is a Front with Work, held in a Registry by the functions that run
+// jobs.
 //
 // The shape follows River's JobArgs/Worker[T] (a kind names itself and
 // works on its own args) and asynq's Handler (one method that runs the
@@ -52,8 +60,10 @@ func (e Env) URLPolicy() netguard.Policy {
 	return netguard.Policy{AllowHTTP: e.Local, AllowPrivate: e.Local, Resolver: e.Resolver}
 }
 
-// Kind is one kind of job.
-type Kind interface {
+// Front is the half of a kind of job that submission needs: what the job's
+// "type" is, how a request is normalised (and so hashed), validated and
+// turned into a job. A Front may also be an Explainer.
+type Front interface {
 	// Name is the job's "type" in the API ("publish", "http"): lower case,
 	// stable, unique in a registry.
 	Name() string
@@ -75,6 +85,11 @@ type Kind interface {
 	Prepare(ctx context.Context, owner string, s Spec, j *job.Job) error
 	// Phases are the names of the job's phases, in order.
 	Phases() []string
+}
+
+// Kind is one kind of job: its Front and the Work the run loop calls.
+type Kind interface {
+	Front
 	// Work runs the job's unfinished phases for one attempt, resuming after
 	// what earlier attempts recorded (Attempt.Job, Attempt.Tried), and ends
 	// the job with job.Succeed when done. An error ends the attempt and is
@@ -141,12 +156,9 @@ func (e *StepError) Error() string { return e.Err.Error() }
 // Unwrap makes the cause visible to errors.Is/As (and to internal/retry).
 func (e *StepError) Unwrap() error { return e.Err }
 
-// Registry is the set of kinds the core knows. The zero value is empty;
-// it is safe for concurrent use.
-type Registry struct {
-	mu    sync.RWMutex
-	kinds map[string]Kind
-}
+// Registry is the set of kinds a run loop knows (Work included). The zero
+// value is empty; it is safe for concurrent use.
+type Registry struct{ set set[Kind] }
 
 // NewRegistry returns a registry holding kinds.
 func NewRegistry(kinds ...Kind) *Registry {
@@ -161,35 +173,17 @@ func NewRegistry(kinds ...Kind) *Registry {
 var ErrDuplicate = errors.New("kind already registered")
 
 // Register adds k; a second kind with the same name is refused.
-func (r *Registry) Register(k Kind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kinds == nil {
-		r.kinds = map[string]Kind{}
-	}
-	if _, ok := r.kinds[k.Name()]; ok {
-		return fmt.Errorf("%w: %q", ErrDuplicate, k.Name())
-	}
-	r.kinds[k.Name()] = k
-	return nil
-}
+func (r *Registry) Register(k Kind) error { return r.set.register(k) }
 
 // MustRegister is Register for wiring code, where a duplicate is a bug.
-func (r *Registry) MustRegister(k Kind) {
-	if err := r.Register(k); err != nil {
-		panic(err)
-	}
-}
+func (r *Registry) MustRegister(k Kind) { must(r.Register(k)) }
 
 // Get returns the kind named name.
 func (r *Registry) Get(name string) (Kind, bool) {
 	if r == nil {
 		return nil, false
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	k, ok := r.kinds[name]
-	return k, ok
+	return r.set.get(name)
 }
 
 // Names lists the registered kinds, sorted.
@@ -197,10 +191,92 @@ func (r *Registry) Names() []string {
 	if r == nil {
 		return nil
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.kinds))
-	for n := range r.kinds {
+	return r.set.names()
+}
+
+// Fronts returns a new Fronts registry holding the front halves of r's
+// kinds (the kinds themselves, seen as Fronts: an Explainer stays one).
+func (r *Registry) Fronts() *Fronts {
+	f := &Fronts{}
+	for _, n := range r.Names() {
+		k, _ := r.Get(n)
+		f.MustRegister(k)
+	}
+	return f
+}
+
+// Fronts is the set of kinds submission knows: their front halves only.
+// The zero value is empty; it is safe for concurrent use.
+type Fronts struct{ set set[Front] }
+
+// NewFronts returns a registry holding fronts.
+func NewFronts(fronts ...Front) *Fronts {
+	r := &Fronts{}
+	for _, f := range fronts {
+		r.MustRegister(f)
+	}
+	return r
+}
+
+// Register adds f; a second front with the same name is refused.
+func (r *Fronts) Register(f Front) error { return r.set.register(f) }
+
+// MustRegister is Register for wiring code, where a duplicate is a bug.
+func (r *Fronts) MustRegister(f Front) { must(r.Register(f)) }
+
+// Get returns the front named name.
+func (r *Fronts) Get(name string) (Front, bool) {
+	if r == nil {
+		return nil, false
+	}
+	return r.set.get(name)
+}
+
+// Names lists the registered fronts, sorted.
+func (r *Fronts) Names() []string {
+	if r == nil {
+		return nil
+	}
+	return r.set.names()
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// set is a registry's content: K by name.
+type set[K Front] struct {
+	mu    sync.RWMutex
+	kinds map[string]K
+}
+
+func (s *set[K]) register(k K) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kinds == nil {
+		s.kinds = map[string]K{}
+	}
+	if _, ok := s.kinds[k.Name()]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicate, k.Name())
+	}
+	s.kinds[k.Name()] = k
+	return nil
+}
+
+func (s *set[K]) get(name string) (K, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k, ok := s.kinds[name]
+	return k, ok
+}
+
+func (s *set[K]) names() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.kinds))
+	for n := range s.kinds {
 		names = append(names, n)
 	}
 	slices.Sort(names)

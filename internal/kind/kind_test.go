@@ -115,3 +115,43 @@ func TestRegistry(t *testing.T) {
 		t.Error("a nil registry finds kinds")
 	}
 }
+
+func TestFronts(t *testing.T) {
+	t.Parallel()
+	// A kind is a front; a registry of kinds hands its fronts to submission.
+	kinds := kind.NewRegistry(shout{})
+	fronts := kinds.Fronts()
+	if f, ok := fronts.Get("shout"); !ok || f.Name() != "shout" {
+		t.Errorf("Fronts of a registry holding shout: %v, %v", f, ok)
+	}
+	if err := fronts.Register(shout{}); !errors.Is(err, kind.ErrDuplicate) {
+		t.Errorf("a second shout front: %v, want ErrDuplicate", err)
+	}
+	// A front alone (no Work) registers where submission looks.
+	var front kind.Front = onlyFront{}
+	if _, isKind := front.(kind.Kind); isKind {
+		t.Fatal("onlyFront has Work")
+	}
+	fs := kind.NewFronts(front)
+	if got := fs.Names(); len(got) != 1 || got[0] != "only" {
+		t.Errorf("Names = %v", got)
+	}
+	var nilFronts *kind.Fronts
+	if _, ok := nilFronts.Get("only"); ok || nilFronts.Names() != nil {
+		t.Error("a nil Fronts finds fronts")
+	}
+}
+
+// onlyFront is a kind's front half with no Work: shout's rules under
+// another name.
+type onlyFront struct{}
+
+func (onlyFront) Name() string                             { return "only" }
+func (onlyFront) Phases() []string                         { return shout{}.Phases() }
+func (onlyFront) Normalize(s kind.Spec) (kind.Spec, error) { return shout{}.Normalize(s) }
+func (onlyFront) Validate(ctx context.Context, e kind.Env, s kind.Spec) error {
+	return shout{}.Validate(ctx, e, s)
+}
+func (onlyFront) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+	return shout{}.Prepare(ctx, owner, s, j)
+}

@@ -2,181 +2,49 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/conveyor/conveyor/internal/ids"
-	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/publishjob"
 )
 
-// Type is the publish kind's name: a job of confirmed uploads published
-// to the external API.
-const Type = "publish"
+// The publish kind's vocabulary is its front's (internal/publishjob), named
+// here too for the run loop and its tests.
 
-// The phases of a publish job, in order. Download streams each object from
-// S3 straight into the upload, so an item's download completes when its
-// bytes have all been read by the upload.
+// Type is the publish kind's name (publishjob.Type).
+const Type = publishjob.Type
+
+// The phases of a publish job, in order (publishjob).
 const (
-	PhaseToken    = "token"
-	PhaseDownload = "download"
-	PhaseUpload   = "upload"
-	PhasePublish  = "publish"
+	PhaseToken    = publishjob.PhaseToken
+	PhaseDownload = publishjob.PhaseDownload
+	PhaseUpload   = publishjob.PhaseUpload
+	PhasePublish  = publishjob.PhasePublish
 )
 
 // Phases lists the phases of a publish job in order.
-var Phases = []string{PhaseToken, PhaseDownload, PhaseUpload, PhasePublish}
+var Phases = publishjob.Phases
 
-// Limits of a publish submission.
-const (
-	MaxItems       = 20
-	MaxTitle       = 200
-	MaxDescription = 10000
-	MaxTags        = 30
-	MaxTagLength   = 50
-)
+// Params are a publish job's params (publishjob.Params).
+type Params = publishjob.Params
 
-// Params are a publish job's params: what the deviation says.
-type Params struct {
-	Title       string   `json:"title"`
-	Description string   `json:"description,omitempty"`
-	Tags        []string `json:"tags,omitempty"`
+// Kind returns the publish kind, run by p: its front (publishjob, reading
+// p's table for the account of p's provider) and its Work.
+func (p *Publisher) Kind() kind.Kind {
+	cfg := publishjob.Config{Provider: p.cfg.Provider}
+	if p.cfg.Store != nil {
+		cfg.Store = p.cfg.Store
+	}
+	return publishKind{Front: publishjob.New(cfg), p: p}
 }
 
-// Kind returns the publish kind, run by p.
-func (p *Publisher) Kind() kind.Kind { return publishKind{p} }
-
-type publishKind struct{ p *Publisher }
-
-func (publishKind) Name() string     { return Type }
-func (publishKind) Phases() []string { return slices.Clone(Phases) }
-
-// Normalize trims the text, collapses the title's whitespace, lower-cases,
-// de-duplicates and sorts the tags.
-func (publishKind) Normalize(s kind.Spec) (kind.Spec, error) {
-	var in Params
-	if len(s.Params) > 0 && string(s.Params) != "null" {
-		if err := strictDecode(s.Params, &in); err != nil {
-			return s, invalid.Field("params", err.Error())
-		}
-	}
-	n := Params{
-		Title:       strings.Join(strings.Fields(in.Title), " "),
-		Description: strings.TrimSpace(in.Description),
-	}
-	for _, tag := range in.Tags {
-		if t := strings.ToLower(strings.TrimSpace(tag)); t != "" && !slices.Contains(n.Tags, t) {
-			n.Tags = append(n.Tags, t)
-		}
-	}
-	slices.Sort(n.Tags)
-	out := kind.Spec{}
-	for _, it := range s.Items {
-		out.Items = append(out.Items, kind.Item{UploadID: strings.TrimSpace(it.UploadID)})
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return s, err
-	}
-	out.Params = b
-	return out, nil
-}
-
-// Validate checks items and params (400s).
-func (publishKind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
-	var p Params
-	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return invalid.Field("params", "must be an object")
-	}
-	switch {
-	case len(s.Items) == 0:
-		return invalid.Field("items", "must hold at least one item")
-	case len(s.Items) > MaxItems:
-		return invalid.Field("items", fmt.Sprintf("must hold at most %d items", MaxItems))
-	case p.Title == "":
-		return invalid.Field("params.title", "is required")
-	case utf8.RuneCountInString(p.Title) > MaxTitle:
-		return invalid.Field("params.title", fmt.Sprintf("must be at most %d characters", MaxTitle))
-	case utf8.RuneCountInString(p.Description) > MaxDescription:
-		return invalid.Field("params.description", fmt.Sprintf("must be at most %d characters", MaxDescription))
-	case len(p.Tags) > MaxTags:
-		return invalid.Field("params.tags", fmt.Sprintf("must hold at most %d tags", MaxTags))
-	}
-	seen := map[string]bool{}
-	for i, it := range s.Items {
-		field := fmt.Sprintf("items[%d].uploadId", i)
-		if !ids.Valid(ids.Upload, it.UploadID) {
-			return invalid.Field(field, "is not an upload id")
-		}
-		if seen[it.UploadID] {
-			return invalid.Field(field, "is listed twice")
-		}
-		seen[it.UploadID] = true
-	}
-	for i, tag := range p.Tags {
-		if utf8.RuneCountInString(tag) > MaxTagLength {
-			return invalid.Field(fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength))
-		}
-	}
-	return nil
-}
-
-// Prepare makes the items, one per upload, reading nothing: the creating
-// transaction checks that every upload is confirmed, the owner's and usable
-// (it takes a reference on each) and that the owner has a connected account
-// (j.NeedsAccount); the worker that first claims the job describes the
-// items from the upload records (store.DescribeItems).
-func (k publishKind) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
-	for _, it := range s.Items {
-		j.Items = append(j.Items, job.Item{ID: ids.New(ids.Item), UploadID: it.UploadID, Status: job.ItemPending})
-	}
-	j.NeedsAccount = k.p.cfg.Provider
-	return nil
-}
-
-// Explain says why the creating transaction refused a job (kind.Explainer),
-// reading the uploads and the account in one request: the first upload that
-// does not exist or is someone else's, expired, or not confirmed, in the
-// order the items name them, then a missing account. nil means nothing is
-// wrong any more (the refusal raced a confirmation or a connection).
-func (k publishKind) Explain(ctx context.Context, owner string, s kind.Spec) error {
-	uploadIDs := make([]string, len(s.Items))
-	for i, it := range s.Items {
-		uploadIDs[i] = it.UploadID
-	}
-	ups, connected, err := k.p.cfg.Store.GetUploadsAndAccount(ctx, uploadIDs, owner, k.p.cfg.Provider)
-	if err != nil {
-		return err
-	}
-	for i, id := range uploadIDs {
-		u, ok := ups[id]
-		field := fmt.Sprintf("items[%d].uploadId", i)
-		switch {
-		case !ok || u.Owner != owner:
-			return &kind.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
-		case u.Status == store.UploadExpired:
-			return ExpiredUpload(field, id)
-		case u.Status != store.UploadConfirmed:
-			return &kind.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
-		}
-	}
-	if !connected {
-		return &kind.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}
-	}
-	return nil
-}
-
-// ExpiredUpload is the 422 for an upload no new job may name.
-func ExpiredUpload(field, id string) error {
-	return &kind.UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
+// publishKind is the publish front with the publisher's phases as its Work.
+type publishKind struct {
+	*publishjob.Front
+	p *Publisher
 }
 
 // Work runs the publish phases. The attempt is always the publisher's own
@@ -187,16 +55,6 @@ func (k publishKind) Work(ctx context.Context, a kind.Attempt) error {
 		return errors.New("the publish kind runs only in the publisher's run loop")
 	}
 	return r.phases(ctx)
-}
-
-// strictDecode decodes b into v, refusing unknown fields.
-func strictDecode(b []byte, v any) error {
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return errors.New("is not a valid object for this kind: " + err.Error())
-	}
-	return nil
 }
 
 // The run is the kind.Attempt of every kind's Work.

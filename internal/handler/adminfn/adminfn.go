@@ -79,7 +79,7 @@ func build(env handler.Env, platform func(handler.Env, *sqs.Client) Platform) (f
 	sender := queue.NewSender(sqsc, env.Config.QueueURLs)
 	// Restarts re-queue through the state machine (jobs.Service.Requeue);
 	// nothing here submits, so no kind of job is registered.
-	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &kind.Registry{}, Env: env.Config.Env,
+	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &kind.Fronts{}, Env: env.Config.Env,
 		MaxAttempts: env.Config.MaxAttempts, Now: env.Now, Logger: env.Log()})
 	breakers, err := env.Breaker(db, ids.New("wrk"), env.Emitter())
 	if err != nil {

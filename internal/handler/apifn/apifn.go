@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
@@ -79,17 +80,16 @@ func NewWith(platform func(handler.Env) Platform) func(context.Context, handler.
 func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	// The pipeline submits and validates here, never runs a job: no bucket
-	// (nothing here streams media; uploads are the uploads function's), so
-	// no S3 client. The sealer seals a connected account's tokens.
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
-	if err != nil {
-		return nil, err
-	}
+	// Submission only: the api validates and stores jobs and runs none, so
+	// it holds the kinds' fronts and accounts that are connected here but
+	// never refreshed (no external API client, no breaker). No bucket: the
+	// uploads are the uploads function's.
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	accts := accounts.New(accounts.Config{Store: st, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Now: env.Now, Logger: env.Log()})
 	keys, endpoints, err := systemfn.Webhooks(env, db)
 	if err != nil {
 		return nil, err
 	}
-	s := api.Services{Jobs: p.Jobs, Accounts: p.Accounts, Keys: keys, Endpoints: endpoints}
+	s := api.Services{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/bucket"
-	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/runner"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -39,14 +39,14 @@ const Name = resources.FuncPublisher
 // Resolve reads the OAuth client named by ARN at cold start.
 var Resolve handler.Resolver = secretref.FromAWS
 
-// New wires the publisher function: the pipeline (table, queues, bucket,
-// KMS, the external API behind its breaker).
+// New wires the publisher function: the runner (table, bucket, KMS, the
+// external API behind its breaker, every kind whole); it submits nothing.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	r, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
 	if err != nil {
 		return nil, err
 	}
-	return Handler(p.Publisher, sqsc, env.QueueURLs(), env.Log()), nil
+	return Handler(r.Publisher, sqsc, env.QueueURLs(), env.Log()), nil
 }

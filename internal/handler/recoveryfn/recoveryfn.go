@@ -18,13 +18,13 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/schedules"
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -118,16 +118,19 @@ var Resolve handler.Resolver
 func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
 	db, sqsc, s3c := env.DynamoDB(), env.SQS(), bucket.S3(env)
 	st, emf := env.Store(db), env.Emitter()
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, S3: s3c, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: emf})
+	// A schedule's tick submits its job: the kinds' fronts are enough (the
+	// publisher runs it), so no external API client, token or KMS here.
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	breakers, err := env.Breaker(db, ids.New("wrk"), emf)
 	if err != nil {
 		return nil, err
 	}
 	// The tier flags say which tiers are paused: their queued jobs wait.
-	adm, err := pipeline.Admin(env, p, st, sqsc, nil, nil)
+	adm, err := env.Admin(handler.AdminParts{Store: st, Jobs: sub.Jobs, Sender: sub.Sender, Breakers: breakers, SQS: sqsc})
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, p.Sender, s3c, adm.Paused), p.Breaker, schedules.Service(env, db, p.Jobs), emf, env.Log()), nil
+	return Handler(Recoverer(env, st, sub.Sender, s3c, adm.Paused), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
 }
 
 // Recoverer is the stuck-job recovery and retention of env; paused says

@@ -22,28 +22,36 @@ import (
 // the same. A function that starts linking another service — through an
 // import that drags a client for a type or a constant — fails here, naming
 // it and the import chain to look for with `go list -deps`.
-//
-// api and schedules still link S3 through job validation (jobs.Service
-// validates through the kinds, whose publish kind is the publisher:
-// internal/publish), and schedules KMS through the pipeline's wiring
-// (internal/sealer); neither creates an S3 client, schedules no KMS
-// client, and their roles have neither (README, "Bootstraps and cold
-// start").
 var linked = map[string][]string{
-	resources.FuncAPI:       {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
+	resources.FuncAPI:       {"dynamodb", "kms", "secretsmanager", "sqs"},
 	resources.FuncAdmin:     {"dynamodb", "lambda", "secretsmanager", "sqs"},
 	resources.FuncUploads:   {"dynamodb", "s3", "secretsmanager", "sqs"},
-	resources.FuncSchedules: {"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
+	resources.FuncSchedules: {"dynamodb", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
 	resources.FuncConfirm:   {"dynamodb", "s3", "sqs"},
 	resources.FuncPublisher: {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
-	resources.FuncRecovery:  {"dynamodb", "kms", "s3", "scheduler", "sqs"},
+	resources.FuncRecovery:  {"dynamodb", "s3", "scheduler", "sqs"},
 	resources.FuncRelay:     {"dynamodb", "eventbridge", "sqs"},
 	resources.FuncStream:    {"dynamodb", "secretsmanager", "sqs"},
 	resources.FuncSystem:    {"dynamodb", "kms", "sqs"},
 }
 
+// runsJobs are the functions that run jobs: only they may link the half of
+// a kind that works (its Work: the publisher's run loop, the http kind's
+// sender) and the wiring of it. The others submit, validate or re-queue
+// jobs through the kinds' fronts (kind.Front, internal/handler/pipeline),
+// or do not touch jobs at all.
+var runsJobs = map[string]bool{resources.FuncPublisher: true}
+
+// workHalf are the packages of the kinds' work half.
+var workHalf = []string{
+	"github.com/conveyor/conveyor/internal/publish",
+	"github.com/conveyor/conveyor/internal/httpcall",
+	"github.com/conveyor/conveyor/internal/handler/runner",
+}
+
 // TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
-// as `make build` builds it (linux/arm64, lambda.norpc).
+// as `make build` builds it (linux/arm64, lambda.norpc): the SDK services
+// in its budget, and the kinds' work half only where jobs run.
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -69,8 +77,11 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("go list -deps functions/%s: %v", fn, err)
 			}
-			var got []string
+			var got, work []string
 			for _, pkg := range strings.Fields(string(out)) {
+				if slices.Contains(workHalf, pkg) {
+					work = append(work, pkg)
+				}
 				if svc, ok := strings.CutPrefix(pkg, "github.com/aws/aws-sdk-go-v2/service/"); ok && !strings.Contains(svc, "/") {
 					got = append(got, svc)
 				}
@@ -81,6 +92,12 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 			slices.Sort(got)
 			if diff := cmp.Diff(linked[fn], got); diff != "" {
 				t.Errorf("functions/%s links (-budget +linked):\n%s", fn, diff)
+			}
+			if runsJobs[fn] && len(work) != len(workHalf) {
+				t.Errorf("functions/%s runs jobs but links only %v of the work half %v", fn, work, workHalf)
+			}
+			if !runsJobs[fn] && len(work) > 0 {
+				t.Errorf("functions/%s runs no job but links %v: hold kinds' fronts (pipeline.Fronts), not kinds", fn, work)
 			}
 		})
 	}

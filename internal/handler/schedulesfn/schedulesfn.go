@@ -42,9 +42,7 @@ func Router(env handler.Env, svc *schedule.Service) *httpapi.Router {
 // an S3 nor a KMS client and its role has neither.
 func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
-	p, err := pipeline.New(pipeline.Config{Env: env, DB: db, SQS: sqsc, Store: env.Store(db), Metrics: env.Emitter()})
-	if err != nil {
-		return nil, err
-	}
-	return Router(env, schedules.Service(env, db, p.Jobs)).Serve, nil
+	st := env.Store(db)
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	return Router(env, schedules.Service(env, db, sub.Jobs)).Serve, nil
 }

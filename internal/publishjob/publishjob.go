@@ -1,0 +1,225 @@
+// Package publishjob is the front half of the publish kind of job
+// (kind.Front): what a publish job's params are, how a submission is
+// normalised (and so hashed), validated and turned into a job, and why the
+// table refused one. It needs the table only; the phases that run a
+// publish job (the token, S3, the external API) are internal/publish's, so
+// a function that submits publish jobs links none of them.
+package publishjob
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Type is the publish kind's name: a job of confirmed uploads published
+// to the external API.
+const Type = "publish"
+
+// The phases of a publish job, in order. Download streams each object from
+// S3 straight into the upload, so an item's download completes when its
+// bytes have all been read by the upload.
+const (
+	PhaseToken    = "token"
+	PhaseDownload = "download"
+	PhaseUpload   = "upload"
+	PhasePublish  = "publish"
+)
+
+// Phases lists the phases of a publish job in order.
+var Phases = []string{PhaseToken, PhaseDownload, PhaseUpload, PhasePublish}
+
+// Limits of a publish submission.
+const (
+	MaxItems       = 20
+	MaxTitle       = 200
+	MaxDescription = 10000
+	MaxTags        = 30
+	MaxTagLength   = 50
+)
+
+// ProviderDefault is the external provider whose connected account a
+// publish job needs when Config.Provider is empty (accounts.Provider).
+const ProviderDefault = "deviantart"
+
+// Params are a publish job's params: what the deviation says.
+type Params struct {
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// Reader reads what a refused submission named (store.Store).
+type Reader interface {
+	GetUploadsAndAccount(ctx context.Context, uploadIDs []string, owner, provider string) (map[string]store.Upload, bool, error)
+}
+
+// Config configures the front.
+type Config struct {
+	// Store reads the uploads and the account when the creating transaction
+	// refused a job (Explain); nothing else reads it.
+	Store Reader
+	// Provider is the external provider whose connected account a publish
+	// job needs (default ProviderDefault).
+	Provider string
+}
+
+// Front is the publish kind's front half (kind.Front and kind.Explainer).
+type Front struct{ cfg Config }
+
+// New returns the publish kind's front.
+func New(cfg Config) *Front {
+	if cfg.Provider == "" {
+		cfg.Provider = ProviderDefault
+	}
+	return &Front{cfg: cfg}
+}
+
+// Name is "publish".
+func (*Front) Name() string { return Type }
+
+// Phases are token, download, upload, publish.
+func (*Front) Phases() []string { return slices.Clone(Phases) }
+
+// Normalize trims the text, collapses the title's whitespace, lower-cases,
+// de-duplicates and sorts the tags.
+func (*Front) Normalize(s kind.Spec) (kind.Spec, error) {
+	var in Params
+	if len(s.Params) > 0 && string(s.Params) != "null" {
+		if err := strictDecode(s.Params, &in); err != nil {
+			return s, invalid.Field("params", err.Error())
+		}
+	}
+	n := Params{
+		Title:       strings.Join(strings.Fields(in.Title), " "),
+		Description: strings.TrimSpace(in.Description),
+	}
+	for _, tag := range in.Tags {
+		if t := strings.ToLower(strings.TrimSpace(tag)); t != "" && !slices.Contains(n.Tags, t) {
+			n.Tags = append(n.Tags, t)
+		}
+	}
+	slices.Sort(n.Tags)
+	out := kind.Spec{}
+	for _, it := range s.Items {
+		out.Items = append(out.Items, kind.Item{UploadID: strings.TrimSpace(it.UploadID)})
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return s, err
+	}
+	out.Params = b
+	return out, nil
+}
+
+// Validate checks items and params (400s).
+func (*Front) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
+	var p Params
+	if err := json.Unmarshal(s.Params, &p); err != nil {
+		return invalid.Field("params", "must be an object")
+	}
+	switch {
+	case len(s.Items) == 0:
+		return invalid.Field("items", "must hold at least one item")
+	case len(s.Items) > MaxItems:
+		return invalid.Field("items", fmt.Sprintf("must hold at most %d items", MaxItems))
+	case p.Title == "":
+		return invalid.Field("params.title", "is required")
+	case utf8.RuneCountInString(p.Title) > MaxTitle:
+		return invalid.Field("params.title", fmt.Sprintf("must be at most %d characters", MaxTitle))
+	case utf8.RuneCountInString(p.Description) > MaxDescription:
+		return invalid.Field("params.description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+	case len(p.Tags) > MaxTags:
+		return invalid.Field("params.tags", fmt.Sprintf("must hold at most %d tags", MaxTags))
+	}
+	seen := map[string]bool{}
+	for i, it := range s.Items {
+		field := fmt.Sprintf("items[%d].uploadId", i)
+		if !ids.Valid(ids.Upload, it.UploadID) {
+			return invalid.Field(field, "is not an upload id")
+		}
+		if seen[it.UploadID] {
+			return invalid.Field(field, "is listed twice")
+		}
+		seen[it.UploadID] = true
+	}
+	for i, tag := range p.Tags {
+		if utf8.RuneCountInString(tag) > MaxTagLength {
+			return invalid.Field(fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength))
+		}
+	}
+	return nil
+}
+
+// Prepare makes the items, one per upload, reading nothing: the creating
+// transaction checks that every upload is confirmed, the owner's and usable
+// (it takes a reference on each) and that the owner has a connected account
+// (j.NeedsAccount); the worker that first claims the job describes the
+// items from the upload records (store.DescribeItems).
+func (f *Front) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
+	for _, it := range s.Items {
+		j.Items = append(j.Items, job.Item{ID: ids.New(ids.Item), UploadID: it.UploadID, Status: job.ItemPending})
+	}
+	j.NeedsAccount = f.cfg.Provider
+	return nil
+}
+
+// Explain says why the creating transaction refused a job (kind.Explainer),
+// reading the uploads and the account in one request: the first upload that
+// does not exist or is someone else's, expired, or not confirmed, in the
+// order the items name them, then a missing account. nil means nothing is
+// wrong any more (the refusal raced a confirmation or a connection).
+func (f *Front) Explain(ctx context.Context, owner string, s kind.Spec) error {
+	if f.cfg.Store == nil {
+		return errors.New("publishjob: no store to explain a refusal with")
+	}
+	uploadIDs := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		uploadIDs[i] = it.UploadID
+	}
+	ups, connected, err := f.cfg.Store.GetUploadsAndAccount(ctx, uploadIDs, owner, f.cfg.Provider)
+	if err != nil {
+		return err
+	}
+	for i, id := range uploadIDs {
+		u, ok := ups[id]
+		field := fmt.Sprintf("items[%d].uploadId", i)
+		switch {
+		case !ok || u.Owner != owner:
+			return &kind.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
+		case u.Status == store.UploadExpired:
+			return ExpiredUpload(field, id)
+		case u.Status != store.UploadConfirmed:
+			return &kind.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
+		}
+	}
+	if !connected {
+		return &kind.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}
+	}
+	return nil
+}
+
+// ExpiredUpload is the 422 for an upload no new job may name.
+func ExpiredUpload(field, id string) error {
+	return &kind.UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
+}
+
+// strictDecode decodes b into v, refusing unknown fields.
+func strictDecode(b []byte, v any) error {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return errors.New("is not a valid object for this kind: " + err.Error())
+	}
+	return nil
+}

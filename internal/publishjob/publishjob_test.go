@@ -1,0 +1,83 @@
+package publishjob_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/publishjob"
+)
+
+const upl = "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// TestValidateNamesTheField: each refusal is a 400 naming the field at
+// fault, after normalisation.
+func TestValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	f := publishjob.New(publishjob.Config{})
+	items := func(ids ...string) []kind.Item {
+		out := make([]kind.Item, len(ids))
+		for i, id := range ids {
+			out[i] = kind.Item{UploadID: id}
+		}
+		return out
+	}
+	many := make([]string, publishjob.MaxItems+1)
+	for i := range many {
+		many[i] = "upl_" + strings.Repeat(string(rune('a'+i%26)), 25) + string(rune('a'+i/26))
+	}
+	for _, tc := range []struct {
+		name   string
+		items  []kind.Item
+		params string
+		field  string
+	}{
+		{"ok", items(upl), `{"title":"t"}`, ""},
+		{"no items", nil, `{"title":"t"}`, "items"},
+		{"too many items", items(many...), `{"title":"t"}`, "items"},
+		{"no title", items(upl), `{"title":"   "}`, "params.title"},
+		{"long title", items(upl), `{"title":"` + strings.Repeat("é", publishjob.MaxTitle+1) + `"}`, "params.title"},
+		{"not an upload id", items("job_x"), `{"title":"t"}`, "items[0].uploadId"},
+		{"twice", items(upl, " "+upl), `{"title":"t"}`, "items[1].uploadId"},
+		{"long tag", items(upl), `{"title":"t","tags":["` + strings.Repeat("x", publishjob.MaxTagLength+1) + `"]}`, "params.tags[0]"},
+	} {
+		spec, err := f.Normalize(kind.Spec{Items: tc.items, Params: json.RawMessage(tc.params)})
+		if err != nil {
+			t.Fatalf("%s: Normalize: %v", tc.name, err)
+		}
+		err = f.Validate(context.Background(), kind.Env{}, spec)
+		var fe *invalid.FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v, want it valid", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%s: %v, want a 400 on %s", tc.name, err, tc.field)
+		}
+	}
+	if _, err := f.Normalize(kind.Spec{Params: json.RawMessage(`{"title":"t","colour":"red"}`)}); err == nil {
+		t.Error("an unknown param was accepted")
+	}
+}
+
+// TestPrepareMakesAnItemPerUploadAndNeedsTheAccount: the job needs the
+// provider's account (checked by the creating transaction).
+func TestPrepareMakesAnItemPerUploadAndNeedsTheAccount(t *testing.T) {
+	t.Parallel()
+	var j job.Job
+	f := publishjob.New(publishjob.Config{Provider: "elsewhere"})
+	if err := f.Prepare(context.Background(), "u1", kind.Spec{Items: []kind.Item{{UploadID: upl}}}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Items) != 1 || j.Items[0].UploadID != upl || j.Items[0].Status != job.ItemPending || j.NeedsAccount != "elsewhere" {
+		t.Errorf("job = %+v", j)
+	}
+	var byDefault job.Job
+	if err := publishjob.New(publishjob.Config{}).Prepare(context.Background(), "u1", kind.Spec{}, &byDefault); err != nil || byDefault.NeedsAccount != publishjob.ProviderDefault {
+		t.Errorf("default provider = %q (%v), want %q", byDefault.NeedsAccount, err, publishjob.ProviderDefault)
+	}
+}
