@@ -85,10 +85,13 @@ test: $(EMULATORS) ## everything: OpenAPI validation, unit, emulator-backed inte
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -timeout 12m ./...
 	$(MAKE) --no-print-directory test-web
 
+# The functions' build tags: resources.LambdaBuildTags says why (a test keeps the two equal).
+LAMBDA_TAGS := lambda.norpc,nethttpomithttp2
+
 build: ## each function to bin/<name>/bootstrap (linux/arm64, static, stripped)
 	@for f in $(FUNCTIONS); do \
 		echo "build bin/$$f/bootstrap"; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags $(LAMBDA_TAGS) -trimpath -ldflags='-s -w' -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
 lint: lint-infra ## go vet + staticcheck of both modules, then cfn-lint + checkov on the templates (lint-infra)

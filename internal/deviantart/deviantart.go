@@ -92,12 +92,15 @@ func (c *Client) Timeout(size int64) time.Duration {
 	return c.cfg.CallTimeout + time.Duration(max(size, 0)*int64(time.Second)/c.cfg.UploadRateMin)
 }
 
+// newTransport is HTTP/1.1 with a keep-alive pool per host: the functions
+// are built without net/http's HTTP/2 (resources.LambdaBuildTags), and a
+// job's calls are one at a time, so each in-flight call of an instance
+// holds one pooled connection.
 func newTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

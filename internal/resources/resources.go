@@ -235,6 +235,19 @@ type Definition struct {
 	AsyncFailureQueue string
 }
 
+// LambdaBuildTags are the build tags of every function's bootstrap, in
+// `make build` (its LAMBDA_TAGS), the local runtime and the bench alike:
+//   - lambda.norpc: aws-lambda-go without the net/rpc path of the retired
+//     go1.x runtime (provided.al2023 speaks the Runtime API);
+//   - nethttpomithttp2: net/http without its bundled HTTP/2. Every
+//     connection a function makes is HTTP/1.1 anyway or gains nothing from
+//     HTTP/2 — the AWS endpoints we call answer HTTP/1.1, the external API
+//     and the http kind's targets and webhook receivers are one request at
+//     a time per job over a pooled keep-alive connection — and it saves
+//     0.33–0.39 MB per bootstrap and its package inits at every cold start
+//     (README, "Bootstraps and cold start").
+const LambdaBuildTags = "lambda.norpc,nethttpomithttp2"
+
 // Function names (directories under functions/).
 const (
 	FuncAPI       = "api"

@@ -50,7 +50,7 @@ var workHalf = []string{
 }
 
 // TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
-// as `make build` builds it (linux/arm64, lambda.norpc): the SDK services
+// as `make build` builds it (linux/arm64, resources.LambdaBuildTags): the SDK services
 // in its budget, and the kinds' work half only where jobs run.
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	t.Parallel()
@@ -71,7 +71,7 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	for _, fn := range fns {
 		t.Run(fn, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(goTool, "list", "-tags", "lambda.norpc", "-deps", "github.com/conveyor/conveyor/functions/"+fn)
+			cmd := exec.Command(goTool, "list", "-tags", resources.LambdaBuildTags, "-deps", "github.com/conveyor/conveyor/functions/"+fn)
 			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
 			out, err := cmd.Output()
 			if err != nil {

@@ -1069,7 +1069,7 @@ func buildBootstraps() (map[string]int64, error) {
 	sizes := map[string]int64{}
 	for _, e := range entries {
 		out := filepath.Join(dir, e.Name(), "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+e.Name())
+		cmd := exec.Command("go", "build", "-tags", resources.LambdaBuildTags, "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/"+e.Name())
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("building %s: %v\n%s", e.Name(), err, b)
@@ -1288,7 +1288,7 @@ func (h *hookReceiver) wait(ids []string, limit time.Duration) ([]time.Duration,
 }
 
 // buildHostBinaries builds every function and the hello world for this
-// host with the deployment's flags (static, stripped, lambda.norpc), for
+// host with the deployment's flags (static, stripped, resources.LambdaBuildTags), for
 // the cold-start runs.
 func buildHostBinaries() (map[string]string, error) {
 	dir, err := os.MkdirTemp("", "conveyor-bench-host")
@@ -1306,7 +1306,7 @@ func buildHostBinaries() (map[string]string, error) {
 	out := map[string]string{}
 	for name, pkg := range pkgs {
 		bin := filepath.Join(dir, "fn", name, "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
+		cmd := exec.Command("go", "build", "-tags", resources.LambdaBuildTags, "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("building %s: %v\n%s", name, err, b)
@@ -1342,7 +1342,7 @@ func buildBaseline(rev string) (baseline, error) {
 	b := baseline{dir: dir, bins: map[string]string{}}
 	for _, e := range entries {
 		bin := filepath.Join(dir, "bin", e.Name(), "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, "./functions/"+e.Name())
+		cmd := exec.Command("go", "build", "-tags", resources.LambdaBuildTags, "-trimpath", "-ldflags=-s -w", "-o", bin, "./functions/"+e.Name())
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			_ = os.RemoveAll(dir)
