@@ -248,7 +248,7 @@ func main() {
 	coldRuns := flag.Int("coldstart-runs", 15, "interleaved cold starts per function and for the hello world")
 	coldBase := flag.String("coldstart-baseline", "", "a git revision whose functions are built too and started in the same interleaved cold-start runs, reported as <name>@<revision> (before/after on one machine in one run)")
 	archive := flag.Bool("event-archive", true, "keep the bus's event archive, as deployed (false: delete it from the bench's emulator before the jobs, to measure the event lag without moto's cost of archiving)")
-	backlog := flag.Int("backlog", 100, "jobs submitted while the job tiers are paused, then drained at once: a backlog's requests per job (full receive and delete batches), printed apart (0: skip)")
+	backlog := flag.Int("backlog", 200, "jobs submitted while the job tiers are paused, then drained at once: a backlog's requests per job (full receive and delete batches), printed apart (0: skip)")
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
