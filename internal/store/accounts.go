@@ -205,9 +205,9 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *Account, error) {
 	jobKey, acctKey := jobPK(id), accountPK(owner)
 	named := distinct(uploads)
-	keys := []map[string]types.AttributeValue{keyOf(jobKey, jobSK), keyOf(acctKey, provider)}
+	keys := []ItemKey{{jobKey, jobSK}, {acctKey, provider}}
 	for _, u := range named {
-		keys = append(keys, keyOf(uploadPK(u), uploadSK))
+		keys = append(keys, ItemKey{uploadPK(u), uploadSK})
 	}
 	var (
 		j     job.Job
@@ -220,7 +220,7 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 	for _, u := range named {
 		ups[u] = Upload{}
 	}
-	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		var err error
 		switch pk := k.PK; {
 		case pk == jobKey:
@@ -261,16 +261,19 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 // ItemKey names one item of the table.
 type ItemKey struct{ PK, SK string }
 
-func (k ItemKey) attrs() map[string]types.AttributeValue { return keyOf(k.PK, k.SK) }
-
-// batchGet reads keys with strongly consistent BatchGetItems of at most 100
+// GetItems reads keys with strongly consistent BatchGetItems of at most 100
 // keys, asking again for what DynamoDB leaves unprocessed (throttling,
 // size), and hands each item that exists and has not expired (TTL deletes
-// late) to fn with its key.
-func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
+// late) to fn with its key. The store's own batch reads go through it, and
+// packages that keep their own items in the table (webhook endpoints).
+func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 100)
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[:n], ConsistentRead: aws.Bool(true)}}
+		chunk := make([]map[string]types.AttributeValue, n)
+		for i, k := range keys[:n] {
+			chunk[i] = keyOf(k.PK, k.SK)
+		}
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: chunk, ConsistentRead: aws.Bool(true)}}
 		keys = keys[n:]
 		for len(req) > 0 {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
@@ -336,16 +339,4 @@ func distinct(ids []string) []string {
 		}
 	}
 	return out
-}
-
-// GetItems reads keys with strongly consistent BatchGetItems (100 keys a
-// request, unprocessed keys asked again) and hands each item that exists
-// and has not expired to fn: for packages that keep their own items in the
-// table (webhook endpoints) and read many at once.
-func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
-	attrs := make([]map[string]types.AttributeValue, len(keys))
-	for i, k := range keys {
-		attrs[i] = k.attrs()
-	}
-	return s.batchGet(ctx, attrs, fn)
 }

@@ -117,10 +117,10 @@ func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRec
 // its event and the delivery). also's items that exist are returned by key.
 func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, also ...ItemKey) (EventRecord, *job.Job, map[ItemKey]map[string]types.AttributeValue, error) {
 	evKey, jKey := ItemKey{jobPK(jobID), eventSK(seq)}, ItemKey{jobPK(jobID), jobSK}
-	keys := []map[string]types.AttributeValue{evKey.attrs(), jKey.attrs()}
+	keys := []ItemKey{evKey, jKey}
 	for _, k := range also {
 		if k != evKey && k != jKey {
-			keys = append(keys, k.attrs())
+			keys = append(keys, k)
 		}
 	}
 	var (
@@ -129,7 +129,7 @@ func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, als
 		j      *job.Job
 		others = map[ItemKey]map[string]types.AttributeValue{}
 	)
-	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		switch k {
 		case evKey:
 			found = true

@@ -187,11 +187,11 @@ func (s *Store) CountSearch(ctx context.Context, q SearchQuery) (int, error) {
 // left out.
 func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 	byID := make(map[string]job.Job, len(ids))
-	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	keys := make([]ItemKey, 0, len(ids))
 	for _, id := range ids {
-		keys = append(keys, keyOf(jobPK(id), jobSK))
+		keys = append(keys, ItemKey{jobPK(id), jobSK})
 	}
-	err := s.batchGet(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
+	err := s.GetItems(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
 		var j job.Job
 		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
 			return fmt.Errorf("decoding a job: %w", err)

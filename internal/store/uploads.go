@@ -115,14 +115,14 @@ func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload
 func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]Upload, bool, error) {
 	out := map[string]Upload{}
 	connected := false
-	var keys []map[string]types.AttributeValue
+	var keys []ItemKey
 	if owner != "" {
-		keys = append(keys, keyOf(accountPK(owner), provider))
+		keys = append(keys, ItemKey{accountPK(owner), provider})
 	}
 	for _, id := range distinct(ids) {
-		keys = append(keys, keyOf(uploadPK(id), uploadSK))
+		keys = append(keys, ItemKey{uploadPK(id), uploadSK})
 	}
-	err := s.batchGet(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		if owner != "" && k.PK == accountPK(owner) {
 			connected = true
 			return nil
