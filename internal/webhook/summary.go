@@ -67,23 +67,30 @@ func (s *Endpoints) summaries(ctx context.Context, owners []string) (map[string]
 	return out, nil
 }
 
-// current returns owner's summary as it stands, rebuilt in memory from the
-// endpoint items when it is missing or stale (then BuiltAt is now), and
-// whether one is stored (its Version is the stored one).
+// current returns owner's summary as it stands, and whether one is stored
+// (its Version is the stored one).
 func (s *Endpoints) current(ctx context.Context, owner string) (summaryRecord, bool, error) {
 	got, err := s.summaries(ctx, []string{owner})
 	if err != nil {
 		return summaryRecord{}, false, err
 	}
 	r, stored := got[owner]
-	if stored && r.fresh(s.cfg.Now()) {
-		return r, true, nil
+	r, _, err = s.usable(ctx, owner, r, stored, s.cfg.Now())
+	return r, stored, err
+}
+
+// usable returns r when it is stored and fresh at now; else owner's list
+// read again from the endpoint items (BuiltAt now, r's Version kept, so that
+// storing it is conditional on r) and true.
+func (s *Endpoints) usable(ctx context.Context, owner string, r summaryRecord, stored bool, now time.Time) (summaryRecord, bool, error) {
+	if stored && r.fresh(now) {
+		return r, false, nil
 	}
 	list, err := s.List(ctx, owner)
 	if err != nil {
 		return summaryRecord{}, false, err
 	}
-	return summaryRecord{Owner: owner, Endpoints: list, Version: r.Version, BuiltAt: s.cfg.Now().UTC()}, stored, nil
+	return summaryRecord{Owner: owner, Endpoints: list, Version: r.Version, BuiltAt: now.UTC()}, true, nil
 }
 
 // summaryPut is the transaction item that stores next in place of the
@@ -192,15 +199,14 @@ func (s *Endpoints) Prefetch(ctx context.Context, owners []string) error {
 	}
 	var errs []error
 	for _, o := range missing {
-		r, stored := got[o]
-		if !stored || !r.fresh(now) {
-			list, err := s.List(ctx, o)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			r = summaryRecord{Owner: o, Endpoints: list, Version: r.Version, BuiltAt: now.UTC()}
-			if err := s.rebuild(ctx, r, stored); err != nil {
+		stored, ok := got[o]
+		r, reread, err := s.usable(ctx, o, stored, ok, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if reread {
+			if err := s.rebuild(ctx, r, ok); err != nil {
 				errs = append(errs, err)
 			}
 		}
