@@ -303,24 +303,14 @@ func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
 }
 
 // finish records the delivery's outcome and appends it to the job's events,
-// in one transaction, from j when the delivery read the job (else the job
+// in one transaction, from j when the delivery read the job (nil: the job
 // is read first). When the job is gone, the record alone is kept.
 func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string, j *job.Job) error {
-	if j == nil {
-		read, err := d.cfg.Store.GetJob(ctx, dl.JobID)
-		if errors.Is(err, store.ErrNotFound) {
-			return d.save(ctx, dl)
-		}
-		if err != nil {
-			return err
-		}
-		j = &read
-	}
 	item, err := d.item(dl)
 	if err != nil {
 		return err
 	}
-	_, err = d.cfg.Store.UpdateJobFrom(ctx, *j, func(j *job.Job) error {
+	_, err = d.cfg.Store.UpdateJobFrom(ctx, dl.JobID, j, func(j *job.Job) error {
 		j.Emit(event, d.cfg.Now(), webhookDetail(dl))
 		return nil
 	}, item)
