@@ -2,7 +2,7 @@
 // core asks. The core (submission, the run loop, recovery, admin) knows a
 // job only through its kind: a name, params it may not read, phases, items,
 // and a Work step whose errors internal/retry classifies. Adding a kind is
-// writing one Kind and registering it (see the README, "Adding a kind").
+// writing one Kind and registering it (ExampleKind, and docs/kinds.md).
 //
 // A kind has two halves. Its Front (name, normalisation, validation,
 // preparation, phases) is all that submitting or checking a job needs, and

@@ -2,15 +2,11 @@ package kind_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -18,65 +14,7 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// --- The README's example kind ("Adding a kind"), compiled and run here. ---
-
-// shout is a kind of job that upper-cases a message: params
-// {"message":"…"}, one phase, the result {"shouted":"…"}.
-type shout struct{}
-
-type shoutParams struct {
-	Message string `json:"message"`
-}
-
-func (shout) Name() string     { return "shout" }
-func (shout) Phases() []string { return []string{"shout"} }
-
-// Normalize trims the message, so " hi " and "hi" are the same job.
-func (shout) Normalize(s kind.Spec) (kind.Spec, error) {
-	var p shoutParams
-	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return s, invalid.Field("params", "must be {\"message\":\"…\"}")
-	}
-	p.Message = strings.TrimSpace(p.Message)
-	b, err := json.Marshal(p)
-	return kind.Spec{Items: s.Items, Params: b}, err
-}
-
-func (shout) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
-	var p shoutParams
-	_ = json.Unmarshal(s.Params, &p)
-	if p.Message == "" || len(p.Message) > 1000 {
-		return invalid.Field("params.message", "must hold 1 to 1000 bytes")
-	}
-	if len(s.Items) > 0 {
-		return invalid.Field("items", "must be empty")
-	}
-	return nil
-}
-
-func (shout) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
-
-func (shout) Work(ctx context.Context, a kind.Attempt) error {
-	var p shoutParams
-	if err := a.Job().Params.Decode(&p); err != nil {
-		return retry.Permanent(err) // fails the job at once
-	}
-	if strings.Contains(p.Message, "later") {
-		// Temporary: the run loop retries with backoff, spending an attempt.
-		return kind.Step("shout", -1, retry.Temporary(errors.New("not now"), 0))
-	}
-	result, err := job.DocOf(map[string]string{"shouted": strings.ToUpper(p.Message)})
-	if err != nil {
-		return err
-	}
-	return a.Save(ctx, func(j *job.Job) {
-		j.CompletePhase("shout", "done", a.Now())
-		j.Result = result
-		_ = j.Apply(job.Succeed, a.Now())
-	})
-}
-
-// --- end of the example ---
+// shout, the example kind, is in example_test.go.
 
 func TestAKindRegisteredInATestRunsThroughThePipeline(t *testing.T) {
 	t.Parallel()
