@@ -102,7 +102,7 @@ func (b *builder) data() {
 
 // oauthClientSecret references the OAuth client secret given by ARN, or
 // creates one whose clientId is empty: the credentials come from the
-// provider, so an operator puts them in (README), and until then the
+// provider, so an operator puts them in (docs/operations.md), and until then the
 // functions that refresh tokens refuse to start, saying so, rather than
 // fail every user's refresh. The generated clientSecret only keeps a
 // placeholder from being a well-known value.

@@ -196,7 +196,7 @@ type SubmitOptions struct {
 // Submit validates req and creates the job, or returns the caller's active
 // job with the same canonical hash (created=false). The job is stored before
 // its message is sent; if the send fails, the job stays queued and stuck-job
-// recovery sends it (see README, "Submission and the outbox").
+// recovery sends it (docs/design.md, "Submission and the outbox").
 func (s *Service) Submit(ctx context.Context, c Caller, req SubmitRequest) (job.Job, bool, error) {
 	return s.SubmitWith(ctx, c, req, SubmitOptions{})
 }

@@ -93,7 +93,7 @@ func (shout) Work(ctx context.Context, a kind.Attempt) error {
 // Prepare, Phases; and Work) and is registered where the graph is built:
 //
 //   - the deployed functions: its front in pipeline.Fronts
-//     (internal/handler/pipeline: api, admin, recovery) and the whole kind in
+//     (internal/handler/pipeline: api, schedules, recovery) and the whole kind in
 //     runner.New (internal/handler/runner: the publisher);
 //     TestSubmittersAcceptTheKindsThePublisherRuns fails when the two differ;
 //   - the local stack and tests: app.Options{Kinds: …} or

@@ -245,7 +245,7 @@ type Definition struct {
 //     and the http kind's targets and webhook receivers are one request at
 //     a time per job over a pooled keep-alive connection — and it saves
 //     0.33–0.39 MB per bootstrap and its package inits at every cold start
-//     (README, "Bootstraps and cold start").
+//     (docs/performance.md, "Decisions").
 const LambdaBuildTags = "lambda.norpc,nethttpomithttp2"
 
 // Function names (directories under functions/).

@@ -59,8 +59,8 @@ func recordKind(pk, sk string) string {
 	return ""
 }
 
-// noTTL are the record kinds that never expire, and why (README,
-// "Retention").
+// noTTL are the record kinds that never expire, and why (docs/retention.md,
+// "Every record expires").
 var noTTL = map[string]string{
 	"tier flag":                 "an operator's pause holds until an operator resumes the tier; four tiers × store.TierFlagShards copies at most",
 	"account":                   "a connection lasts until the user replaces it; a scheduled job may need it a year later",

@@ -18,7 +18,7 @@ import (
 // linked is what each function's binary may link: the AWS SDK services
 // whose clients it creates (each costs its binary the service's package
 // inits at every cold start, called or not) and the embedded time zone
-// database (0.45 MB). The README's "Bootstraps and cold start" table says
+// database (0.45 MB). docs/performance.md, "Bootstraps and cold start", says
 // the same. A function that starts linking another service — through an
 // import that drags a client for a type or a constant — fails here, naming
 // it and the import chain to look for with `go list -deps`.
