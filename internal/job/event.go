@@ -23,6 +23,17 @@ const (
 // WebhookEvents are the event types that trigger a webhook delivery.
 var WebhookEvents = map[string]bool{EventSucceeded: true, EventFailed: true, EventRetrying: true, EventCancelled: true, EventStale: true}
 
+// FinishingEvent reports whether an event of type typ leaves its job
+// finished (until a retry): job.succeeded, job.failed, job.cancelled,
+// job.stale, job.deleted.
+func FinishingEvent(typ string) bool {
+	switch typ {
+	case EventSucceeded, EventFailed, EventCancelled, EventStale, EventDeleted:
+		return true
+	}
+	return false
+}
+
 // Event is one persisted event of a job. Seq increases by one with every
 // event of the job; the event carries the job as it was right after it.
 type Event struct {

@@ -54,9 +54,27 @@ func (l *Leases) key(user string, n int) map[string]types.AttributeValue {
 	}
 }
 
-// Acquire takes a free slot of user's, or returns ErrTooMany.
-func (l *Leases) Acquire(ctx context.Context, user string) (*Lease, error) {
+// Acquire takes a free slot of user's. When every slot is held it tries
+// again every wait/4 until wait has passed (a stream whose client just left
+// frees its slot within a poll interval), then returns ErrTooMany.
+func (l *Leases) Acquire(ctx context.Context, user string, wait time.Duration) (*Lease, error) {
 	holder := ids.New("sse")
+	deadline := time.Now().Add(wait)
+	for {
+		lease, err := l.acquireOnce(ctx, user, holder)
+		if !errors.Is(err, ErrTooMany) || !time.Now().Before(deadline) {
+			return lease, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ErrTooMany
+		case <-time.After(max(wait/4, time.Millisecond)):
+		}
+	}
+}
+
+// acquireOnce tries each slot once.
+func (l *Leases) acquireOnce(ctx context.Context, user, holder string) (*Lease, error) {
 	now := l.Now()
 	start := rand.IntN(l.Max) // spread concurrent opens over the slots
 	for i := range l.Max {

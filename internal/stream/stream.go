@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,11 @@ type Config struct {
 	MaxPerUser int
 	// Lease is how long a stream's slot lasts unrenewed (default 1m).
 	Lease time.Duration
+	// OpenWait is how long an open waits for a slot when the caller holds
+	// MaxPerUser streams, before ErrTooMany (default three PollIntervals: a
+	// stream whose client left learns it at one of its next writes, one per
+	// poll, and frees its slot).
+	OpenWait time.Duration
 	// Now is the clock of the leases (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -95,6 +101,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = LeaseDefault
+	}
+	if cfg.OpenWait == 0 {
+		cfg.OpenWait = 3 * cfg.PollInterval
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -132,11 +141,12 @@ type Request struct {
 
 // Session is an opened stream: its snapshot is read and its slot held.
 type Session struct {
-	s       *Server
-	req     Request
-	job     *job.Job
-	lease   *Lease
-	started atomic.Bool
+	s         *Server
+	req       Request
+	job       *job.Job
+	lease     *Lease
+	started   atomic.Bool
+	closeOnce sync.Once
 }
 
 // Open checks that the caller may stream what req names, takes one of the
@@ -158,7 +168,7 @@ func (s *Server) Open(ctx context.Context, req Request) (*Session, error) {
 		sess.job = &j
 	}
 	if s.leases != nil {
-		l, err := s.leases.Acquire(ctx, req.Caller)
+		l, err := s.leases.Acquire(ctx, req.Caller, s.cfg.OpenWait)
 		if err != nil {
 			return nil, err
 		}
@@ -167,16 +177,19 @@ func (s *Server) Open(ctx context.Context, req Request) (*Session, error) {
 	return sess, nil
 }
 
-// Close frees the session's slot; Run does it when it ends.
+// Close frees the session's slot; Run does it when it ends. It may be
+// called more than once, from any goroutine.
 func (sess *Session) Close() {
-	if sess.lease != nil {
+	sess.closeOnce.Do(func() {
+		if sess.lease == nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := sess.lease.Release(ctx); err != nil {
 			sess.s.cfg.Logger.Warn("releasing a stream slot failed; it frees itself when its lease ends", "error", err)
 		}
-		sess.lease = nil
-	}
+	})
 }
 
 // Run writes the stream to w until ctx ends or writing fails, then frees
@@ -264,6 +277,17 @@ func (w writer) frame(id, event string, data any) error {
 	return nil
 }
 
+// comment writes an empty SSE comment line.
+func (w writer) comment() error {
+	if _, err := io.WriteString(w.w, ":\n\n"); err != nil {
+		return err
+	}
+	if w.flush != nil {
+		w.flush()
+	}
+	return nil
+}
+
 // ticker paces a stream's polls and pings.
 type ticker struct {
 	s        *Server
@@ -278,14 +302,20 @@ func (s *Server) newTicker(out writer) *ticker {
 
 func (t *ticker) sent() { t.lastSent = time.Now() }
 
-// wait pings when the stream was silent for PingInterval, then waits for
-// the next poll; false when the client went away.
+// wait pings when the stream was silent for PingInterval, else writes an
+// SSE comment line (which clients ignore), then waits for the next poll;
+// false when the client went away. Writing at every poll is how a stream
+// learns that its client left: behind a function URL the function hears of
+// a closed connection only when it writes, and until then it holds one of
+// the caller's slots.
 func (t *ticker) wait(ctx context.Context) (bool, error) {
 	if time.Since(t.lastSent) >= t.s.cfg.PingInterval {
 		if err := t.out.frame("", "ping", map[string]string{"at": time.Now().UTC().Format(time.RFC3339)}); err != nil {
 			return false, err
 		}
 		t.lastSent = time.Now()
+	} else if err := t.out.comment(); err != nil {
+		return false, err
 	}
 	select {
 	case <-ctx.Done():
@@ -297,7 +327,11 @@ func (t *ticker) wait(ctx context.Context) (bool, error) {
 	}
 }
 
-// job streams one job: one query of its event log per poll.
+// job streams one job: one query of its event log per poll. The stream
+// ends once the client has the job's final state: after the snapshot of a
+// finished job with nothing to replay, or after a finishing event
+// (job.succeeded, job.failed, job.cancelled, job.stale) with nothing
+// after it. A client that wants a retried job's new run opens it again.
 func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID string) error {
 	if err := out.frame("", "snapshot", j); err != nil {
 		return err
@@ -306,9 +340,10 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 	if n, err := strconv.ParseInt(lastEventID, 10, 64); err == nil && n >= 0 && n < after {
 		after = n
 	}
+	finished := j.Finished()
 	t := s.newTicker(out)
 	for {
-		evs, err := s.cfg.Store.Events(ctx, j.ID, after, 100)
+		evs, err := s.cfg.Store.Events(ctx, j.ID, after, eventPage)
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.WarnContext(ctx, "reading events failed", "job_id", j.ID, "error", err)
 		}
@@ -317,13 +352,21 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 				return err
 			}
 			after = ev.Seq
+			finished = job.FinishingEvent(ev.Type)
 			t.sent()
+		}
+		if err == nil && finished && len(evs) < eventPage {
+			return nil
 		}
 		if ok, err := t.wait(ctx); !ok {
 			return err
 		}
 	}
 }
+
+// eventPage is the most events one poll of a job's log reads.
+const eventPage = 100
+
 
 // eventData is what a client receives: the event and the job after it.
 func eventData(ev store.EventRecord) jobevent.Body { return jobevent.BodyOf(ev) }

@@ -53,6 +53,25 @@ func next(t *testing.T, ch <-chan frame, skipPings bool) frame {
 	}
 }
 
+// ends fails unless the stream ends (pings aside) within 10 s.
+func ends(t *testing.T, ch <-chan frame, after string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case f, ok := <-ch:
+			if !ok {
+				return
+			}
+			if f.Event != "ping" {
+				t.Fatalf("%s: frame %+v, want the stream to end", after, f)
+			}
+		case <-deadline:
+			t.Fatalf("%s: the stream is still open after 10 s", after)
+		}
+	}
+}
+
 func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 	t.Parallel()
 	counter := awsclient.NewCounter()
@@ -133,6 +152,8 @@ func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 	if !strings.Contains(last.Data, `"status":"succeeded"`) {
 		t.Errorf("the completed event does not carry the succeeded job: %s", last.Data)
 	}
+	// The job is finished, and so is its stream.
+	ends(t, ch, "after job.succeeded")
 	// The persisted job agrees with what the event said.
 	j, _ := b.Stack.App.Store.GetJob(context.Background(), id)
 	if j.Status != job.Succeeded || j.EventSeq < prev {
@@ -150,7 +171,17 @@ func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 	if f := next(t, ch2, true); f.ID != "3" || f.Event != seen[2].Event {
 		t.Errorf("resume: got %+v, want id 3 %s", f, seen[2].Event)
 	}
+	for f := next(t, ch2, true); f.Event != job.EventSucceeded; f = next(t, ch2, true) {
+	}
+	ends(t, ch2, "a resumed stream of a finished job, after job.succeeded")
 	cancel2()
+
+	// A finished job's stream: its snapshot, then the end.
+	ch3, _ := open(t, context.Background(), b.Stack.APIURL+"/v1/jobs/"+id+"/events", tok, "")
+	if f := next(t, ch3, false); f.Event != "snapshot" || !strings.Contains(f.Data, `"status":"succeeded"`) {
+		t.Fatalf("finished job: first frame %+v, want the succeeded snapshot", f)
+	}
+	ends(t, ch3, "a finished job's snapshot")
 
 	// A closed client stops the server's work: its reads end with it.
 	b.Eventually(func() bool { return b.Stack.App.Streams.Active() == 0 }, "every stream to end after its client left")

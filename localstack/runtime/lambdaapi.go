@@ -202,16 +202,29 @@ func (in *instance) streamResponse(w http.ResponseWriter, r *http.Request, inv *
 }
 
 // dropConnection closes the runtime's response connection without an
-// answer, and ends the instance: aws-lambda-go exits when posting its
-// response fails, which it would notice only at its next write.
+// answer, as Lambda does when a streaming client leaves: the function
+// learns it at its next write, when aws-lambda-go's post of the response
+// fails; aws-lambda-go then closes the response body (the function's
+// chance to clean up: the stream function frees its slot there) and exits.
+// An instance that has not exited within dropGrace is killed.
 func (in *instance) dropConnection(w http.ResponseWriter) {
 	in.dropped.Store(true)
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err == nil {
 		_ = conn.Close()
 	}
-	in.kill()
+	go func() {
+		select {
+		case <-in.exited:
+		case <-time.After(dropGrace):
+			in.kill()
+		}
+	}()
 }
+
+// dropGrace is how long an instance whose streaming client left may take
+// to notice and exit before it is killed.
+const dropGrace = 30 * time.Second
 
 // handleError takes an invocation's error: the JSON of
 // {errorMessage, errorType, stackTrace}.

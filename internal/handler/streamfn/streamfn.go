@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -108,16 +109,45 @@ func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claim
 			return jsonErr(http.StatusInternalServerError, "internal", "could not open the stream"), nil
 		}
 		pr, pw := io.Pipe()
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
 		go func() {
-			err := sess.Run(ctx, pw, nil)
-			if err != nil && ctx.Err() == nil {
+			defer close(done)
+			err := sess.Run(runCtx, pw, nil)
+			if err != nil && runCtx.Err() == nil && !errors.Is(err, io.ErrClosedPipe) {
 				log.WarnContext(ctx, "stream ended", "error", err)
 			}
 			pw.CloseWithError(err)
 		}()
-		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: pr,
+		body := &streamBody{PipeReader: pr, cancel: cancel, done: done}
+		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: body,
 			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
 	}
+}
+
+// streamBody is a stream's response body. aws-lambda-go closes it once the
+// response has been sent, or once sending failed because the client went
+// away — and in that case it then ends the process. Close therefore ends
+// the stream and waits (a bounded time) for its slot to be released, so
+// that a client that leaves frees its slot at once rather than when the
+// slot's lease runs out.
+type streamBody struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+	done   <-chan struct{}
+}
+
+// releaseWait bounds how long Close waits for the stream to end.
+const releaseWait = 5 * time.Second
+
+func (b *streamBody) Close() error {
+	b.cancel()
+	err := b.PipeReader.Close()
+	select {
+	case <-b.done:
+	case <-time.After(releaseWait):
+	}
+	return err
 }
 
 // Name is the function's name in the resource definition.
