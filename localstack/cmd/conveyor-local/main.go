@@ -5,6 +5,13 @@
 // under the local Lambda Runtime API, and the stream function answers at
 // its own URL; -in-process calls the handlers in this process instead.
 // Ctrl-C stops every process it started.
+//
+// The secret that signs local tokens is kept in .local/jwt-secret, so the
+// tokens a developer minted stay valid across restarts; -fresh (make run
+// FRESH=1) makes a new one. The environment goes to .local/env, unless
+// another running stack wrote that file: then to .local/env.<API port>,
+// so that each stack's file is its own. A stack removes its file when it
+// stops.
 package main
 
 import (
@@ -13,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,7 +32,13 @@ import (
 
 func main() {
 	inProcess := flag.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
+	fresh := flag.Bool("fresh", false, "a new secret for local tokens (tokens minted before stop working)")
 	flag.Parse()
+	secretNote, err := keepJWTSecret(localDir, *fresh)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mode := "each function's own binary under the local Lambda Runtime API"
@@ -38,22 +52,28 @@ func main() {
 		os.Exit(1)
 	}
 	defer s.Close()
-	if err := s.WriteEnv(".local/env"); err != nil {
-		fmt.Fprintf(os.Stderr, "conveyor-local: writing .local/env: %v\n", err)
+	envFile := envFileFor(localDir, s.APIURL)
+	if err := s.WriteEnv(envFile); err != nil {
+		fmt.Fprintf(os.Stderr, "conveyor-local: writing %s: %v\n", envFile, err)
 		os.Exit(1)
 	}
+	defer os.Remove(envFile)
 	env := s.Env()
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Println("Conveyor is running. Environment (also in .local/env):")
+	fmt.Printf("Conveyor is running. Environment (also in %s):\n", envFile)
 	for _, k := range keys {
 		fmt.Printf("  %s=%s\n", k, env[k])
 	}
-	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  moto       %s   (every service but DynamoDB)\n  DynamoDB   %s   (DynamoDB Local)\n",
-		s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoints.Default, s.Endpoints.DynamoDB)
+	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  dashboard  %s/dashboard/\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  moto       %s   (every service but DynamoDB)\n  DynamoDB   %s   (DynamoDB Local)\n",
+		s.APIURL, s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoints.Default, s.Endpoints.DynamoDB)
+	fmt.Printf("\n  tokens     %s\n  data       the emulators start empty: jobs, uploads and accounts of an earlier run are gone\n", secretNote)
+	if envFile != filepath.Join(localDir, "env") {
+		fmt.Printf("  env file   another stack is running and owns %s; this one's is %s (conveyor --env-file %s …)\n", filepath.Join(localDir, "env"), envFile, envFile)
+	}
 	if s.DynamoDBStart > 0 {
 		fmt.Printf("  started in moto %s, DynamoDB Local %s; logs %s\n", s.EmulatorStart.Round(time.Millisecond), s.DynamoDBStart.Round(time.Millisecond), strings.Join(s.EmulatorLogs, ", "))
 	}
