@@ -64,6 +64,12 @@ type Config struct {
 	// the two values are not set (CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN:
 	// the CDK stacks).
 	DeviantArtClientSecretARN string
+	// OAuthClientRecheck is how often a publisher re-reads the OAuth
+	// client secret while it holds no credentials (a first deploy before
+	// an operator filled it in); jobs that must refresh a token wait
+	// meanwhile, spending no attempt (CONVEYOR_OAUTH_CLIENT_RECHECK,
+	// default 1m).
+	OAuthClientRecheck time.Duration
 	// APIAddr is the local gateway's address (CONVEYOR_API_ADDR, default 127.0.0.1:8080).
 	APIAddr string
 	// MaxAttempts before a job fails (CONVEYOR_MAX_ATTEMPTS, default 7).
@@ -155,7 +161,7 @@ func FromEnv(fns ...string) (Config, error) { return From(os.Getenv, fns...) }
 // to a known environment, when a value is malformed, or when one of fns
 // lacks what it needs: the OAuth client credentials for the functions
 // that refresh tokens, as values or as CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN
-// (then Complete checks them once the secret was read).
+// (a secret read when first needed: until it holds credentials, jobs wait).
 func From(getenv func(string) string, fns ...string) (Config, error) {
 	r := reader{get: getenv}
 	c := Config{
@@ -169,6 +175,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		DeviantArtClientID:        getenv(VarDeviantArtClientID),
 		DeviantArtClientSecret:    getenv(VarDeviantArtClientSecret),
 		DeviantArtClientSecretARN: getenv(VarDeviantArtClientSecretARN),
+		OAuthClientRecheck:        r.dur(VarOAuthClientRecheck),
 		APIAddr:                   r.str(VarAPIAddr),
 		MaxAttempts:               r.int(VarMaxAttempts),
 		RetryBase:                 r.dur(VarRetryBase),
@@ -230,7 +237,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
 		r.errs = append(r.errs, err)
 	}
-	if err := c.needs(fns, true); err != nil {
+	if err := c.needs(fns); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	if len(r.errs) > 0 {
@@ -241,23 +248,27 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 
 // Complete reports, naming every gap and never a value, what the functions
 // fns need that is still missing once the secrets named by ARN were read:
-// a function that refreshes tokens needs both OAuth client credentials.
+// a function that refreshes tokens needs both OAuth client credentials,
+// or the ARN of the secret it reads them from when needed.
 func (c Config) Complete(fns ...string) error {
-	if err := c.needs(fns, false); err != nil {
+	if err := c.needs(fns); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	return nil
 }
 
-// needs checks what fns need; pending accepts an ARN still to be read in
-// place of the values.
-func (c Config) needs(fns []string, pending bool) error {
+// needs checks what fns need; an ARN to read the credentials from takes
+// the place of the values.
+func (c Config) needs(fns []string) error {
 	var errs []error
 	for _, fn := range fns {
 		if !resources.NeedsOAuthClient(fn) {
 			continue
 		}
-		if pending && c.DeviantArtClientSecretARN != "" {
+		if c.DeviantArtClientSecretARN != "" {
+			// Read when a token first needs refreshing, and re-read
+			// (OAuthClientRecheck) while it holds no credentials: jobs
+			// wait meanwhile, none is failed or dead-lettered.
 			break
 		}
 		var missing []string
@@ -269,9 +280,6 @@ func (c Config) needs(fns []string, pending bool) error {
 		}
 		if len(missing) > 0 {
 			where := "set both, or CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"
-			if c.DeviantArtClientSecretARN != "" {
-				where = "the secret " + c.DeviantArtClientSecretARN + ` must hold {"clientId":"…","clientSecret":"…"}`
-			}
 			errs = append(errs, fmt.Errorf("the %s function refreshes tokens and needs the OAuth client credentials, but %s %s empty (%s)",
 				fn, strings.Join(missing, " and "), isAre(len(missing)), where))
 		}
@@ -305,7 +313,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
-		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry},
+		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)

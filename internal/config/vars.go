@@ -51,6 +51,7 @@ const (
 	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
+	VarOAuthClientRecheck        = "CONVEYOR_OAUTH_CLIENT_RECHECK"
 	VarOIDCIssuer                = "CONVEYOR_OIDC_ISSUER"
 	VarOIDCAudience              = "CONVEYOR_OIDC_AUDIENCE"
 	VarOIDCRoleClaim             = "CONVEYOR_OIDC_ROLE_CLAIM"
@@ -126,7 +127,8 @@ var Vars = []Var{
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
-	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read at cold start when the two values are not set"},
+	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read when a token first needs refreshing, when the two values are not set; until it holds both, jobs that need a refresh wait (no attempt spent) and the overview says why"},
+	{Name: VarOAuthClientRecheck, Default: time.Minute, Meaning: "how often the publisher re-reads an OAuth client secret that holds no credentials yet", Rule: "> 0"},
 	{Name: VarJWTSecret, DefaultText: "random locally", Meaning: "HS256 secret (in AWS read by ARN: `CONVEYOR_JWT_SECRET_ARN`, set by CDK)"},
 	{Name: VarOIDCIssuer, DefaultText: "none (HS256 tokens only)", Meaning: "an OpenID Connect issuer whose RS256/ES256 tokens are accepted beside the HS256 ones (docs/identity.md); its `iss`, exactly", Rule: "an https URL (http only on a loopback host)"},
 	{Name: VarOIDCAudience, DefaultText: "none: **required** with an issuer", Meaning: "the `aud` values accepted from the issuer, comma-separated; a token must name one", Rule: "set exactly when `CONVEYOR_OIDC_ISSUER` is"},
