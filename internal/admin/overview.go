@@ -49,10 +49,10 @@ type Overview struct {
 	// Parked: the queued jobs waiting in the table (their message let
 	// go), by the reason they wait: backoff, circuit_open, rate_limited,
 	// paused, oauth_client_not_set…
-	Parked map[string]int `json:"parked"`
+	Parked map[string]int `json:"parked,omitempty"`
 	// Blocked: the reasons among Parked that an operator must act on
 	// (the OAuth client secret not set), with what to do; empty when none.
-	Blocked []Blocked `json:"blocked"`
+	Blocked []Blocked `json:"blocked,omitempty"`
 	// Orphans: queued jobs nobody received (outside paused tiers) and
 	// running jobs without a heartbeat, for longer than StuckAfter — what
 	// recovery would take back on its next run.
