@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
@@ -101,6 +102,25 @@ func (e Env) DynamoDB() *dynamodb.Client {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
+}
+
+// Verifier checks the bearer tokens of a function that serves HTTP: HS256
+// with key, and, when the configuration names an OIDC issuer, that
+// issuer's RS256/ES256 tokens. Nothing is fetched from the issuer before
+// its first token arrives (its key set is then cached), so a cold start
+// pays nothing for it. config.From validated the issuer's settings; a
+// Verifier that cannot be built from them is a bug, and panics.
+func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
+	o := auth.Options{Key: key, Now: e.Now}
+	if c := e.Config.OIDC; c.Issuer != "" {
+		o.OIDC = &auth.OIDCConfig{Issuer: c.Issuer, Audiences: c.Audiences, RoleClaim: c.RoleClaim, PlanClaim: c.PlanClaim,
+			JWKSURL: c.JWKSURL, CacheTTL: c.JWKSTTL, MinRefresh: c.JWKSMinRefresh}
+	}
+	v, err := auth.New(o)
+	if err != nil {
+		panic("handler: the token verifier: " + err.Error())
+	}
+	return v
 }
 
 // SQS is an SQS client.

@@ -336,6 +336,11 @@ func (r HTTPRoute) RouteKeys() []string {
 // are given the JWT key (in AWS: may read its secret), at cold start.
 var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncStream}
 
+// JWTSecretName is the name of the Secrets Manager secret holding the
+// HS256 key of env's tokens, as the CDK stack names it (prefix/jwt): the
+// operator CLI reads it to mint service and admin tokens.
+func JWTSecretName(env job.Env) string { return For(env).Prefix + "/jwt" }
+
 // ReadsJWTSecret reports whether fn is one of JWTFunctions.
 func ReadsJWTSecret(fn string) bool { return slices.Contains(JWTFunctions, fn) }
 

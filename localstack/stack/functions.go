@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
@@ -68,7 +69,7 @@ func inProcess(a *app.App) *Functions {
 			recoveryfn.Name:  runtime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
 			relayfn.Name:     runtime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
 		},
-		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), auth.NewVerifier(a.Config.JWTSecret, nil).VerifyContext, log)),
+		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}
 }
 
