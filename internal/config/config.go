@@ -118,6 +118,13 @@ type Config struct {
 	// invoke it (CONVEYOR_SCHEDULE_ROLE_ARN). Without the group, schedules
 	// are kept but nothing fires them but the local runtime.
 	ScheduleGroup, ScheduleTargetARN, ScheduleRoleARN string
+	// HTTPMaxSnoozes, HTTPMaxAge, HTTPTimeoutFloor and HTTPBreakersPerUser
+	// are the http kind's limits (CONVEYOR_HTTP_*, default 30 / 24h / 2s /
+	// 20; see docs/http-kind.md).
+	HTTPMaxSnoozes      int
+	HTTPMaxAge          time.Duration
+	HTTPTimeoutFloor    time.Duration
+	HTTPBreakersPerUser int
 }
 
 // FromEnv reads and validates the configuration of a process that runs
@@ -172,6 +179,10 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		ScheduleGroup:             getenv(VarScheduleGroup),
 		ScheduleTargetARN:         getenv(VarScheduleTargetARN),
 		ScheduleRoleARN:           getenv(VarScheduleRoleARN),
+		HTTPMaxSnoozes:            r.int(VarHTTPMaxSnoozes),
+		HTTPMaxAge:                r.dur(VarHTTPMaxAge),
+		HTTPTimeoutFloor:          r.dur(VarHTTPTimeoutFloor),
+		HTTPBreakersPerUser:       r.int(VarHTTPBreakersPerUser),
 		QueueURLs:                 map[job.Tier]string{},
 		DLQURLs:                   map[job.Tier]string{},
 		ESMUUIDs:                  map[job.Tier]string{},
@@ -277,6 +288,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry},
+		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)
@@ -293,6 +305,12 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
+	}
+	if c.HTTPMaxSnoozes < 1 {
+		bad("%s must be at least 1", VarHTTPMaxSnoozes)
+	}
+	if c.HTTPBreakersPerUser < 1 {
+		bad("%s must be at least 1", VarHTTPBreakersPerUser)
 	}
 	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
 		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",

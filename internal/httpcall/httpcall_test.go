@@ -139,7 +139,7 @@ func TestHTTPJobTimeoutIsRetried(t *testing.T) {
 	tok := b.Token("u-http-slow", "user", "standard")
 	tg := newTarget(t, nil)
 	tg.script = []func(http.ResponseWriter, *http.Request){hang, tg.ok("late but fine")}
-	id := submitHTTP(b, tok, map[string]any{"method": "GET", "url": tg.srv.URL, "timeoutMs": 300})
+	id := submitHTTP(b, tok, map[string]any{"method": "GET", "url": tg.srv.URL, "timeoutMs": 500})
 	r := b.WaitStatus(tok, id, "succeeded")
 	if got := r.Body["attempts"].(float64); got != 2 {
 		t.Errorf("attempts = %v, want 2 (a timeout, then success)", got)
@@ -159,7 +159,7 @@ func TestARebindingTargetIsRefusedAtDialTime(t *testing.T) {
 	tu, _ := url.Parse(tg.srv.URL)
 	port := tu.Port()
 	rebinding := httpcall.New(httpcall.Config{Resolver: &netguardtest.Rebinding{}})
-	_, err := rebinding.Send(ctx, "job_test", httpjob.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
+	_, err := rebinding.Send(ctx, "u-test", "job_test", httpjob.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
 	if !errors.Is(err, netguard.ErrForbidden) || retry.Classify(err) != retry.ClassPermanent {
 		t.Errorf("rebinding target: %v (class %v), want a permanent refusal", err, retry.Classify(err))
 	}
