@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,5 +194,45 @@ func TestStatusErrorsClassify(t *testing.T) {
 	}
 	if got := httpcall.RetryAfter("soon", now); got != 0 {
 		t.Errorf("RetryAfter(soon) = %v", got)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"https://hooks.example.com/x?token=abc&y=1", "https://hooks.example.com/x?[redacted]"},
+		{"https://user:pw@hooks.example.com/x#frag", "https://hooks.example.com/x"},
+		{"https://hooks.example.com/x", "https://hooks.example.com/x"},
+		{"http://127.0.0.1:9/cb?", "http://127.0.0.1:9/cb?[redacted]"},
+	} {
+		if got := httpcall.RedactURL(tc.in); got != tc.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestTransportErrorCarriesNoQuery: the client's *url.Error names the
+// whole URL; what Send returns names it without the query, and keeps its
+// class (a refused connection is temporary).
+func TestTransportErrorCarriesNoQuery(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, status(200))
+	addr := tg.srv.Listener.Addr().String()
+	tg.srv.Close()
+	k := httpcall.New(httpcall.Config{Local: true})
+	_, err := k.Send(context.Background(), "u1", "job_x", httpjob.Params{Method: "GET", URL: "http://" + addr + "/cb?sig=0123456789abcdef&x=1", TimeoutMs: 2000})
+	if err == nil {
+		t.Fatal("a closed port answered")
+	}
+	var ue *url.Error
+	if msg := err.Error(); strings.Contains(msg, "0123456789abcdef") || !strings.Contains(msg, addr) || !errors.As(err, &ue) {
+		t.Errorf("error %q: want the target named, the *url.Error kept, no query", msg)
+	}
+	if retry.Classify(err) != retry.ClassTemporary {
+		t.Errorf("class %v, want temporary", retry.Classify(err))
+	}
+	_, err = url.Parse("http://x/%zz?sig=0123456789abcdef")
+	if red := httpcall.Redact(err, "http://x/%zz?sig=0123456789abcdef"); strings.Contains(red.Error(), "0123456789abcdef") {
+		t.Errorf("a parse error keeps the query: %v", red)
 	}
 }
