@@ -127,6 +127,13 @@ type Config struct {
 	// invoke it (CONVEYOR_SCHEDULE_ROLE_ARN). Without the group, schedules
 	// are kept but nothing fires them but the local runtime.
 	ScheduleGroup, ScheduleTargetARN, ScheduleRoleARN string
+	// HTTPMaxSnoozes, HTTPMaxAge, HTTPTimeoutFloor and HTTPBreakersPerUser
+	// are the http kind's limits (CONVEYOR_HTTP_*, default 30 / 24h / 2s /
+	// 20; see docs/http-kind.md).
+	HTTPMaxSnoozes      int
+	HTTPMaxAge          time.Duration
+	HTTPTimeoutFloor    time.Duration
+	HTTPBreakersPerUser int
 }
 
 // OIDC configures an OpenID Connect issuer (auth.OIDCConfig).
@@ -205,12 +212,16 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 			RoleClaim: r.str(VarOIDCRoleClaim), PlanClaim: r.str(VarOIDCPlanClaim), JWKSURL: getenv(VarOIDCJWKSURL),
 			JWKSTTL: r.dur(VarOIDCJWKSTTL), JWKSMinRefresh: r.dur(VarOIDCJWKSMinRefresh),
 		},
-		ScheduleGroup:     getenv(VarScheduleGroup),
-		ScheduleTargetARN: getenv(VarScheduleTargetARN),
-		ScheduleRoleARN:   getenv(VarScheduleRoleARN),
-		QueueURLs:         map[job.Tier]string{},
-		DLQURLs:           map[job.Tier]string{},
-		ESMUUIDs:          map[job.Tier]string{},
+		ScheduleGroup:       getenv(VarScheduleGroup),
+		ScheduleTargetARN:   getenv(VarScheduleTargetARN),
+		ScheduleRoleARN:     getenv(VarScheduleRoleARN),
+		QueueURLs:           map[job.Tier]string{},
+		DLQURLs:             map[job.Tier]string{},
+		ESMUUIDs:            map[job.Tier]string{},
+		HTTPMaxSnoozes:      r.int(VarHTTPMaxSnoozes),
+		HTTPMaxAge:          r.dur(VarHTTPMaxAge),
+		HTTPTimeoutFloor:    r.dur(VarHTTPTimeoutFloor),
+		HTTPBreakersPerUser: r.int(VarHTTPBreakersPerUser),
 	}
 	if name := getenv(VarEnv); name == "" {
 		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
@@ -314,6 +325,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
+		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)
@@ -330,6 +342,12 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
+	}
+	if c.HTTPMaxSnoozes < 1 {
+		bad("%s must be at least 1", VarHTTPMaxSnoozes)
+	}
+	if c.HTTPBreakersPerUser < 1 {
+		bad("%s must be at least 1", VarHTTPBreakersPerUser)
 	}
 	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
 		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",

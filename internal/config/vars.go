@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -59,6 +61,11 @@ const (
 	VarOIDCJWKSURL               = "CONVEYOR_OIDC_JWKS_URL"
 	VarOIDCJWKSTTL               = "CONVEYOR_OIDC_JWKS_TTL"
 	VarOIDCJWKSMinRefresh        = "CONVEYOR_OIDC_JWKS_MIN_REFRESH"
+	// The http kind's limits (docs/http-kind.md).
+	VarHTTPMaxSnoozes      = "CONVEYOR_HTTP_MAX_SNOOZES"
+	VarHTTPMaxAge          = "CONVEYOR_HTTP_MAX_AGE"
+	VarHTTPTimeoutFloor    = "CONVEYOR_HTTP_TIMEOUT_FLOOR"
+	VarHTTPBreakersPerUser = "CONVEYOR_HTTP_BREAKERS_PER_USER"
 	// VarQueueURLPrefix, VarDLQURLPrefix and VarESMUUIDPrefix name one
 	// variable per tier: see VarQueueURL, VarDLQURL and VarESMUUID.
 	VarQueueURLPrefix = "CONVEYOR_QUEUE_URL_"
@@ -125,6 +132,10 @@ var Vars = []Var{
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
+	{Name: VarHTTPMaxSnoozes, Default: httpjob.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
+	{Name: VarHTTPMaxAge, Default: httpjob.MaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
+	{Name: VarHTTPTimeoutFloor, Default: httpjob.TimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
+	{Name: VarHTTPBreakersPerUser, Default: breaker.MaxPerOwnerDefault, Meaning: "http jobs: circuits (one per target host) a user may have; further hosts share one", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
 	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read when a token first needs refreshing, when the two values are not set; until it holds both, jobs that need a refresh wait (no attempt spent) and the overview says why"},

@@ -110,7 +110,16 @@ func New(c Config) (*Runner, error) {
 		Crash: c.Crash,
 	})
 	r.Kinds.MustRegister(r.Publisher.Kind())
-	r.Kinds.MustRegister(httpcall.New(httpcall.Config{Local: cfg.Env == job.Local, Breaker: r.Breaker}))
+	// The http kind's circuits are its users' own (breaker.Targets), apart
+	// from the publishing API's; its jobs' headers are opened here only.
+	hc := httpcall.Config{
+		Local: cfg.Env == job.Local, Breaker: r.Breaker.Targets(cfg.HTTPBreakersPerUser),
+		MaxSnoozes: cfg.HTTPMaxSnoozes, MaxAge: cfg.HTTPMaxAge, TimeoutFloor: cfg.HTTPTimeoutFloor,
+	}
+	if c.Sealer != nil {
+		hc.Opener, hc.Sealer = c.Sealer, c.Sealer
+	}
+	r.Kinds.MustRegister(httpcall.New(hc))
 	for _, k := range c.Kinds {
 		r.Kinds.MustRegister(k)
 	}
