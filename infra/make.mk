@@ -12,6 +12,11 @@
 # module (infra/go.mod: the CDK bindings), built from the checkout beside it
 # (a replace directive) so it reads the Lambdas' resource definition.
 #
+# infra/env/<env>.json is each environment's deploy configuration (origins,
+# external API, alarm target, reservations, log retention, tracing, OIDC),
+# checked before synthesis; every environment's file must be valid, since
+# the app synthesizes them all (docs/deploy.md).
+#
 # CONVEYOR_FUNCTIONS_DIR (default bin) is where the stacks take
 # <fn>/bootstrap from; `make build` writes them there. CDK_ARGS is passed to
 # the CLI, e.g. CDK_ARGS='-c conveyor:staging:oauthClientSecretArn=arn:…'.

@@ -39,7 +39,8 @@ var (
 	once         sync.Once
 	built        map[job.Env]*synthesized
 	emulator     *synthesized
-	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN, and alarm subscriptions
+	byARN        *synthesized             // staging, with the OAuth client secret referenced by ARN, and every optional setting (configuredStaging)
+	configs      map[job.Env]stack.Config // infra/env/<env>.json, as the app reads them
 	testApp      awscdk.App
 	buildErr     error
 )
@@ -106,14 +107,19 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 			buildErr = err
 			return
 		}
+		if configs, err = stack.LoadConfigs(filepath.Join("..", stack.ConfigDirDefault)); err != nil {
+			buildErr = err
+			return
+		}
 		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"), context)
 		testApp = app
 		sts := map[job.Env]awscdk.Stack{}
 		for _, env := range job.CloudEnvs {
-			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
+			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir, Config: configs[env]})
 		}
 		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: job.Staging, FunctionsDir: functionsDir,
-			OAuthClientSecretARN: oauthClientARN, AlarmSubscriptions: alarmSubscriptions})
+			OAuthClientSecretARN: oauthClientARN, Config: configuredStaging})
+		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: withAlarmTopic(configs[job.ProdEN])})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -125,6 +131,7 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 		}
 		emulator = decode(emu, resources.For(job.Staging))
 		byARN = decode(arnStack, resources.For(job.Staging))
+		byTopic = decode(topicStack, resources.For(job.ProdEN))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -353,11 +360,7 @@ func TestTable(t *testing.T) {
 			"PointInTimeRecoverySpecification": obj(map[string]any{"PointInTimeRecoveryEnabled": true}),
 			"SSESpecification":                 map[string]any{"SSEEnabled": true},
 		}
-		if s.def.Env.Production() {
-			props["DeletionProtectionEnabled"] = true
-		} else {
-			props["DeletionProtectionEnabled"] = false
-		}
+		props["DeletionProtectionEnabled"] = configs[s.def.Env].TableDeletionProtection
 		check(t, "table", func() {
 			s.hasProps("AWS::DynamoDB::Table", obj(props))
 		})
@@ -385,7 +388,7 @@ func TestTable(t *testing.T) {
 		}
 		want := "Delete"
 		if s.def.Env.Production() {
-			want = "Retain"
+			want = "RetainExceptOnCreate"
 		}
 		id := s.logicalID(t, "AWS::DynamoDB::Table", "TableName", tbl.Name)
 		if got := s.res[id].DeletionPolicy; got != want {
@@ -408,11 +411,7 @@ func TestBucket(t *testing.T) {
 				"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{
 					map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}},
 				}},
-				"CorsConfiguration": map[string]any{"CorsRules": []any{obj(map[string]any{
-					"AllowedMethods": []any{"PUT"},
-					"AllowedOrigins": toAny(bk.CORSOrigins),
-					"AllowedHeaders": []any{"Content-Type", "Content-Length"},
-				})}},
+				"CorsConfiguration": uploadCORS(configs[s.def.Env].AllowedOrigins),
 				"LifecycleConfiguration": map[string]any{"Rules": arrayWith(
 					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.UploadObjectExpiry.Hours() / 24, "Status": "Enabled"}),
 					obj(map[string]any{"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"}),
@@ -443,6 +442,19 @@ func TestBucket(t *testing.T) {
 	})
 }
 
+// uploadCORS is the bucket's CORS for the configured origins: none
+// without origins.
+func uploadCORS(origins []string) any {
+	if len(origins) == 0 {
+		return absent{}
+	}
+	return map[string]any{"CorsRules": []any{obj(map[string]any{
+		"AllowedMethods": []any{"PUT"},
+		"AllowedOrigins": toAny(origins),
+		"AllowedHeaders": []any{"Content-Type", "Content-Length"},
+	})}}
+}
+
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
@@ -457,10 +469,8 @@ func TestFunctions(t *testing.T) {
 		t.Errorf("publisher timeout = %v, want resources.ConsumerTimeout %v", got, resources.ConsumerTimeout)
 	}
 	each(t, func(t *testing.T, s *synthesized) {
-		retention := 30.0
-		if s.def.Env.Production() {
-			retention = 180
-		}
+		cfg := configs[s.def.Env]
+		retention := cfg.LogRetentionDays
 		for _, fn := range s.def.Functions {
 			spec := stack.FunctionSpecs[fn]
 			name := stack.FunctionName(s.def, fn)
@@ -474,6 +484,8 @@ func TestFunctions(t *testing.T) {
 				"CONVEYOR_BUCKET":     ref(bucket),
 				"CONVEYOR_KMS_KEY_ID": key,
 				"CONVEYOR_EVENT_BUS":  ref(s.logicalID(t, "AWS::Events::EventBus", "Name", s.def.EventBus)),
+				// From the environment's configuration.
+				"CONVEYOR_DEVIANTART_URL": cfg.ExternalAPI.URL,
 			}
 			for _, q := range s.def.Queues {
 				up := strings.ToUpper(string(q.Tier))
@@ -506,7 +518,7 @@ func TestFunctions(t *testing.T) {
 					"LoggingConfig":                map[string]any{"LogGroup": ref(logs)},
 					"TracingConfig":                map[string]any{"Mode": "Active"},
 					"Environment":                  map[string]any{"Variables": obj(env)},
-					"ReservedConcurrentExecutions": spec.ReservedConcurrency,
+					"ReservedConcurrentExecutions": reservation(cfg, fn),
 				}))
 			})
 			check(t, fn+" log retention", func() {
@@ -677,7 +689,7 @@ func TestKeyBusSecrets(t *testing.T) {
 			"PasswordLength": 32.0, "ExcludePunctuation": true}, oauth.Properties["GenerateSecretString"]); diff != "" {
 			t.Errorf("OAuth client secret (-want +got):\n%s", diff)
 		}
-		if want := map[bool]string{true: "Retain", false: "Delete"}[s.def.Env.Production()]; oauth.DeletionPolicy != want {
+		if want := map[bool]string{true: "RetainExceptOnCreate", false: "Delete"}[s.def.Env.Production()]; oauth.DeletionPolicy != want {
 			t.Errorf("OAuth client secret DeletionPolicy = %q, want %q", oauth.DeletionPolicy, want)
 		}
 	})
@@ -798,7 +810,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		// One alarm per external host, on exactly {Environment, Host}:
 		// token breakers (no Host) cannot feed it. Any datapoint ≥ 1 in the
 		// last two 5-minute periods (the periodic gauge) keeps it on.
-		for _, host := range stack.BreakerHosts() {
+		for _, host := range stack.BreakerHosts(configs[s.def.Env]) {
 			alarm("breaker open "+host, map[string]any{
 				"AlarmName": s.def.Prefix + "-breaker-open-" + host,
 				"Namespace": stack.BreakerNamespace, "MetricName": stack.BreakerMetricName,
@@ -811,7 +823,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 				"EvaluationPeriods": 2, "DatapointsToAlarm": 1,
 			})
 		}
-		if hosts := stack.BreakerHosts(); !slices.Contains(hosts, "www.deviantart.com") {
+		if hosts := stack.BreakerHosts(configs[s.def.Env]); !slices.Contains(hosts, "www.deviantart.com") {
 			t.Errorf("breaker hosts %v lack the external API's host", hosts)
 		}
 		for id, r := range s.ofType("AWS::CloudWatch::Alarm") {
@@ -970,8 +982,8 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 		if pitr["PointInTimeRecoveryEnabled"] != d.Table.PointInTimeRecovery {
 			t.Errorf("PITR = %v, want %v", pitr, d.Table.PointInTimeRecovery)
 		}
-		if tbl["DeletionProtectionEnabled"] != d.Table.DeletionProtection {
-			t.Errorf("deletion protection = %v, want %v", tbl["DeletionProtectionEnabled"], d.Table.DeletionProtection)
+		if want := configs[d.Env].TableDeletionProtection; tbl["DeletionProtectionEnabled"] != want {
+			t.Errorf("deletion protection = %v, want %v (the configuration's)", tbl["DeletionProtectionEnabled"], want)
 		}
 
 		s.logicalID(t, "AWS::S3::Bucket", "BucketName", map[string]any{"Fn::Join": []any{"-", []any{d.Bucket.Name, ref("AWS::AccountId")}}})
@@ -1280,9 +1292,6 @@ func TestUploadLifecycleCoversTheRetentionHorizon(t *testing.T) {
 	})
 }
 
-// alarmSubscriptions are the by-ARN stack's alarm subscribers.
-var alarmSubscriptions = []string{"ops@example.com", "https://hooks.example.com/sns"}
-
 func TestAlarmSubscriptions(t *testing.T) {
 	t.Parallel()
 	stacks(t)
@@ -1291,7 +1300,7 @@ func TestAlarmSubscriptions(t *testing.T) {
 	for id := range s.ofType("AWS::SNS::Topic") {
 		topic = id
 	}
-	for _, sub := range []struct{ protocol, endpoint string }{{"email", "ops@example.com"}, {"https", "https://hooks.example.com/sns"}} {
+	for _, sub := range []struct{ protocol, endpoint string }{{"email", alarmSubscriptions[0]}, {"https", alarmSubscriptions[1]}} {
 		check(t, sub.protocol, func() {
 			s.hasProps("AWS::SNS::Subscription", map[string]any{
 				"Protocol": sub.protocol, "Endpoint": sub.endpoint, "TopicArn": ref(topic),
