@@ -164,17 +164,24 @@ func firstSentence(s string) string {
 	return s
 }
 
-// receiver is a webhook endpoint on loopback that counts deliveries.
+// receiver is a webhook endpoint on loopback that counts deliveries; the
+// first delivery to /flaky is answered 503 (the system function retries).
 type receiver struct {
-	mu  sync.Mutex
-	got []string
+	mu      sync.Mutex
+	got     []string
+	flakied bool
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.Copy(io.Discard, req.Body)
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if req.URL.Path == "/flaky" && !r.flakied {
+		r.flakied = true
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	r.got = append(r.got, req.Header.Get("X-Conveyor-Event"))
-	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -318,11 +325,18 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	b.Connect(other)
 	otherUp := b.Upload(other, stacktest.PNG(t, 5))
 	or := b.Call("POST", "/v1/jobs", other, map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": otherUp}}, "params": map[string]any{"title": "Free"},
-		"webhookUrl": srv.URL + "/free"}) // a first delivery for a user with no secret yet: sealed by system
+		// A first delivery for a user with no secret yet (sealed by the
+		// system function), answered 503 once (retried).
+		"webhookUrl": srv.URL + "/flaky"})
 	if or.Status != 201 {
 		t.Fatalf("POST /v1/jobs as a free user: %d %s", or.Status, or.Raw)
 	}
 	b.WaitStatus(other, or.Body["id"].(string), "succeeded")
+	b.Eventually(func() bool {
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		return hooks.flakied
+	}, "the free user's job webhook tried")
 
 	// The http kind: one request, delivered by the publisher.
 	hr := b.Call("POST", "/v1/jobs", user, map[string]any{"type": "http", "params": map[string]any{"method": "POST", "url": srv.URL + "/http", "body": "{}",
@@ -413,7 +427,12 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	}, "job.stale delivered to the endpoint")
 
 	b.Must(b.Call("DELETE", "/v1/webhooks/"+firstEndpoint(b, user), user, nil), 204)
-	// The streams end (their slots released) before the stack does.
+	// An open stream renews its slot every third of the lease (20 s): wait
+	// for the user stream's first renewal, then end the streams.
+	b.Eventually(func() bool {
+		raw, _ := os.ReadFile(filepath.Join(logs, resources.FuncStream+".jsonl"))
+		return bytes.Contains(raw, []byte(`"action":"dynamodb:UpdateItem"`))
+	}, "the stream function renewing its slot")
 	cancel()
 	time.Sleep(2 * time.Second)
 	s.Close()
