@@ -20,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/infra/stack"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Synthesizing is slow (every construct call crosses into Node), so the
@@ -1073,17 +1074,21 @@ func TestLeastPrivilege(t *testing.T) {
 	rw := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-	// What each function's code calls (internal/app wires it): the api
-	// seals tokens but never opens one, and touches neither S3 nor
-	// Scheduler (the uploads and schedules functions serve those routes);
-	// the admin function alone holds the admin powers (it serves the admin
-	// routes) and touches neither S3 nor KMS; only the relay puts events on
-	// the bus; the publisher sends no message.
+	// What each function's code calls (internal/app wires it), as the IAM
+	// conformance check (localstack/iamcheck, docs/iam.md) finds it: the
+	// api seals tokens but never opens one (it opens webhook signing
+	// secrets), and touches neither S3 nor Scheduler (the uploads and
+	// schedules functions serve those routes); the admin function alone
+	// holds the admin powers (it serves the admin routes) and touches
+	// neither S3 nor KMS; only the relay puts events on the bus, and it
+	// reads and rebuilds the webhook endpoints' summaries in the table; the
+	// publisher sends no message; uploads and confirm may list the upload
+	// prefix (a missing object is a 404, not a 403).
 	want := map[string][]string{
-		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
+		resources.FuncAPI: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncUploads: concat(logs, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-			"s3:GetObject", "s3:PutObject", "secretsmanager:GetSecretValue"}),
+			"s3:GetObject", "s3:ListBucket", "s3:PutObject", "secretsmanager:GetSecretValue"}),
 		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
 			"secretsmanager:GetSecretValue"}, userScheduleActions),
 		resources.FuncAdmin: concat(logs, rw, []string{"lambda:UpdateEventSourceMapping",
@@ -1091,18 +1096,28 @@ func TestLeastPrivilege(t *testing.T) {
 			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
 		// confirm also sends its failed invocations to the failure queue
 		// (the on-failure destination).
-		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject",
+		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket",
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
 		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:SendMessage"}),
-		// The stream read (granted by the event source), PutEvents, and
-		// SendMessage to the system tier and the on-failure queue only.
-		resources.FuncRelay: concat(logs, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-			"dynamodb:ListStreams", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
+		// The stream read (granted by the event source), PutEvents,
+		// SendMessage to the system tier and the on-failure queue only, and
+		// the endpoint summaries (read, rebuilt).
+		resources.FuncRelay: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+			"dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Query", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncStream: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue",
 			"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}),
+	}
+	// The purposes of the secrets each function seals (GenerateDataKey)
+	// and opens (Decrypt): every KMS grant is conditioned on exactly these.
+	purposes := map[string]map[string][]string{
+		resources.FuncAPI: {"kms:GenerateDataKey": {secrets.PurposeAccountToken, secrets.PurposeWebhookSigning, secrets.PurposeHTTPHeaders},
+			"kms:Decrypt": {secrets.PurposeWebhookSigning}},
+		resources.FuncPublisher: {"kms:Decrypt": {secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders},
+			"kms:GenerateDataKey": {secrets.PurposeAccountToken}},
+		resources.FuncSystem: {"kms:Decrypt": {secrets.PurposeWebhookSigning}, "kms:GenerateDataKey": {secrets.PurposeWebhookSigning}},
 	}
 	for fn := range want {
 		sort.Strings(want[fn])
@@ -1130,10 +1145,41 @@ func TestLeastPrivilege(t *testing.T) {
 				continue
 			}
 			for _, a := range actions {
-				if a == "sqs:StartMessageMoveTask" || a == "lambda:UpdateEventSourceMapping" || (a == "kms:Decrypt" && fn != resources.FuncPublisher && fn != resources.FuncSystem) {
+				if a == "sqs:StartMessageMoveTask" || a == "lambda:UpdateEventSourceMapping" {
 					t.Errorf("%s may %s", fn, a)
 				}
 			}
+		}
+		// KMS: each action in one statement, on the key, for its purposes.
+		got2 := map[string]map[string][]string{}
+		for _, fn := range s.def.Functions {
+			for _, doc := range policyDocs(t, s, fn) {
+				for _, st := range doc.(map[string]any)["Statement"].([]any) {
+					st := st.(map[string]any)
+					for _, a := range strs(st["Action"]) {
+						if a == "s3:ListBucket" {
+							// Listing is for the upload prefix only.
+							cond, _ := st["Condition"].(map[string]any)
+							like, _ := cond["StringLike"].(map[string]any)
+							if p := strs(like["s3:prefix"]); !slices.Equal(p, []string{s.def.Bucket.UploadPrefix + "*"}) {
+								t.Errorf("%s may list the bucket under %v, want only %s*", fn, p, s.def.Bucket.UploadPrefix)
+							}
+						}
+						if !strings.HasPrefix(a, "kms:") {
+							continue
+						}
+						cond, _ := st["Condition"].(map[string]any)
+						eq, _ := cond["StringEquals"].(map[string]any)
+						if got2[fn] == nil {
+							got2[fn] = map[string][]string{}
+						}
+						got2[fn][a] = append(got2[fn][a], strs(eq[stack.PurposeCondition])...)
+					}
+				}
+			}
+		}
+		if diff := cmp.Diff(purposes, got2); diff != "" {
+			t.Errorf("KMS purposes per function and action (-want +got):\n%s", diff)
 		}
 		// No statement anywhere in the template scans the table or uses
 		// an action wildcard.

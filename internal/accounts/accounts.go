@@ -160,7 +160,7 @@ type ConnectRequest struct {
 }
 
 func aad(owner, kind string) map[string]string {
-	return map[string]string{"user": owner, "provider": Provider, "token": kind}
+	return map[string]string{"user": owner, "provider": Provider, "token": kind, secrets.ContextPurpose: secrets.PurposeAccountToken}
 }
 
 // Connect stores owner's tokens, sealed, replacing an earlier connection.

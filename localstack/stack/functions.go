@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awscall"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -87,6 +88,8 @@ type binaryConfig struct {
 	built  map[string]string
 	output io.Writer
 	logger *slog.Logger
+	// callLog is Options.CallLog.
+	callLog string
 }
 
 // functionSecret is a secret a function reads by ARN at cold start: its
@@ -136,6 +139,10 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		delete(env, config.VarJWTSecret)
 		if s, ok := functionSecrets[name]; ok {
 			env[s.arnVar] = arns[s.name]
+		}
+		if c.callLog != "" {
+			env[awscall.VarLog] = filepath.Join(c.callLog, name+".jsonl")
+			env[awscall.VarAccount] = runtime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {
