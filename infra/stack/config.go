@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/conveyor/conveyor/internal/config"
 	"net"
 	"net/mail"
 	"net/url"
@@ -28,10 +29,10 @@ const ConfigDirDefault = "env"
 // The OIDC variables the HTTP-serving functions read (internal/auth). The
 // stack sets each one only when the environment's configuration does.
 const (
-	VarOIDCIssuer    = "CONVEYOR_OIDC_ISSUER"
-	VarOIDCAudience  = "CONVEYOR_OIDC_AUDIENCE"
-	VarOIDCRoleClaim = "CONVEYOR_OIDC_ROLE_CLAIM"
-	VarOIDCPlanClaim = "CONVEYOR_OIDC_PLAN_CLAIM"
+	VarOIDCIssuer    = config.VarOIDCIssuer
+	VarOIDCAudience  = config.VarOIDCAudience
+	VarOIDCRoleClaim = config.VarOIDCRoleClaim
+	VarOIDCPlanClaim = config.VarOIDCPlanClaim
 )
 
 // LiveExternalAPIHost is the external API's production host. A

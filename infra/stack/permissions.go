@@ -199,6 +199,9 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
+			// A schedule's tick submits its job template: an http job's
+			// headers are sealed at submission.
+			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeHTTPHeaders)
 		case resources.FuncStream:
 			// A job's event log (the table), for GET /v1/events the caller's
 			// newest and recently updated jobs (two indexes), for the admin

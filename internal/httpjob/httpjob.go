@@ -77,7 +77,7 @@ var forbiddenHeaders = []string{"Connection", "Content-Length", "Host", "Keep-Al
 const Redacted = "[redacted]"
 
 // Purpose is the sealed headers' purpose in their encryption context.
-const Purpose = "http-headers"
+const Purpose = secrets.PurposeHTTPHeaders
 
 // SealContext is the encryption context of a job's sealed headers: its
 // owner, the job and Purpose. An envelope copied to another job or
