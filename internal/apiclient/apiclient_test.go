@@ -174,7 +174,12 @@ func TestErrorsAreAPIErrors(t *testing.T) {
 func TestStreamsRetryAfterAndCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "u-client-streams", "pro")
-	j, _, err := b.user.SubmitJob(context.Background(), apiclient.PublishRequest(publish.Params{Title: "streamed"}, b.uploadID))
+	// A job that stays scheduled: a finished job's stream ends after its
+	// snapshot, and its slot with it.
+	req := apiclient.PublishRequest(publish.Params{Title: "streamed"}, b.uploadID)
+	later := time.Now().Add(time.Hour)
+	req.ScheduleAt = &later
+	j, _, err := b.user.SubmitJob(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
