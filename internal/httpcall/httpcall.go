@@ -99,6 +99,11 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 	}); err != nil {
 		return err
 	}
+	// The run loop's check that this attempt still holds the job, for as
+	// long as the request may take, and that the invocation has that time.
+	if err := a.Hold(ctx, time.Duration(p.TimeoutMs)*time.Millisecond); err != nil {
+		return err
+	}
 	res, err := k.Send(ctx, j.ID, p)
 	var doc job.Doc
 	if res != nil {
