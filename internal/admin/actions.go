@@ -90,18 +90,12 @@ func (s *Service) RestartJobs(ctx context.Context, jobIDs []string, by string) (
 // StopJobs cancels every scheduled, queued or running job of jobIDs with
 // the error code "stopped"; outputs already produced are kept. A message
 // still in the queue then has no effect (the publisher drops messages of
-// cancelled jobs) and a running worker stops at its next write. Finished
-// jobs are skipped with the reason.
+// cancelled jobs) and a running worker makes no call after it (it finishes
+// the call in flight, records it and releases the job). Finished jobs are
+// skipped with the reason.
 func (s *Service) StopJobs(ctx context.Context, jobIDs []string, by string) (Stopped, error) {
 	done, skipped, err := s.bulk(ctx, "stopping a job", jobIDs, func(ctx context.Context, id string) error {
-		now := s.cfg.Now()
-		_, err := s.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
-			if err := j.Apply(job.Cancel, now); err != nil {
-				return err
-			}
-			j.Error = &job.Error{Code: StopCode, Message: "stopped by an operator", Retryable: true}
-			return nil
-		})
+		_, err := s.cfg.Jobs.Stop(ctx, id, &job.Error{Code: StopCode, Message: "stopped by an operator", Retryable: true})
 		return err
 	})
 	if err != nil {

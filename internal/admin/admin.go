@@ -57,10 +57,14 @@ type SQSAPI interface {
 	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 }
 
-// Requeuer re-queues a job through the state machine and sends its message
-// (jobs.Service).
+// Requeuer re-queues a job through the state machine and sends its message,
+// and stops one (jobs.Service).
 type Requeuer interface {
 	Requeue(ctx context.Context, id string, a job.Action) (job.Job, error)
+	// Stop cancels the job with why as its error; a run in progress
+	// keeps its lease until its call ended, and what it may have done is
+	// reconciled (jobs.Service.Stop).
+	Stop(ctx context.Context, id string, why *job.Error) (job.Job, error)
 }
 
 // Sender puts a job's message on its tier's queue (queue.Sender).

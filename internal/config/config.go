@@ -102,6 +102,10 @@ type Config struct {
 	ScheduleInterval time.Duration
 	// HeartbeatInterval is how often a running job's worker proves it lives (default 30s).
 	HeartbeatInterval time.Duration
+	// DeadlineMargin is what the publisher leaves of each invocation to
+	// record outcomes: no call starts that could end later than the
+	// deadline less it (CONVEYOR_DEADLINE_MARGIN, default 10s).
+	DeadlineMargin time.Duration
 	// StaleAfter / DeleteAfter are the two retention stages (default 168h / 720h).
 	StaleAfter, DeleteAfter time.Duration
 	// StreamPing is the longest silence on an SSE stream (CONVEYOR_STREAM_PING, default 15s).
@@ -199,6 +203,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StuckAfter:                r.dur(VarStuckAfter),
 		ScheduleInterval:          r.dur(VarScheduleInterval),
 		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
+		DeadlineMargin:            r.dur(VarDeadlineMargin),
 		StaleAfter:                r.dur(VarStaleAfter),
 		DeleteAfter:               r.dur(VarDeleteAfter),
 		StreamPing:                r.dur(VarStreamPing),
@@ -325,7 +330,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
-		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor},
+		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)

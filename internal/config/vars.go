@@ -42,6 +42,7 @@ const (
 	VarScheduleInterval          = "CONVEYOR_SCHEDULE_INTERVAL"
 	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
+	VarDeadlineMargin            = "CONVEYOR_DEADLINE_MARGIN"
 	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
 	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
 	VarStreamPing                = "CONVEYOR_STREAM_PING"
@@ -124,6 +125,7 @@ var Vars = []Var{
 	{Name: VarScheduleInterval, Default: time.Minute, Meaning: "how often due scheduled jobs are released (local ticker)", Rule: "> 0"},
 	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
+	{Name: VarDeadlineMargin, Default: 10 * time.Second, Meaning: "what the publisher leaves of each invocation to record outcomes: no call starts that could end after the deadline less it; the job is handed back, no attempt spent", Rule: "> 0"},
 	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},
 	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},
 	{Name: VarStreamPing, Default: 15 * time.Second, Meaning: "the longest silence on an SSE stream (a `ping` event)", Rule: "> 0"},

@@ -110,7 +110,9 @@ type Outcome struct {
 // back at the queue's visibility timeout; an Outcome not Done delays it.
 func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityChanger, urls QueueURLs, log *slog.Logger,
 	accept func(queue.Message) bool, run func(context.Context, queue.Message, int) (Outcome, error)) events.SQSEventResponse {
-	return ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
+	var handled sync.Map // message ids whose visibility was decided by their run
+	resp := ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
+		handled.Store(m.MessageId, true)
 		msg, err := queue.Decode(m.Body)
 		if err != nil || !accept(msg) {
 			log.ErrorContext(ctx, "dropping a message no consumer can read", "message_id", m.MessageId, "kind", msg.Kind, "error", err)
@@ -128,4 +130,23 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		}
 		return true
 	})
+	// A message never run (behind one of its group that did not finish,
+	// or once the invocation's time was up) comes back promptly, not at
+	// the queue's visibility timeout: its group would wait that long.
+	byID := map[string]events.SQSMessage{}
+	for _, m := range ev.Records {
+		byID[m.MessageId] = m
+	}
+	for _, f := range resp.BatchItemFailures {
+		if _, ok := handled.Load(f.ItemIdentifier); !ok {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			Delay(dctx, client, urls, byID[f.ItemIdentifier], SkippedVisibility, log)
+			cancel()
+		}
+	}
+	return resp
 }
+
+// SkippedVisibility is when a message of a batch that was never run
+// becomes visible again.
+const SkippedVisibility = time.Second

@@ -152,6 +152,12 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 	}); err != nil {
 		return err
 	}
+	// The run loop's check that this attempt still holds the job, for as
+	// long as the request may take, and that the invocation has that time.
+	if err := a.Hold(ctx, time.Duration(p.TimeoutMs)*time.Millisecond); err != nil {
+		clear(p.Headers)
+		return err
+	}
 	res, err := k.Send(ctx, j.Owner, j.ID, p)
 	clear(p.Headers)
 	var doc job.Doc

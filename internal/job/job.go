@@ -335,9 +335,12 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		j.LeaseOwner, j.LeaseUntil = "", nil
 		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 	case Retry:
+		// The lease stays: a run that a cancel or stop ended may still be
+		// finishing its last call, and the retry is not claimable before
+		// that run released the job or its lease expired (Claim).
 		j.Phase = "queued"
 		j.QueuedAt = &now
-		j.LeaseOwner, j.LeaseUntil, j.RetryAt = "", nil, nil
+		j.RetryAt = nil
 		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 		j.Error, j.FinishedAt, j.ExpiresAt = nil, nil, 0
 		j.Attempts, j.Snoozes, j.RetriedAt = 0, 0, &now
@@ -364,7 +367,13 @@ func (j *Job) Apply(a Action, now time.Time) error {
 	case Succeed, Fail, Cancel:
 		j.FinishedAt = &now
 		j.Phase = string(next)
-		j.LeaseOwner, j.LeaseUntil = "", nil
+		if a != Cancel {
+			// A cancel (the owner's, or an operator's stop) keeps the
+			// lease: the cancelled run may be in the middle of a call,
+			// and it alone may record what that call did, until it
+			// releases the job (Release) or its lease expires.
+			j.LeaseOwner, j.LeaseUntil = "", nil
+		}
 		if a == Succeed {
 			j.Progress = 100
 		}
@@ -486,11 +495,57 @@ func (j *Job) Unsettled() bool {
 	return false
 }
 
+// ErrLeaseHeld is returned (wrapped in *LeaseHeldError) by Claim while
+// another run still holds the job's lease.
+var ErrLeaseHeld = errors.New("the job's lease is held by another run")
+
+// LeaseHeldError says who holds the lease and until when.
+type LeaseHeldError struct {
+	Owner string
+	Until time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("the job's lease is held by %s until %s", e.Owner, e.Until.Format(time.RFC3339Nano))
+}
+
+// Unwrap makes errors.Is(err, ErrLeaseHeld) true.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
+
+// HeldBy reports whether a run other than worker holds the job's lease at
+// now, and until when. A cancelled, stopped or retried job stays held by
+// its last run until that run releases it or the lease expires.
+func (j *Job) HeldBy(worker string, now time.Time) (time.Time, bool) {
+	if j.LeaseOwner == "" || j.LeaseOwner == worker || j.LeaseUntil == nil || !j.LeaseUntil.After(now) {
+		return time.Time{}, false
+	}
+	return *j.LeaseUntil, true
+}
+
+// Release is the run of worker letting go of a job that stopped being its
+// run's (cancelled, stopped, retried meanwhile): the lease is cleared, so
+// the next run may claim the job at once. It reports whether worker held
+// the lease; a running job is left alone (its run ends it with Succeed,
+// Fail or Requeue, which clear the lease).
+func (j *Job) Release(worker string, now time.Time) bool {
+	if j.Status == Running || j.LeaseOwner != worker {
+		return false
+	}
+	j.LeaseOwner, j.LeaseUntil = "", nil
+	j.UpdatedAt = now.UTC()
+	return true
+}
+
 // Claim is a worker taking the job for one run: it starts (or resumes) the
 // job, counts the attempt, leases it to worker until leaseUntil, and marks
 // every unfinished item as tried. It returns which items an earlier run may
-// already have sent to the external API (tried before this claim).
+// already have sent to the external API (tried before this claim). While
+// another run holds the lease (a cancelled run finishing its call before
+// a retry) it returns a *LeaseHeldError and leaves j untouched.
 func (j *Job) Claim(worker string, leaseUntil, now time.Time) (triedBefore []bool, err error) {
+	if until, held := j.HeldBy(worker, now); held {
+		return nil, &LeaseHeldError{Owner: j.LeaseOwner, Until: until}
+	}
 	if err := j.Apply(Start, now); err != nil {
 		return nil, err
 	}

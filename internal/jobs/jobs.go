@@ -375,18 +375,40 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (job.Job, error)
 	if _, err := s.Get(ctx, owner, id); err != nil {
 		return job.Job{}, err
 	}
+	j, err := s.Stop(ctx, id, &job.Error{Code: "cancelled", Message: "cancelled by the user", Retryable: true})
+	if err == nil {
+		s.cfg.Logger.InfoContext(ctx, "job cancelled", "job_id", id)
+	}
+	return j, err
+}
+
+// Stop cancels job id with why as its error (the owner's cancel, an
+// operator's stop). A run in progress keeps its lease until it has
+// finished its call (job.Apply), and no call starts after the cancel.
+// When a run may have reached the external API for some item without
+// recording the outcome (the job is unsettled), one more delivery is sent:
+// the worker that receives it waits for the run to release the job, then
+// asks the API what happened and records it on the cancelled job.
+func (s *Service) Stop(ctx context.Context, id string, why *job.Error) (job.Job, error) {
 	now := s.cfg.Now()
 	j, err := s.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
 		if err := j.Apply(job.Cancel, now); err != nil {
 			return err
 		}
-		j.Error = &job.Error{Code: "cancelled", Message: "cancelled by the user", Retryable: true}
+		j.Error = why
+		if j.Unsettled() {
+			j.Enqueues++
+		}
 		return nil
 	})
-	if err == nil {
-		s.cfg.Logger.InfoContext(ctx, "job cancelled", "job_id", id)
+	if err != nil || !j.Unsettled() {
+		return j, err
 	}
-	return j, err
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+		// The items stay tried: a retry asks the API before any call.
+		s.cfg.Logger.ErrorContext(ctx, "sending the cancelled job for reconciliation failed; a retry asks the API", "job_id", id, "error", err)
+	}
+	return j, nil
 }
 
 // Retry re-queues owner's failed, cancelled or stale job: finished phases

@@ -123,10 +123,47 @@ type Attempt interface {
 	// copy). It fails when the job stopped being this attempt's
 	// (cancelled, taken over): Work must then return that error.
 	Save(ctx context.Context, mutate func(*job.Job)) error
+	// Hold must precede every call with a side effect outside the table
+	// (an upload, a publication, an outbound request): it checks, cheaply,
+	// that this attempt still holds the job's lease, and that the lease and
+	// the invocation's time left both cover need (the call's own deadline),
+	// extending the lease when it would lapse first. It returns an error
+	// wrapping ErrLostJob when the job stopped being this attempt's
+	// (cancelled, stopped, taken over) — the attempt must then make no
+	// further call and return that error — and ErrOutOfTime when the
+	// invocation ends too soon for the call: the loop hands the job back
+	// without spending an attempt.
+	Hold(ctx context.Context, need time.Duration) error
 	// Logger carries the job id, tier and attempt.
 	Logger() *slog.Logger
 	// Now is the run loop's clock.
 	Now() time.Time
+}
+
+// ErrLostJob is what Hold and Save return once the job stopped being the
+// attempt's: Work returns it (wrapped or not) and makes no further call.
+var ErrLostJob = errors.New("the job stopped being this attempt's (cancelled, stopped or taken over)")
+
+// ErrOutOfTime is what Hold returns when the invocation's deadline, less
+// the loop's margin, comes before the call could end: Work returns it and
+// the loop hands the job back without spending an attempt.
+var ErrOutOfTime = errors.New("not enough time left in this invocation")
+
+// Budgeter is what a kind may also say: how long the next call of a job's
+// run may take at most (its deadline). The run loop does not claim a job
+// whose next call cannot end before the invocation does; it hands the
+// delivery back without spending an attempt. A kind that is not a
+// Budgeter is started whatever the time left.
+type Budgeter interface {
+	NextCall(j job.Job) time.Duration
+}
+
+// Reconciler is what a kind whose calls may have an unknown outcome also
+// does: asks the outside world what became of a job's items a run marked
+// tried, and records it on them, whatever the job's status. The run loop
+// calls it for a finished job whose last run may have been cut mid-call.
+type Reconciler interface {
+	Reconcile(ctx context.Context, j job.Job) error
 }
 
 // UnusableError is well-formed input that cannot be used (422).

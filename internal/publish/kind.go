@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,6 +58,26 @@ func (k publishKind) Work(ctx context.Context, a kind.Attempt) error {
 	return r.phases(ctx)
 }
 
+// NextCall is the deadline of the job's next call to the external API:
+// the first unfinished item's upload, or its publication (kind.Budgeter).
+func (k publishKind) NextCall(j job.Job) time.Duration {
+	for _, it := range j.Items {
+		switch it.Status {
+		case job.ItemPending:
+			return k.p.callTimeout(it.Size)
+		case job.ItemUploaded:
+			return k.p.callTimeout(0)
+		}
+	}
+	return 0
+}
+
+// Reconcile asks the API what became of a finished job's items a run
+// marked tried and records it on them (kind.Reconciler).
+func (k publishKind) Reconcile(ctx context.Context, j job.Job) error {
+	return k.p.reconcile(ctx, k.p.cfg.Logger.With("job_id", j.ID, "worker", k.p.cfg.Worker), j)
+}
+
 // The run is the kind.Attempt of every kind's Work.
 
 func (r *run) Job() job.Job         { return r.snapshot() }
@@ -65,4 +86,44 @@ func (r *run) Now() time.Time       { return r.p.cfg.Now() }
 func (r *run) Tried(i int) bool     { return i >= 0 && i < len(r.tried) && r.tried[i] }
 func (r *run) Save(ctx context.Context, mutate func(*job.Job)) error {
 	return r.save(ctx, mutate)
+}
+
+// Hold checks, before a call with a side effect, that the run still holds
+// the job for at least need (kind.Attempt): the invocation's time left, then
+// the job's lease with one strongly consistent read of it, extended by a
+// conditional write when it would lapse before the call could end (plus a
+// heartbeat's slack for the clocks of other workers). Once the job is lost
+// it answers so without asking the table again.
+func (r *run) Hold(ctx context.Context, need time.Duration) error {
+	r.mu.Lock()
+	lost := r.lost
+	r.mu.Unlock()
+	if lost {
+		return errLostLease
+	}
+	if r.p.outOfTime(r.end, need) {
+		return kind.ErrOutOfTime
+	}
+	l, err := r.p.cfg.Store.JobLease(ctx, r.job.ID)
+	if err != nil {
+		return fmt.Errorf("checking the job's lease: %w", err)
+	}
+	now := r.p.cfg.Now()
+	if !l.HeldBy(r.p.cfg.Worker, now) {
+		r.mu.Lock()
+		r.lost = true
+		r.mu.Unlock()
+		r.log.WarnContext(ctx, "the job stopped being this run's; no further call", "status", l.Status, "lease_owner", l.Owner)
+		return errLostLease
+	}
+	slack := r.p.cfg.Heartbeat
+	if !l.Until.Before(now.Add(need + slack)) {
+		return nil
+	}
+	return r.save(ctx, func(j *job.Job) {
+		until := now.Add(max(r.p.leaseFor(), need+slack)).UTC()
+		if j.LeaseUntil == nil || j.LeaseUntil.Before(until) {
+			j.LeaseUntil = &until
+		}
+	})
 }

@@ -91,7 +91,27 @@ type Config struct {
 	// Provider is the external provider whose connected account a publish
 	// job needs (default "deviantart").
 	Provider string
+	// CallTimeout is the deadline of one call to the external API sending
+	// size bytes (deviantart.Client.Timeout); a run holds the job's lease
+	// for at least that long before each call (default: half the lease).
+	CallTimeout func(size int64) time.Duration
+	// DeadlineMargin is what a run leaves of its invocation: the work runs
+	// under the context's deadline less this margin, and a call that could
+	// not end before then is not started (default DeadlineMarginDefault).
+	DeadlineMargin time.Duration
+	// InvocationTimeout is the longest an invocation lasts (the function's
+	// timeout; default resources.ConsumerTimeout). A call that could not
+	// end within a whole invocation is started anyway (bounded by the
+	// invocation), since handing it back could never help.
+	InvocationTimeout time.Duration
+	// HandBack is how soon a job handed back for lack of time, or because
+	// the run before still holds it, is delivered again (default 1s).
+	HandBack time.Duration
 }
+
+// DeadlineMarginDefault is Config.DeadlineMargin's default: time to record
+// what the last call did and answer the queue.
+const DeadlineMarginDefault = 10 * time.Second
 
 // Publisher runs jobs: the run loop (claim, lease and heartbeat, the
 // outcome recorded through the retry policy) of every kind in
@@ -118,6 +138,15 @@ func New(cfg Config) *Publisher {
 	if cfg.Provider == "" {
 		cfg.Provider = "deviantart"
 	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = DeadlineMarginDefault
+	}
+	if cfg.InvocationTimeout == 0 {
+		cfg.InvocationTimeout = resources.ConsumerTimeout
+	}
+	if cfg.HandBack == 0 {
+		cfg.HandBack = time.Second
+	}
 	p := &Publisher{cfg: cfg}
 	if p.cfg.Kinds == nil {
 		p.cfg.Kinds = kind.NewRegistry(p.Kind())
@@ -137,6 +166,42 @@ type Verdict struct {
 
 // leaseFor is how long a claim holds without a heartbeat.
 func (p *Publisher) leaseFor() time.Duration { return 3 * p.cfg.Heartbeat }
+
+// callTimeout is the deadline of one external call sending size bytes.
+func (p *Publisher) callTimeout(size int64) time.Duration {
+	if p.cfg.CallTimeout != nil {
+		return p.cfg.CallTimeout(size)
+	}
+	return p.leaseFor() / 2
+}
+
+// budgetEnd is when the work of a run started under ctx must end: the
+// invocation's deadline less the margin (zero: ctx has no deadline).
+func (p *Publisher) budgetEnd(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return d.Add(-p.cfg.DeadlineMargin)
+}
+
+// outOfTime reports whether a call taking need cannot end before end (the
+// run's budget, zero for none) and could in a fresh invocation: only then
+// is handing it back of use.
+func (p *Publisher) outOfTime(end time.Time, need time.Duration) bool {
+	return !end.IsZero() && time.Now().Add(need).After(end) && need <= p.cfg.InvocationTimeout-p.cfg.DeadlineMargin
+}
+
+// heldWait is how long a delivery for a job another run still holds waits:
+// until the lease ends at the latest, sooner (HandBack to a heartbeat) as
+// that run usually releases the job when its call returns.
+func (p *Publisher) heldWait(until, now time.Time, receives int) time.Duration {
+	left := until.Sub(now)
+	if receives+2 >= p.cfg.MaxReceives {
+		return max(left, p.cfg.HandBack)
+	}
+	return min(max(left, p.cfg.HandBack), max(p.cfg.Heartbeat, p.cfg.HandBack))
+}
 
 // Delivery is one message for a job, as the queue handed it over.
 type Delivery struct {
@@ -193,6 +258,22 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	case j.Status != job.Queued && j.Status != job.Running:
 		return p.settleFinished(ctx, log, j, d), nil
 	}
+	if until, held := j.HeldBy(p.cfg.Worker, now); held {
+		// A cancelled or stopped run is finishing its last call: the
+		// retry waits until it released the job or its lease ended,
+		// spending nothing.
+		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the previous run still holds the job"}, nil
+	}
+	end := p.budgetEnd(ctx)
+	k, known := p.cfg.Kinds.Get(j.Type)
+	if b, ok := k.(kind.Budgeter); known && ok && p.outOfTime(end, b.NextCall(j)) {
+		// Its next call would outlive the invocation: not started, handed
+		// back at once, no attempt spent (nothing was claimed).
+		if p.cfg.Policy.Park(p.cfg.HandBack, d.Receives, p.cfg.MaxReceives) {
+			return p.park(ctx, log, id, "deadline", now)
+		}
+		return Verdict{RetryIn: p.cfg.HandBack, Reason: "not enough time left in this invocation"}, nil
+	}
 	tried, err := j.Claim(p.cfg.Worker, now.Add(p.leaseFor()), now)
 	if err != nil {
 		return Verdict{Done: true, Reason: err.Error()}, nil
@@ -213,30 +294,97 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{}, err
 	}
 
-	r := &run{p: p, log: log, tried: tried, receives: d.Receives, account: acct}
+	r := &run{p: p, log: log, tried: tried, receives: d.Receives, account: acct, end: end}
 	r.job = j
 	hbCtx, stopHB := context.WithCancel(ctx)
-	workCtx, cancelWork := context.WithCancelCause(ctx)
+	// The work ends with the budget; what is left of the invocation
+	// records the outcome.
+	workCtx, cancelWork := context.WithCancel(ctx)
+	if !end.IsZero() {
+		workCtx, cancelWork = context.WithDeadline(ctx, end)
+	}
 	var hb sync.WaitGroup
-	hb.Go(func() { r.heartbeat(hbCtx, cancelWork) })
-	if k, ok := p.cfg.Kinds.Get(j.Type); ok {
+	hb.Go(func() { r.heartbeat(hbCtx) })
+	if known {
 		err = k.Work(workCtx, r)
 	} else {
 		err = retry.Permanent(fmt.Errorf("no kind %q is registered with this worker", j.Type))
 	}
 	stopHB()
 	hb.Wait()
-	cancelWork(nil)
+	cancelWork()
 	if errors.Is(err, ErrCrash) {
 		return Verdict{}, err
 	}
 	if errors.Is(err, errLostLease) {
+		p.release(ctx, r)
 		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
+	}
+	if errors.Is(err, kind.ErrOutOfTime) {
+		return r.handBack(ctx)
 	}
 	if err == nil {
 		return Verdict{Done: true, Reason: "succeeded"}, nil
 	}
 	return r.settleFailure(ctx, err)
+}
+
+// release lets go of a job that stopped being r's (a cancel or a stop kept
+// r's lease while r finished its call), with what r learnt of its calls and
+// had not written yet: cleared, the job may be claimed at once by the next
+// run (a retry's). Nothing is written when r no longer holds it.
+func (p *Publisher) release(ctx context.Context, r *run) {
+	r.mu.Lock()
+	held := slices.Clone(r.unsaved)
+	r.mu.Unlock()
+	_, err := p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
+		if j.LeaseOwner != p.cfg.Worker || j.Status == job.Running {
+			return errNothing
+		}
+		// Facts the run learnt and had not written yet (an uploaded
+		// item's stash id) go with the release.
+		for _, f := range held {
+			f(j)
+		}
+		j.Release(p.cfg.Worker, p.cfg.Now())
+		return nil
+	})
+	switch {
+	case err == nil:
+		r.log.InfoContext(ctx, "job released by the run it stopped being")
+	case !errors.Is(err, errNothing) && !errors.Is(err, store.ErrNotFound):
+		r.log.WarnContext(ctx, "releasing the job failed; its lease lapses instead", "error", err)
+	}
+}
+
+// errNothing aborts an update that has nothing to write.
+var errNothing = errors.New("nothing to write")
+
+// handBack gives a claimed job back because the invocation has no time
+// left for its next call: requeued at once, the attempt its claim counted
+// undone (job.Snooze), and the message made visible again after HandBack
+// (or parked when it nears the dead-letter queue).
+func (r *run) handBack(ctx context.Context) (Verdict, error) {
+	p := r.p
+	now := p.cfg.Now()
+	verdict := Verdict{RetryIn: p.cfg.HandBack, Reason: "handed back: not enough time left in this invocation"}
+	err := r.save(ctx, func(j *job.Job) {
+		_ = j.Snooze("deadline", now.Add(p.cfg.HandBack), now)
+		j.Phase = "queued"
+		if p.cfg.Policy.Park(p.cfg.HandBack, r.receives, p.cfg.MaxReceives) {
+			_ = j.Park("deadline", now.Add(p.cfg.HandBack), now)
+			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked"}
+		}
+	})
+	if errors.Is(err, errLostLease) {
+		p.release(ctx, r)
+		return Verdict{Done: true, Reason: "job changed under the worker"}, nil
+	}
+	if err != nil {
+		return Verdict{}, fmt.Errorf("handing job %s back: %w", r.job.ID, err)
+	}
+	r.log.InfoContext(ctx, "job handed back: its next call would outlive the invocation", "retry_in", p.cfg.HandBack.String())
+	return verdict, nil
 }
 
 // load reads the delivery's job with its items described (their uploads
@@ -259,11 +407,23 @@ func (p *Publisher) load(ctx context.Context, d Delivery) (job.Job, *store.Accou
 // it asks the API first (reconcile); when the API cannot be asked, the
 // message comes back (short of the DLQ); past that the items keep "tried",
 // so a retry by the owner asks again.
+//
+// While the job's last run still holds it (a cancel or a stop keeps the
+// lease until that run has finished its call), the message waits: that run
+// records what its call did and releases the job; what it could not learn
+// is asked of the API once it is gone.
 func (p *Publisher) settleFinished(ctx context.Context, log *slog.Logger, j job.Job, d Delivery) Verdict {
-	if j.Type == Type && j.Unsettled() {
-		if err := p.reconcile(ctx, log, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
-			return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}
-		}
+	k, _ := p.cfg.Kinds.Get(j.Type)
+	rec, ok := k.(kind.Reconciler)
+	if !ok || !j.Unsettled() {
+		return Verdict{Done: true, Reason: "job is " + string(j.Status)}
+	}
+	now := p.cfg.Now()
+	if until, held := j.HeldBy(p.cfg.Worker, now); held {
+		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the cancelled run still holds the job"}
+	}
+	if err := rec.Reconcile(ctx, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
+		return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}
 	}
 	return Verdict{Done: true, Reason: "job is " + string(j.Status)}
 }
@@ -368,7 +528,9 @@ func (p *Publisher) crash(point string, j *job.Job) error {
 	return nil
 }
 
-var errLostLease = errors.New("lease lost")
+// errLostLease is kind.ErrLostJob: Hold and save return it once the job
+// stopped being the run's.
+var errLostLease = kind.ErrLostJob
 
 // run is one attempt at one job.
 type run struct {
@@ -388,6 +550,12 @@ type run struct {
 	// account is the owner's account as read with the job (nil when it
 	// was not): the first access token comes from it, with no read.
 	account *store.Account
+	// end is when the run's work must end (the invocation's deadline less
+	// the margin; zero: no deadline).
+	end time.Time
+	// lost is set once the run learnt that the job stopped being its own:
+	// no call is made after that (Hold).
+	lost bool
 	// unsaved are facts about the outside world (an uploaded item's stash
 	// id) already applied to job but not yet written: the next write
 	// carries them (the post-upload write folded into the publish write).
@@ -437,6 +605,10 @@ func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 			f(j)
 		}
 		facts(j)
+		if errors.Is(err, errLostLease) {
+			// What the run's last call did is recorded: the job may go.
+			j.Release(r.p.cfg.Worker, r.p.cfg.Now())
+		}
 		return nil
 	})
 	if uerr != nil {
@@ -466,6 +638,7 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 			return err
 		}
 		if fresh.Status != job.Running || fresh.LeaseOwner != r.p.cfg.Worker {
+			r.lost = true
 			return errLostLease
 		}
 		r.job = fresh
@@ -497,8 +670,10 @@ func (r *run) snapshot() job.Job {
 }
 
 // heartbeat refreshes the job's heartbeat and lease until ctx ends; if the
-// job stops being ours (cancelled, taken over), it cancels the work.
-func (r *run) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) {
+// job stops being ours (cancelled, taken over), it stops, and Hold refuses
+// every further call. A call in flight is not cut: its outcome would be
+// unknown, and the lease a cancel keeps covers it until it returns.
+func (r *run) heartbeat(ctx context.Context) {
 	t := time.NewTicker(r.p.cfg.Heartbeat)
 	defer t.Stop()
 	for {
@@ -509,11 +684,13 @@ func (r *run) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) {
 			err := r.save(ctx, func(j *job.Job) {
 				now := r.p.cfg.Now().UTC()
 				until := now.Add(r.p.leaseFor())
+				if j.LeaseUntil != nil && j.LeaseUntil.After(until) {
+					until = *j.LeaseUntil // extended for a long call (Hold)
+				}
 				j.HeartbeatAt, j.LeaseUntil = &now, &until
 			})
 			if errors.Is(err, errLostLease) {
-				r.log.WarnContext(ctx, "job changed under the worker; stopping")
-				cancel(errLostLease)
+				r.log.WarnContext(ctx, "job changed under the worker; no further call")
 				return
 			}
 			if err != nil && ctx.Err() == nil {
@@ -661,6 +838,12 @@ func (r *run) publishPhase(ctx context.Context, j *job.Job) (done bool, err erro
 		}
 		last := countItems(r.snapshot(), i, job.ItemPublished) == total
 		if err := r.record(ctx, func(j *job.Job) {
+			if out := j.Items[i].Output; out != nil && out.DeviationID != dev.ID {
+				// Never overwritten: a second deviation would be a
+				// double publication, and the first one stays the item's.
+				r.log.ErrorContext(ctx, "item already has another output; keeping it", "item_id", j.Items[i].ID, "kept", out.DeviationID, "other", dev.ID)
+				return
+			}
 			j.Items[i].Status, j.Items[i].Error = job.ItemPublished, nil
 			j.Items[i].Output = &job.Output{DeviationID: dev.ID, URL: dev.URL}
 		}, func(j *job.Job) {
@@ -761,6 +944,9 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 	if err := checkPin(it, obj); err != nil {
 		return 0, err
 	}
+	if err := r.Hold(ctx, r.p.callTimeout(it.Size)); err != nil {
+		return 0, err
+	}
 	body := &countingReader{r: obj.Body}
 	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
 		Title: apiTitle(params.Title), Description: params.Description, Tags: params.Tags, Stack: it.ID,
@@ -787,6 +973,9 @@ func (r *run) publish(ctx context.Context, token string, it job.Item, tried bool
 			r.log.InfoContext(ctx, "item was already published by an earlier attempt", "item_id", it.ID)
 			return deviantart.Deviation{ID: st.DeviationID, URL: st.URL}, nil
 		}
+	}
+	if err := r.Hold(ctx, r.p.callTimeout(0)); err != nil {
+		return deviantart.Deviation{}, err
 	}
 	dev, err := r.p.cfg.API.Publish(ctx, token, it.StashItemID)
 	if deviantart.IsAlreadyPublished(err) {
@@ -903,6 +1092,10 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		}
 	})
 	if errors.Is(saveErr, errLostLease) {
+		// Cancelled or stopped meanwhile: what the failed call did is
+		// unknown, and the job's items stay tried for whoever comes next
+		// (the cancel's delivery asks the API once the job is released).
+		p.release(ctx, r)
 		return Verdict{Done: true, Reason: "job changed under the worker"}, nil
 	}
 	if saveErr != nil {

@@ -204,8 +204,10 @@ func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
 // job's owner gets the job and the account in one BatchGetItem, and the
 // token phase reads nothing more once the account holds a valid access
 // token (after its owner's first job refreshed it); the job publishes as
-// usual. A message whose owner is not the job's owner gets no account: the
-// token phase reads the job owner's own.
+// usual; the only other reads are the lease checks before the upload and
+// the publication (one projected GetItem each). A message whose owner is
+// not the job's owner gets no account: the token phase reads the job
+// owner's own.
 func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
@@ -230,7 +232,7 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 
 	j := b.jobOf(t, first.Owner, job.High, 1)
 	made := run(j.ID, j.Owner)
-	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.TransactWriteItems": 2}
+	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.GetItem": 2, "DynamoDB.TransactWriteItems": 2}
 	if diff := cmp.Diff(want, made, cmpopts.IgnoreMapEntries(func(op string, _ int) bool {
 		return op == "DynamoDB.Query" // the breaker's cache fill, once per instance and period
 	})); diff != "" {
@@ -238,7 +240,7 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	}
 
 	other := b.jobOf(t, firstB.Owner, job.High, 1)
-	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 1 {
-		t.Errorf("GetItem requests = %d, want 1 (the job's own owner's account)", n)
+	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 3 {
+		t.Errorf("GetItem requests = %d, want 3 (the job's own owner's account, two lease checks)", n)
 	}
 }

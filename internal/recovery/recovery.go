@@ -165,7 +165,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 			res.Orphans++
 			failed := false
 			ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
-				if !r.stuck(cur, stuckBefore) {
+				if !r.stuck(cur, stuckBefore, now) {
 					return errSkip
 				}
 				if cur.Status == job.Queued {
@@ -217,8 +217,11 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// stuck re-checks, on the fresh copy, that the job is still stuck.
-func (r *Recoverer) stuck(j *job.Job, before time.Time) bool {
+// stuck re-checks, on the fresh copy, that the job is still stuck. A
+// running job is stuck once its heartbeat is old and its lease lapsed: a
+// run holds the lease over each call it makes (publish.run.Hold), so a job
+// is never taken from a run before its call could have ended.
+func (r *Recoverer) stuck(j *job.Job, before, now time.Time) bool {
 	switch j.Status {
 	case job.Queued:
 		if j.Waiting != "" {
@@ -231,7 +234,7 @@ func (r *Recoverer) stuck(j *job.Job, before time.Time) bool {
 		}
 		return j.QueuedAt != nil
 	case job.Running:
-		return j.HeartbeatAt == nil || !j.HeartbeatAt.After(before)
+		return (j.HeartbeatAt == nil || !j.HeartbeatAt.After(before)) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
 	}
 	return false
 }

@@ -630,3 +630,44 @@ func (s *Store) countQuery(ctx context.Context, in *dynamodb.QueryInput) (int, e
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
+
+// Lease is who holds a job and in which state it is, as JobLease reads it.
+type Lease struct {
+	Status  job.Status `dynamodbav:"status"`
+	Owner   string     `dynamodbav:"leaseOwner"`
+	Until   *time.Time `dynamodbav:"leaseUntil"`
+	Version int64      `dynamodbav:"version"`
+}
+
+// HeldBy reports whether worker's run still holds the job at now: the job
+// runs, leased to worker, and the lease has not lapsed.
+func (l Lease) HeldBy(worker string, now time.Time) bool {
+	return l.Status == job.Running && l.Owner == worker && l.Until != nil && l.Until.After(now)
+}
+
+// JobLease reads a job's status, lease and version with one strongly
+// consistent read of those attributes only: the check a run makes before
+// each call with a side effect.
+func (s *Store) JobLease(ctx context.Context, id string) (Lease, error) {
+	proj := expression.NamesList(expression.Name("status"), expression.Name("leaseOwner"), expression.Name("leaseUntil"),
+		expression.Name("version"), expression.Name(resources.AttrExpiresAt))
+	e, err := expression.NewBuilder().WithProjection(proj).Build()
+	if err != nil {
+		return Lease{}, err
+	}
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("reading the lease of job %s: %w", id, err)
+	}
+	if res.Item == nil || s.expired(res.Item) {
+		return Lease{}, ErrNotFound
+	}
+	var l Lease
+	if err := attributevalue.UnmarshalMap(res.Item, &l); err != nil {
+		return Lease{}, fmt.Errorf("decoding the lease of job %s: %w", id, err)
+	}
+	return l, nil
+}

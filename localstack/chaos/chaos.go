@@ -41,6 +41,11 @@ type Options struct {
 	DuplicateRate float64
 	// FaultRate is the chance an external call fails (429 or 500).
 	FaultRate float64
+	// MidCallCancelRate is the chance that, right after the API uploaded
+	// or published for a job, its owner cancels it (and, half of the
+	// time, retries it at once) while the worker dies before it recorded
+	// anything: a run killed mid-call and cancelled.
+	MidCallCancelRate float64
 	// Timeout bounds the whole run.
 	Timeout time.Duration
 	Seed    uint64
@@ -75,6 +80,9 @@ type Report struct {
 	HeldMaxAttempts      int
 	Cancels, Retries     int
 	LostOutputs          []string
+	// MidCallCancels counts the runs killed mid-call whose job was
+	// cancelled meanwhile; MidCallRetries those of them retried at once.
+	MidCallCancels, MidCallRetries int64
 	// Reconciled counts the jobs failed as stuck that their owner retried
 	// (see reconcile); their final state is the retry's.
 	Reconciled int
@@ -99,7 +107,8 @@ func (r Report) String() string {
 		fmt.Sprintf("; failure reasons %v", r.FailReasons) +
 		fmt.Sprintf("; long haul: tier paused %s (%d jobs held, at most %d attempts each), API outage %s, %d cancels, %d retries, %d cancelled, %d DLQ messages, %d outputs lost",
 			r.PausedFor, r.HeldJobs, r.HeldMaxAttempts, r.OutageFor, r.Cancels, r.Retries, r.Cancelled, r.DLQMessages, len(r.LostOutputs)) +
-		fmt.Sprintf("; %d stuck jobs retried by their owner", r.Reconciled)
+		fmt.Sprintf("; %d stuck jobs retried by their owner", r.Reconciled) +
+		fmt.Sprintf("; %d runs killed mid-call and cancelled (%d of them retried at once)", r.MidCallCancels, r.MidCallRetries)
 }
 
 // reconcile retries, as their owners would, the jobs that failed as
@@ -150,7 +159,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	c := &runner{o: o, rng: rand.New(rand.NewPCG(o.Seed, 42)), crashed: map[string]bool{}}
+	c := &runner{o: o, rng: rand.New(rand.NewPCG(o.Seed, 42)), crashed: map[string]bool{}, owners: map[string]string{}, cancelled: map[string]bool{}}
 	s, err := c.start(ctx)
 	if err != nil {
 		return c.rep, err
@@ -195,6 +204,10 @@ type runner struct {
 	rng     *rand.Rand
 	crashMu sync.Mutex
 	crashed map[string]bool // job id/crash point → already fired
+	// owners maps a job to its owner's token; cancelled holds the jobs
+	// cancelled mid-call and not retried (under crashMu).
+	owners    map[string]string
+	cancelled map[string]bool
 }
 
 // chance is true with probability p (seeded: a run can be replayed).
@@ -211,6 +224,9 @@ func (c *runner) start(ctx context.Context) (*stack.Stack, error) {
 		"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "50ms", "CONVEYOR_RETRY_MAX": "400ms",
 		"CONVEYOR_BREAKER_THRESHOLD": "8", "CONVEYOR_BREAKER_WINDOW": "2s", "CONVEYOR_BREAKER_COOLDOWN": "1s", "CONVEYOR_BREAKER_CACHE": "100ms",
 		"CONVEYOR_STUCK_AFTER": "15s", "CONVEYOR_RECOVERY_INTERVAL": "500ms", "CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_MAX_ATTEMPTS": "7",
+		// A run holds its job's lease over each call's deadline: a killed
+		// run's job waits that long for the next run.
+		"CONVEYOR_CALL_TIMEOUT": "2s", "CONVEYOR_BREAKER_PROBE_LEASE": "3s",
 	}
 	if c.o.LongHaul {
 		env["CONVEYOR_STUCK_AFTER"], env["CONVEYOR_PARK_AFTER"] = longHaulStuckAfter.String(), "2s"
@@ -227,12 +243,45 @@ func (c *runner) crash(point string, j *job.Job) error {
 	key := j.ID + "/" + point
 	c.crashMu.Lock()
 	defer c.crashMu.Unlock()
+	if c.midCall(point, j.ID) {
+		c.crashed[key] = true
+		atomic.AddInt64(&c.rep.Crashes, 1)
+		return errors.New("chaos: worker killed mid-call while its job was cancelled")
+	}
 	if c.crashed[key] || !c.chance(c.o.CrashRate) {
 		return nil
 	}
 	c.crashed[key] = true
 	atomic.AddInt64(&c.rep.Crashes, 1)
 	return errors.New("chaos: worker killed")
+}
+
+// midCall, by chance, has the job's owner cancel it right after the API
+// did an upload or a publication for it (and retry it, half of the time),
+// before the worker recorded anything: the caller then kills the worker.
+// Once per job; under crashMu.
+func (c *runner) midCall(point, id string) bool {
+	if point != publish.AfterSubmit && point != publish.AfterPublish || c.o.MidCallCancelRate == 0 || c.crashed[id+"/mid-call"] {
+		return false
+	}
+	tok, ok := c.owners[id]
+	if !ok || !c.chance(c.o.MidCallCancelRate) {
+		return false
+	}
+	c.crashed[id+"/mid-call"] = true
+	api := apiclient.New(c.s.APIURL, apiclient.WithToken(tok))
+	if _, err := api.CancelJob(context.Background(), id); err != nil {
+		return false // finished meanwhile (a duplicate delivery's run)
+	}
+	atomic.AddInt64(&c.rep.MidCallCancels, 1)
+	if c.chance(0.5) {
+		if _, err := api.RetryJob(context.Background(), id); err == nil {
+			atomic.AddInt64(&c.rep.MidCallRetries, 1)
+			return true
+		}
+	}
+	c.cancelled[id] = true
+	return true
 }
 
 // submit connects an owner, uploads an image and submits the jobs (a
@@ -270,6 +319,9 @@ func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
 			return nil, nil, err
 		}
 		ids[i], owners[i] = j.ID, tk
+		c.crashMu.Lock()
+		c.owners[j.ID] = tk
+		c.crashMu.Unlock()
 		if c.lh != nil {
 			c.lh.submitted(i, ids[i], tk)
 		}
@@ -368,7 +420,10 @@ func (c *runner) check(ctx context.Context, ids []string, final map[string]job.J
 		switch j.Status {
 		case job.Cancelled:
 			rep.Cancelled++
-			if lh == nil || !lh.cancelled[id] {
+			c.crashMu.Lock()
+			midCall := c.cancelled[id]
+			c.crashMu.Unlock()
+			if !midCall && (lh == nil || !lh.cancelled[id]) {
 				rep.Stuck = append(rep.Stuck, id+" cancelled without a cancel")
 			}
 		case job.Succeeded:

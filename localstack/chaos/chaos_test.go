@@ -11,12 +11,14 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// TestSmallChaos is the small version of `make chaos` that runs in make test.
+// TestSmallChaos is the small version of `make chaos` that runs in make test:
+// workers killed between steps and mid-call (the API did the call, nothing
+// was recorded) while the job is cancelled — and sometimes retried at once.
 func TestSmallChaos(t *testing.T) {
 	t.Parallel()
 	rep, err := chaos.Run(context.Background(), chaos.Options{
 		Endpoints: awstest.Endpoints(t), Prefix: awstest.Prefix(t), Jobs: 12,
-		CrashRate: 0.15, DuplicateRate: 0.3, FaultRate: 0.2, Timeout: 150 * time.Second, Seed: 7,
+		CrashRate: 0.15, DuplicateRate: 0.3, FaultRate: 0.2, MidCallCancelRate: 0.3, Timeout: 150 * time.Second, Seed: 7,
 		Outage: func(d time.Duration) { awstest.PauseEmulator(t, d) }, Outages: 2,
 	})
 	if err != nil {
@@ -27,9 +29,9 @@ func TestSmallChaos(t *testing.T) {
 		t.Log("first failed job: " + rep.FirstFailure)
 	}
 	if !rep.OK() {
-		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt)
+		t.Errorf("invariants broken: %s\nlost %v stuck %v double %v over %v outputs lost %v", rep, rep.Lost, rep.Stuck, rep.DoublePublished, rep.OverAttempt, rep.LostOutputs)
 	}
-	if rep.Crashes == 0 || rep.Duplicates == 0 || rep.FaultsInjected == 0 {
+	if rep.Crashes == 0 || rep.Duplicates == 0 || rep.FaultsInjected == 0 || rep.MidCallCancels == 0 {
 		t.Errorf("the run injected too little to prove anything: %s", rep)
 	}
 }

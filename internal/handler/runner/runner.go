@@ -107,7 +107,7 @@ func New(c Config) (*Runner, error) {
 		Store: c.Store, S3: c.S3, Bucket: cfg.Bucket, Tokens: r.Accounts, Policy: policy,
 		API:       breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
 		Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log, Kinds: r.Kinds, Provider: accounts.Provider,
-		Crash: c.Crash,
+		Crash: c.Crash, CallTimeout: r.API.Timeout, DeadlineMargin: cfg.DeadlineMargin,
 	})
 	r.Kinds.MustRegister(r.Publisher.Kind())
 	// The http kind's circuits are its users' own (breaker.Targets), apart

@@ -1,0 +1,386 @@
+package publish_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/localstack/stack"
+	"github.com/conveyor/conveyor/localstack/stacktest"
+)
+
+// worker is one more publisher instance on the test's stack, as another
+// Lambda would be: its own name, the AWS heartbeat (30s: nothing notices a
+// cancel between two calls but the lease check), and api as its API.
+func worker(b *stacktest.Bundle, name string, api publish.API, now func() time.Time) *publish.Publisher {
+	app := b.Stack.App
+	cfg := app.Config
+	return publish.New(publish.Config{
+		Store: app.Store, S3: app.Clients.S3, Bucket: cfg.Bucket, Tokens: app.Accounts, API: api,
+		Policy:    retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter},
+		Heartbeat: 30 * time.Second, Worker: name, Now: now, Logger: app.Logger,
+	})
+}
+
+// gatedSubmit holds the first Submit until released: a call in flight.
+type gatedSubmit struct {
+	publish.API
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGatedSubmit(api publish.API) *gatedSubmit {
+	return &gatedSubmit{API: api, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedSubmit) Submit(ctx context.Context, tok string, s deviantart.Submission) (int64, error) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.API.Submit(ctx, tok, s)
+}
+
+// queued receives the messages visible on tier's queue now.
+func queued(t *testing.T, b *stacktest.Bundle, tier job.Tier) []queueMsg {
+	t.Helper()
+	url := b.Stack.App.Config.QueueURLs[tier]
+	var out []queueMsg
+	for {
+		res, err := b.Stack.App.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			return out
+		}
+		for _, m := range res.Messages {
+			msg, err := queue.Decode(aws.ToString(m.Body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, queueMsg{Message: msg, url: url, receipt: aws.ToString(m.ReceiptHandle)})
+		}
+	}
+}
+
+type queueMsg struct {
+	queue.Message
+	url, receipt string
+}
+
+// run delivers m to pub as the consumer would: deleted when done, else
+// visible again at once (the test plays the time the queue would wait).
+func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *publish.Publisher) publish.Verdict {
+	t.Helper()
+	ctx := context.Background()
+	v, err := pub.Run(ctx, publish.Delivery{JobID: m.JobID, Owner: m.Owner, Uploads: m.Uploads, Receives: 1})
+	if err != nil {
+		t.Fatalf("run of %s: %v", m.JobID, err)
+	}
+	sqsc := b.Stack.App.Clients.SQS
+	if v.Done {
+		_, err = sqsc.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.url), ReceiptHandle: aws.String(m.receipt)})
+	} else {
+		_, err = sqsc.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(m.url), ReceiptHandle: aws.String(m.receipt)})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// drain delivers every message of tier's queue to pub until none is left
+// or rounds are spent; it returns the verdicts.
+func drain(t *testing.T, b *stacktest.Bundle, tier job.Tier, pub *publish.Publisher, rounds int) []publish.Verdict {
+	t.Helper()
+	var out []publish.Verdict
+	for range rounds {
+		ms := queued(t, b, tier)
+		if len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			out = append(out, m.run(t, b, pub))
+		}
+	}
+	return out
+}
+
+// checkPublishedOnce checks that each of the job's items was published
+// exactly once on the API and that this publication is its recorded output.
+func checkPublishedOnce(t *testing.T, b *stacktest.Bundle, id string) job.Job {
+	t.Helper()
+	j, err := b.Stack.App.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStack := map[string][]simulator.Publication{}
+	for _, p := range b.Stack.Simulator.Publications() {
+		byStack[p.Stack] = append(byStack[p.Stack], p)
+	}
+	for _, it := range j.Items {
+		pubs := byStack[it.ID]
+		if len(pubs) != 1 {
+			t.Errorf("item %s: %d publications on the API, want exactly 1", it.ID, len(pubs))
+			continue
+		}
+		if it.Status != job.ItemPublished || it.Output == nil || it.Output.DeviationID != pubs[0].DeviationID {
+			t.Errorf("item %s: status %s, output %+v; the API published %s", it.ID, it.Status, it.Output, pubs[0].DeviationID)
+		}
+	}
+	return j
+}
+
+// TestCancelThenRetryWhileACallIsInFlightPublishesOnce: worker A's upload
+// is held in flight; the owner cancels and retries meanwhile. Worker B gets
+// the retry's message but may not claim the job while A holds it (the
+// cancel kept A's lease); A's call returns, A sees before publishing that
+// the job is no longer its own, records the upload and releases the job;
+// B then runs the retry, finds the upload, and publishes once.
+func TestCancelThenRetryWhileACallIsInFlightPublishesOnce(t *testing.T) {
+	t.Parallel()
+	testTwoWorkersOneHeldCall(t, func(b *stacktest.Bundle, tok, id string) {
+		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
+		b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", tok, nil), 200)
+	})
+}
+
+// TestStopThenRestartWhileACallIsInFlightPublishesOnce is the same with an
+// operator's stop and restart.
+func TestStopThenRestartWhileACallIsInFlightPublishesOnce(t *testing.T) {
+	t.Parallel()
+	testTwoWorkersOneHeldCall(t, func(b *stacktest.Bundle, _, id string) {
+		admin := b.Token("ops", "admin", "enterprise")
+		r := b.Must(b.Call("POST", "/v1/admin/jobs/stop", admin, map[string]any{"jobIds": []string{id}}), 200)
+		if got := r.Body["stopped"].([]any); len(got) != 1 {
+			t.Fatalf("stop: %v", r.Body)
+		}
+		r = b.Must(b.Call("POST", "/v1/admin/jobs/restart", admin, map[string]any{"jobIds": []string{id}}), 200)
+		if got := r.Body["restarted"].([]any); len(got) != 1 {
+			t.Fatalf("restart: %v", r.Body)
+		}
+	})
+}
+
+func testTwoWorkersOneHeldCall(t *testing.T, interrupt func(b *stacktest.Bundle, tok, id string)) {
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-held", "user", "pro")
+	b.Connect(tok)
+	app := b.Stack.App
+	gate := newGatedSubmit(app.API)
+	a, w := worker(b, "w-A", gate, nil), worker(b, "w-B", app.API, nil)
+	id := submit(b, tok, "held", 1)
+	first := queued(t, b, job.Medium)
+	if len(first) != 1 || first[0].JobID != id {
+		t.Fatalf("queued: %+v, want the job's message", first)
+	}
+	var aDone sync.WaitGroup
+	aDone.Go(func() { first[0].run(t, b, a) })
+	<-gate.entered // A's upload is in flight
+	interrupt(b, tok, id)
+
+	// B gets every message there is while A's call is in flight: none
+	// may start the job.
+	for _, v := range drain(t, b, job.Medium, w, 1) {
+		if v.Done && strings.Contains(v.Reason, "succeeded") {
+			t.Errorf("worker B ran the job while A held it: %+v", v)
+		}
+	}
+	j, err := app.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Queued || j.Attempts != 0 {
+		t.Errorf("while A holds it: status %s, attempts %d; want queued, no attempt spent", j.Status, j.Attempts)
+	}
+
+	close(gate.release)
+	aDone.Wait()
+	if n := len(b.Stack.Simulator.Publications()); n != 0 {
+		t.Errorf("%d publications once A's call returned and before B ran, want none (A lost the job, B waited)", n)
+	}
+	drain(t, b, job.Medium, w, 5)
+	j = checkPublishedOnce(t, b, id)
+	if j.Status != job.Succeeded {
+		t.Errorf("status %s, want succeeded (error %+v)", j.Status, j.Error)
+	}
+	if n := b.Stack.Simulator.Stats().Calls[simulator.PathSubmit]["200"]; n != 1 {
+		t.Errorf("%d uploads, want 1 (B finds A's)", n)
+	}
+}
+
+// lostResponse is a transport that makes a publication and then loses its
+// answer (the connection dropped), after calling during (the owner's cancel
+// landing while the call was in flight).
+type lostResponse struct {
+	next   http.RoundTripper
+	during func()
+	once   sync.Once
+}
+
+func (l *lostResponse) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := l.next.RoundTrip(r)
+	if err != nil || !strings.HasSuffix(r.URL.Path, simulator.PathPublish) {
+		return res, err
+	}
+	lost := false
+	l.once.Do(func() {
+		l.during()
+		lost = true
+	})
+	if !lost {
+		return res, nil
+	}
+	res.Body.Close()
+	return nil, errors.New("connection reset by peer")
+}
+
+// TestUnknownOutcomeOnACancelledJobIsRecorded: the job is cancelled while
+// its publication is in flight, and the publication's answer is lost (the
+// API published). The job will not run again; still, what the API did
+// ends up on the item: the cancel leaves a delivery that waits for the run
+// to let go, asks the API, and records the output on the cancelled job.
+func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	tok := b.Token("u-unknown", "user", "pro")
+	b.Connect(tok)
+	app := b.Stack.App
+	id := submit(b, tok, "unknown", 1)
+	lossy, err := deviantart.New(deviantart.Config{BaseURL: app.Config.DeviantArtURL, ClientID: app.Config.DeviantArtClientID,
+		ClientSecret: app.Config.DeviantArtClientSecret, CallTimeout: 5 * time.Second, UploadRateMin: 1 << 20,
+		HTTPClient: &http.Client{Transport: &lostResponse{next: http.DefaultTransport, during: func() {
+			b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, w := worker(b, "w-A", lossy, nil), worker(b, "w-B", app.API, nil)
+	drain(t, b, job.Medium, a, 1) // A publishes, loses the answer, the job is cancelled meanwhile
+	if n := len(b.Stack.Simulator.Publications()); n != 1 {
+		t.Fatalf("%d publications, want the one whose answer was lost", n)
+	}
+	drain(t, b, job.Medium, w, 5) // whatever the queue holds for the job now
+	j := checkPublishedOnce(t, b, id)
+	if j.Status != job.Cancelled {
+		t.Errorf("status %s, want cancelled", j.Status)
+	}
+	if j.Unsettled() {
+		t.Errorf("items still unsettled: %+v", j.Items)
+	}
+	if j.LeaseOwner != "" {
+		t.Errorf("the cancelled job is still held by %s", j.LeaseOwner)
+	}
+}
+
+// TestALongJobDoesNotTimeOutItsBatchMates: one batch, as the publisher
+// function gets it, under an invocation deadline a few seconds away: a
+// twelve-item job beside two one-item jobs, every API call slowed to
+// 400ms, each call's deadline 1s, a margin of 1s. The consumer returns
+// before the deadline; the short jobs succeed; the long one keeps what it
+// did, is handed back — queued, no attempt spent, its message visible
+// again within a second — and finishes in the next invocation, each item
+// published once.
+func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "1s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
+	tok := b.Token("u-budget", "user", "pro")
+	b.Connect(tok)
+	app := b.Stack.App
+	long := submit(b, tok, "long", 12)
+	mates := []string{submit(b, tok, "mate 1", 1), submit(b, tok, "mate 2", 1)}
+	set := b.Stack.Simulator.Settings()
+	set.LatencyMs = 400
+	if !b.Stack.Simulator.SetSettings(set) {
+		t.Fatal("simulator settings refused")
+	}
+
+	ms := queued(t, b, job.Medium)
+	if len(ms) != 3 {
+		t.Fatalf("%d messages, want 3", len(ms))
+	}
+	url := app.Config.QueueURLs[job.Medium]
+	name := url[strings.LastIndex(url, "/")+1:]
+	var ev events.SQSEvent
+	for i, m := range ms {
+		body, _ := json.Marshal(m.Message)
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", i), ReceiptHandle: m.receipt, Body: string(body),
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + name,
+			Attributes:     map[string]string{"MessageGroupId": fmt.Sprint("g", i), "ApproximateReceiveCount": "1"}})
+	}
+	deadline := time.Now().Add(6 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	pub := app.Publisher
+	resp := handler.ConsumeMessages(ctx, ev, app.Clients.SQS, handler.NewQueueURLs(url), app.Logger, func(queue.Message) bool { return true },
+		func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
+			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
+			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
+		})
+	if over := time.Since(deadline); over >= 0 {
+		t.Errorf("the batch ended %s after the invocation's deadline", over)
+	}
+	get := func(id string) job.Job {
+		j, err := app.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	for _, id := range mates {
+		if j := get(id); j.Status != job.Succeeded {
+			t.Errorf("batch-mate %s: %s, want succeeded", id, j.Status)
+		}
+	}
+	j := get(long)
+	if j.Status != job.Queued || j.Attempts != 0 {
+		t.Errorf("long job: %s after %d attempts, want queued with no attempt spent", j.Status, j.Attempts)
+	}
+	done := 0
+	for _, it := range j.Items {
+		if it.Status != job.ItemPending {
+			done++
+		}
+	}
+	if done == 0 || done == len(j.Items) {
+		t.Errorf("long job: %d of %d items done in the first invocation, want some (kept) and not all", done, len(j.Items))
+	}
+	if len(resp.BatchItemFailures) != 1 {
+		t.Errorf("batch failures %+v, want the long job's message alone", resp.BatchItemFailures)
+	}
+
+	set.LatencyMs = 0
+	b.Stack.Simulator.SetSettings(set)
+	var again []queueMsg
+	b.Eventually(func() bool {
+		again = append(again, queued(t, b, job.Medium)...)
+		return len(again) > 0
+	}, "the long job's message did not come back")
+	for _, m := range again {
+		m.run(t, b, pub)
+	}
+	if j := checkPublishedOnce(t, b, long); j.Status != job.Succeeded || j.Attempts != 1 {
+		t.Errorf("long job after the next invocation: %s after %d attempts, want succeeded after 1", j.Status, j.Attempts)
+	}
+}
