@@ -31,10 +31,18 @@ func NewQueueURLs(urls ...string) QueueURLs {
 
 func (q QueueURLs) forARN(arn string) string { return q[arn[strings.LastIndex(arn, ":")+1:]] }
 
-// VisibilityChanger is the part of the SQS client Delay uses.
+// VisibilityChanger is the part of the SQS client a consumer uses: Delay
+// changes a message's visibility; a message that must wait leaves its
+// owner's slot by a send into its job's own group (queue.MoveOut).
 type VisibilityChanger interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
+
+// ErrorBackoff is when a message whose work failed (its outcome could not
+// be recorded) comes back, if it holds an owner's slot: its slot's other
+// jobs wait behind it that long, not a whole visibility timeout.
+const ErrorBackoff = 30 * time.Second
 
 // GroupConcurrency bounds how many message groups of one batch a consumer
 // works on at once.
@@ -44,8 +52,9 @@ const GroupConcurrency = 10
 // message groups in parallel (at most GroupConcurrency), each group's
 // messages in order; once a message of a group is not done, it and every
 // later message of that group are reported failed. process returns whether
-// the message may be deleted.
-func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
+// the message may be deleted. skipped, when not nil, gets each later
+// message of a group that was reported failed without being processed.
+func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.Context, events.SQSMessage) bool, skipped ...func(events.SQSMessage)) events.SQSEventResponse {
 	var order []string
 	groups := map[string][]events.SQSMessage{}
 	for _, m := range ev.Records {
@@ -64,6 +73,11 @@ func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.C
 			defer func() { <-sem }()
 			broken := false
 			for _, m := range groups[g] {
+				if broken {
+					for _, f := range skipped {
+						f(m)
+					}
+				}
 				if broken || ctx.Err() != nil || !process(ctx, m) {
 					broken = true
 					failed[i] = append(failed[i], m.MessageId)
@@ -106,10 +120,22 @@ type Outcome struct {
 // ConsumeMessages is ConsumeFIFO for the queues' own messages: each body is
 // decoded, and one that does not decode or that accept refuses is dropped
 // loudly (no consumer could ever read it); run gets the message and its
-// receive count (ApproximateReceiveCount; 0 when absent). An error from run leaves the message to come
-// back at the queue's visibility timeout; an Outcome not Done delays it.
+// receive count (ApproximateReceiveCount; 0 when absent). An error from
+// run leaves the message to come back at the queue's visibility timeout
+// (ErrorBackoff in an owner's slot); an Outcome not Done delays it.
+//
+// A message in an owner's slot (queue.Fairness), shared with the owner's
+// other jobs, never waits there: before it would, it moves into its job's
+// own group (a copy sent, the original deleted), where it waits alone. A
+// later message of a group left behind a failed one is made visible again
+// at once, to come after it rather than at its own visibility timeout.
 func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityChanger, urls QueueURLs, log *slog.Logger,
 	accept func(queue.Message) bool, run func(context.Context, queue.Message, int) (Outcome, error)) events.SQSEventResponse {
+	release := func(m events.SQSMessage) {
+		if queue.IsOwnerGroup(m.Attributes["MessageGroupId"]) {
+			Delay(ctx, client, urls, m, 0, log)
+		}
+	}
 	return ConsumeFIFO(ctx, ev, func(ctx context.Context, m events.SQSMessage) bool {
 		msg, err := queue.Decode(m.Body)
 		if err != nil || !accept(msg) {
@@ -118,14 +144,26 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		}
 		receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
 		out, err := run(ctx, msg, receives)
+		shared := queue.IsOwnerGroup(m.Attributes["MessageGroupId"])
 		switch {
 		case err != nil:
 			log.WarnContext(ctx, "the message comes back: its work failed", "job_id", msg.JobID, "kind", msg.Kind, "error", err)
+			if shared {
+				Delay(ctx, client, urls, m, ErrorBackoff, log)
+			}
 			return false
+		case !out.Done && shared:
+			url := urls.forARN(m.EventSourceARN)
+			if err := queue.MoveOut(ctx, client, url, msg); err != nil {
+				log.WarnContext(ctx, "could not move a waiting message out of its owner's slot; it waits there", "job_id", msg.JobID, "error", err)
+				Delay(ctx, client, urls, m, out.RetryIn, log)
+				return false
+			}
+			return true
 		case !out.Done:
 			Delay(ctx, client, urls, m, out.RetryIn, log)
 			return false
 		}
 		return true
-	})
+	}, release)
 }
