@@ -78,11 +78,12 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 
 # infra/ is its own Go module (the CDK app; the Lambdas' module holds no CDK),
 # so ./... at the top leaves it out and each target that covers it says so.
-test: $(EMULATORS) ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module)
+test: $(EMULATORS) ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet ./...
 	$(GO) test -count=1 -race -timeout 12m ./...
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -timeout 12m ./...
+	$(MAKE) --no-print-directory iam
 	$(MAKE) --no-print-directory test-web
 
 # The functions' build tags: resources.LambdaBuildTags says why (a test keeps the two equal).

@@ -9,6 +9,14 @@
 //	CONVEYOR_FUNCTIONS_DIR  where <fn>/bootstrap live (default "bin", from `make build`)
 //	CONVEYOR_CDK_EMULATOR   "1": templates without the bootstrap-version rule,
 //	                        for an emulator that was never `cdk bootstrap`ped
+//	CONVEYOR_CONFIG_DIR     where <env>.json live (default "env": infra/env,
+//	                        since the CDK CLI runs the app in infra/)
+//
+// Each environment's settings (browser origins, the external API's URL,
+// the alarm subscribers or topic, reserved concurrency, log retention,
+// tracing, OIDC) come from its configuration file, checked before any
+// construct exists: an invalid file stops the app with a message naming
+// the file and every wrong field (docs/deploy.md has the reference).
 //
 // Context (cdk.json beside this file holds the feature flags, which the app
 // reads itself too; -c key=value on the CLI):
@@ -16,10 +24,6 @@
 //	conveyor:<env>:oauthClientSecretArn  the complete ARN of an existing secret
 //	                        with the OAuth client credentials for <env>; without
 //	                        it the stack creates <prefix>/deviantart-oauth-client
-//	alarmSubscription       comma-separated e-mail addresses and https:// URLs
-//	                        subscribed to every environment's alarm topic
-//	conveyor:<env>:alarmSubscription  the same for one environment (replaces
-//	                        alarmSubscription there)
 package main
 
 import (
@@ -48,6 +52,15 @@ func main() {
 		fail(err)
 	}
 
+	configDir := os.Getenv("CONVEYOR_CONFIG_DIR")
+	if configDir == "" {
+		configDir = stack.ConfigDirDefault
+	}
+	configs, err := stack.LoadConfigs(configDir)
+	if err != nil {
+		fail(err)
+	}
+
 	dir := os.Getenv("CONVEYOR_FUNCTIONS_DIR")
 	if dir == "" {
 		dir = stack.FunctionsDirDefault
@@ -65,13 +78,7 @@ func main() {
 		if arn, ok := app.Node().TryGetContext(jsii.String(stack.OAuthClientSecretContextKey(env))).(string); ok {
 			props.OAuthClientSecretARN = arn
 		}
-		subs, _ := app.Node().TryGetContext(jsii.String(stack.AlarmSubscriptionContextKey)).(string)
-		if s, ok := app.Node().TryGetContext(jsii.String(stack.AlarmSubscriptionEnvContextKey(env))).(string); ok {
-			subs = s
-		}
-		if props.AlarmSubscriptions, err = stack.ParseAlarmSubscriptions(subs); err != nil {
-			fail(err)
-		}
+		props.Config = configs[env]
 		if os.Getenv("CONVEYOR_CDK_EMULATOR") == "1" {
 			props.Synthesizer = stack.EmulatorSynthesizer()
 		}

@@ -12,6 +12,11 @@
 # module (infra/go.mod: the CDK bindings), built from the checkout beside it
 # (a replace directive) so it reads the Lambdas' resource definition.
 #
+# infra/env/<env>.json is each environment's deploy configuration (origins,
+# external API, alarm target, reservations, log retention, tracing, OIDC),
+# checked before synthesis; every environment's file must be valid, since
+# the app synthesizes them all (docs/deploy.md).
+#
 # CONVEYOR_FUNCTIONS_DIR (default bin) is where the stacks take
 # <fn>/bootstrap from; `make build` writes them there. CDK_ARGS is passed to
 # the CLI, e.g. CDK_ARGS='-c conveyor:staging:oauthClientSecretArn=arn:…'.
@@ -86,3 +91,33 @@ lint-infra: $(CHECKOV) ## cfn-lint and checkov on every environment's template (
 cdk-flags: ## rewrite infra/cdk.json's flags from the pinned aws-cdk-lib's recommended list
 	@d=$$(mktemp -d) && tar -xzf $$(cd infra && $(or $(GO),go) list -m -f '{{.Dir}}' github.com/aws/aws-cdk-go/awscdk/v2)/jsii/aws-cdk-lib-*.tgz -C $$d package/cx-api/lib \
 		&& node infra/lint/cdk-flags.js $$d/package/cx-api/lib/features.js infra/cdk.json; rc=$$?; rm -rf $$d; exit $$rc
+
+# IAM conformance (docs/iam.md): every function's AWS requests, recorded
+# while the functions' binaries run a scenario on the local stack, held
+# against its role in every environment's synthesized template by a real
+# policy evaluator (npm @cloud-copilot/iam-simulate, pinned, installed into
+# .cache/iam-simulate); every granted action used or listed with its
+# reason in infra/iam/unexercised.yaml. `make test` runs it.
+IAM_SIMULATE_VERSION := 0.1.173
+IAM_SIMULATE_PREFIX  := $(CURDIR)/.cache/iam-simulate
+IAM_OUT              := $(CURDIR)/.cache/iam
+
+.PHONY: iam iam-simulate
+
+iam-simulate: ## install the pinned IAM policy evaluator (npm @cloud-copilot/iam-simulate) into .cache/iam-simulate
+	@if [ "$$(node -p 'require(process.argv[1]).version' $(IAM_SIMULATE_PREFIX)/node_modules/@cloud-copilot/iam-simulate/package.json 2>/dev/null)" != "$(IAM_SIMULATE_VERSION)" ]; then \
+		echo "installing @cloud-copilot/iam-simulate@$(IAM_SIMULATE_VERSION) into $(IAM_SIMULATE_PREFIX)"; \
+		mkdir -p $(IAM_SIMULATE_PREFIX) && \
+		npm install --prefix $(IAM_SIMULATE_PREFIX) --no-audit --no-fund --loglevel=error @cloud-copilot/iam-simulate@$(IAM_SIMULATE_VERSION) >/dev/null || exit 1; \
+	fi
+
+# The templates are synthesized by the app itself, as for lint-infra.
+iam: $(EMULATORS) iam-simulate ## IAM conformance: the functions' recorded AWS requests against their roles in the synthesized templates
+	@rm -rf $(IAM_OUT) && mkdir -p $(IAM_OUT)/fns
+	@for f in $(FUNCTIONS); do mkdir -p $(IAM_OUT)/fns/$$f && : > $(IAM_OUT)/fns/$$f/bootstrap; done
+	@echo "synthesizing $(CDK_ENVS) into $(IAM_OUT)/cdk.out"
+	@cd infra && CDK_OUTDIR=$(IAM_OUT)/cdk.out CONVEYOR_FUNCTIONS_DIR=$(IAM_OUT)/fns $(or $(GO),go) run . >$(IAM_OUT)/synth.log 2>&1 \
+		|| { grep -v '^!!' $(IAM_OUT)/synth.log; exit 1; }
+	CONVEYOR_IAM_TEMPLATES=$(IAM_OUT)/cdk.out IAM_SIMULATE_MODULES=$(IAM_SIMULATE_PREFIX)/node_modules \
+		$(or $(GO),go) test -count=1 -timeout 10m -run 'TestIAMConformance' -v ./localstack/iamcheck/ 2>&1 \
+		| grep -Ev '^ {8}\{' ; exit $${PIPESTATUS[0]}

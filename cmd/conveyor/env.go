@@ -28,6 +28,10 @@ type envConfig struct {
 	Token     string `json:"token,omitempty"`
 	TokenEnv  string `json:"tokenEnv,omitempty"`
 	TokenFile string `json:"tokenFile,omitempty"`
+	// JWTSecret names the Secrets Manager secret (name or ARN) holding
+	// the environment's HS256 key, for `conveyor token --env`; default
+	// the CDK stack's name for a known environment (conveyor-<env>/jwt).
+	JWTSecret string `json:"jwtSecret,omitempty"`
 }
 
 type configFile struct {

@@ -45,7 +45,10 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/term"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
 )
 
 func main() {
@@ -59,7 +62,8 @@ func newCLI() *cli {
 	return &cli{
 		stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now,
-		tty: term.IsTerminal(int(os.Stderr.Fd())),
+		tty:       term.IsTerminal(int(os.Stderr.Fd())),
+		awsConfig: func(ctx context.Context) (aws.Config, error) { return awsclient.Load(ctx) },
 	}
 }
 
@@ -71,6 +75,9 @@ type cli struct {
 	now            func() time.Time
 	// tty: stderr is a terminal, so a progress bar may redraw itself.
 	tty bool
+	// awsConfig is the SDK configuration (the usual chain: profile,
+	// region, AWS_ENDPOINT_URL), for `token --env` only.
+	awsConfig func(ctx context.Context) (aws.Config, error)
 }
 
 // Exit codes.

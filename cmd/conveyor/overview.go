@@ -232,7 +232,21 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 		tw.Flush()
 	}
 
+	// Work that waits for an operator, said in words.
 	first := true
+	for _, e := range envs {
+		if ov := res[e].Overview; ov != nil {
+			for _, b := range ov.Blocked {
+				if first {
+					fmt.Fprintln(w)
+					first = false
+				}
+				fmt.Fprintf(w, "%s: %s\n", e, b)
+			}
+		}
+	}
+
+	first = true
 	for _, e := range envs {
 		if msg := res[e].Error; msg != "" {
 			if first {

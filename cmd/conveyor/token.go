@@ -5,39 +5,92 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secretref"
 )
 
-// tokenCmd mints a JWT for the local environment (its secret comes from
-// CONVEYOR_JWT_SECRET or .local/env).
+// Bounds of a minted token's lifetime.
+const (
+	// maxTokenTTL bounds every token (a monitor's service token included).
+	maxTokenTTL = 90 * 24 * time.Hour
+	// maxAdminTTL bounds an admin token for a deployed environment: an
+	// operator mints another rather than keep one.
+	maxAdminTTL = 12 * time.Hour
+	// deployedTTLDefault is a deployed environment's default lifetime.
+	deployedTTLDefault = time.Hour
+)
+
+// tokenCmd mints a JWT: for the local stack (its secret from
+// CONVEYOR_JWT_SECRET or .local/env), or with --env for a deployed
+// environment, a service or admin token signed with its HS256 key read
+// from Secrets Manager.
 func (c *cli) tokenCmd() *cobra.Command {
 	var (
-		sub, role, plan, envFile string
-		ttl                      time.Duration
-		asJSON                   bool
+		sub, role, plan, envFile, env, cfgPath string
+		ttl                                    time.Duration
+		asJSON                                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Mint a token for the local stack (secret from CONVEYOR_JWT_SECRET or .local/env)",
+		Short: "Mint a token: for the local stack, or (--env) a service/admin token for a deployed environment",
+		Long: `Without --env (or with --env local) the token is for the local stack, signed with
+CONVEYOR_JWT_SECRET or the one in .local/env.
+
+With --env NAME the token is for a deployed environment: a service or admin token,
+signed with the environment's HS256 key read from AWS Secrets Manager (the secret the
+CDK stack creates, conveyor-NAME/jwt, or the environment's "jwtSecret" in the
+environments file), with the usual AWS credentials and region. Its lifetime is at most
+12h for admin, 90 days for service (default 1h). Users get their tokens from the
+identity provider (docs/identity.md).`,
 		Example: `  TOKEN=$(conveyor token --sub u1 --plan pro)
-  conveyor token --sub ops --role admin`,
+  conveyor token --sub ops --role admin
+  conveyor token --env staging --role service --sub uptime-monitor --ttl 720h
+  conveyor token --env prod-en --role admin --sub alice --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			deployed := env != "" && env != localEnv
+			if deployed && !cmd.Flags().Changed("role") {
+				role = string(auth.RoleService)
+			}
+			if deployed && !cmd.Flags().Changed("ttl") {
+				ttl = deployedTTLDefault
+			}
+			if deployed && !cmd.Flags().Changed("plan") {
+				plan = ""
+			}
 			r := auth.Role(role)
-			if !r.Valid() {
+			switch {
+			case !r.Valid():
 				return usagef("--role must be user, admin or service (got %q)", role)
-			}
-			if ttl <= 0 {
+			case deployed && r == auth.RoleUser:
+				return usagef("--env %s mints service or admin tokens; users get theirs from the identity provider (docs/identity.md)", env)
+			case ttl <= 0:
 				return usagef("--ttl must be positive (got %s)", ttl)
+			case ttl > maxTokenTTL:
+				return usagef("--ttl must be at most %s (got %s)", maxTokenTTL, ttl)
+			case deployed && r == auth.RoleAdmin && ttl > maxAdminTTL:
+				return usagef("an admin token for a deployed environment lives at most %s (got --ttl %s)", maxAdminTTL, ttl)
 			}
-			secret := c.getenv("CONVEYOR_JWT_SECRET")
-			if secret == "" {
-				secret = readEnvFile(envFile)["CONVEYOR_JWT_SECRET"]
-			}
-			if secret == "" {
-				return errors.New("no CONVEYOR_JWT_SECRET: run `make run` (it writes .local/env) or set it")
+			var secret string
+			if deployed {
+				s, err := c.deployedKey(cmd, env, cfgPath)
+				if err != nil {
+					return err
+				}
+				secret = s
+			} else {
+				secret = c.getenv("CONVEYOR_JWT_SECRET")
+				if secret == "" {
+					secret = readEnvFile(envFile)["CONVEYOR_JWT_SECRET"]
+				}
+				if secret == "" {
+					return errors.New("no CONVEYOR_JWT_SECRET: run `make run` (it writes .local/env) or set it")
+				}
 			}
 			exp := c.now().Add(ttl)
 			tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: sub, Role: r, Plan: plan, ExpiresAt: exp})
@@ -45,20 +98,57 @@ func (c *cli) tokenCmd() *cobra.Command {
 				return fmt.Errorf("minting the token: %w", err)
 			}
 			if asJSON {
-				return c.printJSON(map[string]string{"token": tok, "sub": sub, "role": role, "plan": plan, "expiresAt": exp.UTC().Format(time.RFC3339)})
+				out := map[string]string{"token": tok, "sub": sub, "role": string(r), "plan": plan, "expiresAt": exp.UTC().Format(time.RFC3339)}
+				if deployed {
+					out["env"] = env
+				}
+				return c.printJSON(out)
 			}
 			_, err = fmt.Fprintln(c.stdout, tok)
 			return err
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&sub, "sub", "u-local", "subject (user id)")
-	fs.StringVar(&role, "role", "user", "role: user, admin or service")
-	fs.StringVar(&plan, "plan", "free", "plan: free, standard, pro, corporate, enterprise")
-	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "lifetime")
+	fs.StringVar(&sub, "sub", "u-local", "subject (user id; for --env, who or what the token is for)")
+	fs.StringVar(&role, "role", "user", "role: user, admin or service (with --env: service or admin, default service)")
+	fs.StringVar(&plan, "plan", "free", "plan: free, standard, pro, corporate, enterprise (with --env: none unless given)")
+	fs.DurationVar(&ttl, "ttl", 24*time.Hour, "lifetime (with --env default 1h; at most 12h for admin, 2160h for service)")
 	fs.StringVar(&envFile, "env-file", ".local/env", "file written by make run")
-	fs.BoolVar(&asJSON, "json", false, `print {"token","sub","role","plan","expiresAt"}`)
+	fs.StringVar(&env, "env", "", "a deployed environment (staging, prod-ru, prod-en, or one of the environments file); empty or local: the local stack")
+	fs.StringVar(&cfgPath, "config", "", "environments file (default ~/.config/conveyor/environments.json), for an environment's jwtSecret")
+	fs.BoolVar(&asJSON, "json", false, `print {"token","sub","role","plan","expiresAt"} (and "env" with --env)`)
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"user", "admin", "service"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("plan", cobra.FixedCompletions([]string{"free", "standard", "pro", "corporate", "enterprise"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("env", cobra.FixedCompletions([]string{string(job.Staging), string(job.ProdRU), string(job.ProdEN), localEnv}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// deployedKey reads env's HS256 key from Secrets Manager: the secret the
+// environments file names for it, else the CDK stack's for a known
+// environment.
+func (c *cli) deployedKey(cmd *cobra.Command, env, cfgPath string) (string, error) {
+	cf, err := c.loadConfig(&common{config: cfgPath})
+	if err != nil {
+		return "", err
+	}
+	id := cf.Environments[env].JWTSecret
+	if id == "" {
+		e, err := job.ParseEnv(env)
+		if err != nil || e == job.Local {
+			return "", usagef("unknown environment %q: name staging, prod-ru or prod-en, or give it a jwtSecret in the environments file", env)
+		}
+		id = resources.JWTSecretName(e)
+	}
+	awsCfg, err := c.awsConfig(cmd.Context())
+	if err != nil {
+		return "", fmt.Errorf("the AWS configuration: %w", err)
+	}
+	key, err := secretref.JWTKeyFrom(id, secretsmanager.NewFromConfig(awsCfg)).Get(cmd.Context())
+	if err != nil {
+		return "", fmt.Errorf("%s: the JWT key: %w", env, err)
+	}
+	if len(key) < 32 {
+		return "", fmt.Errorf("%s: the JWT key in %s is shorter than 32 bytes: not the stack's generated key", env, id)
+	}
+	return string(key), nil
 }

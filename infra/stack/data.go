@@ -51,11 +51,14 @@ type builder struct {
 	api           awsapigatewayv2.HttpApi
 }
 
-// removal is RETAIN in production (data outlives a mistaken stack deletion)
-// and DESTROY in staging.
+// removal is the removal policy of the stateful resources: in production
+// they outlive a stack deletion or a replacement, but not the rollback of
+// a failed create (CloudFormation's RetainExceptOnCreate), since a
+// retained resource with a fixed name would make the retried create fail
+// with "already exists"; in staging they go with the stack.
 func (b *builder) removal() awscdk.RemovalPolicy {
 	if b.def.Env.Production() {
-		return awscdk.RemovalPolicy_RETAIN
+		return awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE
 	}
 	return awscdk.RemovalPolicy_DESTROY
 }
@@ -77,7 +80,7 @@ func (b *builder) data() {
 		Description:       jsii.String("Conveyor " + string(b.def.Env) + ": envelope encryption of connected-account tokens"),
 		EnableKeyRotation: jsii.Bool(true),
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy:     b.removal(),
 	})
 
 	b.bus = awsevents.NewEventBus(b.stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -222,7 +225,9 @@ func (b *builder) tableFromDefinition() {
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(t.PointInTimeRecovery),
 		},
-		DeletionProtection: jsii.Bool(t.DeletionProtection),
+		// From the configuration, not the definition: a protected table
+		// survives the rollback of a failed first create (see Config).
+		DeletionProtection: jsii.Bool(b.props.Config.TableDeletionProtection),
 		RemovalPolicy:      b.removal(),
 	})
 	for _, ix := range t.Indexes {
@@ -259,7 +264,9 @@ func (b *builder) uploadBucket() {
 			Id:         jsii.String("expire-access-logs"),
 			Expiration: awscdk.Duration_Days(jsii.Number(90)),
 		}},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		// Its name is generated, so a kept bucket never collides with a
+		// re-created stack's: the audit trail outlives the stack.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE,
 	})
 	// SSE-S3 rather than a KMS key: presigned browser PUTs and the
 	// functions' reads would otherwise each need kms:GenerateDataKey or
@@ -272,14 +279,7 @@ func (b *builder) uploadBucket() {
 		ObjectOwnership:        awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		ServerAccessLogsBucket: b.logs,
 		ServerAccessLogsPrefix: jsii.String(bk.Name + "/"),
-		Cors: &[]*awss3.CorsRule{{
-			Id:             jsii.String("browser-presigned-put"),
-			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
-			AllowedOrigins: jsii.Strings(bk.CORSOrigins...),
-			AllowedHeaders: jsii.Strings("Content-Type", "Content-Length"),
-			ExposedHeaders: jsii.Strings("ETag"),
-			MaxAge:         jsii.Number(3600),
-		}},
+		Cors:                   b.uploadCORS(),
 		LifecycleRules: &[]*awss3.LifecycleRule{{
 			Id:         jsii.String("expire-uploads-after-horizon"),
 			Prefix:     jsii.String(bk.UploadPrefix),
@@ -288,9 +288,27 @@ func (b *builder) uploadBucket() {
 			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 		}},
-		// A retained bucket keeps users' media if the stack is deleted;
-		// staging too, since its name is fixed and a re-created stack
-		// would collide with a half-deleted bucket.
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		// Production keeps users' media if the stack is deleted. Staging's
+		// goes with the stack (CloudFormation refuses to delete a bucket
+		// that still holds objects: empty it first), so a re-created
+		// staging stack never collides with a kept bucket of the same name.
+		RemovalPolicy: b.removal(),
 	})
+}
+
+// uploadCORS lets the configured browser origins PUT to presigned URLs;
+// none without origins (S3 refuses a rule without one).
+func (b *builder) uploadCORS() *[]*awss3.CorsRule {
+	origins := b.props.Config.AllowedOrigins
+	if len(origins) == 0 {
+		return nil
+	}
+	return &[]*awss3.CorsRule{{
+		Id:             jsii.String("browser-presigned-put"),
+		AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
+		AllowedOrigins: jsii.Strings(origins...),
+		AllowedHeaders: jsii.Strings("Content-Type", "Content-Length"),
+		ExposedHeaders: jsii.Strings("ETag"),
+		MaxAge:         jsii.Number(3600),
+	}}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsxray"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
@@ -47,22 +48,23 @@ func spec(fn, description string) FunctionSpec {
 // FunctionName is the deployed name of a function of def.
 func FunctionName(def resources.Definition, fn string) string { return def.Prefix + "-" + fn }
 
+// logRetention is the configured retention of the functions' and the
+// API's logs (validated: one of CloudWatch Logs' periods).
 func (b *builder) logRetention() awslogs.RetentionDays {
-	if b.def.Env.Production() {
-		return awslogs.RetentionDays_SIX_MONTHS
-	}
-	return awslogs.RetentionDays_ONE_MONTH
+	return retentionDays[b.props.Config.LogRetentionDays]
 }
 
 // commonEnv is the configuration every function reads at cold start
-// (internal/config): the resource names, URLs and ids.
+// (internal/config): the resource names, URLs and ids, and the external
+// API's base URL from the environment's configuration.
 func (b *builder) commonEnv() map[string]*string {
 	env := map[string]*string{
-		config.VarEnv:      jsii.String(string(b.def.Env)),
-		config.VarTable:    b.table.TableName(),
-		config.VarBucket:   b.bucket.BucketName(),
-		config.VarKMSKeyID: b.key.KeyArn(),
-		config.VarEventBus: b.bus.EventBusName(),
+		config.VarEnv:           jsii.String(string(b.def.Env)),
+		config.VarTable:         b.table.TableName(),
+		config.VarBucket:        b.bucket.BucketName(),
+		config.VarKMSKeyID:      b.key.KeyArn(),
+		config.VarEventBus:      b.bus.EventBusName(),
+		config.VarDeviantArtURL: jsii.String(b.props.Config.ExternalAPI.URL),
 	}
 	for _, q := range b.def.Queues {
 		env[config.VarQueueURL(q.Tier)] = b.queues[q.Tier].QueueUrl()
@@ -77,6 +79,11 @@ func (b *builder) secretEnv(fn string) map[string]*string {
 	env := map[string]*string{}
 	if resources.ReadsJWTSecret(fn) {
 		env[config.VarJWTSecretARN] = b.jwtSecret.SecretArn()
+		// The functions that verify tokens also accept the configured
+		// identity provider's (none when OIDC is off).
+		for k, v := range b.props.Config.OIDC.env() {
+			env[k] = jsii.String(v)
+		}
 	}
 	if resources.NeedsOAuthClient(fn) {
 		env[config.VarDeviantArtClientSecretARN] = b.oauthClient.SecretArn()
@@ -123,11 +130,11 @@ func (b *builder) functions() {
 			Role:          role,
 			LogGroup:      logs,
 			Environment:   &env,
-			Tracing:       awslambda.Tracing_ACTIVE,
+			Tracing:       b.tracing(),
 			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
-			// From the definition: a floor and a ceiling (see
-			// resources.FunctionSize).
-			ReservedConcurrentExecutions: jsii.Number(float64(spec.ReservedConcurrency)),
+			// Off unless the configuration reserves some: a floor and a
+			// ceiling, out of the account's pool (Config.ReservedConcurrency).
+			ReservedConcurrentExecutions: b.reservation(fn),
 		})
 		if fn == b.def.Bucket.NotifyFunction {
 			// S3 invokes confirm asynchronously: after Lambda's two
@@ -143,6 +150,54 @@ func (b *builder) functions() {
 		b.fns[fn] = f
 		b.fnLogs[fn] = logs
 	}
+	b.samplingRule()
+}
+
+// SamplingRulePriority is the priority of the environments' X-Ray sampling
+// rules (1 is the highest; the default rule is 10000).
+const SamplingRulePriority = 1000
+
+// samplingRule records the configured share of the environment's
+// functions' requests beyond the first each second (X-Ray rules are
+// per account: the rule is named, and matches services, by the
+// environment's prefix).
+func (b *builder) samplingRule() {
+	tr := b.props.Config.Tracing
+	if !tr.Enabled {
+		return
+	}
+	awsxray.NewCfnSamplingRule(b.stack, jsii.String("SamplingRule"), &awsxray.CfnSamplingRuleProps{
+		SamplingRule: &awsxray.CfnSamplingRule_SamplingRuleProperty{
+			RuleName:      jsii.String(b.def.Prefix),
+			Priority:      jsii.Number(SamplingRulePriority),
+			FixedRate:     jsii.Number(tr.SamplingRate),
+			ReservoirSize: jsii.Number(1),
+			ServiceName:   jsii.String(b.def.Prefix + "-*"),
+			ServiceType:   jsii.String("*"),
+			Host:          jsii.String("*"),
+			HttpMethod:    jsii.String("*"),
+			UrlPath:       jsii.String("*"),
+			ResourceArn:   jsii.String("*"),
+			Version:       jsii.Number(1),
+		},
+	})
+}
+
+// reservation is fn's configured reserved concurrency, nil for none.
+func (b *builder) reservation(fn string) *float64 {
+	if n, ok := b.props.Config.ReservedConcurrency[fn]; ok {
+		return jsii.Number(float64(n))
+	}
+	return nil
+}
+
+// tracing is the functions' X-Ray mode: active when the configuration
+// turns tracing on, else disabled.
+func (b *builder) tracing() awslambda.Tracing {
+	if b.props.Config.Tracing.Enabled {
+		return awslambda.Tracing_ACTIVE
+	}
+	return awslambda.Tracing_DISABLED
 }
 
 // title turns "prod-ru" or "api" into "ProdRu" or "Api" for construct ids.

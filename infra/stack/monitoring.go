@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -36,13 +35,12 @@ const (
 )
 
 // BreakerHosts are the external hosts whose circuit gets an alarm: the
-// external API the publisher calls (its URL is the configuration's
-// default in every cloud environment).
-func BreakerHosts() []string {
-	def, _ := config.Lookup(config.VarDeviantArtURL).Default.(string)
-	u, err := url.Parse(def)
+// host of the external API the publisher calls (cfg.ExternalAPI.URL; the
+// publisher's breaker is keyed by it, internal/handler/runner).
+func BreakerHosts(cfg Config) []string {
+	u, err := url.Parse(cfg.ExternalAPI.URL)
 	if err != nil || u.Host == "" {
-		panic("infra: the default " + config.VarDeviantArtURL + " has no host: " + def)
+		panic("infra: externalApi.url has no host: " + cfg.ExternalAPI.URL)
 	}
 	return []string{u.Host}
 }
@@ -61,6 +59,10 @@ const (
 	// DurationNearTimeoutPercent: a function whose maximum duration over 5
 	// minutes exceeds this share of its timeout raises the alarm.
 	DurationNearTimeoutPercent = 80
+	// RelayIteratorAgeLimit is the age of the newest stream record the
+	// relay has read, when the alarm fires: events (and webhooks) are
+	// that late.
+	RelayIteratorAgeLimit = 5 * time.Minute
 )
 
 // DurationAlarmed reports whether fn gets the duration-near-timeout alarm.
@@ -90,9 +92,18 @@ func (b *builder) monitoring() {
 	b.dashboard(breakers, a.all)
 }
 
-// alarmTopic is the encrypted SNS topic the alarms notify, with the
-// operators' subscriptions (props.AlarmSubscriptions).
-func (b *builder) alarmTopic() awssns.Topic {
+// alarmTopic is the topic the alarms notify: the configured existing one,
+// or the stack's own encrypted topic with the configured subscribers.
+func (b *builder) alarmTopic() awssns.ITopic {
+	alarms := b.props.Config.Alarms
+	if alarms.TopicARN != "" {
+		return awssns.Topic_FromTopicArn(b.stack, jsii.String("AlarmTopic"), jsii.String(alarms.TopicARN))
+	}
+	if len(alarms.Subscribers) == 0 {
+		awscdk.Annotations_Of(b.stack).AddWarningV2(jsii.String("conveyor:noAlarmSubscriber"), jsii.String(
+			"no alarm subscriber: set alarms.subscribers or alarms.topicArn in infra/env/"+string(b.def.Env)+
+				".json, or subscribe to the AlarmTopicArn output by hand"))
+	}
 	// CloudWatch cannot publish to a topic encrypted with the AWS managed
 	// SNS key, so the topic has its own key that CloudWatch may use. It is
 	// not the token key: that one stays limited to the functions.
@@ -118,7 +129,7 @@ func (b *builder) alarmTopic() awssns.Topic {
 		Value:       topic.TopicArn(),
 		Description: jsii.String("Subscribe operators to this topic"),
 	})
-	for _, sub := range b.props.AlarmSubscriptions {
+	for _, sub := range alarms.Subscribers {
 		if strings.HasPrefix(sub, "https://") {
 			topic.AddSubscription(awssnssubscriptions.NewUrlSubscription(jsii.String(sub), &awssnssubscriptions.UrlSubscriptionProps{
 				Protocol: awssns.SubscriptionProtocol_HTTPS,
@@ -222,6 +233,32 @@ func (b *builder) functionAlarms(a *alarmSet) {
 			b.def.AsyncFailureQueue+"; confirm the upload (POST /v1/uploads/{id}/confirm) and delete the message",
 		b.failures.MetricApproximateNumberOfMessagesVisible(maxOver(minutes(1))),
 		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	confirm := b.def.Bucket.NotifyFunction
+	a.add("AsyncEventsDroppedAlarm", confirm+"-async-events-dropped",
+		"Lambda dropped S3 events to the "+confirm+" function without delivering them to the failure queue "+
+			"(past the event age, or the failure queue refused them): those uploads stay unconfirmed until their client "+
+			"calls POST /v1/uploads/{id}/confirm; read the confirm function's logs for the cause",
+		b.fns[confirm].Metric(jsii.String("AsyncEventsDropped"), sumOver5()),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	b.relayAlarms(a)
+}
+
+// relayAlarms: what the relay's own Errors cannot show, since it reports
+// per-record failures: batches that ran out of retries, and a stream
+// falling behind.
+func (b *builder) relayAlarms(a *alarmSet) {
+	m := b.def.EventStream
+	a.add("RelayFailuresAlarm", "relay-failures",
+		"Stream batches ran out of the relay's retries: their events did not reach the bus and their webhooks were not queued. "+
+			"Each message in "+m.FailureQueueName+" names the shard and sequence range given up on; read the relay's logs for the cause "+
+			"and fix it; the events stay in the jobs' event logs (GET /v1/jobs/{id}/events) to relay again; then delete the message",
+		b.relayFailures.MetricApproximateNumberOfMessagesVisible(maxOver(minutes(1))),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	a.addN("RelayIteratorAgeAlarm", "relay-iterator-age",
+		fmt.Sprintf("The relay is more than %v behind the table's stream (events, SSE and webhooks are late; records older than 24 h are lost): "+
+			"look for relay errors or throttles, and raise its reserved concurrency if it has one", RelayIteratorAgeLimit),
+		b.fns[m.Function].Metric(jsii.String("IteratorAge"), maxOver(minutes(5))),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(RelayIteratorAgeLimit.Milliseconds()), 2, 2)
 }
 
 // apiAlarms: the HTTP API (what fronts the api function): the share of
@@ -292,7 +329,7 @@ func (b *builder) tableAlarms(a *alarmSet) {
 // clear it.
 func (b *builder) breakerAlarms(a *alarmSet) []awscloudwatch.IMetric {
 	var breakers []awscloudwatch.IMetric
-	for _, host := range BreakerHosts() {
+	for _, host := range BreakerHosts(b.props.Config) {
 		m := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace:  jsii.String(BreakerNamespace),
 			MetricName: jsii.String(BreakerMetricName),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // DynamoDB action sets. Transactions need no actions of their own: a
@@ -28,11 +29,42 @@ func concat(sets ...[]string) []string {
 }
 
 func (b *builder) allow(fn string, actions []string, resources ...*string) {
-	b.fn(fn).AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	b.allowWhen(fn, actions, nil, resources...)
+}
+
+// allowWhen is allow under conditions (nil: none).
+func (b *builder) allowWhen(fn string, actions []string, conditions map[string]any, resources ...*string) {
+	props := &awsiam.PolicyStatementProps{
 		Effect:    awsiam.Effect_ALLOW,
 		Actions:   jsii.Strings(actions...),
 		Resources: &resources,
-	}))
+	}
+	if conditions != nil {
+		props.Conditions = &conditions
+	}
+	b.fn(fn).AddToRolePolicy(awsiam.NewPolicyStatement(props))
+}
+
+// PurposeCondition is the encryption context key that scopes every KMS
+// grant: a function may seal (GenerateDataKey) or open (Decrypt) only the
+// kinds of secret it works with (internal/secrets' purposes), so that the
+// function delivering webhooks cannot open users' OAuth tokens, nor the
+// publisher webhook signing keys.
+const PurposeCondition = "kms:EncryptionContext:" + secrets.ContextPurpose
+
+// kms allows fn the sealer's action on the key for the given purposes only.
+func (b *builder) kms(fn, action string, purposes ...string) {
+	b.allowWhen(fn, []string{action}, map[string]any{"StringEquals": map[string]any{PurposeCondition: purposes}}, b.key.KeyArn())
+}
+
+// listUploads allows fn to list the bucket under the upload prefix only:
+// S3 answers a HeadObject (or GetObject) of a missing key with 404 only to
+// a caller that may list the bucket (it evaluates s3:ListBucket with the
+// key as s3:prefix), else with 403 — so without it, confirming an upload
+// before its PUT landed would be a 500, not a 422.
+func (b *builder) listUploads(fn string) {
+	b.allowWhen(fn, []string{"s3:ListBucket"}, map[string]any{"StringLike": map[string]any{"s3:prefix": []string{b.def.Bucket.UploadPrefix + "*"}}},
+		b.bucket.BucketArn())
 }
 
 // indexArn is the ARN of one of the table's indexes.
@@ -87,8 +119,9 @@ func (b *builder) dlqArns() []*string {
 // include actions nobody here needs (Scan, DescribeSecret, …).
 //
 // Who calls what:
-//   - api: jobs, accounts (Connect only seals: GenerateDataKey, never
-//     Decrypt), webhooks. No admin power, no S3, no Scheduler.
+//   - api: jobs, accounts (Connect only seals account tokens, never opens
+//     them), webhooks (their signing secret: sealed and opened). No admin
+//     power, no S3, no Scheduler.
 //   - admin: the admin routes (resources.AdminPathPrefix), the only holder
 //     of the admin powers (DLQ peek/delete/redrive, event source mapping
 //     updates); no S3, no KMS.
@@ -106,6 +139,13 @@ func (b *builder) dlqArns() []*string {
 //     relays the outbox to the bus (the only caller of PutEvents),
 //     retention.
 //   - confirm, stream: reads and one conditional update.
+//   - relay: the bus, the system queue, and the webhook endpoints' summaries
+//     in the table (relay.go).
+//
+// Every KMS grant is scoped to the purposes of the secrets the function
+// seals or opens (PurposeCondition). The IAM conformance check
+// (docs/iam.md) holds every request the functions make against these
+// roles, and every grant against the requests.
 func (b *builder) permissions() {
 	for _, fn := range b.def.Functions {
 		switch fn {
@@ -121,6 +161,7 @@ func (b *builder) permissions() {
 			// the role needs PutObject; HeadObject and the ranged GET that
 			// sniffs the content type (confirm on demand) are GetObject.
 			b.allow(fn, []string{"s3:PutObject", "s3:GetObject"}, b.uploadObjects())
+			b.listUploads(fn)
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 		case resources.FuncSchedules:
 			// The owner's schedules: one partition (list and count are a
@@ -133,20 +174,24 @@ func (b *builder) permissions() {
 			// sniffs the content type are both s3:GetObject.
 			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, b.table.TableArn())
 			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
+			// An event can come late, for an object gone since: 404, not 403.
+			b.listUploads(fn)
 		case resources.FuncPublisher:
 			// Consuming high/medium/low (ReceiveMessage, DeleteMessage,
 			// ChangeMessageVisibility for backoff, GetQueueAttributes) is
 			// granted by the event sources.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
-			// Decrypt opens a refresh token; GenerateDataKey re-seals a
-			// rotated one.
-			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
+			// Decrypt opens an account's tokens and an http job's headers;
+			// GenerateDataKey re-seals rotated tokens.
+			b.kms(fn, "kms:Decrypt", secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders)
+			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeAccountToken)
 		case resources.FuncSystem:
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			// Each delivery is signed with its owner's secret, sealed in the
 			// table: Decrypt opens it; GenerateDataKey seals a first one.
-			b.allow(fn, []string{"kms:Decrypt", "kms:GenerateDataKey"}, b.key.KeyArn())
+			b.kms(fn, "kms:Decrypt", secrets.PurposeWebhookSigning)
+			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeWebhookSigning)
 		case resources.FuncRecovery:
 			// Sweeps query the sparse sweep index, never scan.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
@@ -154,6 +199,9 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
+			// A schedule's tick submits its job template: an http job's
+			// headers are sealed at submission.
+			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeHTTPHeaders)
 		case resources.FuncStream:
 			// A job's event log (the table), for GET /v1/events the caller's
 			// newest and recently updated jobs (two indexes), for the admin
@@ -182,8 +230,11 @@ func (b *builder) apiPermissions() {
 	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
 	// Submissions.
 	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
-	// Connecting an account seals its tokens: a data key, never Decrypt.
-	b.allow(fn, []string{"kms:GenerateDataKey"}, b.key.KeyArn())
+	// Connecting an account seals its tokens, an http job its headers, the
+	// webhook routes the owner's signing secret (created on first use,
+	// rotated); those routes also open it (GET /v1/webhooks/secret).
+	b.kms(fn, "kms:GenerateDataKey", secrets.PurposeAccountToken, secrets.PurposeWebhookSigning, secrets.PurposeHTTPHeaders)
+	b.kms(fn, "kms:Decrypt", secrets.PurposeWebhookSigning)
 	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 }
 

@@ -93,9 +93,13 @@ const day = 24 * time.Hour
 
 // relayPermissions: the stream read and the failure queue are granted by
 // the event source; the relay puts events on the bus and queues webhook
-// deliveries on the system tier, and touches nothing else.
+// deliveries on the system tier. To know which endpoints an event goes to,
+// it reads the owners' endpoint summaries (one BatchGetItem a batch) and
+// rebuilds a missing or old one from the endpoint items (a Query of the
+// owner's partition, a conditional PutItem); nothing else of the table.
 func (b *builder) relayPermissions() {
 	fn := resources.FuncRelay
 	b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.System)...)
+	b.allow(fn, []string{"dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem"}, b.table.TableArn())
 	b.bus.GrantPutEventsTo(b.fn(fn), nil)
 }

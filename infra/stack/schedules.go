@@ -44,7 +44,7 @@ func (b *builder) userSchedules() {
 		ResourceName: jsii.String(b.def.ScheduleGroup + "/*"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME,
 	})
 	owner := resources.FuncSchedules
-	b.allow(owner, []string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"}, schedules)
+	b.allow(owner, []string{"scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"}, schedules)
 	b.allow(owner, []string{"iam:PassRole"}, role.RoleArn())
 	fn := b.fn(owner)
 	fn.AddEnvironment(jsii.String("CONVEYOR_SCHEDULE_GROUP"), jsii.String(b.def.ScheduleGroup), nil)

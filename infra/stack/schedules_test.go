@@ -11,7 +11,7 @@ import (
 
 // userScheduleActions are the schedules function's rights over the users'
 // recurring schedules (schedules.go).
-var userScheduleActions = []string{"iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule", "scheduler:UpdateSchedule"}
+var userScheduleActions = []string{"iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"}
 
 func TestUserSchedulesInfrastructure(t *testing.T) {
 	t.Parallel()

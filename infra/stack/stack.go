@@ -45,24 +45,9 @@ type Props struct {
 	// the secret, OAuthClientSecretName(env), with an empty clientId that
 	// an operator replaces (the publisher refuses to start until then).
 	OAuthClientSecretARN string
-	// AlarmSubscriptions subscribe to the alarm topic: e-mail addresses
-	// (SNS sends each a confirmation link) and https:// endpoints (which
-	// must confirm the subscription). Default none. Check them with
-	// ParseAlarmSubscriptions.
-	AlarmSubscriptions []string
-}
-
-// AlarmSubscriptionContextKey is the CDK context key (cdk deploy -c
-// alarmSubscription=ops@example.com,https://hooks.example.com/sns) whose
-// comma-separated e-mail addresses and https:// URLs subscribe to every
-// environment's alarm topic; AlarmSubscriptionEnvContextKey(env) replaces
-// it for one environment.
-const AlarmSubscriptionContextKey = "alarmSubscription"
-
-// AlarmSubscriptionEnvContextKey is the per-environment form of
-// AlarmSubscriptionContextKey: conveyor:<env>:alarmSubscription.
-func AlarmSubscriptionEnvContextKey(env job.Env) string {
-	return "conveyor:" + string(env) + ":alarmSubscription"
+	// Config is the environment's deploy-time configuration
+	// (LoadConfig: infra/env/<env>.json), validated again by New.
+	Config Config
 }
 
 // ParseAlarmSubscriptions splits a comma-separated list of e-mail
@@ -135,9 +120,10 @@ func CheckAssets(dir string, def resources.Definition) error {
 }
 
 // New adds env's stack to scope. It panics, naming what is wrong, when the
-// environment is not a cloud environment or a function's bootstrap is
-// missing (CDK constructs report configuration errors by panicking; call
-// CheckAssets first for an error value).
+// environment is not a cloud environment, a function's bootstrap is missing
+// or the configuration is invalid (CDK constructs report configuration
+// errors by panicking; call CheckAssets and LoadConfigs first for an error
+// value, as the app does).
 func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	if !isCloudEnv(props.Env) {
 		panic(fmt.Sprintf("infra: %q is not a cloud environment (want one of %v)", props.Env, job.CloudEnvs))
@@ -147,6 +133,9 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	}
 	def := resources.For(props.Env)
 	if err := CheckAssets(props.FunctionsDir, def); err != nil {
+		panic("infra: " + err.Error())
+	}
+	if err := props.Config.Validate(props.Env); err != nil {
 		panic("infra: " + err.Error())
 	}
 	st := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{

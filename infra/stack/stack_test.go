@@ -20,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/infra/stack"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Synthesizing is slow (every construct call crosses into Node), so the
@@ -39,7 +40,8 @@ var (
 	once         sync.Once
 	built        map[job.Env]*synthesized
 	emulator     *synthesized
-	byARN        *synthesized // staging, with the OAuth client secret referenced by ARN, and alarm subscriptions
+	byARN        *synthesized             // staging, with the OAuth client secret referenced by ARN, and every optional setting (configuredStaging)
+	configs      map[job.Env]stack.Config // infra/env/<env>.json, as the app reads them
 	testApp      awscdk.App
 	buildErr     error
 )
@@ -106,14 +108,19 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 			buildErr = err
 			return
 		}
+		if configs, err = stack.LoadConfigs(filepath.Join("..", stack.ConfigDirDefault)); err != nil {
+			buildErr = err
+			return
+		}
 		app := stack.NewApp(filepath.Join(filepath.Dir(functionsDir), "cdk.out"), context)
 		testApp = app
 		sts := map[job.Env]awscdk.Stack{}
 		for _, env := range job.CloudEnvs {
-			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir})
+			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir, Config: configs[env]})
 		}
 		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: job.Staging, FunctionsDir: functionsDir,
-			OAuthClientSecretARN: oauthClientARN, AlarmSubscriptions: alarmSubscriptions})
+			OAuthClientSecretARN: oauthClientARN, Config: configuredStaging})
+		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: withAlarmTopic(configs[job.ProdEN])})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -125,6 +132,7 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 		}
 		emulator = decode(emu, resources.For(job.Staging))
 		byARN = decode(arnStack, resources.For(job.Staging))
+		byTopic = decode(topicStack, resources.For(job.ProdEN))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -353,11 +361,7 @@ func TestTable(t *testing.T) {
 			"PointInTimeRecoverySpecification": obj(map[string]any{"PointInTimeRecoveryEnabled": true}),
 			"SSESpecification":                 map[string]any{"SSEEnabled": true},
 		}
-		if s.def.Env.Production() {
-			props["DeletionProtectionEnabled"] = true
-		} else {
-			props["DeletionProtectionEnabled"] = false
-		}
+		props["DeletionProtectionEnabled"] = configs[s.def.Env].TableDeletionProtection
 		check(t, "table", func() {
 			s.hasProps("AWS::DynamoDB::Table", obj(props))
 		})
@@ -385,7 +389,7 @@ func TestTable(t *testing.T) {
 		}
 		want := "Delete"
 		if s.def.Env.Production() {
-			want = "Retain"
+			want = "RetainExceptOnCreate"
 		}
 		id := s.logicalID(t, "AWS::DynamoDB::Table", "TableName", tbl.Name)
 		if got := s.res[id].DeletionPolicy; got != want {
@@ -408,11 +412,7 @@ func TestBucket(t *testing.T) {
 				"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{
 					map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}},
 				}},
-				"CorsConfiguration": map[string]any{"CorsRules": []any{obj(map[string]any{
-					"AllowedMethods": []any{"PUT"},
-					"AllowedOrigins": toAny(bk.CORSOrigins),
-					"AllowedHeaders": []any{"Content-Type", "Content-Length"},
-				})}},
+				"CorsConfiguration": uploadCORS(configs[s.def.Env].AllowedOrigins),
 				"LifecycleConfiguration": map[string]any{"Rules": arrayWith(
 					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.UploadObjectExpiry.Hours() / 24, "Status": "Enabled"}),
 					obj(map[string]any{"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"}),
@@ -443,6 +443,19 @@ func TestBucket(t *testing.T) {
 	})
 }
 
+// uploadCORS is the bucket's CORS for the configured origins: none
+// without origins.
+func uploadCORS(origins []string) any {
+	if len(origins) == 0 {
+		return absent{}
+	}
+	return map[string]any{"CorsRules": []any{obj(map[string]any{
+		"AllowedMethods": []any{"PUT"},
+		"AllowedOrigins": toAny(origins),
+		"AllowedHeaders": []any{"Content-Type", "Content-Length"},
+	})}}
+}
+
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
@@ -457,10 +470,8 @@ func TestFunctions(t *testing.T) {
 		t.Errorf("publisher timeout = %v, want resources.ConsumerTimeout %v", got, resources.ConsumerTimeout)
 	}
 	each(t, func(t *testing.T, s *synthesized) {
-		retention := 30.0
-		if s.def.Env.Production() {
-			retention = 180
-		}
+		cfg := configs[s.def.Env]
+		retention := cfg.LogRetentionDays
 		for _, fn := range s.def.Functions {
 			spec := stack.FunctionSpecs[fn]
 			name := stack.FunctionName(s.def, fn)
@@ -474,6 +485,8 @@ func TestFunctions(t *testing.T) {
 				"CONVEYOR_BUCKET":     ref(bucket),
 				"CONVEYOR_KMS_KEY_ID": key,
 				"CONVEYOR_EVENT_BUS":  ref(s.logicalID(t, "AWS::Events::EventBus", "Name", s.def.EventBus)),
+				// From the environment's configuration.
+				"CONVEYOR_DEVIANTART_URL": cfg.ExternalAPI.URL,
 			}
 			for _, q := range s.def.Queues {
 				up := strings.ToUpper(string(q.Tier))
@@ -506,7 +519,7 @@ func TestFunctions(t *testing.T) {
 					"LoggingConfig":                map[string]any{"LogGroup": ref(logs)},
 					"TracingConfig":                map[string]any{"Mode": "Active"},
 					"Environment":                  map[string]any{"Variables": obj(env)},
-					"ReservedConcurrentExecutions": spec.ReservedConcurrency,
+					"ReservedConcurrentExecutions": reservation(cfg, fn),
 				}))
 			})
 			check(t, fn+" log retention", func() {
@@ -677,7 +690,7 @@ func TestKeyBusSecrets(t *testing.T) {
 			"PasswordLength": 32.0, "ExcludePunctuation": true}, oauth.Properties["GenerateSecretString"]); diff != "" {
 			t.Errorf("OAuth client secret (-want +got):\n%s", diff)
 		}
-		if want := map[bool]string{true: "Retain", false: "Delete"}[s.def.Env.Production()]; oauth.DeletionPolicy != want {
+		if want := map[bool]string{true: "RetainExceptOnCreate", false: "Delete"}[s.def.Env.Production()]; oauth.DeletionPolicy != want {
 			t.Errorf("OAuth client secret DeletionPolicy = %q, want %q", oauth.DeletionPolicy, want)
 		}
 	})
@@ -798,7 +811,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		// One alarm per external host, on exactly {Environment, Host}:
 		// token breakers (no Host) cannot feed it. Any datapoint ≥ 1 in the
 		// last two 5-minute periods (the periodic gauge) keeps it on.
-		for _, host := range stack.BreakerHosts() {
+		for _, host := range stack.BreakerHosts(configs[s.def.Env]) {
 			alarm("breaker open "+host, map[string]any{
 				"AlarmName": s.def.Prefix + "-breaker-open-" + host,
 				"Namespace": stack.BreakerNamespace, "MetricName": stack.BreakerMetricName,
@@ -811,7 +824,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 				"EvaluationPeriods": 2, "DatapointsToAlarm": 1,
 			})
 		}
-		if hosts := stack.BreakerHosts(); !slices.Contains(hosts, "www.deviantart.com") {
+		if hosts := stack.BreakerHosts(configs[s.def.Env]); !slices.Contains(hosts, "www.deviantart.com") {
 			t.Errorf("breaker hosts %v lack the external API's host", hosts)
 		}
 		for id, r := range s.ofType("AWS::CloudWatch::Alarm") {
@@ -970,8 +983,8 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 		if pitr["PointInTimeRecoveryEnabled"] != d.Table.PointInTimeRecovery {
 			t.Errorf("PITR = %v, want %v", pitr, d.Table.PointInTimeRecovery)
 		}
-		if tbl["DeletionProtectionEnabled"] != d.Table.DeletionProtection {
-			t.Errorf("deletion protection = %v, want %v", tbl["DeletionProtectionEnabled"], d.Table.DeletionProtection)
+		if want := configs[d.Env].TableDeletionProtection; tbl["DeletionProtectionEnabled"] != want {
+			t.Errorf("deletion protection = %v, want %v (the configuration's)", tbl["DeletionProtectionEnabled"], want)
 		}
 
 		s.logicalID(t, "AWS::S3::Bucket", "BucketName", map[string]any{"Fn::Join": []any{"-", []any{d.Bucket.Name, ref("AWS::AccountId")}}})
@@ -1061,17 +1074,21 @@ func TestLeastPrivilege(t *testing.T) {
 	rw := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-	// What each function's code calls (internal/app wires it): the api
-	// seals tokens but never opens one, and touches neither S3 nor
-	// Scheduler (the uploads and schedules functions serve those routes);
-	// the admin function alone holds the admin powers (it serves the admin
-	// routes) and touches neither S3 nor KMS; only the relay puts events on
-	// the bus; the publisher sends no message.
+	// What each function's code calls (internal/app wires it), as the IAM
+	// conformance check (localstack/iamcheck, docs/iam.md) finds it: the
+	// api seals tokens but never opens one (it opens webhook signing
+	// secrets), and touches neither S3 nor Scheduler (the uploads and
+	// schedules functions serve those routes); the admin function alone
+	// holds the admin powers (it serves the admin routes) and touches
+	// neither S3 nor KMS; only the relay puts events on the bus, and it
+	// reads and rebuilds the webhook endpoints' summaries in the table; the
+	// publisher sends no message; uploads and confirm may list the upload
+	// prefix (a missing object is a 404, not a 403).
 	want := map[string][]string{
-		resources.FuncAPI: concat(logs, rw, []string{"kms:GenerateDataKey",
+		resources.FuncAPI: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncUploads: concat(logs, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-			"s3:GetObject", "s3:PutObject", "secretsmanager:GetSecretValue"}),
+			"s3:GetObject", "s3:ListBucket", "s3:PutObject", "secretsmanager:GetSecretValue"}),
 		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
 			"secretsmanager:GetSecretValue"}, userScheduleActions),
 		resources.FuncAdmin: concat(logs, rw, []string{"lambda:UpdateEventSourceMapping",
@@ -1079,18 +1096,28 @@ func TestLeastPrivilege(t *testing.T) {
 			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
 		// confirm also sends its failed invocations to the failure queue
 		// (the on-failure destination).
-		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject",
+		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket",
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
 		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:SendMessage"}),
-		// The stream read (granted by the event source), PutEvents, and
-		// SendMessage to the system tier and the on-failure queue only.
-		resources.FuncRelay: concat(logs, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-			"dynamodb:ListStreams", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
+		// The stream read (granted by the event source), PutEvents,
+		// SendMessage to the system tier and the on-failure queue only, and
+		// the endpoint summaries (read, rebuilt).
+		resources.FuncRelay: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+			"dynamodb:ListStreams", "dynamodb:PutItem", "dynamodb:Query", "events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncStream: concat(logs, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "secretsmanager:GetSecretValue",
 			"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}),
+	}
+	// The purposes of the secrets each function seals (GenerateDataKey)
+	// and opens (Decrypt): every KMS grant is conditioned on exactly these.
+	purposes := map[string]map[string][]string{
+		resources.FuncAPI: {"kms:GenerateDataKey": {secrets.PurposeAccountToken, secrets.PurposeWebhookSigning, secrets.PurposeHTTPHeaders},
+			"kms:Decrypt": {secrets.PurposeWebhookSigning}},
+		resources.FuncPublisher: {"kms:Decrypt": {secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders},
+			"kms:GenerateDataKey": {secrets.PurposeAccountToken}},
+		resources.FuncSystem: {"kms:Decrypt": {secrets.PurposeWebhookSigning}, "kms:GenerateDataKey": {secrets.PurposeWebhookSigning}},
 	}
 	for fn := range want {
 		sort.Strings(want[fn])
@@ -1118,10 +1145,41 @@ func TestLeastPrivilege(t *testing.T) {
 				continue
 			}
 			for _, a := range actions {
-				if a == "sqs:StartMessageMoveTask" || a == "lambda:UpdateEventSourceMapping" || (a == "kms:Decrypt" && fn != resources.FuncPublisher && fn != resources.FuncSystem) {
+				if a == "sqs:StartMessageMoveTask" || a == "lambda:UpdateEventSourceMapping" {
 					t.Errorf("%s may %s", fn, a)
 				}
 			}
+		}
+		// KMS: each action in one statement, on the key, for its purposes.
+		got2 := map[string]map[string][]string{}
+		for _, fn := range s.def.Functions {
+			for _, doc := range policyDocs(t, s, fn) {
+				for _, st := range doc.(map[string]any)["Statement"].([]any) {
+					st := st.(map[string]any)
+					for _, a := range strs(st["Action"]) {
+						if a == "s3:ListBucket" {
+							// Listing is for the upload prefix only.
+							cond, _ := st["Condition"].(map[string]any)
+							like, _ := cond["StringLike"].(map[string]any)
+							if p := strs(like["s3:prefix"]); !slices.Equal(p, []string{s.def.Bucket.UploadPrefix + "*"}) {
+								t.Errorf("%s may list the bucket under %v, want only %s*", fn, p, s.def.Bucket.UploadPrefix)
+							}
+						}
+						if !strings.HasPrefix(a, "kms:") {
+							continue
+						}
+						cond, _ := st["Condition"].(map[string]any)
+						eq, _ := cond["StringEquals"].(map[string]any)
+						if got2[fn] == nil {
+							got2[fn] = map[string][]string{}
+						}
+						got2[fn][a] = append(got2[fn][a], strs(eq[stack.PurposeCondition])...)
+					}
+				}
+			}
+		}
+		if diff := cmp.Diff(purposes, got2); diff != "" {
+			t.Errorf("KMS purposes per function and action (-want +got):\n%s", diff)
 		}
 		// No statement anywhere in the template scans the table or uses
 		// an action wildcard.
@@ -1280,9 +1338,6 @@ func TestUploadLifecycleCoversTheRetentionHorizon(t *testing.T) {
 	})
 }
 
-// alarmSubscriptions are the by-ARN stack's alarm subscribers.
-var alarmSubscriptions = []string{"ops@example.com", "https://hooks.example.com/sns"}
-
 func TestAlarmSubscriptions(t *testing.T) {
 	t.Parallel()
 	stacks(t)
@@ -1291,7 +1346,7 @@ func TestAlarmSubscriptions(t *testing.T) {
 	for id := range s.ofType("AWS::SNS::Topic") {
 		topic = id
 	}
-	for _, sub := range []struct{ protocol, endpoint string }{{"email", "ops@example.com"}, {"https", "https://hooks.example.com/sns"}} {
+	for _, sub := range []struct{ protocol, endpoint string }{{"email", alarmSubscriptions[0]}, {"https", alarmSubscriptions[1]}} {
 		check(t, sub.protocol, func() {
 			s.hasProps("AWS::SNS::Subscription", map[string]any{
 				"Protocol": sub.protocol, "Endpoint": sub.endpoint, "TopicArn": ref(topic),

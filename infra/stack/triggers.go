@@ -105,13 +105,7 @@ func (b *builder) httpAPI() {
 		ApiName:            jsii.String(b.def.Prefix + "-api"),
 		Description:        jsii.String("Conveyor HTTP API (" + string(b.def.Env) + ")"),
 		DefaultIntegration: integration,
-		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
-			AllowOrigins:  jsii.Strings(b.def.Bucket.CORSOrigins...),
-			AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
-			AllowHeaders:  jsii.Strings("Authorization", "Content-Type"),
-			ExposeHeaders: jsii.Strings("X-Total-Count", "Location"),
-			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
-		},
+		CorsPreflight:      b.apiCORS(),
 	})
 	b.apiLogs = awslogs.NewLogGroup(b.stack, jsii.String("HttpApiAccessLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/apigateway/" + b.def.Prefix + "-api"),
@@ -161,15 +155,34 @@ func (b *builder) httpAPI() {
 	b.api = api
 }
 
+// apiCORS lets the configured browser origins call the HTTP API; none
+// without origins (the dashboard is served by the API itself: same origin).
+func (b *builder) apiCORS() *awsapigatewayv2.CorsPreflightOptions {
+	origins := b.props.Config.AllowedOrigins
+	if len(origins) == 0 {
+		return nil
+	}
+	return &awsapigatewayv2.CorsPreflightOptions{
+		AllowOrigins:  jsii.Strings(origins...),
+		AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
+		AllowHeaders:  jsii.Strings("Authorization", "Content-Type"),
+		ExposeHeaders: jsii.Strings("X-Total-Count", "Location"),
+		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+	}
+}
+
 // streamURL gives the SSE function a public URL with response streaming.
 // Auth is NONE on purpose: the function verifies the caller's JWT itself
-// (browsers' EventSource cannot sign requests with SigV4).
+// (browsers' EventSource cannot sign requests with SigV4). Browsers may
+// read it from the configured origins and from the dashboard's own (the
+// HTTP API's endpoint), which opens its live streams here.
 func (b *builder) streamURL() {
+	origins := append([]*string{b.api.ApiEndpoint()}, *jsii.Strings(b.props.Config.AllowedOrigins...)...)
 	url := b.fn(resources.FuncStream).AddFunctionUrl(&awslambda.FunctionUrlOptions{
 		AuthType:   awslambda.FunctionUrlAuthType_NONE,
 		InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
 		Cors: &awslambda.FunctionUrlCorsOptions{
-			AllowedOrigins: jsii.Strings(b.def.Bucket.CORSOrigins...),
+			AllowedOrigins: &origins,
 			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET},
 			AllowedHeaders: jsii.Strings("Authorization", "Last-Event-ID"),
 			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),

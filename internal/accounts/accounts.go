@@ -85,6 +85,11 @@ type Config struct {
 	Store     *store.Store
 	Sealer    *sealer.Sealer
 	Refresher Refresher
+	// Ready, when set, says whether a refresh can be made now (the OAuth
+	// client's credentials are there); its error is returned before any
+	// lease is taken or token opened, so a refresh that cannot happen
+	// costs nothing but the account's read.
+	Ready func(ctx context.Context) error
 	// Worker names this instance in refresh leases.
 	Worker string
 	// Now defaults to time.Now.
@@ -155,7 +160,7 @@ type ConnectRequest struct {
 }
 
 func aad(owner, kind string) map[string]string {
-	return map[string]string{"user": owner, "provider": Provider, "token": kind}
+	return map[string]string{"user": owner, "provider": Provider, "token": kind, secrets.ContextPurpose: secrets.PurposeAccountToken}
 }
 
 // Connect stores owner's tokens, sealed, replacing an earlier connection.
@@ -273,6 +278,11 @@ func (s *Service) token(ctx context.Context, owner, rejected string, read *store
 			if string(tok) != rejected {
 				s.remember(a, string(tok), *a.AccessExpiresAt)
 				return string(tok), nil
+			}
+		}
+		if s.cfg.Ready != nil {
+			if err := s.cfg.Ready(ctx); err != nil {
+				return "", err
 			}
 		}
 		// Each attempt leases under a name of its own: concurrent requests

@@ -46,6 +46,13 @@ type Overview struct {
 	// the jobs that reached them in the last StatsHoursDefault hours, from
 	// the hourly counters (Stats). Stale jobs are not counted.
 	Jobs map[string]int `json:"jobs"`
+	// Parked: the queued jobs waiting in the table (their message let
+	// go), by the reason they wait: backoff, circuit_open, rate_limited,
+	// paused, oauth_client_not_set…
+	Parked map[string]int `json:"parked,omitempty"`
+	// Blocked: the reasons among Parked that an operator must act on
+	// (the OAuth client secret not set), with what to do; empty when none.
+	Blocked []Blocked `json:"blocked,omitempty"`
 	// Orphans: queued jobs nobody received (outside paused tiers) and
 	// running jobs without a heartbeat, for longer than StuckAfter — what
 	// recovery would take back on its next run.
@@ -78,10 +85,16 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 		delayed = d
 		return err
 	})
+	r.do("counting parked jobs", func() error {
+		p, err := s.cfg.Store.CountParked(ctx)
+		ov.Parked = p
+		return err
+	})
 	s.readJobs(ctx, &r, &ov, now, paused)
 	if err := r.wait(); err != nil {
 		return Overview{}, err
 	}
+	ov.Blocked = blockedOf(ov.Parked)
 	for t, st := range ov.Tiers {
 		st.Delayed = delayed[t]
 		ov.Tiers[t] = st

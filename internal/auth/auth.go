@@ -1,13 +1,18 @@
 // Package auth verifies and mints the API's bearer tokens: HS256 JWTs signed
-// with the environment's secret, carrying sub, role, plan and exp. Every other
-// algorithm (none included), a bad signature, a missing or past exp, a missing
-// subject or an unknown role or plan is refused.
+// with the environment's secret, carrying sub, role, plan and exp, and, when
+// an OpenID Connect issuer is configured (OIDCConfig), the RS256 and ES256
+// tokens of that issuer, verified with its published key set. Every other
+// algorithm (none included), a bad signature, a missing or past exp, a
+// missing subject or an unknown role or plan is refused; so is an HS256
+// token that claims to come from the issuer, and an issuer's token whose
+// key is not of its algorithm's type.
 package auth
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,12 +96,43 @@ type tokenClaims struct {
 	jwt.RegisteredClaims
 }
 
-// Verifier checks bearer tokens against one secret. It is safe for
-// concurrent use.
+// Verifier checks bearer tokens: HS256 against one secret, and RS256 or
+// ES256 against an OIDC issuer's keys when one is configured. It is safe
+// for concurrent use.
 type Verifier struct {
 	key    KeyFunc
 	now    func() time.Time
 	parser *jwt.Parser
+	// peek reads a token's header (and claims) before any key is chosen.
+	peek *jwt.Parser
+	// oidc, when set, verifies the issuer's tokens.
+	oidc *oidcVerifier
+}
+
+// Options configure a Verifier.
+type Options struct {
+	// Key is the HS256 key (nil or empty: every HS256 token is refused).
+	Key KeyFunc
+	// OIDC, when set, accepts the tokens of that issuer too.
+	OIDC *OIDCConfig
+	// Now is the clock exp, nbf and iat are checked against (default
+	// time.Now).
+	Now func() time.Time
+}
+
+// New returns a Verifier for o; it fails, saying why, on an OIDC
+// configuration that cannot work. Nothing is fetched before the first
+// token of the issuer arrives.
+func New(o Options) (*Verifier, error) {
+	v := NewVerifierFunc(o.Key, o.Now)
+	if o.OIDC != nil {
+		ov, err := newOIDC(*o.OIDC, v.now)
+		if err != nil {
+			return nil, err
+		}
+		v.oidc = ov
+	}
+	return v, nil
 }
 
 // KeyFunc returns the key tokens are verified with. It may wait for the
@@ -114,8 +150,13 @@ var ErrKeyUnavailable = errors.New("the token key is unavailable")
 // against (time.Now when nil). A Verifier with an empty secret refuses every
 // token.
 func NewVerifier(secret []byte, now func() time.Time) *Verifier {
+	return NewVerifierFunc(StaticKey(secret), now)
+}
+
+// StaticKey is the KeyFunc of a key known now (a copy of secret).
+func StaticKey(secret []byte) KeyFunc {
 	secret = append([]byte(nil), secret...)
-	return NewVerifierFunc(func(context.Context) ([]byte, error) { return secret, nil }, now)
+	return func(context.Context) ([]byte, error) { return secret, nil }
 }
 
 // NewVerifierFunc returns a Verifier whose key comes from key, asked for
@@ -126,9 +167,13 @@ func NewVerifierFunc(key KeyFunc, now func() time.Time) *Verifier {
 	if now == nil {
 		now = time.Now
 	}
+	if key == nil {
+		key = func(context.Context) ([]byte, error) { return nil, nil }
+	}
 	return &Verifier{
-		key: key,
-		now: now,
+		key:  key,
+		now:  now,
+		peek: jwt.NewParser(),
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
@@ -139,9 +184,10 @@ func NewVerifierFunc(key KeyFunc, now func() time.Time) *Verifier {
 }
 
 // Verify checks an Authorization header value ("Bearer <jwt>", the scheme
-// case-insensitive) and returns the token's claims. Only HS256 with the
-// Verifier's secret is accepted; every refusal matches ErrUnauthorized and is
-// an *Error. It is VerifyContext without a deadline.
+// case-insensitive) and returns the token's claims. HS256 with the
+// Verifier's secret is accepted, and RS256/ES256 from the OIDC issuer when
+// one is configured; every refusal matches ErrUnauthorized and is an
+// *Error. It is VerifyContext without a deadline.
 func (v *Verifier) Verify(bearerHeader string) (Claims, error) {
 	return v.VerifyContext(context.Background(), bearerHeader)
 }
@@ -162,6 +208,39 @@ func (v *Verifier) VerifyContext(ctx context.Context, bearerHeader string) (Clai
 	case len(raw) > MaxTokenLength:
 		return Claims{}, refuse("malformed token")
 	}
+	peeked, _, err := v.peek.ParseUnverified(raw, jwt.MapClaims{})
+	if err != nil || peeked.Method == nil {
+		if errors.Is(err, jwt.ErrTokenUnverifiable) { // an alg no method is registered for
+			return Claims{}, refuse("unacceptable signing method")
+		}
+		return Claims{}, refuse("malformed token")
+	}
+	var c Claims
+	switch alg := peeked.Method.Alg(); {
+	case alg == jwt.SigningMethodHS256.Alg():
+		if c, err = v.verifyHS256(ctx, raw, peeked); err != nil {
+			return Claims{}, err
+		}
+	case v.oidc != nil && slices.Contains(asymmetric, alg):
+		if c, err = v.oidc.verify(ctx, raw); err != nil {
+			return Claims{}, err
+		}
+	default:
+		return Claims{}, refuse("unacceptable signing method")
+	}
+	return checked(c)
+}
+
+// verifyHS256 checks an HS256 token with the Verifier's secret. One that
+// names the OIDC issuer in iss is refused without a look at the secret:
+// the issuer signs asymmetrically, so such a token is forged (the issuer's
+// public key used as an HMAC secret, say).
+func (v *Verifier) verifyHS256(ctx context.Context, raw string, peeked *jwt.Token) (Claims, error) {
+	if v.oidc != nil {
+		if iss, _ := peeked.Claims.GetIssuer(); iss == v.oidc.cfg.Issuer {
+			return Claims{}, refuse("unacceptable signing method")
+		}
+	}
 	secret, err := v.key(ctx)
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
@@ -181,6 +260,13 @@ func (v *Verifier) VerifyContext(ctx context.Context, bearerHeader string) (Clai
 	if tc.ExpiresAt != nil {
 		c.ExpiresAt = tc.ExpiresAt.UTC()
 	}
+	return c, nil
+}
+
+// checked applies the rules every token's claims follow, whoever signed
+// it: a usable subject, a known role, a known plan (PlanDefault for a
+// user that names none).
+func checked(c Claims) (Claims, error) {
 	switch {
 	case c.Subject == "":
 		return Claims{}, refuse("sub is required")

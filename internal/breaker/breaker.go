@@ -186,7 +186,19 @@ var errConflict = errors.New("breaker changed meanwhile")
 // write stores next if the stored version is still prev's (a closed
 // record is deleted instead).
 func (b *Breaker) write(ctx context.Context, prev, next Record) error {
-	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+	if err := b.writeAt(ctx, keyAttrs(next.Key), nil, prev, next); err != nil {
+		return err
+	}
+	b.remember(next)
+	return nil
+}
+
+// writeAt is write for the record stored under key, with the attributes
+// extra beside it. A record that does not exist yet (prev.Version 0) may
+// replace one whose TTL has passed but which DynamoDB has not deleted yet.
+func (b *Breaker) writeAt(ctx context.Context, key, extra map[string]types.AttributeValue, prev, next Record) error {
+	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK)).
+		Or(expression.Name("expiresAt").LessThanEqual(expression.Value(b.o.Now().Unix())))
 	if prev.Version > 0 {
 		cond = expression.Name("version").Equal(expression.Value(prev.Version))
 	}
@@ -199,7 +211,7 @@ func (b *Breaker) write(ctx context.Context, prev, next Record) error {
 			return nil
 		}
 		_, err = b.o.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(b.o.Table), Key: keyAttrs(next.Key),
+			TableName: aws.String(b.o.Table), Key: key,
 			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		})
 	} else {
@@ -213,7 +225,10 @@ func (b *Breaker) write(ctx context.Context, prev, next Record) error {
 		if merr != nil {
 			return merr
 		}
-		for k, v := range keyAttrs(next.Key) {
+		for k, v := range extra {
+			av[k] = v
+		}
+		for k, v := range key {
 			av[k] = v
 		}
 		_, err = b.o.DB.PutItem(ctx, &dynamodb.PutItemInput{
@@ -228,7 +243,6 @@ func (b *Breaker) write(ctx context.Context, prev, next Record) error {
 	if err != nil {
 		return fmt.Errorf("writing breaker %s: %w", next.Key, err)
 	}
-	b.remember(next)
 	return nil
 }
 
@@ -338,12 +352,22 @@ func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duratio
 	return errors.Join(errs...)
 }
 
+// CallerCaused is what an error says when its caller, not the target,
+// made the call fail (a deadline below the floor, an invalid request):
+// the breaker ignores it.
+type CallerCaused interface{ CallerCaused() bool }
+
 // Classify maps a call's error to an outcome for the breaker: success
 // (including a permanent 4xx — the API answered), failure (5xx, timeouts,
-// network), or rate limited (429, with its Retry-After).
+// network), rate limited (429, with its Retry-After), or ignored (an
+// error in whose chain a CallerCaused says true).
 func Classify(err error) (Outcome, time.Duration) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return Success, 0
+	}
+	var cc CallerCaused
+	if errors.As(err, &cc) && cc.CallerCaused() {
+		return Ignored, 0
 	}
 	var status interface {
 		Temporary() bool

@@ -128,6 +128,10 @@ const (
 	Failure
 	// RateLimited: 429, with or without a Retry-After.
 	RateLimited
+	// Ignored: the call failed for a reason its caller caused (a deadline
+	// it chose below the floor, a request it built wrong): it says nothing
+	// about the target and changes nothing.
+	Ignored
 )
 
 // String returns "success", "failure" or "rate_limited".
@@ -139,6 +143,8 @@ func (o Outcome) String() string {
 		return "failure"
 	case RateLimited:
 		return "rate_limited"
+	case Ignored:
+		return "ignored"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -218,7 +224,12 @@ type Transition struct {
 //   - Half-open without a live lease: no probe is running, so the result
 //     is a late one and changes nothing, except a 429 with a Retry-After,
 //     which re-opens the circuit until then.
+//   - Ignored changes nothing in any state (a probe's lease then lapses
+//     and another call probes).
 func OnResult(c Config, r Record, o Outcome, retryAfter time.Duration, now time.Time) (next Record, changed bool, transition *Transition) {
+	if o == Ignored {
+		return r, false, nil
+	}
 	retryAfter = min(max(retryAfter, 0), MaxRetryAfter)
 	if o != RateLimited {
 		retryAfter = 0

@@ -48,6 +48,9 @@ type Config struct {
 	// kept sealed in the table (internal/webhook), not with one of the
 	// environment.
 	JWTSecretARN string
+	// OIDC, when Issuer is set, accepts the tokens of that OpenID Connect
+	// issuer beside the HS256 ones (CONVEYOR_OIDC_*; see auth.OIDCConfig).
+	OIDC OIDC
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
@@ -62,6 +65,12 @@ type Config struct {
 	// the two values are not set (CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN:
 	// the CDK stacks).
 	DeviantArtClientSecretARN string
+	// OAuthClientRecheck is how often a publisher re-reads the OAuth
+	// client secret while it holds no credentials (a first deploy before
+	// an operator filled it in); jobs that must refresh a token wait
+	// meanwhile, spending no attempt (CONVEYOR_OAUTH_CLIENT_RECHECK,
+	// default 1m).
+	OAuthClientRecheck time.Duration
 	// APIAddr is the local gateway's address (CONVEYOR_API_ADDR, default 127.0.0.1:8080).
 	APIAddr string
 	// MaxAttempts before a job fails (CONVEYOR_MAX_ATTEMPTS, default 7).
@@ -123,6 +132,34 @@ type Config struct {
 	// invoke it (CONVEYOR_SCHEDULE_ROLE_ARN). Without the group, schedules
 	// are kept but nothing fires them but the local runtime.
 	ScheduleGroup, ScheduleTargetARN, ScheduleRoleARN string
+	// HTTPMaxSnoozes, HTTPMaxAge, HTTPTimeoutFloor and HTTPBreakersPerUser
+	// are the http kind's limits (CONVEYOR_HTTP_*, default 30 / 24h / 2s /
+	// 20; see docs/http-kind.md).
+	HTTPMaxSnoozes      int
+	HTTPMaxAge          time.Duration
+	HTTPTimeoutFloor    time.Duration
+	HTTPBreakersPerUser int
+}
+
+// OIDC configures an OpenID Connect issuer (auth.OIDCConfig).
+type OIDC struct {
+	// Issuer is the issuer, exactly as its tokens' iss say it
+	// (CONVEYOR_OIDC_ISSUER; empty: HS256 tokens only).
+	Issuer string
+	// Audiences are the accepted aud values (CONVEYOR_OIDC_AUDIENCE,
+	// comma-separated; required with an issuer).
+	Audiences []string
+	// RoleClaim and PlanClaim name the claims read for the role and plan
+	// (CONVEYOR_OIDC_ROLE_CLAIM, default "role"; CONVEYOR_OIDC_PLAN_CLAIM,
+	// default "plan").
+	RoleClaim, PlanClaim string
+	// JWKSURL is the key set's URL (CONVEYOR_OIDC_JWKS_URL; empty: from
+	// the issuer's discovery document).
+	JWKSURL string
+	// JWKSTTL is how long a fetched key set is trusted
+	// (CONVEYOR_OIDC_JWKS_TTL, default 1h); JWKSMinRefresh the least time
+	// between two fetches (CONVEYOR_OIDC_JWKS_MIN_REFRESH, default 1m).
+	JWKSTTL, JWKSMinRefresh time.Duration
 }
 
 // FromEnv reads and validates the configuration of a process that runs
@@ -136,7 +173,7 @@ func FromEnv(fns ...string) (Config, error) { return From(os.Getenv, fns...) }
 // to a known environment, when a value is malformed, or when one of fns
 // lacks what it needs: the OAuth client credentials for the functions
 // that refresh tokens, as values or as CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN
-// (then Complete checks them once the secret was read).
+// (a secret read when first needed: until it holds credentials, jobs wait).
 func From(getenv func(string) string, fns ...string) (Config, error) {
 	r := reader{get: getenv}
 	c := Config{
@@ -150,6 +187,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		DeviantArtClientID:        getenv(VarDeviantArtClientID),
 		DeviantArtClientSecret:    getenv(VarDeviantArtClientSecret),
 		DeviantArtClientSecretARN: getenv(VarDeviantArtClientSecretARN),
+		OAuthClientRecheck:        r.dur(VarOAuthClientRecheck),
 		APIAddr:                   r.str(VarAPIAddr),
 		MaxAttempts:               r.int(VarMaxAttempts),
 		RetryBase:                 r.dur(VarRetryBase),
@@ -175,12 +213,21 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
 		UploadExpiry:              r.dur(VarUploadExpiry),
 		MaxUploadSize:             r.int64(VarMaxUploadSize),
-		ScheduleGroup:             getenv(VarScheduleGroup),
-		ScheduleTargetARN:         getenv(VarScheduleTargetARN),
-		ScheduleRoleARN:           getenv(VarScheduleRoleARN),
-		QueueURLs:                 map[job.Tier]string{},
-		DLQURLs:                   map[job.Tier]string{},
-		ESMUUIDs:                  map[job.Tier]string{},
+		OIDC: OIDC{
+			Issuer: getenv(VarOIDCIssuer), Audiences: list(getenv(VarOIDCAudience)),
+			RoleClaim: r.str(VarOIDCRoleClaim), PlanClaim: r.str(VarOIDCPlanClaim), JWKSURL: getenv(VarOIDCJWKSURL),
+			JWKSTTL: r.dur(VarOIDCJWKSTTL), JWKSMinRefresh: r.dur(VarOIDCJWKSMinRefresh),
+		},
+		ScheduleGroup:       getenv(VarScheduleGroup),
+		ScheduleTargetARN:   getenv(VarScheduleTargetARN),
+		ScheduleRoleARN:     getenv(VarScheduleRoleARN),
+		QueueURLs:           map[job.Tier]string{},
+		DLQURLs:             map[job.Tier]string{},
+		ESMUUIDs:            map[job.Tier]string{},
+		HTTPMaxSnoozes:      r.int(VarHTTPMaxSnoozes),
+		HTTPMaxAge:          r.dur(VarHTTPMaxAge),
+		HTTPTimeoutFloor:    r.dur(VarHTTPTimeoutFloor),
+		HTTPBreakersPerUser: r.int(VarHTTPBreakersPerUser),
 	}
 	if name := getenv(VarEnv); name == "" {
 		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
@@ -207,7 +254,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
 		r.errs = append(r.errs, err)
 	}
-	if err := c.needs(fns, true); err != nil {
+	if err := c.needs(fns); err != nil {
 		r.errs = append(r.errs, err)
 	}
 	if len(r.errs) > 0 {
@@ -218,23 +265,27 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 
 // Complete reports, naming every gap and never a value, what the functions
 // fns need that is still missing once the secrets named by ARN were read:
-// a function that refreshes tokens needs both OAuth client credentials.
+// a function that refreshes tokens needs both OAuth client credentials,
+// or the ARN of the secret it reads them from when needed.
 func (c Config) Complete(fns ...string) error {
-	if err := c.needs(fns, false); err != nil {
+	if err := c.needs(fns); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	return nil
 }
 
-// needs checks what fns need; pending accepts an ARN still to be read in
-// place of the values.
-func (c Config) needs(fns []string, pending bool) error {
+// needs checks what fns need; an ARN to read the credentials from takes
+// the place of the values.
+func (c Config) needs(fns []string) error {
 	var errs []error
 	for _, fn := range fns {
 		if !resources.NeedsOAuthClient(fn) {
 			continue
 		}
-		if pending && c.DeviantArtClientSecretARN != "" {
+		if c.DeviantArtClientSecretARN != "" {
+			// Read when a token first needs refreshing, and re-read
+			// (OAuthClientRecheck) while it holds no credentials: jobs
+			// wait meanwhile, none is failed or dead-lettered.
 			break
 		}
 		var missing []string
@@ -246,9 +297,6 @@ func (c Config) needs(fns []string, pending bool) error {
 		}
 		if len(missing) > 0 {
 			where := "set both, or CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"
-			if c.DeviantArtClientSecretARN != "" {
-				where = "the secret " + c.DeviantArtClientSecretARN + ` must hold {"clientId":"…","clientSecret":"…"}`
-			}
 			errs = append(errs, fmt.Errorf("the %s function refreshes tokens and needs the OAuth client credentials, but %s %s empty (%s)",
 				fn, strings.Join(missing, " and "), isAre(len(missing)), where))
 		}
@@ -282,7 +330,8 @@ func (c Config) validate(deadlines bool) error {
 		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
-		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry},
+		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
+		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)
@@ -299,6 +348,12 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
+	}
+	if c.HTTPMaxSnoozes < 1 {
+		bad("%s must be at least 1", VarHTTPMaxSnoozes)
+	}
+	if c.HTTPBreakersPerUser < 1 {
+		bad("%s must be at least 1", VarHTTPBreakersPerUser)
 	}
 	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
 		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",
@@ -329,10 +384,67 @@ func (c Config) validate(deadlines bool) error {
 	if c.MaxUploadSize < 1 {
 		bad("%s must be positive", VarMaxUploadSize)
 	}
+	errs = append(errs, c.OIDC.validate()...)
 	if u, err := url.Parse(c.DeviantArtURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		bad("%s=%q is not an absolute http(s) URL", VarDeviantArtURL, c.DeviantArtURL)
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks the OIDC settings; with no issuer, only that none of
+// the issuer's settings is set alone.
+func (o OIDC) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Issuer == "" {
+		if len(o.Audiences) > 0 || o.JWKSURL != "" {
+			bad("%s and %s need %s: name the issuer whose tokens to accept", VarOIDCAudience, VarOIDCJWKSURL, VarOIDCIssuer)
+		}
+		return errs
+	}
+	if err := httpsURL(o.Issuer); err != nil {
+		bad("%s: %v", VarOIDCIssuer, err)
+	}
+	if o.JWKSURL != "" {
+		if err := httpsURL(o.JWKSURL); err != nil {
+			bad("%s: %v", VarOIDCJWKSURL, err)
+		}
+	}
+	if len(o.Audiences) == 0 {
+		bad("%s is required with %s: the audience (aud) the issuer's tokens name for this API, e.g. the app client id", VarOIDCAudience, VarOIDCIssuer)
+	}
+	if o.RoleClaim == "" || o.PlanClaim == "" {
+		bad("%s and %s must not be empty", VarOIDCRoleClaim, VarOIDCPlanClaim)
+	}
+	if o.JWKSTTL <= 0 || o.JWKSMinRefresh <= 0 || o.JWKSMinRefresh > o.JWKSTTL {
+		bad("%s and %s must be positive, the second not above the first", VarOIDCJWKSTTL, VarOIDCJWKSMinRefresh)
+	}
+	return errs
+}
+
+// httpsURL accepts an absolute https URL, or http on a loopback host.
+func httpsURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("%q is not an absolute https URL", raw)
+	}
+	if u.Scheme == "http" {
+		if h := u.Hostname(); h != "localhost" && h != "127.0.0.1" && h != "::1" {
+			return fmt.Errorf("%q must be https (http only on a loopback host)", raw)
+		}
+	}
+	return nil
+}
+
+// list splits a comma-separated value, dropping empty parts.
+func list(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // maxPresignExpiry is SigV4's limit on X-Amz-Expires (7 days).

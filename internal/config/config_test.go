@@ -101,8 +101,9 @@ func TestComplete(t *testing.T) {
 		wantErr string
 	}{
 		{name: "publisher with both", cfg: config.Config{DeviantArtClientID: "id", DeviantArtClientSecret: "x"}, fns: []string{resources.FuncPublisher}},
-		{name: "an ARN is no value", cfg: config.Config{DeviantArtClientSecretARN: "arn:x"}, fns: []string{resources.FuncPublisher},
-			wantErr: `the secret arn:x must hold {"clientId":"…","clientSecret":"…"}`},
+		// The secret is read when a token first needs refreshing; until it
+		// holds credentials, jobs wait: the publisher starts regardless.
+		{name: "an ARN is enough", cfg: config.Config{DeviantArtClientSecretARN: "arn:x"}, fns: []string{resources.FuncPublisher}},
 		{name: "api needs none", cfg: config.Config{}, fns: []string{resources.FuncAPI}},
 		{name: "the local stack needs them", cfg: config.Config{DeviantArtClientID: "id"}, fns: allFunctions,
 			wantErr: "CONVEYOR_DEVIANTART_CLIENT_SECRET is empty"},
@@ -147,4 +148,44 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestOIDCSettings: the issuer's settings are read with their defaults,
+// and refused, naming the variable, when they cannot work.
+func TestOIDCSettings(t *testing.T) {
+	t.Parallel()
+	from := func(vars map[string]string) (config.Config, error) {
+		return config.From(func(k string) string {
+			if k == config.VarEnv {
+				return "staging"
+			}
+			return vars[k]
+		}, resources.FuncAPI)
+	}
+	c, err := from(map[string]string{config.VarOIDCIssuer: "https://tenant.auth0.com/", config.VarOIDCAudience: "api-a, api-b,"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.OIDC; o.Issuer != "https://tenant.auth0.com/" || strings.Join(o.Audiences, "|") != "api-a|api-b" ||
+		o.RoleClaim != "role" || o.PlanClaim != "plan" || o.JWKSURL != "" || o.JWKSTTL.String() != "1h0m0s" || o.JWKSMinRefresh.String() != "1m0s" {
+		t.Errorf("OIDC settings with defaults: %+v", o)
+	}
+	if c, err := from(nil); err != nil || c.OIDC.Issuer != "" {
+		t.Errorf("no issuer: %+v, %v", c.OIDC, err)
+	}
+	for name, tt := range map[string]struct {
+		vars map[string]string
+		want string
+	}{
+		"audience without issuer": {map[string]string{config.VarOIDCAudience: "a"}, "need CONVEYOR_OIDC_ISSUER"},
+		"issuer without audience": {map[string]string{config.VarOIDCIssuer: "https://idp.example"}, "CONVEYOR_OIDC_AUDIENCE is required"},
+		"http issuer":             {map[string]string{config.VarOIDCIssuer: "http://idp.example", config.VarOIDCAudience: "a"}, "CONVEYOR_OIDC_ISSUER"},
+		"bad JWKS URL":            {map[string]string{config.VarOIDCIssuer: "https://idp.example", config.VarOIDCAudience: "a", config.VarOIDCJWKSURL: "keys"}, "CONVEYOR_OIDC_JWKS_URL"},
+		"refresh above the TTL": {map[string]string{config.VarOIDCIssuer: "https://idp.example", config.VarOIDCAudience: "a",
+			config.VarOIDCJWKSTTL: "1m", config.VarOIDCJWKSMinRefresh: "2m"}, "CONVEYOR_OIDC_JWKS_MIN_REFRESH"},
+	} {
+		if _, err := from(tt.vars); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error naming %q", name, err, tt.want)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -54,6 +56,19 @@ const (
 	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
+	VarOAuthClientRecheck        = "CONVEYOR_OAUTH_CLIENT_RECHECK"
+	VarOIDCIssuer                = "CONVEYOR_OIDC_ISSUER"
+	VarOIDCAudience              = "CONVEYOR_OIDC_AUDIENCE"
+	VarOIDCRoleClaim             = "CONVEYOR_OIDC_ROLE_CLAIM"
+	VarOIDCPlanClaim             = "CONVEYOR_OIDC_PLAN_CLAIM"
+	VarOIDCJWKSURL               = "CONVEYOR_OIDC_JWKS_URL"
+	VarOIDCJWKSTTL               = "CONVEYOR_OIDC_JWKS_TTL"
+	VarOIDCJWKSMinRefresh        = "CONVEYOR_OIDC_JWKS_MIN_REFRESH"
+	// The http kind's limits (docs/http-kind.md).
+	VarHTTPMaxSnoozes      = "CONVEYOR_HTTP_MAX_SNOOZES"
+	VarHTTPMaxAge          = "CONVEYOR_HTTP_MAX_AGE"
+	VarHTTPTimeoutFloor    = "CONVEYOR_HTTP_TIMEOUT_FLOOR"
+	VarHTTPBreakersPerUser = "CONVEYOR_HTTP_BREAKERS_PER_USER"
 	// VarQueueURLPrefix, VarDLQURLPrefix and VarESMUUIDPrefix name one
 	// variable per tier: see VarQueueURL, VarDLQURL and VarESMUUID.
 	VarQueueURLPrefix = "CONVEYOR_QUEUE_URL_"
@@ -122,10 +137,22 @@ var Vars = []Var{
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
+	{Name: VarHTTPMaxSnoozes, Default: httpjob.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
+	{Name: VarHTTPMaxAge, Default: httpjob.MaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
+	{Name: VarHTTPTimeoutFloor, Default: httpjob.TimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
+	{Name: VarHTTPBreakersPerUser, Default: breaker.MaxPerOwnerDefault, Meaning: "http jobs: circuits (one per target host) a user may have; further hosts share one", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
-	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read at cold start when the two values are not set"},
+	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read when a token first needs refreshing, when the two values are not set; until it holds both, jobs that need a refresh wait (no attempt spent) and the overview says why"},
+	{Name: VarOAuthClientRecheck, Default: time.Minute, Meaning: "how often the publisher re-reads an OAuth client secret that holds no credentials yet", Rule: "> 0"},
 	{Name: VarJWTSecret, DefaultText: "random locally", Meaning: "HS256 secret (in AWS read by ARN: `CONVEYOR_JWT_SECRET_ARN`, set by CDK)"},
+	{Name: VarOIDCIssuer, DefaultText: "none (HS256 tokens only)", Meaning: "an OpenID Connect issuer whose RS256/ES256 tokens are accepted beside the HS256 ones (docs/identity.md); its `iss`, exactly", Rule: "an https URL (http only on a loopback host)"},
+	{Name: VarOIDCAudience, DefaultText: "none: **required** with an issuer", Meaning: "the `aud` values accepted from the issuer, comma-separated; a token must name one", Rule: "set exactly when `CONVEYOR_OIDC_ISSUER` is"},
+	{Name: VarOIDCRoleClaim, Default: "role", Meaning: "the issuer's claim holding the role (a string, or an array such as `cognito:groups`: the highest of admin, service, user; missing: user); a namespaced name or a dotted path (`realm_access.roles`)"},
+	{Name: VarOIDCPlanClaim, Default: "plan", Meaning: "the issuer's claim holding the plan (missing: free)"},
+	{Name: VarOIDCJWKSURL, DefaultText: "discovered", Meaning: "the issuer's key set; unset, read from `<issuer>/.well-known/openid-configuration` on the first token", Rule: "an https URL (http only on a loopback host)"},
+	{Name: VarOIDCJWKSTTL, Default: time.Hour, Meaning: "how long a fetched key set is trusted before the next token refetches it", Rule: "> 0"},
+	{Name: VarOIDCJWKSMinRefresh, Default: time.Minute, Meaning: "the least time between two fetches of the key set: a token naming an unknown key refetches only this long after the last fetch", Rule: "> 0, ≤ `CONVEYOR_OIDC_JWKS_TTL`"},
 	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call (docs/local-stack.md)"},
 	{Name: VarTable + "`, `" + VarBucket + "`, `" + VarKMSKeyID + "`, `" + VarEventBus + "`, `" + VarQueueURLPrefix + "<TIER>`, `" + VarDLQURLPrefix + "<TIER>`, `" + VarESMUUIDPrefix + "<TIER>", DefaultText: "set by CDK / the local stack", Meaning: "resource names (the ESM UUIDs: the admin function's, to pause a tier)"},
 	{Name: VarScheduleGroup + "`, `" + VarScheduleTargetARN + "`, `" + VarScheduleRoleARN, DefaultText: "set by CDK / the local stack", Meaning: "recurring schedules: the EventBridge Scheduler group, the function a tick invokes (recovery) and the role Scheduler assumes; unset: schedules are kept in the table only"},

@@ -46,6 +46,10 @@ type Config struct {
 	// ClientID and ClientSecret identify Conveyor to the API's token
 	// endpoint. The secret never appears in an error.
 	ClientID, ClientSecret string
+	// Credentials, when set, gives ClientID and ClientSecret at each
+	// refresh instead (read from a secret when first needed); its error
+	// ends the refresh before any call.
+	Credentials func(ctx context.Context) (id, secret string, err error)
 	// HTTPClient makes the calls. Default: a client with connection
 	// pooling and dial/TLS timeouts but no overall timeout; each call's
 	// deadline comes from its context.
@@ -382,9 +386,16 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error
 	if refreshToken == "" {
 		return Token{}, fmt.Errorf("%s: no refresh token", op)
 	}
+	id, clientSecret := c.cfg.ClientID, c.cfg.ClientSecret
+	if c.cfg.Credentials != nil {
+		var err error
+		if id, clientSecret, err = c.cfg.Credentials(ctx); err != nil {
+			return Token{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	form := url.Values{
 		"grant_type": {"refresh_token"}, "refresh_token": {refreshToken},
-		"client_id": {c.cfg.ClientID}, "client_secret": {c.cfg.ClientSecret},
+		"client_id": {id}, "client_secret": {clientSecret},
 	}
 	req, err := c.postForm(ctx, "/oauth2/token", "", form)
 	if err != nil {
@@ -395,7 +406,7 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string) (Token, error
 		RefreshToken string `json:"refresh_token"`
 		ExpiresIn    int64  `json:"expires_in"`
 	}
-	if err := c.do(req, op, &out, refreshToken, c.cfg.ClientSecret); err != nil {
+	if err := c.do(req, op, &out, refreshToken, clientSecret); err != nil {
 		return Token{}, err
 	}
 	if out.AccessToken == "" || out.RefreshToken == "" {

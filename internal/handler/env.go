@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awscall"
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
@@ -44,10 +46,16 @@ type Env struct {
 type Resolver func(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error
 
 // Load is what every function's main does at cold start: the AWS settings
-// Lambda gives the process (awsenv.Lambda), then FromConfig.
+// Lambda gives the process (awsenv.Lambda), recorded when awscall.VarLog
+// names a file, then FromConfig.
 func Load(ctx context.Context, fn string, resolve Resolver) (Env, error) {
 	awsCfg, err := awsenv.Lambda()
 	if err != nil {
+		return Env{}, err
+	}
+	// Under the local stack's conformance run, every request the function
+	// makes is recorded for the IAM check (docs/iam.md).
+	if awsCfg, err = awscall.FromEnv(awsCfg, fn); err != nil {
 		return Env{}, err
 	}
 	return FromConfig(ctx, fn, awsCfg, resolve)
@@ -101,6 +109,25 @@ func (e Env) DynamoDB() *dynamodb.Client {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
+}
+
+// Verifier checks the bearer tokens of a function that serves HTTP: HS256
+// with key, and, when the configuration names an OIDC issuer, that
+// issuer's RS256/ES256 tokens. Nothing is fetched from the issuer before
+// its first token arrives (its key set is then cached), so a cold start
+// pays nothing for it. config.From validated the issuer's settings; a
+// Verifier that cannot be built from them is a bug, and panics.
+func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
+	o := auth.Options{Key: key, Now: e.Now}
+	if c := e.Config.OIDC; c.Issuer != "" {
+		o.OIDC = &auth.OIDCConfig{Issuer: c.Issuer, Audiences: c.Audiences, RoleClaim: c.RoleClaim, PlanClaim: c.PlanClaim,
+			JWKSURL: c.JWKSURL, CacheTTL: c.JWKSTTL, MinRefresh: c.JWKSMinRefresh}
+	}
+	v, err := auth.New(o)
+	if err != nil {
+		panic("handler: the token verifier: " + err.Error())
+	}
+	return v
 }
 
 // SQS is an SQS client.

@@ -1,7 +1,8 @@
 // Package httpcall is the work half of the "http" kind of job (its
 // front, the params and their checks, is internal/httpjob): it sends the
-// job's one request through the shared circuit breaker of its target host
-// and records the response as the job's result. The URL is checked again
+// job's one request through its owner's circuit of the target host
+// (breaker.Targets: never the product's own circuits) and records the
+// response as the job's result. The URL is checked again
 // when the connection is made (netguard's dialer, so DNS rebinding cannot
 // reach a private address); 5xx, 408, 429 and timeouts are retried with the
 // job's backoff (at least the response's Retry-After), any other status
@@ -12,11 +13,21 @@
 // but before the answer was stored sends the request again on the next
 // attempt. Every request carries Idempotency-Key: <job id> (unless the job
 // sets its own) so that the target can drop the repeat.
+//
+// Limits: a job that has waited MaxSnoozes times without spending an
+// attempt (a 429, an open circuit) fails with CodeWaitsExhausted, and one
+// that has not succeeded within MaxAge of becoming due (job.DueSince)
+// fails with CodeMaxAge. A timeout shorter than TimeoutFloor is the
+// caller's choice, not the target's failure: it is retried but does not
+// count on the circuit. The job's header values are opened from
+// job.Job.Sealed only here, for the request; error texts carry the URL
+// without its query string (RedactURL).
 package httpcall
 
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,12 +39,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // UserAgent is sent unless the job sets its own.
@@ -42,10 +53,21 @@ const UserAgent = "Conveyor-HTTP/1"
 // ResultHeaders are the response headers kept in the result.
 var ResultHeaders = []string{"Cache-Control", "Content-Length", "Content-Type", "Date", "Etag", "Last-Modified", "Location", "Retry-After", "X-Request-Id"}
 
-// Breaker runs a call under the circuit breakers of keys (breaker.Breaker).
+// Breaker runs a call under owner's circuit of host (breaker.Targets).
 type Breaker interface {
-	Do(ctx context.Context, fn func(context.Context) error, keys ...string) error
+	Do(ctx context.Context, owner, host string, fn func(context.Context) error) error
 }
+
+// Opener opens a job's sealed headers (sealer.Sealer).
+type Opener interface {
+	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
+}
+
+// Reason codes of the jobs the limits end (job.Error.Code).
+const (
+	CodeWaitsExhausted = "waits_exhausted"
+	CodeMaxAge         = "max_age_exceeded"
+)
 
 // Config configures the kind.
 type Config struct {
@@ -54,8 +76,24 @@ type Config struct {
 	// Resolver looks up target names, at submission and at dial time
 	// (default net.DefaultResolver).
 	Resolver netguard.Resolver
-	// Breaker guards each target host (nil: no breaker).
+	// Breaker guards each (owner, host) (nil: no breaker).
 	Breaker Breaker
+	// Opener opens the jobs' sealed headers (nil: a job with sealed
+	// headers cannot run).
+	Opener Opener
+	// Sealer seals the headers of the jobs the kind's front prepares (the
+	// local stack's in-process submission; nil: jobs with headers are
+	// refused there).
+	Sealer httpjob.Sealer
+	// MaxSnoozes bounds a job's waits without an attempt (default
+	// httpjob.MaxSnoozesDefault).
+	MaxSnoozes int
+	// MaxAge bounds how long after it became due a job is tried (default
+	// httpjob.MaxAgeDefault).
+	MaxAge time.Duration
+	// TimeoutFloor: a timeout shorter than it does not count on the
+	// circuit (default httpjob.TimeoutFloorDefault).
+	TimeoutFloor time.Duration
 	// Transport overrides the HTTP transport (tests); production uses one
 	// whose dialer applies the URL policy.
 	Transport http.RoundTripper
@@ -71,13 +109,22 @@ type Kind struct {
 
 // New returns the http kind.
 func New(cfg Config) *Kind {
+	if cfg.MaxSnoozes <= 0 {
+		cfg.MaxSnoozes = httpjob.MaxSnoozesDefault
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = httpjob.MaxAgeDefault
+	}
+	if cfg.TimeoutFloor <= 0 {
+		cfg.TimeoutFloor = httpjob.TimeoutFloorDefault
+	}
 	guard := netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}
 	tr := cfg.Transport
 	if tr == nil {
 		tr = &http.Transport{DialContext: guard.DialContext, TLSHandshakeTimeout: 10 * time.Second, MaxIdleConnsPerHost: 8,
 			ResponseHeaderTimeout: httpjob.MaxTimeout}
 	}
-	return &Kind{cfg: cfg, guard: guard, client: &http.Client{
+	return &Kind{Front: httpjob.Front{Sealer: cfg.Sealer}, cfg: cfg, guard: guard, client: &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
@@ -92,14 +139,21 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 	}
 	u, err := url.Parse(p.URL)
 	if err != nil {
-		return kind.Step(httpjob.PhaseRequest, -1, retry.Permanent(fmt.Errorf("params.url: %w", err)))
+		return kind.Step(httpjob.PhaseRequest, -1, retry.Permanent(Redact(fmt.Errorf("params.url: %w", err), p.URL)))
+	}
+	if err := k.tooOld(j, a.Now(), a.Now()); err != nil {
+		return kind.Step(httpjob.PhaseRequest, -1, err)
+	}
+	if p.Headers, err = k.headers(ctx, j, p.Headers); err != nil {
+		return kind.Step(httpjob.PhaseRequest, -1, err)
 	}
 	if err := a.Save(ctx, func(j *job.Job) {
 		j.StartPhase(httpjob.PhaseRequest, p.Method+" "+u.Host, a.Now())
 	}); err != nil {
 		return err
 	}
-	res, err := k.Send(ctx, j.ID, p)
+	res, err := k.Send(ctx, j.Owner, j.ID, p)
+	clear(p.Headers)
 	var doc job.Doc
 	if res != nil {
 		doc, _ = job.DocOf(res) // a Result always encodes
@@ -111,6 +165,9 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 				return serr
 			}
 		}
+		if gaveUp := k.giveUp(j, err, a.Now()); gaveUp != nil {
+			err = gaveUp
+		}
 		return kind.Step(httpjob.PhaseRequest, -1, err)
 	}
 	a.Logger().InfoContext(ctx, "http job delivered", "status", res.Status, "duration_ms", res.DurationMs)
@@ -120,6 +177,93 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 		j.Result, j.Error = doc, nil
 		_ = j.Apply(job.Succeed, now)
 	})
+}
+
+// headers returns the job's request headers: the sealed values opened
+// (names from the params, values from job.Job.Sealed), or the params' own
+// for a job without sealed headers.
+func (k *Kind) headers(ctx context.Context, j job.Job, named map[string]string) (map[string]string, error) {
+	if j.Sealed == nil {
+		for h, v := range named {
+			if v == httpjob.Redacted {
+				return nil, retry.Permanent(fmt.Errorf("header %s is redacted and the job holds no sealed value for it", h))
+			}
+		}
+		return named, nil
+	}
+	if k.cfg.Opener == nil {
+		return nil, errors.New("the job's headers are sealed and this worker cannot open them")
+	}
+	plain, err := k.cfg.Opener.Open(ctx, *j.Sealed, httpjob.SealContext(j.Owner, j.ID))
+	if errors.Is(err, secrets.ErrOpen) {
+		return nil, retry.Permanent(errors.New("the job's sealed headers do not open"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the job's headers: %w", err)
+	}
+	defer clear(plain)
+	var h map[string]string
+	if err := json.Unmarshal(plain, &h); err != nil {
+		return nil, retry.Permanent(errors.New("the job's sealed headers are not a header map"))
+	}
+	return h, nil
+}
+
+// GaveUpError ends a job that reached one of the kind's limits: its Code
+// is CodeWaitsExhausted or CodeMaxAge. It is permanent.
+type GaveUpError struct {
+	Code string
+	Err  error
+}
+
+func (e *GaveUpError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *GaveUpError) Unwrap() error { return e.Err }
+
+// JobErrorCode is the code the job's error carries.
+func (e *GaveUpError) JobErrorCode() string { return e.Code }
+
+func gaveUp(code string, err error) error { return retry.Permanent(&GaveUpError{Code: code, Err: err}) }
+
+// tooOld says, as a GaveUpError, whether trying j again at until would be
+// past MaxAge after j became due (now is the time of the question).
+func (k *Kind) tooOld(j job.Job, until, now time.Time) error {
+	due := j.DueSince()
+	if due.IsZero() || !until.After(due.Add(k.cfg.MaxAge)) {
+		return nil
+	}
+	if !until.After(now) {
+		return gaveUp(CodeMaxAge, fmt.Errorf("gave up: the job became due %s ago, more than the %s an http job may take",
+			now.Sub(due).Round(time.Second), k.cfg.MaxAge))
+	}
+	return gaveUp(CodeMaxAge, fmt.Errorf("gave up: the next try (%s) would be more than %s after the job became due",
+		until.UTC().Format(time.RFC3339), k.cfg.MaxAge))
+}
+
+// giveUp turns err, when it would make j wait without spending an
+// attempt (a 429, an open circuit), into a GaveUpError if that wait is
+// one too many or would end past MaxAge; else it returns nil.
+func (k *Kind) giveUp(j job.Job, err error, now time.Time) error {
+	var until time.Time
+	var snooze *retry.SnoozeError
+	switch {
+	case errors.As(err, &snooze) && retry.Classify(err) == retry.ClassSnooze:
+		until = snooze.Until()
+	case retry.RateLimited(err):
+		var ra interface{ RetryAfter() time.Duration }
+		until = now
+		if errors.As(err, &ra) {
+			until = now.Add(ra.RetryAfter())
+		}
+	default:
+		return nil
+	}
+	if j.Snoozes >= k.cfg.MaxSnoozes {
+		return gaveUp(CodeWaitsExhausted, fmt.Errorf("gave up after %d waits without an attempt (429 or circuit open), the most an http job may wait: %w",
+			j.Snoozes, err))
+	}
+	return k.tooOld(j, until, now)
 }
 
 // StatusError is a response whose status is not expected. It says, for the
@@ -145,20 +289,38 @@ func (e *StatusError) Temporary() bool {
 // RetryAfter is the response's Retry-After (0 when absent).
 func (e *StatusError) RetryAfter() time.Duration { return e.After }
 
-// refusedError is a target the URL policy refuses at connect time: no
-// attempt can succeed, and the host's breaker must not count it.
+// refusedError is a target the URL policy refuses at connect time, or a
+// request that cannot be built: no attempt can succeed, and the circuit
+// must not count it (the caller caused it).
 type refusedError struct{ err error }
 
 func (e *refusedError) Error() string             { return e.err.Error() }
 func (e *refusedError) Unwrap() error             { return e.err }
 func (e *refusedError) Temporary() bool           { return false }
 func (e *refusedError) RetryAfter() time.Duration { return 0 }
+func (e *refusedError) CallerCaused() bool        { return true }
 
-// Send makes the request of p once (through the host's breaker) and
-// returns the response as a Result. A response with an unexpected status
-// is returned with a *StatusError. A timeout is a temporary error; a target
-// the URL policy refuses is a permanent one.
-func (k *Kind) Send(ctx context.Context, jobID string, p httpjob.Params) (*httpjob.Result, error) {
+// callerCaused marks a failure the job's own settings caused (a timeout
+// below TimeoutFloor): retried as its cause says, not counted on the
+// circuit (breaker.CallerCaused).
+type callerCaused struct{ err error }
+
+func (e *callerCaused) Error() string      { return e.err.Error() }
+func (e *callerCaused) Unwrap() error      { return e.err }
+func (e *callerCaused) CallerCaused() bool { return true }
+
+// Send makes the request of p once (through owner's circuit of the host)
+// and returns the response as a Result. p.Headers are sent as they are
+// (Work opens the sealed values first). A response with an unexpected
+// status is returned with a *StatusError. A timeout is a temporary error;
+// a target the URL policy refuses is a permanent one. No error's text
+// carries the URL's query string.
+func (k *Kind) Send(ctx context.Context, owner, jobID string, p httpjob.Params) (*httpjob.Result, error) {
+	res, err := k.sendGuarded(ctx, owner, jobID, p)
+	return res, Redact(err, p.URL)
+}
+
+func (k *Kind) sendGuarded(ctx context.Context, owner, jobID string, p httpjob.Params) (*httpjob.Result, error) {
 	u, err := k.guard.CheckURL(ctx, p.URL)
 	if err != nil {
 		return nil, retry.Permanent(fmt.Errorf("%w: %v", netguard.ErrForbidden, err))
@@ -170,7 +332,7 @@ func (k *Kind) Send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 		return err
 	}
 	if k.cfg.Breaker != nil {
-		err = k.cfg.Breaker.Do(ctx, call, breaker.Key("host", u.Host))
+		err = k.cfg.Breaker.Do(ctx, owner, u.Host, call)
 	} else {
 		err = call(ctx)
 	}
@@ -180,6 +342,69 @@ func (k *Kind) Send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 	}
 	return res, err
 }
+
+// RedactURL returns raw without its query string, fragment and user
+// information (a removed query shows as "?[redacted]"), for error texts
+// and logs.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexAny(raw, "?#"); i >= 0 {
+			return raw[:i] + "?[redacted]"
+		}
+		return raw
+	}
+	q := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment, u.User = "", false, "", "", nil
+	s := u.String()
+	if q {
+		s += "?[redacted]"
+	}
+	return s
+}
+
+// Redact returns err with raw's query string (and fragment, user
+// information) gone from its text: a *url.Error in its chain names
+// RedactURL(raw), and any other occurrence is replaced. The chain (for
+// errors.Is/As and the retry policy) is kept. Redact(nil, …) is nil.
+func Redact(err error, raw string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = RedactURL(ue.URL)
+	}
+	msg := err.Error()
+	clean := msg
+	if raw != "" {
+		clean = strings.ReplaceAll(clean, raw, RedactURL(raw))
+	}
+	if u, perr := url.Parse(raw); perr == nil {
+		for _, secret := range []string{"?" + u.RawQuery, "#" + u.Fragment, u.User.String() + "@"} {
+			if len(secret) > 1 {
+				clean = strings.ReplaceAll(clean, secret, "?[redacted]")
+			}
+		}
+		// What is left of the query elsewhere, unless too short to tell.
+		if q := u.RawQuery; len(q) >= 8 {
+			clean = strings.ReplaceAll(clean, q, "[redacted]")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}
+
+// redactedError is an error whose text had a secret removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpjob.Result, error) {
 	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
@@ -194,7 +419,7 @@ func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 	}
 	req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, body)
 	if err != nil {
-		return nil, &refusedError{fmt.Errorf("building the request: %w", err)}
+		return nil, &refusedError{fmt.Errorf("building the request to %s: %w", RedactURL(p.URL), Redact(err, p.URL))}
 	}
 	for h, v := range p.Headers {
 		req.Header.Set(h, v)
@@ -212,7 +437,7 @@ func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 		case errors.Is(err, netguard.ErrForbidden):
 			return nil, &refusedError{err}
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return nil, retry.Temporary(fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded), 0)
+			return nil, k.timedOut(timeout, retry.Temporary(fmt.Errorf("no answer within %s: %w", timeout, context.DeadlineExceeded), 0))
 		}
 		return nil, fmt.Errorf("sending the request: %w", err)
 	}
@@ -220,7 +445,7 @@ func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 	b, err := io.ReadAll(io.LimitReader(resp.Body, httpjob.MaxResultBody+1))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, retry.Temporary(fmt.Errorf("the body did not arrive within %s: %w", timeout, context.DeadlineExceeded), 0)
+			return nil, k.timedOut(timeout, retry.Temporary(fmt.Errorf("the body did not arrive within %s: %w", timeout, context.DeadlineExceeded), 0))
 		}
 		return nil, fmt.Errorf("reading the response: %w", err)
 	}
@@ -242,6 +467,15 @@ func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 		return res, nil
 	}
 	return res, &StatusError{Status: resp.StatusCode, After: RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// timedOut marks the timeout err of a request whose timeout was below the
+// floor as the caller's own.
+func (k *Kind) timedOut(timeout time.Duration, err error) error {
+	if timeout < k.cfg.TimeoutFloor {
+		return &callerCaused{err}
+	}
+	return err
 }
 
 func expected(list []int, status int) bool {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,7 +140,7 @@ func TestHTTPJobTimeoutIsRetried(t *testing.T) {
 	tok := b.Token("u-http-slow", "user", "standard")
 	tg := newTarget(t, nil)
 	tg.script = []func(http.ResponseWriter, *http.Request){hang, tg.ok("late but fine")}
-	id := submitHTTP(b, tok, map[string]any{"method": "GET", "url": tg.srv.URL, "timeoutMs": 300})
+	id := submitHTTP(b, tok, map[string]any{"method": "GET", "url": tg.srv.URL, "timeoutMs": 500})
 	r := b.WaitStatus(tok, id, "succeeded")
 	if got := r.Body["attempts"].(float64); got != 2 {
 		t.Errorf("attempts = %v, want 2 (a timeout, then success)", got)
@@ -159,7 +160,7 @@ func TestARebindingTargetIsRefusedAtDialTime(t *testing.T) {
 	tu, _ := url.Parse(tg.srv.URL)
 	port := tu.Port()
 	rebinding := httpcall.New(httpcall.Config{Resolver: &netguardtest.Rebinding{}})
-	_, err := rebinding.Send(ctx, "job_test", httpjob.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
+	_, err := rebinding.Send(ctx, "u-test", "job_test", httpjob.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
 	if !errors.Is(err, netguard.ErrForbidden) || retry.Classify(err) != retry.ClassPermanent {
 		t.Errorf("rebinding target: %v (class %v), want a permanent refusal", err, retry.Classify(err))
 	}
@@ -193,5 +194,45 @@ func TestStatusErrorsClassify(t *testing.T) {
 	}
 	if got := httpcall.RetryAfter("soon", now); got != 0 {
 		t.Errorf("RetryAfter(soon) = %v", got)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"https://hooks.example.com/x?token=abc&y=1", "https://hooks.example.com/x?[redacted]"},
+		{"https://user:pw@hooks.example.com/x#frag", "https://hooks.example.com/x"},
+		{"https://hooks.example.com/x", "https://hooks.example.com/x"},
+		{"http://127.0.0.1:9/cb?", "http://127.0.0.1:9/cb?[redacted]"},
+	} {
+		if got := httpcall.RedactURL(tc.in); got != tc.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestTransportErrorCarriesNoQuery: the client's *url.Error names the
+// whole URL; what Send returns names it without the query, and keeps its
+// class (a refused connection is temporary).
+func TestTransportErrorCarriesNoQuery(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, status(200))
+	addr := tg.srv.Listener.Addr().String()
+	tg.srv.Close()
+	k := httpcall.New(httpcall.Config{Local: true})
+	_, err := k.Send(context.Background(), "u1", "job_x", httpjob.Params{Method: "GET", URL: "http://" + addr + "/cb?sig=0123456789abcdef&x=1", TimeoutMs: 2000})
+	if err == nil {
+		t.Fatal("a closed port answered")
+	}
+	var ue *url.Error
+	if msg := err.Error(); strings.Contains(msg, "0123456789abcdef") || !strings.Contains(msg, addr) || !errors.As(err, &ue) {
+		t.Errorf("error %q: want the target named, the *url.Error kept, no query", msg)
+	}
+	if retry.Classify(err) != retry.ClassTemporary {
+		t.Errorf("class %v, want temporary", retry.Classify(err))
+	}
+	_, err = url.Parse("http://x/%zz?sig=0123456789abcdef")
+	if red := httpcall.Redact(err, "http://x/%zz?sig=0123456789abcdef"); strings.Contains(red.Error(), "0123456789abcdef") {
+		t.Errorf("a parse error keeps the query: %v", red)
 	}
 }

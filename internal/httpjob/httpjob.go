@@ -5,12 +5,20 @@
 // the headers, the sizes, the timeout. Sending the request is
 // internal/httpcall's (the kind's Work), so a function that only submits
 // http jobs links neither the breaker nor the sending transport.
+//
+// Header values are secrets (API keys, bearer tokens). Prepare seals them
+// into the job (job.Job.Sealed, a KMS envelope bound to the owner, the job
+// and the purpose "http-headers") and keeps only the names in the job's
+// params, each value replaced by Redacted, so the stored params, every API
+// response and every event snapshot show which headers a job sends and
+// never what. The run that sends the request opens them (httpcall).
 package httpjob
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -21,6 +29,7 @@ import (
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Type is the kind's name.
@@ -38,6 +47,19 @@ const (
 	MaxResultBody = 256 << 10
 	// TimeoutDefault is the request's timeout when timeoutMs is absent.
 	TimeoutDefault = 10 * time.Second
+	// MinTimeout is the shortest timeoutMs accepted: below it a request
+	// measures the network more than the target.
+	MinTimeout = 400 * time.Millisecond
+	// MaxSnoozesDefault is how many times a job may wait without spending
+	// an attempt (a 429, an open circuit) before it fails
+	// (CONVEYOR_HTTP_MAX_SNOOZES).
+	MaxSnoozesDefault = 30
+	// MaxAgeDefault is how long after it became due a job may still be
+	// tried (CONVEYOR_HTTP_MAX_AGE).
+	MaxAgeDefault = 24 * time.Hour
+	// TimeoutFloorDefault is the shortest timeout whose expiry counts
+	// against the target's circuit (CONVEYOR_HTTP_TIMEOUT_FLOOR).
+	TimeoutFloorDefault = 2 * time.Second
 	// MaxTimeout bounds timeoutMs (the worker function's timeout is longer).
 	MaxTimeout = 60 * time.Second
 	// MethodDefault is the method when none is given.
@@ -49,6 +71,29 @@ var Methods = []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.
 
 // forbiddenHeaders are set by the transport or would smuggle requests.
 var forbiddenHeaders = []string{"Connection", "Content-Length", "Host", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// Redacted stands for a header's value wherever the job is shown: the
+// stored params, API responses, events.
+const Redacted = "[redacted]"
+
+// Purpose is the sealed headers' purpose in their encryption context.
+const Purpose = secrets.PurposeHTTPHeaders
+
+// SealContext is the encryption context of a job's sealed headers: its
+// owner, the job and Purpose. An envelope copied to another job or
+// another user's job does not open.
+func SealContext(owner, jobID string) map[string]string {
+	return map[string]string{"user": owner, "job": jobID, "purpose": Purpose}
+}
+
+// Sealer seals a job's header values at submission (sealer.Sealer).
+type Sealer interface {
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
+}
+
+// ErrNoSealer is Prepare's answer to headers it has no way to seal: the
+// job is not created rather than stored with its secrets in the clear.
+var ErrNoSealer = errors.New("httpjob: headers given but no sealer configured")
 
 // Params are an http job's params.
 type Params struct {
@@ -74,9 +119,12 @@ type Result struct {
 	DurationMs int64 `json:"durationMs"`
 }
 
-// Front is the http kind's front half. Its zero value is ready: what it
-// checks depends only on the kind.Env it is given.
-type Front struct{}
+// Front is the http kind's front half. What it checks depends only on
+// the kind.Env it is given; Sealer seals the header values of the jobs it
+// prepares (nil: a job with headers is refused, one without is fine).
+type Front struct {
+	Sealer Sealer
+}
 
 // Name is "http".
 func (Front) Name() string { return Type }
@@ -144,20 +192,21 @@ func (Front) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 	for k, v := range p.Headers {
 		field := "params.headers." + k
 		switch {
-		case k == "" || strings.ContainsAny(k, " \t\r\n:\x00"):
+		case !validName(k):
 			return invalid.Field("params.headers", fmt.Sprintf("has an invalid header name %q", k))
 		case slices.Contains(forbiddenHeaders, k) || strings.HasPrefix(k, "Proxy-"):
 			return invalid.Field(field, "is set by the transport and may not be given")
-		case strings.ContainsAny(v, "\r\n\x00"):
-			return invalid.Field(field, "must not contain CR, LF or NUL")
+		case !validValue(v):
+			// The value is a secret: the message names the header only.
+			return invalid.Field(field, "must not contain control characters (CR, LF, NUL, …)")
 		}
 		size += len(k) + len(v)
 	}
 	if size > MaxRequestSize {
 		return invalid.Field("params", fmt.Sprintf("headers and body must total at most %d bytes", MaxRequestSize))
 	}
-	if p.TimeoutMs < 1 || time.Duration(p.TimeoutMs)*time.Millisecond > MaxTimeout {
-		return invalid.Field("params.timeoutMs", fmt.Sprintf("must be between 1 and %d", MaxTimeout.Milliseconds()))
+	if t := time.Duration(p.TimeoutMs) * time.Millisecond; t < MinTimeout || t > MaxTimeout {
+		return invalid.Field("params.timeoutMs", fmt.Sprintf("must be between %d and %d", MinTimeout.Milliseconds(), MaxTimeout.Milliseconds()))
 	}
 	for i, st := range p.ExpectStatus {
 		if st < 100 || st > 599 {
@@ -167,5 +216,73 @@ func (Front) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 	return nil
 }
 
-// Prepare has nothing to look up: an http job has no items.
-func (Front) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
+// Prepare seals the header values into j.Sealed (under SealContext) and
+// leaves their names in j.Params, each value Redacted. A job without
+// headers has nothing to seal.
+func (f Front) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+	var p Params
+	if err := json.Unmarshal(s.Params, &p); err != nil {
+		return fmt.Errorf("httpjob: reading validated params: %w", err)
+	}
+	if len(p.Headers) == 0 {
+		return nil
+	}
+	if f.Sealer == nil {
+		return ErrNoSealer
+	}
+	plain, err := json.Marshal(p.Headers)
+	if err != nil {
+		return err
+	}
+	env, err := f.Sealer.Seal(ctx, plain, SealContext(owner, j.ID))
+	clear(plain)
+	if err != nil {
+		return fmt.Errorf("sealing the headers of job %s: %w", j.ID, err)
+	}
+	p.Headers = RedactHeaders(p.Headers)
+	doc, err := job.DocOf(p)
+	if err != nil {
+		return err
+	}
+	j.Params, j.Sealed = doc, &env
+	return nil
+}
+
+// RedactHeaders returns h with every value replaced by Redacted.
+func RedactHeaders(h map[string]string) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k := range h {
+		out[k] = Redacted
+	}
+	return out
+}
+
+// validName: a non-empty RFC 9110 token.
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validValue: visible characters, spaces, tabs and obs-text (RFC 9110
+// field-value), nothing the transport would refuse.
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

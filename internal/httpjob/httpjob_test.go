@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/httpjob"
@@ -36,6 +37,10 @@ func TestHTTPJobSubmissionIsValidated(t *testing.T) {
 		{"host header", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "headers": map[string]string{"host": "evil"}}}, "params.headers.Host", 400},
 		{"too big", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "body": string(big)}}, "params", 400},
 		{"timeout", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "timeoutMs": 600000}}, "params.timeoutMs", 400},
+		{"timeout of 1 ms", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "timeoutMs": 1}}, "params.timeoutMs", 400},
+		{"timeout below 400 ms", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "timeoutMs": 399}}, "params.timeoutMs", 400},
+		{"control character in a value", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "headers": map[string]string{"x-key": "a\x01b"}}}, "params.headers.X-Key", 400},
+		{"invalid header name", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "headers": map[string]string{"x(key)": "v"}}}, "params.headers", 400},
 		{"unknown param", map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x", "retries": 3}}, "params", 400},
 		{"items", map[string]any{"type": "http", "items": []any{map[string]any{"uploadId": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}, "params": map[string]any{"url": "http://127.0.0.1/x"}}, "items", 400},
 		{"unknown type", map[string]any{"type": "ftp", "params": map[string]any{}}, "type", 400},
@@ -48,6 +53,13 @@ func TestHTTPJobSubmissionIsValidated(t *testing.T) {
 		if e, _ := r.Body["error"].(map[string]any); e == nil || e["field"] != tc.field {
 			t.Errorf("%s: error %v, want field %q", tc.name, r.Body["error"], tc.field)
 		}
+	}
+	// 400 ms, the minimum, is accepted.
+	b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1:9/min", "timeoutMs": 400}}), 201)
+	// A refused header value is not repeated in the error.
+	if r := b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1/x",
+		"headers": map[string]string{"authorization": "Bearer s3cr3t\x7f"}}}); r.Status != 400 || strings.Contains(string(r.Raw), "s3cr3t") {
+		t.Errorf("a bad header value: %d %s, want a 400 that does not echo the value", r.Status, r.Raw)
 	}
 	// The same request twice (header case, method case aside) is one job.
 	p := map[string]any{"url": "http://127.0.0.1:9/x", "headers": map[string]string{"x-a": "1"}}

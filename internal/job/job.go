@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Status is the source of truth of a job's lifecycle.
@@ -279,6 +281,31 @@ type Job struct {
 	// the job needs: the job is created only if its owner has one, checked
 	// in the creating transaction (not stored).
 	NeedsAccount string `json:"-" dynamodbav:"-"`
+	// Sealed is the kind's secret for this job (an http job's header
+	// values), sealed at submission and opened only by the run that needs
+	// it. It is stored with the job and never rendered: no API response
+	// or event snapshot carries it.
+	Sealed *secrets.Envelope `json:"-" dynamodbav:"sealed,omitempty"`
+	// Snoozes counts the runs handed back without spending an attempt
+	// (Snooze: circuit open, 429) since the job was created or last
+	// retried; a kind may bound it.
+	Snoozes int `json:"-" dynamodbav:"snoozes,omitempty"`
+	// RetriedAt is when the job was last retried by its owner or an
+	// operator (Retry); see DueSince.
+	RetriedAt *time.Time `json:"-" dynamodbav:"retriedAt,omitempty"`
+}
+
+// DueSince is when the job's current run of attempts became due: the
+// latest of its creation, its scheduled time and its last Retry. A kind
+// that bounds a job's age measures it from here.
+func (j *Job) DueSince() time.Time {
+	t := j.CreatedAt
+	for _, u := range []*time.Time{j.ScheduleAt, j.RetriedAt} {
+		if u != nil && u.After(t) {
+			t = *u
+		}
+	}
+	return t
 }
 
 // NewPhases returns the initial (pending) phases named, in order: a kind
@@ -317,7 +344,7 @@ func (j *Job) Apply(a Action, now time.Time) error {
 		j.LeaseOwner, j.LeaseUntil, j.RetryAt = "", nil, nil
 		j.Waiting, j.Resends, j.StuckFrom = "", 0, nil
 		j.Error, j.FinishedAt, j.ExpiresAt = nil, nil, 0
-		j.Attempts = 0
+		j.Attempts, j.Snoozes, j.RetriedAt = 0, 0, &now
 		for i := range j.Phases {
 			if j.Phases[i].Status != PhaseCompleted {
 				j.Phases[i].Status, j.Phases[i].Error, j.Phases[i].Message = PhasePending, nil, ""
@@ -493,6 +520,7 @@ func (j *Job) Snooze(reason string, until, now time.Time) error {
 		return err
 	}
 	j.Attempts = max(j.Attempts-1, 0)
+	j.Snoozes++
 	at := until.UTC()
 	j.RetryAt = &at
 	j.Phase = "waiting"

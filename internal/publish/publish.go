@@ -831,7 +831,8 @@ func (r *run) itemErr(_ context.Context, phase string, i int, err error) error {
 }
 
 // settleFailure decides what a failed attempt means and records it:
-// snooze (circuit open: no attempt spent), retry later, or fail.
+// snooze (circuit open, or the OAuth client not set yet: no attempt
+// spent, the error's code the reason it waits), retry later, or fail.
 func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	p := r.p
 	now := p.cfg.Now()
@@ -851,13 +852,19 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		at := now.Add(d.Delay)
 		switch {
 		case d.Class == retry.ClassSnooze:
-			_ = j.Snooze("circuit_open", at, now)
+			// The reason it waits is the error's code: circuit_open, or
+			// what else was not ready (secretref.CodeOAuthClientNotSet).
+			_ = j.Snooze(code, at, now)
+			note := "circuit open; waiting"
+			if code != "circuit_open" {
+				note, j.Error = "waiting: "+msg, e
+			}
 			if phase != "" {
 				if i := j.PhaseIndex(phase); i >= 0 {
-					j.Phases[i].Message = "circuit open; waiting"
+					j.Phases[i].Message = note
 				}
 			}
-			verdict = Verdict{RetryIn: d.Delay, Reason: "circuit open"}
+			verdict = Verdict{RetryIn: d.Delay, Reason: strings.ReplaceAll(code, "_", " ")}
 		case d.Retry:
 			j.FailPhase(phase, e)
 			if phase != "" {
@@ -887,7 +894,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		if !verdict.Done && p.cfg.Policy.Park(d.Delay, r.receives, p.cfg.MaxReceives) {
 			reason := "backoff"
 			if d.Class == retry.ClassSnooze {
-				reason = "circuit_open"
+				reason = code
 			} else if !d.Spent {
 				reason = "rate_limited"
 			}
@@ -905,7 +912,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	case verdict.Done:
 		log.WarnContext(ctx, "job failed")
 	case d.Class == retry.ClassSnooze:
-		log.InfoContext(ctx, "job snoozed while the circuit is open", "retry_in", verdict.RetryIn.String())
+		log.InfoContext(ctx, "job snoozed: "+verdict.Reason, "retry_in", d.Delay.String(), "code", code)
 	default:
 		log.WarnContext(ctx, "job will retry", "retry_in", verdict.RetryIn.String())
 	}

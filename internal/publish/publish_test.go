@@ -13,6 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -240,7 +241,7 @@ func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sealer.Open(context.Background(), acct.Refresh, map[string]string{"user": "u-refresh", "provider": accounts.Provider, "token": "refresh"})
+	rt, err := sealer.Open(context.Background(), acct.Refresh, map[string]string{"user": "u-refresh", "provider": accounts.Provider, "token": "refresh", secrets.ContextPurpose: secrets.PurposeAccountToken})
 	if err != nil {
 		t.Fatal(err)
 	}

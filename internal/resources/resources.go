@@ -184,7 +184,9 @@ type Bucket struct {
 	// as S3 counts). It is the backstop behind the retention sweep, and it
 	// outlives the longest any job may need an object (UploadObjectHorizon).
 	UploadObjectExpiry time.Duration
-	// CORSOrigins may PUT to presigned URLs from a browser.
+	// CORSOrigins may PUT to presigned URLs from a browser, locally; the
+	// cloud stacks take theirs from the environment's deploy configuration
+	// (infra/env/<env>.json), so the cloud definitions have none.
 	CORSOrigins []string
 }
 
@@ -336,6 +338,11 @@ func (r HTTPRoute) RouteKeys() []string {
 // are given the JWT key (in AWS: may read its secret), at cold start.
 var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncStream}
 
+// JWTSecretName is the name of the Secrets Manager secret holding the
+// HS256 key of env's tokens, as the CDK stack names it (prefix/jwt): the
+// operator CLI reads it to mint service and admin tokens.
+func JWTSecretName(env job.Env) string { return For(env).Prefix + "/jwt" }
+
 // ReadsJWTSecret reports whether fn is one of JWTFunctions.
 func ReadsJWTSecret(fn string) bool { return slices.Contains(JWTFunctions, fn) }
 
@@ -363,7 +370,10 @@ type FunctionSize struct {
 	MemoryMB int
 	// Timeout bounds one invocation.
 	Timeout time.Duration
-	// ReservedConcurrency is both a floor and a ceiling: that many
+	// ReservedConcurrency is the recommended reservation for an
+	// environment with an account of its own; the stacks reserve only what
+	// the environment's deploy configuration sets (infra/env/<env>.json,
+	// off unless set). A reservation is both a floor and a ceiling: that many
 	// concurrent executions are set aside for the function out of the
 	// account's pool, and it never runs more. It protects the functions
 	// users wait on (api, publisher) from the others and caps the ones
@@ -670,16 +680,10 @@ func Named(env job.Env, prefix string) Definition {
 }
 
 func corsOrigins(env job.Env) []string {
-	switch env {
-	case job.Local:
+	if env == job.Local {
 		return []string{"*"}
-	case job.Staging:
-		return []string{"https://staging.conveyor.example"}
-	case job.ProdRU:
-		return []string{"https://conveyor.example.ru"}
-	default:
-		return []string{"https://conveyor.example.com"}
 	}
+	return nil
 }
 
 // Queue returns the definition of a tier's queue.

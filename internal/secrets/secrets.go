@@ -33,3 +33,23 @@ var ErrOpen = errors.New("secrets: the sealed secret does not open")
 // ErrNoContext is returned by Seal and Open when the context is empty: every
 // secret must be bound to what it belongs to.
 var ErrNoContext = errors.New("secrets: a context (e.g. user and purpose) is required")
+
+// ContextPurpose is the encryption context key every sealed secret carries
+// to say what it is for. The functions' IAM roles allow kms:Decrypt and
+// kms:GenerateDataKey only for the purposes each function seals or opens
+// (the kms:EncryptionContext:purpose condition, infra/stack), so a
+// function that may open webhook signing keys cannot open account tokens.
+const ContextPurpose = "purpose"
+
+// The purposes of sealed secrets.
+const (
+	// PurposeAccountToken: a connected account's OAuth refresh and access
+	// tokens (sealed by api and publisher, opened by publisher).
+	PurposeAccountToken = "account-token"
+	// PurposeWebhookSigning: a user's webhook signing secrets (sealed and
+	// opened by api and system).
+	PurposeWebhookSigning = "webhook-signing"
+	// PurposeHTTPHeaders: the headers of an http job (sealed by api,
+	// opened by publisher).
+	PurposeHTTPHeaders = "http-headers"
+)

@@ -122,7 +122,7 @@ func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 	if opts.Sealer != nil {
 		var err error
 		// The same additional data as accounts' own sealing.
-		env, err = opts.Sealer.Seal(ctx, []byte(opts.RefreshToken), map[string]string{"user": opts.Owner, "provider": Provider, "token": "refresh"})
+		env, err = opts.Sealer.Seal(ctx, []byte(opts.RefreshToken), map[string]string{"user": opts.Owner, "provider": Provider, "token": "refresh", secrets.ContextPurpose: secrets.PurposeAccountToken})
 		if err != nil {
 			t.Fatalf("testfactory: sealing the refresh token: %v", err)
 		}

@@ -105,7 +105,7 @@ func hooksPK(owner string) string { return "HOOKS#" + owner }
 const secretSK = "SECRET"
 
 func aad(owner string) map[string]string {
-	return map[string]string{"user": owner, "purpose": "webhook-signing"}
+	return map[string]string{"user": owner, secrets.ContextPurpose: secrets.PurposeWebhookSigning}
 }
 
 // Get returns owner's secret, creating it on first use.

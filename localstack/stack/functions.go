@@ -17,8 +17,10 @@ import (
 
 	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/awscall"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
@@ -68,7 +70,7 @@ func inProcess(a *app.App) *Functions {
 			recoveryfn.Name:  runtime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
 			relayfn.Name:     runtime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
 		},
-		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), auth.NewVerifier(a.Config.JWTSecret, nil).VerifyContext, log)),
+		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}
 }
 
@@ -86,6 +88,8 @@ type binaryConfig struct {
 	built  map[string]string
 	output io.Writer
 	logger *slog.Logger
+	// callLog is Options.CallLog.
+	callLog string
 }
 
 // functionSecret is a secret a function reads by ARN at cold start: its
@@ -135,6 +139,10 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		delete(env, config.VarJWTSecret)
 		if s, ok := functionSecrets[name]; ok {
 			env[s.arnVar] = arns[s.name]
+		}
+		if c.callLog != "" {
+			env[awscall.VarLog] = filepath.Join(c.callLog, name+".jsonl")
+			env[awscall.VarAccount] = runtime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {

@@ -103,6 +103,10 @@ type Options struct {
 	// (what Lambda bills: the bench prices GB-seconds from it). Streamed
 	// invocations are not observed.
 	Observe func(function string, took time.Duration)
+	// CallLog, in binary mode, is a directory where each function records
+	// every AWS access its requests need, in <function>.jsonl
+	// (awscall.VarLog), for the IAM conformance check (docs/iam.md).
+	CallLog string
 	// StreamAddr is, in binary mode, the address of the stream function's
 	// URL (default CONVEYOR_STREAM_ADDR, then a free port). In process the
 	// streams are served by the gateway.
@@ -336,7 +340,7 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 		var err error
 		fns, err = startBinaries(ctx, binaryConfig{
 			def: b.def, config: b.read, aws: awsEnviron(s.Env()), awsCfg: b.awsCfg, dir: opts.FunctionsDir, built: opts.Bootstraps,
-			output: defaultOutput(opts.FunctionOutput), logger: opts.Logger,
+			output: defaultOutput(opts.FunctionOutput), logger: opts.Logger, callLog: opts.CallLog,
 		})
 		if err != nil {
 			return err

@@ -84,8 +84,9 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	// it holds the kinds' fronts and accounts that are connected here but
 	// never refreshed (no external API client, no breaker). No bucket: the
 	// uploads are the uploads function's.
-	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
-	accts := accounts.New(accounts.Config{Store: st, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Now: env.Now, Logger: env.Log()})
+	seal := sealer.For(env.AWS, env.Config.KMSKeyID)
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, seal))
+	accts := accounts.New(accounts.Config{Store: st, Sealer: seal, Now: env.Now, Logger: env.Log()})
 	keys, endpoints, err := systemfn.Webhooks(env, db)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 // Package httpfn is what the functions behind the HTTP API share (api,
 // admin, uploads, schedules: resources.HTTPRoutes): the router each starts
 // from, with one set of middleware (internal/httpapi: request ids, the JWT
-// check with the key read in the background, roles, the error contract,
+// check with the key read in the background and the OIDC issuer's tokens
+// when one is configured, roles, the error contract,
 // body limits, the access log), so each function registers only its route
 // group and every group answers alike.
 package httpfn
@@ -11,7 +12,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/secretref"
@@ -25,7 +25,8 @@ type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.API
 var Resolve handler.Resolver = secretref.ExceptJWT
 
 // Router returns a router without routes that verifies tokens with env's
-// JWT key (read in the background from now on) and logs with env's logger.
+// JWT key (read in the background from now on) and, when configured, with
+// env's OIDC issuer (handler.Env.Verifier), and logs with env's logger.
 func Router(env handler.Env) *httpapi.Router {
-	return httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifierFunc(secretref.JWTKey(env.Config, env.AWS).Get, env.Now), Logger: env.Log()})
+	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log()})
 }

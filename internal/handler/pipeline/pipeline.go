@@ -2,7 +2,8 @@
 // queues' sender, the kinds' fronts and the jobs service (Submission). It
 // runs no job, so the functions that submit, validate or re-queue jobs (the
 // api, recovery's schedule ticks) link neither the external API's client,
-// nor the breaker, nor the publisher's run loop, nor S3 or KMS through it.
+// nor the breaker, nor the publisher's run loop, nor S3 through it; those
+// that create jobs give it a sealer for the http jobs' headers (KMS).
 // The half that runs jobs is internal/handler/runner's (the publisher
 // function; internal/app builds both for the local stack).
 package pipeline
@@ -29,10 +30,13 @@ type Submission struct {
 }
 
 // Fronts are the built-in kinds' fronts, publish and http, the publish one
-// explaining refusals from st. A function that submits registers these;
-// the kinds the publisher runs (runner.Runner.Kinds) carry the same fronts.
-func Fronts(st *store.Store) *kind.Fronts {
-	return kind.NewFronts(publishjob.New(publishjob.Config{Store: st}), httpjob.Front{})
+// explaining refusals from st, the http one sealing its jobs' headers with
+// s (nil: a function that only checks submissions, which seals nothing; a
+// job with headers is then refused). A function that submits registers
+// these; the kinds the publisher runs (runner.Runner.Kinds) carry the same
+// fronts.
+func Fronts(st *store.Store, s httpjob.Sealer) *kind.Fronts {
+	return kind.NewFronts(publishjob.New(publishjob.Config{Store: st}), httpjob.Front{Sealer: s})
 }
 
 // NewSubmission wires the submission half on the table st and the queues

@@ -12,7 +12,7 @@ import (
 // runner's, and linking it would drag S3 and the external API's client).
 func TestFrontsAreFrontsOnly(t *testing.T) {
 	t.Parallel()
-	fronts := Fronts(nil)
+	fronts := Fronts(nil, nil)
 	if got := fronts.Names(); !slices.Equal(got, []string{"http", "publish"}) {
 		t.Errorf("Fronts = %v, want http and publish", got)
 	}

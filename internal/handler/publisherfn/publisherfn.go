@@ -36,15 +36,19 @@ func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls hand
 // Name is the function's name in the resource definition.
 const Name = resources.FuncPublisher
 
-// Resolve reads the OAuth client named by ARN at cold start.
-var Resolve handler.Resolver = secretref.FromAWS
+// Resolve reads no secret at cold start: the OAuth client named by ARN is
+// read when a token first needs refreshing (secretref.OAuthClientFor), so
+// the publisher starts even before an operator filled the secret in; jobs
+// that need it wait meanwhile.
+var Resolve handler.Resolver
 
 // New wires the publisher function: the runner (table, bucket, KMS, the
 // external API behind its breaker, every kind whole); it submits nothing.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	r, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter()})
+	r, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter(),
+		OAuthClient: secretref.OAuthClientFor(env.Config, env.AWS, env.Now)})
 	if err != nil {
 		return nil, err
 	}

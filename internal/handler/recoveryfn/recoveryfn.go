@@ -25,6 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -119,8 +120,9 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	db, sqsc, s3c := env.DynamoDB(), env.SQS(), bucket.S3(env)
 	st, emf := env.Store(db), env.Emitter()
 	// A schedule's tick submits its job: the kinds' fronts are enough (the
-	// publisher runs it), so no external API client, token or KMS here.
-	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	// publisher runs it), so no external API client or token here; KMS
+	// only to seal an http job's headers (purpose "http-headers").
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, sealer.For(env.AWS, env.Config.KMSKeyID)))
 	breakers, err := env.Breaker(db, ids.New("wrk"), emf)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ var linked = map[string][]string{
 	resources.FuncSchedules: {"dynamodb", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
 	resources.FuncConfirm:   {"dynamodb", "s3", "sqs"},
 	resources.FuncPublisher: {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
-	resources.FuncRecovery:  {"dynamodb", "s3", "scheduler", "sqs"},
+	resources.FuncRecovery:  {"dynamodb", "kms", "s3", "scheduler", "sqs"},
 	resources.FuncRelay:     {"dynamodb", "eventbridge", "sqs"},
 	resources.FuncStream:    {"dynamodb", "secretsmanager", "sqs"},
 	resources.FuncSystem:    {"dynamodb", "kms", "sqs"},

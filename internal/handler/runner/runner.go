@@ -7,7 +7,10 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"net/url"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -24,6 +27,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -44,6 +48,12 @@ type Config struct {
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
+	// OAuthClient, when set, gives the OAuth client credentials, read from
+	// their secret when a token first needs refreshing
+	// (secretref.OAuthClientFor); nil, they are the configuration's values.
+	// While the secret holds none, the jobs that must refresh a token
+	// wait, parked, spending no attempt (see oauthReady).
+	OAuthClient *secretref.OAuthClient
 }
 
 // Runner is the half of the pipeline that runs jobs: the publisher's run
@@ -64,10 +74,16 @@ func New(c Config) (*Runner, error) {
 	cfg, log, now := c.Env.Config, c.Env.Log(), c.Env.Now
 	r := &Runner{Worker: ids.New("wrk"), Kinds: &kind.Registry{}}
 	var err error
-	r.API, err = deviantart.New(deviantart.Config{
+	api := deviantart.Config{
 		BaseURL: cfg.DeviantArtURL, ClientID: cfg.DeviantArtClientID, ClientSecret: cfg.DeviantArtClientSecret,
 		HTTPClient: c.Env.HTTPClient, Now: now, CallTimeout: cfg.CallTimeout, UploadRateMin: cfg.UploadRateMin,
-	})
+	}
+	var ready func(context.Context) error
+	if c.OAuthClient != nil {
+		api.Credentials = c.OAuthClient.Get
+		ready = oauthReady(c.OAuthClient, max(cfg.OAuthClientRecheck, cfg.ParkAfter), now)
+	}
+	r.API, err = deviantart.New(api)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +95,7 @@ func New(c Config) (*Runner, error) {
 	r.Accounts = accounts.New(accounts.Config{
 		Store: c.Store, Sealer: c.Sealer,
 		Refresher: breaker.GuardedRefresher{Refresher: r.API, Breaker: r.Breaker, HostKey: hostKey},
-		Worker:    r.Worker, Now: now, Logger: log,
+		Ready:     ready, Worker: r.Worker, Now: now, Logger: log,
 	})
 	policy := retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter}
 	if err := policy.Validate(); err != nil {
@@ -94,11 +110,37 @@ func New(c Config) (*Runner, error) {
 		Crash: c.Crash,
 	})
 	r.Kinds.MustRegister(r.Publisher.Kind())
-	r.Kinds.MustRegister(httpcall.New(httpcall.Config{Local: cfg.Env == job.Local, Breaker: r.Breaker}))
+	// The http kind's circuits are its users' own (breaker.Targets), apart
+	// from the publishing API's; its jobs' headers are opened here only.
+	hc := httpcall.Config{
+		Local: cfg.Env == job.Local, Breaker: r.Breaker.Targets(cfg.HTTPBreakersPerUser),
+		MaxSnoozes: cfg.HTTPMaxSnoozes, MaxAge: cfg.HTTPMaxAge, TimeoutFloor: cfg.HTTPTimeoutFloor,
+	}
+	if c.Sealer != nil {
+		hc.Opener, hc.Sealer = c.Sealer, c.Sealer
+	}
+	r.Kinds.MustRegister(httpcall.New(hc))
 	for _, k := range c.Kinds {
 		r.Kinds.MustRegister(k)
 	}
 	return r, nil
+}
+
+// oauthReady says whether a token can be refreshed now: while the OAuth
+// client secret holds no credentials, the refresh is a snooze (no attempt
+// spent) of wait, at least the shortest wait that parks a job in the table
+// (retry.Policy.Park), so waiting costs no SQS receives and can never
+// dead-letter the job. Its error code (secretref.CodeOAuthClientNotSet) is
+// the reason the job waits, which the admin overview reports.
+func oauthReady(c *secretref.OAuthClient, wait time.Duration, now func() time.Time) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, _, err := c.Get(ctx)
+		var notSet *secretref.ClientNotSetError
+		if errors.As(err, &notSet) {
+			return retry.Snooze(err, now().Add(wait))
+		}
+		return err
+	}
 }
 
 // APIHost is the external API's host, the key of its breaker.

@@ -43,7 +43,7 @@ func TestSubmittersAcceptTheKindsThePublisherRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(r.Kinds.Names(), pipeline.Fronts(nil).Names()); diff != "" {
+	if diff := cmp.Diff(r.Kinds.Names(), pipeline.Fronts(nil, nil).Names()); diff != "" {
 		t.Errorf("kinds the submitters accept (-runner +pipeline.Fronts):\n%s", diff)
 	}
 	if publishjob.ProviderDefault != accounts.Provider {

@@ -43,6 +43,6 @@ func Router(env handler.Env, svc *schedule.Service) *httpapi.Router {
 func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st))
+	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
 	return Router(env, schedules.Service(env, db, sub.Jobs)).Serve, nil
 }

@@ -165,7 +165,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Lambd
 		return nil, err
 	}
 	key := secretref.JWTKey(env.Config, env.AWS)
-	return Handler(OpenStreams(srv), auth.NewVerifierFunc(key.Get, nil).VerifyContext, env.Log()), nil
+	return Handler(OpenStreams(srv), env.Verifier(key.Get).VerifyContext, env.Log()), nil
 }
 
 // Server is the streams' server of env.

@@ -1,0 +1,494 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/conveyor/conveyor/internal/config"
+	"net"
+	"net/mail"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// ConfigDirDefault is where the per-environment configuration files live,
+// relative to infra/ (where the CDK CLI runs the app): infra/env/<env>.json.
+const ConfigDirDefault = "env"
+
+// The OIDC variables the HTTP-serving functions read (internal/auth). The
+// stack sets each one only when the environment's configuration does.
+const (
+	VarOIDCIssuer    = config.VarOIDCIssuer
+	VarOIDCAudience  = config.VarOIDCAudience
+	VarOIDCRoleClaim = config.VarOIDCRoleClaim
+	VarOIDCPlanClaim = config.VarOIDCPlanClaim
+)
+
+// LiveExternalAPIHost is the external API's production host. A
+// non-production environment may call it only when its configuration says
+// so (externalApi.live), so staging never talks to the live API by accident.
+const LiveExternalAPIHost = "www.deviantart.com"
+
+// Account concurrency: a default account's regional quota, and what AWS
+// keeps unreserved (every reservation comes out of the rest). A new account
+// may start with a quota of 10, and then nothing can be reserved.
+const (
+	AccountConcurrencyDefault = resources.AccountConcurrencyDefault
+	UnreservedConcurrencyMin  = resources.UnreservedConcurrencyMin
+	AccountConcurrencyNew     = 10
+)
+
+// Reservable is how many executions an account whose concurrency quota is
+// quota can reserve for its functions: AWS keeps UnreservedConcurrencyMin
+// unreserved (all of a quota below it).
+func Reservable(quota int) int { return quota - min(quota, UnreservedConcurrencyMin) }
+
+// Config is one environment's deploy-time settings: what differs between
+// deployments of the same code. It is read from infra/env/<env>.json
+// (LoadConfig), every field checked (Validate) before any construct exists.
+type Config struct {
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may call the HTTP API, PUT to presigned upload URLs and open the
+	// event stream. The dashboard's own origin (the HTTP API's) is always
+	// allowed on the stream. Empty: no other browser origin.
+	AllowedOrigins []string `json:"allowedOrigins"`
+	// ExternalAPI is the publishing API the publisher calls.
+	ExternalAPI ExternalAPI `json:"externalApi"`
+	// Alarms says who hears the alarms.
+	Alarms Alarms `json:"alarms"`
+	// ReservedConcurrency reserves executions per function (by the
+	// definition's function name). Unset functions reserve nothing: they
+	// share the account's unreserved pool (the tier mappings' maximum
+	// concurrency still bounds the queue consumers).
+	ReservedConcurrency map[string]int `json:"reservedConcurrency,omitempty"`
+	// Account is the 12-digit account the environment deploys to.
+	// Environments whose Account is the same (or all left empty) are
+	// checked together: their reservations must fit one account.
+	Account string `json:"account,omitempty"`
+	// AccountConcurrency is that account's regional concurrency quota
+	// (default AccountConcurrencyDefault).
+	AccountConcurrency int `json:"accountConcurrency,omitempty"`
+	// LogRetentionDays keeps the functions' and the API's logs this long
+	// (one of CloudWatch Logs' retention periods).
+	LogRetentionDays int `json:"logRetentionDays"`
+	// Tracing turns X-Ray on for every function, with a sampling rule for
+	// the environment's functions.
+	Tracing Tracing `json:"tracing"`
+	// TableDeletionProtection turns on DynamoDB deletion protection. Leave
+	// it off for the first deploy of an environment: a protected table
+	// survives the rollback of a failed create, and the retried create then
+	// fails on its name.
+	TableDeletionProtection bool `json:"tableDeletionProtection"`
+	// OIDC lets the HTTP-serving functions accept an identity provider's
+	// tokens. Empty issuer: off.
+	OIDC OIDC `json:"oidc"`
+}
+
+// ExternalAPI is the publishing API's base URL.
+type ExternalAPI struct {
+	// URL is the base URL (https://host[/path]).
+	URL string `json:"url"`
+	// Live must be true for a non-production environment to call the live
+	// API (LiveExternalAPIHost): a deliberate choice, never a default.
+	Live bool `json:"live,omitempty"`
+}
+
+// Alarms is where the alarm notifications go: subscribers of the stack's
+// own topic, or an existing topic.
+type Alarms struct {
+	// Subscribers are e-mail addresses (SNS mails each a confirmation
+	// link) and https:// endpoints subscribed to the stack's alarm topic.
+	Subscribers []string `json:"subscribers,omitempty"`
+	// TopicARN is an existing SNS topic the alarms notify instead of a
+	// topic of the stack's own (its policy must let CloudWatch publish).
+	TopicARN string `json:"topicArn,omitempty"`
+}
+
+// Tracing configures X-Ray.
+type Tracing struct {
+	// Enabled sets active tracing on every function.
+	Enabled bool `json:"enabled"`
+	// SamplingRate is the share of requests beyond the first each second
+	// that the environment's X-Ray sampling rule records (0–1).
+	SamplingRate float64 `json:"samplingRate"`
+}
+
+// OIDC is the identity provider whose tokens the API accepts beside the
+// HS256 service tokens.
+type OIDC struct {
+	// Issuer is the provider's issuer URL (iss); empty: OIDC off.
+	Issuer string `json:"issuer,omitempty"`
+	// Audience is the aud the tokens must carry.
+	Audience string `json:"audience,omitempty"`
+	// RoleClaim and PlanClaim name the claims carrying the role and the
+	// plan (empty: the functions' defaults).
+	RoleClaim string `json:"roleClaim,omitempty"`
+	PlanClaim string `json:"planClaim,omitempty"`
+}
+
+// ConfigPath is env's configuration file under dir.
+func ConfigPath(dir string, env job.Env) string { return filepath.Join(dir, string(env)+".json") }
+
+// LoadConfig reads and validates env's configuration from dir. The error
+// names the file and every field that is wrong.
+func LoadConfig(dir string, env job.Env) (Config, error) {
+	path := ConfigPath(dir, env)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w (every cloud environment needs its configuration file; see docs/deploy.md)", path, err)
+	}
+	cfg, err := ParseConfig(env, b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// LoadConfigs loads every cloud environment's configuration from dir and
+// checks them together (CheckAccounts). The error names every file and
+// field that is wrong.
+func LoadConfigs(dir string) (map[job.Env]Config, error) {
+	out := map[job.Env]Config{}
+	var errs []error
+	for _, env := range job.CloudEnvs {
+		cfg, err := LoadConfig(dir, env)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[env] = cfg
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := CheckAccounts(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ParseConfig decodes a configuration file's content (unknown fields are
+// refused: a misspelt setting would otherwise be silently ignored) and
+// validates it for env.
+func ParseConfig(env job.Env, data []byte) (Config, error) {
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("not a valid configuration: %w", err)
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("not a valid configuration: more than one JSON value")
+	}
+	if err := cfg.Validate(env); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate reports every setting of cfg that env cannot deploy with, in one
+// error, one line per setting.
+func (cfg Config) Validate(env job.Env) error {
+	var bad []string
+	fail := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+
+	seen := map[string]bool{}
+	for i, o := range cfg.AllowedOrigins {
+		if err := checkOrigin(o, env); err != nil {
+			fail("allowedOrigins[%d] %q: %v", i, o, err)
+		}
+		if seen[o] {
+			fail("allowedOrigins[%d] %q: listed twice", i, o)
+		}
+		seen[o] = true
+	}
+	if n := len(cfg.AllowedOrigins); n > maxOrigins {
+		fail("allowedOrigins: %d origins, at most %d (a function URL's CORS takes 100, one is the dashboard's)", n, maxOrigins)
+	}
+
+	if cfg.ExternalAPI.URL == "" {
+		fail("externalApi.url: required (the publishing API's base URL, e.g. https://%s)", LiveExternalAPIHost)
+	} else if host, err := checkHTTPSURL(cfg.ExternalAPI.URL); err != nil {
+		fail("externalApi.url %q: %v", cfg.ExternalAPI.URL, err)
+	} else if host == LiveExternalAPIHost && !env.Production() && !cfg.ExternalAPI.Live {
+		fail("externalApi.url %q is the live API: point %s at a sandbox, or set externalApi.live to true to call the live API on purpose", cfg.ExternalAPI.URL, env)
+	}
+
+	for i, s := range cfg.Alarms.Subscribers {
+		if err := checkSubscriber(s); err != nil {
+			fail("alarms.subscribers[%d] %q: %v", i, s, err)
+		}
+	}
+	if arn := cfg.Alarms.TopicARN; arn != "" {
+		if !snsTopicARN.MatchString(arn) {
+			fail("alarms.topicArn %q: want an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", arn)
+		}
+		if len(cfg.Alarms.Subscribers) > 0 {
+			fail("alarms: give subscribers (to the stack's own topic) or topicArn (an existing topic), not both")
+		}
+	}
+
+	if cfg.Account != "" && !accountID.MatchString(cfg.Account) {
+		fail("account %q: want a 12-digit AWS account id", cfg.Account)
+	}
+	if cfg.AccountConcurrency < 0 {
+		fail("accountConcurrency %d: want the account's concurrency quota (default %d)", cfg.AccountConcurrency, AccountConcurrencyDefault)
+	}
+	bad = append(bad, cfg.checkReservations(env)...)
+
+	if _, ok := retentionDays[cfg.LogRetentionDays]; !ok {
+		fail("logRetentionDays %d: want one of CloudWatch Logs' periods: %v", cfg.LogRetentionDays, retentionDayList())
+	}
+	if r := cfg.Tracing.SamplingRate; r < 0 || r > 1 {
+		fail("tracing.samplingRate %v: want a share between 0 and 1", r)
+	}
+
+	if o := cfg.OIDC; o.Issuer != "" {
+		if _, err := checkHTTPSURL(o.Issuer); err != nil {
+			fail("oidc.issuer %q: %v", o.Issuer, err)
+		}
+		if strings.TrimSpace(o.Audience) == "" {
+			fail("oidc.audience: required with oidc.issuer (the aud your provider puts in Conveyor's tokens)")
+		}
+	} else if o.Audience != "" || o.RoleClaim != "" || o.PlanClaim != "" {
+		fail("oidc: audience, roleClaim and planClaim need oidc.issuer")
+	}
+
+	if len(bad) > 0 {
+		return fmt.Errorf("invalid %s configuration:\n  %s", env, strings.Join(bad, "\n  "))
+	}
+	return nil
+}
+
+// maxOrigins leaves room for the dashboard's own origin in a function URL's
+// CORS (at most 100 origins).
+const maxOrigins = 99
+
+var (
+	snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+	accountID   = regexp.MustCompile(`^[0-9]{12}$`)
+)
+
+// checkReservations: known functions, at least 1 each, a queue consumer's
+// covering its mappings' maximum concurrency (or Lambda throttles its own
+// mappings), the relay's covering its stream lanes, and the total within
+// what the account can reserve.
+func (cfg Config) checkReservations(env job.Env) []string {
+	var bad []string
+	def := resources.For(env)
+	mapped := map[string]int{}
+	for _, q := range def.Queues {
+		mapped[q.Consumer] += q.MaxConcurrency
+	}
+	mapped[def.EventStream.Function] = max(mapped[def.EventStream.Function], def.EventStream.ParallelizationFactor)
+	for _, fn := range sortedKeys(cfg.ReservedConcurrency) {
+		n := cfg.ReservedConcurrency[fn]
+		switch {
+		case !slices.Contains(def.Functions, fn):
+			bad = append(bad, fmt.Sprintf("reservedConcurrency.%s: no such function (want one of %v)", fn, def.Functions))
+		case n < 1:
+			bad = append(bad, fmt.Sprintf("reservedConcurrency.%s = %d: want at least 1 (0 would stop the function; leave it out for no reservation)", fn, n))
+		case n < mapped[fn]:
+			bad = append(bad, fmt.Sprintf("reservedConcurrency.%s = %d: below the %d its event source mappings may run at once; reserve at least that, or leave it out", fn, n, mapped[fn]))
+		}
+	}
+	if total, can := cfg.ReservedTotal(), Reservable(cfg.Quota()); total > can {
+		bad = append(bad, fmt.Sprintf("reservedConcurrency: %d executions reserved; an account with a quota of %d can reserve %d (AWS keeps %d unreserved)",
+			total, cfg.Quota(), can, UnreservedConcurrencyMin))
+	}
+	return bad
+}
+
+// Quota is the account's concurrency quota (AccountConcurrency, default
+// AccountConcurrencyDefault).
+func (cfg Config) Quota() int {
+	if cfg.AccountConcurrency > 0 {
+		return cfg.AccountConcurrency
+	}
+	return AccountConcurrencyDefault
+}
+
+// ReservedTotal is the sum of cfg's reservations.
+func (cfg Config) ReservedTotal() int {
+	total := 0
+	for _, n := range cfg.ReservedConcurrency {
+		total += n
+	}
+	return total
+}
+
+// CheckAccounts checks that environments deployed to one account (the same
+// Account, or all without one) reserve together no more than it can: the
+// smallest quota among them, less what AWS keeps unreserved.
+func CheckAccounts(cfgs map[job.Env]Config) error {
+	groups := map[string][]job.Env{}
+	for _, env := range job.CloudEnvs {
+		if cfg, ok := cfgs[env]; ok {
+			groups[cfg.Account] = append(groups[cfg.Account], env)
+		}
+	}
+	var bad []string
+	for _, account := range sortedKeys(groups) {
+		envs := groups[account]
+		total, quota := 0, 0
+		for _, env := range envs {
+			total += cfgs[env].ReservedTotal()
+			if q := cfgs[env].Quota(); quota == 0 || q < quota {
+				quota = q
+			}
+		}
+		if can := Reservable(quota); total > can {
+			where := "one account (no account set)"
+			if account != "" {
+				where = "account " + account
+			}
+			bad = append(bad, fmt.Sprintf("%v share %s and reserve %d executions together; a quota of %d can reserve %d (AWS keeps %d unreserved)",
+				envs, where, total, quota, can, UnreservedConcurrencyMin))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("reserved concurrency:\n  %s", strings.Join(bad, "\n  "))
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// placeholderDomain reports whether host is a documentation or test name:
+// a label "example" anywhere (example.com, conveyor.example.ru,
+// staging.conveyor.example: RFC 2606 and its imitations), or the reserved
+// .test and .invalid top-level domains (RFC 6761). Such a value is a
+// template left unfilled.
+func placeholderDomain(host string) bool {
+	labels := strings.Split(strings.TrimSuffix(strings.ToLower(host), "."), ".")
+	if slices.Contains(labels, "example") {
+		return true
+	}
+	tld := labels[len(labels)-1]
+	return tld == "test" || tld == "invalid"
+}
+
+// PlaceholderDomain is placeholderDomain, for the tests of templates.
+func PlaceholderDomain(host string) bool { return placeholderDomain(host) }
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkOrigin: scheme://host[:port] and nothing else; https, or http on a
+// loopback host outside production (a developer's dashboard against
+// staging); no wildcard, no placeholder.
+func checkOrigin(o string, env job.Env) error {
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return errors.New("want an origin, scheme://host[:port]")
+	}
+	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("an origin has no path, query, fragment or user (scheme://host[:port])")
+	}
+	host := u.Hostname()
+	switch {
+	case strings.Contains(host, "*"):
+		return errors.New("no wildcards: list each origin")
+	case placeholderDomain(host):
+		return errors.New("a placeholder domain: put the real origin of your frontend")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && loopback(host) && !env.Production():
+		return nil
+	case u.Scheme == "http" && loopback(host):
+		return errors.New("a loopback origin in production")
+	default:
+		return errors.New("want https:// (http:// only for localhost outside production)")
+	}
+}
+
+// checkHTTPSURL checks an absolute https URL with a real host and returns
+// the host.
+func checkHTTPSURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return "", errors.New("want an absolute https:// URL")
+	}
+	if placeholderDomain(u.Hostname()) {
+		return "", errors.New("a placeholder domain: put the real URL")
+	}
+	return u.Hostname(), nil
+}
+
+// checkSubscriber: an e-mail address or an https:// URL, neither on a
+// placeholder domain.
+func checkSubscriber(s string) error {
+	if _, err := ParseAlarmSubscriptions(s); err != nil {
+		return errors.New("want an e-mail address (name@domain) or an https:// URL")
+	}
+	host := ""
+	if strings.Contains(s, "://") {
+		u, _ := url.Parse(s)
+		host = u.Hostname()
+	} else if a, err := mail.ParseAddress(s); err == nil {
+		host = a.Address[strings.LastIndex(a.Address, "@")+1:]
+	}
+	if placeholderDomain(host) {
+		return errors.New("a placeholder domain: put a real address")
+	}
+	return nil
+}
+
+// retentionDays maps CloudWatch Logs' retention periods to CDK's names.
+var retentionDays = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+func retentionDayList() []int {
+	var out []int
+	for d := range retentionDays {
+		out = append(out, d)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// oidcEnv is the OIDC part of an HTTP-serving function's environment: the
+// variables that are set, none when OIDC is off.
+func (o OIDC) env() map[string]string {
+	out := map[string]string{}
+	if o.Issuer == "" {
+		return out
+	}
+	for k, v := range map[string]string{VarOIDCIssuer: o.Issuer, VarOIDCAudience: o.Audience, VarOIDCRoleClaim: o.RoleClaim, VarOIDCPlanClaim: o.PlanClaim} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// byTopic is prod-en with the alarms sent to an existing topic.
+var byTopic *synthesized
+
+// allSynthesized is every environment's stack and the two variants.
+func allSynthesized(t *testing.T) map[string]*synthesized {
+	t.Helper()
+	out := map[string]*synthesized{}
+	for env, s := range stacks(t) {
+		out[string(env)] = s
+	}
+	out["staging (configured)"] = byARN
+	out["prod-en (alarm topic)"] = byTopic
+	return out
+}
+
+// strings walks every string of a decoded template.
+func walkStrings(v any, fn func(string)) {
+	switch v := v.(type) {
+	case string:
+		fn(v)
+	case map[string]any:
+		for k, x := range v {
+			fn(k)
+			walkStrings(x, fn)
+		}
+	case []any:
+		for _, x := range v {
+			walkStrings(x, fn)
+		}
+	}
+}
+
+var hostLike = regexp.MustCompile(`(?i)[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+`)
+
+// No template carries a placeholder domain (example.com and the other
+// documentation names): every origin, URL and address comes from the
+// environment's configuration, which refuses them.
+func TestNoPlaceholderDomainInTemplates(t *testing.T) {
+	t.Parallel()
+	for name, s := range allSynthesized(t) {
+		found := map[string]bool{}
+		walkStrings(s.raw, func(str string) {
+			for _, h := range hostLike.FindAllString(str, -1) {
+				if stack.PlaceholderDomain(h) {
+					found[h] = true
+				}
+			}
+		})
+		if len(found) > 0 {
+			t.Errorf("%s: placeholder domains in the template: %v", name, keys(found))
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statefulTypes are the resources that hold data or names worth keeping:
+// in production they survive a stack deletion, never a failed create.
+var statefulTypes = []string{
+	"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup", "AWS::SecretsManager::Secret",
+	"AWS::S3::Bucket", "AWS::Scheduler::ScheduleGroup", "AWS::KMS::Key",
+}
+
+// No resource is kept after the rollback of a failed create: a kept
+// resource with a fixed name would make the retried create fail with
+// "already exists". CloudFormation's RetainExceptOnCreate deletes what a
+// failed create made and keeps it otherwise. (UpdateReplacePolicy Retain,
+// which CDK writes beside it, acts only when an update replaces a
+// resource, never on a create.)
+func TestNoRetainAfterAFailedCreate(t *testing.T) {
+	t.Parallel()
+	for name, s := range allSynthesized(t) {
+		for id, r := range s.res {
+			if r.DeletionPolicy == "Retain" {
+				t.Errorf("%s: %s (%s) has DeletionPolicy Retain", name, id, r.Type)
+			}
+			if !slices.Contains(statefulTypes, r.Type) {
+				continue
+			}
+			want := "Delete"
+			if s.def.Env.Production() || (r.Type == "AWS::S3::Bucket" && r.Properties["BucketName"] == nil) {
+				// The access-log bucket (a generated name) is kept everywhere.
+				want = "RetainExceptOnCreate"
+			}
+			if r.DeletionPolicy != want {
+				t.Errorf("%s: %s (%s) has DeletionPolicy %q, want %q", name, id, r.Type, r.DeletionPolicy, want)
+			}
+		}
+	}
+}
+
+// The three environments fit one account: no physical name is used twice
+// across their templates, and none creates an account-wide singleton.
+func TestEnvironmentsShareAnAccount(t *testing.T) {
+	t.Parallel()
+	singletons := []string{"AWS::ApiGateway::Account", "AWS::XRay::TransactionSearchConfig", "AWS::Logs::AccountPolicy"}
+	owner := map[string]string{}
+	for env, s := range stacks(t) {
+		for id, r := range s.res {
+			if slices.Contains(singletons, r.Type) {
+				t.Errorf("%s: %s is an account-wide singleton (%s)", env, id, r.Type)
+			}
+			for _, n := range physicalNames(r) {
+				key := r.Type + " " + n
+				if other, ok := owner[key]; ok {
+					t.Errorf("%s and %s both name a %s %s", other, env, r.Type, n)
+				}
+				owner[key] = string(env)
+			}
+		}
+	}
+	if len(owner) < 50 {
+		t.Errorf("only %d physical names found: the walk misses them", len(owner))
+	}
+}
+
+// physicalNames are the names a resource takes in the account: its
+// top-level *Name properties given as literals or joins (a Ref or GetAtt
+// names another resource), and a sampling rule's RuleName.
+func physicalNames(r resource) []string {
+	var out []string
+	props := r.Properties
+	if r.Type == "AWS::XRay::SamplingRule" {
+		props, _ = props["SamplingRule"].(map[string]any)
+	}
+	for k, v := range props {
+		// A metric's, a stage's or an inline policy's name is not the
+		// resource's name in the account.
+		if !strings.HasSuffix(k, "Name") || k == "MetricName" || k == "StageName" || k == "PolicyName" {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case map[string]any:
+			if v["Fn::Join"] != nil || v["Fn::Sub"] != nil {
+				b, _ := json.Marshal(v)
+				out = append(out, string(b))
+			}
+		}
+	}
+	return out
+}
+
+// Every function reserves nothing unless its environment's configuration
+// says so (the checked-in ones do not), and the tier mappings keep their
+// maximum concurrency.
+func TestReservationsComeFromTheConfiguration(t *testing.T) {
+	t.Parallel()
+	for name, s := range allSynthesized(t) {
+		cfg := configs[s.def.Env]
+		if name == "staging (configured)" {
+			cfg = configuredStaging
+		}
+		for _, fn := range s.def.Functions {
+			got, ok := s.res[s.functionID(t, fn)].Properties["ReservedConcurrentExecutions"]
+			want, set := cfg.ReservedConcurrency[fn]
+			if ok != set || (set && got != float64(want)) {
+				t.Errorf("%s %s: ReservedConcurrentExecutions %v (set %v), want %v (set %v)", name, fn, got, ok, want, set)
+			}
+		}
+		for _, q := range s.def.Queues {
+			sc, _ := s.res[s.esmFor(t, q)].Properties["ScalingConfig"].(map[string]any)
+			if sc["MaximumConcurrency"] != float64(q.MaxConcurrency) {
+				t.Errorf("%s %s: MaximumConcurrency %v, want %d", name, q.Name, sc["MaximumConcurrency"], q.MaxConcurrency)
+			}
+		}
+	}
+}
+
+// The configured settings reach the template: origins on the API, the
+// bucket and the stream URL (with the dashboard's own origin), the OIDC
+// variables on the functions that verify tokens only, the external API's
+// URL everywhere and its host in the breaker alarm, log retention, and
+// tracing off.
+func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s, cfg := byARN, configuredStaging
+	apiID := s.logicalID(t, "AWS::ApiGatewayV2::Api", "Name", s.def.Prefix+"-api")
+	api := s.res[apiID].Properties
+	if diff := cmp.Diff(toAny(cfg.AllowedOrigins), api["CorsConfiguration"].(map[string]any)["AllowOrigins"]); diff != "" {
+		t.Errorf("API CORS origins (-want +got):\n%s", diff)
+	}
+	check(t, "bucket CORS", func() {
+		s.hasProps("AWS::S3::Bucket", obj(map[string]any{"CorsConfiguration": uploadCORS(cfg.AllowedOrigins)}))
+	})
+	for _, url := range s.ofType("AWS::Lambda::Url") {
+		got, _ := json.Marshal(url.Properties["Cors"].(map[string]any)["AllowOrigins"])
+		for _, o := range cfg.AllowedOrigins {
+			if !strings.Contains(string(got), `"`+o+`"`) {
+				t.Errorf("stream URL origins %s lack %s", got, o)
+			}
+		}
+		if !strings.Contains(string(got), apiID) {
+			t.Errorf("stream URL origins %s lack the dashboard's (the API endpoint, %s)", got, apiID)
+		}
+	}
+	// The checked-in environments allow no other origin: no API CORS, no
+	// bucket CORS, only the dashboard's origin on the stream.
+	for env, st := range stacks(t) {
+		if len(configs[env].AllowedOrigins) > 0 {
+			continue
+		}
+		for id, r := range st.ofType("AWS::ApiGatewayV2::Api") {
+			if r.Properties["CorsConfiguration"] != nil {
+				t.Errorf("%s: %s has CORS without configured origins", env, id)
+			}
+		}
+		for _, url := range st.ofType("AWS::Lambda::Url") {
+			if n := len(url.Properties["Cors"].(map[string]any)["AllowOrigins"].([]any)); n != 1 {
+				t.Errorf("%s: the stream URL allows %d origins, want the dashboard's alone", env, n)
+			}
+		}
+	}
+	oidc := map[string]any{stack.VarOIDCIssuer: cfg.OIDC.Issuer, stack.VarOIDCAudience: cfg.OIDC.Audience,
+		stack.VarOIDCRoleClaim: cfg.OIDC.RoleClaim, stack.VarOIDCPlanClaim: cfg.OIDC.PlanClaim}
+	for _, fn := range s.def.Functions {
+		props := s.res[s.functionID(t, fn)].Properties
+		vars := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+		for k, v := range oidc {
+			if got, ok := vars[k]; ok != resources.ReadsJWTSecret(fn) || (ok && got != v) {
+				t.Errorf("%s: %s = %v (set %v), want set only on the functions that verify tokens, to %v", fn, k, got, ok, v)
+			}
+		}
+		if vars["CONVEYOR_DEVIANTART_URL"] != cfg.ExternalAPI.URL {
+			t.Errorf("%s: CONVEYOR_DEVIANTART_URL = %v, want %s", fn, vars["CONVEYOR_DEVIANTART_URL"], cfg.ExternalAPI.URL)
+		}
+		if tc := props["TracingConfig"]; tc != nil && tc.(map[string]any)["Mode"] != "PassThrough" {
+			t.Errorf("%s: tracing %v with tracing off", fn, tc)
+		}
+	}
+	for id, r := range s.ofType("AWS::Logs::LogGroup") {
+		if r.Properties["RetentionInDays"] != float64(cfg.LogRetentionDays) {
+			t.Errorf("%s: RetentionInDays %v, want %d", id, r.Properties["RetentionInDays"], cfg.LogRetentionDays)
+		}
+	}
+	if n := len(s.ofType("AWS::XRay::SamplingRule")); n != 0 {
+		t.Errorf("%d sampling rules with tracing off", n)
+	}
+	if hosts := stack.BreakerHosts(cfg); !cmp.Equal(hosts, []string{"sandbox.conveyor.dev"}) {
+		t.Errorf("breaker hosts %v, want the configured API's", hosts)
+	}
+	found := false
+	for _, r := range s.ofType("AWS::CloudWatch::Alarm") {
+		if r.Properties["AlarmName"] == s.def.Prefix+"-breaker-open-sandbox.conveyor.dev" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no breaker alarm on the configured external API's host")
+	}
+}
+
+// Tracing on: active on every function, and one sampling rule per
+// environment, named and matching by its prefix, at the configured rate.
+func TestTracingSamplingRule(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		cfg := configs[s.def.Env]
+		rules := s.ofType("AWS::XRay::SamplingRule")
+		if !cfg.Tracing.Enabled {
+			if len(rules) != 0 {
+				t.Errorf("%d sampling rules with tracing off", len(rules))
+			}
+			return
+		}
+		if len(rules) != 1 {
+			t.Fatalf("%d sampling rules, want 1", len(rules))
+		}
+		for _, r := range rules {
+			rule := r.Properties["SamplingRule"].(map[string]any)
+			if rule["RuleName"] != s.def.Prefix || rule["ServiceName"] != s.def.Prefix+"-*" || rule["FixedRate"] != cfg.Tracing.SamplingRate {
+				t.Errorf("sampling rule %v, want %s matching %s-* at %v", rule, s.def.Prefix, s.def.Prefix, cfg.Tracing.SamplingRate)
+			}
+			if name, _ := rule["RuleName"].(string); len(name) > 32 {
+				t.Errorf("rule name %q is longer than X-Ray's 32 characters", name)
+			}
+		}
+	})
+}
+
+// What fails without an error metric has an alarm, to the alarm topic:
+// batches the relay gave up on (its failure queue), the relay falling
+// behind the stream, and S3 events Lambda dropped before confirm.
+func TestSilentFailuresAreAlarmed(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		var topic string
+		for id := range s.ofType("AWS::SNS::Topic") {
+			topic = id
+		}
+		alarm := func(what string, props map[string]any) {
+			props["AlarmActions"] = []any{ref(topic)}
+			props["OKActions"] = []any{ref(topic)}
+			props["AlarmDescription"] = regex(`.+: .+`)
+			check(t, what, func() { s.hasProps("AWS::CloudWatch::Alarm", obj(props)) })
+		}
+		relayQueue := s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.EventStream.FailureQueueName)
+		alarm("relay failure queue", map[string]any{
+			"AlarmName": s.def.Prefix + "-relay-failures", "Namespace": "AWS/SQS", "MetricName": "ApproximateNumberOfMessagesVisible",
+			"Dimensions":         []any{map[string]any{"Name": "QueueName", "Value": getAtt(relayQueue, "QueueName")}},
+			"ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+		})
+		alarm("relay iterator age", map[string]any{
+			"AlarmName": s.def.Prefix + "-relay-iterator-age", "Namespace": "AWS/Lambda", "MetricName": "IteratorAge",
+			"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, s.def.EventStream.Function))}},
+			"Statistic":  "Maximum", "ComparisonOperator": "GreaterThanThreshold", "Threshold": stack.RelayIteratorAgeLimit.Seconds() * 1000,
+		})
+		alarm("confirm dropped events", map[string]any{
+			"AlarmName": s.def.Prefix + "-" + s.def.Bucket.NotifyFunction + "-async-events-dropped", "Namespace": "AWS/Lambda",
+			"MetricName": "AsyncEventsDropped",
+			"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, s.def.Bucket.NotifyFunction))}},
+			"Statistic":  "Sum", "ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+		})
+	})
+}
+
+// With alarms.topicArn, every alarm notifies that topic and the stack
+// makes no topic (nor its key) of its own.
+func TestAlarmsToAnExistingTopic(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s := byTopic
+	if n := len(s.ofType("AWS::SNS::Topic")); n != 0 {
+		t.Errorf("%d topics created, want none", n)
+	}
+	alarms := s.ofType("AWS::CloudWatch::Alarm")
+	if len(alarms) < 20 {
+		t.Fatalf("%d alarms", len(alarms))
+	}
+	for id, r := range alarms {
+		if diff := cmp.Diff([]any{alarmTopicARN}, r.Properties["AlarmActions"]); diff != "" {
+			t.Errorf("%s AlarmActions (-want +got):\n%s", id, diff)
+		}
+	}
+	for _, env := range job.CloudEnvs {
+		if len(configs[env].Alarms.Subscribers) == 0 && configs[env].Alarms.TopicARN == "" {
+			t.Logf("%s: the checked-in configuration has no alarm subscriber (the deploy warns)", env)
+		}
+	}
+}
