@@ -15,6 +15,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 )
@@ -113,6 +114,10 @@ type Config struct {
 	// StreamPoll is how often an SSE stream reads for news, one DynamoDB
 	// read each (CONVEYOR_STREAM_POLL, default 1s).
 	StreamPoll time.Duration
+	// Fairness picks the message group of each job inside its tier: a few
+	// slots per owner (CONVEYOR_FAIR_SLOTS per plan, CONVEYOR_OWNER_SLOTS
+	// per named owner).
+	Fairness queue.Fairness
 	// StreamMaxPerUser caps a user's open SSE streams across every
 	// instance (CONVEYOR_STREAM_MAX_PER_USER, default 5).
 	StreamMaxPerUser int
@@ -209,6 +214,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StreamPing:                r.dur(VarStreamPing),
 		StreamPoll:                r.dur(VarStreamPoll),
 		StreamMaxPerUser:          r.int(VarStreamMaxPerUser),
+		Fairness:                  queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)},
 		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
 		UploadExpiry:              r.dur(VarUploadExpiry),
 		MaxUploadSize:             r.int64(VarMaxUploadSize),
@@ -486,6 +492,16 @@ func (r *reader) str(name string) string {
 		return v
 	}
 	return defaultOf[string](name)
+}
+
+// slots reads a "name=n,…" list (queue.ParseSlots).
+func (r *reader) slots(name string) map[string]int {
+	m, err := queue.ParseSlots(r.str(name))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+		return map[string]int{}
+	}
+	return m
 }
 
 func (r *reader) int(name string) int {

@@ -8,6 +8,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -31,6 +32,8 @@ const (
 	VarRetryBase                 = "CONVEYOR_RETRY_BASE"
 	VarRetryMax                  = "CONVEYOR_RETRY_MAX"
 	VarParkAfter                 = "CONVEYOR_PARK_AFTER"
+	VarFairSlots                 = "CONVEYOR_FAIR_SLOTS"
+	VarOwnerSlots                = "CONVEYOR_OWNER_SLOTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
 	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
 	VarBreakerCooldown           = "CONVEYOR_BREAKER_COOLDOWN"
@@ -114,6 +117,8 @@ var Vars = []Var{
 	{Name: VarRetryBase, Default: 2 * time.Second, Meaning: "ceiling of the first backoff (full jitter, doubling per attempt)", Rule: "> 0, ≤ `CONVEYOR_RETRY_MAX`"},
 	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},
 	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue (docs/design.md, \"Long waits leave the queue\")", Rule: "> 0"},
+	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups (docs/fairness.md); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open the circuit", Rule: "≥ 1"},
 	{Name: VarBreakerCooldown, Default: 5 * time.Minute, Meaning: "circuit breaker: how long a circuit stays open before one probe", Rule: "> 0"},

@@ -31,10 +31,18 @@ func NewQueueURLs(urls ...string) QueueURLs {
 
 func (q QueueURLs) forARN(arn string) string { return q[arn[strings.LastIndex(arn, ":")+1:]] }
 
-// VisibilityChanger is the part of the SQS client Delay uses.
+// VisibilityChanger is the part of the SQS client a consumer uses: Delay
+// changes a message's visibility; a message that must wait leaves its
+// owner's slot by a send into its job's own group (queue.MoveOut).
 type VisibilityChanger interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
+
+// ErrorBackoff is when a message whose work failed (its outcome could not
+// be recorded) comes back, if it holds an owner's slot: its slot's other
+// jobs wait behind it that long, not a whole visibility timeout.
+const ErrorBackoff = 30 * time.Second
 
 // GroupConcurrency bounds how many message groups of one batch a consumer
 // works on at once.
@@ -106,8 +114,14 @@ type Outcome struct {
 // ConsumeMessages is ConsumeFIFO for the queues' own messages: each body is
 // decoded, and one that does not decode or that accept refuses is dropped
 // loudly (no consumer could ever read it); run gets the message and its
-// receive count (ApproximateReceiveCount; 0 when absent). An error from run leaves the message to come
-// back at the queue's visibility timeout; an Outcome not Done delays it.
+// receive count (ApproximateReceiveCount; 0 when absent). An error from
+// run leaves the message to come back at the queue's visibility timeout
+// (ErrorBackoff in an owner's slot); an Outcome not Done delays it; a
+// message never run comes back after SkippedVisibility.
+//
+// A message in an owner's slot (queue.Fairness), shared with the owner's
+// other jobs, never waits there: before it would, it moves into its job's
+// own group (a copy sent, the original deleted), where it waits alone.
 func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityChanger, urls QueueURLs, log *slog.Logger,
 	accept func(queue.Message) bool, run func(context.Context, queue.Message, int) (Outcome, error)) events.SQSEventResponse {
 	var handled sync.Map // message ids whose visibility was decided by their run
@@ -120,10 +134,22 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		}
 		receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
 		out, err := run(ctx, msg, receives)
+		shared := queue.IsOwnerGroup(m.Attributes["MessageGroupId"])
 		switch {
 		case err != nil:
 			log.WarnContext(ctx, "the message comes back: its work failed", "job_id", msg.JobID, "kind", msg.Kind, "error", err)
+			if shared {
+				Delay(ctx, client, urls, m, ErrorBackoff, log)
+			}
 			return false
+		case !out.Done && shared:
+			url := urls.forARN(m.EventSourceARN)
+			if err := queue.MoveOut(ctx, client, url, msg); err != nil {
+				log.WarnContext(ctx, "could not move a waiting message out of its owner's slot; it waits there", "job_id", msg.JobID, "error", err)
+				Delay(ctx, client, urls, m, out.RetryIn, log)
+				return false
+			}
+			return true
 		case !out.Done:
 			Delay(ctx, client, urls, m, out.RetryIn, log)
 			return false

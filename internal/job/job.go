@@ -235,6 +235,10 @@ type Job struct {
 
 	// Owner is the user id the job belongs to.
 	Owner string `json:"-" dynamodbav:"owner"`
+	// Plan is the owner's plan at submission: it picks the tier and the
+	// owner's share of it (queue.Fairness). Empty on jobs stored before it
+	// was kept.
+	Plan string `json:"-" dynamodbav:"plan,omitempty"`
 	// Hash is the canonical hash of the submission (per owner).
 	Hash string `json:"-" dynamodbav:"hash"`
 	// Version increases with every write; writes are conditional on it.

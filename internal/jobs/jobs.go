@@ -240,6 +240,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Owner:       c.Owner,
+		Plan:        c.Plan,
 		Hash:        hash,
 		QueuedAt:    &now,
 		Enqueues:    1,

@@ -1,11 +1,11 @@
 // Package queue sends work to the tier FIFO queues. A message carries ids
-// only — never media or secrets. Every send of a job is its own message
-// group and has its own deduplication id: one job's retries never hold back
-// another's, a duplicate of one send is dropped, and a resend by recovery is
-// not stuck behind the message of a worker that died (an in-flight message
-// holds back its group until its visibility timeout ends). The order of a
-// job's messages does not matter: the job's state in DynamoDB and the
-// worker's conditional claim decide.
+// only — never media or secrets. Every send of a job has its own
+// deduplication id, so a duplicate of one send is dropped. Its message
+// group is one of its owner's few slots (Fairness): an owner holds at most
+// that many jobs in flight, and every other owner's jobs are delivered
+// alongside; a message that must wait leaves the slot for the job's own
+// group. The order of a job's messages does not matter: the job's state in
+// DynamoDB and the worker's conditional claim decide.
 package queue
 
 import (
@@ -56,12 +56,29 @@ type Message struct {
 	// Endpoint names the owner's webhook endpoint ("whe_…") a delivery
 	// goes to; empty for the job's own webhookUrl.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Own is set on a message moved out of its owner's slot into the
+	// job's own group, to wait there (Moved).
+	Own bool `json:"own,omitempty"`
+	// Move counts the moves of this send (each copy needs its own
+	// deduplication id).
+	Move int `json:"move,omitempty"`
+	// Plan is the owner's plan, which picks the owner's number of slots.
+	// It is not sent: the group carries its effect.
+	Plan string `json:"-"`
 }
 
 // ForJob is the message that sends job id of owner for the send-th time.
 // ForJob is the message that sends j (as stored) to its tier queue.
 func ForJob(j job.Job) Message {
-	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues}
+	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues, Plan: j.Plan}
+}
+
+// Moved is m moved into its job's own group, to wait there without holding
+// back its owner's slot: a copy with its own deduplication id.
+func (m Message) Moved() Message {
+	m.Own = true
+	m.Move++
+	return m
 }
 
 // Decode parses a message body.
@@ -80,21 +97,26 @@ func Decode(body string) (Message, error) {
 type Sender struct {
 	sqs  *sqs.Client
 	urls map[job.Tier]string
+	fair Fairness
 }
 
-// NewSender returns a Sender for the queues at urls.
-func NewSender(client *sqs.Client, urls map[job.Tier]string) *Sender {
-	return &Sender{sqs: client, urls: urls}
+// NewSender returns a Sender for the queues at urls that groups jobs'
+// messages by fair (a zero Fairness: a group per job).
+func NewSender(client *sqs.Client, urls map[job.Tier]string, fair Fairness) *Sender {
+	return &Sender{sqs: client, urls: urls, fair: fair}
 }
 
 // DedupID is the deduplication id of a job's n-th send.
 func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(send) }
 
-// dedupID is m's deduplication id, which is also its message group: a
-// job's send, or a webhook delivery.
+// dedupID is m's deduplication id (and the group of a message in its own
+// group): a job's send (and move), or a webhook delivery.
 func (m Message) dedupID() string {
 	if m.DeliveryID != "" {
 		return m.DeliveryID
+	}
+	if m.Move > 0 {
+		return DedupID(m.JobID, m.Send) + "-m" + strconv.Itoa(m.Move)
 	}
 	return DedupID(m.JobID, m.Send)
 }
@@ -107,7 +129,7 @@ func (s *Sender) url(tier job.Tier) (string, error) {
 	return url, nil
 }
 
-// Send puts m on tier's queue, in the job's message group.
+// Send puts m on tier's queue, in its owner's slot (or its own group).
 func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 	url, err := s.url(tier)
 	if err != nil {
@@ -117,12 +139,11 @@ func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 	if err != nil {
 		return err
 	}
-	dedup := m.dedupID()
 	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:               aws.String(url),
 		MessageBody:            aws.String(string(body)),
-		MessageGroupId:         aws.String(dedup),
-		MessageDeduplicationId: aws.String(dedup),
+		MessageGroupId:         aws.String(s.fair.group(m)),
+		MessageDeduplicationId: aws.String(m.dedupID()),
 	}); err != nil {
 		return fmt.Errorf("sending job %s to the %s queue: %w", m.JobID, tier, err)
 	}
@@ -132,8 +153,7 @@ func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 // MaxBatch is the most messages one SendMessageBatch takes.
 const MaxBatch = 10
 
-// SendBatch puts msgs on tier's queue, each in its own message group as
-// Send does, MaxBatch per request. It returns the error of each message
+// SendBatch puts msgs on tier's queue, each in its group as Send does, MaxBatch per request. It returns the error of each message
 // that was not sent (nil for those that were): a request that failed fails
 // all of its messages, an entry SQS refused fails alone. Sending one again
 // is safe: its deduplication id drops the copy for five minutes.
@@ -155,12 +175,11 @@ func (s *Sender) SendBatch(ctx context.Context, tier job.Tier, msgs []Message) [
 				errs[start+i] = err
 				continue
 			}
-			dedup := m.dedupID()
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
 				Id:                     aws.String(strconv.Itoa(start + i)),
 				MessageBody:            aws.String(string(body)),
-				MessageGroupId:         aws.String(dedup),
-				MessageDeduplicationId: aws.String(dedup),
+				MessageGroupId:         aws.String(s.fair.group(m)),
+				MessageDeduplicationId: aws.String(m.dedupID()),
 			})
 		}
 		if len(entries) == 0 {

@@ -51,7 +51,7 @@ func receiveAll(t *testing.T, c *sqs.Client, url string) []received {
 func TestSendGroupsEachSendApart(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
-	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs)
+	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs, queue.Fairness{})
 	ctx := context.Background()
 	const id = "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 	for _, m := range []queue.Message{
@@ -87,7 +87,7 @@ func TestSendGroupsEachSendApart(t *testing.T) {
 func TestSendToAnUnknownTierFails(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
-	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs)
+	s := queue.NewSender(env.Clients.SQS, env.Res.QueueURLs, queue.Fairness{})
 	err := s.Send(context.Background(), job.Tier("platinum"), queue.Message{Kind: queue.KindPublish, JobID: "job_x", Send: 1})
 	if err == nil || !strings.Contains(err.Error(), "platinum") {
 		t.Fatalf("err = %v, want one naming the tier", err)
@@ -121,7 +121,7 @@ func TestSendBatchSendsTenPerRequest(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	counter := awsclient.NewCounter()
-	s := queue.NewSender(awsclient.New(counter.Attach(env.Config)).SQS, env.Res.QueueURLs)
+	s := queue.NewSender(awsclient.New(counter.Attach(env.Config)).SQS, env.Res.QueueURLs, queue.Fairness{})
 	var msgs []queue.Message
 	for i := range 23 {
 		id := fmt.Sprintf("job_%026d", i)

@@ -42,7 +42,7 @@ func setupRescue(t *testing.T) *rescueBundle {
 	b := &rescueBundle{clk: clock.NewSimulated(time.Now()), sqs: env.Clients.SQS, queues: env.Res.QueueURLs, paused: map[job.Tier]bool{}}
 	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	b.rec = recovery.New(recovery.Config{
-		Store: b.st, Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs),
+		Store: b.st, Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
 		S3: env.Clients.S3, Bucket: env.Res.Definition.Bucket.Name,
 		StuckAfter: stuckAfter, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
 		Paused: func(_ context.Context, tier job.Tier) bool {

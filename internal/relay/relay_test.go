@@ -94,7 +94,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		bus = wrap(bus)
 	}
 	r, err := relay.New(relay.Config{Bus: bus, BusName: def.EventBus, Source: resources.EventSource(def.Env),
-		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs), Webhooks: hooks, Logger: log})
+		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs, queue.Fairness{}), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,7 +688,7 @@ func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
 	}
 	batch := b.streamBatch(t, 10)
 	r, err := relay.New(relay.Config{Bus: bus, BusName: b.def.EventBus, Source: resources.EventSource(b.def.Env),
-		Sender: queue.NewSender(b.env.Clients.SQS, b.env.Res.QueueURLs), Logger: slog.New(slog.DiscardHandler)})
+		Sender: queue.NewSender(b.env.Clients.SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -367,7 +367,6 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 // eventPage is the most events one poll of a job's log reads.
 const eventPage = 100
 
-
 // eventData is what a client receives: the event and the job after it.
 func eventData(ev store.EventRecord) jobevent.Body { return jobevent.BodyOf(ev) }
 

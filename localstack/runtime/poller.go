@@ -47,6 +47,10 @@ type Poller struct {
 	// busy counts the workers between their Paused check and the end of
 	// the receive (and invocation) it allowed.
 	busy atomic.Int32
+	// running counts the workers not waiting for a wake; invoking those
+	// handing a batch to the function; wake wakes a waiting worker.
+	running, invoking atomic.Int32
+	wake              chan struct{}
 }
 
 // Receiving reports how many workers are receiving or handing a batch to
@@ -74,25 +78,32 @@ func (p *Poller) Run(ctx context.Context) {
 	}
 	// Like the event source mapping, poll with one worker while the queue
 	// is idle and add workers while receives come back with messages: an
-	// idle queue costs one long poll per Wait, not one per worker.
-	wake := make(chan struct{}, p.Concurrency)
+	// idle queue costs one long poll per Wait, not one per worker. While
+	// invocations run, one more worker keeps polling as long as there is
+	// capacity (as the mapping's pollers do, apart from the invocations),
+	// so a message that arrives meanwhile — another message group's — is
+	// not held back until a batch ends.
+	p.wake = make(chan struct{}, p.Concurrency)
+	p.running.Store(1)
 	var wg sync.WaitGroup
 	for i := range p.Concurrency {
-		wg.Go(func() { p.worker(ctx, i == 0, wake) })
+		wg.Go(func() { p.worker(ctx, i == 0) })
 	}
 	wg.Wait()
 }
 
-// worker polls. The lead polls all the time; the others wait for a
-// receive that found messages, poll while they find messages, and go back
-// to waiting after an empty receive.
-func (p *Poller) worker(ctx context.Context, lead bool, wake chan struct{}) {
-	idle := !lead
+// worker polls. The first starts polling; the others wait for a wake:
+// a receive that found messages, or an invocation that left no worker
+// polling. A worker goes back to waiting after an empty receive when
+// another worker is polling.
+func (p *Poller) worker(ctx context.Context, first bool) {
+	idle := !first
 	for ctx.Err() == nil {
 		if idle {
 			select {
-			case <-wake:
+			case <-p.wake:
 				idle = false
+				p.running.Add(1)
 			case <-ctx.Done():
 				return
 			}
@@ -110,13 +121,23 @@ func (p *Poller) worker(ctx context.Context, lead bool, wake chan struct{}) {
 			sleep(ctx, p.Wait)
 		}
 		if got > 0 {
-			select {
-			case wake <- struct{}{}: // one more worker joins
-			default:
-			}
-		} else if !lead {
+			p.wakeOne() // one more worker joins
+		} else if p.running.Load()-p.invoking.Load() > 1 {
+			// Another worker polls: this one rests.
 			idle = true
+			p.running.Add(-1)
 		}
+	}
+}
+
+// wakeOne asks an idle worker to poll.
+func (p *Poller) wakeOne() {
+	if p.wake == nil {
+		return
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -149,9 +170,13 @@ func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 		}
 		ev.Records = append(ev.Records, rec)
 	}
+	if p.invoking.Add(1) >= p.running.Load() {
+		p.wakeOne() // no worker is left polling
+	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
 	resp, err := p.invoke(ictx, ev)
 	cancel()
+	p.invoking.Add(-1)
 	if err != nil {
 		// Lambda retries the whole batch: leave every message in flight.
 		p.Logger.WarnContext(ctx, "consumer failed; the batch returns after its visibility timeout", "queue", p.QueueURL, "error", err)

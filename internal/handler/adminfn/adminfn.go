@@ -76,7 +76,7 @@ func NewWith(platform func(handler.Env, *sqs.Client) Platform) func(context.Cont
 func build(env handler.Env, platform func(handler.Env, *sqs.Client) Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	sender := queue.NewSender(sqsc, env.Config.QueueURLs)
+	sender := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness)
 	// Restarts re-queue through the state machine (jobs.Service.Requeue);
 	// nothing here submits, so no kind of job is registered.
 	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &kind.Fronts{}, Env: env.Config.Env,

@@ -43,7 +43,7 @@ func Fronts(st *store.Store, s httpjob.Sealer) *kind.Fronts {
 // of client, accepting the kinds of fronts.
 func NewSubmission(env handler.Env, st *store.Store, client *sqs.Client, fronts *kind.Fronts) *Submission {
 	cfg := env.Config
-	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs), Fronts: fronts}
+	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs, cfg.Fairness), Fronts: fronts}
 	s.Jobs = jobs.New(jobs.Config{
 		Store: st, Sender: s.Sender, Kinds: fronts, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: env.Now, Logger: env.Log(),
 	})

@@ -54,7 +54,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Dynam
 	if err != nil {
 		return nil, err
 	}
-	rel, err := Relay(env, eventbridge.NewFromConfig(env.AWS), queue.NewSender(env.SQS(), cfg.QueueURLs), endpoints)
+	rel, err := Relay(env, eventbridge.NewFromConfig(env.AWS), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,147 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Fairness chooses the message group of a job's message so that, inside a
+// tier, one owner's backlog never holds back another owner's jobs.
+//
+// SQS FIFO delivers one message group in order and holds it while one of
+// its messages is in flight, so the group bounds an owner's jobs in flight:
+// each owner's jobs share a few groups ("slots"), one job per slot at a
+// time, and every other owner's groups are delivered alongside. The slot of
+// a job is a hash of its id, so every send of a job goes to the same slot.
+// An owner's slots come from its plan (PerPlan), or from PerOwner, which
+// an operator sets for a named owner. Zero slots is a group per job: no cap
+// and no fairness (a job's own retries still never block another job). A
+// waiting job does not hold its slot: the consumer moves its message into
+// the job's own group (Own) before it waits (handler.ConsumeMessages).
+type Fairness struct {
+	// PerPlan is the number of slots of an owner on each plan; a plan not
+	// listed has DefaultSlots.
+	PerPlan map[string]int
+	// PerOwner overrides PerPlan for named owners.
+	PerOwner map[string]int
+}
+
+// Defaults.
+const (
+	// DefaultSlots is the slots of an owner whose plan Fairness does not
+	// name (and of jobs submitted before the plan was kept on the job).
+	DefaultSlots = 2
+	// FairSlotsDefault is CONVEYOR_FAIR_SLOTS's default: slots per plan.
+	FairSlotsDefault = "free=2,standard=3,pro=4,corporate=6,enterprise=8"
+	// ownGroupPrefix starts the group of a message moved out of its
+	// owner's slot; ownerGroupPrefix the group of an owner's slot.
+	ownerGroupPrefix = "o:"
+)
+
+// Slots is the number of message groups owner's jobs share.
+func (f Fairness) Slots(owner, plan string) int {
+	if n, ok := f.PerOwner[owner]; ok {
+		return n
+	}
+	if n, ok := f.PerPlan[plan]; ok {
+		return n
+	}
+	if f.PerPlan == nil && f.PerOwner == nil {
+		return 0 // no fairness configured: a group per job
+	}
+	return DefaultSlots
+}
+
+// group is m's message group.
+func (f Fairness) group(m Message) string {
+	if m.DeliveryID != "" || m.Own || m.Owner == "" {
+		return m.dedupID()
+	}
+	n := f.Slots(m.Owner, m.Plan)
+	if n <= 0 {
+		return m.dedupID()
+	}
+	h := fnv.New32a()
+	h.Write([]byte(m.JobID))
+	return OwnerGroup(m.Owner, int(h.Sum32()%uint32(n)))
+}
+
+// OwnerGroup is the message group of owner's slot n. A group id is at most
+// 128 characters: a long owner id is shortened to a hash of it.
+func OwnerGroup(owner string, n int) string {
+	if len(owner) > 96 || strings.ContainsFunc(owner, func(r rune) bool { return r < '!' || r > '~' }) {
+		sum := sha256.Sum256([]byte(owner))
+		owner = "#" + hex.EncodeToString(sum[:16])
+	}
+	return ownerGroupPrefix + owner + ":" + strconv.Itoa(n)
+}
+
+// IsOwnerGroup reports whether group is an owner's slot, shared by several
+// jobs (a message there must not wait in the queue).
+func IsOwnerGroup(group string) bool { return strings.HasPrefix(group, ownerGroupPrefix) }
+
+// ParseSlots reads "name=n,name=n" (CONVEYOR_FAIR_SLOTS,
+// CONVEYOR_OWNER_SLOTS); n ≥ 0.
+func ParseSlots(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		name, v, ok := strings.Cut(pair, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || err != nil || n < 0 || n > 1000 {
+			return nil, fmt.Errorf("%q: want name=slots with 0 ≤ slots ≤ 1000", pair)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// FormatSlots renders slots as ParseSlots reads them, sorted by name.
+func FormatSlots(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+strconv.Itoa(m[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// MessageSender is the part of the SQS client MoveOut uses.
+type MessageSender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// MoveOut sends m's moved copy (Moved) to the queue at url, in its job's
+// own group: the consumer then deletes the original, which leaves its
+// owner's slot free. The copy is delivered at once and, not due, waits by
+// its visibility in a group of its own.
+func MoveOut(ctx context.Context, client MessageSender, url string, m Message) error {
+	if url == "" {
+		return fmt.Errorf("moving job %s: no queue URL", m.JobID)
+	}
+	moved := m.Moved()
+	body, err := json.Marshal(moved)
+	if err != nil {
+		return err
+	}
+	group := moved.dedupID()
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body)),
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(group)}); err != nil {
+		return fmt.Errorf("moving job %s out of its owner's slot: %w", m.JobID, err)
+	}
+	return nil
+}
