@@ -131,13 +131,15 @@ func (b *builder) dlqArns() []*string {
 //     their records and the environment's Scheduler group (schedules.go);
 //     no queue (the ticks' jobs are submitted by recovery), no S3, no KMS.
 //   - publisher: loads, refreshes and stores tokens (Decrypt,
-//     GenerateDataKey), streams media, records progress. It sends no
-//     message (retries are visibility changes on its own queues) and
-//     emits no event (events go through the outbox).
+//     GenerateDataKey), streams media, records progress. The only
+//     message it sends moves a waiting job out of its owner's slot on its
+//     own queue (short retries are visibility changes); it emits no event
+//     (events go through the outbox).
 //   - system: webhook deliveries; no message, no event.
 //   - recovery: sweeps, requeues (every tier: jobs and their webhooks),
-//     relays the outbox to the bus (the only caller of PutEvents),
-//     retention.
+//     retention, schedule ticks (which seal http headers).
+//   - relay: the table's stream to the bus (the only caller of
+//     PutEvents) and the webhooks' queue.
 //   - confirm, stream: reads and one conditional update.
 //   - relay: the bus, the system queue, and the webhook endpoints' summaries
 //     in the table (relay.go).
@@ -182,6 +184,9 @@ func (b *builder) permissions() {
 			// granted by the event sources.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
+			// A message that must wait leaves its owner's slot: a copy is
+			// sent into its job's own group (queue.MoveOut) on its queue.
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.High, job.Medium, job.Low)...)
 			// Decrypt opens an account's tokens and an http job's headers;
 			// GenerateDataKey re-seals rotated tokens.
 			b.kms(fn, "kms:Decrypt", secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders)

@@ -1099,9 +1099,9 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket",
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
-			"secretsmanager:GetSecretValue"}),
+			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
-		resources.FuncRecovery: concat(logs, rw, []string{"s3:DeleteObject", "sqs:SendMessage"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"kms:GenerateDataKey", "s3:DeleteObject", "sqs:SendMessage"}),
 		// The stream read (granted by the event source), PutEvents,
 		// SendMessage to the system tier and the on-failure queue only, and
 		// the endpoint summaries (read, rebuilt).
@@ -1117,7 +1117,8 @@ func TestLeastPrivilege(t *testing.T) {
 			"kms:Decrypt": {secrets.PurposeWebhookSigning}},
 		resources.FuncPublisher: {"kms:Decrypt": {secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders},
 			"kms:GenerateDataKey": {secrets.PurposeAccountToken}},
-		resources.FuncSystem: {"kms:Decrypt": {secrets.PurposeWebhookSigning}, "kms:GenerateDataKey": {secrets.PurposeWebhookSigning}},
+		resources.FuncSystem:   {"kms:Decrypt": {secrets.PurposeWebhookSigning}, "kms:GenerateDataKey": {secrets.PurposeWebhookSigning}},
+		resources.FuncRecovery: {"kms:GenerateDataKey": {secrets.PurposeHTTPHeaders}},
 	}
 	for fn := range want {
 		sort.Strings(want[fn])
