@@ -117,7 +117,7 @@ var Vars = []Var{
 	{Name: VarRetryBase, Default: 2 * time.Second, Meaning: "ceiling of the first backoff (full jitter, doubling per attempt)", Rule: "> 0, ≤ `CONVEYOR_RETRY_MAX`"},
 	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},
 	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue (docs/design.md, \"Long waits leave the queue\")", Rule: "> 0"},
-	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups (docs/fairness.md); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](docs/fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open the circuit", Rule: "≥ 1"},
