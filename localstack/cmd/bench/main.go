@@ -204,6 +204,8 @@ type result struct {
 	BacklogRequestsTotal float64            `json:"backlog_requests_per_job_total,omitempty"`
 	BacklogDrainPerS     float64            `json:"backlog_drain_jobs_per_s,omitempty"`
 	BacklogFirstStartMs  float64            `json:"backlog_first_start_ms,omitempty"`
+	// Noisy is the noisy-neighbour figure (-noisy jobs; 0: skipped).
+	Noisy *noisyResult `json:"noisy_neighbour,omitempty"`
 }
 
 // cpuSample is the processor time used so far by each part of the stack.
@@ -248,11 +250,12 @@ func main() {
 	coldRuns := flag.Int("coldstart-runs", 15, "interleaved cold starts per function and for the hello world")
 	coldBase := flag.String("coldstart-baseline", "", "a git revision whose functions are built too and started in the same interleaved cold-start runs, reported as <name>@<revision> (before/after on one machine in one run)")
 	archive := flag.Bool("event-archive", true, "keep the bus's event archive, as deployed (false: delete it from the bench's emulator before the jobs, to measure the event lag without moto's cost of archiving)")
+	noisy := flag.Int("noisy", 100, "noisy-neighbour phase: jobs a free owner queues at once while another free owner's 10 jobs are timed (0: skip)")
 	backlog := flag.Int("backlog", 200, "jobs submitted while the job tiers are paused, then drained at once: a backlog's requests per job (full receive and delete batches), printed apart (0: skip)")
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
-	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog}
+	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -291,6 +294,7 @@ type opts struct {
 	archive            bool
 	rate               float64
 	backlog            int
+	noisy              int
 }
 
 func progress(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
@@ -580,6 +584,14 @@ func run(o opts) error {
 		if err := e.backlogPhase(ctx, o.backlog, &res); err != nil {
 			return err
 		}
+	}
+
+	if o.noisy > 0 {
+		nr, err := e.noisyPhase(ctx, o.noisy, 10, 100*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		res.Noisy = &nr
 	}
 
 	var slow phase
@@ -1117,6 +1129,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
 	fmt.Fprintf(w, ")\n\n")
+	if r.Noisy != nil {
+		r.Noisy.print(w)
+	}
 	if r.BacklogJobs > 0 {
 		fmt.Fprintf(w, "A backlog: %d jobs submitted to paused tiers, then resumed (the mappings receive full batches)\n", r.BacklogJobs)
 		fmt.Fprintf(w, "  AWS requests per job\t%.3f (receive %.3f, delete %.3f, PutEvents %.3f)\n", r.BacklogRequestsTotal,
