@@ -51,7 +51,7 @@ func ValidPlan(p string) bool {
 	return false
 }
 
-// Leeway is the clock skew tolerated on exp (and nbf).
+// Leeway is the clock skew tolerated on exp, nbf and iat.
 const Leeway = 30 * time.Second
 
 // MaxTokenLength bounds the size of a token Verify will parse.
@@ -177,6 +177,7 @@ func NewVerifierFunc(key KeyFunc, now func() time.Time) *Verifier {
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(), // a token issued in the future (beyond the leeway) is refused
 			jwt.WithLeeway(Leeway),
 			jwt.WithTimeFunc(now),
 		),
@@ -310,6 +311,8 @@ func reason(err error) string {
 		return "token expired"
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return "token not valid yet"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "token issued in the future"
 	}
 	return "invalid token"
 }

@@ -82,6 +82,7 @@ func TestVerifyRefuses(t *testing.T) {
 		{"wrong secret", "Bearer " + signed(t, jwt.SigningMethodHS256, []byte("another-secret"), claims(nil)), "bad signature"},
 		{"expired beyond the leeway", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"exp": now.Add(-Leeway - time.Second).Unix()})), "token expired"},
 		{"not valid yet", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), "token not valid yet"},
+		{"issued in the future", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"iat": now.Add(Leeway + time.Minute).Unix()})), "token issued in the future"},
 		{"missing exp", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"exp": nil})), "exp is required"},
 		{"exp not a number", "Bearer " + forged(`{"alg":"HS256","typ":"JWT"}`, `{"sub":"u1","role":"user","exp":"tomorrow"}`, secret), "malformed token"},
 		{"missing sub", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"sub": nil})), "sub is required"},
