@@ -276,7 +276,7 @@ func (b *builder) uploadBucket() {
 			Id:             jsii.String("browser-presigned-put"),
 			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
 			AllowedOrigins: jsii.Strings(bk.CORSOrigins...),
-			AllowedHeaders: jsii.Strings("Content-Type", "Content-Length"),
+			AllowedHeaders: jsii.Strings("Content-Type", "Content-Length", "Content-Disposition"),
 			ExposedHeaders: jsii.Strings("ETag"),
 			MaxAge:         jsii.Number(3600),
 		}},

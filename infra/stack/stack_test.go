@@ -411,7 +411,7 @@ func TestBucket(t *testing.T) {
 				"CorsConfiguration": map[string]any{"CorsRules": []any{obj(map[string]any{
 					"AllowedMethods": []any{"PUT"},
 					"AllowedOrigins": toAny(bk.CORSOrigins),
-					"AllowedHeaders": []any{"Content-Type", "Content-Length"},
+					"AllowedHeaders": []any{"Content-Type", "Content-Length", "Content-Disposition"},
 				})}},
 				"LifecycleConfiguration": map[string]any{"Rules": arrayWith(
 					obj(map[string]any{"Prefix": bk.UploadPrefix, "ExpirationInDays": bk.UploadObjectExpiry.Hours() / 24, "Status": "Enabled"}),
