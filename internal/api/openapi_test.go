@@ -265,6 +265,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 // here, and on one listed here but not documented.
 var serviceStatuses = map[string][]string{
 	"healthz":           {"503"},        // a dependency does not answer
+	"getConnection":     {"404"},        // no connected account
 	"confirmUpload":     {"422"},        // upload_missing
 	"submitJob":         {"200", "422"}, // the same active job; upload or account unusable
 	"cancelJob":         {"409"},        // invalid_transition
