@@ -273,7 +273,7 @@ var serviceStatuses = map[string][]string{
 	"createSchedule":    {"422", "503"}, // schedule_limit; scheduler_unavailable
 	"adminRestartItem":  {"409"},        // item_published, invalid_transition
 	"createWebhook":     {"422"},        // webhook_limit
-	"adminResetBreaker": {"400"},        // a key over MaxBreakerKey
+	"adminResetBreaker": {"400", "404"}, // a key over MaxBreakerKey; a key no breaker has
 }
 
 // checkDocumented holds a routed operation's documentation against what the
