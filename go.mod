@@ -23,6 +23,7 @@ require (
 	github.com/spf13/cobra v1.9.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.33.0
+	golang.org/x/text v0.41.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

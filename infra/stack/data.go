@@ -307,7 +307,7 @@ func (b *builder) uploadCORS() *[]*awss3.CorsRule {
 		Id:             jsii.String("browser-presigned-put"),
 		AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
 		AllowedOrigins: jsii.Strings(origins...),
-		AllowedHeaders: jsii.Strings("Content-Type", "Content-Length"),
+		AllowedHeaders: jsii.Strings("Content-Type", "Content-Length", "Content-Disposition"),
 		ExposedHeaders: jsii.Strings("ETag"),
 		MaxAge:         jsii.Number(3600),
 	}}

@@ -452,7 +452,7 @@ func uploadCORS(origins []string) any {
 	return map[string]any{"CorsRules": []any{obj(map[string]any{
 		"AllowedMethods": []any{"PUT"},
 		"AllowedOrigins": toAny(origins),
-		"AllowedHeaders": []any{"Content-Type", "Content-Length"},
+		"AllowedHeaders": []any{"Content-Type", "Content-Length", "Content-Disposition"},
 	})}}
 }
 

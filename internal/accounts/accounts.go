@@ -197,6 +197,39 @@ func (s *Service) Connect(ctx context.Context, owner string, req ConnectRequest)
 	return nil
 }
 
+// Connection is a user's connection as the user sees it: which provider,
+// since when, and until when the access token held for it works — never a
+// token.
+type Connection struct {
+	Provider string `json:"provider"`
+	// Connected is true: a connection that exists is connected (a refresh
+	// token the provider refuses shows on the jobs that need it, as
+	// account_reconnect_required; reconnecting replaces it).
+	Connected bool `json:"connected"`
+	// ExpiresAt is when the access token held for the account expires;
+	// null when none is held yet. Jobs refresh it as they need it.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// ConnectedAt is when the tokens were given (PUT), UpdatedAt when they
+	// last changed (a connection or a refresh).
+	ConnectedAt time.Time `json:"connectedAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// Connection returns owner's connection, or store.ErrNotFound when owner
+// has connected no account.
+func (s *Service) Connection(ctx context.Context, owner string) (Connection, error) {
+	a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
+	if err != nil {
+		return Connection{}, err
+	}
+	c := Connection{Provider: a.Provider, Connected: true, ConnectedAt: a.ConnectedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+	if a.AccessExpiresAt != nil {
+		exp := a.AccessExpiresAt.UTC()
+		c.ExpiresAt = &exp
+	}
+	return c, nil
+}
+
 // Connected reports whether owner has connected an account.
 func (s *Service) Connected(ctx context.Context, owner string) (bool, error) {
 	_, err := s.cfg.Store.GetAccount(ctx, owner, Provider)

@@ -2,8 +2,11 @@ package accounts_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,6 +225,42 @@ func TestForceRefreshReplacesARejectedToken(t *testing.T) {
 	}
 	if n := b.sim.Stats().Refreshes; n != 1 {
 		t.Errorf("refreshes = %d, want 1", n)
+	}
+}
+
+// TestConnectionShowsTheStateNeverAToken: a user reads their
+// connection — provider, since when, until when its access token works —
+// and no token; none connected is store.ErrNotFound.
+func TestConnectionShowsTheStateNeverAToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	svc := b.service(nil)
+	if _, err := svc.Connection(ctx, "u-none"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("no connection: %v, want store.ErrNotFound", err)
+	}
+	rt := b.sim.MintRefreshToken()
+	if err := svc.Connect(ctx, "u-conn", accounts.ConnectRequest{Provider: accounts.Provider, RefreshToken: rt}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.Connection(ctx, "u-conn")
+	if err != nil || c.Provider != accounts.Provider || !c.Connected || c.ExpiresAt != nil || c.ConnectedAt.IsZero() {
+		t.Fatalf("before a refresh: %+v, %v", c, err)
+	}
+	tok, err := svc.AccessToken(ctx, "u-conn") // refreshes: an access token is now held
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = svc.Connection(ctx, "u-conn")
+	if err != nil || c.ExpiresAt == nil || !c.ExpiresAt.After(time.Now()) || c.UpdatedAt.Before(c.ConnectedAt) {
+		t.Fatalf("after a refresh: %+v, %v", c, err)
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), tok) || strings.Contains(string(raw), rt) || strings.Contains(strings.ToLower(string(raw)), "token") {
+		t.Errorf("the connection shows a token: %s", raw)
 	}
 }
 

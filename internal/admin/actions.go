@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
@@ -17,20 +20,49 @@ type Skipped struct {
 	Reason string `json:"reason"`
 }
 
-// Restarted is the answer of a bulk restart.
+// Reasons a bulk call skips a job for, beside "job is <status>" (a
+// transition its state does not allow).
+const (
+	ReasonNotAJobID = "not a job id"
+	ReasonNotFound  = "not found"
+	ReasonInternal  = "internal error; try again"
+)
+
+// Selection is what a bulk call by filter selected: how many jobs matched
+// when it looked, the most it acts on, and the ids it took (newest
+// created first). In a dry run nothing else happens.
+type Selection struct {
+	DryRun  bool     `json:"dryRun"`
+	Matched int      `json:"matched"`
+	Limit   int      `json:"limit"`
+	JobIDs  []string `json:"jobIds"`
+}
+
+// Restarted is the answer of a bulk restart; Selection is set for one by
+// filter.
 type Restarted struct {
 	Restarted []string  `json:"restarted"`
 	Skipped   []Skipped `json:"skipped"`
+	*Selection
 }
 
-// Stopped is the answer of a bulk stop.
+// Stopped is the answer of a bulk stop; Selection is set for one by
+// filter.
 type Stopped struct {
 	Stopped []string  `json:"stopped"`
 	Skipped []Skipped `json:"skipped"`
+	*Selection
 }
 
 // StopCode is the error code a stopped job carries.
 const StopCode = "stopped"
+
+// Restartable and Stoppable are the statuses a bulk restart and a bulk
+// stop act on; a bulk call by filter names one of them.
+var (
+	Restartable = []job.Status{job.Failed, job.Cancelled, job.Stale}
+	Stoppable   = []job.Status{job.Scheduled, job.Queued, job.Running}
+)
 
 // outcome is what happened to one job of a bulk call.
 type outcome struct {
@@ -38,8 +70,10 @@ type outcome struct {
 	reason string
 }
 
-// bulk applies fn to every id (BulkConcurrency at once) and sorts the ids
-// into done and skipped, in the order given.
+// bulk applies fn to every job id of in (BulkConcurrency at once) and
+// sorts them into done and skipped, in the order given: entries that are
+// no job id are skipped (ReasonNotAJobID), as are the ids fn refuses, each
+// with its reason; the others are done.
 func (s *Service) bulk(ctx context.Context, what string, in []string, fn func(ctx context.Context, id string) error) ([]string, []Skipped, error) {
 	jobIDs, err := checkIDs(in)
 	if err != nil {
@@ -47,18 +81,22 @@ func (s *Service) bulk(ctx context.Context, what string, in []string, fn func(ct
 	}
 	res := make([]outcome, len(jobIDs))
 	parallel(len(jobIDs), BulkConcurrency, func(i int) {
+		if !ids.Valid(ids.Job, jobIDs[i]) {
+			res[i] = outcome{reason: ReasonNotAJobID}
+			return
+		}
 		err := fn(ctx, jobIDs[i])
 		var te *job.TransitionError
 		switch {
 		case err == nil:
 			res[i] = outcome{done: true}
 		case errors.Is(err, store.ErrNotFound):
-			res[i] = outcome{reason: "not found"}
+			res[i] = outcome{reason: ReasonNotFound}
 		case errors.As(err, &te):
 			res[i] = outcome{reason: "job is " + string(te.From)}
 		default:
 			s.cfg.Logger.ErrorContext(ctx, what+" failed", "job_id", jobIDs[i], "error", err)
-			res[i] = outcome{reason: "internal error; try again"}
+			res[i] = outcome{reason: ReasonInternal}
 		}
 	})
 	done, skipped := []string{}, []Skipped{}
@@ -72,14 +110,24 @@ func (s *Service) bulk(ctx context.Context, what string, in []string, fn func(ct
 	return done, skipped, nil
 }
 
+// restart re-queues one job through the state machine.
+func (s *Service) restart(ctx context.Context, id string) error {
+	_, err := s.cfg.Jobs.Requeue(ctx, id, job.Retry)
+	return err
+}
+
+// stop cancels one job with the error code "stopped".
+func (s *Service) stop(ctx context.Context, id string) error {
+	_, err := s.cfg.Jobs.Stop(ctx, id, &job.Error{Code: StopCode, Message: "stopped by an operator", Retryable: true})
+	return err
+}
+
 // RestartJobs re-queues every failed, cancelled or stale job of jobIDs:
 // published items and completed phases are kept, the rest runs again.
-// Other jobs are skipped with the reason.
+// Other jobs are skipped with the reason, as are entries that are no job
+// id: one bad id never holds back the others.
 func (s *Service) RestartJobs(ctx context.Context, jobIDs []string, by string) (Restarted, error) {
-	done, skipped, err := s.bulk(ctx, "restarting a job", jobIDs, func(ctx context.Context, id string) error {
-		_, err := s.cfg.Jobs.Requeue(ctx, id, job.Retry)
-		return err
-	})
+	done, skipped, err := s.bulk(ctx, "restarting a job", jobIDs, s.restart)
 	if err != nil {
 		return Restarted{}, err
 	}
@@ -92,17 +140,118 @@ func (s *Service) RestartJobs(ctx context.Context, jobIDs []string, by string) (
 // still in the queue then has no effect (the publisher drops messages of
 // cancelled jobs) and a running worker makes no call after it (it finishes
 // the call in flight, records it and releases the job). Finished jobs are
-// skipped with the reason.
+// skipped with the reason, as are entries that are no job id.
 func (s *Service) StopJobs(ctx context.Context, jobIDs []string, by string) (Stopped, error) {
-	done, skipped, err := s.bulk(ctx, "stopping a job", jobIDs, func(ctx context.Context, id string) error {
-		_, err := s.cfg.Jobs.Stop(ctx, id, &job.Error{Code: StopCode, Message: "stopped by an operator", Retryable: true})
-		return err
-	})
+	done, skipped, err := s.bulk(ctx, "stopping a job", jobIDs, s.stop)
 	if err != nil {
 		return Stopped{}, err
 	}
 	s.cfg.Logger.InfoContext(ctx, "jobs stopped by an operator", "by", by, "stopped", len(done), "skipped", len(skipped))
 	return Stopped{Stopped: done, Skipped: skipped}, nil
+}
+
+// RestartMatching restarts the jobs f selects (as RestartJobs does), at
+// most limit (nil: MaxBulk) per call, newest created first; f.Status must
+// be one of Restartable. A restarted job leaves the filter's status, so
+// calling again until Matched is 0 goes through every match. With dryRun
+// nothing changes: the answer says how many match and which this call
+// would take.
+func (s *Service) RestartMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Restarted, error) {
+	sel, err := s.selectJobs(ctx, f, limit, dryRun, Restartable)
+	if err != nil {
+		return Restarted{}, err
+	}
+	out := Restarted{Restarted: []string{}, Skipped: []Skipped{}, Selection: &sel}
+	if dryRun || len(sel.JobIDs) == 0 {
+		return out, nil
+	}
+	if out.Restarted, out.Skipped, err = s.bulk(ctx, "restarting a job", sel.JobIDs, s.restart); err != nil {
+		return Restarted{}, err
+	}
+	s.cfg.Logger.InfoContext(ctx, "jobs restarted by an operator, by filter", "by", by, "filter", f.String(),
+		"matched", sel.Matched, "restarted", len(out.Restarted), "skipped", len(out.Skipped))
+	return out, nil
+}
+
+// StopMatching stops the jobs f selects (as StopJobs does), at most limit
+// (nil: MaxBulk) per call, newest created first; f.Status must be one of
+// Stoppable. dryRun as for RestartMatching.
+func (s *Service) StopMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Stopped, error) {
+	sel, err := s.selectJobs(ctx, f, limit, dryRun, Stoppable)
+	if err != nil {
+		return Stopped{}, err
+	}
+	out := Stopped{Stopped: []string{}, Skipped: []Skipped{}, Selection: &sel}
+	if dryRun || len(sel.JobIDs) == 0 {
+		return out, nil
+	}
+	if out.Stopped, out.Skipped, err = s.bulk(ctx, "stopping a job", sel.JobIDs, s.stop); err != nil {
+		return Stopped{}, err
+	}
+	s.cfg.Logger.InfoContext(ctx, "jobs stopped by an operator, by filter", "by", by, "filter", f.String(),
+		"matched", sel.Matched, "stopped", len(out.Stopped), "skipped", len(out.Skipped))
+	return out, nil
+}
+
+// selectJobs validates a bulk call's filter and limit and reads, from the
+// inspector's indexes, the first limit jobs it selects and how many it
+// selects in all.
+func (s *Service) selectJobs(ctx context.Context, f Filter, limit *int, dryRun bool, statuses []job.Status) (Selection, error) {
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		names[i] = string(st)
+	}
+	if f.Status == "" {
+		return Selection{}, invalid.Field("filter.status", "is required: one of "+strings.Join(names, ", "))
+	}
+	q, err := SearchRequest{Status: f.Status, Tier: f.Tier, Owner: f.Owner, Type: f.Type, ErrorCode: f.ErrorCode}.query()
+	if err != nil {
+		return Selection{}, invalid.Under("filter", err)
+	}
+	if !slices.Contains(statuses, q.Status) {
+		return Selection{}, invalid.Field("filter.status", "must be one of "+strings.Join(names, ", "))
+	}
+	q.Limit = MaxBulk
+	if limit != nil {
+		if *limit < 1 || *limit > MaxBulk {
+			return Selection{}, invalid.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxBulk))
+		}
+		q.Limit = *limit
+	}
+	jobs, _, err := s.cfg.Store.SearchJobs(ctx, q)
+	if err != nil {
+		return Selection{}, err
+	}
+	total, err := s.cfg.Store.CountSearch(ctx, q)
+	if err != nil {
+		return Selection{}, err
+	}
+	sel := Selection{DryRun: dryRun, Matched: total, Limit: q.Limit, JobIDs: make([]string, 0, len(jobs))}
+	for _, j := range jobs {
+		sel.JobIDs = append(sel.JobIDs, j.ID)
+	}
+	return sel, nil
+}
+
+// Filter selects jobs for a bulk call by filter: the inspector's filters
+// (Search), every one optional but Status.
+type Filter struct {
+	Status    string `json:"status"`
+	Tier      string `json:"tier,omitempty"`
+	ErrorCode string `json:"errorCode,omitempty"`
+	Type      string `json:"type,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+}
+
+// String is the filter for a log line.
+func (f Filter) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"status", f.Status}, {"tier", f.Tier}, {"errorCode", f.ErrorCode}, {"type", f.Type}, {"owner", f.Owner}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // RestartItem restarts one unfinished item (failed, pending or uploaded) of

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/breaker"
-	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -195,8 +194,10 @@ func (s *Service) Tiers() []job.Tier {
 	return out
 }
 
-// checkIDs validates a bulk call's job ids: 1 to MaxBulk, each a job id;
-// duplicates are dropped, the order kept.
+// checkIDs validates a bulk call's job ids: 1 to MaxBulk entries;
+// duplicates are dropped, the order kept. An entry that is no job id is
+// kept too, for bulk to skip with the reason: one bad id never fails the
+// call for the others.
 func checkIDs(in []string) ([]string, error) {
 	switch {
 	case len(in) == 0:
@@ -205,10 +206,7 @@ func checkIDs(in []string) ([]string, error) {
 		return nil, invalid.Field("jobIds", fmt.Sprintf("must hold at most %d job ids", MaxBulk))
 	}
 	out := make([]string, 0, len(in))
-	for i, id := range in {
-		if !ids.Valid(ids.Job, id) {
-			return nil, invalid.Field(fmt.Sprintf("jobIds[%d]", i), "is not a job id")
-		}
+	for _, id := range in {
 		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
@@ -273,10 +271,24 @@ func (s *Service) Breakers(ctx context.Context) ([]BreakerView, error) {
 // MaxBreakerKey bounds a breaker key's length.
 const MaxBreakerKey = 256
 
-// ResetBreaker closes key's breaker and forgets its failures (idempotent).
+// ErrUnknownBreaker is ResetBreaker's answer for a key no breaker has: a
+// key is known while its breaker has a record (Breakers lists them); any
+// other is closed with no failures already, and most likely mistyped.
+var ErrUnknownBreaker = errors.New("no breaker has this key")
+
+// ResetBreaker closes key's breaker and forgets its failures, or returns
+// ErrUnknownBreaker when no breaker has the key (so a second reset of the
+// same key is ErrUnknownBreaker too: there is nothing left to reset).
 func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
 	if key == "" || len(key) > MaxBreakerKey {
 		return invalid.Field("key", fmt.Sprintf("must be 1 to %d characters", MaxBreakerKey))
+	}
+	recs, err := s.cfg.Breakers.List(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(recs, func(r breaker.Record) bool { return r.Key == key }) {
+		return ErrUnknownBreaker
 	}
 	if err := s.cfg.Breakers.Reset(ctx, key); err != nil {
 		return err

@@ -39,8 +39,8 @@ func TestCheckIDs(t *testing.T) {
 		{"none", nil, nil, "jobIds"},
 		{"empty", []string{}, nil, "jobIds"},
 		{"too many", many, nil, "jobIds"},
-		{"junk", []string{a, "job_../../x"}, nil, "jobIds[1]"},
-		{"an upload id", []string{"upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, nil, "jobIds[0]"},
+		{"junk is kept, for bulk to skip", []string{a, "job_../../x"}, []string{a, "job_../../x"}, ""},
+		{"an upload id is kept, for bulk to skip", []string{"upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, []string{"upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, ""},
 		{"duplicates dropped, order kept", []string{b, a, b}, []string{b, a}, ""},
 		{"exactly the maximum", many[:MaxBulk], []string{a}, ""},
 	}

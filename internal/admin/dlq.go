@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -147,6 +148,13 @@ func (s *Service) DLQRedrive(ctx context.Context, tier string, jobIDs []string, 
 		list, err := checkIDs(jobIDs)
 		if err != nil {
 			return Redriven{}, err
+		}
+		// A redrive answers a count, not each id: an entry that is no job
+		// id is refused rather than silently matching nothing.
+		for i, id := range jobIDs {
+			if !ids.Valid(ids.Job, id) {
+				return Redriven{}, invalid.Field(fmt.Sprintf("jobIds[%d]", i), "is not a job id")
+			}
 		}
 		r.JobIDs = map[string]bool{}
 		for _, id := range list {

@@ -56,41 +56,9 @@ type SearchResult struct {
 // store/inspect.go for which filter uses which index). Cursors are bound to
 // the query; a cursor of another query is store.ErrBadCursor.
 func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, error) {
-	q := store.SearchQuery{Limit: SearchLimitDefault, Cursor: r.Cursor, Owner: r.Owner, Type: r.Type, ErrorCode: r.ErrorCode}
-	if r.Status != "" {
-		st, err := job.ParseStatus(r.Status)
-		if err != nil {
-			return SearchResult{}, invalid.Field("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale")
-		}
-		q.Status = st
-	}
-	if r.Tier != "" {
-		t, err := job.ParseTier(r.Tier)
-		if err != nil {
-			return SearchResult{}, invalid.Field("tier", "must be one of high, medium, low, system")
-		}
-		q.Tier = t
-	}
-	for _, f := range []struct{ name, v string }{{"owner", r.Owner}, {"type", r.Type}, {"errorCode", r.ErrorCode}} {
-		if utf8.RuneCountInString(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
-			return SearchResult{}, invalid.Field(f.name, fmt.Sprintf("must be at most %d printable characters", MaxFilterLength))
-		}
-	}
-	for _, t := range []struct {
-		name, v string
-		out     *time.Time
-	}{{"createdFrom", r.CreatedFrom, &q.CreatedFrom}, {"createdTo", r.CreatedTo, &q.CreatedTo}} {
-		if t.v == "" {
-			continue
-		}
-		v, err := time.Parse(time.RFC3339Nano, t.v)
-		if err != nil {
-			return SearchResult{}, invalid.Field(t.name, "must be an RFC 3339 time")
-		}
-		*t.out = v
-	}
-	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && q.CreatedTo.Before(q.CreatedFrom) {
-		return SearchResult{}, invalid.Field("createdTo", "must not be before createdFrom")
+	q, err := r.query()
+	if err != nil {
+		return SearchResult{}, err
 	}
 	if r.Limit != nil {
 		if *r.Limit < 0 || *r.Limit > MaxSearchLimit {
@@ -122,6 +90,48 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) (SearchResult, er
 	}
 	res.Total = total
 	return res, nil
+}
+
+// query validates r's filters and window (not its limit) into the store's
+// query, with the default page size.
+func (r SearchRequest) query() (store.SearchQuery, error) {
+	q := store.SearchQuery{Limit: SearchLimitDefault, Cursor: r.Cursor, Owner: r.Owner, Type: r.Type, ErrorCode: r.ErrorCode}
+	if r.Status != "" {
+		st, err := job.ParseStatus(r.Status)
+		if err != nil {
+			return store.SearchQuery{}, invalid.Field("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, stale")
+		}
+		q.Status = st
+	}
+	if r.Tier != "" {
+		t, err := job.ParseTier(r.Tier)
+		if err != nil {
+			return store.SearchQuery{}, invalid.Field("tier", "must be one of high, medium, low, system")
+		}
+		q.Tier = t
+	}
+	for _, f := range []struct{ name, v string }{{"owner", r.Owner}, {"type", r.Type}, {"errorCode", r.ErrorCode}} {
+		if utf8.RuneCountInString(f.v) > MaxFilterLength || strings.ContainsFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+			return store.SearchQuery{}, invalid.Field(f.name, fmt.Sprintf("must be at most %d printable characters", MaxFilterLength))
+		}
+	}
+	for _, t := range []struct {
+		name, v string
+		out     *time.Time
+	}{{"createdFrom", r.CreatedFrom, &q.CreatedFrom}, {"createdTo", r.CreatedTo, &q.CreatedTo}} {
+		if t.v == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339Nano, t.v)
+		if err != nil {
+			return store.SearchQuery{}, invalid.Field(t.name, "must be an RFC 3339 time")
+		}
+		*t.out = v
+	}
+	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && q.CreatedTo.Before(q.CreatedFrom) {
+		return store.SearchQuery{}, invalid.Field("createdTo", "must not be before createdFrom")
+	}
+	return q, nil
 }
 
 // JobWithEvents is any user's job with its owner and its persisted events,

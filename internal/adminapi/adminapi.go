@@ -43,20 +43,30 @@ func Register(rt *httpapi.Router, svc *admin.Service) {
 
 type adminRoutes struct{ svc *admin.Service }
 
-// jobIDsBody is the body of the bulk calls.
-type jobIDsBody struct {
-	JobIDs []string `json:"jobIds"`
+// bulkBody is the body of the bulk calls: jobIds, or a filter served from
+// the inspector's indexes (with an optional limit per call and dryRun).
+// A member given null is absent.
+type bulkBody struct {
+	JobIDs []string      `json:"jobIds"`
+	Filter *admin.Filter `json:"filter"`
+	Limit  *int          `json:"limit"`
+	DryRun *bool         `json:"dryRun"`
 }
 
-func decodeJobIDs(r *httpapi.Request) ([]string, error) {
-	var body jobIDsBody
+func decodeBulk(r *httpapi.Request) (bulkBody, error) {
+	var body bulkBody
 	if err := httpapi.Decode(r, &body); err != nil {
-		return nil, err
+		return body, err
 	}
-	if body.JobIDs == nil {
-		return nil, httpapi.BadRequest("jobIds", "jobIds is required")
+	switch {
+	case body.JobIDs == nil && body.Filter == nil:
+		return body, httpapi.BadRequest("jobIds", "jobIds or filter is required")
+	case body.JobIDs != nil && body.Filter != nil:
+		return body, httpapi.BadRequest("filter", "give jobIds or filter, not both")
+	case body.JobIDs != nil && (body.Limit != nil || body.DryRun != nil):
+		return body, httpapi.BadRequest("jobIds", "limit and dryRun go with a filter, not with jobIds")
 	}
-	return body.JobIDs, nil
+	return body, nil
 }
 
 func (a adminRoutes) overview(r *httpapi.Request) (httpapi.Response, error) {
@@ -68,11 +78,16 @@ func (a adminRoutes) overview(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (a adminRoutes) restartJobs(r *httpapi.Request) (httpapi.Response, error) {
-	ids, err := decodeJobIDs(r)
+	body, err := decodeBulk(r)
 	if err != nil {
 		return httpapi.Response{}, err
 	}
-	res, err := a.svc.RestartJobs(r.Ctx, ids, r.Claims.Subject)
+	var res admin.Restarted
+	if body.Filter != nil {
+		res, err = a.svc.RestartMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+	} else {
+		res, err = a.svc.RestartJobs(r.Ctx, body.JobIDs, r.Claims.Subject)
+	}
 	if err != nil {
 		return httpapi.Response{}, clientError(err)
 	}
@@ -80,11 +95,16 @@ func (a adminRoutes) restartJobs(r *httpapi.Request) (httpapi.Response, error) {
 }
 
 func (a adminRoutes) stopJobs(r *httpapi.Request) (httpapi.Response, error) {
-	ids, err := decodeJobIDs(r)
+	body, err := decodeBulk(r)
 	if err != nil {
 		return httpapi.Response{}, err
 	}
-	res, err := a.svc.StopJobs(r.Ctx, ids, r.Claims.Subject)
+	var res admin.Stopped
+	if body.Filter != nil {
+		res, err = a.svc.StopMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+	} else {
+		res, err = a.svc.StopJobs(r.Ctx, body.JobIDs, r.Claims.Subject)
+	}
 	if err != nil {
 		return httpapi.Response{}, clientError(err)
 	}
@@ -232,6 +252,8 @@ func clientError(err error) error {
 		return httpapi.Conflict("invalid_transition", transition.Error())
 	case errors.As(err, &conflict):
 		return httpapi.Conflict(conflict.Code, conflict.Message)
+	case errors.Is(err, admin.ErrUnknownBreaker):
+		return httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "no breaker has this key (GET /v1/admin/breakers lists them)")
 	case errors.Is(err, admin.ErrUnknownTier):
 		return httpapi.Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
 	case errors.Is(err, store.ErrNotFound):

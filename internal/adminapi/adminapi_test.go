@@ -2,6 +2,7 @@ package adminapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -129,6 +131,10 @@ func TestAdminRoles(t *testing.T) {
 		{"POST", "/v1/admin/tiers/medium/resume", nil, 200},
 		{"POST", "/v1/admin/breakers/host:example.com/reset", nil, 200},
 	}
+	// The breaker the admin resets (a key without one is 404).
+	if err := ab.Stack.App.Breaker.Record(context.Background(), breaker.RateLimited, time.Minute, "host:example.com"); err != nil {
+		t.Fatal(err)
+	}
 	for _, rd := range reads {
 		t.Run("read "+rd.path, func(t *testing.T) {
 			if r := ab.call(rd.method, rd.path, user, nil); r.Status != 403 || r.ErrorCode() != "forbidden" {
@@ -212,18 +218,30 @@ func TestAdminBadInput(t *testing.T) {
 		{"restart without body", "POST", "/v1/admin/jobs/restart", nil, 415, ""},
 		{"restart empty jobIds", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{}}, 400, "jobIds"},
 		{"restart no jobIds", "POST", "/v1/admin/jobs/restart", map[string]any{}, 400, "jobIds"},
-		{"restart junk id", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{id, "../etc"}}, 400, "jobIds[1]"},
+		{"restart ids and a filter", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{id}, "filter": map[string]any{"status": "failed"}}, 400, "filter"},
+		{"restart a limit with ids", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []string{id}, "limit": 5}, 400, "jobIds"},
+		{"restart a filter without status", "POST", "/v1/admin/jobs/restart", map[string]any{"filter": map[string]any{"tier": "low"}}, 400, "filter.status"},
+		{"restart a filter of running jobs", "POST", "/v1/admin/jobs/restart", map[string]any{"filter": map[string]any{"status": "running"}}, 400, "filter.status"},
+		{"stop a filter of failed jobs", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "failed"}}, 400, "filter.status"},
+		{"stop a filter of an unknown status", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "done"}}, 400, "filter.status"},
+		{"stop a filter of an unknown tier", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "queued", "tier": "urgent"}}, 400, "filter.tier"},
+		{"stop a filter with an unknown member", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "queued", "colour": "red"}}, 400, "filter.colour"},
+		{"stop a filter's limit zero", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "queued"}, "limit": 0}, 400, "limit"},
+		{"stop a filter's limit too big", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "queued"}, "limit": 101}, 400, "limit"},
 		{"restart too many", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": make([]string, 101)}, 400, "jobIds"},
 		{"stop jobIds not a list", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": id}, 400, ""},
 		{"stop unknown field", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": []string{id}, "force": true}, 400, ""},
 		{"stop not JSON", "POST", "/v1/admin/jobs/stop", "{nope", 400, ""},
 		{"redrive empty jobIds", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"jobIds": []string{}}, 400, "jobIds"},
+		{"redrive junk id", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"jobIds": []string{id, "../etc"}}, 400, "jobIds[1]"},
+		{"stop ids and dryRun false", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": []string{id}, "dryRun": false}, 400, "jobIds"},
 		{"redrive negative max", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"max": -1}, 400, "max"},
 		{"item of an unknown job", "POST", "/v1/admin/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa/items/itm_aaaaaaaaaaaaaaaaaaaaaaaaaa/restart", nil, 404, ""},
 		{"unknown item", "POST", "/v1/admin/jobs/" + id + "/items/itm_aaaaaaaaaaaaaaaaaaaaaaaaaa/restart", nil, 404, ""},
 		{"junk item", "POST", "/v1/admin/jobs/" + id + "/items/nope/restart", nil, 404, ""},
 		{"item of an active job", "POST", "/v1/admin/jobs/" + id + "/items/" + ab.firstItem(id) + "/restart", nil, 409, ""},
 		{"breaker key too long", "POST", "/v1/admin/breakers/" + strings.Repeat("k", 300) + "/reset", nil, 400, "key"},
+		{"breaker key no breaker has", "POST", "/v1/admin/breakers/host:nowhere.example/reset", nil, 404, ""},
 		{"wrong method", "DELETE", "/v1/admin/overview", nil, 405, ""},
 	}
 	for _, tt := range tests {
@@ -241,12 +259,116 @@ func TestAdminBadInput(t *testing.T) {
 			}
 		})
 	}
-	// Bulk calls skip what they cannot do, with the reason.
-	r := ab.Must(ab.call("POST", "/v1/admin/jobs/restart", ab.admin, map[string]any{"jobIds": []string{id, id, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}), 200)
+	// Bulk calls skip what they cannot do, with the reason; an entry that
+	// is no job id is one of them.
+	r := ab.Must(ab.call("POST", "/v1/admin/jobs/restart", ab.admin, map[string]any{"jobIds": []string{id, id, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "../etc"}}), 200)
 	if got := string(r.Raw); !strings.Contains(got, `"restarted":[]`) ||
 		!strings.Contains(got, `{"id":"`+id+`","reason":"job is queued"}`) ||
-		!strings.Contains(got, `{"id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","reason":"not found"}`) {
-		t.Errorf("restart of an active and an unknown job: %s", got)
+		!strings.Contains(got, `{"id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","reason":"not found"}`) ||
+		!strings.Contains(got, `{"id":"../etc","reason":"not a job id"}`) || strings.Contains(got, "dryRun") {
+		t.Errorf("restart of an active, an unknown and a malformed job: %s", got)
+	}
+}
+
+// bulkResult is the answer of a bulk call.
+type bulkResult struct {
+	Restarted []string        `json:"restarted"`
+	Stopped   []string        `json:"stopped"`
+	Skipped   []admin.Skipped `json:"skipped"`
+	DryRun    *bool           `json:"dryRun"`
+	Matched   *int            `json:"matched"`
+	Limit     *int            `json:"limit"`
+	JobIDs    []string        `json:"jobIds"`
+}
+
+func (ab *adminBundle) bulk(path string, body any) bulkResult {
+	ab.T.Helper()
+	r := ab.Must(ab.call("POST", path, ab.admin, body), 200)
+	var out bulkResult
+	if err := json.Unmarshal(r.Raw, &out); err != nil {
+		ab.T.Fatalf("%s: %v", r.Raw, err)
+	}
+	return out
+}
+
+// TestBulkSkipsOnlyTheBadIDs: a bulk stop or restart by id acts on every
+// good id and skips each bad one with its reason — one that is no job id,
+// an unknown one, one in the wrong state — instead of failing the batch.
+func TestBulkSkipsOnlyTheBadIDs(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	_, a := ab.submit("u-bulk-ids", "free", 1)
+	_, b := ab.submit("u-bulk-ids-2", "free", 1)
+	unknown := "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	got := ab.bulk("/v1/admin/jobs/stop", map[string]any{"jobIds": []string{a, "job_nonexistent", b, unknown, ""}})
+	want := bulkResult{Stopped: []string{a, b}, Skipped: []admin.Skipped{
+		{ID: "job_nonexistent", Reason: "not a job id"}, {ID: unknown, Reason: "not found"}, {ID: "", Reason: "not a job id"},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stop (-want +got):\n%s", diff)
+	}
+	got = ab.bulk("/v1/admin/jobs/restart", map[string]any{"jobIds": []string{"job_nonexistent", a, b}})
+	want = bulkResult{Restarted: []string{a, b}, Skipped: []admin.Skipped{{ID: "job_nonexistent", Reason: "not a job id"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("restart (-want +got):\n%s", diff)
+	}
+}
+
+// TestBulkByFilter: a bulk stop or restart by filter takes its jobs from
+// the inspector's indexes, at most its limit per call (newest first),
+// counts every match, and changes nothing in a dry run; calling again
+// goes on with the rest, since a job acted on leaves the filter's status.
+func TestBulkByFilter(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	var mine []string
+	for range 3 {
+		_, id := ab.submit("u-bulk-filter", "free", 1)
+		mine = append(mine, id)
+	}
+	_, other := ab.submit("u-bulk-bystander", "free", 1)
+	slices.Reverse(mine) // newest first
+	queued := map[string]any{"status": "queued", "owner": "u-bulk-filter", "tier": "low", "type": "publish"}
+	yes, no := true, false
+	n := func(v int) *int { return &v }
+
+	dry := ab.bulk("/v1/admin/jobs/stop", map[string]any{"filter": queued, "dryRun": true})
+	if diff := cmp.Diff(bulkResult{Stopped: []string{}, Skipped: []admin.Skipped{}, DryRun: &yes, Matched: n(3), Limit: n(admin.MaxBulk), JobIDs: mine}, dry); diff != "" {
+		t.Errorf("dry run (-want +got):\n%s", diff)
+	}
+	for _, id := range append(slices.Clone(mine), other) {
+		if j, err := ab.Stack.App.Store.GetJob(context.Background(), id); err != nil || j.Status != job.Queued {
+			t.Fatalf("after a dry run, %s is %s (%v)", id, j.Status, err)
+		}
+	}
+	first := ab.bulk("/v1/admin/jobs/stop", map[string]any{"filter": queued, "limit": 2})
+	if diff := cmp.Diff(bulkResult{Stopped: mine[:2], Skipped: []admin.Skipped{}, DryRun: &no, Matched: n(3), Limit: n(2), JobIDs: mine[:2]}, first); diff != "" {
+		t.Errorf("first call (-want +got):\n%s", diff)
+	}
+	second := ab.bulk("/v1/admin/jobs/stop", map[string]any{"filter": queued, "limit": 2})
+	if diff := cmp.Diff(bulkResult{Stopped: mine[2:], Skipped: []admin.Skipped{}, DryRun: &no, Matched: n(1), Limit: n(2), JobIDs: mine[2:]}, second); diff != "" {
+		t.Errorf("second call (-want +got):\n%s", diff)
+	}
+	if done := ab.bulk("/v1/admin/jobs/stop", map[string]any{"filter": queued}); *done.Matched != 0 || len(done.Stopped) != 0 {
+		t.Errorf("third call: %+v, want nothing left", done)
+	}
+	if j, err := ab.Stack.App.Store.GetJob(context.Background(), other); err != nil || j.Status != job.Queued {
+		t.Errorf("another owner's job is %s (%v), want queued", j.Status, err)
+	}
+
+	stopped := map[string]any{"status": "cancelled", "errorCode": admin.StopCode, "owner": "u-bulk-filter"}
+	dry = ab.bulk("/v1/admin/jobs/restart", map[string]any{"filter": stopped, "dryRun": true, "limit": 1})
+	if *dry.Matched != 3 || len(dry.JobIDs) != 1 || len(dry.Restarted) != 0 {
+		t.Errorf("restart dry run: %+v", dry)
+	}
+	all := ab.bulk("/v1/admin/jobs/restart", map[string]any{"filter": stopped})
+	if diff := cmp.Diff(mine, all.Restarted); diff != "" || *all.Matched != 3 {
+		t.Errorf("restart by filter: matched %d (-want +got):\n%s", *all.Matched, diff)
+	}
+	for _, id := range mine {
+		if j, err := ab.Stack.App.Store.GetJob(context.Background(), id); err != nil || j.Status != job.Queued {
+			t.Errorf("restarted %s is %s (%v), want queued", id, j.Status, err)
+		}
 	}
 }
 

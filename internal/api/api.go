@@ -40,6 +40,7 @@ type Services struct {
 func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/healthz", httpapi.Public, s.healthz)
 	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.Writer, s.connectAccount)
+	rt.Handle(http.MethodGet, "/v1/account/connection", httpapi.AnyUser, s.getConnection)
 	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.submitJob)
 	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
@@ -96,6 +97,16 @@ func (s Services) connectAccount(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
+}
+
+// getConnection answers the caller's connection (never a token), 404 when
+// the caller has connected none.
+func (s Services) getConnection(r *httpapi.Request) (httpapi.Response, error) {
+	c, err := s.Accounts.Connection(r.Ctx, r.Claims.Subject)
+	if err != nil {
+		return httpapi.Response{}, clientError(err)
+	}
+	return httpapi.JSON(http.StatusOK, c), nil
 }
 
 func (s Services) submitJob(r *httpapi.Request) (httpapi.Response, error) {

@@ -265,6 +265,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 // here, and on one listed here but not documented.
 var serviceStatuses = map[string][]string{
 	"healthz":           {"503"},        // a dependency does not answer
+	"getConnection":     {"404"},        // no connected account
 	"confirmUpload":     {"422"},        // upload_missing
 	"submitJob":         {"200", "422"}, // the same active job; upload or account unusable
 	"cancelJob":         {"409"},        // invalid_transition
@@ -272,7 +273,7 @@ var serviceStatuses = map[string][]string{
 	"createSchedule":    {"422", "503"}, // schedule_limit; scheduler_unavailable
 	"adminRestartItem":  {"409"},        // item_published, invalid_transition
 	"createWebhook":     {"422"},        // webhook_limit
-	"adminResetBreaker": {"400"},        // a key over MaxBreakerKey
+	"adminResetBreaker": {"400", "404"}, // a key over MaxBreakerKey; a key no breaker has
 }
 
 // checkDocumented holds a routed operation's documentation against what the
@@ -381,8 +382,10 @@ func (fakeSession) Close()                                       {}
 
 // TestAllowMatchesTheSpec: for every path the api function serves, a method
 // the spec does not have is 405 with Allow listing exactly the spec's
-// methods for that path (a literal path such as /v1/uploads/sign is not
-// answered by the methods of /v1/uploads/{id}).
+// methods for that path, and HEAD wherever GET is (a literal path such as
+// /v1/uploads/sign is not answered by the methods of /v1/uploads/{id}); a
+// HEAD where GET is is answered as GET is (here 401, without a token, or
+// 200 for /healthz), never 405.
 func TestAllowMatchesTheSpec(t *testing.T) {
 	t.Parallel()
 	methods := map[string][]string{}
@@ -395,6 +398,10 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 	rt := newRouter()
 	registerAll(rt)
 	for path, want := range methods {
+		hasGet := slices.Contains(want, http.MethodGet)
+		if hasGet && !slices.Contains(want, http.MethodHead) {
+			want = append(want, http.MethodHead)
+		}
 		slices.Sort(want)
 		concrete := braces.ReplaceAllStringFunc(path, func(p string) string {
 			switch p {
@@ -413,6 +420,20 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 			}
 			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Headers["Allow"] != strings.Join(want, ", ") {
 				t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", m, concrete, resp.StatusCode, resp.Headers["Allow"], strings.Join(want, ", "))
+			}
+		}
+		if hasGet {
+			resp, err := rt.Serve(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: concrete,
+				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodHead, Path: concrete}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := http.StatusUnauthorized
+			if path == "/healthz" {
+				want = http.StatusOK
+			}
+			if resp.StatusCode != want || resp.Body != "" {
+				t.Errorf("HEAD %s: %d %q, want %d and no body", concrete, resp.StatusCode, resp.Body, want)
 			}
 		}
 	}

@@ -21,7 +21,8 @@ import (
 // POST /v1/uploads/sign answers and recomputes its signature with the
 // SDK's SigV4 signer from the exact request the client is told to send.
 // The signature matches that request and no other: another Content-Type,
-// another Content-Length or another key gives another signature, which S3
+// another Content-Length, another key, or no Content-Disposition (which
+// names the file in the stored object) gives another signature, which S3
 // refuses (SignatureDoesNotMatch).
 func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 	t.Parallel()
@@ -30,7 +31,7 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 	const size = 12345
 	r := b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "../holiday/My Photo?.jpg", "contentType": "image/jpeg", "size": size}), 201)
 	id := r.Body["uploadId"].(string)
-	wantKey := "uploads/u-signed/" + id + "/My_Photo_.jpg"
+	wantKey := "uploads/u-signed/" + id + "/My Photo_.jpg"
 	if r.Body["key"] != wantKey || r.Body["method"] != http.MethodPut {
 		t.Fatalf("slot = %s %v, want PUT %s", r.Body["method"], r.Body["key"], wantKey)
 	}
@@ -46,14 +47,15 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 		t.Errorf("X-Amz-Expires = %q, want 180 (CONVEYOR_UPLOAD_EXPIRY=3m)", got)
 	}
 	signed := strings.Split(q.Get("X-Amz-SignedHeaders"), ";")
-	for _, h := range []string{"content-length", "content-type", "host"} {
+	for _, h := range []string{"content-disposition", "content-length", "content-type", "host"} {
 		if !slices.Contains(signed, h) {
 			t.Errorf("X-Amz-SignedHeaders = %v, lacks %s", signed, h)
 		}
 	}
 	headers := r.Body["headers"].(map[string]any)
-	if headers["Content-Type"] != "image/jpeg" || headers["Content-Length"] != strconv.Itoa(size) {
-		t.Errorf("headers to send = %v, want Content-Type image/jpeg and Content-Length %d", headers, size)
+	disposition := `attachment; filename="My Photo_.jpg"; filename*=UTF-8''My%20Photo_.jpg`
+	if headers["Content-Type"] != "image/jpeg" || headers["Content-Length"] != strconv.Itoa(size) || headers["Content-Disposition"] != disposition {
+		t.Errorf("headers to send = %v, want Content-Type image/jpeg, Content-Length %d and Content-Disposition %s", headers, size, disposition)
 	}
 
 	// Recompute the signature of the request the client is told to send.
@@ -66,7 +68,7 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("X-Amz-Date: %v", err)
 	}
-	signature := func(key, contentType string, length int64) string {
+	signature := func(key, contentType, disposition string, length int64) string {
 		t.Helper()
 		unsigned := *u
 		uq := u.Query()
@@ -81,6 +83,9 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", contentType)
+		if disposition != "" {
+			req.Header.Set("Content-Disposition", disposition)
+		}
 		req.ContentLength = length
 		got, _, err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).
 			PresignHTTP(context.Background(), creds, req, "UNSIGNED-PAYLOAD", "s3", s3opts.Region, at)
@@ -93,18 +98,20 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 		}
 		return pu.Query().Get("X-Amz-Signature")
 	}
-	if got, want := signature(wantKey, "image/jpeg", size), q.Get("X-Amz-Signature"); got != want {
+	if got, want := signature(wantKey, "image/jpeg", disposition, size), q.Get("X-Amz-Signature"); got != want {
 		t.Fatalf("recomputed signature %s, URL has %s: the URL does not sign the request the client is told to send", got, want)
 	}
 	for _, tc := range []struct {
-		name, key, contentType string
-		length                 int64
+		name, key, contentType, disposition string
+		length                              int64
 	}{
-		{"another type", wantKey, "image/png", size},
-		{"another size", wantKey, "image/jpeg", size + 1},
-		{"another user's key", strings.Replace(wantKey, "u-signed", "u-other", 1), "image/jpeg", size},
+		{"another type", wantKey, "image/png", disposition, size},
+		{"another size", wantKey, "image/jpeg", disposition, size + 1},
+		{"another user's key", strings.Replace(wantKey, "u-signed", "u-other", 1), "image/jpeg", disposition, size},
+		{"no Content-Disposition", wantKey, "image/jpeg", "", size},
+		{"another name", wantKey, "image/jpeg", `attachment; filename="evil.html"`, size},
 	} {
-		if signature(tc.key, tc.contentType, tc.length) == q.Get("X-Amz-Signature") {
+		if signature(tc.key, tc.contentType, tc.disposition, tc.length) == q.Get("X-Amz-Signature") {
 			t.Errorf("%s: same signature, so the URL does not bind it", tc.name)
 		}
 	}

@@ -33,6 +33,7 @@ var contractRoutes = map[string]who{
 	"POST /v1/uploads/{id}/confirm":                   writers,
 	"GET /v1/uploads/{id}":                            everyone,
 	"PUT /v1/account/connection":                      writers,
+	"GET /v1/account/connection":                      everyone,
 	"POST /v1/jobs":                                   writers,
 	"GET /v1/jobs":                                    everyone,
 	"GET /v1/jobs/{id}":                               everyone,

@@ -36,6 +36,30 @@ func (c *Client) StopJobs(ctx context.Context, ids []string) (admin.Stopped, err
 	return r, err
 }
 
+// BulkFilter is a bulk call by filter (docs/operations.md, "Bulk actions
+// by filter"): the jobs Filter selects, at most Limit (nil: admin.MaxBulk);
+// DryRun changes nothing.
+type BulkFilter struct {
+	Filter admin.Filter `json:"filter"`
+	Limit  *int         `json:"limit,omitempty"`
+	DryRun bool         `json:"dryRun,omitempty"`
+}
+
+// RestartMatching calls POST /v1/admin/jobs/restart with a filter; the
+// answer's Selection says what matched and what the call took.
+func (c *Client) RestartMatching(ctx context.Context, f BulkFilter) (admin.Restarted, error) {
+	var r admin.Restarted
+	_, err := c.call(ctx, http.MethodPost, "/v1/admin/jobs/restart", f, &r)
+	return r, err
+}
+
+// StopMatching calls POST /v1/admin/jobs/stop with a filter.
+func (c *Client) StopMatching(ctx context.Context, f BulkFilter) (admin.Stopped, error) {
+	var r admin.Stopped
+	_, err := c.call(ctx, http.MethodPost, "/v1/admin/jobs/stop", f, &r)
+	return r, err
+}
+
 // RestartItem calls POST /v1/admin/jobs/{id}/items/{itemId}/restart.
 func (c *Client) RestartItem(ctx context.Context, jobID, itemID string) (job.Job, error) {
 	return c.jobCall(ctx, http.MethodPost, "/v1/admin/jobs/"+url.PathEscape(jobID)+"/items/"+url.PathEscape(itemID)+"/restart")

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/apiclient"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -271,6 +272,14 @@ func TestAdminCalls(t *testing.T) {
 	if err != nil || len(restarted.Restarted) != 0 || len(restarted.Skipped) != 1 || restarted.Skipped[0].ID != unknownJob {
 		t.Errorf("RestartJobs(unknown) = %+v, %v", restarted, err)
 	}
+	// (The job publishes meanwhile: no job of this owner is failed.)
+	dry, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "failed", Owner: "u-client-admin"}, DryRun: true})
+	if err != nil || dry.Selection == nil || !dry.DryRun || dry.Matched != 0 || dry.Limit != admin.MaxBulk || dry.JobIDs == nil || len(dry.Restarted) != 0 {
+		t.Errorf("RestartMatching(dry run) = %+v %+v, %v", dry, dry.Selection, err)
+	}
+	if _, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "queued"}}); apiclient.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("RestartMatching(queued) = %v, want 400: a restart takes failed, cancelled or stale jobs", err)
+	}
 	if _, err := ops.StopJobs(ctx, []string{}); apiclient.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("StopJobs(no ids) = %v, want 400", err)
 	}
@@ -288,8 +297,14 @@ func TestAdminCalls(t *testing.T) {
 	if _, err := ops.Breakers(ctx); err != nil {
 		t.Errorf("Breakers: %v", err)
 	}
+	if err := b.Stack.App.Breaker.Record(ctx, breaker.RateLimited, time.Minute, "host:example.com"); err != nil {
+		t.Fatal(err)
+	}
 	if r, err := ops.ResetBreaker(ctx, "host:example.com"); err != nil || r.State != "closed" {
 		t.Errorf("ResetBreaker = %+v, %v", r, err)
+	}
+	if _, err := ops.ResetBreaker(ctx, "host:example.com"); apiclient.StatusOf(err) != http.StatusNotFound {
+		t.Errorf("ResetBreaker of a key no breaker has = %v, want 404", err)
 	}
 	if stats, err := ops.Stats(ctx, 2); err != nil || len(stats.Hours) != 2 {
 		t.Errorf("Stats(2) = %+v, %v", stats, err)

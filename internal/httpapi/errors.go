@@ -13,6 +13,9 @@ const (
 	CodeInvalidRequest = "invalid_request"
 	// CodeInvalidJSON: the body is empty, not JSON, or more than one value.
 	CodeInvalidJSON = "invalid_json"
+	// CodeInvalidEncoding: the body is not UTF-8, or escapes half a
+	// surrogate pair: text that would be stored other than it was sent.
+	CodeInvalidEncoding = "invalid_encoding"
 	// CodeInvalidType: a JSON value has the wrong type for its field.
 	CodeInvalidType = "invalid_type"
 	// CodeUnknownField: the body has a member the endpoint does not know.

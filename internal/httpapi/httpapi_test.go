@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +217,15 @@ func TestServeErrors(t *testing.T) {
 		{"null body", event(http.MethodPost, "/things", b.user, `null`), 400, errorDetail{Code: CodeInvalidType, Message: "the body must be an object, not null"}},
 		{"bad time", event(http.MethodPost, "/things", b.user, `{"at":"yesterday"}`), 400, errorDetail{Code: CodeInvalidType}},
 		{"broken base64", badB64, 400, errorDetail{Code: CodeInvalidJSON}},
+		{"invalid UTF-8", base64Event(http.MethodPost, "/things", b.user, []byte("{\"name\":\"ab\xff\"}")), 400,
+			errorDetail{Code: CodeInvalidEncoding, Message: "the body is not valid UTF-8 (at byte 11)"}},
+		{"invalid UTF-8 as text", event(http.MethodPost, "/things", b.user, "{\"name\":\"\xc3\"}"), 400, errorDetail{Code: CodeInvalidEncoding}},
+		{"an encoded surrogate", base64Event(http.MethodPost, "/things", b.user, []byte("{\"name\":\"\xed\xa0\x80\"}")), 400, errorDetail{Code: CodeInvalidEncoding}},
+		{"lone high surrogate escape", event(http.MethodPost, "/things", b.user, `{"name":"x\ud83d"}`), 400,
+			errorDetail{Code: CodeInvalidEncoding, Message: `the body has an unpaired surrogate escape \ud83d (at byte 10)`}},
+		{"high surrogate before a non-surrogate", event(http.MethodPost, "/things", b.user, `{"name":"\ud83d\u0041"}`), 400, errorDetail{Code: CodeInvalidEncoding}},
+		{"lone low surrogate escape", event(http.MethodPost, "/things", b.user, `{"tags":["\uDC31"]}`), 400, errorDetail{Code: CodeInvalidEncoding}},
+		{"reversed pair", event(http.MethodPost, "/things", b.user, `{"name":"\udc31\ud83d"}`), 400, errorDetail{Code: CodeInvalidEncoding}},
 		{"413 by header", event(http.MethodPost, "/things", b.user, `{}`, "Content-Length", "129"), 413, errorDetail{Code: CodePayloadTooLarge, Message: "the body must be at most 128 bytes"}},
 		{"413 by header on a GET", event(http.MethodGet, "/things/1", b.user, ``, "Content-Length", "100000"), 413, errorDetail{Code: CodePayloadTooLarge}},
 		{"413 by actual size", event(http.MethodPost, "/things", b.user, `{"name":"`+strings.Repeat("x", 120)+`"}`), 413, errorDetail{Code: CodePayloadTooLarge}},
@@ -240,7 +251,7 @@ func TestServeErrors(t *testing.T) {
 		{"404 broken escape", event(http.MethodGet, "/things/%zz", b.user, ""), 404, errorDetail{Code: CodeNotFound}},
 		{"404 before auth", event(http.MethodGet, "/nothing", "", ""), 404, errorDetail{Code: CodeNotFound}},
 		{"405 wrong method", event(http.MethodDelete, "/things", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
-		{"405 several methods", event(http.MethodPut, "/things/special", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts GET"}},
+		{"405 several methods", event(http.MethodPut, "/things/special", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts GET, HEAD"}},
 		{"405 a literal path hides the parameter route's methods", event(http.MethodGet, "/things/bulk", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
 		{"405 OPTIONS", event(http.MethodOptions, "/things/bulk", b.user, ""), 405, errorDetail{Code: CodeMethodNotAllowed, Message: "this path accepts POST"}},
 		{"500 panic", event(http.MethodGet, "/boom", "", ""), 500, errorDetail{Code: CodeInternal, Message: "internal error; quote request id req-GET-boom when reporting it"}},
@@ -311,6 +322,10 @@ func TestServeSuccess(t *testing.T) {
 			`{"name":"c","count":0,"tags":null,"params":{"title":"","size":null},"items":null,"at":null}`},
 		{"trailing whitespace", event(http.MethodPost, "/things", b.user, "{\"name\":\"w\"}\n\t "), 201,
 			`{"name":"w","count":0,"tags":null,"params":{"title":"","size":null},"items":null,"at":null}`},
+		{"escaped surrogate pair", event(http.MethodPost, "/things", b.user, `{"name":"\ud83d\udc31 \u00f1 \"\\ud800\\"}`), 201,
+			`{"name":"🐱 ñ \"\\ud800\\","count":0,"tags":null,"params":{"title":"","size":null},"items":null,"at":null}`},
+		{"letters of every script", event(http.MethodPost, "/things", b.user, `{"name":"кот 🐱 ñ"}`), 201,
+			`{"name":"кот 🐱 ñ","count":0,"tags":null,"params":{"title":"","size":null},"items":null,"at":null}`},
 		{"field names in another case", event(http.MethodPost, "/things", b.user, `{"NAME":"n"}`), 201,
 			`{"name":"n","count":0,"tags":null,"params":{"title":"","size":null},"items":null,"at":null}`},
 		{"path parameter, claims and query", event(http.MethodGet, "/things/t1?status=queued&status=failed", b.user, ""), 200, `{"id":"t1","status":"queued","sub":"u-user"}`},
@@ -358,7 +373,7 @@ func TestServeHeaders(t *testing.T) {
 			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-GET-public"}},
 		{"request id generated", noID, map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": ""}},
 		{"Allow on 405", event(http.MethodPost, "/things/t1", b.user, ""),
-			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-POST-things-t1", "Allow": "GET"}},
+			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-POST-things-t1", "Allow": "GET, HEAD"}},
 		{"Allow on 405 lists the literal path's methods only", event(http.MethodDelete, "/things/bulk", b.user, ""),
 			map[string]string{"Content-Type": ContentTypeJSON, "X-Request-Id": "req-DELETE-things-bulk", "Allow": "POST"}},
 		{"WWW-Authenticate on 401", event(http.MethodGet, "/admin", "", ""),
@@ -382,6 +397,64 @@ func TestServeHeaders(t *testing.T) {
 	}
 	if id := serve(t, b.rt, noID).Headers["X-Request-Id"]; !strings.HasPrefix(id, "req_") || len(id) < 20 {
 		t.Errorf("generated request id %q", id)
+	}
+}
+
+// TestHead: HEAD is answered wherever GET is, by the GET route, with the
+// same status and headers as GET (Content-Length the GET body's), and no
+// body; on a path without GET it is 405 like any other method.
+func TestHead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		name, path, tok string
+		status          int
+		allow           string
+	}{
+		{"a user route", "/things/t1?status=queued", b.user, 200, ""},
+		{"a literal route", "/things/special", b.user, 200, ""},
+		{"a public route", "/public", "", 200, ""},
+		{"a route with another content type", "/stream", "", 200, ""},
+		{"no token", "/things/t1", "", 401, ""},
+		{"a user on an admin route", "/admin", b.user, 403, ""},
+		{"an unknown path", "/nothing", b.user, 404, ""},
+		{"a handler's error", "/wrapped", "", 409, ""},
+		{"a path without GET", "/things/bulk", b.user, 405, "POST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			get := serve(t, b.rt, event(http.MethodGet, tc.path, tc.tok, ""))
+			head := serve(t, b.rt, event(http.MethodHead, tc.path, tc.tok, ""))
+			if head.StatusCode != tc.status {
+				t.Fatalf("HEAD %s: %d, want %d (%s)", tc.path, head.StatusCode, tc.status, head.Body)
+			}
+			if head.Body != "" || head.IsBase64Encoded {
+				t.Errorf("HEAD %s has a body: %q", tc.path, head.Body)
+			}
+			if tc.allow != "" {
+				if head.Headers["Allow"] != tc.allow {
+					t.Errorf("Allow = %q, want %q", head.Headers["Allow"], tc.allow)
+				}
+				return
+			}
+			if get.StatusCode != head.StatusCode {
+				t.Errorf("GET %d, HEAD %d", get.StatusCode, head.StatusCode)
+			}
+			want := maps.Clone(get.Headers)
+			want["X-Request-Id"] = "req-HEAD" + strings.TrimPrefix(want["X-Request-Id"], "req-GET")
+			want["Content-Length"] = strconv.Itoa(len(get.Body))
+			if diff := cmp.Diff(want, head.Headers); diff != "" {
+				t.Errorf("HEAD headers (-GET's +HEAD's):\n%s", diff)
+			}
+		})
+	}
+	// An explicit HEAD route wins over GET's.
+	own := setup(t)
+	own.rt.Handle(http.MethodHead, "/public", Public, func(*Request) (Response, error) {
+		return Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
+	})
+	if got := serve(t, own.rt, event(http.MethodHead, "/public", "", "")); got.StatusCode != http.StatusNoContent {
+		t.Errorf("HEAD with its own route: %d, want 204", got.StatusCode)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -166,6 +168,9 @@ func bodySize(ev events.APIGatewayV2HTTPRequest) int64 {
 //   - 413 payload_too_large over the router's limit;
 //   - 400 invalid_json for an empty body, broken JSON or trailing data after
 //     the one JSON value;
+//   - 400 invalid_encoding for a body that is not UTF-8, or a string with an
+//     escaped lone surrogate ("\ud800"): text encoding/json would silently
+//     turn into U+FFFD;
 //   - 400 unknown_field for a member v does not have, naming its path;
 //   - 400 invalid_type for a value of the wrong type, naming its path.
 //
@@ -189,6 +194,9 @@ func DecodeWithLimit(r *Request, v any, limit int64) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(http.StatusBadRequest, CodeInvalidJSON, "the body is empty; it must be a JSON value")
+	}
+	if err := checkUnicode(body); err != nil {
+		return err
 	}
 	body = integralNumbers(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -319,4 +327,60 @@ func describe(t reflect.Type) string {
 		return "an object"
 	}
 	return "a value of another type"
+}
+
+// checkUnicode refuses a body that is not UTF-8, and a JSON string escape
+// of half a surrogate pair ("\ud83d" alone), which is well-formed JSON but
+// no Unicode text (RFC 8259, 8.2; I-JSON, RFC 7493, 2.1): encoding/json
+// would replace either with U+FFFD, storing (and publishing) text the
+// client never sent.
+func checkUnicode(body []byte) *Error {
+	if !utf8.Valid(body) {
+		at := 0
+		for at < len(body) {
+			r, size := utf8.DecodeRune(body[at:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			at += size
+		}
+		return Errorf(http.StatusBadRequest, CodeInvalidEncoding, "the body is not valid UTF-8 (at byte %d)", at)
+	}
+	inString := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			inString = !inString
+		case !inString || c != '\\':
+		case i+1 < len(body) && body[i+1] == 'u':
+			r, ok := hex4(body, i+2)
+			if !ok {
+				i++ // broken escape: the decoder names it
+				continue
+			}
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xdc00:
+				if r2, ok := hex4(body, i+8); ok && body[i+6] == '\\' && body[i+7] == 'u' && r2 >= 0xdc00 && r2 <= 0xdfff {
+					i += 11
+					continue
+				}
+				return Errorf(http.StatusBadRequest, CodeInvalidEncoding, "the body has an unpaired surrogate escape \\u%04x (at byte %d)", r, i)
+			case utf16.IsSurrogate(r):
+				return Errorf(http.StatusBadRequest, CodeInvalidEncoding, "the body has an unpaired surrogate escape \\u%04x (at byte %d)", r, i)
+			}
+			i += 5
+		default:
+			i++ // \" \\ and the other one-character escapes
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits at b[at:].
+func hex4(b []byte, at int) (rune, bool) {
+	if at < 0 || at+4 > len(b) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
+	return rune(n), err == nil
 }

@@ -8,6 +8,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -294,7 +295,9 @@ func match(segs []segment, path []string) (map[string]string, bool) {
 // limit → 413, a handler's *Error as it is, and any other error or panic →
 // 500 with the detail only in the log. Every response carries
 // X-Request-Id and a Content-Type (application/json unless the handler set
-// another).
+// another). HEAD is answered wherever GET is, by the GET route (RFC 9110,
+// 9.3.2): the same status and headers, with the Content-Length of the body
+// GET would send, and no body.
 func (rt *Router) Serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
 	reqID := ev.RequestContext.RequestID
@@ -305,6 +308,9 @@ func (rt *Router) Serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	method := strings.ToUpper(ev.RequestContext.HTTP.Method)
 	pattern, resp := rt.dispatch(req, method)
 	finish(&resp, reqID)
+	if method == http.MethodHead {
+		headless(&resp)
+	}
 
 	level := slog.LevelInfo
 	if resp.StatusCode >= http.StatusInternalServerError {
@@ -360,7 +366,8 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 	return pattern, rt.call(req, best)
 }
 
-// resolve finds the route of path and method. The path is resolved first,
+// resolve finds the route of path and method (the GET route for HEAD,
+// unless a HEAD route is registered). The path is resolved first,
 // then the method (as OpenAPI matches paths: a literal segment beats a
 // parameter). Only the routes of the most specific pattern that matches the
 // path answer it, so a 405 lists exactly that path's methods: GET
@@ -384,6 +391,7 @@ func (rt *Router) resolve(path []string, method string) (best *route, params map
 			shape = r.segs
 		}
 	}
+	var get *candidate
 	for _, c := range found {
 		if !sameShape(c.r.segs, shape) {
 			continue
@@ -391,7 +399,14 @@ func (rt *Router) resolve(path []string, method string) (best *route, params map
 		if c.r.method == method {
 			return c.r, c.params, nil
 		}
+		if c.r.method == http.MethodGet {
+			get = &c
+			allowed = append(allowed, http.MethodHead)
+		}
 		allowed = append(allowed, c.r.method)
+	}
+	if method == http.MethodHead && get != nil {
+		return get.r, get.params, nil
 	}
 	slices.Sort(allowed)
 	return nil, nil, slices.Compact(allowed)
@@ -488,4 +503,19 @@ func finish(resp *Response, reqID string) {
 	if header(resp.Headers, "Content-Type") == "" && len(resp.MultiValueHeaders["Content-Type"]) == 0 {
 		resp.Headers["Content-Type"] = ContentTypeJSON
 	}
+}
+
+// headless turns the answer to a GET into the answer to a HEAD: the same
+// status and headers, the body's length in Content-Length, and no body.
+func headless(resp *Response) {
+	n := len(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
+			n = len(b)
+		}
+	}
+	if header(resp.Headers, "Content-Length") == "" {
+		resp.Headers["Content-Length"] = strconv.Itoa(n)
+	}
+	resp.Body, resp.IsBase64Encoded = "", false
 }

@@ -114,7 +114,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 			return nil, errors.New("must use https")
 		}
 	default:
-		return nil, errors.New("must use https")
+		return nil, errors.New(p.schemes())
 	}
 	if u.User != nil {
 		return nil, errors.New("must not carry credentials")
@@ -142,6 +142,14 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 		}
 	}
 	return u, nil
+}
+
+// schemes says which schemes p accepts, in the words of a refusal.
+func (p Policy) schemes() string {
+	if p.AllowHTTP {
+		return "must use http or https"
+	}
+	return "must use https"
 }
 
 // ParseHost reads host as an IP address in any spelling a resolver or

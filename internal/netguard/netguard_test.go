@@ -72,6 +72,30 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+// TestCheckURLSaysWhatTheModeAccepts: a refused scheme is told the schemes
+// this policy takes — http or https locally, https elsewhere.
+func TestCheckURLSaysWhatTheModeAccepts(t *testing.T) {
+	t.Parallel()
+	local := Policy{AllowHTTP: true, AllowPrivate: true}
+	prod := Policy{Resolver: fakeResolver{}}
+	for _, tt := range []struct {
+		name   string
+		policy Policy
+		url    string
+		want   string
+	}{
+		{"local, ftp", local, "ftp://x", "must use http or https"},
+		{"local, javascript", local, "javascript://x/alert(1)", "must use http or https"},
+		{"production, ftp", prod, "ftp://x", "must use https"},
+		{"production, http", prod, "http://x", "must use https"},
+	} {
+		_, err := tt.policy.CheckURL(context.Background(), tt.url)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: CheckURL(%q) = %v, want %q", tt.name, tt.url, err, tt.want)
+		}
+	}
+}
+
 func TestPublic(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -122,7 +122,9 @@ func (*Front) Normalize(s kind.Spec) (kind.Spec, error) {
 	return out, nil
 }
 
-// Validate checks items and params (400s).
+// Validate checks items and params (400s): the limits, and that the text
+// to be published holds no control or bidirectional characters
+// (invalid.Text).
 func (*Front) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
@@ -153,9 +155,22 @@ func (*Front) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 		}
 		seen[it.UploadID] = true
 	}
+	// What is published is text as it will read: no control characters
+	// (the title's whitespace is already collapsed to spaces; a
+	// description keeps its line breaks), no bidirectional controls.
+	if err := invalid.Text("params.title", p.Title, false); err != nil {
+		return err
+	}
+	if err := invalid.Text("params.description", p.Description, true); err != nil {
+		return err
+	}
 	for i, tag := range p.Tags {
+		field := fmt.Sprintf("params.tags[%d]", i)
 		if utf8.RuneCountInString(tag) > MaxTagLength {
-			return invalid.Field(fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength))
+			return invalid.Field(field, fmt.Sprintf("must be at most %d characters", MaxTagLength))
+		}
+		if err := invalid.Text(field, tag, false); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -45,6 +45,17 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"not an upload id", items("job_x"), `{"title":"t"}`, "items[0].uploadId"},
 		{"twice", items(upl, " "+upl), `{"title":"t"}`, "items[1].uploadId"},
 		{"long tag", items(upl), `{"title":"t","tags":["` + strings.Repeat("x", publishjob.MaxTagLength+1) + `"]}`, "params.tags[0]"},
+		{"letters of any script", items(upl), `{"title":"кот 🐱 ñ","description":"line one\nline two\r\n\tthree","tags":["猫"]}`, ""},
+		{"whitespace collapsed in a title", items(upl), `{"title":"a\tb\nc"}`, ""},
+		{"NUL in a title", items(upl), `{"title":"a\u0000b"}`, "params.title"},
+		{"escape in a title", items(upl), `{"title":"\u001b[2Jx"}`, "params.title"},
+		{"C1 control in a title", items(upl), `{"title":"a\u009bb"}`, "params.title"},
+		{"right-to-left override in a title", items(upl), `{"title":"cat\u202egnp.exe"}`, "params.title"},
+		{"isolate in a title", items(upl), `{"title":"\u2067x"}`, "params.title"},
+		{"NUL in a description", items(upl), `{"title":"t","description":"a\u0000"}`, "params.description"},
+		{"mark in a description", items(upl), `{"title":"t","description":"a\u200fb"}`, "params.description"},
+		{"control in a tag", items(upl), `{"title":"t","tags":["a","b\u0007"]}`, "params.tags[1]"},
+		{"override in a tag", items(upl), `{"title":"t","tags":["\u202dx"]}`, "params.tags[0]"},
 	} {
 		spec, err := f.Normalize(kind.Spec{Items: tc.items, Params: json.RawMessage(tc.params)})
 		if err != nil {

@@ -11,10 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -82,36 +80,10 @@ type Signed struct {
 	ExpiresAt time.Time         `json:"expiresAt"`
 }
 
-// SanitizeFilename keeps a safe base name: no directories, no "..", no
-// control characters, at most 100 bytes; it never returns an empty name.
-func SanitizeFilename(name string) string {
-	name = strings.ReplaceAll(name, "\\", "/")
-	name = path.Base("/" + name)
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r == '/' || unicode.IsControl(r) || r == unicode.ReplacementChar:
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r):
-			b.WriteRune(r)
-		default:
-			b.WriteRune('_')
-		}
-	}
-	out := strings.Trim(b.String(), ".")
-	for strings.Contains(out, "..") {
-		out = strings.ReplaceAll(out, "..", ".")
-	}
-	if len(out) > 100 {
-		out = out[len(out)-100:]
-	}
-	if out == "" || out == "_" {
-		out = "file"
-	}
-	return out
-}
-
 // Sign validates the request, stores a pending upload and presigns a PUT
-// bound to the content type and exact size.
+// bound to the content type, the exact size and the Content-Disposition
+// that names the file (ContentDisposition): Headers lists every header the
+// PUT must carry as it is.
 func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Signed, error) {
 	switch {
 	case strings.TrimSpace(req.Filename) == "":
@@ -141,6 +113,9 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 		Key:           aws.String(u.Key),
 		ContentType:   aws.String(u.ContentType),
 		ContentLength: aws.Int64(u.Size),
+		// Signed like the type and size: the client sends it as given in
+		// Headers, and the object keeps its name in UTF-8.
+		ContentDisposition: aws.String(ContentDisposition(u.Filename)),
 	}, s3.WithPresignExpires(s.cfg.Expiry))
 	if err != nil {
 		return Signed{}, fmt.Errorf("presigning upload: %w", err)

@@ -10,8 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -107,7 +110,7 @@ func TestSignBindsTypeSizeAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "uploads/" + owner + "/" + s.UploadID + "/My_Photo.png"; s.Key != want {
+	if want := "uploads/" + owner + "/" + s.UploadID + "/My Photo.png"; s.Key != want {
 		t.Errorf("key = %q, want %q", s.Key, want)
 	}
 	if s.Method != http.MethodPut || s.Headers["Content-Type"] != "image/png" || s.Headers["Content-Length"] != "1234" {
@@ -230,25 +233,135 @@ func TestObjectCreatedIgnoresWhatIsNoSlot(t *testing.T) {
 	}
 }
 
+// TestSanitizeFilename: a name keeps its letters, digits, symbols and safe
+// punctuation in every script, NFC-normalised; directories, "..",
+// controls, bidirectional and other format characters, slash look-alikes
+// and unsafe ASCII punctuation do not survive.
 func TestSanitizeFilename(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"photo.png":           "photo.png",
-		"../../etc/passwd":    "passwd",
-		`C:\Users\me\pic.jpg`: "pic.jpg",
-		"a b&c.png":           "a_b_c.png",
-		"...":                 "file",
-		"":                    "file",
-		"x..y.png":            "x.y.png",
-		"tab\there.png":       "tabhere.png",
-		"ünï.png":             "ünï.png",
+	for _, tc := range []struct{ in, want string }{
+		{"photo.png", "photo.png"},
+		{"кот 🐱 ñ.png", "кот 🐱 ñ.png"},
+		{"кот 🐱 n\u0303.png", "кот 🐱 ñ.png"}, // decomposed ñ: NFC
+		{"Cafe\u0301 e\u0301te\u0301.jpg", "Café été.jpg"},
+		{"猫の写真（１）.webp", "猫の写真（１）.webp"},
+		{"قطة.png", "قطة.png"},
+		{"👩\u200d💻 at work.gif", "👩\u200d💻 at work.gif"},
+		{"../../etc/passwd", "passwd"},
+		{`C:\Users\me\pic.jpg`, "pic.jpg"},
+		{"a b&c.png", "a b&c.png"},
+		{"My Photo?.jpg", "My Photo_.jpg"},
+		{`a"b<c>d|e*f:g%h#i+j.png`, "a_b_c_d_e_f_g_h_i_j.png"},
+		{"...", "file"},
+		{"", "file"},
+		{"x..y.png", "x.y.png"},
+		{"tab\there.png", "tab here.png"},
+		{"  lots   of\u00a0\u3000space  .png", "lots of space .png"},
+		{"nul\x00.png", "nul.png"},
+		{"esc\x1b[31m.png", "esc_31m.png"},
+		{"c1\u0085\u009b.png", "c1.png"},
+		{"cat\u202egnp.exe", "catgnp.exe"},
+		{"\u2066iso\u2069\u200e\u200f\u061c.png", "iso.png"},
+		{"zero\u200bwidth\ufeff.png", "zerowidth.png"},
+		{"a\u2215b\uff0fc\u2044d.png", "a_b_c_d.png"},
+		{"private\ue000.png", "private.png"},
+		{"bad\xffutf8.png", "badutf8.png"},
+		{"ünï.png", "ünï.png"},
 	} {
-		if got := uploads.SanitizeFilename(in); got != want {
-			t.Errorf("SanitizeFilename(%q) = %q, want %q", in, got, want)
+		if got := uploads.SanitizeFilename(tc.in); got != tc.want {
+			t.Errorf("SanitizeFilename(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	long := string(bytes.Repeat([]byte("a"), 300)) + ".png"
-	if got := uploads.SanitizeFilename(long); len(got) != 100 {
-		t.Errorf("a 304-byte name became %d bytes, want 100", len(got))
+	long := strings.Repeat("a", 300) + ".png"
+	if got := uploads.SanitizeFilename(long); len(got) != uploads.MaxFilenameBytes || !strings.HasSuffix(got, "a.png") {
+		t.Errorf("a 304-byte name became %q (%d bytes), want %d bytes ending in .png", got, len(got), uploads.MaxFilenameBytes)
+	}
+	// Cut on a character, never inside one.
+	wide := strings.Repeat("кот", 40) + ".png"
+	if got := uploads.SanitizeFilename(wide); len(got) > uploads.MaxFilenameBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, ".png") {
+		t.Errorf("a long Cyrillic name became %q (%d bytes)", got, len(got))
+	}
+}
+
+// TestContentDisposition: the name in UTF-8 as RFC 8187 filename*, and an
+// ASCII filename beside it; the value itself is ASCII.
+func TestContentDisposition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"photo.png", `attachment; filename="photo.png"; filename*=UTF-8''photo.png`},
+		{"кот 🐱 ñ.png", `attachment; filename="n.png"; filename*=UTF-8''%D0%BA%D0%BE%D1%82%20%F0%9F%90%B1%20%C3%B1.png`},
+		{"Café été.jpg", `attachment; filename="Cafe ete.jpg"; filename*=UTF-8''Caf%C3%A9%20%C3%A9t%C3%A9.jpg`},
+		{"猫.webp", `attachment; filename="file.webp"; filename*=UTF-8''%E7%8C%AB.webp`},
+		{"it's (1).png", `attachment; filename="it's (1).png"; filename*=UTF-8''it%27s%20%281%29.png`},
+	} {
+		got := uploads.ContentDisposition(tc.in)
+		if got != tc.want {
+			t.Errorf("ContentDisposition(%q) =\n  %s\nwant\n  %s", tc.in, got, tc.want)
+		}
+		for _, c := range []byte(got) {
+			if c < 0x20 || c >= 0x7f {
+				t.Errorf("ContentDisposition(%q) has a byte 0x%02x outside printable ASCII", tc.in, c)
+			}
+		}
+		if strings.Contains(got, "  ") {
+			t.Errorf("ContentDisposition(%q) has a double space (SigV4 would fold it)", tc.in)
+		}
+	}
+}
+
+// TestUnicodeNameReachesS3: a name in any script keeps its letters in the
+// key, and the object that the presigned PUT (with exactly the headers
+// Sign lists) stores carries its Content-Disposition; the S3 event of that
+// key confirms the upload.
+func TestUnicodeNameReachesS3(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	owner := testfactory.Owner()
+	img := pngBytes(t)
+	s, err := b.svc.Sign(ctx, owner, uploads.SignRequest{Filename: "кот 🐱 n\u0303.png", ContentType: "image/png", Size: int64(len(img))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "uploads/" + owner + "/" + s.UploadID + "/кот 🐱 ñ.png"; s.Key != want {
+		t.Errorf("key = %q, want %q", s.Key, want)
+	}
+	wantCD := uploads.ContentDisposition("кот 🐱 ñ.png")
+	if s.Headers["Content-Disposition"] != wantCD {
+		t.Errorf("headers to send = %v, want Content-Disposition %q", s.Headers, wantCD)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed := strings.Split(u.Query().Get("X-Amz-SignedHeaders"), ";"); !slices.Contains(signed, "content-disposition") {
+		t.Errorf("Content-Disposition is not signed: %v", signed)
+	}
+	req, err := http.NewRequestWithContext(ctx, s.Method, s.URL, bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range s.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("presigned PUT: %d", resp.StatusCode)
+	}
+	head, err := b.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(s.Key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(head.ContentDisposition); got != wantCD {
+		t.Errorf("the object's Content-Disposition = %q, want %q", got, wantCD)
+	}
+	// S3 events carry the key form-encoded.
+	up, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key)
+	if err != nil || up.Status != store.UploadConfirmed || up.Filename != "кот 🐱 ñ.png" {
+		t.Errorf("after the event: %+v, %v", up, err)
 	}
 }

@@ -345,7 +345,7 @@ func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def r
 		CORSConfiguration: &s3types.CORSConfiguration{CORSRules: []s3types.CORSRule{{
 			AllowedMethods: []string{"PUT"},
 			AllowedOrigins: b.CORSOrigins,
-			AllowedHeaders: []string{"Content-Type", "Content-Length"},
+			AllowedHeaders: []string{"Content-Type", "Content-Length", "Content-Disposition"},
 			MaxAgeSeconds:  aws.Int32(3000),
 		}}},
 	}); err != nil {

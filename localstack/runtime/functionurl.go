@@ -58,20 +58,23 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := urlEvent(r)
 	if err != nil {
-		writeURLError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		WriteError(w, ids.New("req"), eventError(err))
 		return
 	}
+	reqID := ev.RequestContext.RequestID
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		writeURLError(w, http.StatusInternalServerError, "Internal Server Error")
+		WriteError(w, reqID, functionFailed(reqID))
 		return
 	}
 	resp, err := u.Function.InvokeStream(r.Context(), payload)
 	if err != nil {
 		if r.Context().Err() == nil {
-			log.ErrorContext(r.Context(), "function URL invocation failed", "error", err, "request_id", ev.RequestContext.RequestID)
+			log.ErrorContext(r.Context(), "function URL invocation failed", "error", err, "request_id", reqID)
 		}
-		writeURLError(w, http.StatusBadGateway, "Internal Server Error")
+		e := functionFailed(reqID)
+		e.Status = http.StatusBadGateway // a function URL's answer when the function fails
+		WriteError(w, reqID, e)
 		return
 	}
 	defer resp.Body.Close()
@@ -164,12 +167,4 @@ func urlEvent(r *http.Request) (events.LambdaFunctionURLRequest, error) {
 			},
 		},
 	}, nil
-}
-
-// writeURLError answers as a function URL does when the invocation fails.
-func writeURLError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"Message": msg})
-	_, _ = w.Write(b)
 }

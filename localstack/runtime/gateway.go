@@ -11,6 +11,9 @@ package runtime
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 )
 
@@ -29,22 +33,65 @@ import (
 // the handler applies the API's own, smaller limit.
 const MaxGatewayBody = 10 << 20
 
+// ErrBodyTooLarge is Event's error for a body over MaxGatewayBody.
+var ErrBodyTooLarge = errors.New("the body is over the gateway's limit")
+
+// GatewayError is an answer the gateway gives itself, without the
+// function's: a body it will not carry, a function that failed.
+type GatewayError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+// WriteError answers e in the API's error contract,
+// {"error":{"code","message"}}, with X-Request-Id, as every answer of the
+// API is. (API Gateway's own answers in AWS are {"message":"…"} with the
+// id in apigw-requestid; openapi.yaml says which they are. Locally they
+// take the contract's shape, so that a client meets one shape.)
+func WriteError(w http.ResponseWriter, requestID string, e GatewayError) {
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", requestID)
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// eventError is the answer to a request Event could not turn into an
+// event: its body is over the limit (API Gateway's 413) or could not be
+// read (the client went away mid-body: a 400 it will likely never see).
+func eventError(err error) GatewayError {
+	if errors.Is(err, ErrBodyTooLarge) {
+		// The API's own limit is what a client is told: a body this large
+		// is over it too, and the gateway's larger one is no promise.
+		return GatewayError{Status: http.StatusRequestEntityTooLarge, Code: httpapi.CodePayloadTooLarge,
+			Message: fmt.Sprintf("the body must be at most %d bytes", httpapi.MaxBodyDefault)}
+	}
+	return GatewayError{Status: http.StatusBadRequest, Code: httpapi.CodeInvalidRequest, Message: "the body could not be read"}
+}
+
+// functionFailed is the answer when the function did not answer (API
+// Gateway's 500 in AWS, a function URL's 502).
+func functionFailed(requestID string) GatewayError {
+	return GatewayError{Status: http.StatusInternalServerError, Code: httpapi.CodeInternal,
+		Message: "internal error; quote request id " + requestID + " when reporting it"}
+}
+
 // Gateway turns HTTP requests into API Gateway HTTP API (payload v2) events
 // for fn, and fn's responses back into HTTP, as API Gateway does.
 func Gateway(fn Invoker, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ev, err := Event(r)
 		if err != nil {
-			http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
+			WriteError(w, ids.New("req"), eventError(err))
 			return
 		}
 		var resp events.APIGatewayV2HTTPResponse
 		if err := invokeJSON(r.Context(), fn, ev, &resp); err != nil {
 			// API Gateway answers 500 when the function itself fails.
-			log.ErrorContext(r.Context(), "API function failed", "error", err, "request_id", ev.RequestContext.RequestID)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"message":"Internal Server Error"}`)
+			reqID := ev.RequestContext.RequestID
+			log.ErrorContext(r.Context(), "API function failed", "error", err, "request_id", reqID)
+			WriteError(w, reqID, functionFailed(reqID))
 			return
 		}
 		Write(w, resp)
@@ -61,9 +108,8 @@ func RouteByPath(pick func(path string) string, fns map[string]http.Handler) htt
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := fns[pick(r.URL.Path)]
 		if !ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"message":"Internal Server Error"}`)
+			reqID := ids.New("req")
+			WriteError(w, reqID, functionFailed(reqID))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -78,7 +124,7 @@ func Event(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
 		return events.APIGatewayV2HTTPRequest{}, err
 	}
 	if len(body) > MaxGatewayBody {
-		return events.APIGatewayV2HTTPRequest{}, io.ErrShortBuffer
+		return events.APIGatewayV2HTTPRequest{}, ErrBodyTooLarge
 	}
 	headers := map[string]string{}
 	for name, vals := range r.Header {
