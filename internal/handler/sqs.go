@@ -39,10 +39,6 @@ type VisibilityChanger interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// ErrorBackoff is when a message whose work failed (its outcome could not
-// be recorded) comes back, if it holds an owner's slot: its slot's other
-// jobs wait behind it that long, not a whole visibility timeout.
-const ErrorBackoff = 30 * time.Second
 
 // GroupConcurrency bounds how many message groups of one batch a consumer
 // works on at once.
@@ -116,7 +112,7 @@ type Outcome struct {
 // loudly (no consumer could ever read it); run gets the message and its
 // receive count (ApproximateReceiveCount; 0 when absent). An error from
 // run leaves the message to come back at the queue's visibility timeout
-// (ErrorBackoff in an owner's slot); an Outcome not Done delays it; a
+// (holding its slot until then); an Outcome not Done delays it; a
 // message never run comes back after SkippedVisibility.
 //
 // A message in an owner's slot (queue.Fairness), shared with the owner's
@@ -138,9 +134,6 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		switch {
 		case err != nil:
 			log.WarnContext(ctx, "the message comes back: its work failed", "job_id", msg.JobID, "kind", msg.Kind, "error", err)
-			if shared {
-				Delay(ctx, client, urls, m, ErrorBackoff, log)
-			}
 			return false
 		case !out.Done && shared:
 			url := urls.forARN(m.EventSourceARN)
