@@ -73,6 +73,14 @@ func ForJob(j job.Job) Message {
 	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues, Plan: j.Plan}
 }
 
+// Alone is m sent to a group of its own (its deduplication id) rather than
+// its owner's slot: a resend of a stuck job, whose old message may hold
+// the slot until its visibility timeout.
+func (m Message) Alone() Message {
+	m.Own = true
+	return m
+}
+
 // Moved is m moved into its job's own group, to wait there without holding
 // back its owner's slot: a copy with its own deduplication id.
 func (m Message) Moved() Message {

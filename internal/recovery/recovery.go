@@ -105,7 +105,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
 			continue
 		}
-		ok, err := r.requeue(ctx, j.ID, func(j *job.Job) error {
+		ok, err := r.requeue(ctx, j.ID, false, func(j *job.Job) error {
 			if j.Status != job.Scheduled {
 				return errSkip
 			}
@@ -130,7 +130,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 		if r.cfg.Paused != nil && r.cfg.Paused(ctx, j.Tier) {
 			continue
 		}
-		ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
+		ok, err := r.requeue(ctx, j.ID, false, func(cur *job.Job) error {
 			if cur.Waiting == "" || cur.RetryAt == nil || cur.RetryAt.After(now) {
 				return errSkip
 			}
@@ -164,7 +164,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 			}
 			res.Orphans++
 			failed := false
-			ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
+			ok, err := r.requeue(ctx, j.ID, true, func(cur *job.Job) error {
 				if !r.stuck(cur, stuckBefore, now) {
 					return errSkip
 				}
@@ -244,7 +244,7 @@ var errSkip = errors.New("skip")
 // requeue applies change to the job and, if the status is then queued,
 // sends it with a fresh deduplication id. Only the writer that wins the
 // conditional write sends. It reports whether this run made the change.
-func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job) error) (bool, error) {
+func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change func(*job.Job) error) (bool, error) {
 	j, err := r.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
 		if err := change(j); err != nil {
 			return err
@@ -262,6 +262,13 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		return false, err
 	}
 	log := r.cfg.Logger.With("job_id", j.ID, "tier", j.Tier)
+	msg := queue.ForJob(j)
+	if alone {
+		// A stuck job's old message may still hold its owner's slot (a
+		// worker that died keeps it in flight until its visibility
+		// timeout): the resend goes to a group of its own.
+		msg = msg.Alone()
+	}
 	if j.Status != job.Queued {
 		log.WarnContext(ctx, "stuck job failed: attempts spent", "attempts", j.Attempts)
 		if !j.Unsettled() {
@@ -270,12 +277,12 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		// Its last worker went silent after it may have reached the
 		// external API: one more delivery asks the API what happened and
 		// records it on the failed job's items (the worker's reconcile).
-		if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+		if err := r.cfg.Sender.Send(ctx, j.Tier, msg); err != nil {
 			log.ErrorContext(ctx, "sending the failed job for reconciliation failed; a retry by its owner asks the API", "error", err)
 		}
 		return true, nil
 	}
-	if err := r.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+	if err := r.cfg.Sender.Send(ctx, j.Tier, msg); err != nil {
 		// Still queued: the next run sends it.
 		log.ErrorContext(ctx, "re-enqueue failed; the next run retries", "error", err)
 		return true, nil
