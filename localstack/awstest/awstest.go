@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -41,6 +42,12 @@ var (
 	emulators *emulator.Emulators
 	endpoints awsclient.Endpoints
 	startErr  error
+
+	// transport carries the SDK calls of every configuration Config gives.
+	// Run closes its idle connections once the tests end: emulators that
+	// outlive the package (make test's shared pair) would otherwise keep
+	// them, and their goroutines, open past a goleak check.
+	transport = http.DefaultTransport.(*http.Transport).Clone()
 )
 
 // Main runs the package's tests against the emulators and exits. Use it as
@@ -69,6 +76,7 @@ func (w wrapped) Run() int {
 	code := w.m.Run()
 	mu.Lock()
 	defer mu.Unlock()
+	transport.CloseIdleConnections()
 	_ = emulators.Stop()
 	emulators, running = nil, false
 	return code
@@ -112,7 +120,10 @@ func Endpoints(t testing.TB) awsclient.Endpoints {
 // Config returns an SDK configuration for the emulators.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	return awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
+	cfg := awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
+	// As the SDK's own client: redirects are answers, not followed.
+	cfg.HTTPClient = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return cfg
 }
 
 // Prefix returns a unique, bucket-safe resource name prefix for one test.
