@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
@@ -43,11 +44,12 @@ var (
 	endpoints awsclient.Endpoints
 	startErr  error
 
-	// transport carries the SDK calls of every configuration Config gives.
-	// Run closes its idle connections once the tests end: emulators that
-	// outlive the package (make test's shared pair) would otherwise keep
-	// them, and their goroutines, open past a goleak check.
-	transport = http.DefaultTransport.(*http.Transport).Clone()
+	// transport (the SDK's default one) carries the SDK calls of every
+	// configuration Config gives. Run closes its idle connections once the
+	// tests end: emulators that outlive the package (make test's shared
+	// pair) would otherwise keep them, and their goroutines, open past a
+	// goleak check.
+	transport = awshttp.NewBuildableClient().GetTransport()
 )
 
 // Main runs the package's tests against the emulators and exits. Use it as
