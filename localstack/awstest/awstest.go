@@ -1,8 +1,10 @@
 // Package awstest gives tests real AWS emulators: a package's TestMain calls
-// Main, which starts its own moto and DynamoDB Local processes when
-// AWS_ENDPOINT_URL is not set (or uses the ones AWS_ENDPOINT_URL and
-// AWS_ENDPOINT_URL_DYNAMODB name), and each test gets an isolated,
-// provisioned copy of the resources under a unique name prefix. If an
+// Main, and each test gets an isolated, provisioned copy of the resources
+// under a unique name prefix. With AWS_ENDPOINT_URL set (make test sets it:
+// one moto and one DynamoDB Local serve every package of the run) it uses
+// the emulators AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_DYNAMODB name;
+// without it (`go test ./internal/foo`) the package starts its own pair
+// when its first test asks for them, and stops it after the last. If an
 // emulator cannot start, every test that needs it fails with the reason;
 // none skips.
 package awstest
@@ -15,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
@@ -34,10 +38,18 @@ import (
 
 var (
 	mu        sync.Mutex
+	running   bool // inside Main's Run
+	resolved  bool // endpoints (or startErr) decided
 	emulators *emulator.Emulators
 	endpoints awsclient.Endpoints
 	startErr  error
-	started   bool
+
+	// transport (the SDK's default one) carries the SDK calls of every
+	// configuration Config gives. Run closes its idle connections once the
+	// tests end: emulators that outlive the package (make test's shared
+	// pair) would otherwise keep them, and their goroutines, open past a
+	// goleak check.
+	transport = awshttp.NewBuildableClient().GetTransport()
 )
 
 // Main runs the package's tests against the emulators and exits. Use it as
@@ -46,31 +58,49 @@ var (
 //
 // With AWS_ENDPOINT_URL set it starts nothing: DynamoDB is served at
 // AWS_ENDPOINT_URL_DYNAMODB, or at AWS_ENDPOINT_URL when that is unset (an
-// emulator that serves everything, such as LocalStack).
+// emulator that serves everything, such as LocalStack). Otherwise the
+// package's own emulators start on the first call of Endpoints (a package
+// or a -run selection whose tests need none starts none) and stop when the
+// tests end.
 func Main(m *testing.M) { os.Exit(Wrap(m).Run()) }
 
-// Wrap returns m with the emulators around its Run: started before the
-// tests, stopped after. It serves a TestMain that runs the tests through
-// something else, such as goleak.VerifyTestMain(awstest.Wrap(m)).
+// Wrap returns m with the emulators around its Run: available to the
+// tests, stopped after them. It serves a TestMain that runs the tests
+// through something else, such as goleak.VerifyTestMain(awstest.Wrap(m)).
 func Wrap(m *testing.M) interface{ Run() int } { return wrapped{m} }
 
 type wrapped struct{ m *testing.M }
 
 func (w wrapped) Run() int {
+	mu.Lock()
+	running = true
+	mu.Unlock()
+	code := w.m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	transport.CloseIdleConnections()
+	_ = emulators.Stop()
+	emulators, running = nil, false
+	return code
+}
+
+// resolve decides the endpoints once: the environment's, or those of
+// emulators started now. The caller holds mu.
+func resolve() {
+	if resolved {
+		return
+	}
+	resolved = true
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
 		endpoints = awsclient.Endpoints{Default: ep, DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), emulator.StartTimeoutDefault)
-		emulators, startErr = emulator.StartAll(ctx, emulator.AllOptions{})
-		cancel()
-		if startErr == nil {
-			endpoints = emulators.Endpoints()
-		}
+		return
 	}
-	started = true
-	code := w.m.Run()
-	_ = emulators.Stop()
-	return code
+	ctx, cancel := context.WithTimeout(context.Background(), emulator.StartTimeoutDefault)
+	defer cancel()
+	emulators, startErr = emulator.StartAll(ctx, emulator.AllOptions{})
+	if startErr == nil {
+		endpoints = emulators.Endpoints()
+	}
 }
 
 // Endpoints returns the emulators' URLs, failing the test with the reason
@@ -79,10 +109,11 @@ func Endpoints(t testing.TB) awsclient.Endpoints {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	switch {
-	case !started:
+	if !running {
 		t.Fatal("awstest: the package's TestMain must call awstest.Main(m)")
-	case startErr != nil:
+	}
+	resolve()
+	if startErr != nil {
 		t.Fatalf("awstest: the AWS emulators could not start: %v", startErr)
 	}
 	return endpoints
@@ -91,7 +122,10 @@ func Endpoints(t testing.TB) awsclient.Endpoints {
 // Config returns an SDK configuration for the emulators.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	return awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
+	cfg := awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
+	// As the SDK's own client: redirects are answers, not followed.
+	cfg.HTTPClient = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return cfg
 }
 
 // Prefix returns a unique, bucket-safe resource name prefix for one test.
@@ -128,17 +162,6 @@ func Provision(t testing.TB) Env {
 // Name returns a unique name for an ad-hoc resource in a test.
 func Name(t testing.TB, kind string) string {
 	return fmt.Sprintf("%s-%s", Prefix(t), strings.ToLower(kind))
-}
-
-// PauseEmulator freezes the package's own emulators, moto and DynamoDB
-// Local together, for d (an outage). It fails the test when they are not
-// this package's own processes.
-func PauseEmulator(t testing.TB, d time.Duration) {
-	t.Helper()
-	if emulators == nil {
-		t.Fatal("awstest: the emulators are not ours to pause (AWS_ENDPOINT_URL is set)")
-	}
-	emulators.Pause(d)
 }
 
 // Function is the environment a function of e gets at cold start: the
