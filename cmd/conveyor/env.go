@@ -56,7 +56,15 @@ type common struct {
 	env     string
 	config  string
 	envFile string
+	// as is the user the local stack's token names (commands that act as
+	// a user: jobs submit, events tail, schedules, webhooks).
+	as string
 }
+
+// localUser is who the CLI and the dashboard act as on the local stack
+// unless told otherwise (--as): one user, so that what one submits the
+// other shows.
+const localUser = "local-admin"
 
 // addCommon adds the flags of every command that calls an API to cmd.
 func (c *cli) addCommon(cmd *cobra.Command, envHelp string) *common {
@@ -233,7 +241,11 @@ func (c *cli) local(o *common) target {
 		return t
 	}
 	t.secret = []byte(secret)
-	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: "conveyor-cli", Role: auth.RoleAdmin, ExpiresAt: c.now().Add(time.Hour)})
+	sub := o.as
+	if sub == "" {
+		sub = localUser
+	}
+	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: sub, Role: auth.RoleAdmin, Plan: "pro", ExpiresAt: c.now().Add(time.Hour)})
 	if err != nil {
 		t.err = err
 	}

@@ -62,7 +62,7 @@ func TestUnreachableStackSaysWhatToRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir} // no environments file
-	for _, args := range [][]string{{"overview"}, {"jobs", "list"}, {"jobs", "stop", "job_x"}} {
+	for _, args := range [][]string{{"overview"}, {"jobs", "list"}, {"jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}} {
 		out, stderr, code := runMain(t, home, append(args, "--env", "local", "--env-file", envFile)...)
 		want := "no Conveyor stack answers at " + down.URL + ": start one with `make run`, or pass --env-file (the address came from " + envFile + "; other stacks wrote " + filepath.Join(dir, "env.9090") + ")"
 		// overview prints each environment's error on stdout, the others on stderr
