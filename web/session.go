@@ -13,7 +13,7 @@ import (
 
 // SessionPath is where the local stack's gateway serves the dashboard its
 // session: the app asks it first and signs itself in when it answers.
-const SessionPath = Prefix + "session.json"
+const SessionPath = Prefix + "sign-in.json"
 
 // LocalUser is who the dashboard (and the CLI, by default) acts as on the
 // local stack.

@@ -131,11 +131,11 @@ function start(session: Session): void {
 }
 
 // On the local stack the gateway hands the dashboard a session (an admin
-// token and the stream's origin, GET session.json next to this page); it
+// token and the stream's origin, GET sign-in.json next to this page); it
 // answers 404 anywhere else, and the sign-in form shows.
 async function localSession(): Promise<Session | null> {
   try {
-    const r = await fetch('session.json', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' });
+    const r = await fetch('sign-in.json', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' });
     if (!r.ok) return null;
     const s = (await r.json()) as Partial<Session>;
     if (typeof s.token !== 'string' || !s.token) return null;
