@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/apiclient"
+	jobids "github.com/conveyor/conveyor/internal/ids"
 )
 
 // chunk is how many job ids go in one bulk request (the API's limit).
@@ -19,7 +24,7 @@ const chunk = admin.MaxBulk
 // jobsCmd holds the job commands: the inspector's reads and the bulk actions.
 func (c *cli) jobsCmd() *cobra.Command {
 	cmd := group("jobs", "Find, inspect, restart and stop jobs across users")
-	cmd.AddCommand(c.jobsListCmd(), c.jobsGetCmd(), c.jobsOrphansCmd(), c.jobsActionCmd("restart"), c.jobsActionCmd("stop"))
+	cmd.AddCommand(c.jobsListCmd(), c.jobsGetCmd(), c.jobsOrphansCmd(), c.jobsActionCmd("restart"), c.jobsActionCmd("stop"), c.jobsSubmitCmd())
 	return cmd
 }
 
@@ -70,35 +75,44 @@ func (c *cli) restartItem(ctx context.Context, t target, jobID, item string, asJ
 	return err
 }
 
-// bulk restarts or stops ids by chunks of the API's limit.
-func (c *cli) bulk(ctx context.Context, t target, verb string, ids []string, asJSON bool) error {
-	bar := c.progress(verb, len(ids))
+// bulk restarts or stops ids by chunks of the API's limit. Only the bad
+// ids are skipped, each with its reason: an id that is not a job id is not
+// sent, and an id the API refuses by name (400 on jobIds[i]) is taken out
+// of its chunk, which is sent again without it.
+func (c *cli) bulk(ctx context.Context, t target, verb string, in []string, asJSON bool) error {
+	bar := c.progress(verb, len(in))
 	done := []string{}
 	skipped := []admin.Skipped{}
-	var failed error
-	for start := 0; start < len(ids); start += chunk {
-		part := ids[start:min(start+chunk, len(ids))]
-		var got []string
-		var sk []admin.Skipped
-		var err error
-		if verb == "restart" {
-			var r admin.Restarted
-			r, err = c.api(t).RestartJobs(ctx, part)
-			got, sk = r.Restarted, r.Skipped
-		} else {
-			var r admin.Stopped
-			r, err = c.api(t).StopJobs(ctx, part)
-			got, sk = r.Stopped, r.Skipped
+	var ids []string
+	for _, id := range in {
+		switch {
+		case !jobids.Valid(jobids.Job, id):
+			skipped = append(skipped, admin.Skipped{ID: id, Reason: "not a job id (job_ and 26 letters and digits)"})
+		case !slices.Contains(ids, id):
+			ids = append(ids, id)
 		}
-		if err != nil {
-			failed = fmt.Errorf("%s: %w", t.name, err)
-			for _, id := range ids[start:] {
-				skipped = append(skipped, admin.Skipped{ID: id, Reason: "not sent: " + err.Error()})
+	}
+	var failed error
+	for start := 0; start < len(ids) && failed == nil; start += chunk {
+		part := slices.Clone(ids[start:min(start+chunk, len(ids))])
+		for len(part) > 0 {
+			got, sk, err := c.bulkCall(ctx, t, verb, part)
+			if i, reason, ok := refusedID(err, len(part)); ok {
+				skipped = append(skipped, admin.Skipped{ID: part[i], Reason: reason})
+				part = slices.Delete(part, i, i+1)
+				continue
 			}
+			if err != nil {
+				failed = fmt.Errorf("%s: %w", t.name, friendly(err))
+				for _, id := range append(part, ids[min(start+chunk, len(ids)):]...) {
+					skipped = append(skipped, admin.Skipped{ID: id, Reason: "not sent: " + friendly(err).Error()})
+				}
+				break
+			}
+			done, skipped = append(done, got...), append(skipped, sk...)
 			break
 		}
-		done, skipped = append(done, got...), append(skipped, sk...)
-		bar.set(start + len(part))
+		bar.set(min(start+chunk, len(ids)))
 	}
 	bar.finish()
 	past := map[string]string{"restart": "restarted", "stop": "stopped"}[verb]
@@ -124,6 +138,34 @@ func (c *cli) bulk(ctx context.Context, t target, verb string, ids []string, asJ
 		return errPartial
 	}
 	return nil
+}
+
+// bulkCall sends one chunk.
+func (c *cli) bulkCall(ctx context.Context, t target, verb string, part []string) ([]string, []admin.Skipped, error) {
+	if verb == "restart" {
+		r, err := c.api(t).RestartJobs(ctx, part)
+		return r.Restarted, r.Skipped, err
+	}
+	r, err := c.api(t).StopJobs(ctx, part)
+	return r.Stopped, r.Skipped, err
+}
+
+// refusedID reads a 400 that names one id of the request (field
+// "jobIds[i]"): its index and the API's reason.
+func refusedID(err error, n int) (int, string, bool) {
+	var ae *apiclient.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		return 0, "", false
+	}
+	rest, ok := strings.CutPrefix(ae.Field, "jobIds[")
+	if !ok {
+		return 0, "", false
+	}
+	i, err2 := strconv.Atoi(strings.TrimSuffix(rest, "]"))
+	if err2 != nil || i < 0 || i >= n {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(ae.Message, ae.Field+" "), true
 }
 
 // dlqCmd peeks into or redrives a tier's dead-letter queue.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -452,9 +453,33 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: %d %q %q", code, out, stderr)
 	}
 	out, _, code = runMain(t, nil, "version", "--json")
-	var v struct{ Version string }
-	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version != buildVersion() || v.Version == "" {
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.String() != buildVersion() || v.Version == "" || v.Go == "" {
 		t.Errorf("version --json: %d %q %v", code, out, err)
+	}
+}
+
+// TestVersionFromBuildInfo: the module's version and the commit it was
+// built from, never "(devel)" alone.
+func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
+	stamped := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/conveyor/conveyor", Version: "v0.0.0-20260102150405-0123456789ab+dirty"},
+		Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.time", Value: "2026-01-02T15:04:05Z"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{stamped, "v0.0.0-20260102150405-0123456789ab+dirty (revision 0123456789ab, 2026-01-02T15:04:05Z, modified) go1.26.8"},
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "(devel) (" + noVCS + ") go1.26.8"},
+		{nil, "(devel) (" + noVCS + ")"},
+	} {
+		if got := readVersion(tc.bi).String(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+	raw, _ := json.Marshal(readVersion(stamped))
+	if want := `{"version":"v0.0.0-20260102150405-0123456789ab+dirty","revision":"0123456789abcdef0123456789abcdef01234567","time":"2026-01-02T15:04:05Z","modified":true,"go":"go1.26.8","note":""}`; string(raw) != want {
+		t.Errorf("json %s", raw)
 	}
 }
 
@@ -506,7 +531,7 @@ func TestJSONEverywhere(t *testing.T) {
 		{[]string{"breaker", "list", "--env", "prod-ru", "--config", f.config}, "breakers"},
 		{[]string{"breaker", "reset", "host:www.deviantart.com", "--env", "prod-ru", "--config", f.config}, "key,state"},
 		{[]string{"token", "--sub", "u1"}, "expiresAt,plan,role,sub,token"},
-		{[]string{"version"}, "version"},
+		{[]string{"version"}, "go,modified,note,revision,time,version"},
 	} {
 		env := map[string]string{"CONVEYOR_JWT_SECRET": "s3cret-s3cret-s3cret-s3cret-s3cret"}
 		out, stderr, code := runMain(t, env, append(tc.args, "--json")...)

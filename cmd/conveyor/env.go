@@ -41,7 +41,14 @@ type configFile struct {
 // target is an environment ready to call, or the reason it is not.
 type target struct {
 	name, url, token string
-	err              error
+	// streamURL is the origin of the event streams when it is not url's
+	// (the local stack in binary mode; CONVEYOR_STREAM_URL).
+	streamURL string
+	// envFile is the local stack's env file the url came from.
+	envFile string
+	// secret is the local stack's HS256 key: the CLI mints tokens with it.
+	secret []byte
+	err    error
 }
 
 // common are the flags every remote command takes.
@@ -49,7 +56,15 @@ type common struct {
 	env     string
 	config  string
 	envFile string
+	// as is the user the local stack's token names (commands that act as
+	// a user: jobs submit, events tail, schedules, webhooks).
+	as string
 }
+
+// localUser is who the CLI and the dashboard act as on the local stack
+// unless told otherwise (--as): one user, so that what one submits the
+// other shows.
+const localUser = "local-admin"
 
 // addCommon adds the flags of every command that calls an API to cmd.
 func (c *cli) addCommon(cmd *cobra.Command, envHelp string) *common {
@@ -212,12 +227,25 @@ func (c *cli) local(o *common) target {
 		return file[k]
 	}
 	t.url = strings.TrimRight(get("CONVEYOR_API_URL"), "/")
+	t.streamURL = strings.TrimRight(get("CONVEYOR_STREAM_URL"), "/")
+	if len(file) > 0 {
+		t.envFile = o.envFile
+	}
 	secret := get("CONVEYOR_JWT_SECRET")
 	if t.url == "" || secret == "" {
-		t.err = errors.New("no local stack: run `make run` (it writes .local/env)")
+		msg := fmt.Sprintf("no local stack: %s does not exist; start one with `make run` (it writes .local/env), or pass --env-file", o.envFile)
+		if others := otherEnvFiles(o.envFile); len(others) > 0 {
+			msg += " (other stacks wrote " + strings.Join(others, ", ") + ")"
+		}
+		t.err = errors.New(msg)
 		return t
 	}
-	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: "conveyor-cli", Role: auth.RoleAdmin, ExpiresAt: c.now().Add(time.Hour)})
+	t.secret = []byte(secret)
+	sub := o.as
+	if sub == "" {
+		sub = localUser
+	}
+	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: sub, Role: auth.RoleAdmin, Plan: "pro", ExpiresAt: c.now().Add(time.Hour)})
 	if err != nil {
 		t.err = err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/conveyor/conveyor/localstack/admintest"
@@ -44,4 +45,33 @@ func TestAgainstTwoLocalStacks(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 	golden(t, "overview_local", out)
+}
+
+// TestUnreachableStackSaysWhatToRun: a local env file whose stack is gone,
+// or no env file at all, is told in words, never as a raw dial error.
+func TestUnreachableStackSaysWhatToRun(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(nil)
+	down.Close()
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "env")
+	if err := os.WriteFile(envFile, []byte("export CONVEYOR_API_URL='"+down.URL+"'\nexport CONVEYOR_JWT_SECRET='s3cret'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "env.9090"), []byte("export CONVEYOR_API_URL='http://127.0.0.1:9090'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir} // no environments file
+	for _, args := range [][]string{{"overview"}, {"jobs", "list"}, {"jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}} {
+		out, stderr, code := runMain(t, home, append(args, "--env", "local", "--env-file", envFile)...)
+		want := "no Conveyor stack answers at " + down.URL + ": start one with `make run`, or pass --env-file (the address came from " + envFile + "; other stacks wrote " + filepath.Join(dir, "env.9090") + ")"
+		// overview prints each environment's error on stdout, the others on stderr
+		if code != exitFailure || !strings.Contains(out+stderr, want) || strings.Contains(out+stderr, "dial tcp") {
+			t.Errorf("%v: exit %d\nstdout %q\nstderr %q\nwant %q", args, code, out, stderr, want)
+		}
+	}
+	_, stderr, code := runMain(t, home, "jobs", "list", "--env-file", filepath.Join(dir, "missing"))
+	if code != exitFailure || !strings.Contains(stderr, "start one with `make run`") {
+		t.Errorf("no env file: %d %q", code, stderr)
+	}
 }

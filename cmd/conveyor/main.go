@@ -131,7 +131,7 @@ func exitCode(err error) int {
 // main runs the command, prints its error (if any) to stderr and returns
 // the exit status.
 func (c *cli) main(ctx context.Context, args []string) int {
-	err := c.run(ctx, args)
+	err := friendly(c.run(ctx, args))
 	var ee *exitError
 	var ue *usageError
 	switch {

@@ -111,7 +111,7 @@ func (c *cli) fetchOverviews(ctx context.Context, targets []target) map[string]e
 				}
 			}
 			if err != nil {
-				r.Error = err.Error()
+				r.Error = friendly(err).Error()
 			}
 			mu.Lock()
 			out[t.name] = r

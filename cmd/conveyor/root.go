@@ -11,41 +11,101 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time (-ldflags "-X main.version=v1.2.3"); without
-// it the module's build information answers.
-var version = ""
+// version, commit and commitTime may be set at build time
+// (-ldflags "-X main.version=v1.2.3 -X main.commit=… -X main.commitTime=…");
+// without them the build information answers: the module's version (a
+// pseudo-version from the VCS since Go 1.24) and the vcs.* settings.
+var version, commit, commitTime = "", "", ""
 
-// buildVersion is what --version prints.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
+// versionInfo is what `conveyor version` prints.
+type versionInfo struct {
+	// Version is the module's version: a tag, a pseudo-version
+	// (v0.0.0-20260102150405-abcdef012345), or "(devel)".
+	Version string `json:"version"`
+	// Revision, Time and Modified are the VCS commit the binary was built
+	// from, its time and whether the tree had uncommitted changes; empty
+	// when the build carried no VCS information.
+	Revision string `json:"revision"`
+	Time     string `json:"time"`
+	Modified bool   `json:"modified"`
+	// Go is the toolchain that built it.
+	Go string `json:"go"`
+	// Note says why there is no revision, when there is none.
+	Note string `json:"note"`
+}
+
+// noVCS explains a build without VCS information.
+const noVCS = "built without VCS information (go run, -buildvcs=false, or outside a git checkout); `go build ./cmd/conveyor` in a clone stamps it"
+
+// readVersion reads the build information (bi nil: none was embedded).
+func readVersion(bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: version, Revision: commit, Time: commitTime}
+	if bi != nil {
+		v.Go = bi.GoVersion
+		if v.Version == "" {
+			v.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if v.Revision == "" {
+					v.Revision = s.Value
+				}
+			case "vcs.time":
+				if v.Time == "" {
+					v.Time = s.Value
+				}
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
 			}
 		}
 	}
-	if rev != "" {
+	if v.Version == "" {
+		v.Version = "(devel)"
+	}
+	if v.Revision == "" {
+		v.Note = noVCS
+	}
+	return v
+}
+
+// String is one line: "v0.0.0-2026…-abcdef012345+dirty (revision abcdef012345,
+// 2026-01-02T15:04:05Z, modified) go1.26.8".
+func (v versionInfo) String() string {
+	var parts []string
+	if v.Revision != "" {
+		rev := v.Revision
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		v += " (" + rev + dirty + ")"
+		parts = append(parts, "revision "+rev)
 	}
-	return v + " " + bi.GoVersion
+	if v.Time != "" {
+		parts = append(parts, v.Time)
+	}
+	if v.Modified {
+		parts = append(parts, "modified")
+	}
+	if v.Note != "" {
+		parts = append(parts, v.Note)
+	}
+	s := v.Version
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if v.Go != "" {
+		s += " " + v.Go
+	}
+	return s
+}
+
+// buildVersion is what --version and `version` print.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return readVersion(bi).String()
 }
 
 // root builds the command tree. A group (jobs, dlq, tier, breaker) without
@@ -78,7 +138,7 @@ Exit status: 0 success, 1 failure (the API, or some jobs or environments),
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, command: cmd.CommandPath()}
 	})
-	root.AddCommand(c.tokenCmd(), c.overviewCmd(), c.jobsCmd(), c.dlqCmd(), c.tierCmd(), c.breakerCmd(), c.versionCmd())
+	root.AddCommand(c.tokenCmd(), c.overviewCmd(), c.jobsCmd(), c.dlqCmd(), c.tierCmd(), c.breakerCmd(), c.eventsCmd(), c.schedulesCmd(), c.webhooksCmd(), c.versionCmd())
 	// cobra's completion command (bash, zsh, fish, powershell), made now so
 	// that a missing or unknown shell is a usage error like any group's.
 	root.InitDefaultCompletionCmd()
@@ -176,7 +236,11 @@ func (c *cli) versionCmd() *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return c.printJSON(map[string]string{"version": buildVersion()})
+				bi, ok := debug.ReadBuildInfo()
+				if !ok {
+					bi = nil
+				}
+				return c.printJSON(readVersion(bi))
 			}
 			_, err := fmt.Fprintf(c.stdout, "conveyor %s\n", buildVersion())
 			return err

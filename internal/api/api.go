@@ -44,6 +44,7 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.submitJob)
 	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
+	rt.Handle(http.MethodGet, "/v1/jobs/{id}/attempts", httpapi.AnyUser, s.jobAttempts)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/cancel", httpapi.Writer, s.cancelJob)
 	rt.Handle(http.MethodPost, "/v1/jobs/{id}/retry", httpapi.Writer, s.retryJob)
 	registerWebhooks(rt, s)
@@ -132,6 +133,15 @@ func (s Services) getJob(r *httpapi.Request) (httpapi.Response, error) {
 		return httpapi.Response{}, clientError(err)
 	}
 	return httpapi.JSON(http.StatusOK, j), nil
+}
+
+// jobAttempts answers GET /v1/jobs/{id}/attempts: {"jobId","attempts":[…]}.
+func (s Services) jobAttempts(r *httpapi.Request) (httpapi.Response, error) {
+	as, err := s.Jobs.Attempts(r.Ctx, r.Claims.Subject, r.Params["id"])
+	if err != nil {
+		return httpapi.Response{}, clientError(err)
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{"jobId": r.Params["id"], "attempts": as}), nil
 }
 
 func (s Services) listJobs(r *httpapi.Request) (httpapi.Response, error) {

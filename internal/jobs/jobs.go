@@ -310,6 +310,31 @@ func (s *Service) Get(ctx context.Context, owner, id string) (job.Job, error) {
 	return j, nil
 }
 
+// attemptsPage is how many events one read of the log takes.
+const attemptsPage = 500
+
+// Attempts returns every attempt of the caller's job, read from its event
+// log (job.Attempts), oldest first; ErrNotFound for another user's job.
+func (s *Service) Attempts(ctx context.Context, owner, id string) ([]job.Attempt, error) {
+	if _, err := s.Get(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	var evs []job.LoggedEvent
+	for after := int64(0); ; {
+		recs, err := s.cfg.Store.Events(ctx, id, after, attemptsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			evs = append(evs, job.LoggedEvent{Type: r.Type, At: r.At, Job: r.Job})
+			after = r.Seq
+		}
+		if len(recs) < attemptsPage {
+			return job.Attempts(evs), nil
+		}
+	}
+}
+
 // ListRequest is the query of GET /v1/jobs.
 type ListRequest struct {
 	Status       string

@@ -41,6 +41,7 @@ import (
 	"github.com/conveyor/conveyor/localstack/provision"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/web"
 )
 
 // Options configures Start; the zero value runs the functions in process
@@ -325,6 +326,7 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	if err := s.serveStreams(mux, b.def, opts); err != nil {
 		return err
 	}
+	s.serveDashboardSession(mux)
 	if !opts.DisablePollers {
 		s.startPollers(rctx, b, opts)
 	}
@@ -375,6 +377,18 @@ func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
 		}
 	})
 	return mux
+}
+
+// serveDashboardSession lets the dashboard sign itself in: the gateway (the
+// local stack only; no such route exists in AWS) hands it an admin token
+// and the stream's origin (web.SessionHandler, which refuses outside
+// CONVEYOR_ENV=local).
+func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
+	streams := s.StreamURL
+	if streams == s.APIURL {
+		streams = "" // the page's own origin
+	}
+	mux.Handle("GET "+web.SessionPath, web.SessionHandler(web.LocalSession{Env: s.Config.Env, Secret: s.Config.JWTSecret, StreamURL: streams}))
 }
 
 // serveStreams serves the stream function's URL: its own origin in binary

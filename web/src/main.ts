@@ -2,7 +2,7 @@
 // around hash-routed views, so the same static files work under any path
 // (/dashboard/ locally, the bucket behind the API in AWS).
 
-import { Api, claimsOf, clearSession, loadSession, type Session } from './api.js';
+import { Api, claimsOf, clearSession, loadSession, saveSession, type Session } from './api.js';
 import type { Cleanup, Ctx, View } from './ctx.js';
 import { h, replace } from './dom.js';
 import { Live } from './live.js';
@@ -130,6 +130,36 @@ function start(session: Session): void {
   show();
 }
 
-const saved = loadSession();
-if (saved) start(saved);
-else loginView(app, start);
+// On the local stack the gateway hands the dashboard a session (an admin
+// token and the stream's origin, GET sign-in.json next to this page); it
+// answers 404 anywhere else, and the sign-in form shows.
+async function localSession(): Promise<Session | null> {
+  try {
+    const r = await fetch('sign-in.json', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' });
+    if (!r.ok) return null;
+    const s = (await r.json()) as Partial<Session>;
+    if (typeof s.token !== 'string' || !s.token) return null;
+    return { token: s.token, apiBase: s.apiBase ?? '', eventsBase: s.eventsBase ?? '' };
+  } catch {
+    return null;
+  }
+}
+
+async function boot(): Promise<void> {
+  const saved = loadSession();
+  const claims = saved ? claimsOf(saved.token) : null;
+  if (saved && !(claims?.exp && claims.exp * 1000 < Date.now())) {
+    start(saved);
+    return;
+  }
+  const local = await localSession();
+  if (local) {
+    saveSession(local);
+    document.body.dataset['signedIn'] = 'local';
+    start(local);
+    return;
+  }
+  loginView(app, start);
+}
+
+void boot();

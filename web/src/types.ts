@@ -66,6 +66,29 @@ export interface Job {
   scheduleAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** Why a waiting job waits and until when (absent on an API without it). */
+  wait?: JobWait | null;
+}
+
+export interface JobWait {
+  reason?: string;
+  until?: string | null;
+  detail?: string;
+}
+
+/** One run of a job (GET /v1/jobs/{id}/attempts). */
+export interface Attempt {
+  number: number;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  outcome: 'running' | 'retrying' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+  error: ApiErrorBody | null;
+}
+
+export interface AttemptsPage {
+  jobId: string;
+  attempts: Attempt[];
 }
 
 export interface JobList {

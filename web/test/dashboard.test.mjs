@@ -260,7 +260,7 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
   const base = vars.CONVEYOR_API_URL;
   log(`stack up at ${base} (log: ${logPath})`);
   try {
-    const { stdout } = await run(join(bin, 'conveyor'), ['token', '--sub', 'dash-e2e', '--role', 'admin', '--plan', 'free', '--ttl', '1h'], {
+    const { stdout } = await run(join(bin, 'conveyor'), ['token', '--sub', 'local-admin', '--role', 'admin', '--plan', 'free', '--ttl', '1h'], {
       cwd: workdir,
       env: { ...process.env, CONVEYOR_JWT_SECRET: vars.CONVEYOR_JWT_SECRET },
     });
@@ -297,21 +297,21 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()} (${m.location().url})`));
 
-    // Sign in with the pasted token.
+    // No token to paste: on the local stack the dashboard signs itself in
+    // (GET /dashboard/sign-in.json) as local-admin, with the stream's URL.
+    const session = await fetch(`${base}/dashboard/sign-in.json`);
+    assert.equal(session.status, 200, `the local session: HTTP ${session.status}`);
+    const sess = await session.json();
+    assert.equal(sess.eventsBase, vars.CONVEYOR_STREAM_URL === base ? '' : vars.CONVEYOR_STREAM_URL, 'the session names the stream URL');
     await page.goto(`${base}/dashboard`);
-    await page.getByLabel('Access token').fill(token);
-    // make run serves the event streams from the stream function's own URL,
-    // as AWS does: the operator names it under Endpoints.
-    if (vars.CONVEYOR_STREAM_URL && vars.CONVEYOR_STREAM_URL !== base) {
-      await page.getByText('Endpoints', { exact: true }).click();
-      await page.getByLabel('Event stream URL').fill(vars.CONVEYOR_STREAM_URL);
-    }
-    await page.getByRole('button', { name: 'Sign in' }).click();
     const low = page.locator('tr[data-tier="low"]');
     await low.waitFor();
     await page.locator('[data-testid="live-state"][data-state="open"]').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 1, 'the session is kept in sessionStorage');
-    log('signed in; the overview is live');
+    assert.equal(await page.evaluate(() => document.body.dataset.signedIn), 'local', 'the dashboard signed itself in');
+    assert.equal(await page.getByLabel('Access token').count(), 0, 'no sign-in form');
+    await page.locator('.who').getByText('local-admin (admin)').waitFor();
+    log('signed itself in; the overview is live');
 
     // A job through the API; the page hears of it through /v1/events. The
     // simulator holds its publish call for a few seconds, so the job page
@@ -322,6 +322,14 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
       body: JSON.stringify({ path: '/api/v1/oauth2/stash/publish', latencyMs: PUBLISH_LATENCY_MS, count: 1 }),
     });
     assert.equal(fault.status, 201, `the simulator's fault: HTTP ${fault.status} ${await fault.text()}`);
+    // The first upload call fails with a 503: the first attempt retries,
+    // the second succeeds; the job page lists both.
+    const flaky = await fetch(`${vars.CONVEYOR_SIMULATOR_URL}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ path: '/api/v1/oauth2/stash/submit', status: 503, count: 1 }),
+    });
+    assert.equal(flaky.status, 201, `the simulator's fault: HTTP ${flaky.status} ${await flaky.text()}`);
     const job = await submitJob(api, 'Dashboard end-to-end');
     log(`submitted ${job.id} (tier ${job.tier})`);
     await page.locator(`[data-testid="recent-events"] a`, { hasText: job.id }).first().waitFor({ timeout: 30_000 });
@@ -342,6 +350,19 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     assert.equal(await page.locator('tr[data-item][data-status="published"]').count(), 1, 'the item is published');
     await page.getByTestId('deviation').waitFor();
     await page.locator('[data-testid="job-events"] li[data-type="job.succeeded"]').waitFor();
+    // Every attempt with its start, duration and error.
+    await page.locator('[data-testid="attempts"] tr[data-outcome="succeeded"]').waitFor();
+    const attempts = await page.locator('[data-testid="attempts"] tr').evaluateAll((els) =>
+      els.map((e) => ({ outcome: e.dataset.outcome, cells: [...e.children].map((c) => c.textContent.trim()) })),
+    );
+    assert.equal(attempts.length, 2, `two attempts: ${JSON.stringify(attempts)}`);
+    assert.equal(attempts[0].outcome, 'retrying', `the first attempt: ${JSON.stringify(attempts[0])}`);
+    assert.match(attempts[0].cells[4], /503/, `the first attempt's error: ${JSON.stringify(attempts[0])}`);
+    assert.match(attempts[0].cells[2], /^\d+\.\d s$/, `the first attempt's duration: ${JSON.stringify(attempts[0])}`);
+    assert.equal(attempts[1].outcome, 'succeeded');
+    assert.match(attempts[1].cells[2], /^\d+\.\d s$/);
+    assert.equal(attempts[1].cells[4], '');
+    log('the job page lists both attempts');
     await page.screenshot({ path: join(here, 'screenshot-job.png'), fullPage: true });
 
     // Pause and resume the low tier with a click; the overview follows.
@@ -376,14 +397,14 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     // job with its owner and events; the orphans view answers.
     await page.getByRole('link', { name: 'Search', exact: true }).click();
     await page.getByTestId('inspector-count').getByText(/match/).waitFor();
-    await page.getByLabel('owner').fill('dash-e2e');
+    await page.getByLabel('owner').fill('local-admin');
     await page.getByLabel('status').selectOption('succeeded');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
-    await page.waitForURL('**/dashboard/#/inspector?status=succeeded&owner=dash-e2e');
+    await page.waitForURL('**/dashboard/#/inspector?status=succeeded&owner=local-admin');
     await page.getByTestId('inspector-count').getByText('1 job match (every user).').waitFor();
-    await page.locator(`tr[data-job="${job.id}"][data-owner="dash-e2e"][data-status="succeeded"]`).waitFor();
+    await page.locator(`tr[data-job="${job.id}"][data-owner="local-admin"][data-status="succeeded"]`).waitFor();
     await page.getByRole('link', { name: job.id }).click();
-    await page.getByTestId('owner').getByText('dash-e2e', { exact: true }).waitFor();
+    await page.getByTestId('owner').getByText('local-admin', { exact: true }).waitFor();
     await page.getByTestId('job-events').getByText('job.succeeded').waitFor();
     await page.getByLabel('owner').waitFor({ state: 'detached' });
     await page.goto(`${base}/dashboard/#/inspector?owner=nobody-at-all`);

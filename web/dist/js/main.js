@@ -1,7 +1,7 @@
 // The dashboard: sign in, then a shell (header, navigation, live state)
 // around hash-routed views, so the same static files work under any path
 // (/dashboard/ locally, the bucket behind the API in AWS).
-import { Api, claimsOf, clearSession, loadSession } from './api.js';
+import { Api, claimsOf, clearSession, loadSession, saveSession } from './api.js';
 import { h, replace } from './dom.js';
 import { Live } from './live.js';
 import { breakersView } from './views/breakers.js';
@@ -113,8 +113,37 @@ function start(session) {
     window.addEventListener('hashchange', show);
     show();
 }
-const saved = loadSession();
-if (saved)
-    start(saved);
-else
+// On the local stack the gateway hands the dashboard a session (an admin
+// token and the stream's origin, GET sign-in.json next to this page); it
+// answers 404 anywhere else, and the sign-in form shows.
+async function localSession() {
+    try {
+        const r = await fetch('sign-in.json', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' });
+        if (!r.ok)
+            return null;
+        const s = (await r.json());
+        if (typeof s.token !== 'string' || !s.token)
+            return null;
+        return { token: s.token, apiBase: s.apiBase ?? '', eventsBase: s.eventsBase ?? '' };
+    }
+    catch {
+        return null;
+    }
+}
+async function boot() {
+    const saved = loadSession();
+    const claims = saved ? claimsOf(saved.token) : null;
+    if (saved && !(claims?.exp && claims.exp * 1000 < Date.now())) {
+        start(saved);
+        return;
+    }
+    const local = await localSession();
+    if (local) {
+        saveSession(local);
+        document.body.dataset['signedIn'] = 'local';
+        start(local);
+        return;
+    }
     loginView(app, start);
+}
+void boot();

@@ -6,7 +6,7 @@ import { ApiError, describe } from '../api.js';
 import type { View } from '../ctx.js';
 import { badge, duration, h, replace, timeEl, type Child } from '../dom.js';
 import { EventStream } from '../sse.js';
-import type { Job, JobEvent, Phase } from '../types.js';
+import type { AttemptsPage, Job, JobEvent, Phase } from '../types.js';
 
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled', 'stale']);
 
@@ -21,6 +21,8 @@ export const jobView: View = (root, ctx, params) => {
   const result = h('div', { 'data-testid': 'result' });
   const streamState = h('span', { class: 'muted', 'data-testid': 'job-stream' }, 'not connected');
   const events = h('ol', { class: 'events', 'data-testid': 'job-events', reversed: true });
+  const waitEl = h('p', { class: 'wait', 'data-testid': 'job-wait', hidden: true });
+  const attemptsBody = h('tbody', { 'data-testid': 'attempts' });
   let job: Job | null = null;
   let lastUpdated = 0;
 
@@ -29,8 +31,20 @@ export const jobView: View = (root, ctx, params) => {
     h('p', null, h('a', { href: '#/jobs' }, '← Jobs')),
     title,
     state,
+    waitEl,
     actions,
     details,
+    h(
+      'section',
+      { 'aria-labelledby': 'attempts-h' },
+      h('h2', { id: 'attempts-h' }, 'Attempts'),
+      h(
+        'table',
+        { class: 'data' },
+        h('thead', null, h('tr', null, ['#', 'Started', 'Duration', 'Outcome', 'Error'].map((t) => h('th', { scope: 'col' }, t)))),
+        attemptsBody,
+      ),
+    ),
     h('section', { 'aria-labelledby': 'phases-h' }, h('h2', { id: 'phases-h' }, 'Phases'), timeline),
     h(
       'section',
@@ -112,12 +126,68 @@ export const jobView: View = (root, ctx, params) => {
       ),
     );
     replace(result, resultView(j.result));
+    showWait(j);
+    refreshAttempts();
     const finished = FINISHED.has(j.status);
     replace(
       actions,
       !finished ? h('button', { type: 'button', onclick: () => void act('cancel') }, 'Cancel job') : null,
       ['failed', 'cancelled', 'stale'].includes(j.status) ? h('button', { type: 'button', onclick: () => void act('retry') }, 'Retry job') : null,
     );
+  }
+
+  // The next attempt and why, when the job says it waits (the job's wait
+  // field: reason, until, detail; absent on an API without it).
+  function showWait(j: Job): void {
+    const w = j.wait;
+    if (!w || FINISHED.has(j.status)) {
+      waitEl.hidden = true;
+      return;
+    }
+    waitEl.hidden = false;
+    replace(waitEl, 'Waiting: ', h('strong', null, w.reason ?? 'unknown reason'), w.until ? [', next attempt ', timeEl(w.until)] : null, w.detail ? h('span', { class: 'muted' }, ` — ${w.detail}`) : null);
+  }
+
+  // Every attempt (GET /v1/jobs/{id}/attempts), refreshed with each change
+  // of the job, at most one read at a time.
+  let attemptsBusy = false;
+  let attemptsAgain = false;
+  function refreshAttempts(): void {
+    if (attemptsBusy) {
+      attemptsAgain = true;
+      return;
+    }
+    attemptsBusy = true;
+    ctx.api
+      .get<AttemptsPage>(`/v1/jobs/${encodeURIComponent(id)}/attempts`)
+      .then((p) => {
+        replace(
+          attemptsBody,
+          p.attempts.length === 0
+            ? h('tr', null, h('td', { colspan: 5, class: 'muted' }, 'No attempt yet.'))
+            : p.attempts.map((a) =>
+                h(
+                  'tr',
+                  { 'data-outcome': a.outcome, 'data-number': a.number },
+                  h('th', { scope: 'row' }, String(a.number)),
+                  h('td', null, timeEl(a.startedAt)),
+                  h('td', { 'data-testid': 'attempt-duration' }, a.durationMs === null ? 'running' : `${(a.durationMs / 1000).toFixed(1)} s`),
+                  h('td', null, badge(a.outcome)),
+                  h('td', { class: a.error ? 'error' : '' }, a.error ? `${a.error.code}: ${a.error.message}` : ''),
+                ),
+              ),
+        );
+      })
+      .catch(() => {
+        /* an API without the route: the table stays as it was */
+      })
+      .finally(() => {
+        attemptsBusy = false;
+        if (attemptsAgain && !gone) {
+          attemptsAgain = false;
+          refreshAttempts();
+        }
+      });
   }
 
   async function act(what: 'cancel' | 'retry'): Promise<void> {
