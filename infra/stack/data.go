@@ -235,10 +235,9 @@ func (b *builder) tableFromDefinition() {
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attr(ix.PartitionKey),
 			SortKey:        attr(ix.SortKey),
-			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			ProjectionType: awsdynamodb.ProjectionType(ix.Projection()),
 		}
 		if len(ix.Include) > 0 {
-			props.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
 			props.NonKeyAttributes = jsii.Strings(ix.Include...)
 		}
 		b.table.AddGlobalSecondaryIndex(props)
