@@ -37,6 +37,7 @@ var contractRoutes = map[string]who{
 	"POST /v1/jobs":                                   writers,
 	"GET /v1/jobs":                                    everyone,
 	"GET /v1/jobs/{id}":                               everyone,
+	"GET /v1/jobs/{id}/attempts":                      everyone,
 	"POST /v1/jobs/{id}/cancel":                       writers,
 	"POST /v1/jobs/{id}/retry":                        writers,
 	"POST /v1/schedules":                              writers,
