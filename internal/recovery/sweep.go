@@ -54,13 +54,18 @@ type page[T any] func(ctx context.Context, limit int) ([]T, error)
 
 // sweep reads scan page by page — round-robin over its partitions, each
 // from where it stopped — and handles each page's items Concurrency at a
-// time, until every partition is read or until passes (then it counts what
-// is left). An item's error ends the sweep and is returned.
+// time, until every partition is read or until passes: no item starts
+// after it, except those of the sweep's first page, so that every sweep
+// moves on in every run however its predecessors spent the budget. Then it
+// counts what is left: the items read but not started, and the due items
+// behind the cursors (the next run reads both). An item's error ends the
+// sweep and is returned.
 func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
 	start := r.cfg.Clock()
 	st := SweepStats{Sweep: name}
 	var firstErr error
-	for !scan.Done() && r.cfg.Clock().Before(until) && ctx.Err() == nil && firstErr == nil {
+	unstarted := 0
+	for first := true; !scan.Done() && (first || r.cfg.Clock().Before(until)) && ctx.Err() == nil && firstErr == nil; first = false {
 		items, err := next(ctx, r.cfg.Batch)
 		if err != nil {
 			firstErr = err
@@ -69,8 +74,13 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, r.cfg.Concurrency)
-		for _, it := range items {
+		for i, it := range items {
 			sem <- struct{}{}
+			if !first && !r.cfg.Clock().Before(until) {
+				<-sem
+				unstarted += len(items) - i
+				break
+			}
 			wg.Go(func() {
 				defer func() { <-sem }()
 				o, err := handle(ctx, it)
@@ -96,13 +106,14 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 		}
 		wg.Wait()
 	}
-	st.Complete = scan.Done()
-	if !st.Complete && firstErr == nil && ctx.Err() == nil {
+	st.Complete = scan.Done() && unstarted == 0
+	st.Left = unstarted
+	if !scan.Done() && firstErr == nil && ctx.Err() == nil {
 		left, err := scan.Left(ctx)
 		if err != nil {
 			r.cfg.Logger.WarnContext(ctx, "counting what a sweep left failed", "sweep", name, "error", err)
 		}
-		st.Left = left
+		st.Left += left
 	}
 	st.Read, st.Queries = scan.Read, scan.Queries
 	st.Elapsed = r.cfg.Clock().Sub(start)
