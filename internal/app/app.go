@@ -130,7 +130,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		Mover: opts.Mover, Switch: opts.Switch}); err != nil {
 		return nil, err
 	}
-	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, clients.S3, a.Admin.Paused)
+	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, clients.S3, a.Admin.Paused, a.Metrics)
 	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, clients.DynamoDB); err != nil {
 		return nil, err
 	}

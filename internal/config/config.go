@@ -99,6 +99,8 @@ type Config struct {
 	BreakerCache time.Duration
 	// RecoveryInterval / StuckAfter drive stuck-job recovery (default 5m / 20m).
 	RecoveryInterval, StuckAfter time.Duration
+	// SweepBudget is how long one run of the sweeps may work (default 50s).
+	SweepBudget time.Duration
 	// ScheduleInterval is how often due scheduled jobs are released (default 1m).
 	ScheduleInterval time.Duration
 	// HeartbeatInterval is how often a running job's worker proves it lives (default 30s).
@@ -206,6 +208,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		UploadRateMin:             r.int64(VarUploadRateMin),
 		RecoveryInterval:          r.dur(VarRecoveryInterval),
 		StuckAfter:                r.dur(VarStuckAfter),
+		SweepBudget:               r.dur(VarSweepBudget),
 		ScheduleInterval:          r.dur(VarScheduleInterval),
 		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
 		DeadlineMargin:            r.dur(VarDeadlineMargin),
@@ -334,7 +337,7 @@ func (c Config) validate(deadlines bool) error {
 	}{
 		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
-		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
+		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
 	} {

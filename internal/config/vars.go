@@ -44,6 +44,7 @@ const (
 	VarRecoveryInterval          = "CONVEYOR_RECOVERY_INTERVAL"
 	VarScheduleInterval          = "CONVEYOR_SCHEDULE_INTERVAL"
 	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
+	VarSweepBudget               = "CONVEYOR_SWEEP_BUDGET"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
 	VarDeadlineMargin            = "CONVEYOR_DEADLINE_MARGIN"
 	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
@@ -129,6 +130,7 @@ var Vars = []Var{
 	{Name: VarRecoveryInterval, Default: 5 * time.Minute, Meaning: "stuck-job recovery period (the local ticker; `rate(5 minutes)` in AWS)", Rule: "> 0"},
 	{Name: VarScheduleInterval, Default: time.Minute, Meaning: "how often due scheduled jobs are released (local ticker)", Rule: "> 0"},
 	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
+	{Name: VarSweepBudget, Default: 50 * time.Second, Meaning: "how long one run of the recovery function's sweeps may work in all (cut to the invocation's deadline less 10s); each sweep loops until nothing is due or its share is spent", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
 	{Name: VarDeadlineMargin, Default: 10 * time.Second, Meaning: "what the publisher leaves of each invocation to record outcomes: no call starts that could end after the deadline less it; the job is handed back, no attempt spent", Rule: "> 0"},
 	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},

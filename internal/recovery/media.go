@@ -16,25 +16,24 @@ import (
 // no job named it within its use window — is marked expired (conditional on
 // still being unreferenced, so a submission racing it either kept it or
 // gets 422) and only then is its object deleted. The record stays readable
-// as expired for DeleteAfter. It returns how many uploads it expired.
-func (r *Recoverer) expireMedia(ctx context.Context, now time.Time) (int, error) {
-	due, err := r.cfg.Store.DueUploads(ctx, now, r.cfg.Batch)
-	if err != nil {
-		return 0, fmt.Errorf("error fetching unreferenced uploads: %w", err)
-	}
-	n := 0
-	for _, u := range due {
+// as expired for DeleteAfter.
+func (r *Recoverer) expireMedia(ctx context.Context, now, until time.Time) (SweepStats, error) {
+	scan := r.cfg.Store.ScanDueUploads(now)
+	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, func(ctx context.Context, u store.Upload) (outcome, error) {
 		expired, ok, err := r.cfg.Store.ExpireUpload(ctx, u.ID, now, r.cfg.DeleteAfter)
 		if err != nil {
-			return n, err
+			return lost, err
 		}
 		if !ok {
-			continue // referenced again, or already gone
+			return skipped, nil // referenced again, or already gone
 		}
-		n++
 		r.removeObject(ctx, expired)
+		return acted, nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("expiring unreferenced uploads: %w", err)
 	}
-	return n, nil
+	return st, nil
 }
 
 // removeObject deletes an expired upload's object (best effort: the

@@ -22,8 +22,15 @@ import (
 
 // Defaults.
 const (
-	// BatchDefault bounds how many jobs of one kind one run handles.
-	BatchDefault = 500
+	// BatchDefault is how many due items one query of a sweep reads.
+	BatchDefault = 100
+	// ConcurrencyDefault is how many items a sweep handles at once.
+	ConcurrencyDefault = 16
+	// BudgetDefault is how long one run's sweeps may work in all: under
+	// the release schedule's minute, so one run ends before the next.
+	BudgetDefault = 50 * time.Second
+	// MarginDefault is the time kept before the invocation's deadline.
+	MarginDefault = 10 * time.Second
 )
 
 // Sender puts a job's message on its tier's queue.
@@ -43,12 +50,29 @@ type Config struct {
 	StuckAfter time.Duration
 	// StaleAfter / DeleteAfter are the retention stages (default 168h / 720h).
 	StaleAfter, DeleteAfter time.Duration
-	// Paused reports whether a tier is paused; its queued jobs are not stuck.
+	// Paused reports whether a tier is paused: its parked jobs stay parked
+	// and its queued jobs are not stuck; the sweeps do not read them.
 	Paused func(ctx context.Context, tier job.Tier) bool
-	// Batch bounds each kind of work per run (default BatchDefault).
+	// Batch is how many due items one query of a sweep reads (default
+	// BatchDefault).
 	Batch int
-	// Now defaults to time.Now.
+	// Concurrency is how many items a sweep handles at once (default
+	// ConcurrencyDefault).
+	Concurrency int
+	// Budget is how long one run's sweeps may work in all (default
+	// BudgetDefault); the sweeps share it, each the rest split evenly.
+	Budget time.Duration
+	// Margin is kept free before the context's deadline, which cuts the
+	// budget (default MarginDefault).
+	Margin time.Duration
+	// Report, if set, receives each sweep's figures after it ran (the
+	// function emits them as metrics).
+	Report func(context.Context, SweepStats)
+	// Now is the time the sweeps compare due times with; defaults to
+	// time.Now.
 	Now func() time.Time
+	// Clock measures the budget (wall time); defaults to time.Now.
+	Clock func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -58,11 +82,23 @@ type Recoverer struct{ cfg Config }
 
 // New returns a Recoverer.
 func New(cfg Config) *Recoverer {
-	if cfg.Batch == 0 {
+	if cfg.Batch <= 0 {
 		cfg.Batch = BatchDefault
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = ConcurrencyDefault
+	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = BudgetDefault
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = MarginDefault
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -90,124 +126,162 @@ type Result struct {
 	MediaExpired int
 	// Lost races with another run or a worker (nothing done, correctly).
 	Lost int
+	// Left counts the due items the run's sweeps did not reach before
+	// their time was up: the next run takes them.
+	Left int
 }
 
-// ReleaseScheduled moves due scheduled jobs to the queue; it runs every
-// minute so that a job starts within a minute after its time, never before.
+// add sums a sweep's left-overs into res.
+func (res *Result) add(st SweepStats) {
+	res.Left += st.Left
+}
+
+// ReleaseScheduled moves due scheduled jobs to the queue, and parked jobs
+// whose wait is over; it runs every minute so that a job starts within a
+// minute after its time, never before. Each of its two sweeps works until
+// nothing is due or its share of the budget is spent.
 func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
-	due, err := r.cfg.Store.Due(ctx, job.Scheduled, now, r.cfg.Batch)
-	if err != nil {
-		return res, err
-	}
-	for _, j := range due {
+	until := r.budget(ctx)
+	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled)
+	st, err := sweep(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
-			continue
+			return skipped, nil
 		}
-		ok, err := r.requeue(ctx, j.ID, false, func(j *job.Job) error {
+		return r.outcome(r.requeue(ctx, j.ID, false, func(j *job.Job) error {
 			if j.Status != job.Scheduled {
 				return errSkip
 			}
 			return j.Apply(job.Release, now)
-		})
-		switch {
-		case err != nil:
-			return res, err
-		case ok:
-			res.Released++
-		default:
-			res.Lost++
-		}
+		}))
+	})
+	res.Released, res.Lost = st.Done, st.Lost
+	res.add(st)
+	if err != nil {
+		return res, err
 	}
 	// Jobs parked in the table (job.Park) whose wait is over go back to
-	// the queue; a paused tier's stay until it is resumed.
-	waiting, err := r.cfg.Store.Due(ctx, store.Waiting, now, r.cfg.Batch)
-	if err != nil {
-		return res, fmt.Errorf("error fetching waiting jobs: %w", err)
-	}
-	for _, j := range waiting {
-		if r.cfg.Paused != nil && r.cfg.Paused(ctx, j.Tier) {
-			continue
+	// the queue; a paused tier's stay until it is resumed, unread.
+	paused := r.paused(ctx)
+	scan = r.cfg.Store.ScanDue(now, running(paused), store.Waiting)
+	st, err = sweep(ctx, r, SweepParked, scan, scan.Jobs, until, func(ctx context.Context, j job.Job) (outcome, error) {
+		if paused[j.Tier] {
+			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
-		ok, err := r.requeue(ctx, j.ID, false, func(cur *job.Job) error {
+		return r.outcome(r.requeue(ctx, j.ID, false, func(cur *job.Job) error {
 			if cur.Waiting == "" || cur.RetryAt == nil || cur.RetryAt.After(now) {
 				return errSkip
 			}
 			return cur.Unpark(now)
-		})
-		switch {
-		case err != nil:
-			return res, err
-		case ok:
-			res.Unparked++
-		default:
-			res.Lost++
-		}
+		}))
+	})
+	res.Unparked, res.Lost = st.Done, res.Lost+st.Lost
+	res.add(st)
+	if err != nil {
+		return res, fmt.Errorf("releasing parked jobs: %w", err)
 	}
 	return res, nil
 }
 
-// Run is the stuck-job recovery and retention sweep.
+// paused reads which tiers are paused, once per run.
+func (r *Recoverer) paused(ctx context.Context) map[job.Tier]bool {
+	out := map[job.Tier]bool{}
+	if r.cfg.Paused == nil {
+		return out
+	}
+	for _, t := range job.Tiers {
+		if r.cfg.Paused(ctx, t) {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// running lists the tiers not in paused.
+func running(paused map[job.Tier]bool) []job.Tier {
+	out := []job.Tier{}
+	for _, t := range job.Tiers {
+		if !paused[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// outcome turns requeue's answer into a sweep outcome.
+func (r *Recoverer) outcome(ok bool, err error) (outcome, error) {
+	switch {
+	case err != nil:
+		return lost, err
+	case ok:
+		return acted, nil
+	}
+	return lost, nil
+}
+
+// Run is the stuck-job recovery and retention sweep: stuck jobs, then
+// the stale stage, then unreferenced media (after the stale stage, so media
+// whose last job just went goes now). Each sweep works until nothing is
+// due or its share of the budget is spent.
 func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
+	until := r.budget(ctx)
 	stuckBefore := now.Add(-r.cfg.StuckAfter)
-	for _, st := range []job.Status{job.Queued, job.Running} {
-		due, err := r.cfg.Store.Due(ctx, st, stuckBefore, r.cfg.Batch)
-		if err != nil {
-			return res, fmt.Errorf("error fetching stuck jobs: %w", err)
+	// Queued jobs of a paused tier wait, which is not stuck: their
+	// partitions are not read. Running jobs are stuck whatever the tier.
+	paused := r.paused(ctx)
+	scan := r.cfg.Store.ScanDue(stuckBefore, running(paused), job.Queued, job.Running)
+	st, err := sweep(ctx, r, SweepStuck, scan, scan.Jobs, r.share(until, 3), func(ctx context.Context, j job.Job) (outcome, error) {
+		if j.Status == job.Queued && paused[j.Tier] {
+			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
-		for _, j := range due {
-			if st == job.Queued && r.cfg.Paused != nil && r.cfg.Paused(ctx, j.Tier) {
-				continue // waiting in a paused tier is not stuck
+		failed := false
+		ok, err := r.requeue(ctx, j.ID, true, func(cur *job.Job) error {
+			if !r.stuck(cur, stuckBefore, now) {
+				return errSkip
 			}
-			res.Orphans++
-			failed := false
-			ok, err := r.requeue(ctx, j.ID, true, func(cur *job.Job) error {
-				if !r.stuck(cur, stuckBefore, now) {
-					return errSkip
-				}
-				if cur.Status == job.Queued {
-					// Not received for a while: a backlog, or a lost
-					// message. Send it again — no attempt spent, since
-					// waiting is not a run — and wait twice as long
-					// before the next time.
-					return cur.Resend(r.cfg.StuckAfter, now)
-				}
-				// A run whose worker went silent: its attempt was counted
-				// at the claim. Fail it only when the runs are spent.
-				if cur.Attempts >= cur.MaxAttempts {
-					failed = true
-					cur.Error = &job.Error{Code: "stuck", Message: fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), Retryable: true}
-					return cur.Apply(job.Fail, now)
-				}
-				return cur.Apply(job.Requeue, now)
-			})
-			switch {
-			case err != nil:
-				return res, err
-			case !ok:
-				res.Lost++
-			case failed:
-				res.FailedStuck++
-			default:
-				res.Requeued++
+			if cur.Status == job.Queued {
+				// Not received for a while: a backlog, or a lost
+				// message. Send it again — no attempt spent, since
+				// waiting is not a run — and wait twice as long
+				// before the next time.
+				return cur.Resend(r.cfg.StuckAfter, now)
 			}
+			// A run whose worker went silent: its attempt was counted
+			// at the claim. Fail it only when the runs are spent.
+			if cur.Attempts >= cur.MaxAttempts {
+				failed = true
+				cur.Error = &job.Error{Code: "stuck", Message: fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), Retryable: true}
+				return cur.Apply(job.Fail, now)
+			}
+			return cur.Apply(job.Requeue, now)
+		})
+		if ok && failed {
+			return failedStuck, err
 		}
+		return r.outcome(ok, err)
+	})
+	res.Orphans, res.Requeued, res.FailedStuck, res.Lost = st.Done+st.Failed+st.Lost, st.Done, st.Failed, st.Lost
+	res.add(st)
+	if err != nil {
+		return res, fmt.Errorf("recovering stuck jobs: %w", err)
 	}
-	staled, lost, err := r.expire(ctx, now)
-	res.Staled, res.Lost = staled, res.Lost+lost
+	st, err = r.expire(ctx, now, r.share(until, 2))
+	res.Staled, res.Lost = st.Done, res.Lost+st.Lost
+	res.add(st)
 	if err != nil {
 		return res, err
 	}
-	// After the stale stage, so media whose last job just went goes now.
-	res.MediaExpired, err = r.expireMedia(ctx, now)
+	st, err = r.expireMedia(ctx, now, until)
+	res.MediaExpired = st.Done
+	res.add(st)
 	if err != nil {
 		return res, err
 	}
 	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
-		"failed_stuck", res.FailedStuck, "staled", res.Staled, "media_expired", res.MediaExpired, "lost_races", res.Lost)
+		"failed_stuck", res.FailedStuck, "staled", res.Staled, "media_expired", res.MediaExpired, "lost_races", res.Lost, "left", res.Left)
 	if res != (Result{}) { // an idle run costs only its queries
 		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
 			FailedStuck: res.FailedStuck, Staled: res.Staled, Lost: res.Lost}); err != nil {
@@ -294,34 +368,31 @@ func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change f
 // expire moves finished jobs older than StaleAfter to stale, releases their
 // references on their uploads (expireMedia deletes what no job needs any
 // more) and sets their TTL to DeleteAfter after they finished.
-func (r *Recoverer) expire(ctx context.Context, now time.Time) (staled, lost int, err error) {
+func (r *Recoverer) expire(ctx context.Context, now, until time.Time) (SweepStats, error) {
 	before := now.Add(-r.cfg.StaleAfter)
-	for _, st := range []job.Status{job.Succeeded, job.Failed, job.Cancelled} {
-		due, err := r.cfg.Store.Due(ctx, st, before, r.cfg.Batch)
-		if err != nil {
-			return staled, lost, fmt.Errorf("error fetching finished jobs: %w", err)
-		}
-		for _, j := range due {
-			_, err := r.cfg.Store.StaleJob(ctx, j.ID, now, func(cur *job.Job) error {
-				if cur.FinishedAt == nil || cur.FinishedAt.After(before) {
-					return errSkip
-				}
-				if err := cur.Apply(job.Expire, now); err != nil {
-					return err
-				}
-				cur.ExpiresAt = cur.FinishedAt.Add(r.cfg.DeleteAfter).Unix()
-				return nil
-			})
-			var te *job.TransitionError
-			switch {
-			case errors.Is(err, errSkip), errors.Is(err, store.ErrNotFound), errors.As(err, &te):
-				lost++
-				continue
-			case err != nil:
-				return staled, lost, err
+	scan := r.cfg.Store.ScanDue(before, nil, job.Succeeded, job.Failed, job.Cancelled)
+	st, err := sweep(ctx, r, SweepStale, scan, scan.Jobs, until, func(ctx context.Context, j job.Job) (outcome, error) {
+		_, err := r.cfg.Store.StaleJob(ctx, j.ID, now, func(cur *job.Job) error {
+			if cur.FinishedAt == nil || cur.FinishedAt.After(before) {
+				return errSkip
 			}
-			staled++
+			if err := cur.Apply(job.Expire, now); err != nil {
+				return err
+			}
+			cur.ExpiresAt = cur.FinishedAt.Add(r.cfg.DeleteAfter).Unix()
+			return nil
+		})
+		var te *job.TransitionError
+		switch {
+		case errors.Is(err, errSkip), errors.Is(err, store.ErrNotFound), errors.As(err, &te):
+			return lost, nil
+		case err != nil:
+			return lost, err
 		}
+		return acted, nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("staling finished jobs: %w", err)
 	}
-	return staled, lost, nil
+	return st, nil
 }

@@ -298,8 +298,8 @@ func (s *Store) LastRecovery(ctx context.Context) (RecoveryRun, error) {
 // many queued or running jobs recovery would call orphans right now.
 func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Time, skip ...job.Tier) (int, error) {
 	total := 0
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n))).
+	for _, pk := range sweepPartitions(status, nil) {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk)).
 			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
 		b := expression.NewBuilder().WithKeyCondition(kc)
 		if len(skip) > 0 {

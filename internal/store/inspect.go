@@ -231,8 +231,8 @@ func SweepTime(j *job.Job) time.Time {
 func (s *Store) CountDelayed(ctx context.Context, now time.Time) (map[string]int, error) {
 	out := map[string]int{}
 	for _, part := range []job.Status{job.Scheduled, Waiting, job.Queued} {
-		for n := range resources.SweepShards {
-			kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(part, n))).
+		for _, pk := range sweepPartitions(part, nil) {
+			kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk)).
 				And(expression.Key(resources.AttrSweepAt).GreaterThan(expression.Value(sortTime(now))))
 			proj := expression.NamesList(expression.Name("tier"), expression.Name("retryAt"), expression.Name(resources.AttrExpiresAt))
 			e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()

@@ -31,6 +31,27 @@ func jobPK(id string) string                   { return "JOB#" + id }
 func idemPK(owner, hash string) string         { return "IDEM#" + owner + "#" + hash }
 func sweepKey(st job.Status, id string) string { return string(st) + "#" + strconv.Itoa(shard(id)) }
 
+// jobSweepKey is j's bySweep partition: status#shard, and for the statuses
+// a paused tier holds (queued in the queue, parked in the table)
+// status#tier#shard, so that a sweep leaves a paused tier's partitions
+// unread instead of reading and skipping its jobs on every run.
+func jobSweepKey(j *job.Job) string {
+	st := sweepStatus(j)
+	if tierKeyed(st) && j.Tier != "" {
+		return TierSweepKey(st, j.Tier, shard(j.ID))
+	}
+	return sweepKey(st, j.ID)
+}
+
+// tierKeyed reports whether the bySweep partitions of st carry the tier.
+func tierKeyed(st job.Status) bool { return st == job.Queued || st == Waiting }
+
+// TierSweepKey returns the bySweep partition key of status st, tier t, in
+// shard n (queued and waiting jobs).
+func TierSweepKey(st job.Status, t job.Tier, n int) string {
+	return string(st) + "#" + string(t) + "#" + strconv.Itoa(n)
+}
+
 // shard spreads a job over the sweep index's partitions.
 func shard(id string) int {
 	h := sha256.Sum256([]byte(id))
@@ -121,7 +142,7 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	}
 	if j.Status != job.Stale {
 		// Stale jobs leave the sparse sweep index: only TTL concerns them.
-		item[resources.AttrSweepKey] = str(sweepKey(sweepStatus(j), j.ID))
+		item[resources.AttrSweepKey] = str(jobSweepKey(j))
 		item[resources.AttrSweepAt] = str(sweepAt(j))
 	}
 	return item, nil

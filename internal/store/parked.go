@@ -19,8 +19,8 @@ import (
 // reading only the reason: its cost follows the jobs parked, not the table.
 func (s *Store) CountParked(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(Waiting, n)))
+	for _, pk := range sweepPartitions(Waiting, nil) {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk))
 		proj := expression.NamesList(expression.Name("waiting"), expression.Name(resources.AttrExpiresAt))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
 		if err != nil {

@@ -186,19 +186,22 @@ func (s *Store) StaleJob(ctx context.Context, id string, now time.Time, fn func(
 // DueUploads returns up to limit uploads that no job refers to and whose
 // time to go came at or before before, across the sweep index's shards.
 func (s *Store) DueUploads(ctx context.Context, before time.Time, limit int) ([]Upload, error) {
-	items, err := s.due(ctx, uploadSweepStatus, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("querying due uploads: %w", err)
-	}
-	out := make([]Upload, 0, len(items))
-	for _, item := range items {
-		var u Upload
-		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
-			return nil, fmt.Errorf("decoding an upload: %w", err)
+	scan := s.ScanDueUploads(before)
+	var out []Upload
+	for len(out) < limit && !scan.Done() {
+		page, err := scan.Uploads(ctx, limit-len(out))
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, u)
+		out = append(out, page...)
 	}
 	return out, nil
+}
+
+// ScanDueUploads returns a scan of the uploads that no job refers to and
+// whose time to go came at or before before (read it with Uploads).
+func (s *Store) ScanDueUploads(before time.Time) *DueScan {
+	return s.ScanDue(before, nil, uploadSweepStatus)
 }
 
 // ExpireUpload marks a due upload expired, if it is still confirmed and no

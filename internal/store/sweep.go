@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,16 +16,146 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
+// sweepPartitions lists the bySweep partitions of status st: one per shard,
+// and for the tier-keyed statuses (queued, waiting) one per shard of each
+// tier in tiers (nil: every tier), then the untiered ones (jobs without a
+// tier, and items written before the tier was part of the key).
+func sweepPartitions(st job.Status, tiers []job.Tier) []string {
+	var out []string
+	if tierKeyed(st) {
+		if tiers == nil {
+			tiers = job.Tiers
+		}
+		for _, t := range tiers {
+			for n := range resources.SweepShards {
+				out = append(out, TierSweepKey(st, t, n))
+			}
+		}
+	}
+	for n := range resources.SweepShards {
+		out = append(out, SweepKey(st, n))
+	}
+	return out
+}
+
 // Due returns up to limit jobs in status whose sweep time is at or before
-// before, oldest first, across every shard of the sparse bySweep index. It
-// queries the index; it never scans the table.
+// before, across every partition of the sparse bySweep index, oldest first
+// within each. It queries the index; it never scans the table. The sweeps
+// walk the same partitions with ScanDue, which resumes where it stopped.
 //
 // Status Waiting gives the queued jobs parked in the table, by when they
 // are to be sent again.
 func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, limit int) ([]job.Job, error) {
-	items, err := s.due(ctx, status, before, limit)
+	scan := s.ScanDue(before, nil, status)
+	var out []job.Job
+	for len(out) < limit && !scan.Done() {
+		page, err := scan.Jobs(ctx, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+	}
+	return out, nil
+}
+
+// DueScan walks the due items of a set of bySweep partitions round-robin:
+// each call reads one page of the next partition that has more, from where
+// that partition's last page ended, so no partition waits for another to be
+// drained and no item is read twice in one scan. Items a caller leaves due
+// (it skipped them) are behind the cursor: the next scan reads them again.
+// A DueScan is not safe for concurrent use.
+type DueScan struct {
+	s      *Store
+	before string
+	parts  []*duePart
+	next   int
+	// Queries and Read count the requests made and the items they read.
+	Queries, Read int
+}
+
+type duePart struct {
+	key    string
+	status job.Status
+	cursor map[string]types.AttributeValue
+	done   bool
+}
+
+// ScanDue returns a scan of the items in statuses (jobs, or uploads for
+// the upload sweep) due at or before before, the statuses' partitions in
+// one round-robin. For queued and waiting jobs, tiers names the tiers whose
+// partitions are read (nil: every tier): a paused tier's partitions are
+// simply not queried.
+func (s *Store) ScanDue(before time.Time, tiers []job.Tier, statuses ...job.Status) *DueScan {
+	d := &DueScan{s: s, before: sortTime(before)}
+	for _, st := range statuses {
+		for _, k := range sweepPartitions(st, tiers) {
+			d.parts = append(d.parts, &duePart{key: k, status: st})
+		}
+	}
+	return d
+}
+
+// Done reports whether every partition has been read to its end.
+func (d *DueScan) Done() bool {
+	return !slices.ContainsFunc(d.parts, func(p *duePart) bool { return !p.done })
+}
+
+// page reads up to limit items of the next unfinished partition.
+func (d *DueScan) page(ctx context.Context, limit int) ([]map[string]types.AttributeValue, error) {
+	for range len(d.parts) {
+		p := d.parts[d.next]
+		d.next = (d.next + 1) % len(d.parts)
+		if p.done {
+			continue
+		}
+		in, err := d.query(p, false)
+		if err != nil {
+			return nil, err
+		}
+		in.Limit = aws.Int32(int32(max(limit, 1)))
+		res, err := d.s.db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("querying due %s items: %w", p.status, err)
+		}
+		d.Queries++
+		d.Read += len(res.Items)
+		p.cursor = res.LastEvaluatedKey
+		p.done = len(res.LastEvaluatedKey) == 0
+		out := make([]map[string]types.AttributeValue, 0, len(res.Items))
+		for _, item := range res.Items {
+			if !d.s.expired(item) {
+				out = append(out, item)
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
+func (d *DueScan) query(p *duePart, count bool) (*dynamodb.QueryInput, error) {
+	kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(p.key)).
+		And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(d.before)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, fmt.Errorf("querying due %s jobs: %w", status, err)
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(d.s.table), IndexName: aws.String(resources.IndexBySweep),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(true), ExclusiveStartKey: p.cursor,
+	}
+	if count {
+		in.Select = types.SelectCount
+	}
+	return in, nil
+}
+
+// Jobs reads the next page (up to limit) of due jobs; an empty page does
+// not mean the scan is done (see Done).
+func (d *DueScan) Jobs(ctx context.Context, limit int) ([]job.Job, error) {
+	items, err := d.page(ctx, limit)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]job.Job, 0, len(items))
 	for _, item := range items {
@@ -37,43 +168,51 @@ func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, li
 	return out, nil
 }
 
-// due returns up to limit unexpired items of the bySweep partitions named
-// partition (one per shard) whose sweep time is at or before before,
-// oldest first within each shard.
-func (s *Store) due(ctx context.Context, partition job.Status, before time.Time, limit int) ([]map[string]types.AttributeValue, error) {
-	var out []map[string]types.AttributeValue
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(partition, n))).
-			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
-		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+// Uploads reads the next page (up to limit) of due uploads (a scan of the
+// upload sweep, ScanDueUploads).
+func (d *DueScan) Uploads(ctx context.Context, limit int) ([]Upload, error) {
+	items, err := d.page(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Upload, 0, len(items))
+	for _, item := range items {
+		var u Upload
+		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+			return nil, fmt.Errorf("decoding an upload: %w", err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Left counts the due items the scan has not reached (Select COUNT from
+// each unfinished partition's cursor; it reads them, so it costs what
+// reading them costs, and the sweeps call it only when their time ran out).
+func (d *DueScan) Left(ctx context.Context) (int, error) {
+	total := 0
+	for _, p := range d.parts {
+		if p.done {
+			continue
+		}
+		in, err := d.query(p, true)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
-			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ScanIndexForward: aws.Bool(true), Limit: aws.Int32(int32(limit)),
-		}
-		for len(out) < limit {
-			res, err := s.db.Query(ctx, in)
+		for {
+			res, err := d.s.db.Query(ctx, in)
 			if err != nil {
-				return nil, err
+				return total, fmt.Errorf("counting due %s items: %w", p.status, err)
 			}
-			for _, item := range res.Items {
-				if !s.expired(item) {
-					out = append(out, item)
-				}
-			}
+			d.Queries++
+			total += int(res.Count)
 			if len(res.LastEvaluatedKey) == 0 {
 				break
 			}
 			in.ExclusiveStartKey = res.LastEvaluatedKey
 		}
 	}
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return total, nil
 }
 
 // CountStatus counts all jobs in status from the sweep index (Select COUNT,
@@ -88,8 +227,8 @@ func (s *Store) CountStatus(ctx context.Context, status job.Status) (int, error)
 		}
 		total = n
 	}
-	for n := range resources.SweepShards {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(SweepKey(status, n)))
+	for _, pk := range sweepPartitions(status, nil) {
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
 			return 0, err

@@ -76,9 +76,11 @@ func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter
 			log.WarnContext(ctx, "reading the breakers for their gauge failed", "error", berr)
 		}
 		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
-			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released)}, nil)
-		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "orphans", res.Orphans,
-			"requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled)
+			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released),
+			"Unparked": float64(res.Unparked), "MediaExpired": float64(res.MediaExpired), "SweepLeft": float64(res.Left)}, nil)
+		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "unparked", res.Unparked,
+			"orphans", res.Orphans, "requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled,
+			"media_expired", res.MediaExpired, "left", res.Left)
 		return nil
 	}
 }
@@ -132,15 +134,27 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, sub.Sender, s3c, adm.Paused), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
+	return Handler(Recoverer(env, st, sub.Sender, s3c, adm.Paused, emf), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
 }
 
 // Recoverer is the stuck-job recovery and retention of env; paused says
-// which tiers wait (their queued jobs are not stuck).
-func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, job.Tier) bool) *recovery.Recoverer {
+// which tiers wait (their queued jobs are not stuck). Each sweep's figures
+// go to emf (dimension Sweep), when it is not nil.
+func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, job.Tier) bool, emf *metrics.Emitter) *recovery.Recoverer {
 	cfg := env.Config
 	return recovery.New(recovery.Config{
 		Store: st, Sender: sender, S3: client, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
-		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: paused, Now: env.Now, Logger: env.Log(),
+		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: paused, Budget: cfg.SweepBudget,
+		Report: SweepMetrics(emf), Now: env.Now, Logger: env.Log(),
 	})
+}
+
+// SweepMetrics emits one EMF line per sweep and run (dimension Sweep):
+// SweepDone, SweepLost, SweepRead, SweepQueries, SweepLeft and SweepMs.
+func SweepMetrics(emf *metrics.Emitter) func(context.Context, recovery.SweepStats) {
+	return func(_ context.Context, st recovery.SweepStats) {
+		emf.Emit(map[string]float64{"SweepDone": float64(st.Done + st.Failed), "SweepLost": float64(st.Lost),
+			"SweepRead": float64(st.Read), "SweepQueries": float64(st.Queries), "SweepLeft": float64(st.Left),
+			"SweepMs": float64(st.Elapsed.Milliseconds())}, map[string]string{"Sweep": st.Sweep})
+	}
 }

@@ -1,0 +1,231 @@
+//go:build sweepload
+
+package recovery_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// The backlog of TestSweepsDrainTheirBacklogInAFiftyThousandJobTable: how
+// many due items each sweep finds, among drainFiller jobs no sweep may
+// touch (not due yet) — 50,000 jobs in all.
+const (
+	drainScheduled = 1500 // scheduled jobs whose time came
+	drainParked    = 1500 // parked jobs whose wait is over (high, medium)
+	drainPaused    = 6000 // parked jobs of low, paused: never read
+	drainStuck     = 1000 // queued jobs never received, running jobs silent
+	drainStale     = 1500 // finished jobs past StaleAfter
+	drainMedia     = 1000 // unreferenced uploads past their use window
+	// drainStuckAfter is longer than the test's simulated hour, so a job
+	// re-sent once is not due again (no worker receives it here).
+	drainStuckAfter = 24 * time.Hour
+	drainFiller     = 50000 - drainScheduled - drainParked - drainPaused - 2*drainStuck - drainStale
+)
+
+// TestSweepsDrainTheirBacklogInAFiftyThousandJobTable seeds 50,000 jobs in
+// DynamoDB Local (BatchWriteItem through the store's codecs) of which each
+// sweep finds a backlog, with low paused and thousands of its jobs parked.
+// Runs, each held to a small budget on a simulated clock, drain every
+// backlog: every due item is handled exactly once, no run outlives its
+// budget by more than a page, what a run leaves is counted and the next run
+// takes it, a paused tier's jobs are never read, and the jobs that are not
+// due are never touched. It logs each sweep's items per run, requests and
+// seconds — the figures of docs/performance.md's sweep capacity.
+//
+// It takes about 4 minutes on a shared 2-core machine (seeding 50,000 jobs
+// with their index entries into DynamoDB Local alone takes about 2m45s),
+// so it is behind the build tag sweepload:
+//
+//	go test -tags sweepload -run TestSweepsDrain -v ./internal/recovery
+func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	clients := awsclient.New(counter.Attach(env.Config))
+	clk := clock.NewSimulated(time.Now())
+	st := store.New(clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now)
+	var mu sync.Mutex
+	var stats []recovery.SweepStats
+	const budget = 20 * time.Second
+	rec := recovery.New(recovery.Config{
+		Store: st, Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
+		StuckAfter: drainStuckAfter, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
+		Paused: func(_ context.Context, tier job.Tier) bool { return tier == job.Low },
+		Budget: budget, Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Report: func(_ context.Context, s recovery.SweepStats) {
+			mu.Lock()
+			stats = append(stats, s)
+			mu.Unlock()
+		},
+	})
+	ctx := context.Background()
+	t0 := clk.Now()
+
+	// The table.
+	seedStart := time.Now()
+	past, old := t0.Add(-time.Minute), t0.Add(-drainStuckAfter-time.Hour)
+	var jobs []job.Job
+	add := func(n int, o testfactory.JobOpts) {
+		for range n {
+			jobs = append(jobs, testfactory.Build(o))
+		}
+	}
+	tiers := []job.Tier{job.High, job.Medium}
+	for i, tier := range tiers {
+		share := func(n int) int { return n/len(tiers) + map[bool]int{true: n % len(tiers)}[i == 0] }
+		add(share(drainScheduled), testfactory.JobOpts{Tier: tier, Status: job.Scheduled, At: old, ScheduleAt: &past})
+		add(share(drainParked), testfactory.JobOpts{Tier: tier, At: old, Waiting: "rate_limited", RetryAt: &past})
+		add(share(drainStuck), testfactory.JobOpts{Tier: tier, At: old})
+		add(share(drainStuck), testfactory.JobOpts{Tier: tier, Status: job.Running, Attempts: 1, At: old})
+	}
+	add(drainPaused, testfactory.JobOpts{Tier: job.Low, At: old, Waiting: "paused", RetryAt: &old})
+	add(drainStale, testfactory.JobOpts{Status: job.Succeeded, At: t0.Add(-200 * time.Hour)})
+	due := len(jobs) - drainPaused
+	future := t0.Add(24 * time.Hour)
+	for i := range drainFiller {
+		switch i % 3 {
+		case 0:
+			add(1, testfactory.JobOpts{Status: job.Succeeded, At: t0.Add(-time.Hour)})
+		case 1:
+			add(1, testfactory.JobOpts{Status: job.Scheduled, At: t0, ScheduleAt: &future})
+		default:
+			add(1, testfactory.JobOpts{Tier: job.High, At: t0, Waiting: "backoff", RetryAt: &future})
+		}
+	}
+	uploads := make([]store.Upload, drainMedia)
+	for i := range uploads {
+		at := t0.Add(-30 * 24 * time.Hour)
+		uploads[i] = store.Upload{ID: ids.New(ids.Upload), Owner: testfactory.Owner(), Status: store.UploadConfirmed, Key: fmt.Sprintf("uploads/u/%d.png", i),
+			ContentType: "image/png", Size: 1024, CreatedAt: at, ConfirmedAt: &at}
+	}
+	if err := importAll(ctx, st, jobs, uploads); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded %d jobs and %d uploads in %s", len(jobs), len(uploads), time.Since(seedStart).Round(time.Millisecond))
+	if len(jobs) < 50000 {
+		t.Fatalf("seeded %d jobs; the test promises 50,000", len(jobs))
+	}
+
+	// Runs on the schedules' intervals until nothing is left.
+	counter.Reset()
+	var total recovery.Result
+	runs := 0
+	for runs = 1; runs <= 40; runs++ {
+		started := time.Now()
+		rel, err := rec.ReleaseScheduled(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := rel
+		if runs%5 == 1 { // the recovery schedule's 5 minutes
+			r, err := rec.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.Orphans, run.Requeued, run.FailedStuck, run.Staled, run.MediaExpired = r.Orphans, r.Requeued, r.FailedStuck, r.Staled, r.MediaExpired
+			run.Lost, run.Left = run.Lost+r.Lost, run.Left+r.Left
+			if took := time.Since(started); took > 2*budget+10*time.Second {
+				t.Errorf("run %d took %s; its two invocations' budgets are %s each", runs, took, budget)
+			}
+		}
+		total.Released += run.Released
+		total.Unparked += run.Unparked
+		total.Requeued += run.Requeued
+		total.FailedStuck += run.FailedStuck
+		total.Staled += run.Staled
+		total.MediaExpired += run.MediaExpired
+		total.Lost += run.Lost
+		if run.Left == 0 && runs%5 == 1 {
+			break
+		}
+		clk.Advance(time.Minute)
+	}
+	want := recovery.Result{Released: drainScheduled, Unparked: drainParked, Requeued: 2 * drainStuck, Staled: drainStale, MediaExpired: drainMedia}
+	if total != want {
+		t.Errorf("in %d runs the sweeps did %+v; want %+v", runs, total, want)
+	}
+
+	// Figures, per sweep.
+	per := map[string][]recovery.SweepStats{}
+	for _, s := range stats {
+		per[s.Sweep] = append(per[s.Sweep], s)
+	}
+	read := 0
+	for _, name := range slices.Sorted(maps.Keys(per)) {
+		var done, reads, queries int
+		var took time.Duration
+		var items []string
+		for _, s := range per[name] {
+			done, reads, queries, took = done+s.Done+s.Failed, reads+s.Read, queries+s.Queries, took+s.Elapsed
+			if s.Elapsed > budget+5*time.Second {
+				t.Errorf("a %s sweep ran %s, over the run's budget of %s", name, s.Elapsed, budget)
+			}
+			if s.Done+s.Failed > 0 || s.Left > 0 {
+				items = append(items, fmt.Sprintf("%d(left %d)", s.Done+s.Failed, s.Left))
+			}
+		}
+		read += reads
+		t.Logf("%-18s %5d items in %2d runs [%s]; %d read, %d queries; %.1f s, %.0f items/s",
+			name, done, len(per[name]), strings.Join(items, " "), reads, queries, took.Seconds(), float64(done)/took.Seconds())
+	}
+	// Each due item is read once, plus the few a run read as its time ran
+	// out; low's parked jobs and the filler never.
+	if read > due+len(uploads)+len(per)*recovery.BatchDefault*runs {
+		t.Errorf("the sweeps read %d items for %d due ones", read, due+len(uploads))
+	}
+	ops := counter.Snapshot()
+	units := counter.Units()
+	handled := float64(due + len(uploads))
+	var lines []string
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		lines = append(lines, fmt.Sprintf("%s %d (%.2f per item)", op, ops[op], float64(ops[op])/handled))
+	}
+	t.Logf("requests: %s", strings.Join(lines, ", "))
+	t.Logf("DynamoDB units: %v", units)
+}
+
+// importAll writes jobs and uploads, 8 batches at a time.
+func importAll(ctx context.Context, st *store.Store, jobs []job.Job, uploads []store.Upload) error {
+	const chunk = 500
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	do := func(f func() error) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f(); err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+		})
+	}
+	for i := 0; i < len(jobs); i += chunk {
+		part := jobs[i:min(i+chunk, len(jobs))]
+		do(func() error { return st.ImportJobs(ctx, part) })
+	}
+	do(func() error { return st.ImportUploads(ctx, uploads) })
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,153 @@
+package recovery
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Names of the sweeps, as SweepStats and the metrics name them.
+const (
+	SweepScheduled = "release_scheduled"
+	SweepParked    = "release_parked"
+	SweepStuck     = "stuck"
+	SweepStale     = "stale"
+	SweepMedia     = "media"
+)
+
+// SweepStats is what one sweep of one run did and what it left.
+type SweepStats struct {
+	// Sweep names the sweep (SweepScheduled …).
+	Sweep string
+	// Done counts the items the sweep acted on (released, re-sent,
+	// staled, expired); Failed the stuck jobs it failed (runs spent).
+	Done, Failed int
+	// Lost counts the items another writer changed first; Skipped those
+	// it found due but let be (no longer due on the fresh copy).
+	Lost, Skipped int
+	// Read counts the items its queries returned; Queries the queries
+	// (pages, and the count of what is left).
+	Read, Queries int
+	// Left counts the due items it did not reach before its time was up
+	// (0 when Complete).
+	Left int
+	// Complete: every due item was read.
+	Complete bool
+	// Elapsed is the sweep's wall time.
+	Elapsed time.Duration
+}
+
+// outcome is what handling one due item came to.
+type outcome int
+
+const (
+	acted outcome = iota
+	failedStuck
+	lost
+	skipped
+)
+
+// page reads the next page of a scan: jobs or uploads, as the sweep needs.
+type page[T any] func(ctx context.Context, limit int) ([]T, error)
+
+// sweep reads scan page by page — round-robin over its partitions, each
+// from where it stopped — and handles each page's items Concurrency at a
+// time, until every partition is read or until passes: no item starts
+// after it, except those of the sweep's first page, so that every sweep
+// moves on in every run however its predecessors spent the budget. Then it
+// counts what is left: the items read but not started, and the due items
+// behind the cursors (the next run reads both). An item's error ends the
+// sweep and is returned.
+func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
+	start := r.cfg.Clock()
+	st := SweepStats{Sweep: name}
+	var firstErr error
+	unstarted := 0
+	for first := true; !scan.Done() && (first || r.cfg.Clock().Before(until)) && ctx.Err() == nil && firstErr == nil; first = false {
+		items, err := next(ctx, r.cfg.Batch)
+		if err != nil {
+			firstErr = err
+			break
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, r.cfg.Concurrency)
+		for i, it := range items {
+			sem <- struct{}{}
+			if !first && !r.cfg.Clock().Before(until) {
+				<-sem
+				unstarted += len(items) - i
+				break
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				o, err := handle(ctx, it)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					return
+				}
+				switch o {
+				case acted:
+					st.Done++
+				case failedStuck:
+					st.Failed++
+				case lost:
+					st.Lost++
+				case skipped:
+					st.Skipped++
+				}
+			})
+		}
+		wg.Wait()
+	}
+	st.Complete = scan.Done() && unstarted == 0
+	st.Left = unstarted
+	if !scan.Done() && firstErr == nil && ctx.Err() == nil {
+		left, err := scan.Left(ctx)
+		if err != nil {
+			r.cfg.Logger.WarnContext(ctx, "counting what a sweep left failed", "sweep", name, "error", err)
+		}
+		st.Left += left
+	}
+	st.Read, st.Queries = scan.Read, scan.Queries
+	st.Elapsed = r.cfg.Clock().Sub(start)
+	r.report(ctx, st)
+	return st, firstErr
+}
+
+// report logs a sweep's figures and hands them to Config.Report.
+func (r *Recoverer) report(ctx context.Context, st SweepStats) {
+	r.cfg.Logger.InfoContext(ctx, "sweep", "sweep", st.Sweep, "done", st.Done, "failed", st.Failed, "lost", st.Lost,
+		"skipped", st.Skipped, "read", st.Read, "queries", st.Queries, "left", st.Left, "complete", st.Complete,
+		"elapsed_ms", st.Elapsed.Milliseconds())
+	if r.cfg.Report != nil {
+		r.cfg.Report(ctx, st)
+	}
+}
+
+// budget is the time one invocation's sweeps may work: Budget, cut to the
+// context's deadline less Margin.
+func (r *Recoverer) budget(ctx context.Context) time.Time {
+	until := r.cfg.Clock().Add(r.cfg.Budget)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-r.cfg.Margin).Before(until) {
+		until = dl.Add(-r.cfg.Margin)
+	}
+	return until
+}
+
+// share is the part of the time up to until that the next of n sweeps may
+// use: the rest split evenly, so time a sweep leaves goes to the ones
+// after it.
+func (r *Recoverer) share(until time.Time, n int) time.Time {
+	now := r.cfg.Clock()
+	if n <= 1 || !until.After(now) {
+		return until
+	}
+	return now.Add(until.Sub(now) / time.Duration(n))
+}
