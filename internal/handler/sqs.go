@@ -112,7 +112,7 @@ type Outcome struct {
 // loudly (no consumer could ever read it); run gets the message and its
 // receive count (ApproximateReceiveCount; 0 when absent). An error from
 // run leaves the message to come back at the queue's visibility timeout
-// (holding its slot until then); an Outcome not Done delays it; a
+// (after ErrorBackoff in an owner's slot); an Outcome not Done delays it; a
 // message never run comes back after SkippedVisibility.
 //
 // A message in an owner's slot (queue.Fairness), shared with the owner's
@@ -134,6 +134,12 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		switch {
 		case err != nil:
 			log.WarnContext(ctx, "the message comes back: its work failed", "job_id", msg.JobID, "kind", msg.Kind, "error", err)
+			if shared {
+				// Its owner's slot waits behind it: back soon, not at the
+				// queue's visibility timeout. Receives still count toward
+				// the DLQ, so a failure that lasts ends there.
+				Delay(ctx, client, urls, m, ErrorBackoff, log)
+			}
 			return false
 		case !out.Done && shared:
 			url := urls.forARN(m.EventSourceARN)
@@ -165,6 +171,11 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 	}
 	return resp
 }
+
+// ErrorBackoff is when a message whose work failed (its outcome could not
+// be recorded) comes back when it holds an owner's slot, which the owner's
+// other jobs wait behind.
+const ErrorBackoff = 5 * time.Second
 
 // SkippedVisibility is when a message of a batch that was never run
 // becomes visible again.
