@@ -250,6 +250,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
 		j.Status, j.Phase, j.ScheduleAt, j.QueuedAt, j.Enqueues = job.Scheduled, "scheduled", r.ScheduleAt, nil, 0
+		j.SetWait(job.WaitScheduled, r.ScheduleAt, "the job was submitted with scheduleAt; it is released to its queue within a minute of that time", "")
 	} else {
 		j.Emit(job.EventEnqueued, now, nil)
 	}
