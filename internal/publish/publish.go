@@ -1070,6 +1070,9 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 				j.Wait.Detail, j.Wait.Breaker = rateLimitDetail(err, msg), breakerKey(err)
 			}
 			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
+			if !d.Spent {
+				verdict.Reason = "rate limited"
+			}
 		default:
 			if d.Exhausted {
 				e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, msg)
