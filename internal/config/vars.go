@@ -46,6 +46,7 @@ const (
 	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
 	VarDeadlineMargin            = "CONVEYOR_DEADLINE_MARGIN"
+	VarIdempotencyWindow         = "CONVEYOR_IDEMPOTENCY_WINDOW"
 	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
 	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
 	VarStreamPing                = "CONVEYOR_STREAM_PING"
@@ -131,6 +132,7 @@ var Vars = []Var{
 	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
 	{Name: VarDeadlineMargin, Default: 10 * time.Second, Meaning: "what the publisher leaves of each invocation to record outcomes: no call starts that could end after the deadline less it; the job is handed back, no attempt spent", Rule: "> 0"},
+	{Name: VarIdempotencyWindow, Default: 24 * time.Hour, Meaning: "how long a creating POST's response is replayed to a repeat with the same `Idempotency-Key` and body (docs/design.md, \"Idempotency-Key\")", Rule: "> 0"},
 	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},
 	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},
 	{Name: VarStreamPing, Default: 15 * time.Second, Meaning: "the longest silence on an SSE stream (a `ping` event)", Rule: "> 0"},
