@@ -265,15 +265,15 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 // with the handlers: the test fails on a status documented but not listed
 // here, and on one listed here but not documented.
 var serviceStatuses = map[string][]string{
-	"healthz":           {"503"},        // a dependency does not answer
-	"confirmUpload":     {"422"},        // upload_missing
-	"submitJob":         {"200", "422"}, // the same active job; upload or account unusable
-	"cancelJob":         {"409"},        // invalid_transition
-	"retryJob":          {"409"},        // invalid_transition
-	"createSchedule":    {"422", "503"}, // schedule_limit; scheduler_unavailable
-	"adminRestartItem":  {"409"},        // item_published, invalid_transition
-	"createWebhook":     {"422"},        // webhook_limit
-	"adminResetBreaker": {"400"},        // a key over MaxBreakerKey
+	"healthz":           {"503"},               // a dependency does not answer
+	"confirmUpload":     {"422"},               // upload_missing
+	"submitJob":         {"200", "409", "422"}, // the same active job; idempotency_key_in_flight; upload or account unusable, idempotency_key_reused
+	"cancelJob":         {"409"},               // invalid_transition
+	"retryJob":          {"409"},               // invalid_transition
+	"createSchedule":    {"409", "422", "503"}, // idempotency_key_in_flight; schedule_limit, idempotency_key_reused; scheduler_unavailable
+	"adminRestartItem":  {"409"},               // item_published, invalid_transition
+	"createWebhook":     {"409", "422"},        // idempotency_key_in_flight; webhook_limit, idempotency_key_reused
+	"adminResetBreaker": {"400"},               // a key over MaxBreakerKey
 }
 
 // checkDocumented holds a routed operation's documentation against what the
