@@ -293,6 +293,11 @@ func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
 	if err := s.cfg.Breakers.Reset(ctx, key); err != nil {
 		return err
 	}
-	s.cfg.Logger.InfoContext(ctx, "breaker reset by an operator", "breaker", key, "by", by)
+	// The jobs the open circuit parked run now, not at its old openUntil.
+	n, err := s.releaseParked(ctx, job.WaitCircuitOpen, key, "")
+	s.cfg.Logger.InfoContext(ctx, "breaker reset by an operator", "breaker", key, "by", by, "released_jobs", n)
+	if err != nil {
+		return fmt.Errorf("the breaker is reset, but releasing the jobs it parked failed (they run when due; repeat the call): %w", err)
+	}
 	return nil
 }

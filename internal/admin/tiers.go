@@ -54,7 +54,15 @@ func (s *Service) setPaused(ctx context.Context, name string, paused bool, by st
 	if paused {
 		verb = "paused"
 	}
-	s.cfg.Logger.InfoContext(ctx, "tier "+verb, "tier", t, "by", by)
+	released := 0
+	if !paused {
+		// The jobs the pause parked in the table run now, not at the
+		// release sweep's next pass.
+		if released, err = s.releaseParked(ctx, job.WaitPaused, "", t); err != nil {
+			return TierState{}, fmt.Errorf("the %s tier is resumed, but releasing its parked jobs failed (the release sweep sends them; repeat the call): %w", t, err)
+		}
+	}
+	s.cfg.Logger.InfoContext(ctx, "tier "+verb, "tier", t, "by", by, "released_jobs", released)
 	return TierState{Tier: t, Paused: paused}, nil
 }
 

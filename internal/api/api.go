@@ -15,6 +15,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -32,6 +33,9 @@ type Services struct {
 	Endpoints *webhook.Endpoints
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
+	// Idempotency gives POST /v1/jobs and POST /v1/webhooks the
+	// Idempotency-Key semantics (required: its Records).
+	Idempotency idempotency.Guard
 }
 
 // Register adds the api function's routes of the contract to rt: every
@@ -41,7 +45,7 @@ func Register(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/healthz", httpapi.Public, s.healthz)
 	rt.Handle(http.MethodPut, "/v1/account/connection", httpapi.Writer, s.connectAccount)
 	rt.Handle(http.MethodGet, "/v1/account/connection", httpapi.AnyUser, s.getConnection)
-	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.submitJob)
+	rt.Handle(http.MethodPost, "/v1/jobs", httpapi.Writer, s.Idempotency.Wrap("POST /v1/jobs", s.submitJob))
 	rt.Handle(http.MethodGet, "/v1/jobs", httpapi.AnyUser, s.listJobs)
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}", httpapi.AnyUser, s.getJob)
 	rt.Handle(http.MethodGet, "/v1/jobs/{id}/attempts", httpapi.AnyUser, s.jobAttempts)

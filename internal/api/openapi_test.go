@@ -21,6 +21,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploadsapi"
@@ -182,7 +183,7 @@ func registerAll(rt *httpapi.Router) {
 	api.Register(rt, api.Services{})
 	adminapi.Register(rt, nil)
 	uploadsapi.Register(rt, nil)
-	schedulesapi.Register(rt, nil)
+	schedulesapi.Register(rt, nil, idempotency.Guard{})
 }
 
 // servedRoutes registers the HTTP API functions' routes on a router, as
@@ -264,16 +265,16 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 // with the handlers: the test fails on a status documented but not listed
 // here, and on one listed here but not documented.
 var serviceStatuses = map[string][]string{
-	"healthz":           {"503"},        // a dependency does not answer
-	"getConnection":     {"404"},        // no connected account
-	"confirmUpload":     {"422"},        // upload_missing
-	"submitJob":         {"200", "422"}, // the same active job; upload or account unusable
-	"cancelJob":         {"409"},        // invalid_transition
-	"retryJob":          {"409"},        // invalid_transition
-	"createSchedule":    {"422", "503"}, // schedule_limit; scheduler_unavailable
-	"adminRestartItem":  {"409"},        // item_published, invalid_transition
-	"createWebhook":     {"422"},        // webhook_limit
-	"adminResetBreaker": {"400", "404"}, // a key over MaxBreakerKey; a key no breaker has
+	"healthz":           {"503"},               // a dependency does not answer
+	"getConnection":     {"404"},               // no connected account
+	"confirmUpload":     {"422"},               // upload_missing
+	"submitJob":         {"200", "409", "422"}, // the same active job; idempotency_key_in_flight; upload or account unusable, idempotency_key_reused
+	"cancelJob":         {"409"},               // invalid_transition
+	"retryJob":          {"409"},               // invalid_transition
+	"createSchedule":    {"409", "422", "503"}, // idempotency_key_in_flight; schedule_limit, idempotency_key_reused; scheduler_unavailable
+	"adminRestartItem":  {"409"},               // item_published, invalid_transition
+	"createWebhook":     {"409", "422"},        // idempotency_key_in_flight; webhook_limit, idempotency_key_reused
+	"adminResetBreaker": {"400", "404"},        // a key over MaxBreakerKey; a key no breaker has
 }
 
 // checkDocumented holds a routed operation's documentation against what the

@@ -13,7 +13,7 @@ import (
 func registerWebhooks(rt *httpapi.Router, s Services) {
 	rt.Handle(http.MethodGet, "/v1/webhooks/secret", httpapi.AnyUser, s.getWebhookSecret)
 	rt.Handle(http.MethodPost, "/v1/webhooks/secret/rotate", httpapi.Writer, s.rotateWebhookSecret)
-	rt.Handle(http.MethodPost, "/v1/webhooks", httpapi.Writer, s.createWebhook)
+	rt.Handle(http.MethodPost, "/v1/webhooks", httpapi.Writer, s.Idempotency.Wrap("POST /v1/webhooks", s.createWebhook))
 	rt.Handle(http.MethodGet, "/v1/webhooks", httpapi.AnyUser, s.listWebhooks)
 	rt.Handle(http.MethodDelete, "/v1/webhooks/{id}", httpapi.Writer, s.deleteWebhook)
 }

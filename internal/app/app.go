@@ -143,9 +143,9 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
 	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: env.Idempotency(a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
-	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules)
+	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules, a.Store)
 	return a, nil
 }

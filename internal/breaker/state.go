@@ -305,6 +305,10 @@ func (e *OpenError) Error() string {
 	return fmt.Sprintf("circuit open for %s until %s", e.Key, e.RetryAt.UTC().Format(time.RFC3339))
 }
 
+// BreakerKey names the open breaker (GET /v1/admin/breakers lists it); a
+// job waiting for it shows it (job.Wait.Breaker).
+func (e *OpenError) BreakerKey() string { return e.Key }
+
 // RetryAfterTime is when the refused call may be tried again.
 func (e *OpenError) RetryAfterTime() time.Time { return e.RetryAt }
 

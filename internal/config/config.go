@@ -109,6 +109,10 @@ type Config struct {
 	// record outcomes: no call starts that could end later than the
 	// deadline less it (CONVEYOR_DEADLINE_MARGIN, default 10s).
 	DeadlineMargin time.Duration
+	// IdempotencyWindow is how long a creating POST's response is
+	// replayed for its Idempotency-Key (CONVEYOR_IDEMPOTENCY_WINDOW,
+	// default 24h).
+	IdempotencyWindow time.Duration
 	// StaleAfter / DeleteAfter are the two retention stages (default 168h / 720h).
 	StaleAfter, DeleteAfter time.Duration
 	// StreamPing is the longest silence on an SSE stream (CONVEYOR_STREAM_PING, default 15s).
@@ -212,6 +216,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		ScheduleInterval:          r.dur(VarScheduleInterval),
 		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
 		DeadlineMargin:            r.dur(VarDeadlineMargin),
+		IdempotencyWindow:         r.dur(VarIdempotencyWindow),
 		StaleAfter:                r.dur(VarStaleAfter),
 		DeleteAfter:               r.dur(VarDeleteAfter),
 		StreamPing:                r.dur(VarStreamPing),
@@ -340,6 +345,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
+		{VarIdempotencyWindow, c.IdempotencyWindow},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)

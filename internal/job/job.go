@@ -232,6 +232,9 @@ type Job struct {
 	ScheduleAt  *time.Time `json:"scheduleAt" dynamodbav:"scheduleAt,omitempty"`
 	StartedAt   *time.Time `json:"startedAt" dynamodbav:"startedAt,omitempty"`
 	FinishedAt  *time.Time `json:"finishedAt" dynamodbav:"finishedAt,omitempty"`
+	// Wait, on a scheduled or queued job, says why it is not running and
+	// when it is next tried (null otherwise).
+	Wait *Wait `json:"wait" dynamodbav:"wait,omitempty"`
 
 	// Owner is the user id the job belongs to.
 	Owner string `json:"-" dynamodbav:"owner"`
@@ -332,6 +335,9 @@ func (j *Job) Apply(a Action, now time.Time) error {
 	}
 	j.Status = next
 	j.UpdatedAt = now
+	// Whatever the job waited for is over; a requeue that waits again
+	// (Snooze, RetryLater) says why after it.
+	j.Wait = nil
 	switch a {
 	case Release, Requeue:
 		j.Phase = "queued"
@@ -579,6 +585,7 @@ func (j *Job) Snooze(reason string, until, now time.Time) error {
 	at := until.UTC()
 	j.RetryAt = &at
 	j.Phase = "waiting"
+	j.SetWait(reason, &at, "", "")
 	return nil
 }
 
@@ -592,6 +599,11 @@ func (j *Job) RetryLater(e *Error, until, now time.Time) error {
 	at := until.UTC()
 	j.RetryAt = &at
 	j.Phase = "retrying"
+	detail := ""
+	if e != nil {
+		detail = e.Message
+	}
+	j.SetWait(WaitBackoff, &at, detail, "")
 	return nil
 }
 
@@ -607,6 +619,16 @@ func (j *Job) Park(reason string, until, now time.Time) error {
 	at := until.UTC()
 	j.Waiting, j.RetryAt = reason, &at
 	j.UpdatedAt = now.UTC()
+	// The wait keeps its reason and detail when the job parks for what it
+	// already waited for (or for a message that came before its time).
+	switch {
+	case reason == WaitPaused:
+		j.SetWait(WaitPaused, nil, "the job's tier is paused; it runs once an operator resumes it", "")
+	case j.Wait != nil && (j.Wait.Reason == reason || reason == "not_due"):
+		j.Wait.Until = &at
+	default:
+		j.SetWait(reason, &at, "", "")
+	}
 	if j.Phase == "queued" || j.Phase == "" {
 		j.Phase = "waiting"
 	}
@@ -620,7 +642,7 @@ func (j *Job) Unpark(now time.Time) error {
 		return &TransitionError{From: j.Status, Action: "unpark"}
 	}
 	now = now.UTC()
-	j.Waiting, j.RetryAt = "", nil
+	j.Waiting, j.RetryAt, j.Wait = "", nil, nil
 	j.QueuedAt, j.StuckFrom, j.Resends = &now, nil, 0
 	j.UpdatedAt = now
 	return nil

@@ -188,9 +188,11 @@ type SubmitOptions struct {
 	// JobID, when set, is the new job's id: a second submission with the
 	// same id returns the first job (created=false) whatever its status.
 	JobID string
-	// IdempotencyKey, when set, joins the canonical hash, so that
-	// identical requests with different keys are different jobs.
-	IdempotencyKey string
+	// HashKey, when set, joins the canonical hash, so that identical
+	// requests with different keys are different jobs (a schedule's
+	// ticks). It is not the client's Idempotency-Key header: that one is
+	// kept per user and route, with the response, by internal/idempotency.
+	HashKey string
 }
 
 // Submit validates req and creates the job, or returns the caller's active
@@ -212,11 +214,11 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		return job.Job{}, false, err
 	}
 	var hashed any = r
-	if o.IdempotencyKey != "" {
+	if o.HashKey != "" {
 		hashed = struct {
 			SubmitRequest
 			Key string `json:"idempotencyKey"`
-		}{r, o.IdempotencyKey}
+		}{r, o.HashKey}
 	}
 	hash, err := canonical.Hash(c.Owner, hashed)
 	if err != nil {
@@ -250,6 +252,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
 		j.Status, j.Phase, j.ScheduleAt, j.QueuedAt, j.Enqueues = job.Scheduled, "scheduled", r.ScheduleAt, nil, 0
+		j.SetWait(job.WaitScheduled, r.ScheduleAt, "the job was submitted with scheduleAt; it is released to its queue within a minute of that time", "")
 	} else {
 		j.Emit(job.EventEnqueued, now, nil)
 	}

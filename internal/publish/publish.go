@@ -1045,9 +1045,10 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			// what else was not ready (secretref.CodeOAuthClientNotSet).
 			_ = j.Snooze(code, at, now)
 			note := "circuit open; waiting"
-			if code != "circuit_open" {
+			if code != job.WaitCircuitOpen {
 				note, j.Error = "waiting: "+msg, e
 			}
+			j.Wait.Detail, j.Wait.Breaker = msg, breakerKey(err)
 			if phase != "" {
 				if i := j.PhaseIndex(phase); i >= 0 {
 					j.Phases[i].Message = note
@@ -1064,10 +1065,14 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			if d.Spent {
 				_ = j.RetryLater(e, at, now)
 			} else {
-				_ = j.Snooze("rate_limited", at, now)
+				_ = j.Snooze(job.WaitRateLimited, at, now)
 				j.Error, j.Phase = e, "retrying"
+				j.Wait.Detail, j.Wait.Breaker = rateLimitDetail(err, msg), breakerKey(err)
 			}
 			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
+			if !d.Spent {
+				verdict.Reason = "rate limited"
+			}
 		default:
 			if d.Exhausted {
 				e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, msg)
@@ -1101,15 +1106,36 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	if saveErr != nil {
 		return Verdict{}, fmt.Errorf("recording the failure of job %s: %w", j.ID, saveErr)
 	}
+	// A wait (circuit open, 429, a secret not set yet) is not a failure:
+	// it is logged at INFO, parked or not; only a spent attempt warns.
 	switch {
-	case verdict.Done:
-		log.WarnContext(ctx, "job failed")
-	case d.Class == retry.ClassSnooze:
-		log.InfoContext(ctx, "job snoozed: "+verdict.Reason, "retry_in", d.Delay.String(), "code", code)
+	case d.Class == retry.ClassSnooze || (d.Retry && !d.Spent):
+		log.InfoContext(ctx, "job waits: "+verdict.Reason, "retry_in", d.Delay.String(), "code", code, "parked", verdict.Done)
+	case d.Retry:
+		log.WarnContext(ctx, "job will retry", "retry_in", d.Delay.String(), "parked", verdict.Done)
 	default:
-		log.WarnContext(ctx, "job will retry", "retry_in", verdict.RetryIn.String())
+		log.WarnContext(ctx, "job failed")
 	}
 	return verdict, nil
+}
+
+// breakerKey is the key of the circuit breaker that refused or flagged
+// the call err reports ("" if none).
+func breakerKey(err error) string {
+	var k interface{ BreakerKey() string }
+	if errors.As(err, &k) {
+		return k.BreakerKey()
+	}
+	return ""
+}
+
+// rateLimitDetail explains a 429 wait, with the Retry-After the API sent.
+func rateLimitDetail(err error, msg string) string {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
+		return fmt.Sprintf("the API answered 429 with Retry-After %s: %s", ra.RetryAfter(), msg)
+	}
+	return "the API answered 429: " + msg
 }
 
 // errorCode is the code a failed attempt reports: the one the error names

@@ -390,9 +390,9 @@ func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
 	}
 	b.Must(b.Call("POST", "/v1/admin/tiers/low/resume", admin, nil), 200)
 	for _, id := range ids {
-		// The release sweep would send them; claim them directly.
-		if _, err := st.UpdateJob(ctx, id, func(j *job.Job) error { return j.Unpark(time.Now()) }); err != nil {
-			t.Fatal(err)
+		// The resume released them at once (sent again; run directly here).
+		if j, _ := st.GetJob(ctx, id); j.Waiting != "" || j.Wait != nil {
+			t.Errorf("job %s still parked after the resume: waiting %q wait %+v", id, j.Waiting, j.Wait)
 		}
 		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
@@ -45,6 +46,10 @@ type pubBundle struct {
 	pub    *publish.Publisher
 	// requests counts the publisher's AWS requests by operation.
 	requests *awsclient.Counter
+	// simURL, db and table: for a test that builds its own publisher.
+	simURL string
+	db     *dynamodb.Client
+	table  string
 }
 
 func setupPublisher(t *testing.T) *pubBundle {
@@ -59,7 +64,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	b.sim = sim
+	b.sim, b.simURL, b.db, b.table = sim, url, env.Clients.DynamoDB, env.Res.Definition.Table.Name
 	api, err := deviantart.New(deviantart.Config{BaseURL: url, ClientID: simulator.ClientIDDefault, ClientSecret: simulator.ClientSecretDefault, CallTimeout: 20 * time.Second, UploadRateMin: 1 << 20})
 	if err != nil {
 		t.Fatal(err)

@@ -389,7 +389,7 @@ func (s *Service) Fire(ctx context.Context, t Tick) (FireResult, error) {
 	}
 	key := sc.ID + "@" + at.Format(time.RFC3339)
 	j, created, err := s.cfg.Jobs.SubmitWith(ctx, jobs.Caller{Owner: sc.Owner, Plan: sc.Plan}, req,
-		jobs.SubmitOptions{JobID: TickJobID(sc.Seed, at), IdempotencyKey: key})
+		jobs.SubmitOptions{JobID: TickJobID(sc.Seed, at), HashKey: key})
 	var ue *jobs.UnusableError
 	if _, bad := invalid.As(err); bad || errors.As(err, &ue) {
 		// The template stopped being usable (an upload expired, the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
@@ -19,10 +20,11 @@ import (
 )
 
 // Register adds the schedules' routes of the contract to rt: a user or
-// admin changes, any role reads.
-func Register(rt *httpapi.Router, svc *schedule.Service) {
+// admin changes, any role reads; POST /v1/schedules honours an
+// Idempotency-Key under idem.
+func Register(rt *httpapi.Router, svc *schedule.Service, idem idempotency.Guard) {
 	h := scheduleRoutes{svc}
-	rt.Handle(http.MethodPost, "/v1/schedules", httpapi.Writer, h.create)
+	rt.Handle(http.MethodPost, "/v1/schedules", httpapi.Writer, idem.Wrap("POST /v1/schedules", h.create))
 	rt.Handle(http.MethodGet, "/v1/schedules", httpapi.AnyUser, h.list)
 	rt.Handle(http.MethodGet, "/v1/schedules/{id}", httpapi.AnyUser, h.get)
 	rt.Handle(http.MethodPost, "/v1/schedules/{id}/pause", httpapi.Writer, h.pause)

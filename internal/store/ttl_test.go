@@ -35,6 +35,8 @@ func recordKind(pk, sk string) string {
 		return "webhook delivery"
 	case strings.HasPrefix(pk, "IDEM#"):
 		return "idempotency"
+	case strings.HasPrefix(pk, "IKEY#"):
+		return "idempotency key"
 	case strings.HasPrefix(pk, "UPL#"):
 		return "upload"
 	case strings.HasPrefix(pk, "ACCT#"):
@@ -93,7 +95,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 	up := b.Upload(tok, stacktest.PNG(t, 4))
 	b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "never.png", "contentType": "image/png", "size": 10}), 201)
 	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
-		"params": map[string]any{"title": "ttl"}, "webhookUrl": srv.URL + "/hook"}), 201).Body["id"].(string)
+		"params": map[string]any{"title": "ttl"}, "webhookUrl": srv.URL + "/hook"}, "Idempotency-Key", "ttl-1"), 201).Body["id"].(string)
 	b.WaitStatus(tok, id, "succeeded")
 	select {
 	case <-hooks:
@@ -129,7 +131,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}

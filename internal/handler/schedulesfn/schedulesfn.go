@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/schedulesapi"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Name is the function's name in the resource definition.
@@ -27,10 +28,11 @@ const Name = resources.FuncSchedules
 // Resolve reads no secret at cold start (httpfn.Resolve).
 var Resolve = httpfn.Resolve
 
-// Router registers the schedules' routes on a new router.
-func Router(env handler.Env, svc *schedule.Service) *httpapi.Router {
+// Router registers the schedules' routes on a new router; st keeps their
+// Idempotency-Keys.
+func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
 	rt := httpfn.Router(env)
-	schedulesapi.Register(rt, svc)
+	schedulesapi.Register(rt, svc, env.Idempotency(st))
 	return rt
 }
 
@@ -44,5 +46,5 @@ func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
-	return Router(env, schedules.Service(env, db, sub.Jobs)).Serve, nil
+	return Router(env, schedules.Service(env, db, sub.Jobs), st).Serve, nil
 }

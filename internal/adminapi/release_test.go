@@ -1,0 +1,105 @@
+package adminapi_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+)
+
+// drain receives and deletes every message of tier's queue and returns the
+// job ids they name.
+func (ab *adminBundle) drain(tier job.Tier) []string {
+	ab.T.Helper()
+	ctx := context.Background()
+	a := ab.Stack.App
+	q := a.Config.QueueURLs[tier]
+	var got []string
+	for {
+		res, err := a.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 10})
+		if err != nil {
+			ab.T.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			return got
+		}
+		for _, m := range res.Messages {
+			if msg, err := queue.Decode(aws.ToString(m.Body)); err == nil {
+				got = append(got, msg.JobID)
+			}
+			if _, err := a.Clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				ab.T.Fatal(err)
+			}
+		}
+	}
+}
+
+// park makes a queued job wait in the table for reason (breaker's circuit
+// for circuit_open), an hour away, as the publisher does.
+func (ab *adminBundle) park(id, reason, breaker string) {
+	ab.T.Helper()
+	until := time.Now().Add(time.Hour)
+	if _, err := ab.Stack.App.Store.UpdateJob(context.Background(), id, func(j *job.Job) error {
+		j.SetWait(reason, &until, "parked by the test", breaker)
+		return j.Park(reason, until, time.Now())
+	}); err != nil {
+		ab.T.Fatal(err)
+	}
+}
+
+// TestResetAndResumeReleaseWhatTheyParked: a breaker reset sends the jobs
+// its open circuit parked at once (not at the old openUntil plus a sweep),
+// and only those; a tier's resume sends the jobs its pause parked. Each
+// job says why it waits until then, in the user's and the admin's view.
+func TestResetAndResumeReleaseWhatTheyParked(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	const key, other = "host:api.example.com", "host:other.example.com"
+	tok, open := ab.submit("u-release", "standard", 1)
+	_, elsewhere := ab.submit("u-release-2", "standard", 1)
+	_, paused := ab.submit("u-release-3", "standard", 1)
+	_, pausedLow := ab.submit("u-release-4", "free", 1)
+	ab.drain(job.Medium)
+	ab.drain(job.Low)
+	ab.park(open, job.WaitCircuitOpen, key)
+	ab.park(elsewhere, job.WaitCircuitOpen, other)
+	ab.park(paused, job.WaitPaused, "")
+	ab.park(pausedLow, job.WaitPaused, "")
+
+	got := ab.Must(ab.Call("GET", "/v1/jobs/"+open, tok, nil), 200)
+	w, _ := got.Body["wait"].(map[string]any)
+	if w["reason"] != "circuit_open" || w["breaker"] != key || w["until"] == nil || got.Body["phase"] != "waiting" {
+		t.Fatalf("a job parked by an open circuit shows wait %v phase %v; want circuit_open, its key and until", got.Body["wait"], got.Body["phase"])
+	}
+	adm := ab.Must(ab.call("GET", "/v1/admin/jobs/"+paused, ab.admin, nil), 200)
+	if w, _ := adm.Body["wait"].(map[string]any); w["reason"] != "paused" || w["until"] != nil {
+		t.Fatalf("the admin view of a job parked by a pause: wait %v; want paused, until null", adm.Body["wait"])
+	}
+
+	ab.Must(ab.call("POST", "/v1/admin/breakers/"+url.PathEscape(key)+"/reset", ab.admin, nil), 200)
+	if sent := ab.drain(job.Medium); len(sent) != 1 || sent[0] != open {
+		t.Errorf("after the reset the queue holds %v; want only %s, at once", sent, open)
+	}
+	got = ab.Must(ab.Call("GET", "/v1/jobs/"+open, tok, nil), 200)
+	if got.Body["wait"] != nil || got.Body["status"] != "queued" {
+		t.Errorf("the released job: status %v wait %v; want queued with no wait", got.Body["status"], got.Body["wait"])
+	}
+	if j, _ := ab.Stack.App.Store.GetJob(context.Background(), elsewhere); j.Waiting == "" || j.Wait == nil || j.Wait.Breaker != other {
+		t.Errorf("a job parked by another breaker was released: %+v", j.Wait)
+	}
+
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/resume", ab.admin, nil), 200)
+	if sent := ab.drain(job.Medium); len(sent) != 1 || sent[0] != paused {
+		t.Errorf("after the resume the queue holds %v; want only %s", sent, paused)
+	}
+	if j, _ := ab.Stack.App.Store.GetJob(context.Background(), pausedLow); j.Waiting != job.WaitPaused {
+		t.Errorf("resuming medium released a low job: waiting %q", j.Waiting)
+	}
+}
