@@ -288,7 +288,17 @@ func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
 		return err
 	}
 	if !slices.ContainsFunc(recs, func(r breaker.Record) bool { return r.Key == key }) {
-		return ErrUnknownBreaker
+		// No record (never opened, or gone since): a key is still known
+		// while jobs wait parked for its circuit — release them.
+		n, err := s.releaseParked(ctx, job.WaitCircuitOpen, key, "")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrUnknownBreaker
+		}
+		s.cfg.Logger.InfoContext(ctx, "breaker reset by an operator: no record, its parked jobs released", "breaker", key, "by", by, "released_jobs", n)
+		return nil
 	}
 	if err := s.cfg.Breakers.Reset(ctx, key); err != nil {
 		return err
