@@ -298,7 +298,7 @@ func (s *Store) LastRecovery(ctx context.Context) (RecoveryRun, error) {
 // many queued or running jobs recovery would call orphans right now.
 func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Time, skip ...job.Tier) (int, error) {
 	total := 0
-	for _, pk := range sweepPartitions(status, nil) {
+	err := s.queryPartitions(ctx, sweepPartitions(status, nil), func(pk string) (*dynamodb.QueryInput, error) {
 		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk)).
 			And(expression.Key(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(before))))
 		b := expression.NewBuilder().WithKeyCondition(kc)
@@ -316,24 +316,19 @@ func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Tim
 		}
 		e, err := b.Build()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		in := &dynamodb.QueryInput{
+		return &dynamodb.QueryInput{
 			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep), Select: types.SelectCount,
 			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		}
-		for {
-			res, err := s.db.Query(ctx, in)
-			if err != nil {
-				return 0, fmt.Errorf("counting due %s jobs: %w", status, err)
-			}
-			total += int(res.Count)
-			if len(res.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = res.LastEvaluatedKey
-		}
+		}, nil
+	}, func(res *dynamodb.QueryOutput) error {
+		total += int(res.Count)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("counting due %s jobs: %w", status, err)
 	}
 	return total, nil
 }

@@ -231,48 +231,43 @@ func SweepTime(j *job.Job) time.Time {
 func (s *Store) CountDelayed(ctx context.Context, now time.Time) (map[string]int, error) {
 	out := map[string]int{}
 	for _, part := range []job.Status{job.Scheduled, Waiting, job.Queued} {
-		for _, pk := range sweepPartitions(part, nil) {
+		proj := expression.NamesList(expression.Name("tier"), expression.Name("retryAt"), expression.Name(resources.AttrExpiresAt))
+		err := s.queryPartitions(ctx, sweepPartitions(part, nil), func(pk string) (*dynamodb.QueryInput, error) {
 			kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk)).
 				And(expression.Key(resources.AttrSweepAt).GreaterThan(expression.Value(sortTime(now))))
-			proj := expression.NamesList(expression.Name("tier"), expression.Name("retryAt"), expression.Name(resources.AttrExpiresAt))
 			e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
 			if err != nil {
 				return nil, err
 			}
-			in := &dynamodb.QueryInput{
+			return &dynamodb.QueryInput{
 				TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
 				KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
 				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			}, nil
+		}, func(res *dynamodb.QueryOutput) error {
+			for _, item := range res.Items {
+				if s.expired(item) {
+					continue
+				}
+				var it struct {
+					Tier    string     `dynamodbav:"tier"`
+					RetryAt *time.Time `dynamodbav:"retryAt"`
+				}
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return fmt.Errorf("decoding a delayed job: %w", err)
+				}
+				// A queued job in the queue is ahead of now either
+				// because of a backoff (retryAt) or because recovery
+				// re-sent it (stuckFrom): only the first waits.
+				if part == job.Queued && (it.RetryAt == nil || !it.RetryAt.After(now)) {
+					continue
+				}
+				out[it.Tier]++
 			}
-			for {
-				res, err := s.db.Query(ctx, in)
-				if err != nil {
-					return nil, fmt.Errorf("counting delayed jobs: %w", err)
-				}
-				for _, item := range res.Items {
-					if s.expired(item) {
-						continue
-					}
-					var it struct {
-						Tier    string     `dynamodbav:"tier"`
-						RetryAt *time.Time `dynamodbav:"retryAt"`
-					}
-					if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-						return nil, fmt.Errorf("decoding a delayed job: %w", err)
-					}
-					// A queued job in the queue is ahead of now either
-					// because of a backoff (retryAt) or because recovery
-					// re-sent it (stuckFrom): only the first waits.
-					if part == job.Queued && (it.RetryAt == nil || !it.RetryAt.After(now)) {
-						continue
-					}
-					out[it.Tier]++
-				}
-				if len(res.LastEvaluatedKey) == 0 {
-					break
-				}
-				in.ExclusiveStartKey = res.LastEvaluatedKey
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("counting delayed jobs: %w", err)
 		}
 	}
 	return out, nil

@@ -21,38 +21,33 @@ import (
 // reading only the reason: its cost follows the jobs parked, not the table.
 func (s *Store) CountParked(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, pk := range sweepPartitions(Waiting, nil) {
+	proj := expression.NamesList(expression.Name("waiting"), expression.Name(resources.AttrExpiresAt))
+	err := s.queryPartitions(ctx, sweepPartitions(Waiting, nil), func(pk string) (*dynamodb.QueryInput, error) {
 		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk))
-		proj := expression.NamesList(expression.Name("waiting"), expression.Name(resources.AttrExpiresAt))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
 		if err != nil {
 			return nil, err
 		}
-		in := &dynamodb.QueryInput{
+		return &dynamodb.QueryInput{
 			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
 			KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}, nil
+	}, func(res *dynamodb.QueryOutput) error {
+		for _, item := range res.Items {
+			if s.expired(item) {
+				continue
+			}
+			reason := "unknown"
+			if v, ok := item["waiting"].(*types.AttributeValueMemberS); ok && v.Value != "" {
+				reason = v.Value
+			}
+			out[reason]++
 		}
-		for {
-			res, err := s.db.Query(ctx, in)
-			if err != nil {
-				return nil, fmt.Errorf("counting parked jobs: %w", err)
-			}
-			for _, item := range res.Items {
-				if s.expired(item) {
-					continue
-				}
-				reason := "unknown"
-				if v, ok := item["waiting"].(*types.AttributeValueMemberS); ok && v.Value != "" {
-					reason = v.Value
-				}
-				out[reason]++
-			}
-			if len(res.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = res.LastEvaluatedKey
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting parked jobs: %w", err)
 	}
 	return out, nil
 }

@@ -227,27 +227,22 @@ func (s *Store) CountStatus(ctx context.Context, status job.Status) (int, error)
 		}
 		total = n
 	}
-	for _, pk := range sweepPartitions(status, nil) {
+	err := s.queryPartitions(ctx, sweepPartitions(status, nil), func(pk string) (*dynamodb.QueryInput, error) {
 		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		in := &dynamodb.QueryInput{
+		return &dynamodb.QueryInput{
 			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep), Select: "COUNT",
 			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		}
-		for {
-			res, err := s.db.Query(ctx, in)
-			if err != nil {
-				return 0, fmt.Errorf("counting %s jobs: %w", status, err)
-			}
-			total += int(res.Count)
-			if len(res.LastEvaluatedKey) == 0 {
-				break
-			}
-			in.ExclusiveStartKey = res.LastEvaluatedKey
-		}
+		}, nil
+	}, func(res *dynamodb.QueryOutput) error {
+		total += int(res.Count)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("counting %s jobs: %w", status, err)
 	}
 	return total, nil
 }

@@ -299,6 +299,10 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 			}); err != nil {
 				return fmt.Errorf("adding index %s: %w", ix.Name, err)
 			}
+			// DynamoDB builds one index of a table at a time.
+			if err := indexesIdle(ctx, client, t.Name); err != nil {
+				return err
+			}
 		}
 		// The migration's last step: the indexes the definition retired
 		// go once their replacements exist (readers use only those).
@@ -311,6 +315,9 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Delete: &ddbtypes.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(ix.Name)}}},
 			}); err != nil {
 				return fmt.Errorf("dropping the retired index %s: %w", ix.Name, err)
+			}
+			if err := indexesIdle(ctx, client, t.Name); err != nil {
+				return err
 			}
 		}
 		if err := indexesSettled(ctx, client, t); err != nil {
@@ -333,6 +340,29 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 		}
 	}
 	return nil
+}
+
+// indexesIdle waits until no index of the table is being created, updated
+// or deleted: the next index change may start then.
+func indexesIdle(ctx context.Context, client *dynamodb.Client, table string) error {
+	for {
+		desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return err
+		}
+		idle := true
+		for _, g := range desc.Table.GlobalSecondaryIndexes {
+			idle = idle && g.IndexStatus == ddbtypes.IndexStatusActive
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the table's index changes: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // indexesSettled waits until every index of the table is ACTIVE (created
