@@ -235,9 +235,10 @@ func (b *builder) tableFromDefinition() {
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attr(ix.PartitionKey),
 			SortKey:        attr(ix.SortKey),
-			ProjectionType: awsdynamodb.ProjectionType(ix.Projection()),
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
 		}
 		if len(ix.Include) > 0 {
+			props.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
 			props.NonKeyAttributes = jsii.Strings(ix.Include...)
 		}
 		b.table.AddGlobalSecondaryIndex(props)

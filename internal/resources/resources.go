@@ -79,11 +79,9 @@ type Key struct {
 }
 
 // Index is a global secondary index. Its projection is ALL unless Include
-// names the non-key attributes it carries (projection INCLUDE) or KeysOnly
-// is set (projection KEYS_ONLY): such an index is written only when one of
-// its keys or those attributes changes, not on every update of the item,
-// and its entries are a few hundred bytes (one write unit) instead of the
-// whole item. Its readers fetch the items they need by key.
+// names the non-key attributes it carries (projection INCLUDE): such an
+// index is written only when one of its keys or those attributes changes,
+// not on every update of the item.
 type Index struct {
 	Name         string
 	PartitionKey Key
@@ -91,26 +89,6 @@ type Index struct {
 	// Include, when set, makes the projection INCLUDE with these non-key
 	// attributes (the table's and the index's keys are always projected).
 	Include []string
-	// KeysOnly makes the projection KEYS_ONLY (Include must be empty).
-	KeysOnly bool
-}
-
-// Projection types of an Index, as DynamoDB and CloudFormation name them.
-const (
-	ProjectionAll      = "ALL"
-	ProjectionInclude  = "INCLUDE"
-	ProjectionKeysOnly = "KEYS_ONLY"
-)
-
-// Projection is the index's projection type.
-func (ix Index) Projection() string {
-	switch {
-	case ix.KeysOnly:
-		return ProjectionKeysOnly
-	case len(ix.Include) > 0:
-		return ProjectionInclude
-	}
-	return ProjectionAll
 }
 
 // Table describes the DynamoDB table.
@@ -465,10 +443,10 @@ var FunctionSizes = map[string]FunctionSize{
 const (
 	AttrPK          = "pk"
 	AttrSK          = "sk"
-	AttrOwner       = "owner"       // byOwnerCreated / byOwnerUpdatedKeys partition key
-	AttrCreatedKey  = "createdKey"  // byOwnerCreated / byOwnerStatusCreated sort key: createdAt#id
-	AttrOwnerStatus = "ownerStatus" // byOwnerStatusCreated partition key: owner#status
-	AttrUpdatedKey  = "updatedKey"  // byOwnerUpdatedKeys sort key: updatedAt#id
+	AttrOwner       = "owner"       // byOwner / byOwnerUpdated partition key
+	AttrCreatedKey  = "createdKey"  // byOwner sort key: createdAt#id
+	AttrOwnerStatus = "ownerStatus" // byOwnerStatus partition key: owner#status
+	AttrUpdatedKey  = "updatedKey"  // byOwnerStatus / byOwnerUpdated sort key: updatedAt#id
 	AttrSweepKey    = "sweepKey"    // bySweep partition key: status#shard (sparse)
 	AttrSweepAt     = "sweepAt"     // bySweep sort key: the time the sweep looks at
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
@@ -484,24 +462,11 @@ const (
 	AttrEntity    = "entity"    // byCreated partition key: "job" on every job
 )
 
-// Index names. A GSI's key schema and projection cannot change in place,
-// so an index whose definition changes gets a new name (and the old one is
-// retired, RetiredIndexes; docs/billing.md, "Migrating the indexes").
+// Index names.
 const (
-	// IndexByOwner holds every job of a user by creation, newest first,
-	// with the inspector's attributes (INCLUDE): a user's list and the
-	// inspector's owner filter. Written when a job is created and when its
-	// status or error changes, never re-keyed.
-	IndexByOwner = "byOwnerCreated"
-	// IndexByOwnerStatus holds a user's jobs per status by creation
-	// (KEYS_ONLY): the status filter and its count. Re-keyed only when the
-	// job's status changes.
-	IndexByOwnerStatus = "byOwnerStatusCreated"
-	// IndexByOwnerUpdated holds a user's jobs by updatedAt with their
-	// status (INCLUDE jobStatus): the updatedSince change feed, with or
-	// without a status filter. The one index re-keyed on every write of a
-	// job; its entries are a few hundred bytes.
-	IndexByOwnerUpdated = "byOwnerUpdatedKeys"
+	IndexByOwner        = "byOwner"
+	IndexByOwnerStatus  = "byOwnerStatus"
+	IndexByOwnerUpdated = "byOwnerUpdated"
 	IndexBySweep        = "bySweep"
 	// IndexByFeed holds every job event of every user by time, for the
 	// operators' live feed (GET /v1/admin/events).
@@ -513,16 +478,6 @@ const (
 	IndexByErrorCreated  = "byErrorCreated"
 	IndexByCreated       = "byCreated"
 )
-
-// RetiredIndexes are the indexes an earlier definition had, by name, with
-// their definitions: an existing table keeps them until the migration
-// drops them (docs/billing.md, "Migrating the indexes"). They projected
-// whole job items (ALL), and two of them were re-keyed on every write.
-var RetiredIndexes = []Index{
-	{Name: "byOwner", PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
-	{Name: "byOwnerStatus", PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
-	{Name: "byOwnerUpdated", PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
-}
 
 // FeedShards is how many partitions the feed index spreads events over
 // (a GSI partition takes about 1,000 writes a second); the admin feed
@@ -632,10 +587,9 @@ func Named(env job.Env, prefix string) Definition {
 			PartitionKey: Key{AttrPK, String},
 			SortKey:      Key{AttrSK, String},
 			Indexes: []Index{
-				inspectorIndex(IndexByOwner, AttrOwner),
-				{Name: IndexByOwnerStatus, PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrCreatedKey, String}, KeysOnly: true},
-				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String},
-					Include: []string{AttrJobStatus, AttrExpiresAt}},
+				{Name: IndexByOwner, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
+				{Name: IndexByOwnerStatus, PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
+				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
 				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}},
 				{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}},
 				inspectorIndex(IndexByStatusCreated, AttrJobStatus),

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -543,12 +542,8 @@ type ListQuery struct {
 	Cursor string
 }
 
-// ListJobs returns one page of jobs, newest created first (or oldest first
-// by updatedAt when UpdatedSince is set), and the cursor of the next page.
-// The owner indexes carry keys and a few attributes, not jobs: the page's
-// jobs are read with BatchGetItem (strongly consistent), and a job whose
-// status no longer matches the filter (the index lags its table a moment)
-// is left out.
+// ListJobs returns one page of jobs, newest first (or oldest first by
+// updatedAt when UpdatedSince is set), and the cursor of the next page.
 func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, error) {
 	in, pg, err := s.listInput(q)
 	if err != nil {
@@ -560,8 +555,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 		return nil, "", err
 	}
 	in.ExclusiveStartKey = start
-	var ids []string
-	next := ""
+	var jobs []job.Job
 	for {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
@@ -571,32 +565,22 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 			if s.expired(item) {
 				continue
 			}
-			if pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS); ok {
-				if id, ok := strings.CutPrefix(pk.Value, jobPK("")); ok {
-					ids = append(ids, id)
-				}
+			var j job.Job
+			if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+				return nil, "", fmt.Errorf("decoding job: %w", err)
 			}
+			jobs = append(jobs, j)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			break
+			return jobs, "", nil
 		}
-		if len(ids) >= q.Limit {
-			if next, err = pg.encode(out.LastEvaluatedKey); err != nil {
-				return nil, "", err
-			}
-			break
+		if len(jobs) >= q.Limit {
+			next, err := pg.encode(out.LastEvaluatedKey)
+			return jobs, next, err
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
-		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
+		in.Limit = aws.Int32(int32(q.Limit - len(jobs)))
 	}
-	jobs, err := s.getJobs(ctx, ids)
-	if err != nil {
-		return nil, "", err
-	}
-	if q.Status != "" {
-		jobs = slices.DeleteFunc(jobs, func(j job.Job) bool { return j.Status != q.Status })
-	}
-	return jobs, next, nil
 }
 
 // CountJobs counts an owner's jobs (of one status when q.Status is set) from
@@ -610,42 +594,39 @@ func (s *Store) CountJobs(ctx context.Context, q ListQuery) (int, error) {
 	return s.countQuery(ctx, in)
 }
 
-// listInput builds q's Query and describes its page of the index:
-//
-//	status  updatedSince  index                 order
-//	-       -             byOwnerCreated        newest created first
-//	set     -             byOwnerStatusCreated  newest created first
-//	any     set           byOwnerUpdatedKeys    oldest updated first (status: a filter on jobStatus)
+// listInput builds q's Query and describes its page of the index.
 func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
-	b := expression.NewBuilder()
-	pg := page{partitionAttr: resources.AttrOwner, partition: q.Owner, since: q.UpdatedSince}
 	var kc expression.KeyConditionBuilder
+	var index string
+	var sortAttr string
 	forward := false
 	switch {
-	case q.UpdatedSince != "":
-		pg.index, pg.sortAttr, forward = resources.IndexByOwnerUpdated, resources.AttrUpdatedKey, true
-		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner)).
-			And(expression.Key(pg.sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
-		if q.Status != "" {
-			b = b.WithFilter(expression.Name(resources.AttrJobStatus).Equal(expression.Value(string(q.Status))))
-			pg.filter = resources.AttrJobStatus + "=" + string(q.Status)
-		}
 	case q.Status != "":
-		pg.index, pg.sortAttr = resources.IndexByOwnerStatus, resources.AttrCreatedKey
-		pg.partitionAttr, pg.partition = resources.AttrOwnerStatus, jobStatusIndexKey(q.Owner, q.Status)
-		kc = expression.Key(pg.partitionAttr).Equal(expression.Value(pg.partition))
+		index, sortAttr = resources.IndexByOwnerStatus, resources.AttrUpdatedKey
+		kc = expression.Key(resources.AttrOwnerStatus).Equal(expression.Value(jobStatusIndexKey(q.Owner, q.Status)))
+		if q.UpdatedSince != "" {
+			kc = kc.And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
+			forward = true
+		}
+	case q.UpdatedSince != "":
+		index, sortAttr, forward = resources.IndexByOwnerUpdated, resources.AttrUpdatedKey, true
+		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner)).
+			And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
 	default:
-		pg.index, pg.sortAttr = resources.IndexByOwner, resources.AttrCreatedKey
+		index, sortAttr = resources.IndexByOwner, resources.AttrCreatedKey
 		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner))
 	}
-	e, err := b.WithKeyCondition(kc).Build()
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return nil, page{}, fmt.Errorf("building the list query: %w", err)
 	}
+	pg := page{index: index, partitionAttr: resources.AttrOwner, partition: q.Owner, sortAttr: sortAttr, since: q.UpdatedSince}
+	if index == resources.IndexByOwnerStatus {
+		pg.partitionAttr, pg.partition = resources.AttrOwnerStatus, jobStatusIndexKey(q.Owner, q.Status)
+	}
 	return &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(pg.index),
-		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(s.table), IndexName: aws.String(index),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ScanIndexForward: aws.Bool(forward),
 	}, pg, nil
 }

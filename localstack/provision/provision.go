@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"time"
 
@@ -210,9 +209,9 @@ func attributeDefinitions(t resources.Table) []ddbtypes.AttributeDefinition {
 }
 
 func gsi(ix resources.Index) ddbtypes.GlobalSecondaryIndex {
-	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(ix.Projection())}
+	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
 	if len(ix.Include) > 0 {
-		p.NonKeyAttributes = ix.Include
+		p = &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeInclude, NonKeyAttributes: ix.Include}
 	}
 	return ddbtypes.GlobalSecondaryIndex{
 		IndexName:  aws.String(ix.Name),
@@ -304,25 +303,6 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 				return err
 			}
 		}
-		// The migration's last step: the indexes the definition retired
-		// go once their replacements exist (readers use only those).
-		for _, ix := range resources.RetiredIndexes {
-			if !have[ix.Name] || slices.ContainsFunc(t.Indexes, func(d resources.Index) bool { return d.Name == ix.Name }) {
-				continue
-			}
-			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-				TableName:                   aws.String(t.Name),
-				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Delete: &ddbtypes.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(ix.Name)}}},
-			}); err != nil {
-				return fmt.Errorf("dropping the retired index %s: %w", ix.Name, err)
-			}
-			if err := indexesIdle(ctx, client, t.Name); err != nil {
-				return err
-			}
-		}
-		if err := indexesSettled(ctx, client, t); err != nil {
-			return err
-		}
 	}
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}, 2*time.Minute); err != nil {
 		return err
@@ -360,32 +340,6 @@ func indexesIdle(ctx context.Context, client *dynamodb.Client, table string) err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the table's index changes: %w", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// indexesSettled waits until every index of the table is ACTIVE (created
-// and backfilled) and no retired one is left.
-func indexesSettled(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
-	for {
-		desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
-		if err != nil {
-			return err
-		}
-		settled := true
-		for _, g := range desc.Table.GlobalSecondaryIndexes {
-			name := aws.ToString(g.IndexName)
-			retired := slices.ContainsFunc(resources.RetiredIndexes, func(ix resources.Index) bool { return ix.Name == name }) &&
-				!slices.ContainsFunc(t.Indexes, func(ix resources.Index) bool { return ix.Name == name })
-			settled = settled && !retired && g.IndexStatus == ddbtypes.IndexStatusActive
-		}
-		if settled {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the table's indexes to settle: %w", ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
