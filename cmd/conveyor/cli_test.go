@@ -521,7 +521,7 @@ func TestJSONEverywhere(t *testing.T) {
 	}{
 		{[]string{"overview", "--env", "prod-ru", "--config", f.config}, "environments"},
 		{[]string{"jobs", "list", "--env", "prod-ru", "--status", "failed", "--config", f.config}, "environment,jobs,nextCursor,total"},
-		{[]string{"jobs", "get", "job_cccccccccccccccccccccccccc", "--env", "prod-ru", "--config", f.config}, "attempts,createdAt,error,finishedAt,id,items,maxAttempts,owner,params,phase,phases,progress,result,scheduleAt,startedAt,status,tier,type,updatedAt"},
+		{[]string{"jobs", "get", "job_cccccccccccccccccccccccccc", "--env", "prod-ru", "--config", f.config}, "attempts,createdAt,error,finishedAt,id,items,maxAttempts,owner,params,phase,phases,progress,result,scheduleAt,startedAt,status,tier,type,updatedAt,wait"},
 		{[]string{"jobs", "orphans", "--env", "prod-ru", "--config", f.config}, "environment,orphans"},
 		{[]string{"jobs", "restart", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--env", "prod-ru", "--config", f.config}, "environment,restarted,skipped"},
 		{[]string{"jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--env", "prod-ru", "--config", f.config}, "environment,skipped,stopped"},
