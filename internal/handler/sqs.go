@@ -39,7 +39,6 @@ type VisibilityChanger interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-
 // GroupConcurrency bounds how many message groups of one batch a consumer
 // works on at once.
 const GroupConcurrency = 10
