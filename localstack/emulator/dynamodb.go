@@ -52,9 +52,12 @@ type DynamoDBOptions struct {
 	Log io.Writer
 	// StartTimeout bounds the wait for readiness (default StartTimeoutDefault).
 	StartTimeout time.Duration
+	// DataDir, when set, is where DynamoDB Local keeps its database
+	// (-dbPath): tables and items outlive the process. Empty: in memory.
+	DataDir string
 }
 
-// StartDynamoDB launches DynamoDB Local in memory and waits until it answers
+// StartDynamoDB launches DynamoDB Local (in memory unless opts.DataDir) and waits until it answers
 // a real DynamoDB request (ListTables). It runs with -sharedDb: one database
 // whatever the caller's access key and region (without it DynamoDB Local
 // keeps one per key and region, and a shell or tool with other credentials
@@ -85,8 +88,19 @@ func StartDynamoDB(ctx context.Context, opts DynamoDBOptions) (*Process, error) 
 	if jvm == nil {
 		jvm = DynamoDBJavaOptionsDefault
 	}
-	args := append(append([]string{}, jvm...), "-Djava.library.path=lib", "-cp", "lib/*", DynamoDBLocalMainClass,
-		"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
+	storage := []string{"-inMemory"}
+	if opts.DataDir != "" {
+		abs, err := filepath.Abs(opts.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return nil, fmt.Errorf("DynamoDB Local's data directory: %w", err)
+		}
+		storage = []string{"-dbPath", abs}
+	}
+	args := append(append([]string{}, jvm...), "-Djava.library.path=lib", "-cp", "lib/*", DynamoDBLocalMainClass)
+	args = append(append(args, storage...), "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
 	cmd := exec.Command(java, args...)
 	cmd.Dir = dir
 	return launch(ctx, launchSpec{

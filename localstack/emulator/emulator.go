@@ -44,6 +44,12 @@ type Options struct {
 	Log io.Writer
 	// StartTimeout bounds the wait for readiness (default StartTimeoutDefault).
 	StartTimeout time.Duration
+	// StateFile, when set, is where moto keeps its state between runs
+	// (buckets and objects, queues and messages, keys, secrets, buses,
+	// schedules): read at start when it exists, written every few seconds
+	// and at Stop (moto_server.py, CONVEYOR_MOTO_STATE). Needs the
+	// repository's moto launcher (not a CONVEYOR_MOTO_SERVER of its own).
+	StateFile string
 }
 
 // Process is a running emulator, in a process group of its own.
@@ -76,6 +82,16 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		}
 	}
 	cmd := exec.Command(command[0], append(command[1:], "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	if opts.StateFile != "" {
+		abs, err := filepath.Abs(opts.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return nil, fmt.Errorf("moto's state directory: %w", err)
+		}
+		cmd.Env = append(os.Environ(), "CONVEYOR_MOTO_STATE="+abs)
+	}
 	return launch(ctx, launchSpec{
 		name: "moto", cmd: cmd, port: port, log: opts.Log, timeout: opts.StartTimeout, ready: Ready,
 		hint: "run `make emulator` to reinstall it",
@@ -217,7 +233,8 @@ func (p *Process) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
-// Stop ends the emulator and every process it started.
+// Stop ends the emulator and every process it started; stopping a stopped
+// emulator does nothing.
 func (p *Process) Stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
@@ -225,12 +242,14 @@ func (p *Process) Stop() error {
 	// A frozen process group would never handle SIGTERM.
 	p.thaw()
 	p.signal(syscall.SIGTERM)
+	var err error
 	select {
-	case <-p.done:
+	case err = <-p.done:
 	case <-time.After(5 * time.Second):
 		p.signal(syscall.SIGKILL)
-		<-p.done
+		err = <-p.done
 	}
+	p.done <- err // for the next Stop
 	return nil
 }
 

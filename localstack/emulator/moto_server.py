@@ -38,6 +38,10 @@ What this changes, and only this (every answer is the same):
 - the access log (a line per request, 14% of moto's time under `make bench`
   once the above was gone) is off unless CONVEYOR_MOTO_ACCESS_LOG=1.
 
+Apart from the patches, CONVEYOR_MOTO_STATE names a file moto's state is
+kept in between runs (``_keep_state``): `make run` keeps its data, as AWS
+would; tests never set it.
+
 Each patch checks that the moto it patches has what it expects, and leaves
 moto alone (saying so on stderr) when it does not, so a moto upgrade degrades
 to stock behaviour, never to different behaviour.
@@ -45,8 +49,13 @@ to stock behaviour, never to different behaviour.
 Run as: python moto_server.py [moto_server arguments]
 """
 
+import atexit
 import functools
+import io
+import os
+import pickle
 import sys
+import threading
 import time
 
 
@@ -160,6 +169,96 @@ def _quiet_access_log() -> None:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
+# The services whose state a kept stack restores (CONVEYOR_MOTO_STATE).
+_KEPT_SERVICES = ("s3", "sqs", "kms", "secretsmanager", "events", "scheduler")
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles moto's backends: locks are made anew, RSA keys (moto gives
+    every KMS key one) travel as PEM."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, _LOCK_TYPES):
+            return (threading.Lock if isinstance(obj, _LOCK_TYPES[0]) else threading.RLock), ()
+        if hasattr(obj, "private_bytes") and hasattr(obj, "public_key"):
+            from cryptography.hazmat.primitives import serialization
+
+            pem = obj.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+            return _load_private_key, (pem,)
+        return NotImplemented
+
+
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
+
+def _load_private_key(pem: bytes):
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key(pem, password=None)
+
+
+def _backend_dicts():
+    from moto import backends
+
+    for name in _KEPT_SERVICES:
+        yield name, backends.get_backend(name)
+
+
+def _save_state(path: str) -> None:
+    """Writes every kept service's backends to path (atomically). A request
+    changing a backend while it is read makes the attempt fail; it is
+    retried."""
+    for _ in range(5):
+        buf = io.BytesIO()
+        try:
+            _StatePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+                {name: dict(bd) for name, bd in _backend_dicts()})
+        except RuntimeError:  # a dict changed size while it was pickled
+            time.sleep(0.05)
+            continue
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+        return
+    print(f"conveyor moto: could not save the state to {path}", file=sys.stderr)
+
+
+def _keep_state() -> None:
+    """With CONVEYOR_MOTO_STATE set, moto's state (buckets and objects,
+    queues and their messages, keys, secrets, buses, schedules) is read from
+    that file at start and written to it every CONVEYOR_MOTO_STATE_EVERY
+    seconds (default 10) and when the process is told to stop — what
+    `make run` keeps between runs (AWS keeps it; moto keeps nothing)."""
+    path = os.environ.get("CONVEYOR_MOTO_STATE")
+    if not path:
+        return
+    if os.path.exists(path):
+        try:
+            with open(path, "rb") as f:
+                state = pickle.load(f)
+            for name, bd in _backend_dicts():
+                if name in state:
+                    bd.clear()
+                    bd.update(state[name])
+            print(f"conveyor moto: state restored from {path}", file=sys.stderr)
+        except Exception as err:  # another moto's pickle: start empty, say so
+            print(f"conveyor moto: the state in {path} could not be read ({err!r}); starting empty", file=sys.stderr)
+    every = float(os.environ.get("CONVEYOR_MOTO_STATE_EVERY", "10"))
+
+    def periodically() -> None:
+        while True:
+            time.sleep(every)
+            _save_state(path)
+
+    threading.Thread(target=periodically, daemon=True).start()
+
+    # moto's own SIGTERM and SIGINT handlers exit through sys.exit: the
+    # state is written on the way out.
+    atexit.register(_save_state, path)
+
+
 def main() -> None:
     for what, patch in (("SQS", _patch_sqs), ("JSONPath parsing", _patch_jsonpath),
                         ("the service dispatcher", _patch_dispatch), ("the access log", _quiet_access_log)):
@@ -167,6 +266,7 @@ def main() -> None:
             patch()
         except Exception as err:  # a different moto: run it unpatched
             _warn(what, err)
+    _keep_state()
     from moto.server import main as moto_main
 
     moto_main(sys.argv[1:])

@@ -108,6 +108,11 @@ type Options struct {
 	// every AWS access its requests need, in <function>.jsonl
 	// (awscall.VarLog), for the IAM conformance check (docs/iam.md).
 	CallLog string
+	// DataDir, when set, keeps the emulators' data there between runs
+	// (DynamoDB Local's database, moto's state file) when the stack starts
+	// its own emulators: `make run` keeps its jobs, uploads and accounts.
+	// Empty: the emulators start empty and keep nothing.
+	DataDir string
 	// StreamAddr is, in binary mode, the address of the stream function's
 	// URL (default CONVEYOR_STREAM_ADDR, then a free port). In process the
 	// streams are served by the gateway.
@@ -151,6 +156,7 @@ type Stack struct {
 	emulators *emulator.Emulators
 	stopSim   func()
 	logFiles  []*os.File
+	dataDir   string
 	closed    sync.Once
 }
 
@@ -234,6 +240,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 		s.Endpoints = awsclient.Endpoints{Default: opts.Getenv("AWS_ENDPOINT_URL"), DynamoDB: opts.Getenv("AWS_ENDPOINT_URL_DYNAMODB")}
 	}
 	if s.Endpoints.Default == "" {
+		s.dataDir = opts.DataDir
 		if err := s.startEmulators(ctx); err != nil {
 			return nil, err
 		}
@@ -482,7 +489,12 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 	}
 	s.EmulatorLogs = []string{motoLog.Name(), ddbLog.Name()}
 	s.logFiles = []*os.File{motoLog, ddbLog}
-	e, err := emulator.StartAll(ctx, emulator.LogTo(motoLog, ddbLog))
+	opts := emulator.LogTo(motoLog, ddbLog)
+	if s.dataDir != "" {
+		opts.Moto.StateFile = filepath.Join(s.dataDir, "moto.state")
+		opts.DynamoDB.DataDir = filepath.Join(s.dataDir, "dynamodb")
+	}
+	e, err := emulator.StartAll(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("starting the emulators (logs: %s): %w", strings.Join(s.EmulatorLogs, ", "), err)
 	}

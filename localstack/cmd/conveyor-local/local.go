@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/config"
@@ -90,4 +91,39 @@ func answers(apiURL string) bool {
 	}
 	resp.Body.Close()
 	return true
+}
+
+// keepData returns the directory the emulators keep their data in
+// (dir/data: DynamoDB Local's database and moto's state file), emptied
+// first when fresh, and what the banner says about it. Only one running
+// stack may use it: it is locked while the stack runs, and a second stack
+// starts with empty emulators that keep nothing ("" and a note saying so).
+func keepData(dir string, fresh bool) (path string, unlock func(), note string, err error) {
+	path = filepath.Join(dir, "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "data.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return "", func() {}, "another running stack keeps " + path + "; this one starts empty and keeps nothing", nil
+	}
+	unlock = func() { _ = lock.Close() }
+	_, statErr := os.Stat(path)
+	switch {
+	case fresh:
+		if err := os.RemoveAll(path); err != nil {
+			unlock()
+			return "", nil, "", fmt.Errorf("emptying %s: %w", path, err)
+		}
+		note = "started empty (FRESH=1); kept in " + path + " for the next runs"
+	case statErr == nil:
+		note = "kept from the last run in " + path + " (make run FRESH=1 starts empty)"
+	default:
+		note = "started empty; kept in " + path + " for the next runs (make run FRESH=1 starts empty)"
+	}
+	return path, unlock, note, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/config"
@@ -57,5 +58,35 @@ func TestEachStackHasItsOwnEnvFile(t *testing.T) {
 	os.WriteFile(main, []byte("export CONVEYOR_API_URL='http://127.0.0.1:1'\n"), 0o600)
 	if got := envFileFor(dir, "http://127.0.0.1:9000"); got != main {
 		t.Fatalf("a dead stack's file: %s, want %s (replaced)", got, main)
+	}
+}
+
+// TestTheDataDirectoryIsKeptLockedAndEmptiedOnRequest: the first stack
+// keeps its data in dir/data; a second one while it runs keeps nothing; the
+// next run finds the data; FRESH empties it.
+func TestTheDataDirectoryIsKeptLockedAndEmptiedOnRequest(t *testing.T) {
+	dir := t.TempDir()
+	path, unlock, note, err := keepData(dir, false)
+	if err != nil || path != filepath.Join(dir, "data") || !strings.Contains(note, "started empty") {
+		t.Fatalf("first run: %q %q %v", path, note, err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "dynamodb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	second, unlock2, note2, err := keepData(dir, false)
+	if err != nil || second != "" || !strings.Contains(note2, "another running stack") {
+		t.Fatalf("a second stack while the first runs: %q %q %v", second, note2, err)
+	}
+	unlock2()
+	unlock()
+	path, unlock, note, err = keepData(dir, false)
+	if err != nil || path == "" || !strings.Contains(note, "kept from the last run") {
+		t.Fatalf("the next run: %q %q %v", path, note, err)
+	}
+	unlock()
+	path, unlock, note, err = keepData(dir, true)
+	defer unlock()
+	if _, serr := os.Stat(filepath.Join(path, "dynamodb")); err != nil || !os.IsNotExist(serr) || !strings.Contains(note, "FRESH=1") {
+		t.Fatalf("FRESH: %q %q %v, the old data: %v", path, note, err, serr)
 	}
 }

@@ -8,7 +8,9 @@
 //
 // The secret that signs local tokens is kept in .local/jwt-secret, so the
 // tokens a developer minted stay valid across restarts; -fresh (make run
-// FRESH=1) makes a new one. The environment goes to .local/env, unless
+// FRESH=1) makes a new one. The emulators keep their data in .local/data
+// (DynamoDB Local's -dbPath, moto's state file), so jobs, uploads, accounts
+// and queued messages outlive a restart; -fresh empties it first. The environment goes to .local/env, unless
 // another running stack wrote that file: then to .local/env.<API port>,
 // so that each stack's file is its own. A stack removes its file when it
 // stops.
@@ -32,13 +34,19 @@ import (
 
 func main() {
 	inProcess := flag.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
-	fresh := flag.Bool("fresh", false, "a new secret for local tokens (tokens minted before stop working)")
+	fresh := flag.Bool("fresh", false, "start empty: a new secret for local tokens (tokens minted before stop working) and no data of an earlier run")
 	flag.Parse()
 	secretNote, err := keepJWTSecret(localDir, *fresh)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
 		os.Exit(1)
 	}
+	dataDir, unlock, dataNote, err := keepData(localDir, *fresh)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
+		os.Exit(1)
+	}
+	defer unlock()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mode := "each function's own binary under the local Lambda Runtime API"
@@ -46,7 +54,7 @@ func main() {
 		mode = "the functions' handlers in process"
 	}
 	fmt.Fprintf(os.Stderr, "starting Conveyor locally (%s)…\n", mode)
-	s, err := stack.Start(ctx, stack.Options{Binaries: !*inProcess})
+	s, err := stack.Start(ctx, stack.Options{Binaries: !*inProcess, DataDir: dataDir})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
 		os.Exit(1)
@@ -70,7 +78,7 @@ func main() {
 	}
 	fmt.Printf("\n  API        %s   (curl %s/healthz)\n  dashboard  %s/dashboard/\n  streams    %s   (GET /v1/events, /v1/jobs/{id}/events)\n  simulator  %s\n  moto       %s   (every service but DynamoDB)\n  DynamoDB   %s   (DynamoDB Local)\n",
 		s.APIURL, s.APIURL, s.APIURL, s.StreamURL, s.SimulatorURL, s.Endpoints.Default, s.Endpoints.DynamoDB)
-	fmt.Printf("\n  tokens     %s\n  data       the emulators start empty: jobs, uploads and accounts of an earlier run are gone\n", secretNote)
+	fmt.Printf("\n  tokens     %s\n  data       %s\n", secretNote, dataNote)
 	if envFile != filepath.Join(localDir, "env") {
 		fmt.Printf("  env file   another stack is running and owns %s; this one's is %s (conveyor --env-file %s …)\n", filepath.Join(localDir, "env"), envFile, envFile)
 	}
