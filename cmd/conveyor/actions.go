@@ -34,16 +34,36 @@ func (c *cli) jobsActionCmd(verb string) *cobra.Command {
 		item   string
 		asJSON bool
 		o      *common
+		f      admin.Filter
+		limit  int
+		all    bool
+		dry    bool
 	)
 	short := map[string]string{"restart": "Restart jobs (failed, cancelled, stale), or one item of a job", "stop": "Stop active jobs (outputs kept, error stopped)"}[verb]
 	cmd := &cobra.Command{
-		Use:   verb + " <jobId>...",
+		Use:   verb + " <jobId>... | --status S [--tier T --error-code C --type K --owner U] [--limit N | --all] [--dry-run]",
 		Short: short,
-		Args:  args(cobra.MinimumNArgs(1)),
+		Args:  args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, ids []string) error {
+			byFilter := f != (admin.Filter{})
+			switch {
+			case byFilter && (len(ids) > 0 || item != ""):
+				return usagef("give job ids or a filter (--status …), not both")
+			case !byFilter && len(ids) == 0:
+				return usagef("give job ids, or a filter: conveyor jobs %s --status %s [--tier …] [--dry-run]", verb, map[string]string{"restart": "failed", "stop": "queued"}[verb])
+			case !byFilter && (dry || all || limit != 0):
+				return usagef("--dry-run, --limit and --all go with a filter (--status …)")
+			case all && limit != 0:
+				return usagef("--all or --limit, not both")
+			case limit < 0 || limit > admin.MaxBulk:
+				return usagef("--limit takes 1 to %d", admin.MaxBulk)
+			}
 			t, err := c.one(o)
 			if err != nil {
 				return err
+			}
+			if byFilter {
+				return c.bulkMatching(cmd.Context(), t, verb, f, limit, all, dry, asJSON)
 			}
 			if item != "" {
 				if len(ids) != 1 {
@@ -58,6 +78,15 @@ func (c *cli) jobsActionCmd(verb string) *cobra.Command {
 	if verb == "restart" {
 		cmd.Flags().StringVar(&item, "item", "", "restart only this item of the one job given")
 	}
+	statuses := map[string]string{"restart": "failed, cancelled or stale", "stop": "scheduled, queued or running"}[verb]
+	cmd.Flags().StringVar(&f.Status, "status", "", "act on the jobs in this status ("+statuses+"), found by the inspector's indexes")
+	cmd.Flags().StringVar(&f.Tier, "tier", "", "with --status: only this tier")
+	cmd.Flags().StringVar(&f.ErrorCode, "error-code", "", "with --status: only jobs whose error has this code")
+	cmd.Flags().StringVar(&f.Type, "type", "", "with --status: only this kind of job")
+	cmd.Flags().StringVar(&f.Owner, "owner", "", "with --status: only this user's jobs")
+	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("with --status: act on at most this many (1–%d; default %d)", admin.MaxBulk, admin.MaxBulk))
+	cmd.Flags().BoolVar(&all, "all", false, "with --status: call again until nothing matches (every match, by calls of the API's limit)")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "with --status: change nothing; print how many match and the ids a call would take")
 	json := map[string]string{"restart": `print {"environment","restarted":[…],"skipped":[{"id","reason"}]} (with --item: the job)`, "stop": `print {"environment","stopped":[…],"skipped":[{"id","reason"}]}`}[verb]
 	cmd.Flags().BoolVar(&asJSON, "json", false, json)
 	return cmd
@@ -138,6 +167,113 @@ func (c *cli) bulk(ctx context.Context, t target, verb string, in []string, asJS
 		return errPartial
 	}
 	return nil
+}
+
+// bulkMatching restarts or stops the jobs a filter selects: one call of at
+// most limit jobs, or with all, calls until nothing matches (a job acted on
+// leaves the filter's status; one that is skipped twice stops the loop, so
+// it never spins on a job the API keeps refusing). A dry run changes nothing
+// and prints what matches.
+func (c *cli) bulkMatching(ctx context.Context, t target, verb string, f admin.Filter, limit int, all, dry, asJSON bool) error {
+	req := apiclient.BulkFilter{Filter: f, DryRun: dry}
+	if limit > 0 {
+		req.Limit = &limit
+	}
+	call := func() ([]string, []admin.Skipped, *admin.Selection, error) {
+		if verb == "restart" {
+			r, err := c.api(t).RestartMatching(ctx, req)
+			return r.Restarted, r.Skipped, r.Selection, err
+		}
+		r, err := c.api(t).StopMatching(ctx, req)
+		return r.Stopped, r.Skipped, r.Selection, err
+	}
+	past := map[string]string{"restart": "restarted", "stop": "stopped"}[verb]
+	var (
+		done    []string
+		skipped []admin.Skipped
+		first   *admin.Selection
+		bar     *bar
+	)
+	seen := map[string]bool{}
+	for {
+		got, sk, sel, err := call()
+		if err != nil {
+			if bar != nil {
+				bar.finish()
+			}
+			return fmt.Errorf("%s: %w", t.name, friendly(err))
+		}
+		if sel == nil {
+			sel = &admin.Selection{}
+		}
+		if first == nil {
+			first = sel
+			if all && !dry {
+				bar = c.progress(verb, sel.Matched)
+			}
+		}
+		done = append(done, got...)
+		again := false
+		for _, s := range sk {
+			if !seen[s.ID] {
+				skipped = append(skipped, s)
+				seen[s.ID] = true
+				again = true
+			}
+		}
+		if bar != nil {
+			bar.set(len(done) + len(skipped))
+		}
+		// Every job that matched at the first call is dealt with: jobs
+		// entering the status meanwhile wait for the next command.
+		if dry || !all || sel.Matched == 0 || (len(got) == 0 && !again) || len(done)+len(skipped) >= first.Matched {
+			break
+		}
+	}
+	if bar != nil {
+		bar.finish()
+	}
+	if asJSON {
+		out := map[string]any{"environment": t.name, "filter": f, "matched": first.Matched, past: nonNil(done), "skipped": nonNilSkipped(skipped)}
+		if dry {
+			out = map[string]any{"environment": t.name, "filter": f, "dryRun": true, "matched": first.Matched, "limit": first.Limit, "jobIds": nonNil(first.JobIDs)}
+		}
+		return c.printJSON(out)
+	}
+	if dry {
+		fmt.Fprintf(c.stdout, "%s: %d jobs match %s; a %s would take %d (limit %d), nothing changed:\n", t.name, first.Matched, f, verb, len(first.JobIDs), first.Limit)
+		for _, id := range first.JobIDs {
+			fmt.Fprintf(c.stdout, "  %s\n", id)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	for _, id := range done {
+		fmt.Fprintf(tw, "%s\t%s\n", past, id)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(tw, "skipped\t%s\t%s\n", s.ID, s.Reason)
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "%s: %d matched %s, %d %s, %d skipped\n", t.name, first.Matched, f, len(done), past, len(skipped))
+	if len(skipped) > 0 {
+		return errPartial
+	}
+	return nil
+}
+
+func nonNil(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
+}
+
+func nonNilSkipped(s []admin.Skipped) []admin.Skipped {
+	if s == nil {
+		return []admin.Skipped{}
+	}
+	return s
 }
 
 // bulkCall sends one chunk.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,7 @@ type fakeEnv struct {
 	mu        sync.Mutex
 	requests  []string
 	dlq       int // messages left to redrive
+	matching  int // jobs a bulk filter selects
 }
 
 func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -70,11 +72,36 @@ func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in struct {
-		JobIDs []string `json:"jobIds"`
-		Max    int      `json:"max"`
+		JobIDs []string        `json:"jobIds"`
+		Max    int             `json:"max"`
+		Filter json.RawMessage `json:"filter"`
+		Limit  *int            `json:"limit"`
+		DryRun bool            `json:"dryRun"`
 	}
 	_ = json.Unmarshal(body, &in)
 	switch {
+	case (r.URL.Path == "/v1/admin/jobs/restart" || r.URL.Path == "/v1/admin/jobs/stop") && in.Filter != nil:
+		f.mu.Lock()
+		limit := 100
+		if in.Limit != nil {
+			limit = *in.Limit
+		}
+		matched := f.matching
+		var took []string
+		for i := range min(limit, matched) {
+			took = append(took, fmt.Sprintf("job_%026d", matched-i))
+		}
+		done, key := took, "restarted"
+		if in.DryRun {
+			done = []string{}
+		} else {
+			f.matching -= len(took)
+		}
+		f.mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "stop") {
+			key = "stopped"
+		}
+		json.NewEncoder(w).Encode(map[string]any{key: done, "skipped": []string{}, "dryRun": in.DryRun, "matched": matched, "limit": limit, "jobIds": took})
 	case r.URL.Path == "/v1/admin/overview":
 		io.WriteString(w, f.overview)
 	case f.inspector && r.URL.Path == "/v1/admin/jobs" && r.Method == http.MethodGet:
@@ -305,6 +332,48 @@ func TestJobsRestartAndStop(t *testing.T) {
 	}
 	if _, _, err := f.run(t, "jobs", "stop", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "--env", "dev"); err == nil || !strings.Contains(err.Error(), "CONVEYOR_TOKEN_DEV") {
 		t.Errorf("missing token: %v", err)
+	}
+}
+
+// TestJobsRestartAndStopByFilter: the filter flags become the API's filter;
+// --dry-run changes nothing; --all calls until nothing matches; ids and a
+// filter together are a usage error.
+func TestJobsRestartAndStopByFilter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	env := f.envs["prod-ru"]
+	env.matching = 230
+
+	out, _, err := f.run(t, "jobs", "restart", "--env", "prod-ru", "--status", "failed", "--tier", "low", "--error-code", "attempts_exhausted", "--limit", "3", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "230 jobs match status=failed tier=low errorCode=attempts_exhausted; a restart would take 3 (limit 3), nothing changed") || env.matching != 230 {
+		t.Errorf("dry run: %q, %d left", out, env.matching)
+	}
+	if got := env.requests[0]; !strings.Contains(got, `"filter":{"status":"failed","tier":"low","errorCode":"attempts_exhausted"}`) || !strings.Contains(got, `"limit":3`) || !strings.Contains(got, `"dryRun":true`) {
+		t.Errorf("request: %s", got)
+	}
+
+	out, _, err = f.run(t, "jobs", "restart", "--env", "prod-ru", "--status", "failed")
+	if err != nil || !strings.HasSuffix(out, "prod-ru: 230 matched status=failed, 100 restarted, 0 skipped\n") || env.matching != 130 {
+		t.Errorf("one call: %v %q, %d left", err, out[max(0, len(out)-80):], env.matching)
+	}
+	out, _, err = f.run(t, "jobs", "stop", "--env", "prod-ru", "--status", "queued", "--all", "--json")
+	if err != nil || !strings.Contains(out, `"matched": 130`) || strings.Count(out, "job_") != 130 || env.matching != 0 {
+		t.Errorf("--all: %v, %d ids, %d left", err, strings.Count(out, "job_"), env.matching)
+	}
+
+	for _, bad := range [][]string{
+		{"jobs", "stop", "--env", "prod-ru", "--status", "queued", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
+		{"jobs", "stop", "--env", "prod-ru", "--dry-run", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
+		{"jobs", "stop", "--env", "prod-ru"},
+		{"jobs", "stop", "--env", "prod-ru", "--status", "queued", "--all", "--limit", "5"},
+		{"jobs", "stop", "--env", "prod-ru", "--status", "queued", "--limit", "500"},
+	} {
+		if _, _, err := f.run(t, bad...); exitCode(err) != exitUsage {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
 	}
 }
 
