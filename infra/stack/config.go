@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/conveyor/conveyor/internal/config"
+	"maps"
 	"net"
 	"net/mail"
 	"net/url"
@@ -18,7 +18,9 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -93,6 +95,57 @@ type Config struct {
 	// OIDC lets the HTTP-serving functions accept an identity provider's
 	// tokens. Empty issuer: off.
 	OIDC OIDC `json:"oidc"`
+	// Fairness sets how many jobs of one owner are in flight at once per
+	// tier (docs/fairness.md). Unset: the functions' defaults.
+	Fairness Fairness `json:"fairness,omitempty"`
+}
+
+// Fairness is the owners' slots: by plan, and for named owners over their
+// plan's. Each becomes the functions' CONVEYOR_FAIR_SLOTS and
+// CONVEYOR_OWNER_SLOTS.
+type Fairness struct {
+	// Plans overrides the default slots of the plans named (free,
+	// standard, pro, corporate, enterprise); 0: a group per job, no cap.
+	Plans map[string]int `json:"plans,omitempty"`
+	// Owners gives named owners (user ids) slots of their own.
+	Owners map[string]int `json:"owners,omitempty"`
+}
+
+// env is the functions' environment for f: only what it sets.
+func (f Fairness) env() map[string]string {
+	env := map[string]string{}
+	if len(f.Plans) > 0 {
+		slots, _ := queue.ParseSlots(queue.FairSlotsDefault)
+		maps.Copy(slots, f.Plans)
+		env[config.VarFairSlots] = queue.FormatSlots(slots)
+	}
+	if len(f.Owners) > 0 {
+		env[config.VarOwnerSlots] = queue.FormatSlots(f.Owners)
+	}
+	return env
+}
+
+// check reports the settings of f the functions would refuse.
+func (f Fairness) check() []string {
+	var bad []string
+	plans, _ := queue.ParseSlots(queue.FairSlotsDefault)
+	for _, p := range sortedKeys(f.Plans) {
+		if _, ok := plans[p]; !ok {
+			bad = append(bad, fmt.Sprintf("fairness.plans.%s: no such plan (want one of %v)", p, sortedKeys(plans)))
+		}
+		if n := f.Plans[p]; n < 0 || n > 1000 {
+			bad = append(bad, fmt.Sprintf("fairness.plans.%s %d: want 0 to 1000 slots", p, n))
+		}
+	}
+	for _, o := range sortedKeys(f.Owners) {
+		if strings.TrimSpace(o) == "" || strings.ContainsAny(o, ",= \t") {
+			bad = append(bad, fmt.Sprintf("fairness.owners %q: want a user id (no comma, equals sign or space)", o))
+		}
+		if n := f.Owners[o]; n < 0 || n > 1000 {
+			bad = append(bad, fmt.Sprintf("fairness.owners.%s %d: want 0 to 1000 slots", o, n))
+		}
+	}
+	return bad
 }
 
 // ExternalAPI is the publishing API's base URL.
@@ -264,6 +317,8 @@ func (cfg Config) Validate(env job.Env) error {
 	} else if o.Audience != "" || o.RoleClaim != "" || o.PlanClaim != "" {
 		fail("oidc: audience, roleClaim and planClaim need oidc.issuer")
 	}
+
+	bad = append(bad, cfg.Fairness.check()...)
 
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid %s configuration:\n  %s", env, strings.Join(bad, "\n  "))

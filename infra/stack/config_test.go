@@ -25,6 +25,7 @@ var configuredStaging = stack.Config{
 	Tracing:             stack.Tracing{Enabled: false},
 	OIDC: stack.OIDC{Issuer: "https://login.conveyor.dev/", Audience: "conveyor-staging",
 		RoleClaim: "https://conveyor.dev/role", PlanClaim: "plan"},
+	Fairness: stack.Fairness{Plans: map[string]int{"free": 1, "enterprise": 12}, Owners: map[string]int{"user-42": 16}},
 }
 
 // alarmTopicARN is the existing topic of the by-topic stack.
@@ -169,6 +170,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"a quota of 10 can reserve 0"}},
 		{"oidc without audience", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"oidc":{"issuer":"https://login.conveyor.dev/"}}`,
 			[]string{"oidc.audience: required"}},
+		{"fairness", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"fairness":{"plans":{"gold":3,"free":-1},"owners":{"a,b":2,"u-1":5000}}}`,
+			[]string{"fairness.plans.gold: no such plan", "fairness.plans.free -1", `fairness.owners "a,b"`, "fairness.owners.u-1 5000"}},
 		{"oidc claims without issuer", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"oidc":{"roleClaim":"role"}}`,
 			[]string{"need oidc.issuer"}},
 	} {

@@ -247,6 +247,14 @@ func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
 				t.Errorf("%s: %s = %v (set %v), want set only on the functions that verify tokens, to %v", fn, k, got, ok, v)
 			}
 		}
+		// Every function sends with the same slots: the plans' defaults
+		// with the configured ones over them, and the named owners.
+		if got, want := vars["CONVEYOR_FAIR_SLOTS"], "corporate=6,enterprise=12,free=1,pro=4,standard=3"; got != want {
+			t.Errorf("%s: CONVEYOR_FAIR_SLOTS = %v, want %s", fn, got, want)
+		}
+		if got := vars["CONVEYOR_OWNER_SLOTS"]; got != "user-42=16" {
+			t.Errorf("%s: CONVEYOR_OWNER_SLOTS = %v, want user-42=16", fn, got)
+		}
 		if vars["CONVEYOR_DEVIANTART_URL"] != cfg.ExternalAPI.URL {
 			t.Errorf("%s: CONVEYOR_DEVIANTART_URL = %v, want %s", fn, vars["CONVEYOR_DEVIANTART_URL"], cfg.ExternalAPI.URL)
 		}

@@ -70,6 +70,11 @@ func (b *builder) commonEnv() map[string]*string {
 		env[config.VarQueueURL(q.Tier)] = b.queues[q.Tier].QueueUrl()
 		env[config.VarDLQURL(q.Tier)] = b.dlqs[q.Tier].QueueUrl()
 	}
+	// Every function that sends a job reads the owners' slots; all get
+	// the same, so no two send with different groups.
+	for k, v := range b.props.Config.Fairness.env() {
+		env[k] = jsii.String(v)
+	}
 	return env
 }
 
