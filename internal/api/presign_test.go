@@ -59,8 +59,8 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 	}
 
 	// Recompute the signature of the request the client is told to send.
-	s3opts := b.Stack.App.Clients.S3.Options()
-	creds, err := s3opts.Credentials.Retrieve(context.Background())
+	awsCfg := b.Stack.App.Clients.Config
+	creds, err := awsCfg.Credentials.Retrieve(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 		}
 		req.ContentLength = length
 		got, _, err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).
-			PresignHTTP(context.Background(), creds, req, "UNSIGNED-PAYLOAD", "s3", s3opts.Region, at)
+			PresignHTTP(context.Background(), creds, req, "UNSIGNED-PAYLOAD", "s3", awsCfg.Region, at)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,10 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler and its pipeline, runner and bucket), so the
-// two are wired one way. app knows no environment: the caller injects what
-// differs (the DLQ mover, the tier switch).
+// builders (internal/handler and its pipeline and runner, the functions'
+// own, the adapters' constructors), so the two are wired one way. app knows
+// no environment: the caller injects what differs (the DLQ mover, the tier
+// switch).
 package app
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/api"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
@@ -24,7 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
+	"github.com/conveyor/conveyor/internal/handler/confirmfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
@@ -78,8 +80,10 @@ type Options struct {
 
 // App is every service, wired.
 type App struct {
-	Config    config.Config
-	Clients   awsclient.Clients
+	Config  config.Config
+	Clients awsclient.Clients
+	// Bucket is the upload bucket (internal/aws/bucket).
+	Bucket    *bucket.Bucket
 	Logger    *slog.Logger
 	Store     *store.Store
 	Sender    *queue.Sender
@@ -114,23 +118,24 @@ type App struct {
 func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	env := handler.Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
 	clients := awsclient.New(awsCfg)
-	a := &App{Config: cfg, Clients: clients, Logger: env.Log(), Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
+	a := &App{Config: cfg, Clients: clients, Bucket: bucket.New(awsCfg, cfg.Bucket), Logger: env.Log(),
+		Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
 	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
 	// Both halves in one process: the runner's kinds whole, and a
 	// submission that accepts exactly those kinds (their fronts).
-	r, err := runner.New(runner.Config{Env: env, DB: clients.DynamoDB, S3: clients.S3, Sealer: sealer,
-		Store: a.Store, Metrics: a.Metrics, Crash: opts.Crash, Kinds: opts.Kinds})
+	r, err := runner.New(runner.Config{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
+		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(clients.DynamoDB, owner, a.Metrics) }})
 	if err != nil {
 		return nil, err
 	}
 	sub := pipeline.NewSubmission(env, a.Store, clients.SQS, r.Kinds.Fronts())
 	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = sub.Sender, r.API, r.Breaker, r.Accounts, r.Publisher, sub.Jobs
-	a.Uploads = bucket.Uploads(env, a.Store, clients.S3)
+	a.Uploads = confirmfn.Uploads(env, a.Store, a.Bucket)
 	if a.Admin, err = env.Admin(handler.AdminParts{Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, Breakers: a.Breaker, SQS: clients.SQS,
 		Mover: opts.Mover, Switch: opts.Switch}); err != nil {
 		return nil, err
 	}
-	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, clients.S3, a.Admin.Paused, a.Metrics)
+	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
 	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, clients.DynamoDB); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -89,28 +88,28 @@ func Emulated() bool { return awsenv.Emulated() }
 // variables Lambda sets.
 func LambdaEnv() (aws.Config, error) { return awsenv.Lambda() }
 
-// Clients holds one client per service, created once per cold start.
+// Clients holds one client per service, created once per cold start. S3 is
+// not among them: the upload bucket is internal/aws/bucket's, and a tool
+// that needs another S3 call makes its own client from Config.
 type Clients struct {
+	// Config is the configuration the clients were made from.
+	Config      aws.Config
 	DynamoDB    *dynamodb.Client
 	SQS         *sqs.Client
-	S3          *s3.Client
 	KMS         *kms.Client
 	EventBridge *eventbridge.Client
 	Lambda      *lambda.Client
 	Scheduler   *scheduler.Client
 }
 
-// New creates every service client from cfg. S3 uses path-style addressing
-// when the configuration points at an endpoint (emulators need it).
-// DynamoDB uses the endpoint ForEndpoint gave it even when the process
-// environment sets AWS_ENDPOINT_URL alone (the SDK then skips per-service
-// sources).
+// New creates every service client from cfg. DynamoDB uses the endpoint
+// ForEndpoint gave it even when the process environment sets
+// AWS_ENDPOINT_URL alone (the SDK then skips per-service sources).
 func New(cfg aws.Config) Clients {
-	pathStyle := awsenv.PathStyle(cfg)
 	return Clients{
+		Config:      cfg,
 		DynamoDB:    dynamodb.NewFromConfig(cfg, withDynamoDBEndpoint(cfg)),
 		SQS:         sqs.NewFromConfig(cfg),
-		S3:          s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
 		KMS:         kms.NewFromConfig(cfg),
 		EventBridge: eventbridge.NewFromConfig(cfg),
 		Lambda:      lambda.NewFromConfig(cfg),

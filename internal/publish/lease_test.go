@@ -33,7 +33,7 @@ func worker(b *stacktest.Bundle, name string, api publish.API, now func() time.T
 	app := b.Stack.App
 	cfg := app.Config
 	return publish.New(publish.Config{
-		Store: app.Store, S3: app.Clients.S3, Bucket: cfg.Bucket, Tokens: app.Accounts, API: api,
+		Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api,
 		Policy:    retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter},
 		Heartbeat: 30 * time.Second, Worker: name, Now: now, Logger: app.Logger,
 	})

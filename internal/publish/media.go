@@ -3,14 +3,9 @@ package publish
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
 )
@@ -29,21 +24,14 @@ var ErrMediaChanged = errors.New("media_changed")
 
 // pinnedGet asks for exactly the object the item's upload pinned: S3
 // answers 412 Precondition Failed (If-Match) for any other.
-func pinnedGet(bucket string, it job.Item) *s3.GetObjectInput {
-	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(it.Key)}
-	if it.Pin.ETag != "" {
-		in.IfMatch = aws.String(it.Pin.ETag)
-	}
-	if it.Pin.VersionID != "" {
-		in.VersionId = aws.String(it.Pin.VersionID)
-	}
-	return in
+func pinnedGet(it job.Item) bucket.GetOptions {
+	return bucket.GetOptions{IfMatch: it.Pin.ETag, VersionID: it.Pin.VersionID}
 }
 
 // checkPin checks the answer's ETag against the pin too, so the guarantee
 // does not rest on the server honouring If-Match alone.
-func checkPin(it job.Item, obj *s3.GetObjectOutput) error {
-	if it.Pin.ETag == "" || sameETag(aws.ToString(obj.ETag), it.Pin.ETag) {
+func checkPin(it job.Item, obj bucket.Object) error {
+	if it.Pin.ETag == "" || sameETag(obj.ETag, it.Pin.ETag) {
 		return nil
 	}
 	return mediaChanged(it)
@@ -60,13 +48,10 @@ func mediaChanged(it job.Item) error {
 // object replaced since its confirmation; anything else keeps its own
 // class.
 func downloadError(it job.Item, err error) error {
-	var nsk *s3types.NoSuchKey
-	var re *awshttp.ResponseError
-	isStatus := func(code int) bool { return errors.As(err, &re) && re.HTTPStatusCode() == code }
 	switch {
-	case errors.As(err, &nsk), isStatus(http.StatusNotFound): // NoSuchKey, or NoSuchVersion of a pinned version
+	case errors.Is(err, bucket.ErrNotFound): // NoSuchKey, or NoSuchVersion of a pinned version
 		return retry.Permanent(fmt.Errorf("%w: the object of upload %s is gone: %v", ErrMediaExpired, it.UploadID, err))
-	case isStatus(http.StatusPreconditionFailed):
+	case errors.Is(err, bucket.ErrPreconditionFailed):
 		return mediaChanged(it)
 	}
 	return fmt.Errorf("downloading %s: %w", it.UploadID, err)

@@ -18,8 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
@@ -46,6 +45,14 @@ type Tokens interface {
 	ForceRefresh(ctx context.Context, owner, rejected string) (string, error)
 }
 
+// Objects streams the items' uploaded objects (bucket.Bucket).
+type Objects interface {
+	// Get streams key's object as o narrows it: bucket.ErrNotFound when
+	// it (or its version) is gone, bucket.ErrPreconditionFailed when it is
+	// not the one o.IfMatch names.
+	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
+}
+
 // Crash points: a test hook may fail the run at each of them, the way a
 // process dies between two steps.
 const (
@@ -63,11 +70,11 @@ var ErrCrash = errors.New("injected crash")
 
 // Config configures a Publisher.
 type Config struct {
-	Store  *store.Store
-	S3     *s3.Client
-	Bucket string
-	Tokens Tokens
-	API    API
+	Store *store.Store
+	// Objects is the upload bucket the items' images are read from.
+	Objects Objects
+	Tokens  Tokens
+	API     API
 	// Policy decides retries (backoff, attempts).
 	Policy retry.Policy
 	// Heartbeat is how often a running job's heartbeat is written (default 30s).
@@ -936,18 +943,18 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 		// it is gone (retention), and its object with it.
 		return 0, retry.Permanent(fmt.Errorf("%w: the record of upload %s is gone", ErrMediaExpired, it.UploadID))
 	}
-	obj, err := r.p.cfg.S3.GetObject(ctx, pinnedGet(r.p.cfg.Bucket, it))
+	stream, obj, err := r.p.cfg.Objects.Get(ctx, it.Key, pinnedGet(it))
 	if err != nil {
 		return 0, downloadError(it, err)
 	}
-	defer obj.Body.Close()
+	defer stream.Close()
 	if err := checkPin(it, obj); err != nil {
 		return 0, err
 	}
 	if err := r.Hold(ctx, r.p.callTimeout(it.Size)); err != nil {
 		return 0, err
 	}
-	body := &countingReader{r: obj.Body}
+	body := &countingReader{r: stream}
 	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
 		Title: apiTitle(params.Title), Description: params.Description, Tags: params.Tags, Stack: it.ID,
 		Filename: it.Filename, ContentType: it.ContentType, Body: body, Size: it.Size,

@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/deviantart"
@@ -38,12 +37,12 @@ import (
 type pubBundle struct {
 	st     *store.Store
 	sealer *sealer.Sealer
-	s3     *s3.Client
-	bucket string
-	sim    *simulator.Server
-	clk    *clock.Simulated
-	tokens *accounts.Service
-	pub    *publish.Publisher
+	// objects is the test's bucket.
+	objects *bucket.Bucket
+	sim     *simulator.Server
+	clk     *clock.Simulated
+	tokens  *accounts.Service
+	pub     *publish.Publisher
 	// requests counts the publisher's AWS requests by operation.
 	requests *awsclient.Counter
 	// simURL, db and table: for a test that builds its own publisher.
@@ -56,7 +55,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 	t.Helper()
 	env := awstest.Provision(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	b := &pubBundle{clk: clock.NewSimulated(time.Now()), s3: env.Clients.S3, bucket: env.Res.Definition.Bucket.Name, requests: awsclient.NewCounter()}
+	b := &pubBundle{clk: clock.NewSimulated(time.Now()), objects: bucket.New(env.Config, env.Res.Definition.Bucket.Name), requests: awsclient.NewCounter()}
 	b.st = store.New(awsclient.New(b.requests.Attach(env.Config)).DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	b.sealer = sealer.New(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
 	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
@@ -70,7 +69,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 		t.Fatal(err)
 	}
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
-	b.pub = publish.New(publish.Config{Store: b.st, S3: env.Clients.S3, Bucket: b.bucket, Tokens: b.tokens, API: api,
+	b.pub = publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, API: api,
 		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: quiet})
 	return b
 }
@@ -91,8 +90,7 @@ func (b *pubBundle) jobOf(t *testing.T, owner string, tier job.Tier, n int) job.
 	for i := range n {
 		img := pngOf(t, 4+i)
 		u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Size: int64(len(img)), At: b.clk.Now()})
-		if _, err := b.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(u.Key),
-			Body: bytes.NewReader(img), ContentType: aws.String("image/png")}); err != nil {
+		if _, err := b.objects.Put(context.Background(), u.Key, bytes.NewReader(img), bucket.Headers{ContentType: "image/png"}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, u.ID)

@@ -41,7 +41,7 @@ func setupGuarded(t *testing.T) *guardedBundle {
 	}
 	g.hostKey = breaker.Key("host", "sim.test")
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: log})
-	b.pub = publish.New(publish.Config{Store: b.st, S3: b.s3, Bucket: b.bucket, Tokens: b.tokens,
+	b.pub = publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens,
 		API:    breaker.GuardedAPI{API: api, Breaker: br, HostKey: g.hostKey},
 		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: log})
 	return g

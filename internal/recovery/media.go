@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -39,10 +36,10 @@ func (r *Recoverer) expireMedia(ctx context.Context, now, until time.Time) (Swee
 // removeObject deletes an expired upload's object (best effort: the
 // bucket's lifecycle rule removes what is left).
 func (r *Recoverer) removeObject(ctx context.Context, u store.Upload) {
-	if r.cfg.S3 == nil || u.Key == "" {
+	if r.cfg.Objects == nil || u.Key == "" {
 		return
 	}
-	if _, err := r.cfg.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(r.cfg.Bucket), Key: aws.String(u.Key)}); err != nil {
+	if err := r.cfg.Objects.Delete(ctx, u.Key); err != nil {
 		r.cfg.Logger.WarnContext(ctx, "deleting an expired upload's object failed; the bucket lifecycle will", "upload_id", u.ID, "key", u.Key, "error", err)
 		return
 	}

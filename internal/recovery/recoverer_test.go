@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -43,7 +44,7 @@ func setupRescue(t *testing.T) *rescueBundle {
 	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	b.rec = recovery.New(recovery.Config{
 		Store: b.st, Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
-		S3: env.Clients.S3, Bucket: env.Res.Definition.Bucket.Name,
+		Objects:    bucket.New(env.Config, env.Res.Definition.Bucket.Name),
 		StuckAfter: stuckAfter, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
 		Paused: func(_ context.Context, tier job.Tier) bool {
 			b.mu.Lock()

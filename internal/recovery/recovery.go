@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
@@ -38,13 +36,20 @@ type Sender interface {
 	Send(ctx context.Context, tier job.Tier, m queue.Message) error
 }
 
+// Objects deletes the objects of expired uploads (bucket.Bucket).
+type Objects interface {
+	// Delete removes key's object; a missing one is no error.
+	Delete(ctx context.Context, key string) error
+}
+
 // Config configures a Recoverer.
 type Config struct {
 	Store  *store.Store
 	Sender Sender
-	// S3 and Bucket: the stale stage removes a job's uploaded objects.
-	S3     *s3.Client
-	Bucket string
+	// Objects is the upload bucket: the media sweep deletes the objects of
+	// the uploads it expires (nil: it leaves them to the bucket's
+	// lifecycle).
+	Objects Objects
 	// StuckAfter: a queued job not received, or a running job without a
 	// heartbeat, for this long is stuck (default 20m).
 	StuckAfter time.Duration

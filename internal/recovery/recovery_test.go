@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/auth"
@@ -311,7 +310,7 @@ func TestRetentionStaleThenDeleted(t *testing.T) {
 	if j.Status != job.Stale || j.ExpiresAt == 0 {
 		t.Fatalf("job = %s expiresAt %d", j.Status, j.ExpiresAt)
 	}
-	if _, err := b.Stack.App.Clients.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(key)}); err == nil {
+	if _, err := b.Stack.App.Bucket.Head(ctx, key); err == nil {
 		t.Error("the stale job's object is still in S3")
 	}
 	b.clk.Advance(720 * time.Hour)

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -36,9 +33,7 @@ func (b *bundle) submitUpload(uploadID string, extra map[string]any) stacktest.R
 // objectExists reports whether the upload's object is still in S3.
 func (b *bundle) objectExists(key string) bool {
 	b.T.Helper()
-	_, err := b.Stack.App.Clients.S3.HeadObject(context.Background(), &s3.HeadObjectInput{
-		Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(key),
-	})
+	_, err := b.Stack.App.Bucket.Head(context.Background(), key)
 	return err == nil
 }
 
@@ -150,7 +145,7 @@ func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 		if err != nil || !ok {
 			return
 		}
-		if _, err := app.Clients.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(u.Key)}); err != nil {
+		if err := app.Bucket.Delete(ctx, u.Key); err != nil {
 			t.Error(err)
 		}
 	}
@@ -229,7 +224,7 @@ func TestVanishedObjectFailsWithMediaExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Stack.App.Clients.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.Stack.Config.Bucket), Key: aws.String(up.Key)}); err != nil {
+	if err := b.Stack.App.Bucket.Delete(ctx, up.Key); err != nil {
 		t.Fatal(err)
 	}
 	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -25,7 +26,7 @@ func setupSweeps(t *testing.T, adjust func(*recovery.Config)) *rescueBundle {
 	b.st = store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
 	cfg := recovery.Config{
 		Store: b.st, Sender: queue.NewSender(env.Clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
-		S3: env.Clients.S3, Bucket: env.Res.Definition.Bucket.Name,
+		Objects:    bucket.New(env.Config, env.Res.Definition.Bucket.Name),
 		StuckAfter: stuckAfter, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
 		Paused: func(_ context.Context, tier job.Tier) bool {
 			b.mu.Lock()

@@ -14,10 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -31,12 +28,23 @@ var AllowedTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image
 // ErrNotUploaded means the object is not in S3 (yet).
 var ErrNotUploaded = errors.New("the object has not been uploaded yet")
 
+// Objects is the upload bucket as uploads uses it (bucket.Bucket).
+type Objects interface {
+	// Name is the bucket's name, the one its events name.
+	Name() string
+	// PresignPut signs a PUT of key that must carry exactly h.
+	PresignPut(ctx context.Context, key string, h bucket.Headers, expires time.Duration) (bucket.Presigned, error)
+	// Head describes key's object; bucket.ErrNotFound when there is none.
+	Head(ctx context.Context, key string) (bucket.Object, error)
+	// Get streams key's object as o narrows it.
+	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
+}
+
 // Config configures a Service; every field is required unless noted.
 type Config struct {
-	Store   *store.Store
-	S3      *s3.Client
-	Presign *s3.PresignClient
-	Bucket  string
+	Store *store.Store
+	// Objects is the bucket uploads land in.
+	Objects Objects
 	// Prefix is where uploads land, e.g. "uploads/".
 	Prefix string
 	// MaxSize is the largest upload in bytes.
@@ -108,15 +116,13 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 		ExpiresAt: now.Add(s.cfg.Expiry + resources.PendingUploadMargin).Unix(),
 	}
 	u.Key = s.cfg.Prefix + owner + "/" + u.ID + "/" + u.Filename
-	presigned, err := s.cfg.Presign.PresignPutObject(ctx, &s3.PutObjectInput{
-		Bucket:        aws.String(s.cfg.Bucket),
-		Key:           aws.String(u.Key),
-		ContentType:   aws.String(u.ContentType),
-		ContentLength: aws.Int64(u.Size),
+	presigned, err := s.cfg.Objects.PresignPut(ctx, u.Key, bucket.Headers{
+		ContentType:   u.ContentType,
+		ContentLength: u.Size,
 		// Signed like the type and size: the client sends it as given in
 		// Headers, and the object keeps its name in UTF-8.
-		ContentDisposition: aws.String(ContentDisposition(u.Filename)),
-	}, s3.WithPresignExpires(s.cfg.Expiry))
+		ContentDisposition: ContentDisposition(u.Filename),
+	}, s.cfg.Expiry)
 	if err != nil {
 		return Signed{}, fmt.Errorf("presigning upload: %w", err)
 	}
@@ -164,9 +170,9 @@ func (s *Service) Confirm(ctx context.Context, owner, id string) (store.Upload, 
 // ObjectCreated handles the S3 ObjectCreated event of one object: the key
 // must be an upload slot of the user it names. Objects that are no upload
 // slot are ignored (logged), never an error, so the event is not retried.
-func (s *Service) ObjectCreated(ctx context.Context, bucket, key string) (store.Upload, error) {
-	log := s.cfg.Logger.With("bucket", bucket, "key", key)
-	if bucket != s.cfg.Bucket {
+func (s *Service) ObjectCreated(ctx context.Context, bucketName, key string) (store.Upload, error) {
+	log := s.cfg.Logger.With("bucket", bucketName, "key", key)
+	if bucketName != s.cfg.Objects.Name() {
 		log.WarnContext(ctx, "ignoring object of another bucket")
 		return store.Upload{}, nil
 	}
@@ -199,22 +205,20 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 	if u.Status != store.UploadPending {
 		return u, nil
 	}
-	head, err := s.cfg.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(u.Key)})
+	head, err := s.cfg.Objects.Head(ctx, u.Key)
 	if err != nil {
-		var nf *s3types.NotFound
-		var nsk *s3types.NoSuchKey
-		if errors.As(err, &nf) || errors.As(err, &nsk) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			return u, ErrNotUploaded
 		}
 		return u, fmt.Errorf("checking upload %s: %w", u.ID, err)
 	}
-	pin := job.Pin{ETag: aws.ToString(head.ETag), VersionID: aws.ToString(head.VersionId)}
+	pin := job.Pin{ETag: head.ETag, VersionID: head.VersionID}
 	reason := ""
-	switch size := aws.ToInt64(head.ContentLength); {
+	switch size := head.Size; {
 	case size != u.Size:
 		reason = fmt.Sprintf("size is %d bytes, %d were declared", size, u.Size)
-	case !strings.EqualFold(strings.TrimSpace(strings.Split(aws.ToString(head.ContentType), ";")[0]), u.ContentType):
-		reason = fmt.Sprintf("content type is %q, %q was declared", aws.ToString(head.ContentType), u.ContentType)
+	case !strings.EqualFold(strings.TrimSpace(strings.Split(head.ContentType, ";")[0]), u.ContentType):
+		reason = fmt.Sprintf("content type is %q, %q was declared", head.ContentType, u.ContentType)
 	default:
 		reason, err = s.sniff(ctx, u, pin)
 		if err != nil {
@@ -237,15 +241,12 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 // or "". An object replaced since the HEAD is an error: its own S3 event
 // (or the next confirm call) checks it.
 func (s *Service) sniff(ctx context.Context, u store.Upload, pin job.Pin) (string, error) {
-	obj, err := s.cfg.S3.GetObject(ctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(u.Key), Range: aws.String("bytes=0-511"),
-		IfMatch: optional(pin.ETag), VersionId: optional(pin.VersionID),
-	})
+	body, _, err := s.cfg.Objects.Get(ctx, u.Key, bucket.GetOptions{IfMatch: pin.ETag, VersionID: pin.VersionID, Range: "bytes=0-511"})
 	if err != nil {
 		return "", fmt.Errorf("reading upload %s: %w", u.ID, err)
 	}
-	defer obj.Body.Close()
-	head, err := io.ReadAll(io.LimitReader(obj.Body, 512))
+	defer body.Close()
+	head, err := io.ReadAll(io.LimitReader(body, 512))
 	if err != nil {
 		return "", fmt.Errorf("reading upload %s: %w", u.ID, err)
 	}
@@ -253,12 +254,4 @@ func (s *Service) sniff(ctx context.Context, u store.Upload, pin job.Pin) (strin
 		return fmt.Sprintf("content is %s, not the declared %s", got, u.ContentType), nil
 	}
 	return "", nil
-}
-
-// optional is nil for "" (an absent SDK field), else &v.
-func optional(v string) *string {
-	if v == "" {
-		return nil
-	}
-	return &v
 }

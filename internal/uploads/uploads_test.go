@@ -16,9 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/store"
@@ -32,11 +30,11 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 const maxSize = 1 << 20
 
 type testBundle struct {
-	svc    *uploads.Service
-	st     *store.Store
-	s3     *s3.Client
-	bucket string
-	clk    *clock.Simulated
+	svc     *uploads.Service
+	st      *store.Store
+	objects *bucket.Bucket
+	bucket  string
+	clk     *clock.Simulated
 }
 
 func setup(t *testing.T) *testBundle {
@@ -44,13 +42,13 @@ func setup(t *testing.T) *testBundle {
 	env := awstest.Provision(t)
 	clk := clock.NewSimulated(time.Now())
 	b := &testBundle{
-		st:     store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now),
-		s3:     env.Clients.S3,
-		bucket: env.Res.Definition.Bucket.Name,
-		clk:    clk,
+		st:      store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, clk.Now),
+		objects: bucket.New(env.Config, env.Res.Definition.Bucket.Name),
+		bucket:  env.Res.Definition.Bucket.Name,
+		clk:     clk,
 	}
 	b.svc = uploads.New(uploads.Config{
-		Store: b.st, S3: env.Clients.S3, Presign: s3.NewPresignClient(env.Clients.S3), Bucket: b.bucket,
+		Store: b.st, Objects: b.objects,
 		Prefix: "uploads/", MaxSize: maxSize, Expiry: 5 * time.Minute, Now: clk.Now,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
@@ -69,9 +67,7 @@ func pngBytes(t *testing.T) []byte {
 // put writes body at key with contentType, as the browser's PUT would.
 func (b *testBundle) put(t *testing.T, key, contentType string, body []byte) {
 	t.Helper()
-	if _, err := b.s3.PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(b.bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String(contentType),
-	}); err != nil {
+	if _, err := b.objects.Put(context.Background(), key, bytes.NewReader(body), bucket.Headers{ContentType: contentType}); err != nil {
 		t.Fatalf("putting %s: %v", key, err)
 	}
 }
@@ -352,11 +348,11 @@ func TestUnicodeNameReachesS3(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("presigned PUT: %d", resp.StatusCode)
 	}
-	head, err := b.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(s.Key)})
+	head, err := b.objects.Head(ctx, s.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := aws.ToString(head.ContentDisposition); got != wantCD {
+	if got := head.ContentDisposition; got != wantCD {
 		t.Errorf("the object's Content-Disposition = %q, want %q", got, wantCD)
 	}
 	// S3 events carry the key form-encoded.

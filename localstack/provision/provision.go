@@ -28,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -81,7 +82,7 @@ func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (
 	}); err != nil {
 		return r, fmt.Errorf("provisioning queue %s: %w", def.EventStream.FailureQueueName, err)
 	}
-	if r.NotificationQueueURL, err = bucket(ctx, c.S3, c.SQS, def); err != nil {
+	if r.NotificationQueueURL, err = bucket(ctx, S3(c.Config), c.SQS, def); err != nil {
 		return r, fmt.Errorf("provisioning bucket %s: %w", def.Bucket.Name, err)
 	}
 	if r.KMSKeyID, err = key(ctx, c.KMS, def.KMSAlias); err != nil {
@@ -343,6 +344,13 @@ func indexesIdle(ctx context.Context, client *dynamodb.Client, table string) err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// S3 is an S3 client of cfg for provisioning and inspecting buckets,
+// addressing them by path when cfg names an endpoint (the emulator needs
+// it). The product reaches its bucket through internal/aws/bucket.
+func S3(cfg aws.Config) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = awsenv.PathStyle(cfg) })
 }
 
 func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def resources.Definition) (string, error) {

@@ -185,7 +185,7 @@ func TestApplySetsTheUploadLifecycleFromTheDefinition(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	bk := env.Res.Definition.Bucket
-	out, err := env.Clients.S3.GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bk.Name)})
+	out, err := provision.S3(env.Config).GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bk.Name)})
 	if err != nil {
 		t.Fatal(err)
 	}

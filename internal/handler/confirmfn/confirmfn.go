@@ -10,9 +10,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
 
@@ -47,5 +48,18 @@ var Resolve handler.Resolver
 // New wires the confirm function: the table and the bucket.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.S3Event) error, error) {
 	db := env.DynamoDB()
-	return Handler(bucket.Uploads(env, env.Store(db), bucket.S3(env))), nil
+	return Handler(Uploads(env, env.Store(db), bucket.New(env.AWS, env.Config.Bucket))), nil
+}
+
+// Uploads is the uploads service of env over the table st and the upload
+// bucket b. The uploads function (uploadsfn) and the local stack build
+// theirs here too, so an upload is signed and settled under one
+// configuration; it links S3 and nothing else with it: no queue sender, no
+// sealer, no kind of job.
+func Uploads(env handler.Env, st *store.Store, b *bucket.Bucket) *uploads.Service {
+	cfg := env.Config
+	return uploads.New(uploads.Config{
+		Store: st, Objects: b, Prefix: "uploads/", MaxSize: cfg.MaxUploadSize, Expiry: cfg.UploadExpiry,
+		Now: env.Now, Logger: env.Log(),
+	})
 }

@@ -9,10 +9,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/conveyor/conveyor/internal/handler/bucket"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -37,8 +35,7 @@ func TestConfirmsTheUploadOfANewObject(t *testing.T) {
 	st := env.Store(env.DynamoDB())
 	u := testfactory.Upload(t, st, testfactory.UploadOpts{Status: store.UploadPending, Filename: "my pic.png", Size: int64(img.Len())})
 	bucketName := env.Config.Bucket
-	if _, err := bucket.S3(env).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucketName), Key: aws.String(u.Key),
-		Body: bytes.NewReader(img.Bytes()), ContentType: aws.String("image/png")}); err != nil {
+	if _, err := bucket.New(env.AWS, bucketName).Put(ctx, u.Key, bytes.NewReader(img.Bytes()), bucket.Headers{ContentType: "image/png"}); err != nil {
 		t.Fatal(err)
 	}
 	record := func(name, key string) events.S3EventRecord {

@@ -13,12 +13,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
@@ -94,8 +94,7 @@ func TestWaitsForTheOAuthClientSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := testfactory.Upload(t, st, testfactory.UploadOpts{Owner: owner, Size: int64(img.Len())})
-	if _, err := res.Clients.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(env.Config.Bucket), Key: aws.String(up.Key),
-		Body: bytes.NewReader(img.Bytes()), ContentType: aws.String("image/png")}); err != nil {
+	if _, err := bucket.New(env.AWS, env.Config.Bucket).Put(ctx, up.Key, bytes.NewReader(img.Bytes()), bucket.Headers{ContentType: "image/png"}); err != nil {
 		t.Fatal(err)
 	}
 	j := testfactory.Job(t, st, testfactory.JobOpts{Owner: owner, Tier: job.Medium, UploadIDs: []string{up.ID}})

@@ -8,8 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/runner"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -46,8 +47,10 @@ var Resolve handler.Resolver
 // external API behind its breaker, every kind whole); it submits nothing.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
-	st := env.Store(db)
-	r, err := runner.New(runner.Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Store: st, Metrics: env.Emitter(),
+	st, emf := env.Store(db), env.Emitter()
+	r, err := runner.New(runner.Config{Env: env, Store: st, Bucket: bucket.New(env.AWS, env.Config.Bucket),
+		Breaker:     func(owner string) (*breaker.Breaker, error) { return env.Breaker(db, owner, emf) },
+		Sealer:      sealer.For(env.AWS, env.Config.KMSKeyID),
 		OAuthClient: secretref.OAuthClientFor(env.Config, env.AWS, env.Now)})
 	if err != nil {
 		return nil, err

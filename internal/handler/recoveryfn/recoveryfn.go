@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -119,7 +118,7 @@ var Resolve handler.Resolver
 // New wires the recovery function: the recoverer, the breakers' gauge and
 // the users' schedules (whose ticks submit jobs through the pipeline).
 func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
-	db, sqsc, s3c := env.DynamoDB(), env.SQS(), bucket.S3(env)
+	db, sqsc, objects := env.DynamoDB(), env.SQS(), bucket.New(env.AWS, env.Config.Bucket)
 	st, emf := env.Store(db), env.Emitter()
 	// A schedule's tick submits its job: the kinds' fronts are enough (the
 	// publisher runs it), so no external API client or token here; KMS
@@ -134,16 +133,17 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, sub.Sender, s3c, adm.Paused, emf), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
+	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
 }
 
-// Recoverer is the stuck-job recovery and retention of env; paused says
-// which tiers wait (their queued jobs are not stuck). Each sweep's figures
-// go to emf (dimension Sweep), when it is not nil.
-func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, client *s3.Client, paused func(context.Context, job.Tier) bool, emf *metrics.Emitter) *recovery.Recoverer {
+// Recoverer is the stuck-job recovery and retention of env, deleting
+// expired uploads' objects from objects; paused says which tiers wait
+// (their queued jobs are not stuck). Each sweep's figures go to emf
+// (dimension Sweep), when it is not nil.
+func Recoverer(env handler.Env, st *store.Store, sender *queue.Sender, objects *bucket.Bucket, paused func(context.Context, job.Tier) bool, emf *metrics.Emitter) *recovery.Recoverer {
 	cfg := env.Config
 	return recovery.New(recovery.Config{
-		Store: st, Sender: sender, S3: client, Bucket: cfg.Bucket, StuckAfter: cfg.StuckAfter,
+		Store: st, Sender: sender, Objects: objects, StuckAfter: cfg.StuckAfter,
 		StaleAfter: cfg.StaleAfter, DeleteAfter: cfg.DeleteAfter, Paused: paused, Budget: cfg.SweepBudget,
 		Report: SweepMetrics(emf), Now: env.Now, Logger: env.Log(),
 	})

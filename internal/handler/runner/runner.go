@@ -12,10 +12,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -23,7 +21,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -35,15 +32,18 @@ import (
 type Config struct {
 	// Env is the function's environment (handler.Env).
 	Env handler.Env
-	// DB and S3 are the clients (one per cold start).
-	DB *dynamodb.Client
-	S3 *s3.Client
+	// Breaker builds the shared circuit breaker over the table for owner,
+	// the runner's Worker, which holds its probe leases
+	// (handler.Env.Breaker, reporting its transitions to the function's
+	// metrics).
+	Breaker func(owner string) (*breaker.Breaker, error)
+	// Bucket is the upload bucket the publish kind reads the items' images
+	// from (one per cold start).
+	Bucket *bucket.Bucket
 	// Sealer opens the accounts' refresh tokens.
 	Sealer *sealer.Sealer
 	// Store is the table.
 	Store *store.Store
-	// Metrics receives the breakers' transitions.
-	Metrics *metrics.Emitter
 	// Crash is the publisher's crash hook (tests; nil in production).
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
@@ -87,7 +87,7 @@ func New(c Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Breaker, err = c.Env.Breaker(c.DB, r.Worker, c.Metrics)
+	r.Breaker, err = c.Breaker(r.Worker)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func New(c Config) (*Runner, error) {
 	// The kinds of job: every tier queue carries all of them and the
 	// publisher function's run loop runs each by its kind.
 	r.Publisher = publish.New(publish.Config{
-		Store: c.Store, S3: c.S3, Bucket: cfg.Bucket, Tokens: r.Accounts, Policy: policy,
+		Store: c.Store, Objects: c.Bucket, Tokens: r.Accounts, Policy: policy,
 		API:       breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
 		Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log, Kinds: r.Kinds, Provider: accounts.Provider,
 		Crash: c.Crash, CallTimeout: r.API.Timeout, DeadlineMargin: cfg.DeadlineMargin,

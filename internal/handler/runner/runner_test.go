@@ -6,8 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/publishjob"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -37,9 +38,10 @@ func TestSubmittersAcceptTheKindsThePublisherRuns(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t).Function(t, resources.FuncPublisher, map[string]string{
 		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret", config.VarDeviantArtURL: "http://127.0.0.1:9"})
-	db := env.DynamoDB()
-	r, err := New(Config{Env: env, DB: db, S3: bucket.S3(env), Sealer: sealer.For(env.AWS, env.Config.KMSKeyID),
-		Store: env.Store(db), Metrics: env.Emitter()})
+	db, emf := env.DynamoDB(), env.Emitter()
+	r, err := New(Config{Env: env, Store: env.Store(db), Bucket: bucket.New(env.AWS, env.Config.Bucket),
+		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(db, owner, emf) },
+		Sealer:  sealer.For(env.AWS, env.Config.KMSKeyID)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,9 @@ package uploadsfn
 import (
 	"context"
 
+	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/bucket"
+	"github.com/conveyor/conveyor/internal/handler/confirmfn"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -36,5 +37,5 @@ func Router(env handler.Env, svc *uploads.Service) *httpapi.Router {
 // New wires the uploads function from env: the table and the bucket.
 func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db := env.DynamoDB()
-	return Router(env, bucket.Uploads(env, env.Store(db), bucket.S3(env))).Serve, nil
+	return Router(env, confirmfn.Uploads(env, env.Store(db), bucket.New(env.AWS, env.Config.Bucket))).Serve, nil
 }

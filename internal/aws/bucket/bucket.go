@@ -1,0 +1,207 @@
+// Package bucket is the S3 adapter: the one package that imports the S3
+// SDK. A Bucket is one bucket and the operations the domain makes on it —
+// presigned PUTs, HEAD, streamed GETs, DELETE — in the domain's terms: a
+// missing object is ErrNotFound, a failed If-Match is ErrPreconditionFailed,
+// every other error is the SDK's own. The domain packages (uploads, publish,
+// recovery) each declare the few methods they call and are given a Bucket
+// at wiring time.
+package bucket
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/conveyor/conveyor/internal/awsenv"
+)
+
+// ErrNotFound means the object (or the version asked for) is not in the
+// bucket: S3 answered 404. A caller without s3:ListBucket is answered 403
+// instead, which is not ErrNotFound.
+var ErrNotFound = errors.New("no such object")
+
+// ErrPreconditionFailed means the object is not the one If-Match named: S3
+// answered 412.
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// Bucket is one S3 bucket. Its methods are safe for concurrent use.
+type Bucket struct {
+	name    string
+	client  *s3.Client
+	presign *s3.PresignClient
+}
+
+// Option adjusts a Bucket.
+type Option func(*options)
+
+type options struct{ pathStyle bool }
+
+// PathStyle addresses the bucket by path (https://host/bucket/key) rather
+// than by virtual host; the default is by path exactly when cfg names an
+// endpoint of its own (the emulators need it: awsenv.PathStyle).
+func PathStyle(on bool) Option { return func(o *options) { o.pathStyle = on } }
+
+// New returns the bucket named name, reached with cfg (one S3 client per
+// Bucket: make it once per cold start).
+func New(cfg aws.Config, name string, opts ...Option) *Bucket {
+	o := options{pathStyle: awsenv.PathStyle(cfg)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	client := s3.NewFromConfig(cfg, func(so *s3.Options) { so.UsePathStyle = o.pathStyle })
+	return &Bucket{name: name, client: client, presign: s3.NewPresignClient(client)}
+}
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// Object describes a stored object, as a HEAD or GET answered it; a field
+// S3 did not send is empty.
+type Object struct {
+	// ETag is the object's entity tag, quoted as S3 sends it.
+	ETag string
+	// VersionID is the object's version in a versioned bucket.
+	VersionID string
+	// Size is the length of the object (of the body a GET answered: a
+	// range's), in bytes.
+	Size int64
+	// ContentType and ContentDisposition are the headers stored with it.
+	ContentType        string
+	ContentDisposition string
+}
+
+// Headers are the headers a PUT sends with its body (each when set).
+type Headers struct {
+	ContentType        string
+	ContentDisposition string
+	// ContentLength is the body's exact size (0: not set).
+	ContentLength int64
+}
+
+// Presigned is a signed request: send Method to URL with every header of
+// SignedHeader as it is (Host is among them: the URL carries it).
+type Presigned struct {
+	Method       string
+	URL          string
+	SignedHeader http.Header
+}
+
+// PresignPut signs a PUT of key that must carry exactly h, valid for
+// expires. The signature binds each header of h, so a PUT of another
+// type, size or disposition is refused by S3.
+func (b *Bucket) PresignPut(ctx context.Context, key string, h Headers, expires time.Duration) (Presigned, error) {
+	in := &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)}
+	setHeaders(in, h)
+	req, err := b.presign.PresignPutObject(ctx, in, s3.WithPresignExpires(expires))
+	if err != nil {
+		return Presigned{}, err
+	}
+	return Presigned{Method: req.Method, URL: req.URL, SignedHeader: req.SignedHeader}, nil
+}
+
+// Put stores body at key with h and returns the stored object's ETag and
+// version. The product's objects arrive by presigned PUT (PresignPut); Put
+// serves the tests and tools that place one.
+func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, h Headers) (Object, error) {
+	in := &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key), Body: body}
+	setHeaders(in, h)
+	out, err := b.client.PutObject(ctx, in)
+	if err != nil {
+		return Object{}, classify(err)
+	}
+	return Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}, nil
+}
+
+func setHeaders(in *s3.PutObjectInput, h Headers) {
+	if h.ContentType != "" {
+		in.ContentType = aws.String(h.ContentType)
+	}
+	if h.ContentLength != 0 {
+		in.ContentLength = aws.Int64(h.ContentLength)
+	}
+	if h.ContentDisposition != "" {
+		in.ContentDisposition = aws.String(h.ContentDisposition)
+	}
+}
+
+// Head describes key's current object; ErrNotFound when there is none.
+func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
+	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	if err != nil {
+		return Object{}, classify(err)
+	}
+	return Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: aws.ToInt64(out.ContentLength),
+		ContentType: aws.ToString(out.ContentType), ContentDisposition: aws.ToString(out.ContentDisposition)}, nil
+}
+
+// GetOptions narrow a Get; each applies when set.
+type GetOptions struct {
+	// IfMatch is the ETag the object must have (ErrPreconditionFailed if
+	// not).
+	IfMatch string
+	// VersionID is the version to read (ErrNotFound if it is gone).
+	VersionID string
+	// Range is an HTTP byte range ("bytes=0-511").
+	Range string
+}
+
+// Get streams key's object as o narrows it: the body is read from S3 as
+// the caller reads it, never held whole; the caller closes it. The Object
+// describes what S3 answered (its Size is the body's, a range's when o
+// names one). A missing object or version is ErrNotFound.
+func (b *Bucket) Get(ctx context.Context, key string, o GetOptions) (io.ReadCloser, Object, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)}
+	if o.IfMatch != "" {
+		in.IfMatch = aws.String(o.IfMatch)
+	}
+	if o.VersionID != "" {
+		in.VersionId = aws.String(o.VersionID)
+	}
+	if o.Range != "" {
+		in.Range = aws.String(o.Range)
+	}
+	out, err := b.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, Object{}, classify(err)
+	}
+	return out.Body, Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: aws.ToInt64(out.ContentLength),
+		ContentType: aws.ToString(out.ContentType), ContentDisposition: aws.ToString(out.ContentDisposition)}, nil
+}
+
+// Delete removes key's object; a missing one is no error (S3 answers 204).
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	return classify(err)
+}
+
+// classify marks a 404 (NoSuchKey, NotFound of a HEAD, a missing version)
+// as ErrNotFound and a 412 as ErrPreconditionFailed. The error keeps the
+// SDK's text and stays the SDK's error for errors.As.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var nsk *s3types.NoSuchKey
+	var nf *s3types.NotFound
+	var re *awshttp.ResponseError
+	switch {
+	case errors.As(err, &nsk), errors.As(err, &nf), errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound:
+		return &statusError{kind: ErrNotFound, err: err}
+	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed:
+		return &statusError{kind: ErrPreconditionFailed, err: err}
+	}
+	return err
+}
+
+// statusError is an SDK error that is also one of ours.
+type statusError struct{ kind, err error }
+
+func (e *statusError) Error() string   { return e.err.Error() }
+func (e *statusError) Unwrap() []error { return []error{e.kind, e.err} }
