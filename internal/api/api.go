@@ -15,7 +15,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -35,7 +34,7 @@ type Services struct {
 	Ready func(context.Context) error
 	// Idempotency gives POST /v1/jobs and POST /v1/webhooks the
 	// Idempotency-Key semantics (required: its Records).
-	Idempotency idempotency.Guard
+	Idempotency httpapi.Idempotency
 }
 
 // Register adds the api function's routes of the contract to rt: every

@@ -21,7 +21,6 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploadsapi"
@@ -183,7 +182,7 @@ func registerAll(rt *httpapi.Router) {
 	api.Register(rt, api.Services{})
 	adminapi.Register(rt, nil)
 	uploadsapi.Register(rt, nil)
-	schedulesapi.Register(rt, nil, idempotency.Guard{})
+	schedulesapi.Register(rt, nil, httpapi.Idempotency{})
 }
 
 // servedRoutes registers the HTTP API functions' routes on a router, as

@@ -14,7 +14,6 @@ import (
 	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/uploadsapi"
@@ -31,7 +30,7 @@ func splitRouters() map[string]*httpapi.Router {
 	api.RegisterDashboard(rts[resources.FuncAPI], api.DashboardOptions{})
 	adminapi.Register(rts[resources.FuncAdmin], nil)
 	uploadsapi.Register(rts[resources.FuncUploads], nil)
-	schedulesapi.Register(rts[resources.FuncSchedules], nil, idempotency.Guard{})
+	schedulesapi.Register(rts[resources.FuncSchedules], nil, httpapi.Idempotency{})
 	return rts
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/bucket"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
@@ -143,7 +144,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
 	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: env.Idempotency(a.Store)}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
 	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules, a.Store)

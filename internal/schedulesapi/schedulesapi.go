@@ -11,7 +11,6 @@ import (
 	"net/http"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
@@ -22,7 +21,7 @@ import (
 // Register adds the schedules' routes of the contract to rt: a user or
 // admin changes, any role reads; POST /v1/schedules honours an
 // Idempotency-Key under idem.
-func Register(rt *httpapi.Router, svc *schedule.Service, idem idempotency.Guard) {
+func Register(rt *httpapi.Router, svc *schedule.Service, idem httpapi.Idempotency) {
 	h := scheduleRoutes{svc}
 	rt.Handle(http.MethodPost, "/v1/schedules", httpapi.Writer, idem.Wrap("POST /v1/schedules", h.create))
 	rt.Handle(http.MethodGet, "/v1/schedules", httpapi.AnyUser, h.list)

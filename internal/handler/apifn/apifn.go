@@ -91,6 +91,6 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	if err != nil {
 		return nil, err
 	}
-	s := api.Services{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: env.Idempotency(st)}
+	s := api.Services{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: httpfn.Idempotency(env, st)}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

@@ -32,7 +32,7 @@ var Resolve = httpfn.Resolve
 // Idempotency-Keys.
 func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
 	rt := httpfn.Router(env)
-	schedulesapi.Register(rt, svc, env.Idempotency(st))
+	schedulesapi.Register(rt, svc, httpfn.Idempotency(env, st))
 	return rt
 }
 
