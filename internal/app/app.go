@@ -16,7 +16,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
@@ -74,7 +73,7 @@ type Options struct {
 	Switch admin.Switch
 	// Dashboard sets the dashboard's headers (apifn.LocalDashboard for the
 	// local stack's plain HTTP).
-	Dashboard api.DashboardOptions
+	Dashboard httpapi.DashboardOptions
 }
 
 // App is every service, wired.
@@ -143,7 +142,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
-	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Accounts: a.Accounts,
+	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
