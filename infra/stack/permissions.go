@@ -244,7 +244,7 @@ func (b *builder) apiPermissions() {
 }
 
 // adminPermissions: the admin function serves the admin routes
-// (adminapi.Register), so it alone holds the admin powers.
+// (httpapi.RegisterAdmin), so it alone holds the admin powers.
 func (b *builder) adminPermissions() {
 	fn := resources.FuncAdmin
 	// Restarts, stops, the inspector's searches (every index), breakers,

@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -80,10 +79,18 @@ type Refresher interface {
 	Refresh(ctx context.Context, refreshToken string) (deviantart.Token, error)
 }
 
+// Sealer encrypts and opens the tokens (sealer.Sealer, KMS envelope
+// encryption): declared here so that this package, and every function that
+// serves its routes, links no KMS client.
+type Sealer interface {
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
+	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
+}
+
 // Config configures a Service.
 type Config struct {
 	Store     *store.Store
-	Sealer    *sealer.Sealer
+	Sealer    Sealer
 	Refresher Refresher
 	// Ready, when set, says whether a refresh can be made now (the OAuth
 	// client's credentials are there); its error is returned before any

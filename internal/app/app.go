@@ -17,7 +17,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
@@ -27,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
+	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
@@ -75,7 +75,7 @@ type Options struct {
 	Switch admin.Switch
 	// Dashboard sets the dashboard's headers (apifn.LocalDashboard for the
 	// local stack's plain HTTP).
-	Dashboard api.DashboardOptions
+	Dashboard httpapi.DashboardOptions
 }
 
 // App is every service, wired.
@@ -147,8 +147,8 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
-	a.Router = apifn.Router(env, api.Services{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: env.Idempotency(a.Store)}, opts.Dashboard)
+	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
 	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules, a.Store)

@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -136,12 +135,6 @@ func (e Env) SQS() *sqs.Client { return sqs.NewFromConfig(e.AWS) }
 
 // Store is the table.
 func (e Env) Store(db *dynamodb.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
-
-// Idempotency is the creating routes' Idempotency-Key guard, keeping its
-// keys in st for CONVEYOR_IDEMPOTENCY_WINDOW.
-func (e Env) Idempotency(st *store.Store) idempotency.Guard {
-	return idempotency.Guard{Records: st, Window: e.Config.IdempotencyWindow, Now: e.Now, Logger: e.Log()}
-}
 
 // Breaker is the shared circuit breaker over the table, as owner (this
 // instance, in probe leases), reporting its transitions to m.

@@ -1,8 +1,18 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Error codes the plumbing itself answers with. Handlers choose their own
@@ -119,6 +129,55 @@ func internalError(requestID string) *Error {
 
 func tooLarge(limit int64) *Error {
 	return Errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "the body must be at most %d bytes", limit)
+}
+
+// clientError renders what the services refuse in the contract's terms, in
+// one place for every route group: input to correct (*invalid.FieldError,
+// from any service, a schedule's job template included) → 400 naming the
+// field; a cursor another list handed out → 400 invalid_cursor; input that
+// is well-formed but unusable (a job's or a template's, an upload not in S3
+// yet) or a user at a limit (webhooks, schedules) → 422; a transition the
+// state does not allow, or an operator's bulk call that conflicts → 409; an
+// unknown or another user's resource, breaker or tier → 404; Scheduler out
+// of capacity → 503. Any other error passes through and becomes a 500
+// whose detail is only logged.
+func clientError(err error) error {
+	var (
+		unusable      *kind.UnusableError
+		hookLimit     *webhook.LimitError
+		scheduleLimit *schedule.LimitError
+		transition    *job.TransitionError
+		conflict      *admin.ConflictError
+		unavailable   *schedule.UnavailableError
+	)
+	if fe, ok := invalid.As(err); ok {
+		return BadRequest(fe.Field, "%s", fe.Error())
+	}
+	switch {
+	case errors.As(err, &unusable):
+		return Unprocessable(unusable.Code, unusable.Field, unusable.Message)
+	case errors.As(err, &hookLimit):
+		return Unprocessable("webhook_limit", "", hookLimit.Error())
+	case errors.As(err, &scheduleLimit):
+		return Unprocessable("schedule_limit", "", scheduleLimit.Error())
+	case errors.Is(err, uploads.ErrNotUploaded):
+		return Unprocessable("upload_missing", "", "the object has not been uploaded yet")
+	case errors.As(err, &transition):
+		return Conflict("invalid_transition", transition.Error())
+	case errors.As(err, &conflict):
+		return Conflict(conflict.Code, conflict.Message)
+	case errors.Is(err, admin.ErrUnknownBreaker):
+		return Errorf(http.StatusNotFound, CodeNotFound, "no breaker has this key (GET /v1/admin/breakers lists them)")
+	case errors.Is(err, admin.ErrUnknownTier):
+		return Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
+		return NotFound()
+	case errors.Is(err, store.ErrBadCursor):
+		return InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
+	case errors.As(err, &unavailable):
+		return Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
+	}
+	return err
 }
 
 type errorBody struct {

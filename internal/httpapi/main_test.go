@@ -1,9 +1,11 @@
-package httpapi
+package httpapi_test
 
 import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(awstest.Wrap(m)) }

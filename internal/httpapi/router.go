@@ -1,9 +1,18 @@
-// Package httpapi is the HTTP plumbing of the API function: a router over
-// API Gateway HTTP API (payload v2) events with per-route access rules,
-// strict JSON decoding (content type, size limit, unknown fields, types),
-// the error contract — every failure is {"error":{"code","message","field"}},
-// never a 500 for anything a client sent, never a crash — and one structured
-// access log line per request. It holds no domain logic.
+// Package httpapi is the HTTP API of the contract (openapi.yaml) over API
+// Gateway HTTP API (payload v2) events, in one package: the router with
+// per-route access rules, strict JSON decoding (content type, size limit,
+// unknown fields, types), the error contract — every failure is
+// {"error":{"code","message","field"}}, never a 500 for anything a client
+// sent, never a crash — the creating POSTs' Idempotency-Key guard, one
+// structured access log line per request, and the routes, one file per
+// route group. Each HTTP function (resources.HTTPRoutes) registers only its
+// group: the api function RegisterUsers (users.go: health, account
+// connection, jobs; webhooks.go) and RegisterDashboard (dashboard.go), the
+// admin, uploads and schedules functions RegisterAdmin (admin.go),
+// RegisterUploads (uploads.go) and RegisterSchedules (schedules.go). A route
+// decodes its request, calls a domain service and renders the answer;
+// clientError (errors.go) maps what the services refuse to the contract's
+// statuses. No rule of the domain lives here.
 package httpapi
 
 import (

@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publishjob"
 )
@@ -27,14 +28,14 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	svc := New(Config{Kinds: kind.NewFronts(publishjob.New(publishjob.Config{}))})
-	tagsOf := func(r SubmitRequest) []string {
+	svc := jobs.New(jobs.Config{Kinds: kind.NewFronts(publishjob.New(publishjob.Config{}))})
+	tagsOf := func(r jobs.SubmitRequest) []string {
 		var p publishjob.Params
 		_ = json.Unmarshal(r.Params, &p)
 		return p.Tags
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req SubmitRequest
+		var req jobs.SubmitRequest
 		r := &httpapi.Request{Raw: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"content-type": "application/json"}, Body: string(body)}}
 		if err := decode(r, &req); err != nil {
 			return
@@ -60,7 +61,7 @@ func FuzzDecodeAndHash(f *testing.F) {
 		}
 		// Re-encoding with keys in another order decodes to the same hash.
 		b, _ := json.Marshal(n)
-		var again SubmitRequest
+		var again jobs.SubmitRequest
 		if err := json.Unmarshal(b, &again); err == nil {
 			if h4, _ := svc.Hash("u1", again); h4 != h1 {
 				t.Fatalf("round trip changed the hash")

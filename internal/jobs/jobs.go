@@ -191,7 +191,7 @@ type SubmitOptions struct {
 	// HashKey, when set, joins the canonical hash, so that identical
 	// requests with different keys are different jobs (a schedule's
 	// ticks). It is not the client's Idempotency-Key header: that one is
-	// kept per user and route, with the response, by internal/idempotency.
+	// kept per user and route, with the response, by httpapi.Idempotency.
 	HashKey string
 }
 

@@ -35,7 +35,7 @@ func keyPK(owner, scope, key string) string {
 }
 
 // KeyRecord is what the table keeps of a client's Idempotency-Key
-// (idempotency.Guard): the request it first came with, and once that
+// (httpapi.Idempotency): the request it first came with, and once that
 // request was answered, the answer. It expires (TTL, and readers ignore it)
 // at ExpiresAt.
 type KeyRecord struct {

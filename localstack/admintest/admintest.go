@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/adminapi"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -57,7 +56,7 @@ func Serve(t testing.TB, s *stack.Stack) *Server {
 	t.Helper()
 	svc := NewService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
-	adminapi.Register(rt, svc)
+	httpapi.RegisterAdmin(rt, svc)
 	srv := httptest.NewServer(runtime.Gateway(runtime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
 	t.Cleanup(srv.Close)
 	return &Server{Service: svc, URL: srv.URL, stack: s}

@@ -368,7 +368,7 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 // route table (resources.HTTPRoutes): the admin, uploads and schedules
 // routes to their functions, every other route to the api function. The
 // operations dashboard is one of the api function's routes
-// (api.RegisterDashboard), as in AWS.
+// (httpapi.RegisterDashboard), as in AWS.
 func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
 	fns := map[string]http.Handler{resources.FuncAPI: runtime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)}
 	for _, r := range resources.HTTPRoutes {

@@ -270,7 +270,7 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
 
     // The dashboard must be mounted by the stack.
     const probe = await fetch(`${base}/dashboard/`);
-    assert.equal(probe.status, 200, `GET /dashboard/ on the local stack: HTTP ${probe.status} — is api.RegisterDashboard on the api function's router?`);
+    assert.equal(probe.status, 200, `GET /dashboard/ on the local stack: HTTP ${probe.status} — is httpapi.RegisterDashboard on the api function's router?`);
     const csp = probe.headers.get('content-security-policy') ?? '';
     assert.match(csp, /default-src 'self'/, `the dashboard's CSP: ${csp}`);
     assert.match(csp, /frame-ancestors 'none'/, `the dashboard's CSP: ${csp}`);

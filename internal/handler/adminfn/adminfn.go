@@ -4,9 +4,9 @@
 // tier pause and resume, breakers, stats). Its handler is a router with
 // only the admin routes, verified exactly as the api function verifies
 // (httpapi.AdminOnly, httpapi.ReadOnly). It is the only function that
-// links the Lambda client (the tiers' event source mappings) and uses SQS
-// move tasks; it links neither S3 nor KMS nor the external API's client,
-// since re-queuing a job needs only the table and the queues.
+// creates a Lambda client (the tiers' event source mappings) and uses SQS
+// move tasks; it creates neither an S3 nor a KMS client nor the external
+// API's, since re-queuing a job needs only the table and the queues.
 package adminfn
 
 import (
@@ -19,7 +19,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/admin/esm"
-	"github.com/conveyor/conveyor/internal/adminapi"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -44,7 +43,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 // Router registers the admin routes on a new router.
 func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
 	rt := httpfn.Router(env)
-	adminapi.Register(rt, adm)
+	httpapi.RegisterAdmin(rt, adm)
 	return rt
 }
 

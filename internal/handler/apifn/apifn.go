@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/accounts"
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
@@ -36,11 +35,11 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 
 // Router registers the users' API and the dashboard (served with dash's
 // headers) on a new router.
-func Router(env handler.Env, s api.Services, dash api.DashboardOptions) *httpapi.Router {
+func Router(env handler.Env, s httpapi.UserServices, dash httpapi.DashboardOptions) *httpapi.Router {
 	rt := httpfn.Router(env)
-	api.Register(rt, s)
+	httpapi.RegisterUsers(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
-	api.RegisterDashboard(rt, dash)
+	httpapi.RegisterDashboard(rt, dash)
 	return rt
 }
 
@@ -50,7 +49,7 @@ func Router(env handler.Env, s api.Services, dash api.DashboardOptions) *httpapi
 // mover and the tier switch are the admin function's: adminfn.Platform.)
 type Platform struct {
 	// Dashboard sets the dashboard's headers.
-	Dashboard api.DashboardOptions
+	Dashboard httpapi.DashboardOptions
 }
 
 // AWS is the API function's platform in AWS: the dashboard served over
@@ -62,7 +61,7 @@ func Local(handler.Env) Platform { return Platform{Dashboard: LocalDashboard} }
 
 // LocalDashboard serves the dashboard without HSTS, and lets it reach a
 // stream on another local port.
-var LocalDashboard = api.DashboardOptions{Local: true}
+var LocalDashboard = httpapi.DashboardOptions{Local: true}
 
 // New wires the API function from env for AWS.
 func New(ctx context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
@@ -91,6 +90,6 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	if err != nil {
 		return nil, err
 	}
-	s := api.Services{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: env.Idempotency(st)}
+	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: httpfn.Idempotency(env, st)}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

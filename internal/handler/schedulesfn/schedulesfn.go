@@ -1,11 +1,12 @@
 // Package schedulesfn is the schedules function behind API Gateway (HTTP
 // API, payload v2): resources.SchedulesPath and every path under it
 // (API.md, "Recurring schedules": create, list, get, pause, resume,
-// delete). Its handler is a router with only those routes (schedulesapi),
-// verified exactly as the api function verifies. It is the only HTTP
-// function that links and may call EventBridge Scheduler, and the only
-// one that loads time zones (its main embeds the zone database). Its ticks are not its own: Scheduler invokes
-// the recovery function with them.
+// delete). Its handler is a router with only those routes
+// (httpapi.RegisterSchedules), verified exactly as the api function
+// verifies. It is the only HTTP function that creates a Scheduler client
+// and may call EventBridge Scheduler, and the only one that loads time
+// zones (its main embeds the zone database). Its ticks are not its own:
+// Scheduler invokes the recovery function with them.
 package schedulesfn
 
 import (
@@ -18,7 +19,6 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -32,7 +32,7 @@ var Resolve = httpfn.Resolve
 // Idempotency-Keys.
 func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
 	rt := httpfn.Router(env)
-	schedulesapi.Register(rt, svc, env.Idempotency(st))
+	httpapi.RegisterSchedules(rt, svc, httpfn.Idempotency(env, st))
 	return rt
 }
 

@@ -1,11 +1,11 @@
 // Package uploadsfn is the uploads function behind API Gateway (HTTP API,
 // payload v2): every path under resources.UploadsPathPrefix (API.md,
 // "Uploads": sign, confirm on demand, get). Its handler is a router with
-// only the uploads routes (uploadsapi), verified exactly as the api
-// function verifies. It is the only HTTP function that links and may call
-// S3 (presigned PUTs, HeadObject and the ranged GET of a confirm); it
-// creates the table's and the bucket's clients and nothing else: no queue
-// is sent to, no token sealed, no job validated.
+// only the uploads routes (httpapi.RegisterUploads), verified exactly as
+// the api function verifies. It is the only HTTP function that creates an
+// S3 client and may call S3 (presigned PUTs, HeadObject and the ranged GET
+// of a confirm); it creates the table's and the bucket's clients and
+// nothing else: no queue is sent to, no token sealed, no job validated.
 package uploadsfn
 
 import (
@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/uploads"
-	"github.com/conveyor/conveyor/internal/uploadsapi"
 )
 
 // Name is the function's name in the resource definition.
@@ -30,7 +29,7 @@ var Resolve = httpfn.Resolve
 // Router registers the uploads routes on a new router.
 func Router(env handler.Env, svc *uploads.Service) *httpapi.Router {
 	rt := httpfn.Router(env)
-	uploadsapi.Register(rt, svc)
+	httpapi.RegisterUploads(rt, svc)
 	return rt
 }
 

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"fmt"
@@ -8,12 +8,9 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
-
-func TestMain(m *testing.M) { awstest.Main(m) }
 
 func TestSubmitPublishesThroughTheStack(t *testing.T) {
 	t.Parallel()

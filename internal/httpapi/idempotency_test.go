@@ -1,4 +1,4 @@
-package idempotency_test
+package httpapi_test
 
 import (
 	"net/http"
@@ -12,12 +12,9 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
-
-func TestMain(m *testing.M) { awstest.Main(m) }
 
 // bundle is a guard over the test's own table, a simulated clock, and a
 // creating handler that counts what it created (and may be held).
@@ -36,7 +33,7 @@ func setup(t *testing.T) *bundle {
 	env := awstest.Provision(t)
 	b := &bundle{clk: clock.NewSimulated(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)), status: http.StatusCreated}
 	st := store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
-	g := idempotency.Guard{Records: st, Window: time.Hour, InFlight: time.Minute, Now: b.clk.Now}
+	g := httpapi.Idempotency{Records: st, Window: time.Hour, InFlight: time.Minute, Now: b.clk.Now}
 	b.h = g.Wrap("POST /v1/things", func(r *httpapi.Request) (httpapi.Response, error) {
 		b.mu.Lock()
 		hold, entered, status := b.hold, b.entered, b.status
@@ -94,7 +91,7 @@ func TestSameKeySameBodyReplaysWithinTheWindow(t *testing.T) {
 	// The same body, spelt otherwise (member order, spacing, a null).
 	b.clk.Advance(59 * time.Minute)
 	st, _, again := b.post(t, "u1", `"k-123"`, `{ "b":[1,2], "a":1, "c":null }`)
-	if st != 201 || again.Body != first.Body || again.Headers["Location"] != first.Headers["Location"] || again.Headers[idempotency.ReplayedHeader] != "true" {
+	if st != 201 || again.Body != first.Body || again.Headers["Location"] != first.Headers["Location"] || again.Headers[httpapi.IdempotentReplayedHeader] != "true" {
 		t.Fatalf("repeat: %d %q %v; want the first response (201 %q) replayed", st, again.Body, again.Headers, first.Body)
 	}
 	if b.created != 1 {
@@ -106,7 +103,7 @@ func TestSameKeySameBodyReplaysWithinTheWindow(t *testing.T) {
 	}
 	// Past the window the key is free again.
 	b.clk.Advance(2 * time.Minute)
-	if st, _, resp := b.post(t, "u1", `"k-123"`, `{"a":1,"b":[1,2]}`); st != 201 || resp.Headers[idempotency.ReplayedHeader] != "" || b.created != 3 {
+	if st, _, resp := b.post(t, "u1", `"k-123"`, `{"a":1,"b":[1,2]}`); st != 201 || resp.Headers[httpapi.IdempotentReplayedHeader] != "" || b.created != 3 {
 		t.Errorf("after the window: %d %v created %d; want handled anew", st, resp.Headers, b.created)
 	}
 }
@@ -117,8 +114,8 @@ func TestSameKeyAnotherBodyIs422(t *testing.T) {
 	if st, _, _ := b.post(t, "u1", "k-1", `{"a":1}`); st != 201 {
 		t.Fatal(st)
 	}
-	if st, code, _ := b.post(t, "u1", "k-1", `{"a":2}`); st != 422 || code != idempotency.CodeReused {
-		t.Errorf("another body: %d %s; want 422 %s", st, code, idempotency.CodeReused)
+	if st, code, _ := b.post(t, "u1", "k-1", `{"a":2}`); st != 422 || code != httpapi.CodeIdempotencyKeyReused {
+		t.Errorf("another body: %d %s; want 422 %s", st, code, httpapi.CodeIdempotencyKeyReused)
 	}
 	if b.created != 1 {
 		t.Errorf("created %d; want 1", b.created)
@@ -138,8 +135,8 @@ func TestConcurrentDuplicateIs409(t *testing.T) {
 	b.mu.Lock()
 	b.entered = nil
 	b.mu.Unlock()
-	if st, code, _ := b.post(t, "u1", "k-c", `{"a":1}`); st != 409 || code != idempotency.CodeInFlight {
-		t.Errorf("while the first is in flight: %d %s; want 409 %s", st, code, idempotency.CodeInFlight)
+	if st, code, _ := b.post(t, "u1", "k-c", `{"a":1}`); st != 409 || code != httpapi.CodeIdempotencyKeyInFlight {
+		t.Errorf("while the first is in flight: %d %s; want 409 %s", st, code, httpapi.CodeIdempotencyKeyInFlight)
 	}
 	close(b.hold)
 	if st := <-done; st != 201 {
@@ -148,7 +145,7 @@ func TestConcurrentDuplicateIs409(t *testing.T) {
 	b.mu.Lock()
 	b.hold = nil
 	b.mu.Unlock()
-	if st, _, resp := b.post(t, "u1", "k-c", `{"a":1}`); st != 201 || resp.Headers[idempotency.ReplayedHeader] != "true" || b.created != 1 {
+	if st, _, resp := b.post(t, "u1", "k-c", `{"a":1}`); st != 201 || resp.Headers[httpapi.IdempotentReplayedHeader] != "true" || b.created != 1 {
 		t.Errorf("after it: %d %v created %d; want the replay", st, resp.Headers, b.created)
 	}
 }
@@ -164,7 +161,7 @@ func TestFailuresAndDeadRequestsFreeTheKey(t *testing.T) {
 		t.Fatal(st)
 	}
 	b.status = 201
-	if st, _, resp := b.post(t, "u1", "k-f", `{"a":1}`); st != 201 || resp.Headers[idempotency.ReplayedHeader] != "" {
+	if st, _, resp := b.post(t, "u1", "k-f", `{"a":1}`); st != 201 || resp.Headers[httpapi.IdempotentReplayedHeader] != "" {
 		t.Errorf("after a 422: %d %v; want handled anew", st, resp.Headers)
 	}
 
@@ -174,16 +171,16 @@ func TestFailuresAndDeadRequestsFreeTheKey(t *testing.T) {
 		b.post(t, "u1", "k-dead", `{"a":1}`)
 	}()
 	b.status = 201
-	if st, code, _ := b.post(t, "u1", "k-dead", `{"a":1}`); st != 409 || code != idempotency.CodeInFlight {
+	if st, code, _ := b.post(t, "u1", "k-dead", `{"a":1}`); st != 409 || code != httpapi.CodeIdempotencyKeyInFlight {
 		t.Errorf("right after a request died holding the key: %d %s; want 409", st, code)
 	}
 	b.clk.Advance(61 * time.Second)
-	if st, _, resp := b.post(t, "u1", "k-dead", `{"a":1}`); st != 201 || resp.Headers[idempotency.ReplayedHeader] != "" {
+	if st, _, resp := b.post(t, "u1", "k-dead", `{"a":1}`); st != 201 || resp.Headers[httpapi.IdempotentReplayedHeader] != "" {
 		t.Errorf("past the in-flight time: %d %v; want handled anew", st, resp.Headers)
 	}
 }
 
-func TestParseKey(t *testing.T) {
+func TestParseIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		in, want string
@@ -194,14 +191,14 @@ func TestParseKey(t *testing.T) {
 		{` "a b" `, "a b", true},
 		{`""`, "", false},
 		{"", "", false},
-		{strings.Repeat("k", idempotency.MaxKey+1), "", false},
+		{strings.Repeat("k", httpapi.MaxIdempotencyKey+1), "", false},
 		{"caf\u00e9", "", false},
 		{"a\x00b", "", false},
 		{`"a\"b"`, "", false},
 	} {
-		got, err := idempotency.ParseKey(c.in)
+		got, err := httpapi.ParseIdempotencyKey(c.in)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("ParseKey(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
 		}
 	}
 }

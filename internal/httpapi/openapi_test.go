@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -16,15 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"gopkg.in/yaml.v3"
 
-	"github.com/conveyor/conveyor/internal/adminapi"
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
-	"github.com/conveyor/conveyor/internal/schedulesapi"
 	"github.com/conveyor/conveyor/internal/stream"
-	"github.com/conveyor/conveyor/internal/uploadsapi"
 )
 
 // specPath is the project's OpenAPI file.
@@ -180,10 +175,10 @@ func newRouter() *httpapi.Router {
 // registerAll registers every route group of the HTTP API on rt, as one
 // function served them all before resources.HTTPRoutes split them.
 func registerAll(rt *httpapi.Router) {
-	api.Register(rt, api.Services{})
-	adminapi.Register(rt, nil)
-	uploadsapi.Register(rt, nil)
-	schedulesapi.Register(rt, nil, idempotency.Guard{})
+	httpapi.RegisterUsers(rt, httpapi.UserServices{})
+	httpapi.RegisterAdmin(rt, nil)
+	httpapi.RegisterUploads(rt, nil)
+	httpapi.RegisterSchedules(rt, nil, httpapi.Idempotency{})
 }
 
 // servedRoutes registers the HTTP API functions' routes on a router, as

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
 )
 
 func dashboardRouter(local bool) *httpapi.Router {
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier([]byte("secret-for-the-dashboard-test-32b"), time.Now), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	api.RegisterDashboard(rt, api.DashboardOptions{Local: local})
+	httpapi.RegisterDashboard(rt, httpapi.DashboardOptions{Local: local})
 	return rt
 }
 

@@ -1,4 +1,4 @@
-package adminapi_test
+package httpapi_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"encoding/base64"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/web"
 )
 
@@ -39,10 +38,10 @@ const (
 // under /dashboard/ from the router the api function runs, so AWS (API
 // Gateway → api Lambda) and the local stack serve it identically: GET and
 // HEAD only, /dashboard redirected to /dashboard/, with security headers.
-func RegisterDashboard(rt *httpapi.Router, o DashboardOptions) {
+func RegisterDashboard(rt *Router, o DashboardOptions) {
 	d := dashboard{files: web.Files(), headers: dashboardHeaders(o)}
-	rt.Handle(http.MethodGet, dashboardPrefix+"/{file...}", httpapi.Public, d.serve)
-	rt.Handle(http.MethodHead, dashboardPrefix+"/{file...}", httpapi.Public, d.serve)
+	rt.Handle(http.MethodGet, dashboardPrefix+"/{file...}", Public, d.serve)
+	rt.Handle(http.MethodHead, dashboardPrefix+"/{file...}", Public, d.serve)
 }
 
 func dashboardHeaders(o DashboardOptions) map[string]string {
@@ -68,8 +67,8 @@ type dashboard struct {
 	headers map[string]string
 }
 
-func (d dashboard) respond(status int, contentType string, body []byte, head bool) httpapi.Response {
-	resp := httpapi.Response{StatusCode: status, Headers: map[string]string{"Content-Type": contentType}}
+func (d dashboard) respond(status int, contentType string, body []byte, head bool) Response {
+	resp := Response{StatusCode: status, Headers: map[string]string{"Content-Type": contentType}}
 	for k, v := range d.headers {
 		resp.Headers[k] = v
 	}
@@ -84,7 +83,7 @@ func (d dashboard) respond(status int, contentType string, body []byte, head boo
 	return resp
 }
 
-func (d dashboard) serve(r *httpapi.Request) (httpapi.Response, error) {
+func (d dashboard) serve(r *Request) (Response, error) {
 	head := r.Raw.RequestContext.HTTP.Method == http.MethodHead
 	raw := r.Raw.RawPath
 	if raw == "" {
@@ -104,11 +103,11 @@ func (d dashboard) serve(r *httpapi.Request) (httpapi.Response, error) {
 		name = path.Join(name, dashboardIndex)
 	}
 	if !fs.ValidPath(name) {
-		return httpapi.Response{}, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, dashboardNotFound)
+		return Response{}, Errorf(http.StatusNotFound, CodeNotFound, dashboardNotFound)
 	}
 	body, err := fs.ReadFile(d.files, name)
 	if err != nil {
-		return httpapi.Response{}, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, dashboardNotFound)
+		return Response{}, Errorf(http.StatusNotFound, CodeNotFound, dashboardNotFound)
 	}
 	ct := mime.TypeByExtension(path.Ext(name))
 	if ct == "" {

@@ -1,4 +1,4 @@
-package adminapi_test
+package httpapi_test
 
 import (
 	"context"
@@ -22,7 +22,6 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/admintest"
-	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -883,5 +882,3 @@ func TestInspector(t *testing.T) {
 		t.Errorf("overview orphans with medium paused = %v, want 1", ov.Body["orphans"])
 	}
 }
-
-func TestMain(m *testing.M) { awstest.Main(m) }

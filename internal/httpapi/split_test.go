@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -10,14 +10,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/adminapi"
-	"github.com/conveyor/conveyor/internal/api"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/idempotency"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/schedulesapi"
-	"github.com/conveyor/conveyor/internal/uploadsapi"
 )
 
 // splitRouters are the HTTP API's functions' routers, each with its group
@@ -27,11 +22,11 @@ func splitRouters() map[string]*httpapi.Router {
 	for _, fn := range []string{resources.FuncAPI, resources.FuncAdmin, resources.FuncUploads, resources.FuncSchedules} {
 		rts[fn] = newRouter()
 	}
-	api.Register(rts[resources.FuncAPI], api.Services{})
-	api.RegisterDashboard(rts[resources.FuncAPI], api.DashboardOptions{})
-	adminapi.Register(rts[resources.FuncAdmin], nil)
-	uploadsapi.Register(rts[resources.FuncUploads], nil)
-	schedulesapi.Register(rts[resources.FuncSchedules], nil, idempotency.Guard{})
+	httpapi.RegisterUsers(rts[resources.FuncAPI], httpapi.UserServices{})
+	httpapi.RegisterDashboard(rts[resources.FuncAPI], httpapi.DashboardOptions{})
+	httpapi.RegisterAdmin(rts[resources.FuncAdmin], nil)
+	httpapi.RegisterUploads(rts[resources.FuncUploads], nil)
+	httpapi.RegisterSchedules(rts[resources.FuncSchedules], nil, httpapi.Idempotency{})
 	return rts
 }
 
@@ -59,7 +54,7 @@ func TestSplitRoutersAnswerAsOne(t *testing.T) {
 	t.Parallel()
 	one := newRouter()
 	registerAll(one)
-	api.RegisterDashboard(one, api.DashboardOptions{})
+	httpapi.RegisterDashboard(one, httpapi.DashboardOptions{})
 	split := splitRouters()
 	service, err := auth.Mint([]byte("route-test-secret-route-test-secret"), auth.Claims{Subject: "mon", Role: auth.RoleService, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
