@@ -1,7 +1,8 @@
 // Server-Sent Events over fetch(): EventSource cannot send an Authorization
 // header, so the stream is read from a ReadableStream and parsed here
 // (the text/event-stream format: `id:`, `event:`, `data:` lines, a blank
-// line ends a frame). It reconnects with backoff and Last-Event-ID.
+// line ends a frame). It reconnects with backoff and Last-Event-ID, unless
+// the stream is complete (StreamOptions.complete).
 
 export interface Frame {
   id: string;
@@ -22,6 +23,10 @@ export interface StreamOptions {
   // Sent as Last-Event-ID on the first connection ("0" replays a job's
   // whole history); later connections resume after the last frame's id.
   lastEventId?: string;
+  // Asked when the server ends the stream: true means nothing more will
+  // come (a job's stream ends after its finishing event), so the stream
+  // closes instead of reconnecting.
+  complete?: () => boolean;
 }
 
 export class EventStream {
@@ -59,6 +64,11 @@ export class EventStream {
         this.backoff = 500;
         await this.read(res.body);
         if (this.stopped) return;
+        if (this.opts.complete?.()) {
+          this.stopped = true;
+          this.opts.onState?.('closed', 'complete');
+          return;
+        }
         throw new Error('the stream ended');
       } catch (e) {
         if (this.stopped) return;

@@ -345,6 +345,16 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     await page.locator('main[data-status="succeeded"]').waitFor({ timeout: 60_000 });
     await page.getByTestId('job-state').getByText('succeeded', { exact: true }).waitFor();
     log('the job page says succeeded');
+    // The job's stream ends after its finishing event, and the page does
+    // not open it again: no request to it for two seconds.
+    await page.getByTestId('job-stream').getByText('(ended: the job is finished)').waitFor({ timeout: 10_000 });
+    let reopened = 0;
+    const countStream = (r) => r.url().includes(`/v1/jobs/${job.id}/events`) && reopened++;
+    page.on('request', countStream);
+    await new Promise((r) => setTimeout(r, 2_000));
+    page.off('request', countStream);
+    assert.equal(reopened, 0, 'the finished job\'s stream was opened again');
+    log('the finished job\'s stream stays closed');
     const phases = await page.locator('[data-testid="timeline"] li.phase').evaluateAll((els) => els.map((e) => `${e.dataset.phase}:${e.dataset.status}`));
     assert.deepEqual(phases, ['token:completed', 'download:completed', 'upload:completed', 'publish:completed']);
     assert.equal(await page.locator('tr[data-item][data-status="published"]').count(), 1, 'the item is published');

@@ -1,7 +1,8 @@
 // Server-Sent Events over fetch(): EventSource cannot send an Authorization
 // header, so the stream is read from a ReadableStream and parsed here
 // (the text/event-stream format: `id:`, `event:`, `data:` lines, a blank
-// line ends a frame). It reconnects with backoff and Last-Event-ID.
+// line ends a frame). It reconnects with backoff and Last-Event-ID, unless
+// the stream is complete (StreamOptions.complete).
 export class EventStream {
     opts;
     abort = new AbortController();
@@ -39,6 +40,11 @@ export class EventStream {
                 await this.read(res.body);
                 if (this.stopped)
                     return;
+                if (this.opts.complete?.()) {
+                    this.stopped = true;
+                    this.opts.onState?.('closed', 'complete');
+                    return;
+                }
                 throw new Error('the stream ended');
             }
             catch (e) {

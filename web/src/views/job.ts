@@ -195,6 +195,8 @@ export const jobView: View = (root, ctx, params) => {
       const j = await ctx.api.post<Job>(`/v1/jobs/${encodeURIComponent(id)}/${what}`);
       lastUpdated = 0;
       show(j);
+      // A retried job runs again: follow its new run (its stream had ended).
+      if (what === 'retry' && streamDone) openStream(Math.max(0, ...seen));
       ctx.notify(what === 'cancel' ? `Job ${id} cancelled.` : `Job ${id} queued again.`);
     } catch (e) {
       ctx.notify(`Could not ${what} the job: ${describe(e)}`, 'error');
@@ -216,40 +218,53 @@ export const jobView: View = (root, ctx, params) => {
 
   let stream: EventStream | null = null;
   let gone = false;
+  let streamDone = false;
   const seen = new Set<number>();
+  // openStream follows the job live from the event after `after` (0: its
+  // whole history).
+  function openStream(after: number): void {
+    stream?.close();
+    streamDone = false;
+    stream = new EventStream({
+      url: ctx.api.eventsUrl(`/v1/jobs/${encodeURIComponent(id)}/events`),
+      headers: () => ctx.api.headers(),
+      lastEventId: String(after), // "0": the job's whole history, then live
+      // The server ends a job's stream after its finishing event: no
+      // reconnect then (a retry opens a new one).
+      complete: () => job !== null && FINISHED.has(job.status),
+      onState: (s, d) => {
+        streamState.textContent = s === 'open' ? '(live)' : s === 'retrying' ? `(reconnecting: ${d ?? ''})` : s === 'refused' ? `(refused: ${d ?? ''})` : s === 'connecting' ? '(connecting…)' : d === 'complete' ? '(ended: the job is finished)' : '';
+        if (s === 'closed' && d === 'complete') streamDone = true;
+      },
+      onFrame: (f) => {
+        if (f.event === 'ping') return;
+        let data: unknown;
+        try {
+          data = JSON.parse(f.data);
+        } catch {
+          return;
+        }
+        if (f.event === 'snapshot') {
+          show(data as Job);
+          return;
+        }
+        const ev = data as JobEvent;
+        if (typeof ev.seq === 'number') {
+          if (seen.has(ev.seq)) return;
+          seen.add(ev.seq);
+        }
+        events.prepend(eventItem(ev));
+        if (ev.job) show(ev.job);
+      },
+    });
+  }
+
   ctx.api
     .get<Job>(`/v1/jobs/${encodeURIComponent(id)}`)
     .then((j) => {
       if (gone) return;
       show(j);
-      stream = new EventStream({
-        url: ctx.api.eventsUrl(`/v1/jobs/${encodeURIComponent(id)}/events`),
-        headers: () => ctx.api.headers(),
-        lastEventId: '0', // the job's whole history, then live
-        onState: (s, d) => {
-          streamState.textContent = s === 'open' ? '(live)' : s === 'retrying' ? `(reconnecting: ${d ?? ''})` : s === 'refused' ? `(refused: ${d ?? ''})` : s === 'connecting' ? '(connecting…)' : '';
-        },
-        onFrame: (f) => {
-          if (f.event === 'ping') return;
-          let data: unknown;
-          try {
-            data = JSON.parse(f.data);
-          } catch {
-            return;
-          }
-          if (f.event === 'snapshot') {
-            show(data as Job);
-            return;
-          }
-          const ev = data as JobEvent;
-          if (typeof ev.seq === 'number') {
-            if (seen.has(ev.seq)) return;
-            seen.add(ev.seq);
-          }
-          events.prepend(eventItem(ev));
-          if (ev.job) show(ev.job);
-        },
-      });
+      openStream(0);
     })
     .catch((e) => {
       if (gone) return;

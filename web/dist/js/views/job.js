@@ -88,6 +88,9 @@ export const jobView = (root, ctx, params) => {
             const j = await ctx.api.post(`/v1/jobs/${encodeURIComponent(id)}/${what}`);
             lastUpdated = 0;
             show(j);
+            // A retried job runs again: follow its new run (its stream had ended).
+            if (what === 'retry' && streamDone)
+                openStream(Math.max(0, ...seen));
             ctx.notify(what === 'cancel' ? `Job ${id} cancelled.` : `Job ${id} queued again.`);
         }
         catch (e) {
@@ -100,19 +103,24 @@ export const jobView = (root, ctx, params) => {
     }
     let stream = null;
     let gone = false;
+    let streamDone = false;
     const seen = new Set();
-    ctx.api
-        .get(`/v1/jobs/${encodeURIComponent(id)}`)
-        .then((j) => {
-        if (gone)
-            return;
-        show(j);
+    // openStream follows the job live from the event after `after` (0: its
+    // whole history).
+    function openStream(after) {
+        stream?.close();
+        streamDone = false;
         stream = new EventStream({
             url: ctx.api.eventsUrl(`/v1/jobs/${encodeURIComponent(id)}/events`),
             headers: () => ctx.api.headers(),
-            lastEventId: '0', // the job's whole history, then live
+            lastEventId: String(after), // "0": the job's whole history, then live
+            // The server ends a job's stream after its finishing event: no
+            // reconnect then (a retry opens a new one).
+            complete: () => job !== null && FINISHED.has(job.status),
             onState: (s, d) => {
-                streamState.textContent = s === 'open' ? '(live)' : s === 'retrying' ? `(reconnecting: ${d ?? ''})` : s === 'refused' ? `(refused: ${d ?? ''})` : s === 'connecting' ? '(connecting…)' : '';
+                streamState.textContent = s === 'open' ? '(live)' : s === 'retrying' ? `(reconnecting: ${d ?? ''})` : s === 'refused' ? `(refused: ${d ?? ''})` : s === 'connecting' ? '(connecting…)' : d === 'complete' ? '(ended: the job is finished)' : '';
+                if (s === 'closed' && d === 'complete')
+                    streamDone = true;
             },
             onFrame: (f) => {
                 if (f.event === 'ping')
@@ -139,6 +147,14 @@ export const jobView = (root, ctx, params) => {
                     show(ev.job);
             },
         });
+    }
+    ctx.api
+        .get(`/v1/jobs/${encodeURIComponent(id)}`)
+        .then((j) => {
+        if (gone)
+            return;
+        show(j);
+        openStream(0);
     })
         .catch((e) => {
         if (gone)
