@@ -72,9 +72,9 @@ openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, 
 
 emulator: $(EMULATORS) ## install the emulators: moto into .venv, DynamoDB Local into .cache
 
-run: $(EMULATORS) ## start the whole stack on localhost: emulators, each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process; FRESH=1: a new token secret)
+run: $(EMULATORS) ## start the whole stack on localhost: emulators, each function's binary under a local Lambda Runtime API (IN_PROCESS=1: handlers in process; FRESH=1: start empty; LOG=json: logs as CloudWatch gets them)
 	@$(GO) build -o .local/bin/conveyor-local ./localstack/cmd/conveyor-local
-	@exec .local/bin/conveyor-local $(if $(IN_PROCESS),-in-process) $(if $(FRESH),-fresh)
+	@exec .local/bin/conveyor-local $(if $(IN_PROCESS),-in-process) $(if $(FRESH),-fresh) $(if $(LOG),-log $(LOG))
 
 # infra/ is its own Go module (the CDK app; the Lambdas' module holds no CDK),
 # so ./... at the top leaves it out and each target that covers it says so.

@@ -87,7 +87,9 @@ type binaryConfig struct {
 	dir    string
 	built  map[string]string
 	output io.Writer
-	logger *slog.Logger
+	// outputs, when set, is each function's own output (Options.FunctionOutputs).
+	outputs func(function string) io.Writer
+	logger  *slog.Logger
 	// callLog is Options.CallLog.
 	callLog string
 }
@@ -152,7 +154,7 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		fn, err := runtime.NewFunction(runtime.FunctionConfig{
 			Name: c.def.Prefix + "-" + name, Bootstrap: paths[name], Env: env,
 			MemoryMB: size.MemoryMB, Timeout: size.Timeout, Region: awsclient.DefaultRegion,
-			Output: c.output, Logger: c.logger,
+			Output: c.outputOf(name), Logger: c.logger,
 		})
 		if err != nil {
 			fs.close()
@@ -250,6 +252,14 @@ func streamCORS(def resources.Definition) *runtime.CORS {
 
 // defaultOutput is where the functions' processes write (their
 // CloudWatch Logs).
+// outputOf is where function name's output goes.
+func (c *binaryConfig) outputOf(name string) io.Writer {
+	if c.outputs != nil {
+		return c.outputs(name)
+	}
+	return c.output
+}
+
 func defaultOutput(w io.Writer) io.Writer {
 	if w == nil {
 		return os.Stderr

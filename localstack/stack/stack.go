@@ -100,6 +100,10 @@ type Options struct {
 	// FunctionOutput receives the functions' processes' output, their
 	// CloudWatch Logs (default stderr).
 	FunctionOutput io.Writer
+	// FunctionOutputs, when set, gives each function's output a writer of
+	// its own (by the definition's function name), instead of
+	// FunctionOutput: `make run` tags each line with its function.
+	FunctionOutputs func(function string) io.Writer
 	// Observe, when set, is told each invocation's function and duration
 	// (what Lambda bills: the bench prices GB-seconds from it). Streamed
 	// invocations are not observed.
@@ -349,7 +353,7 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 		var err error
 		fns, err = startBinaries(ctx, binaryConfig{
 			def: b.def, config: b.read, aws: awsEnviron(s.Env()), awsCfg: b.awsCfg, dir: opts.FunctionsDir, built: opts.Bootstraps,
-			output: defaultOutput(opts.FunctionOutput), logger: opts.Logger, callLog: opts.CallLog,
+			output: defaultOutput(opts.FunctionOutput), outputs: opts.FunctionOutputs, logger: opts.Logger, callLog: opts.CallLog,
 		})
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,11 +30,14 @@ import (
 	"time"
 	_ "time/tzdata" // the local scheduler reads the schedules' zones on any host, as the schedules function does
 
+	"golang.org/x/term"
+
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
 func main() {
 	inProcess := flag.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
+	logFormat := flag.String("log", "auto", "how the functions' and the runtime's logs print: text (time, level, [function], message, fields), json (as CloudWatch Logs receives them) or auto (text on a terminal)")
 	fresh := flag.Bool("fresh", false, "start empty: a new secret for local tokens (tokens minted before stop working) and no data of an earlier run")
 	flag.Parse()
 	secretNote, err := keepJWTSecret(localDir, *fresh)
@@ -54,7 +58,20 @@ func main() {
 		mode = "the functions' handlers in process"
 	}
 	fmt.Fprintf(os.Stderr, "starting Conveyor locally (%s)…\n", mode)
-	s, err := stack.Start(ctx, stack.Options{Binaries: !*inProcess, DataDir: dataDir})
+	opts := stack.Options{Binaries: !*inProcess, DataDir: dataDir}
+	switch *logFormat {
+	case "json":
+	case "text", "auto":
+		if *logFormat == "text" || term.IsTerminal(int(os.Stderr.Fd())) {
+			view := stack.NewLogView(os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+			opts.FunctionOutputs = view.For
+			opts.Logger = slog.New(slog.NewJSONHandler(view.For("local"), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "conveyor-local: -log %q: want text, json or auto\n", *logFormat)
+		os.Exit(2)
+	}
+	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
 		os.Exit(1)
