@@ -94,6 +94,12 @@ func (r *run) Save(ctx context.Context, mutate func(*job.Job)) error {
 // conditional write when it would lapse before the call could end (plus a
 // heartbeat's slack for the clocks of other workers). Once the job is lost
 // it answers so without asking the table again.
+//
+// The job is lost when it stopped running or another worker holds it. A
+// lease of this run's own that lapsed (its heartbeat late on a slow table)
+// with the job still running under this worker is not lost: nobody took
+// the job, since taking it is a write on its version, and the extending
+// write, conditional on that version, takes the lease back or finds who did.
 func (r *run) Hold(ctx context.Context, need time.Duration) error {
 	r.mu.Lock()
 	lost := r.lost
@@ -109,7 +115,7 @@ func (r *run) Hold(ctx context.Context, need time.Duration) error {
 		return fmt.Errorf("checking the job's lease: %w", err)
 	}
 	now := r.p.cfg.Now()
-	if !l.HeldBy(r.p.cfg.Worker, now) {
+	if l.Status != job.Running || l.Owner != r.p.cfg.Worker {
 		r.mu.Lock()
 		r.lost = true
 		r.mu.Unlock()
@@ -117,8 +123,11 @@ func (r *run) Hold(ctx context.Context, need time.Duration) error {
 		return errLostLease
 	}
 	slack := r.p.cfg.Heartbeat
-	if !l.Until.Before(now.Add(need + slack)) {
+	if l.Until != nil && !l.Until.Before(now.Add(need+slack)) {
 		return nil
+	}
+	if !l.HeldBy(r.p.cfg.Worker, now) {
+		r.log.WarnContext(ctx, "the run's own lease lapsed with nobody taking the job; taking it back", "lease_until", l.Until)
 	}
 	return r.save(ctx, func(j *job.Job) {
 		until := now.Add(max(r.p.leaseFor(), need+slack)).UTC()

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,5 +386,59 @@ func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 	}, "the long job did not finish on its next deliveries")
 	if j := checkPublishedOnce(t, b, long); j.Status != job.Succeeded || j.Attempts != 1 {
 		t.Errorf("long job after the next invocation: %s after %d attempts, want succeeded after 1", j.Status, j.Attempts)
+	}
+}
+
+// submitHTTP submits an http job that POSTs to url and returns its id.
+func submitHTTP(b *stacktest.Bundle, tok, url string) string {
+	b.T.Helper()
+	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http",
+		"params": map[string]any{"method": "POST", "url": url, "timeoutMs": 2000}}), 201)
+	return r.Body["id"].(string)
+}
+
+// TestARunWhoseOwnLeaseLapsedTakesItBack: the run's own lease lapses
+// before its call (on a loaded machine, a heartbeat's write that lands too
+// late; here the simulated clock jumps past the lease right after the
+// claim) while nobody else took the job. The check before the call is not
+// a loss: its conditional write takes the lease back, the request is sent
+// and the job succeeds — not left running under a lapsed lease, its
+// message deleted, until recovery finds it stuck.
+func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	var jumped atomic.Bool
+	// A heartbeat of a minute: none is written during the run, so the
+	// lease the check reads is the claim's.
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Now: clk.Now,
+		Crash: func(point string, _ *job.Job) error {
+			if point == publish.AfterClaim && jumped.CompareAndSwap(false, true) {
+				clk.Advance(4 * time.Minute) // past the claim's lease of three heartbeats
+			}
+			return nil
+		}})
+	var calls atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(target.Close)
+	app := b.Stack.App
+	id := submitHTTP(b, b.Token("u-lapsed", "user", "pro"), target.URL+"/hook")
+
+	v, err := app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 1})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !jumped.Load() {
+		t.Fatal("the clock never jumped: the run did not claim the job")
+	}
+	j, err := app.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Succeeded || j.Attempts != 1 || j.LeaseOwner != "" || calls.Load() != 1 {
+		t.Errorf("after the run (verdict %+v): %s, %d attempts, lease owner %q, %d requests; want succeeded, 1, none, 1",
+			v, j.Status, j.Attempts, j.LeaseOwner, calls.Load())
 	}
 }
