@@ -546,6 +546,21 @@ func (j *Job) Release(worker string, now time.Time) bool {
 	return true
 }
 
+// Abandon is the run of worker ending without its outcome recorded: the
+// write that would have recorded it failed (the table, or the invocation's
+// time ran out). The job, still running under worker's lease, goes back to
+// the queue claimable at once (Requeue clears the lease) instead of staying
+// held until the lease lapses; the attempt its claim counted stays spent
+// and its items stay tried, so the next run asks the outside world before
+// repeating a call. It reports whether worker's run held the running job;
+// anything else is left alone.
+func (j *Job) Abandon(worker string, now time.Time) bool {
+	if j.Status != Running || j.LeaseOwner != worker {
+		return false
+	}
+	return j.Apply(Requeue, now) == nil
+}
+
 // Claim is a worker taking the job for one run: it starts (or resumes) the
 // job, counts the attempt, leases it to worker until leaseUntil, and marks
 // every unfinished item as tried. It returns which items an earlier run may

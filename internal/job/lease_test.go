@@ -73,3 +73,34 @@ func TestACancelledRunKeepsTheJobUntilItLetsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAbandonedRunLeavesTheJobClaimable: a run whose outcome could not
+// be recorded gives the running job back at once, the attempt spent and
+// the items still tried; only the run that holds the job may.
+func TestAnAbandonedRunLeavesTheJobClaimable(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	j := &Job{Status: Queued, MaxAttempts: 7, Items: []Item{{ID: "itm_1", Status: ItemPending}}}
+	if _, err := j.Claim("w-a", t0.Add(90*time.Second), t0); err != nil {
+		t.Fatal(err)
+	}
+	if j.Abandon("w-b", t0.Add(time.Second)) {
+		t.Error("a worker that does not hold the job abandoned it")
+	}
+	if !j.Abandon("w-a", t0.Add(time.Second)) {
+		t.Fatal("the holder could not abandon its running job")
+	}
+	if j.Status != Queued || j.LeaseOwner != "" || j.LeaseUntil != nil || j.Attempts != 1 || !j.Items[0].Tried {
+		t.Errorf("abandoned: %s, owner %q until %v, %d attempts, tried %v; want queued, no lease, 1, tried",
+			j.Status, j.LeaseOwner, j.LeaseUntil, j.Attempts, j.Items[0].Tried)
+	}
+	if _, err := j.Claim("w-b", t0.Add(time.Minute), t0.Add(2*time.Second)); err != nil || j.Attempts != 2 {
+		t.Errorf("claim after the abandon: %v, %d attempts; want claimed, 2", err, j.Attempts)
+	}
+	if err := j.Apply(Cancel, t0.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if j.Abandon("w-b", t0.Add(4*time.Second)) || j.Status != Cancelled {
+		t.Errorf("a cancelled job was abandoned (now %s): only a running one is", j.Status)
+	}
+}
