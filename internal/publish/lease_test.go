@@ -442,3 +442,53 @@ func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
 			v, j.Status, j.Attempts, j.LeaseOwner, calls.Load())
 	}
 }
+
+// TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable: the run's
+// request fails and its invocation ends before the failure is written
+// (the target cancels the delivery's context as it answers). The job is
+// not held for a lease by a run that is over: it is back in the queue,
+// the attempt spent, its message due again at once, and the next
+// delivery runs it.
+func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			cancel() // the invocation ends while the target answers
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(target.Close)
+	app := b.Stack.App
+	id := submitHTTP(b, b.Token("u-unrecorded", "user", "pro"), target.URL+"/hook")
+	get := func() job.Job {
+		t.Helper()
+		j, err := app.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	v, err := app.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
+	if err != nil || v.Done || v.RetryIn <= 0 || v.RetryIn > time.Second {
+		t.Errorf("run whose failure was not written: verdict %+v, %v; want its message back within a second", v, err)
+	}
+	if j := get(); j.Status != job.Queued || j.LeaseOwner != "" || j.LeaseUntil != nil || j.Attempts != 1 || calls.Load() != 1 {
+		t.Fatalf("after the run: %s, lease %q until %v, %d attempts, %d requests; want queued, no lease, 1 attempt spent, 1 request",
+			j.Status, j.LeaseOwner, j.LeaseUntil, j.Attempts, calls.Load())
+	}
+
+	v, err = app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 2})
+	if err != nil || !v.Done {
+		t.Errorf("next delivery: verdict %+v, %v; want done", v, err)
+	}
+	if j := get(); j.Status != job.Succeeded || j.Attempts != 2 || calls.Load() != 2 {
+		t.Errorf("after the next delivery: %s, %d attempts, %d requests; want succeeded, 2, 2", j.Status, j.Attempts, calls.Load())
+	}
+}

@@ -235,8 +235,11 @@ type AccountTokens interface {
 // Run processes a delivery of job id once: claims the job, runs its
 // unfinished phases, and records the outcome. A job that must wait long
 // (or whose message nears the DLQ) is parked in the table and its message
-// let go. The error is non-nil only when the outcome could not be recorded
-// (the message must then come back).
+// let go. A run whose outcome could not be recorded gives the job back to
+// the queue, claimable at once, and its message comes back after HandBack
+// (after the run's lease, when not even that could be written). The error
+// is non-nil only when the job could not be read or claimed, or the run
+// crashed (a test's crash hook): the message must then come back.
 func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	id := d.JobID
 	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
@@ -303,6 +306,7 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 
 	r := &run{p: p, log: log, tried: tried, receives: d.Receives, account: acct, end: end}
 	r.job = j
+	r.noteLease()
 	hbCtx, stopHB := context.WithCancel(ctx)
 	// The work ends with the budget; what is left of the invocation
 	// records the outcome.
@@ -324,8 +328,7 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{}, err
 	}
 	if errors.Is(err, errLostLease) {
-		p.release(ctx, r)
-		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
+		return r.unrecorded(ctx, err)
 	}
 	if errors.Is(err, kind.ErrOutOfTime) {
 		return r.handBack(ctx)
@@ -336,16 +339,28 @@ func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	return r.settleFailure(ctx, err)
 }
 
-// release lets go of a job that stopped being r's (a cancel or a stop kept
-// r's lease while r finished its call), with what r learnt of its calls and
-// had not written yet: cleared, the job may be claimed at once by the next
-// run (a retry's). Nothing is written when r no longer holds it.
-func (p *Publisher) release(ctx context.Context, r *run) {
+// release lets go of the job when r's run ends without recording an
+// outcome, so that the next run may claim it at once instead of waiting
+// for r's lease to lapse, with what r learnt of its calls and had not
+// written yet (an uploaded item's stash id):
+//   - a job that stopped being r's (a cancel or a stop kept r's lease while
+//     r finished its call) is released (job.Release);
+//   - a job still running under r's lease, whose outcome r could not write
+//     (the table failed, or the invocation's time ran out), goes back to
+//     the queue (job.Abandon): requeued reports it, and the message must
+//     then come back, the job has no other.
+//
+// Nothing is written when r no longer holds the job. ok reports that r
+// does not hold it any more (let go now, or before); false, the write
+// failed. The write does not end with ctx: it is what is left to do when
+// ctx ended.
+func (p *Publisher) release(ctx context.Context, r *run) (requeued, ok bool) {
 	r.mu.Lock()
 	held := slices.Clone(r.unsaved)
 	r.mu.Unlock()
 	_, err := p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
-		if j.LeaseOwner != p.cfg.Worker || j.Status == job.Running {
+		requeued = false
+		if j.LeaseOwner != p.cfg.Worker {
 			return errNothing
 		}
 		// Facts the run learnt and had not written yet (an uploaded
@@ -353,15 +368,50 @@ func (p *Publisher) release(ctx context.Context, r *run) {
 		for _, f := range held {
 			f(j)
 		}
+		if j.Abandon(p.cfg.Worker, p.cfg.Now()) {
+			requeued = true
+			return nil
+		}
 		j.Release(p.cfg.Worker, p.cfg.Now())
 		return nil
 	})
 	switch {
+	case err == nil && requeued:
+		return true, true
 	case err == nil:
 		r.log.InfoContext(ctx, "job released by the run it stopped being")
-	case !errors.Is(err, errNothing) && !errors.Is(err, store.ErrNotFound):
-		r.log.WarnContext(ctx, "releasing the job failed; its lease lapses instead", "error", err)
+		return false, true
+	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound):
+		return false, true // not r's any more (taken over, requeued by recovery), or gone
 	}
+	r.log.WarnContext(ctx, "releasing the job failed; its lease lapses instead", "error", err)
+	return false, false
+}
+
+// unrecorded answers the queue for a run that ends without recording its
+// outcome: it lost the job (err is errLostLease), or the write of its
+// outcome failed (err says why). The job is let go (release) and the
+// message deleted, or, when the job went back to the queue, delivered
+// again after HandBack. When not even that could be written (the table
+// unreachable), r's lease is left to lapse and the message comes back
+// only after it, to take the job over: a delivery before would find the
+// job running under the lease, and be dropped.
+func (r *run) unrecorded(ctx context.Context, err error) (Verdict, error) {
+	requeued, ok := r.p.release(ctx, r)
+	switch {
+	case requeued:
+		r.log.WarnContext(ctx, "the run's outcome could not be recorded; the job is back in the queue", "error", err)
+		return Verdict{RetryIn: r.p.cfg.HandBack, Reason: "outcome not recorded; job requeued"}, nil
+	case ok || errors.Is(err, errLostLease):
+		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
+	}
+	r.mu.Lock()
+	until := r.leased
+	r.mu.Unlock()
+	wait := max(r.p.cfg.HandBack, until.Sub(r.p.cfg.Now())+r.p.cfg.Heartbeat)
+	r.log.ErrorContext(ctx, "the run's outcome could not be recorded, nor the job let go; the next delivery takes it over once the lease lapsed",
+		"error", err, "retry_in", wait.String())
+	return Verdict{RetryIn: wait, Reason: "outcome not recorded; back once the lease lapsed"}, nil
 }
 
 // errNothing aborts an update that has nothing to write.
@@ -383,12 +433,11 @@ func (r *run) handBack(ctx context.Context) (Verdict, error) {
 			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked"}
 		}
 	})
-	if errors.Is(err, errLostLease) {
-		p.release(ctx, r)
-		return Verdict{Done: true, Reason: "job changed under the worker"}, nil
-	}
 	if err != nil {
-		return Verdict{}, fmt.Errorf("handing job %s back: %w", r.job.ID, err)
+		if !errors.Is(err, errLostLease) {
+			err = fmt.Errorf("handing job %s back: %w", r.job.ID, err)
+		}
+		return r.unrecorded(ctx, err)
 	}
 	r.log.InfoContext(ctx, "job handed back: its next call would outlive the invocation", "retry_in", p.cfg.HandBack.String())
 	return verdict, nil
@@ -571,6 +620,10 @@ type run struct {
 	// crash leaves the item "tried", so the next run asks the API (by
 	// stack) before submitting: nothing is uploaded twice.
 	unsaved []func(*job.Job)
+	// leased is the latest end of the job's lease this run has read or
+	// tried to write (a write that failed may have landed): until then,
+	// a delivery finds the job running elsewhere.
+	leased time.Time
 }
 
 // authed calls the API through call with the run's access token. The API
@@ -631,6 +684,7 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	mutate(&r.job)
+	r.noteLease()
 	r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	for range 5 {
 		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
@@ -649,13 +703,23 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 			return errLostLease
 		}
 		r.job = fresh
+		r.noteLease()
 		for _, f := range r.unsaved {
 			f(&r.job)
 		}
 		mutate(&r.job)
+		r.noteLease()
 		r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	}
 	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
+}
+
+// noteLease keeps the job's lease end in leased when it is the latest
+// yet; the caller holds mu (or the run is not shared yet).
+func (r *run) noteLease() {
+	if u := r.job.LeaseUntil; u != nil && u.After(r.leased) {
+		r.leased = *u
+	}
 }
 
 // accessToken returns an access token for owner: the first from the
@@ -1103,15 +1167,15 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked until due"}
 		}
 	})
-	if errors.Is(saveErr, errLostLease) {
-		// Cancelled or stopped meanwhile: what the failed call did is
-		// unknown, and the job's items stay tried for whoever comes next
-		// (the cancel's delivery asks the API once the job is released).
-		p.release(ctx, r)
-		return Verdict{Done: true, Reason: "job changed under the worker"}, nil
-	}
 	if saveErr != nil {
-		return Verdict{}, fmt.Errorf("recording the failure of job %s: %w", j.ID, saveErr)
+		// Cancelled or stopped meanwhile (errLostLease), or the failure
+		// could not be written: what the failed call did is unknown, and
+		// the job's items stay tried for whoever comes next (the cancel's
+		// delivery, or the next run, asks the API once the job is let go).
+		if !errors.Is(saveErr, errLostLease) {
+			saveErr = fmt.Errorf("recording the failure of job %s: %w", j.ID, saveErr)
+		}
+		return r.unrecorded(ctx, saveErr)
 	}
 	// A wait (circuit open, 429, a secret not set yet) is not a failure:
 	// it is logged at INFO, parked or not; only a spent attempt warns.
