@@ -20,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -490,5 +491,51 @@ func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 	}
 	if j := get(); j.Status != job.Succeeded || j.Attempts != 2 || calls.Load() != 2 {
 		t.Errorf("after the next delivery: %s, %d attempts, %d requests; want succeeded, 2, 2", j.Status, j.Attempts, calls.Load())
+	}
+}
+
+// lateWrite is a kind whose attempt does its work and then writes its
+// success under a context that has already ended: the invocation's budget
+// ran out during the write.
+type lateWrite struct{}
+
+func (lateWrite) Name() string                                               { return "late-write" }
+func (lateWrite) Phases() []string                                           { return []string{"work"} }
+func (lateWrite) Normalize(s kind.Spec) (kind.Spec, error)                   { return s, nil }
+func (lateWrite) Validate(context.Context, kind.Env, kind.Spec) error        { return nil }
+func (lateWrite) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
+
+func (lateWrite) Work(ctx context.Context, a kind.Attempt) error {
+	ended, end := context.WithCancel(ctx)
+	end()
+	return a.Save(ended, func(j *job.Job) {
+		j.CompletePhase("work", "done", a.Now())
+		_ = j.Apply(job.Succeed, a.Now())
+	})
+}
+
+// TestASuccessWhoseWriteFailedIsRecordedAsTheAttemptsFailure: the kind's
+// write of its success fails, and its Work returns that error. The run
+// records the attempt's failure from the job as the table holds it — a
+// temporary error, the job retrying, its lease let go — not from the
+// success it could not write.
+func TestASuccessWhoseWriteFailedIsRecordedAsTheAttemptsFailure(t *testing.T) {
+	t.Parallel()
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Kinds: []kind.Kind{lateWrite{}}})
+	app := b.Stack.App
+	r := b.Must(b.Call("POST", "/v1/jobs", b.Token("u-late", "user", "pro"), map[string]any{"type": "late-write", "params": map[string]any{}}), 201)
+	id := r.Body["id"].(string)
+
+	v, err := app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 1})
+	if err != nil || v.Done {
+		t.Errorf("run: verdict %+v, %v; want the message back for a retry", v, err)
+	}
+	j, err := app.Store.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Queued || j.Error == nil || j.Attempts != 1 || j.LeaseOwner != "" || j.FinishedAt != nil {
+		t.Errorf("after the run: %s, error %+v, %d attempts, lease owner %q, finished %v; want queued to retry with the write's error, 1 attempt, no lease",
+			j.Status, j.Error, j.Attempts, j.LeaseOwner, j.FinishedAt)
 	}
 }

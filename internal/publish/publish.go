@@ -616,7 +616,8 @@ type run struct {
 	// id) already applied to job but not yet written: the next write
 	// carries them (the post-upload write folded into the publish write).
 	// save re-applies them when a conflict makes it re-read the job, and
-	// record's fallback writes them too. Until they are written, a
+	// record's fallback writes them too (a record whose save failed adds
+	// its facts here). Until they are written, a
 	// crash leaves the item "tried", so the next run asks the API (by
 	// stack) before submitting: nothing is uploaded twice.
 	unsaved []func(*job.Job)
@@ -657,14 +658,17 @@ func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 	if err == nil {
 		return nil
 	}
+	// The failed save left the job as last saved: the facts stay on it,
+	// unsaved, for whatever the run writes next (the failure, a release).
 	r.mu.Lock()
+	facts(&r.job)
+	r.unsaved = append(r.unsaved, facts)
 	held := slices.Clone(r.unsaved)
 	r.mu.Unlock()
 	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
 		for _, f := range held {
 			f(j)
 		}
-		facts(j)
 		if errors.Is(err, errLostLease) {
 			// What the run's last call did is recorded: the job may go.
 			j.Release(r.p.cfg.Worker, r.p.cfg.Now())
@@ -679,10 +683,20 @@ func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
 
 // save persists the in-memory job. On a version conflict (the heartbeat or
 // a user wrote meanwhile) it re-reads: if the job is still ours and
-// running, mutate is applied again to the fresh copy and saved.
-func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
+// running, mutate is applied again to the fresh copy and saved. When it
+// fails, the in-memory job is left as it was before (as last saved, with
+// the unsaved facts): what comes next — the failure's record, a release —
+// starts from what the table holds, not from a change that was not
+// written (a success whose write failed is not a success).
+func (r *run) save(ctx context.Context, mutate func(*job.Job)) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	before := cloneJob(r.job)
+	defer func() {
+		if err != nil {
+			r.job = before
+		}
+	}()
 	mutate(&r.job)
 	r.noteLease()
 	r.job.UpdatedAt = r.p.cfg.Now().UTC()
@@ -712,6 +726,21 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) error {
 		r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	}
 	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
+}
+
+// cloneJob returns a copy of j that shares nothing a mutation writes
+// through (slices' elements, the wait and the error).
+func cloneJob(j job.Job) job.Job {
+	j.Phases, j.Items, j.Pending, j.MediaRefs = slices.Clone(j.Phases), slices.Clone(j.Items), slices.Clone(j.Pending), slices.Clone(j.MediaRefs)
+	if j.Wait != nil {
+		w := *j.Wait
+		j.Wait = &w
+	}
+	if j.Error != nil {
+		e := *j.Error
+		j.Error = &e
+	}
+	return j
 }
 
 // noteLease keeps the job's lease end in leased when it is the latest
