@@ -69,13 +69,13 @@ func TestAQuietOwnerIsNotHeldBackByANoisyOne(t *testing.T) {
 	}
 	submitted := time.Now()
 	qid := submit(quiet, 0)
-	// What fairness decides is when the quiet job starts.
-	var qj job.Job
-	b.Eventually(func() bool {
-		j, err := b.Stack.App.Store.GetJob(ctx, qid)
-		qj = j
-		return err == nil && j.StartedAt != nil
-	}, "the quiet job to start")
+	// Fairness decides when the quiet job starts; it must also finish,
+	// under the same load, once started.
+	b.WaitStatus(quiet, qid, "succeeded")
+	qj, err := b.Stack.App.Store.GetJob(ctx, qid)
+	if err != nil || qj.StartedAt == nil {
+		t.Fatalf("the quiet job: %v %+v", err, qj)
+	}
 	// Noisy jobs that started after the quiet job was submitted and
 	// before it started: they went ahead of it.
 	ahead := 0
