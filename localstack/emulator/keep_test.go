@@ -16,6 +16,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/localstack/emulator"
+	"github.com/conveyor/conveyor/localstack/provision"
 )
 
 // TestKeptStateOutlivesARestart writes to every kind of state `make run`
@@ -41,6 +42,7 @@ func TestKeptStateOutlivesARestart(t *testing.T) {
 	}
 
 	e, c := start()
+	objects := provision.S3(c.Config)
 	if _, err := c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String("kept"),
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
@@ -54,10 +56,10 @@ func TestKeptStateOutlivesARestart(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kept-bucket")}); err != nil {
+	if _, err := objects.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kept-bucket")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("kept-bucket"), Key: aws.String("uploads/cat.png"), Body: bytes.NewReader([]byte("meow"))}); err != nil {
+	if _, err := objects.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("kept-bucket"), Key: aws.String("uploads/cat.png"), Body: bytes.NewReader([]byte("meow"))}); err != nil {
 		t.Fatal(err)
 	}
 	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("kept.fifo"), Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
@@ -80,11 +82,12 @@ func TestKeptStateOutlivesARestart(t *testing.T) {
 	}
 
 	_, c = start()
+	objects = provision.S3(c.Config)
 	item, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("kept"), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "job-1"}}})
 	if err != nil || item.Item["status"] == nil {
 		t.Fatalf("the item after a restart: %v %v", item, err)
 	}
-	obj, err := c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("kept-bucket"), Key: aws.String("uploads/cat.png")})
+	obj, err := objects.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("kept-bucket"), Key: aws.String("uploads/cat.png")})
 	if err != nil {
 		t.Fatalf("the object after a restart: %v", err)
 	}
