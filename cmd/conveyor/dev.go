@@ -18,10 +18,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -80,7 +80,7 @@ func (c *cli) jobsSubmitCmd() *cobra.Command {
 				req.ScheduleAt = &at
 			}
 			if httpURL != "" {
-				p := httpjob.Params{Method: method, URL: httpURL, Body: body, ExpectStatus: expect, TimeoutMs: int(timeout / time.Millisecond)}
+				p := httpkind.Params{Method: method, URL: httpURL, Body: body, ExpectStatus: expect, TimeoutMs: int(timeout / time.Millisecond)}
 				for _, h := range headers {
 					k, v, ok := strings.Cut(h, ":")
 					if !ok || strings.TrimSpace(k) == "" {
@@ -111,7 +111,7 @@ func (c *cli) jobsSubmitCmd() *cobra.Command {
 					}
 					ids = append(ids, u.ID)
 				}
-				req = withPublish(req, publishjob.Params{Title: title, Description: description, Tags: tags}, ids)
+				req = withPublish(req, publish.Params{Title: title, Description: description, Tags: tags}, ids)
 			}
 			j, created, err := api.SubmitJob(ctx, req)
 			if err != nil {
@@ -162,7 +162,7 @@ func (c *cli) jobsSubmitCmd() *cobra.Command {
 }
 
 // withPublish makes req a publish job of the uploads.
-func withPublish(req jobs.SubmitRequest, p publishjob.Params, uploadIDs []string) jobs.SubmitRequest {
+func withPublish(req jobs.SubmitRequest, p publish.Params, uploadIDs []string) jobs.SubmitRequest {
 	pr := apiclient.PublishRequest(p, uploadIDs...)
 	pr.ScheduleAt, pr.WebhookURL = req.ScheduleAt, req.WebhookURL
 	return pr

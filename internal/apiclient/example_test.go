@@ -13,7 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 )
 
 // The whole client path of a job: connect the account, upload (sign, PUT
@@ -34,7 +34,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	j, created, err := c.SubmitJob(ctx, apiclient.PublishRequest(publishjob.Params{Title: "A cat"}, up.ID))
+	j, created, err := c.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: "A cat"}, up.ID))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func ExampleAPIError() {
 	defer api.Close()
 
 	c := apiclient.New(api.URL, apiclient.WithToken("a-token"))
-	_, _, err := c.SubmitJob(context.Background(), apiclient.PublishRequest(publishjob.Params{}, "upl_1"))
+	_, _, err := c.SubmitJob(context.Background(), apiclient.PublishRequest(publish.Params{}, "upl_1"))
 	fmt.Println(err)
 	fmt.Println("status:", apiclient.StatusOf(err))
 	if fe, ok := invalid.As(err); ok {

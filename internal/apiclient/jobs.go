@@ -14,7 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -191,7 +191,7 @@ func (c *Client) WaitJob(ctx context.Context, id string, interval time.Duration,
 
 // PublishRequest is the submission of a publish job of the uploads with p
 // (type publish; set ScheduleAt or WebhookURL on the result as needed).
-func PublishRequest(p publishjob.Params, uploadIDs ...string) jobs.SubmitRequest {
+func PublishRequest(p publish.Params, uploadIDs ...string) jobs.SubmitRequest {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		panic("encoding publish params: " + err.Error()) // strings only: always encodes
@@ -200,5 +200,5 @@ func PublishRequest(p publishjob.Params, uploadIDs ...string) jobs.SubmitRequest
 	for i, id := range uploadIDs {
 		items[i] = jobs.SubmitItem{UploadID: id}
 	}
-	return jobs.SubmitRequest{Type: publishjob.Type, Items: items, Params: raw}
+	return jobs.SubmitRequest{Type: publish.Type, Items: items, Params: raw}
 }

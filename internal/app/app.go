@@ -41,7 +41,6 @@ import (
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
-	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/relay"
@@ -51,6 +50,7 @@ import (
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
+	"github.com/conveyor/conveyor/internal/worker"
 )
 
 // Options adjusts the graph.
@@ -91,7 +91,7 @@ type App struct {
 	Accounts  *accounts.Service
 	Jobs      *jobs.Service
 	API       *deviantart.Client
-	Publisher *publish.Publisher
+	Publisher *worker.Worker
 	Breaker   *breaker.Breaker
 	Relay     *relay.Relay
 	Webhooks  *webhook.Deliverer

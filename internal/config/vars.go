@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/breaker"
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -143,9 +143,9 @@ var Vars = []Var{
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
-	{Name: VarHTTPMaxSnoozes, Default: httpjob.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
-	{Name: VarHTTPMaxAge, Default: httpjob.MaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
-	{Name: VarHTTPTimeoutFloor, Default: httpjob.TimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
+	{Name: VarHTTPMaxSnoozes, Default: httpkind.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
+	{Name: VarHTTPMaxAge, Default: httpkind.MaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
+	{Name: VarHTTPTimeoutFloor, Default: httpkind.TimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
 	{Name: VarHTTPBreakersPerUser, Default: breaker.MaxPerOwnerDefault, Meaning: "http jobs: circuits (one per target host) a user may have; further hosts share one", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},

@@ -10,7 +10,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 )
 
 // FuzzDecodeAndHash feeds arbitrary bodies through the API's strict
@@ -28,9 +28,9 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	svc := jobs.New(jobs.Config{Kinds: kind.NewFronts(publishjob.New(publishjob.Config{}))})
+	svc := jobs.New(jobs.Config{Kinds: kind.NewFronts(publish.New(publish.Config{}))})
 	tagsOf := func(r jobs.SubmitRequest) []string {
-		var p publishjob.Params
+		var p publish.Params
 		_ = json.Unmarshal(r.Params, &p)
 		return p.Tags
 	}
@@ -51,7 +51,7 @@ func FuzzDecodeAndHash(f *testing.F) {
 		if tags := tagsOf(n); len(tags) > 1 {
 			rev := n
 			slices.Reverse(tags)
-			var p publishjob.Params
+			var p publish.Params
 			_ = json.Unmarshal(n.Params, &p)
 			p.Tags = tags
 			rev.Params, _ = json.Marshal(p)

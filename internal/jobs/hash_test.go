@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 )
 
 // TestHashesOfStoredJobsDoNotChange pins the idempotency hash and the
@@ -15,11 +15,11 @@ import (
 // hash is what an identical submission is matched against, so a change in
 // normalisation or hashing would let duplicates through for jobs already
 // in the table. The values were computed by the code before the kinds were
-// split into fronts and work (0499547: publish.Kind, httpjob.New), from
+// split into fronts and work (0499547: publish.Kind, httpkind.New), from
 // these same requests.
 func TestHashesOfStoredJobsDoNotChange(t *testing.T) {
 	t.Parallel()
-	svc := New(Config{Kinds: kind.NewFronts(publishjob.New(publishjob.Config{}), httpjob.Front{})})
+	svc := New(Config{Kinds: kind.NewFronts(publish.New(publish.Config{}), httpkind.New(httpkind.Config{}))})
 	at := time.Date(2026, 11, 23, 10, 0, 0, 123, time.FixedZone("MSK", 3*3600))
 	for _, tc := range []struct {
 		req        SubmitRequest

@@ -19,11 +19,11 @@ import (
 // is registered; TestAKindRegisteredInATestRunsThroughThePipeline submits
 // one through the API and lets the real run loop call its Work.
 //
-// A kind in the product keeps its front (Name … Phases, plus an optional
-// kind.Explainer) in one package that touches the table at most, and its
-// Work in another, as internal/publishjob and internal/publish, or
-// internal/httpjob and internal/httpcall, do: the functions that only
-// submit link the front alone.
+// A kind in the product is one package holding its front (Name … Phases,
+// plus an optional kind.Explainer) and its Work, with the hooks the run
+// loop (internal/worker) asks when it needs them (kind.Loader,
+// kind.Budgeter, kind.Reconciler), as internal/publish and
+// internal/httpkind are.
 type shout struct{}
 
 type shoutParams struct {

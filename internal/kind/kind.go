@@ -134,10 +134,57 @@ type Attempt interface {
 	// invocation ends too soon for the call: the loop hands the job back
 	// without spending an attempt.
 	Hold(ctx context.Context, need time.Duration) error
+	// Record saves facts about the outside world (what a call did for an
+	// item) with mutate, as Save does; when that save fails (the job
+	// stopped being this attempt's, or the table failed) the facts are
+	// still written on the job as it is now, so what happened outside is
+	// never dropped. It returns the save's error.
+	Record(ctx context.Context, facts, mutate func(*job.Job)) error
+	// Defer applies facts and mutate (either may be nil) to the job as the
+	// attempt holds it, without a write: the next Save carries them. Facts
+	// are also carried by whatever the loop writes when the attempt ends
+	// without a save (a failure, a release), so a fact learnt and not yet
+	// saved is not lost.
+	Defer(facts, mutate func(*job.Job))
+	// Loaded is what the job's kind read with it (Loader), or nil.
+	Loaded() any
+	// Crash is a test's crash point: a non-nil return (wrapping ErrCrash)
+	// means the run must stop at once, with no further write, as if the
+	// process died there; Work returns it.
+	Crash(point string) error
 	// Logger carries the job id, tier and attempt.
 	Logger() *slog.Logger
 	// Now is the run loop's clock.
 	Now() time.Time
+}
+
+// ErrCrash is what Attempt.Crash returns when a test's crash hook stops
+// the run at a point.
+var ErrCrash = errors.New("injected crash")
+
+// Delivery is one message for a job, as the queue handed it over.
+type Delivery struct {
+	// JobID is the job the message names.
+	JobID string
+	// Receives is the message's ApproximateReceiveCount (0 if unknown).
+	Receives int
+	// Owner is the job's owner as the message names it (queue.Message's
+	// owner; empty in messages sent before it was added).
+	Owner string
+	// Uploads are the uploads the message names (queue.Message.Uploads):
+	// read with the job, they describe its items.
+	Uploads []string
+}
+
+// Loader is what a kind whose Work needs a record beside its job also
+// does: reads the job a delivery names, its items described, together
+// with that record in the same request (the publish kind: the owner's
+// connected account). A delivery does not name its job's kind, so the run
+// loop reads every delivery through its registry's Loader (the first by
+// name); Work finds the record in Attempt.Loaded when the job is of the
+// Loader's kind.
+type Loader interface {
+	Load(ctx context.Context, d Delivery) (j job.Job, loaded any, err error)
 }
 
 // ErrLostJob is what Hold and Save return once the job stopped being the

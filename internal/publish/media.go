@@ -13,14 +13,23 @@ import (
 // ErrMediaExpired means an item's object is gone from S3 (retention, or the
 // bucket lifecycle for a job that outlived its horizon): no retry can bring
 // it back, so the job fails with the code "media_expired".
-var ErrMediaExpired = errors.New("media_expired")
+var ErrMediaExpired error = codedError("media_expired")
 
 // ErrMediaChanged means the object under an item's key is no longer the
 // one its upload's confirmation checked: someone PUT again with the
 // still-valid presigned URL. Unchecked bytes are never published, so the
 // job fails with the code "media_changed"; upload and confirm the file
 // again to publish it.
-var ErrMediaChanged = errors.New("media_changed")
+var ErrMediaChanged error = codedError("media_changed")
+
+// codedError is an error whose text is the code a failed job keeps
+// (JobErrorCode, which the run loop reads).
+type codedError string
+
+func (e codedError) Error() string { return string(e) }
+
+// JobErrorCode is the code a job failed by e keeps.
+func (e codedError) JobErrorCode() string { return string(e) }
 
 // pinnedGet asks for exactly the object the item's upload pinned: S3
 // answers 412 Precondition Failed (If-Match) for any other.
@@ -55,16 +64,4 @@ func downloadError(it job.Item, err error) error {
 		return mediaChanged(it)
 	}
 	return fmt.Errorf("downloading %s: %w", it.UploadID, err)
-}
-
-// failureCode is the error code kept on a failed job: errorCode's, or
-// media_expired for a vanished object, media_changed for a replaced one.
-func failureCode(err error, c retry.Class) string {
-	switch {
-	case errors.Is(err, ErrMediaExpired):
-		return "media_expired"
-	case errors.Is(err, ErrMediaChanged):
-		return "media_changed"
-	}
-	return errorCode(err, c)
 }

@@ -1,9 +1,14 @@
-// Package publish carries one job through its phases to the external API:
-// token → download → upload → publish → succeeded. Each phase's state is
-// persisted on the job, so a redelivered or retried job resumes at its first
-// unfinished phase and item. Before repeating a call whose outcome was lost
-// (the process died after the call returned), it asks the API what already
-// happened, so no item is ever published twice.
+// Package publish is the publish kind of job: confirmed uploads published
+// to the external API (DeviantArt-style OAuth). Its front says what a
+// publish job's params are and how a submission is normalised, validated
+// and turned into a job (front.go); its Work carries the job through its
+// phases, token → download → upload → publish → succeeded, through any
+// kind.Attempt. Each phase's state is persisted on the job, so a
+// redelivered or retried job resumes at its first unfinished phase and
+// item. Before repeating a call whose outcome was lost (the process died
+// after the call returned), it asks the API what already happened, so no
+// item is ever published twice; a finished job whose last run was cut
+// mid-call is reconciled the same way (Reconcile).
 package publish
 
 import (
@@ -13,16 +18,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -45,6 +47,13 @@ type Tokens interface {
 	ForceRefresh(ctx context.Context, owner, rejected string) (string, error)
 }
 
+// AccountTokens is what Tokens may also do: hand out a token from an
+// account the caller has just read with a strongly consistent read,
+// without reading it again (accounts.Service).
+type AccountTokens interface {
+	AccessTokenFrom(ctx context.Context, a store.Account) (string, error)
+}
+
 // Objects streams the items' uploaded objects (bucket.Bucket).
 type Objects interface {
 	// Get streams key's object as o narrows it: bucket.ErrNotFound when
@@ -53,10 +62,10 @@ type Objects interface {
 	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
 }
 
-// Crash points: a test hook may fail the run at each of them, the way a
-// process dies between two steps.
+// Crash points of the publish kind's Work (kind.Attempt.Crash): a test
+// hook may fail the run at each of them, the way a process dies between
+// two steps.
 const (
-	AfterClaim   = "after-claim"
 	AfterToken   = "after-token"
 	AfterSubmit  = "after-submit"  // the API returned the itemid, nothing persisted yet
 	AfterUpload  = "after-upload"  // the itemid is persisted, or (the last item to upload) held for the publish write
@@ -65,540 +74,110 @@ const (
 	BeforeFinish = "before-finish"
 )
 
-// ErrCrash is what a crash hook returns; the run stops as if killed.
-var ErrCrash = errors.New("injected crash")
-
-// Config configures a Publisher.
+// Config configures the publish kind. A function that only submits jobs
+// sets Store alone (Explain); the run loop's sets everything.
 type Config struct {
+	// Store is the table: a delivery's job is read with its owner's
+	// account (Load), a refused submission explained (Explain), a
+	// finished job's items reconciled (Reconcile).
 	Store *store.Store
 	// Objects is the upload bucket the items' images are read from.
 	Objects Objects
-	Tokens  Tokens
-	API     API
-	// Policy decides retries (backoff, attempts).
-	Policy retry.Policy
-	// Heartbeat is how often a running job's heartbeat is written (default 30s).
-	Heartbeat time.Duration
-	// Worker names this instance in leases (default a random id).
-	Worker string
-	// Now defaults to time.Now.
-	Now func() time.Time
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger
-	// Crash, when set, is called at each crash point; a non-nil return
-	// aborts the run without any further write (tests only).
-	Crash func(point string, j *job.Job) error
-	// MaxReceives is the queues' maxReceiveCount (default
-	// resources.DefaultMaxReceiveCount): a job that must wait parks in the
-	// table before its message gets near the dead-letter queue.
-	MaxReceives int
-	// Kinds are the kinds of job the run loop runs (default: publish
-	// alone). A job of a kind not in it fails, permanently.
-	Kinds *kind.Registry
+	// Tokens hands out the owners' access tokens.
+	Tokens Tokens
+	// API is the external publishing API.
+	API API
 	// Provider is the external provider whose connected account a publish
-	// job needs (default "deviantart").
+	// job needs (default ProviderDefault).
 	Provider string
 	// CallTimeout is the deadline of one call to the external API sending
 	// size bytes (deviantart.Client.Timeout); a run holds the job's lease
-	// for at least that long before each call (default: half the lease).
+	// for at least that long before each call (default: CallTimeoutDefault).
 	CallTimeout func(size int64) time.Duration
-	// DeadlineMargin is what a run leaves of its invocation: the work runs
-	// under the context's deadline less this margin, and a call that could
-	// not end before then is not started (default DeadlineMarginDefault).
-	DeadlineMargin time.Duration
-	// InvocationTimeout is the longest an invocation lasts (the function's
-	// timeout; default resources.ConsumerTimeout). A call that could not
-	// end within a whole invocation is started anyway (bounded by the
-	// invocation), since handing it back could never help.
-	InvocationTimeout time.Duration
-	// HandBack is how soon a job handed back for lack of time, or because
-	// the run before still holds it, is delivered again (default 1s).
-	HandBack time.Duration
+	// Logger is where Reconcile logs (default slog.Default()); Work logs
+	// through its Attempt.
+	Logger *slog.Logger
 }
 
-// DeadlineMarginDefault is Config.DeadlineMargin's default: time to record
-// what the last call did and answer the queue.
-const DeadlineMarginDefault = 10 * time.Second
+// CallTimeoutDefault is the deadline of one external call when
+// Config.CallTimeout is nil: half the lease a claim holds with the
+// default heartbeat.
+const CallTimeoutDefault = 45 * time.Second
 
-// Publisher runs jobs: the run loop (claim, lease and heartbeat, the
-// outcome recorded through the retry policy) of every kind in
-// Config.Kinds, and the publish kind's own phases (Kind).
-type Publisher struct{ cfg Config }
+// Kind is the publish kind (kind.Kind, kind.Explainer, kind.Loader,
+// kind.Budgeter and kind.Reconciler).
+type Kind struct{ cfg Config }
 
-// New returns a Publisher.
-func New(cfg Config) *Publisher {
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = 30 * time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+// New returns the publish kind.
+func New(cfg Config) *Kind {
+	if cfg.Provider == "" {
+		cfg.Provider = ProviderDefault
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Worker == "" {
-		cfg.Worker = fmt.Sprintf("w-%d", time.Now().UnixNano())
-	}
-	if cfg.MaxReceives == 0 {
-		cfg.MaxReceives = resources.DefaultMaxReceiveCount
-	}
-	if cfg.Provider == "" {
-		cfg.Provider = "deviantart"
-	}
-	if cfg.DeadlineMargin == 0 {
-		cfg.DeadlineMargin = DeadlineMarginDefault
-	}
-	if cfg.InvocationTimeout == 0 {
-		cfg.InvocationTimeout = resources.ConsumerTimeout
-	}
-	if cfg.HandBack == 0 {
-		cfg.HandBack = time.Second
-	}
-	p := &Publisher{cfg: cfg}
-	if p.cfg.Kinds == nil {
-		p.cfg.Kinds = kind.NewRegistry(p.Kind())
-	}
-	return p
+	return &Kind{cfg: cfg}
 }
-
-// Verdict tells the queue consumer what to do with the message.
-type Verdict struct {
-	// Done: delete the message (the job finished, or the message is moot).
-	Done bool
-	// RetryIn: leave the message and make it visible again after this long.
-	RetryIn time.Duration
-	// Reason is for logs.
-	Reason string
-}
-
-// leaseFor is how long a claim holds without a heartbeat.
-func (p *Publisher) leaseFor() time.Duration { return 3 * p.cfg.Heartbeat }
 
 // callTimeout is the deadline of one external call sending size bytes.
-func (p *Publisher) callTimeout(size int64) time.Duration {
-	if p.cfg.CallTimeout != nil {
-		return p.cfg.CallTimeout(size)
+func (k *Kind) callTimeout(size int64) time.Duration {
+	if k.cfg.CallTimeout != nil {
+		return k.cfg.CallTimeout(size)
 	}
-	return p.leaseFor() / 2
+	return CallTimeoutDefault
 }
 
-// budgetEnd is when the work of a run started under ctx must end: the
-// invocation's deadline less the margin (zero: ctx has no deadline).
-func (p *Publisher) budgetEnd(ctx context.Context) time.Time {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return time.Time{}
-	}
-	return d.Add(-p.cfg.DeadlineMargin)
-}
-
-// outOfTime reports whether a call taking need cannot end before end (the
-// run's budget, zero for none) and could in a fresh invocation: only then
-// is handing it back of use.
-func (p *Publisher) outOfTime(end time.Time, need time.Duration) bool {
-	return !end.IsZero() && time.Now().Add(need).After(end) && need <= p.cfg.InvocationTimeout-p.cfg.DeadlineMargin
-}
-
-// heldWait is how long a delivery for a job another run still holds waits:
-// until the lease ends at the latest, sooner (HandBack to a heartbeat) as
-// that run usually releases the job when its call returns.
-func (p *Publisher) heldWait(until, now time.Time, receives int) time.Duration {
-	left := until.Sub(now)
-	if receives+2 >= p.cfg.MaxReceives {
-		return max(left, p.cfg.HandBack)
-	}
-	return min(max(left, p.cfg.HandBack), max(p.cfg.Heartbeat, p.cfg.HandBack))
-}
-
-// Delivery is one message for a job, as the queue handed it over.
-type Delivery struct {
-	// JobID is the job the message names.
-	JobID string
-	// Receives is the message's ApproximateReceiveCount (0 if unknown).
-	Receives int
-	// Owner is the job's owner as the message names it (queue.Message's
-	// owner; empty in messages sent before it was added). When set, the
-	// job and the owner's connected account are read in one request.
-	Owner string
-	// Uploads are the uploads the message names (queue.Message.Uploads):
-	// read in that same request, they describe the job's items.
-	Uploads []string
-}
-
-// AccountTokens is what Tokens may also do: hand out a token from an
-// account the caller has just read with a strongly consistent read,
-// without reading it again (accounts.Service).
-type AccountTokens interface {
-	AccessTokenFrom(ctx context.Context, a store.Account) (string, error)
-}
-
-// Run processes a delivery of job id once: claims the job, runs its
-// unfinished phases, and records the outcome. A job that must wait long
-// (or whose message nears the DLQ) is parked in the table and its message
-// let go. A run whose outcome could not be recorded gives the job back to
-// the queue, claimable at once, and its message comes back after HandBack
-// (after the run's lease, when not even that could be written). The error
-// is non-nil only when the job could not be read or claimed, or the run
-// crashed (a test's crash hook): the message must then come back.
-func (p *Publisher) Run(ctx context.Context, d Delivery) (Verdict, error) {
-	id := d.JobID
-	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
-	j, acct, err := p.load(ctx, d)
-	if errors.Is(err, store.ErrNotFound) {
-		log.WarnContext(ctx, "message for an unknown job dropped")
-		return Verdict{Done: true, Reason: "unknown job"}, nil
-	}
-	if err != nil {
-		return Verdict{}, err
-	}
-	now := p.cfg.Now()
-	switch {
-	case j.Status == job.Queued && j.Waiting != "" && j.RetryAt != nil && j.RetryAt.After(now):
-		// A leftover message of a parked job: the release sweep sends a
-		// fresh one when it is due.
-		return Verdict{Done: true, Reason: "waiting in the table"}, nil
-	case j.Status == job.Queued && j.RetryAt != nil && j.RetryAt.After(now):
-		wait := j.RetryAt.Sub(now)
-		if p.cfg.Policy.Park(wait, d.Receives, p.cfg.MaxReceives) {
-			return p.park(ctx, log, id, "not_due", *j.RetryAt)
-		}
-		return Verdict{RetryIn: wait, Reason: "backing off"}, nil
-	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
-		return Verdict{Done: true, Reason: "running elsewhere"}, nil
-	case j.Status != job.Queued && j.Status != job.Running:
-		return p.settleFinished(ctx, log, j, d), nil
-	}
-	if until, held := j.HeldBy(p.cfg.Worker, now); held {
-		// A cancelled or stopped run is finishing its last call: the
-		// retry waits until it released the job or its lease ended,
-		// spending nothing.
-		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the previous run still holds the job"}, nil
-	}
-	end := p.budgetEnd(ctx)
-	k, known := p.cfg.Kinds.Get(j.Type)
-	if b, ok := k.(kind.Budgeter); known && ok && p.outOfTime(end, b.NextCall(j)) {
-		// Its next call would outlive the invocation: not started, handed
-		// back at once, no attempt spent (nothing was claimed).
-		if p.cfg.Policy.Park(p.cfg.HandBack, d.Receives, p.cfg.MaxReceives) {
-			return p.park(ctx, log, id, "deadline", now)
-		}
-		return Verdict{RetryIn: p.cfg.HandBack, Reason: "not enough time left in this invocation"}, nil
-	}
-	tried, err := j.Claim(p.cfg.Worker, now.Add(p.leaseFor()), now)
-	if err != nil {
-		return Verdict{Done: true, Reason: err.Error()}, nil
-	}
-	switch err := p.cfg.Store.ClaimJob(ctx, &j); {
-	case errors.Is(err, store.ErrPaused):
-		// Paused before this claim: the job waits for the resume, in the
-		// table; the release sweep sends it once the tier runs again.
-		return p.park(ctx, log, id, "paused", now)
-	case errors.Is(err, store.ErrConflict):
-		return Verdict{Done: true, Reason: "claimed by another worker"}, nil
-	case err != nil:
-		return Verdict{}, err
-	}
-	log = log.With("attempt", j.Attempts, "tier", j.Tier)
-	log.InfoContext(ctx, "job started", "resumed", slices.Contains(tried, true))
-	if err := p.crash(AfterClaim, &j); err != nil {
-		return Verdict{}, err
-	}
-
-	r := &run{p: p, log: log, tried: tried, receives: d.Receives, account: acct, end: end}
-	r.job = j
-	r.noteLease()
-	hbCtx, stopHB := context.WithCancel(ctx)
-	// The work ends with the budget; what is left of the invocation
-	// records the outcome.
-	workCtx, cancelWork := context.WithCancel(ctx)
-	if !end.IsZero() {
-		workCtx, cancelWork = context.WithDeadline(ctx, end)
-	}
-	var hb sync.WaitGroup
-	hb.Go(func() { r.heartbeat(hbCtx) })
-	if known {
-		err = k.Work(workCtx, r)
-	} else {
-		err = retry.Permanent(fmt.Errorf("no kind %q is registered with this worker", j.Type))
-	}
-	stopHB()
-	hb.Wait()
-	cancelWork()
-	if errors.Is(err, ErrCrash) {
-		return Verdict{}, err
-	}
-	if errors.Is(err, errLostLease) {
-		return r.unrecorded(ctx, err)
-	}
-	if errors.Is(err, kind.ErrOutOfTime) {
-		return r.handBack(ctx)
-	}
-	if err == nil {
-		return Verdict{Done: true, Reason: "succeeded"}, nil
-	}
-	return r.settleFailure(ctx, err)
-}
-
-// release lets go of the job when r's run ends without recording an
-// outcome, so that the next run may claim it at once instead of waiting
-// for r's lease to lapse, with what r learnt of its calls and had not
-// written yet (an uploaded item's stash id):
-//   - a job that stopped being r's (a cancel or a stop kept r's lease while
-//     r finished its call) is released (job.Release);
-//   - a job still running under r's lease, whose outcome r could not write
-//     (the table failed, or the invocation's time ran out), goes back to
-//     the queue (job.Abandon): requeued reports it, and the message must
-//     then come back, the job has no other.
-//
-// Nothing is written when r no longer holds the job. ok reports that r
-// does not hold it any more (let go now, or before); false, the write
-// failed. The write does not end with ctx: it is what is left to do when
-// ctx ended.
-func (p *Publisher) release(ctx context.Context, r *run) (requeued, ok bool) {
-	r.mu.Lock()
-	held := slices.Clone(r.unsaved)
-	r.mu.Unlock()
-	_, err := p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
-		requeued = false
-		if j.LeaseOwner != p.cfg.Worker {
-			return errNothing
-		}
-		// Facts the run learnt and had not written yet (an uploaded
-		// item's stash id) go with the release.
-		for _, f := range held {
-			f(j)
-		}
-		if j.Abandon(p.cfg.Worker, p.cfg.Now()) {
-			requeued = true
-			return nil
-		}
-		j.Release(p.cfg.Worker, p.cfg.Now())
-		return nil
-	})
-	switch {
-	case err == nil && requeued:
-		return true, true
-	case err == nil:
-		r.log.InfoContext(ctx, "job released by the run it stopped being")
-		return false, true
-	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound):
-		return false, true // not r's any more (taken over, requeued by recovery), or gone
-	}
-	r.log.WarnContext(ctx, "releasing the job failed; its lease lapses instead", "error", err)
-	return false, false
-}
-
-// unrecorded answers the queue for a run that ends without recording its
-// outcome: it lost the job (err is errLostLease), or the write of its
-// outcome failed (err says why). The job is let go (release) and the
-// message deleted, or, when the job went back to the queue, delivered
-// again after HandBack. When not even that could be written (the table
-// unreachable), r's lease is left to lapse and the message comes back
-// only after it, to take the job over: a delivery before would find the
-// job running under the lease, and be dropped.
-func (r *run) unrecorded(ctx context.Context, err error) (Verdict, error) {
-	requeued, ok := r.p.release(ctx, r)
-	switch {
-	case requeued:
-		r.log.WarnContext(ctx, "the run's outcome could not be recorded; the job is back in the queue", "error", err)
-		return Verdict{RetryIn: r.p.cfg.HandBack, Reason: "outcome not recorded; job requeued"}, nil
-	case ok || errors.Is(err, errLostLease):
-		return Verdict{Done: true, Reason: "job changed under the worker (cancelled or taken over)"}, nil
-	}
-	r.mu.Lock()
-	until := r.leased
-	r.mu.Unlock()
-	wait := max(r.p.cfg.HandBack, until.Sub(r.p.cfg.Now())+r.p.cfg.Heartbeat)
-	r.log.ErrorContext(ctx, "the run's outcome could not be recorded, nor the job let go; the next delivery takes it over once the lease lapsed",
-		"error", err, "retry_in", wait.String())
-	return Verdict{RetryIn: wait, Reason: "outcome not recorded; back once the lease lapsed"}, nil
-}
-
-// errNothing aborts an update that has nothing to write.
-var errNothing = errors.New("nothing to write")
-
-// handBack gives a claimed job back because the invocation has no time
-// left for its next call: requeued at once, the attempt its claim counted
-// undone (job.Snooze), and the message made visible again after HandBack
-// (or parked when it nears the dead-letter queue).
-func (r *run) handBack(ctx context.Context) (Verdict, error) {
-	p := r.p
-	now := p.cfg.Now()
-	verdict := Verdict{RetryIn: p.cfg.HandBack, Reason: "handed back: not enough time left in this invocation"}
-	err := r.save(ctx, func(j *job.Job) {
-		_ = j.Snooze("deadline", now.Add(p.cfg.HandBack), now)
-		j.Phase = "queued"
-		if p.cfg.Policy.Park(p.cfg.HandBack, r.receives, p.cfg.MaxReceives) {
-			_ = j.Park("deadline", now.Add(p.cfg.HandBack), now)
-			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked"}
-		}
-	})
-	if err != nil {
-		if !errors.Is(err, errLostLease) {
-			err = fmt.Errorf("handing job %s back: %w", r.job.ID, err)
-		}
-		return r.unrecorded(ctx, err)
-	}
-	r.log.InfoContext(ctx, "job handed back: its next call would outlive the invocation", "retry_in", p.cfg.HandBack.String())
-	return verdict, nil
-}
-
-// load reads the delivery's job with its items described (their uploads
-// read with it) and, when the message names the owner and the Tokens can use
-// it, the owner's account with it: one request, and the token phase then
-// needs no read of its own.
-func (p *Publisher) load(ctx context.Context, d Delivery) (job.Job, *store.Account, error) {
-	if _, ok := p.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
-		j, err := p.cfg.Store.GetJob(ctx, d.JobID)
+// Load reads a delivery's job with its items described (their uploads
+// read with it) and, when the message names the owner and the Tokens can
+// use it, the owner's account with it: one request, and the token phase
+// then needs no read of its own (kind.Loader; Attempt.Loaded is the
+// *store.Account, nil when it was not read).
+func (k *Kind) Load(ctx context.Context, d kind.Delivery) (job.Job, any, error) {
+	if _, ok := k.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
+		j, err := k.cfg.Store.GetJob(ctx, d.JobID)
 		if err != nil {
 			return j, nil, err
 		}
-		return j, nil, p.cfg.Store.DescribeItems(ctx, &j, nil)
+		return j, nil, k.cfg.Store.DescribeItems(ctx, &j, nil)
 	}
-	return p.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, p.cfg.Provider, d.Uploads)
+	j, a, err := k.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, k.cfg.Provider, d.Uploads)
+	return j, a, err
 }
 
-// settleFinished answers a message for a job that will not run again. If
-// an earlier run may have reached the API without recording what happened,
-// it asks the API first (reconcile); when the API cannot be asked, the
-// message comes back (short of the DLQ); past that the items keep "tried",
-// so a retry by the owner asks again.
-//
-// While the job's last run still holds it (a cancel or a stop keeps the
-// lease until that run has finished its call), the message waits: that run
-// records what its call did and releases the job; what it could not learn
-// is asked of the API once it is gone.
-func (p *Publisher) settleFinished(ctx context.Context, log *slog.Logger, j job.Job, d Delivery) Verdict {
-	k, _ := p.cfg.Kinds.Get(j.Type)
-	rec, ok := k.(kind.Reconciler)
-	if !ok || !j.Unsettled() {
-		return Verdict{Done: true, Reason: "job is " + string(j.Status)}
+// Work runs the publish phases through a (kind.Kind).
+func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
+	r := &run{k: k, a: a, log: a.Logger()}
+	if acct, ok := a.Loaded().(*store.Account); ok && acct != nil {
+		r.account = acct
 	}
-	now := p.cfg.Now()
-	if until, held := j.HeldBy(p.cfg.Worker, now); held {
-		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the cancelled run still holds the job"}
-	}
-	if err := rec.Reconcile(ctx, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
-		return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}
-	}
-	return Verdict{Done: true, Reason: "job is " + string(j.Status)}
+	return r.phases(ctx)
 }
 
-// park moves a queued job to wait in the table until until (job.Park) and
-// lets its message go. If the job changed meanwhile, the message is moot
-// or another delivery handles it.
-func (p *Publisher) park(ctx context.Context, log *slog.Logger, id, reason string, until time.Time) (Verdict, error) {
-	_, err := p.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
-		return j.Park(reason, until, p.cfg.Now())
-	})
-	var te *job.TransitionError
-	switch {
-	case errors.As(err, &te), errors.Is(err, store.ErrNotFound):
-		return Verdict{Done: true, Reason: "job changed meanwhile"}, nil
-	case err != nil:
-		return Verdict{}, err
-	}
-	log.InfoContext(ctx, "job parked until it is due", "reason", reason, "until", until)
-	return Verdict{Done: true, Reason: "parked: " + reason}, nil
-}
-
-// reconcile asks the API what became of a finished job's unsettled items
-// and records it on them, so that a publication that happened is never
-// lost, whatever the job's status. When the API cannot be asked, the job
-// stays as it is (its items keep "tried", so a later delivery or a retry
-// asks again) and the error is returned.
-func (p *Publisher) reconcile(ctx context.Context, log *slog.Logger, j job.Job) error {
-	token, err := p.cfg.Tokens.AccessToken(ctx, j.Owner)
-	if err != nil {
-		log.WarnContext(ctx, "could not ask the API about a finished job's items", "error", err)
-		return err
-	}
-	type fact struct {
-		stash int64
-		out   *job.Output
-	}
-	facts := map[string]fact{}
+// NextCall is the deadline of the job's next call to the external API:
+// the first unfinished item's upload, or its publication (kind.Budgeter).
+func (k *Kind) NextCall(j job.Job) time.Duration {
 	for _, it := range j.Items {
-		if !it.Tried || it.Status == job.ItemPublished {
-			continue
+		switch it.Status {
+		case job.ItemPending:
+			return k.callTimeout(it.Size)
+		case job.ItemUploaded:
+			return k.callTimeout(0)
 		}
-		id := it.StashItemID
-		if id == 0 {
-			found, ok, err := p.cfg.API.FindByStack(ctx, token, it.ID)
-			if err != nil {
-				log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
-				return err
-			}
-			if !ok {
-				facts[it.ID] = fact{}
-				continue
-			}
-			id = found.ItemID
-		}
-		st, err := p.cfg.API.Item(ctx, token, id)
-		if err != nil {
-			log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
-			return err
-		}
-		f := fact{stash: id}
-		if st.Published {
-			f.out = &job.Output{DeviationID: st.DeviationID, URL: st.URL}
-		}
-		facts[it.ID] = f
 	}
-	_, err = p.cfg.Store.UpdateJob(ctx, j.ID, func(cur *job.Job) error {
-		for i := range cur.Items {
-			it := &cur.Items[i]
-			f, ok := facts[it.ID]
-			if !ok || it.Status == job.ItemPublished {
-				continue
-			}
-			if f.stash != 0 && it.StashItemID == 0 {
-				it.StashItemID = f.stash
-				if it.Status == job.ItemPending {
-					it.Status = job.ItemUploaded
-				}
-			}
-			if f.out != nil {
-				it.Status, it.Output, it.Error = job.ItemPublished, f.out, nil
-			}
-			it.Tried = false // what happened is recorded
-		}
-		return nil
-	})
-	if err != nil {
-		log.WarnContext(ctx, "recording what the API did for a finished job failed", "error", err)
-		return err
-	}
-	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
-	return nil
+	return 0
 }
 
-func (p *Publisher) crash(point string, j *job.Job) error {
-	if p.cfg.Crash == nil {
-		return nil
-	}
-	if err := p.cfg.Crash(point, j); err != nil {
-		return fmt.Errorf("%w at %s: %v", ErrCrash, point, err)
-	}
-	return nil
+// Reconcile asks the API what became of a finished job's items a run
+// marked tried and records it on them (kind.Reconciler).
+func (k *Kind) Reconcile(ctx context.Context, j job.Job) error {
+	return k.reconcile(ctx, k.cfg.Logger.With("job_id", j.ID), j)
 }
 
-// errLostLease is kind.ErrLostJob: Hold and save return it once the job
-// stopped being the run's.
-var errLostLease = kind.ErrLostJob
-
-// run is one attempt at one job.
+// run is one publish Work: its attempt and what it learnt.
 type run struct {
-	p   *Publisher
+	k   *Kind
+	a   kind.Attempt
 	log *slog.Logger
-	// tried says, per item, whether an earlier run may have reached the
-	// external API for it (job.Claim): only then are lookups needed.
-	tried []bool
-	// receives is the delivery's receive count (see Policy.Park).
-	receives int
-	mu       sync.Mutex // guards job against the heartbeat
-	job      job.Job
 	// token is the access token the run calls the API with; reauthed says
 	// whether a 401 has already forced a refresh in this run.
 	token    string
@@ -606,203 +185,11 @@ type run struct {
 	// account is the owner's account as read with the job (nil when it
 	// was not): the first access token comes from it, with no read.
 	account *store.Account
-	// end is when the run's work must end (the invocation's deadline less
-	// the margin; zero: no deadline).
-	end time.Time
-	// lost is set once the run learnt that the job stopped being its own:
-	// no call is made after that (Hold).
-	lost bool
-	// unsaved are facts about the outside world (an uploaded item's stash
-	// id) already applied to job but not yet written: the next write
-	// carries them (the post-upload write folded into the publish write).
-	// save re-applies them when a conflict makes it re-read the job, and
-	// record's fallback writes them too (a record whose save failed adds
-	// its facts here). Until they are written, a
-	// crash leaves the item "tried", so the next run asks the API (by
-	// stack) before submitting: nothing is uploaded twice.
-	unsaved []func(*job.Job)
-	// leased is the latest end of the job's lease this run has read or
-	// tried to write (a write that failed may have landed): until then,
-	// a delivery finds the job running elsewhere.
-	leased time.Time
-}
-
-// authed calls the API through call with the run's access token. The API
-// may refuse a token before its stated expiry (revoked, rotated by a
-// reconnect elsewhere): the first 401 of a run forces one refresh and one
-// retry with the new token; a second 401 is returned as it is.
-func (r *run) authed(ctx context.Context, owner string, call func(token string) error) error {
-	err := call(r.token)
-	var sc interface{ StatusCode() int }
-	if err == nil || r.reauthed || !errors.As(err, &sc) || sc.StatusCode() != http.StatusUnauthorized {
-		return err
-	}
-	r.reauthed = true
-	r.log.InfoContext(ctx, "the API refused the access token; refreshing it once")
-	tok, ferr := r.p.cfg.Tokens.ForceRefresh(ctx, owner, r.token)
-	if ferr != nil {
-		return ferr
-	}
-	r.token = tok
-	return call(tok)
-}
-
-// record persists facts about the outside world (what the external API
-// did for an item) together with this run's mutate. If that save fails —
-// the job stopped being this run's meanwhile (cancelled, stopped, taken
-// over: errLostLease), or the store failed — the facts are still written
-// on the job as it is now, so a publication that happened is never
-// dropped; the save's error is returned.
-func (r *run) record(ctx context.Context, facts, mutate func(*job.Job)) error {
-	err := r.save(ctx, func(j *job.Job) { facts(j); mutate(j) })
-	if err == nil {
-		return nil
-	}
-	// The failed save left the job as last saved: the facts stay on it,
-	// unsaved, for whatever the run writes next (the failure, a release).
-	r.mu.Lock()
-	facts(&r.job)
-	r.unsaved = append(r.unsaved, facts)
-	held := slices.Clone(r.unsaved)
-	r.mu.Unlock()
-	_, uerr := r.p.cfg.Store.UpdateJob(context.WithoutCancel(ctx), r.job.ID, func(j *job.Job) error {
-		for _, f := range held {
-			f(j)
-		}
-		if errors.Is(err, errLostLease) {
-			// What the run's last call did is recorded: the job may go.
-			j.Release(r.p.cfg.Worker, r.p.cfg.Now())
-		}
-		return nil
-	})
-	if uerr != nil {
-		r.log.ErrorContext(ctx, "recording what the API did on a job that changed meanwhile failed", "error", uerr)
-	}
-	return err
-}
-
-// save persists the in-memory job. On a version conflict (the heartbeat or
-// a user wrote meanwhile) it re-reads: if the job is still ours and
-// running, mutate is applied again to the fresh copy and saved. When it
-// fails, the in-memory job is left as it was before (as last saved, with
-// the unsaved facts): what comes next — the failure's record, a release —
-// starts from what the table holds, not from a change that was not
-// written (a success whose write failed is not a success).
-func (r *run) save(ctx context.Context, mutate func(*job.Job)) (err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	before := cloneJob(r.job)
-	defer func() {
-		if err != nil {
-			r.job = before
-		}
-	}()
-	mutate(&r.job)
-	r.noteLease()
-	r.job.UpdatedAt = r.p.cfg.Now().UTC()
-	for range 5 {
-		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
-		if err == nil {
-			r.unsaved = nil
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-		fresh, err := r.p.cfg.Store.GetJob(ctx, r.job.ID)
-		if err != nil {
-			return err
-		}
-		if fresh.Status != job.Running || fresh.LeaseOwner != r.p.cfg.Worker {
-			r.lost = true
-			return errLostLease
-		}
-		r.job = fresh
-		r.noteLease()
-		for _, f := range r.unsaved {
-			f(&r.job)
-		}
-		mutate(&r.job)
-		r.noteLease()
-		r.job.UpdatedAt = r.p.cfg.Now().UTC()
-	}
-	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
-}
-
-// cloneJob returns a copy of j that shares nothing a mutation writes
-// through (slices' elements, the wait and the error).
-func cloneJob(j job.Job) job.Job {
-	j.Phases, j.Items, j.Pending, j.MediaRefs = slices.Clone(j.Phases), slices.Clone(j.Items), slices.Clone(j.Pending), slices.Clone(j.MediaRefs)
-	if j.Wait != nil {
-		w := *j.Wait
-		j.Wait = &w
-	}
-	if j.Error != nil {
-		e := *j.Error
-		j.Error = &e
-	}
-	return j
-}
-
-// noteLease keeps the job's lease end in leased when it is the latest
-// yet; the caller holds mu (or the run is not shared yet).
-func (r *run) noteLease() {
-	if u := r.job.LeaseUntil; u != nil && u.After(r.leased) {
-		r.leased = *u
-	}
-}
-
-// accessToken returns an access token for owner: the first from the
-// account read with the job, when it was, the others as Tokens gives them.
-func (r *run) accessToken(ctx context.Context, owner string) (string, error) {
-	a := r.account
-	r.account = nil
-	if at, ok := r.p.cfg.Tokens.(AccountTokens); ok && a != nil && a.Owner == owner {
-		return at.AccessTokenFrom(ctx, *a)
-	}
-	return r.p.cfg.Tokens.AccessToken(ctx, owner)
-}
-
-// snapshot returns a copy of the job for reading outside the lock.
-func (r *run) snapshot() job.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.job
-}
-
-// heartbeat refreshes the job's heartbeat and lease until ctx ends; if the
-// job stops being ours (cancelled, taken over), it stops, and Hold refuses
-// every further call. A call in flight is not cut: its outcome would be
-// unknown, and the lease a cancel keeps covers it until it returns.
-func (r *run) heartbeat(ctx context.Context) {
-	t := time.NewTicker(r.p.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			err := r.save(ctx, func(j *job.Job) {
-				now := r.p.cfg.Now().UTC()
-				until := now.Add(r.p.leaseFor())
-				if j.LeaseUntil != nil && j.LeaseUntil.After(until) {
-					until = *j.LeaseUntil // extended for a long call (Hold)
-				}
-				j.HeartbeatAt, j.LeaseUntil = &now, &until
-			})
-			if errors.Is(err, errLostLease) {
-				r.log.WarnContext(ctx, "job changed under the worker; no further call")
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				r.log.WarnContext(ctx, "heartbeat failed", "error", err)
-			}
-		}
-	}
 }
 
 // phases runs every unfinished phase and item, then succeeds the job.
 func (r *run) phases(ctx context.Context) error {
-	j := r.snapshot()
+	j := r.a.Job()
 	if err := r.tokenPhase(ctx, &j); err != nil {
 		return err
 	}
@@ -813,10 +200,10 @@ func (r *run) phases(ctx context.Context) error {
 		return err
 	}
 	// Every item was already published (a resumed job): finish.
-	if err := r.p.crash(BeforeFinish, &j); err != nil {
+	if err := r.a.Crash(BeforeFinish); err != nil {
 		return err
 	}
-	if err := r.save(ctx, r.finish); err != nil {
+	if err := r.a.Save(ctx, r.finish); err != nil {
 		return err
 	}
 	r.log.InfoContext(ctx, "job succeeded")
@@ -825,64 +212,64 @@ func (r *run) phases(ctx context.Context) error {
 
 // tokenPhase gets the access token the external calls use.
 func (r *run) tokenPhase(ctx context.Context, j *job.Job) error {
-	now := r.p.cfg.Now
-	r.mu.Lock()
-	r.job.StartPhase(PhaseToken, "getting an access token", now())
-	r.mu.Unlock()
+	now := r.a.Now
+	r.a.Defer(nil, func(j *job.Job) {
+		j.StartPhase(PhaseToken, "getting an access token", now())
+	})
 	token, err := r.accessToken(ctx, j.Owner)
 	if err != nil {
 		return r.phaseErr(ctx, PhaseToken, err)
 	}
 	r.token = token
-	r.mu.Lock()
-	r.job.CompletePhase(PhaseToken, "access token ready", now())
-	r.mu.Unlock()
-	return r.p.crash(AfterToken, j)
+	r.a.Defer(nil, func(j *job.Job) {
+		j.CompletePhase(PhaseToken, "access token ready", now())
+	})
+	return r.a.Crash(AfterToken)
 }
 
 // uploadPhase uploads the pending items one by one (each download streams
 // into its upload), then completes the download and upload phases and
 // starts the publish phase.
 func (r *run) uploadPhase(ctx context.Context, j *job.Job) error {
-	now := r.p.cfg.Now
+	now := r.a.Now
 	total := len(j.Items)
 	for i := range j.Items {
 		if err := r.uploadItem(ctx, j, i); err != nil {
 			return err
 		}
 	}
-	r.mu.Lock()
-	r.job.CompletePhase(PhaseDownload, fmt.Sprintf("%d of %d items", total, total), now())
-	r.job.CompletePhase(PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
-	r.job.StartPhase(PhasePublish, "publishing", now())
-	r.mu.Unlock()
+	r.a.Defer(nil, func(j *job.Job) {
+		j.CompletePhase(PhaseDownload, fmt.Sprintf("%d of %d items", total, total), now())
+		j.CompletePhase(PhaseUpload, fmt.Sprintf("%d of %d items", total, total), now())
+		j.StartPhase(PhasePublish, "publishing", now())
+	})
 	return nil
 }
 
 // uploadItem uploads item i when it is still pending and records it
 // uploaded, with the phases' progress.
 func (r *run) uploadItem(ctx context.Context, j *job.Job, i int) error {
-	p, now, total := r.p, r.p.cfg.Now, len(j.Items)
-	it := r.snapshot().Items[i]
+	now, total := r.a.Now, len(j.Items)
+	it := r.a.Job().Items[i]
 	if it.Status != job.ItemPending {
 		return nil
 	}
-	r.mu.Lock()
-	r.job.StartPhase(PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
-	r.job.StartPhase(PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
-	r.mu.Unlock()
+	r.a.Defer(nil, func(j *job.Job) {
+		j.StartPhase(PhaseDownload, fmt.Sprintf("item %d of %d", i+1, total), now())
+		j.StartPhase(PhaseUpload, fmt.Sprintf("item %d of %d", i+1, total), now())
+	})
 	var itemID int64
 	err := r.authed(ctx, j.Owner, func(token string) (err error) {
-		itemID, err = r.upload(ctx, token, *j, it, r.tried[i])
+		itemID, err = r.upload(ctx, token, *j, it, r.a.Tried(i))
 		return err
 	})
 	if err != nil {
 		return r.itemErr(ctx, PhaseUpload, i, err)
 	}
-	if err := p.crash(AfterSubmit, j); err != nil {
+	if err := r.a.Crash(AfterSubmit); err != nil {
 		return err
 	}
-	done := countItems(r.snapshot(), i, job.ItemUploaded, job.ItemPublished)
+	done := countItems(r.a.Job(), i, job.ItemUploaded, job.ItemPublished)
 	uploaded := func(j *job.Job) {
 		if j.Items[i].Status == job.ItemPending {
 			j.Items[i].StashItemID, j.Items[i].Status = itemID, job.ItemUploaded
@@ -900,44 +287,40 @@ func (r *run) uploadItem(ctx context.Context, j *job.Job, i int) error {
 		}
 		j.Emit(job.EventProgress, now(), map[string]string{"phase": PhaseUpload, "items": msg})
 	}
-	if lastPending(r.snapshot(), i) {
+	if lastPending(r.a.Job(), i) {
 		// The last upload: its write is folded into the next one (the
 		// publish, or the failure), a round trip less per job. A crash
 		// before that write leaves the item tried, and the next run
 		// finds the stash item by its stack instead of submitting again.
-		r.mu.Lock()
-		uploaded(&r.job)
-		progress(&r.job)
-		r.unsaved = append(r.unsaved, uploaded)
-		r.mu.Unlock()
-	} else if err := r.record(ctx, uploaded, progress); err != nil {
+		r.a.Defer(uploaded, progress)
+	} else if err := r.a.Record(ctx, uploaded, progress); err != nil {
 		return err
 	}
-	return p.crash(AfterUpload, j)
+	return r.a.Crash(AfterUpload)
 }
 
 // publishPhase publishes the uploaded items one by one; done reports that
 // the last one was published and the job succeeded with it.
 func (r *run) publishPhase(ctx context.Context, j *job.Job) (done bool, err error) {
-	p, total := r.p, len(j.Items)
+	total := len(j.Items)
 	for i := range j.Items {
-		it := r.snapshot().Items[i]
+		it := r.a.Job().Items[i]
 		if it.Status != job.ItemUploaded {
 			continue
 		}
 		var dev deviantart.Deviation
 		err := r.authed(ctx, j.Owner, func(token string) (err error) {
-			dev, err = r.publish(ctx, token, it, r.tried[i])
+			dev, err = r.publish(ctx, token, it, r.a.Tried(i))
 			return err
 		})
 		if err != nil {
 			return false, r.itemErr(ctx, PhasePublish, i, err)
 		}
-		if err := p.crash(AfterPublish, j); err != nil {
+		if err := r.a.Crash(AfterPublish); err != nil {
 			return false, err
 		}
-		last := countItems(r.snapshot(), i, job.ItemPublished) == total
-		if err := r.record(ctx, func(j *job.Job) {
+		last := countItems(r.a.Job(), i, job.ItemPublished) == total
+		if err := r.a.Record(ctx, func(j *job.Job) {
 			if out := j.Items[i].Output; out != nil && out.DeviationID != dev.ID {
 				// Never overwritten: a second deviation would be a
 				// double publication, and the first one stays the item's.
@@ -960,7 +343,7 @@ func (r *run) publishPhase(ctx context.Context, j *job.Job) (done bool, err erro
 		}); err != nil {
 			return false, err
 		}
-		if err := p.crash(AfterItem, j); err != nil {
+		if err := r.a.Crash(AfterItem); err != nil {
 			return false, err
 		}
 		if last {
@@ -973,7 +356,7 @@ func (r *run) publishPhase(ctx context.Context, j *job.Job) (done bool, err erro
 
 // finish moves the job to succeeded with its result.
 func (r *run) finish(j *job.Job) {
-	now := r.p.cfg.Now()
+	now := r.a.Now()
 	j.CompletePhase(PhasePublish, fmt.Sprintf("%d of %d items", len(j.Items), len(j.Items)), now)
 	if len(j.Items) > 0 && j.Items[0].Output != nil {
 		if d, err := job.DocOf(j.Items[0].Output); err == nil {
@@ -1018,7 +401,7 @@ func countItems(j job.Job, i int, statuses ...job.ItemStatus) int {
 // the item (the stack is named by the item id).
 func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, tried bool) (int64, error) {
 	if tried {
-		found, ok, err := r.p.cfg.API.FindByStack(ctx, token, it.ID)
+		found, ok, err := r.k.cfg.API.FindByStack(ctx, token, it.ID)
 		if err != nil {
 			return 0, err
 		}
@@ -1036,7 +419,7 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 		// it is gone (retention), and its object with it.
 		return 0, retry.Permanent(fmt.Errorf("%w: the record of upload %s is gone", ErrMediaExpired, it.UploadID))
 	}
-	stream, obj, err := r.p.cfg.Objects.Get(ctx, it.Key, pinnedGet(it))
+	stream, obj, err := r.k.cfg.Objects.Get(ctx, it.Key, pinnedGet(it))
 	if err != nil {
 		return 0, downloadError(it, err)
 	}
@@ -1044,11 +427,11 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 	if err := checkPin(it, obj); err != nil {
 		return 0, err
 	}
-	if err := r.Hold(ctx, r.p.callTimeout(it.Size)); err != nil {
+	if err := r.a.Hold(ctx, r.k.callTimeout(it.Size)); err != nil {
 		return 0, err
 	}
 	body := &countingReader{r: stream}
-	itemID, err := r.p.cfg.API.Submit(ctx, token, deviantart.Submission{
+	itemID, err := r.k.cfg.API.Submit(ctx, token, deviantart.Submission{
 		Title: apiTitle(params.Title), Description: params.Description, Tags: params.Tags, Stack: it.ID,
 		Filename: it.Filename, ContentType: it.ContentType, Body: body, Size: it.Size,
 	})
@@ -1065,7 +448,7 @@ func (r *run) upload(ctx context.Context, token string, j job.Job, it job.Item, 
 // already did.
 func (r *run) publish(ctx context.Context, token string, it job.Item, tried bool) (deviantart.Deviation, error) {
 	if tried {
-		st, err := r.p.cfg.API.Item(ctx, token, it.StashItemID)
+		st, err := r.k.cfg.API.Item(ctx, token, it.StashItemID)
 		if err != nil {
 			return deviantart.Deviation{}, err
 		}
@@ -1074,12 +457,12 @@ func (r *run) publish(ctx context.Context, token string, it job.Item, tried bool
 			return deviantart.Deviation{ID: st.DeviationID, URL: st.URL}, nil
 		}
 	}
-	if err := r.Hold(ctx, r.p.callTimeout(0)); err != nil {
+	if err := r.a.Hold(ctx, r.k.callTimeout(0)); err != nil {
 		return deviantart.Deviation{}, err
 	}
-	dev, err := r.p.cfg.API.Publish(ctx, token, it.StashItemID)
+	dev, err := r.k.cfg.API.Publish(ctx, token, it.StashItemID)
 	if deviantart.IsAlreadyPublished(err) {
-		st, ierr := r.p.cfg.API.Item(ctx, token, it.StashItemID)
+		st, ierr := r.k.cfg.API.Item(ctx, token, it.StashItemID)
 		if ierr != nil {
 			return deviantart.Deviation{}, ierr
 		}
@@ -1119,138 +502,105 @@ func (r *run) itemErr(_ context.Context, phase string, i int, err error) error {
 	return kind.Step(phase, i, err)
 }
 
-// settleFailure decides what a failed attempt means and records it:
-// snooze (circuit open, or the OAuth client not set yet: no attempt
-// spent, the error's code the reason it waits), retry later, or fail.
-func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
-	p := r.p
-	now := p.cfg.Now()
-	j := r.snapshot()
-	d := p.cfg.Policy.Decide(err, j.Attempts, now)
-	phase, item := "", -1
-	var se *kind.StepError
-	if errors.As(err, &se) {
-		phase, item = se.Phase, se.Item
+// reconcile asks the API what became of a finished job's unsettled items
+// and records it on them, so that a publication that happened is never
+// lost, whatever the job's status. When the API cannot be asked, the job
+// stays as it is (its items keep "tried", so a later delivery or a retry
+// asks again) and the error is returned.
+func (k *Kind) reconcile(ctx context.Context, log *slog.Logger, j job.Job) error {
+	token, err := k.cfg.Tokens.AccessToken(ctx, j.Owner)
+	if err != nil {
+		log.WarnContext(ctx, "could not ask the API about a finished job's items", "error", err)
+		return err
 	}
-	msg := err.Error()
-	code := failureCode(err, d.Class)
-	log := r.log.With("phase", phase, "error", msg, "class", d.Reason)
-	var verdict Verdict
-	saveErr := r.save(ctx, func(j *job.Job) {
-		e := &job.Error{Code: code, Message: msg, Retryable: d.Class != retry.ClassPermanent}
-		at := now.Add(d.Delay)
-		switch {
-		case d.Class == retry.ClassSnooze:
-			// The reason it waits is the error's code: circuit_open, or
-			// what else was not ready (secretref.CodeOAuthClientNotSet).
-			_ = j.Snooze(code, at, now)
-			note := "circuit open; waiting"
-			if code != job.WaitCircuitOpen {
-				note, j.Error = "waiting: "+msg, e
+	type fact struct {
+		stash int64
+		out   *job.Output
+	}
+	facts := map[string]fact{}
+	for _, it := range j.Items {
+		if !it.Tried || it.Status == job.ItemPublished {
+			continue
+		}
+		id := it.StashItemID
+		if id == 0 {
+			found, ok, err := k.cfg.API.FindByStack(ctx, token, it.ID)
+			if err != nil {
+				log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
+				return err
 			}
-			j.Wait.Detail, j.Wait.Breaker = msg, breakerKey(err)
-			if phase != "" {
-				if i := j.PhaseIndex(phase); i >= 0 {
-					j.Phases[i].Message = note
+			if !ok {
+				facts[it.ID] = fact{}
+				continue
+			}
+			id = found.ItemID
+		}
+		st, err := k.cfg.API.Item(ctx, token, id)
+		if err != nil {
+			log.WarnContext(ctx, "could not ask the API about an item", "item_id", it.ID, "error", err)
+			return err
+		}
+		f := fact{stash: id}
+		if st.Published {
+			f.out = &job.Output{DeviationID: st.DeviationID, URL: st.URL}
+		}
+		facts[it.ID] = f
+	}
+	_, err = k.cfg.Store.UpdateJob(ctx, j.ID, func(cur *job.Job) error {
+		for i := range cur.Items {
+			it := &cur.Items[i]
+			f, ok := facts[it.ID]
+			if !ok || it.Status == job.ItemPublished {
+				continue
+			}
+			if f.stash != 0 && it.StashItemID == 0 {
+				it.StashItemID = f.stash
+				if it.Status == job.ItemPending {
+					it.Status = job.ItemUploaded
 				}
 			}
-			verdict = Verdict{RetryIn: d.Delay, Reason: strings.ReplaceAll(code, "_", " ")}
-		case d.Retry:
-			j.FailPhase(phase, e)
-			if phase != "" {
-				if i := j.PhaseIndex(phase); i >= 0 {
-					j.Phases[i].Status = job.PhasePending
-				}
+			if f.out != nil {
+				it.Status, it.Output, it.Error = job.ItemPublished, f.out, nil
 			}
-			if d.Spent {
-				_ = j.RetryLater(e, at, now)
-			} else {
-				_ = j.Snooze(job.WaitRateLimited, at, now)
-				j.Error, j.Phase = e, "retrying"
-				j.Wait.Detail, j.Wait.Breaker = rateLimitDetail(err, msg), breakerKey(err)
-			}
-			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
-			if !d.Spent {
-				verdict.Reason = "rate limited"
-			}
-		default:
-			if d.Exhausted {
-				e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, msg)
-			}
-			j.FailPhase(phase, e)
-			if item >= 0 && item < len(j.Items) {
-				j.Items[item].Status, j.Items[item].Error = job.ItemFailed, e
-			}
-			j.Error = e
-			_ = j.Apply(job.Fail, now)
-			verdict = Verdict{Done: true, Reason: "failed"}
+			it.Tried = false // what happened is recorded
 		}
-		if !verdict.Done && p.cfg.Policy.Park(d.Delay, r.receives, p.cfg.MaxReceives) {
-			reason := "backoff"
-			if d.Class == retry.ClassSnooze {
-				reason = code
-			} else if !d.Spent {
-				reason = "rate_limited"
-			}
-			_ = j.Park(reason, at, now)
-			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked until due"}
-		}
+		return nil
 	})
-	if saveErr != nil {
-		// Cancelled or stopped meanwhile (errLostLease), or the failure
-		// could not be written: what the failed call did is unknown, and
-		// the job's items stay tried for whoever comes next (the cancel's
-		// delivery, or the next run, asks the API once the job is let go).
-		if !errors.Is(saveErr, errLostLease) {
-			saveErr = fmt.Errorf("recording the failure of job %s: %w", j.ID, saveErr)
-		}
-		return r.unrecorded(ctx, saveErr)
+	if err != nil {
+		log.WarnContext(ctx, "recording what the API did for a finished job failed", "error", err)
+		return err
 	}
-	// A wait (circuit open, 429, a secret not set yet) is not a failure:
-	// it is logged at INFO, parked or not; only a spent attempt warns.
-	switch {
-	case d.Class == retry.ClassSnooze || (d.Retry && !d.Spent):
-		log.InfoContext(ctx, "job waits: "+verdict.Reason, "retry_in", d.Delay.String(), "code", code, "parked", verdict.Done)
-	case d.Retry:
-		log.WarnContext(ctx, "job will retry", "retry_in", d.Delay.String(), "parked", verdict.Done)
-	default:
-		log.WarnContext(ctx, "job failed")
-	}
-	return verdict, nil
+	log.InfoContext(ctx, "recorded what an interrupted run did for a finished job", "items", len(facts))
+	return nil
 }
 
-// breakerKey is the key of the circuit breaker that refused or flagged
-// the call err reports ("" if none).
-func breakerKey(err error) string {
-	var k interface{ BreakerKey() string }
-	if errors.As(err, &k) {
-		return k.BreakerKey()
+// authed calls the API through call with the run's access token. The API
+// may refuse a token before its stated expiry (revoked, rotated by a
+// reconnect elsewhere): the first 401 of a run forces one refresh and one
+// retry with the new token; a second 401 is returned as it is.
+func (r *run) authed(ctx context.Context, owner string, call func(token string) error) error {
+	err := call(r.token)
+	var sc interface{ StatusCode() int }
+	if err == nil || r.reauthed || !errors.As(err, &sc) || sc.StatusCode() != http.StatusUnauthorized {
+		return err
 	}
-	return ""
+	r.reauthed = true
+	r.log.InfoContext(ctx, "the API refused the access token; refreshing it once")
+	tok, ferr := r.k.cfg.Tokens.ForceRefresh(ctx, owner, r.token)
+	if ferr != nil {
+		return ferr
+	}
+	r.token = tok
+	return call(tok)
 }
 
-// rateLimitDetail explains a 429 wait, with the Retry-After the API sent.
-func rateLimitDetail(err error, msg string) string {
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
-		return fmt.Sprintf("the API answered 429 with Retry-After %s: %s", ra.RetryAfter(), msg)
+// accessToken returns an access token for owner: the first from the
+// account read with the job, when it was, the others as Tokens gives them.
+func (r *run) accessToken(ctx context.Context, owner string) (string, error) {
+	a := r.account
+	r.account = nil
+	if at, ok := r.k.cfg.Tokens.(AccountTokens); ok && a != nil && a.Owner == owner {
+		return at.AccessTokenFrom(ctx, *a)
 	}
-	return "the API answered 429: " + msg
-}
-
-// errorCode is the code a failed attempt reports: the one the error names
-// (accounts.CodeClientRejected, …) when it names one, else its class's.
-func errorCode(err error, c retry.Class) string {
-	var coded interface{ JobErrorCode() string }
-	if errors.As(err, &coded) && coded.JobErrorCode() != "" {
-		return coded.JobErrorCode()
-	}
-	switch c {
-	case retry.ClassPermanent:
-		return "permanent_error"
-	case retry.ClassSnooze:
-		return "circuit_open"
-	default:
-		return "temporary_error"
-	}
+	return r.k.cfg.Tokens.AccessToken(ctx, owner)
 }

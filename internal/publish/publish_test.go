@@ -14,6 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -109,7 +110,7 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 	b.Connect(tok)
 	pub := b.Stack.App.Publisher
 	ctx := context.Background()
-	points := []string{publish.AfterClaim, publish.AfterToken, publish.AfterSubmit, publish.AfterUpload, publish.AfterPublish, publish.AfterItem}
+	points := []string{worker.AfterClaim, publish.AfterToken, publish.AfterSubmit, publish.AfterUpload, publish.AfterPublish, publish.AfterItem}
 	// One item: its upload's write is folded into the publish write, so a
 	// crash after the upload leaves nothing recorded but the claim's
 	// "tried". Two items: the first upload is written on its own.
@@ -120,13 +121,13 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 		crashAt[id] = point
 		mu.Unlock()
 		before := b.Stack.Simulator.Stats().Calls["/api/v1/oauth2/stash/submit"]["200"]
-		if _, err := pub.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
+		if _, err := pub.Run(ctx, worker.Delivery{JobID: id}); !errors.Is(err, worker.ErrCrash) {
 			t.Fatalf("%s: first run = %v, want a crash", point, err)
 		}
 		// The message comes back after the visibility timeout; by then the
 		// dead worker's lease has lapsed.
 		clk.Advance(time.Minute)
-		v, err := pub.Run(ctx, publish.Delivery{JobID: id})
+		v, err := pub.Run(ctx, worker.Delivery{JobID: id})
 		if err != nil || !v.Done {
 			t.Fatalf("%s: redelivery = %+v, %v", point, v, err)
 		}
@@ -176,10 +177,10 @@ func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
 	b.Connect(tok)
 	id := submit(b, tok, "twice", 1)
 	var wg sync.WaitGroup
-	verdicts := make([]publish.Verdict, 4)
+	verdicts := make([]worker.Verdict, 4)
 	for i := range verdicts {
 		wg.Go(func() {
-			v, err := b.Stack.App.Publisher.Run(context.Background(), publish.Delivery{JobID: id})
+			v, err := b.Stack.App.Publisher.Run(context.Background(), worker.Delivery{JobID: id})
 			if err != nil {
 				t.Errorf("run %d: %v", i, err)
 			}
@@ -373,7 +374,7 @@ func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
 	b.Must(b.Call("POST", "/v1/admin/tiers/low/pause", admin, nil), 200)
 	st := b.Stack.App.Store
 	for _, id := range ids {
-		v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})
+		v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +395,7 @@ func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
 		if j, _ := st.GetJob(ctx, id); j.Waiting != "" || j.Wait != nil {
 			t.Errorf("job %s still parked after the resume: waiting %q wait %+v", id, j.Waiting, j.Wait)
 		}
-		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil {
+		if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil {
 			t.Fatal(err)
 		}
 		if j, _ := st.GetJob(ctx, id); j.Status != job.Succeeded {

@@ -22,11 +22,13 @@ import (
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
@@ -42,7 +44,7 @@ type pubBundle struct {
 	sim     *simulator.Server
 	clk     *clock.Simulated
 	tokens  *accounts.Service
-	pub     *publish.Publisher
+	pub     *worker.Worker
 	// requests counts the publisher's AWS requests by operation.
 	requests *awsclient.Counter
 	// simURL, db and table: for a test that builds its own publisher.
@@ -69,8 +71,9 @@ func setupPublisher(t *testing.T) *pubBundle {
 		t.Fatal(err)
 	}
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
-	b.pub = publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, API: api,
-		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: quiet})
+	b.pub = worker.New(worker.Config{Store: b.st,
+		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: quiet,
+		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, API: api, Logger: quiet}))})
 	return b
 }
 
@@ -126,7 +129,7 @@ func TestPublisherRunsAFactoryJob(t *testing.T) {
 	b := setupPublisher(t)
 	ctx := context.Background()
 	j := b.job(t, job.Medium, 2)
-	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+	v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1})
 	if err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v", v, err)
 	}
@@ -142,7 +145,7 @@ func TestPublisherRunsAFactoryJob(t *testing.T) {
 	if n := len(b.sim.Publications()); n != 2 {
 		t.Fatalf("publications = %d, want 2", n)
 	}
-	v, err = b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 2})
+	v, err = b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 2})
 	if err != nil || !v.Done {
 		t.Fatalf("second delivery: %+v, %v", v, err)
 	}
@@ -162,7 +165,7 @@ func TestPublisherParksAPausedTiersJob(t *testing.T) {
 	if _, err := b.st.SetTierPaused(ctx, job.Low, true, "op"); err != nil {
 		t.Fatal(err)
 	}
-	v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+	v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1})
 	if err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v; want the message let go", v, err)
 	}
@@ -187,7 +190,7 @@ func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
 	until := now.Add(time.Minute)
 	leased := testfactory.Job(t, b.st, testfactory.JobOpts{Status: job.Running, Attempts: 1, LeaseOwner: "w-other", LeaseUntil: &until, At: now})
 	for name, j := range map[string]job.Job{"cancelled": cancelled, "leased": leased} {
-		v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1})
+		v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1})
 		if err != nil || !v.Done {
 			t.Errorf("%s: %+v, %v; want the message let go", name, v, err)
 		}
@@ -195,7 +198,7 @@ func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
 			t.Errorf("%s: the job was written (version %d → %d)", name, j.Version, got.Version)
 		}
 	}
-	if v, err := b.pub.Run(ctx, publish.Delivery{JobID: "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}); err != nil || !v.Done {
+	if v, err := b.pub.Run(ctx, worker.Delivery{JobID: "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}); err != nil || !v.Done {
 		t.Errorf("unknown job: %+v, %v", v, err)
 	}
 	if n := len(b.sim.Publications()); n != 0 {
@@ -219,7 +222,7 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	run := func(id, owner string) map[string]int {
 		t.Helper()
 		b.requests.Reset()
-		v, err := b.pub.Run(ctx, publish.Delivery{JobID: id, Receives: 1, Owner: owner})
+		v, err := b.pub.Run(ctx, worker.Delivery{JobID: id, Receives: 1, Owner: owner})
 		if err != nil || !v.Done {
 			t.Fatalf("run: %+v, %v", v, err)
 		}

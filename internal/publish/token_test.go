@@ -7,8 +7,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/worker"
 )
 
 // TestRevokedAccessTokenIsRefreshedOnce: the API answers 401 to an access
@@ -26,7 +26,7 @@ func TestRevokedAccessTokenIsRefreshedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := b.jobOf(t, owner, job.Medium, 1)
-	if v, err := b.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1}); err != nil || !v.Done {
+	if v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1}); err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v", v, err)
 	}
 	got := b.get(t, j.ID)

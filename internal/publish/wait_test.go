@@ -12,8 +12,10 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
 
@@ -41,9 +43,10 @@ func setupGuarded(t *testing.T) *guardedBundle {
 	}
 	g.hostKey = breaker.Key("host", "sim.test")
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: log})
-	b.pub = publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens,
-		API:    breaker.GuardedAPI{API: api, Breaker: br, HostKey: g.hostKey},
-		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: log})
+	b.pub = worker.New(worker.Config{Store: b.st,
+		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: log,
+		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, Logger: log,
+			API: breaker.GuardedAPI{API: api, Breaker: br, HostKey: g.hostKey}}))})
 	return g
 }
 
@@ -59,7 +62,7 @@ func TestCircuitOpenWaitSaysWhichBreakerAndIsNotAFailure(t *testing.T) {
 	j := g.job(t, job.Medium, 1)
 	g.sim.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 503, Count: 1})
 
-	if _, err := g.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1}); err != nil {
+	if _, err := g.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got := g.get(t, j.ID)
@@ -69,7 +72,7 @@ func TestCircuitOpenWaitSaysWhichBreakerAndIsNotAFailure(t *testing.T) {
 
 	g.clk.Advance(time.Minute) // past the backoff; the circuit stays open 5m
 	g.logs.Reset()
-	v, err := g.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 2})
+	v, err := g.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +101,7 @@ func TestRateLimitedWaitHonoursRetryAfter(t *testing.T) {
 	ctx := context.Background()
 	j := g.job(t, job.Medium, 1)
 	g.sim.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 429, RetryAfter: 120, Count: 1})
-	if _, err := g.pub.Run(ctx, publish.Delivery{JobID: j.ID, Receives: 1}); err != nil {
+	if _, err := g.pub.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got := g.get(t, j.ID)

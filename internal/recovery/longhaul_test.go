@@ -8,6 +8,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
 
@@ -54,7 +55,7 @@ func TestBacklogIsNeverStuck(t *testing.T) {
 		t.Errorf("%d messages in the queue, want %d", msgs, resends+1)
 	}
 	for range msgs {
-		if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+		if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 			t.Fatalf("delivery: %+v %v", v, err)
 		}
 	}
@@ -77,7 +78,7 @@ func TestLongOutageParksInTheTable(t *testing.T) {
 	id := b.submit(nil)
 	b.drain(job.Medium)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 429, RetryAfter: 3600, Count: 1})
-	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
+	v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1})
 	if err != nil || !v.Done {
 		t.Fatalf("run during the outage: %+v %v; want the message let go", v, err)
 	}
@@ -101,7 +102,7 @@ func TestLongOutageParksInTheTable(t *testing.T) {
 	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages, want 1", n)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
 		t.Fatalf("run after the outage: %+v %v", v, err)
 	}
 	if j := b.job(id); j.Status != job.Succeeded || j.Attempts != 1 {
@@ -119,12 +120,12 @@ func TestShortWaitNearTheDLQParks(t *testing.T) {
 	id := b.submit(nil)
 	b.drain(job.Medium)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 503, Count: 2})
-	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
+	v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1})
 	if err != nil || v.Done || v.RetryIn <= 0 {
 		t.Fatalf("first failure: %+v %v; want a short retry through the queue", v, err)
 	}
 	b.clk.Advance(time.Minute)
-	v, err = b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: resources.DefaultMaxReceiveCount - 2})
+	v, err = b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: resources.DefaultMaxReceiveCount - 2})
 	if err != nil || !v.Done {
 		t.Fatalf("failure near the DLQ: %+v %v; want the message let go", v, err)
 	}
@@ -146,7 +147,7 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 	if _, err := st.SetTierPaused(ctx, job.Medium, true, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
+	v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1})
 	if err != nil || !v.Done {
 		t.Fatalf("run while paused: %+v %v", v, err)
 	}
@@ -167,7 +168,7 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 	if res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx); err != nil || res.Unparked != 1 {
 		t.Fatalf("release after the resume = %+v, %v", res, err)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
 		t.Fatalf("run after the resume: %+v %v", v, err)
 	}
 	if j := b.job(id); j.Status != job.Succeeded {
@@ -186,7 +187,7 @@ func TestCancelDuringPublishingKeepsTheOutput(t *testing.T) {
 	b.at[id+"@"+publish.AfterPublish] = func() {
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", b.freshToken(), nil), 200)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	j := b.job(id)
@@ -213,7 +214,7 @@ func TestRetryAfterACrashDoesNotRepeatWork(t *testing.T) {
 	id := b.submit(nil)
 	b.drain(job.Medium)
 	b.crash[id] = publish.AfterSubmit
-	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err == nil {
+	if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err == nil {
 		t.Fatal("want a crash")
 	}
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", b.freshToken(), nil), 200)
@@ -222,7 +223,7 @@ func TestRetryAfterACrashDoesNotRepeatWork(t *testing.T) {
 		t.Fatalf("retry: %s", r.Raw)
 	}
 	b.drain(job.Medium)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run after retry: %+v %v", v, err)
 	}
 	if j := b.job(id); j.Status != job.Succeeded {
@@ -247,11 +248,11 @@ func TestCrashThenCancelKeepsThePublication(t *testing.T) {
 	id := b.submit(nil)
 	b.drain(job.Medium)
 	b.crash[id] = publish.AfterPublish
-	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err == nil {
+	if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err == nil {
 		t.Fatal("want a crash")
 	}
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", b.freshToken(), nil), 200)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("redelivery: %+v %v", v, err)
 	}
 	pubs := b.Stack.Simulator.Publications()

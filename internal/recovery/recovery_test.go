@@ -17,6 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -136,7 +137,7 @@ func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
 	id := b.submit(nil)
 	b.drain(job.Medium)
 	b.crash[id] = publish.AfterUpload
-	if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
+	if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); !errors.Is(err, worker.ErrCrash) {
 		t.Fatalf("run = %v, want a crash", err)
 	}
 	if j := b.job(id); j.Status != job.Running {
@@ -154,7 +155,7 @@ func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
 	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages after recovery, want 1", n)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("redelivery: %+v %v", v, err)
 	}
 	j := b.job(id)
@@ -181,8 +182,8 @@ func TestExhaustedStuckJobFails(t *testing.T) {
 	// recovery after the third fails the job.
 	for run := range 3 {
 		b.drain(job.Medium)
-		b.crash[id] = publish.AfterClaim
-		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
+		b.crash[id] = worker.AfterClaim
+		if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); !errors.Is(err, worker.ErrCrash) {
 			t.Fatalf("run %d = %v, want a crash", run, err)
 		}
 		b.clk.Advance(21 * time.Minute)
@@ -209,11 +210,11 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	points := []string{publish.AfterClaim, publish.AfterClaim, publish.AfterPublish} // MAX_ATTEMPTS is 3
+	points := []string{worker.AfterClaim, worker.AfterClaim, publish.AfterPublish} // MAX_ATTEMPTS is 3
 	for run, point := range points {
 		b.drain(job.Medium)
 		b.crash[id] = point
-		if _, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); !errors.Is(err, publish.ErrCrash) {
+		if _, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); !errors.Is(err, worker.ErrCrash) {
 			t.Fatalf("run %d = %v, want a crash at %s", run, err, point)
 		}
 		b.clk.Advance(21 * time.Minute)
@@ -227,7 +228,7 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	if n := b.drain(job.Medium); n != 1 {
 		t.Fatalf("%d messages after the stuck failure, want 1 (the reconciling delivery)", n)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {
 		t.Fatalf("reconciling delivery: %+v %v", v, err)
 	}
 	pubs := b.Stack.Simulator.Publications()
@@ -242,7 +243,7 @@ func TestStuckFailureAfterAPublicationKeepsTheOutput(t *testing.T) {
 	// The owner retries: the item is done, so the run only finishes.
 	b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", b.freshToken(), nil), 200)
 	b.drain(job.Medium)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run after the retry: %+v %v", v, err)
 	}
 	if j := b.job(id); j.Status != job.Succeeded || j.Items[0].Output == nil {
@@ -280,7 +281,7 @@ func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
 	if n := b.drain(job.Medium); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	if j := b.job(id); j.Status != job.Succeeded || !j.StartedAt.After(at) {
@@ -293,7 +294,7 @@ func TestRetentionStaleThenDeleted(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.submit(nil)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	key := b.job(id).Items[0].Key

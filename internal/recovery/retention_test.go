@@ -9,8 +9,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
@@ -56,7 +56,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	a := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
 	b.drain(job.Medium)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: a}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: a}); err != nil || !v.Done {
 		t.Fatalf("job A: %+v %v", v, err)
 	}
 	key := b.job(a).Items[0].Key
@@ -84,7 +84,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 		t.Fatalf("release = %+v, %v", res, err)
 	}
 	b.drain(job.Medium)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: jobB}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: jobB}); err != nil || !v.Done {
 		t.Fatalf("job B: %+v %v", v, err)
 	}
 	if j := b.job(jobB); j.Status != job.Succeeded {
@@ -122,7 +122,7 @@ func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 	for range n {
 		up := b.Upload(b.tok, stacktest.PNG(t, 4))
 		id := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
-		if v, err := app.Publisher.Run(ctx, publish.Delivery{JobID: id}); err != nil || !v.Done {
+		if v, err := app.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 			t.Fatalf("run: %+v %v", v, err)
 		}
 		// The stale stage alone: the last reference goes, the upload is due.
@@ -192,7 +192,7 @@ func TestCreateJobRefusesAnUploadThatExpiredAfterItWasRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
-	if v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: a}); err != nil || !v.Done {
+	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: a}); err != nil || !v.Done {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	b.clk.Advance(61 * time.Minute)
@@ -227,7 +227,7 @@ func TestVanishedObjectFailsWithMediaExpired(t *testing.T) {
 	if err := b.Stack.App.Bucket.Delete(ctx, up.Key); err != nil {
 		t.Fatal(err)
 	}
-	v, err := b.Stack.App.Publisher.Run(ctx, publish.Delivery{JobID: id})
+	v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id})
 	if err != nil || !v.Done {
 		t.Fatalf("run = %+v, %v; want done", v, err)
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -35,8 +35,8 @@ type Submission struct {
 // job with headers is then refused). A function that submits registers
 // these; the kinds the publisher runs (runner.Runner.Kinds) carry the same
 // fronts.
-func Fronts(st *store.Store, s httpjob.Sealer) *kind.Fronts {
-	return kind.NewFronts(publishjob.New(publishjob.Config{Store: st}), httpjob.Front{Sealer: s})
+func Fronts(st *store.Store, s httpkind.Sealer) *kind.Fronts {
+	return kind.NewFronts(publish.New(publish.Config{Store: st}), httpkind.New(httpkind.Config{Sealer: s}))
 }
 
 // NewSubmission wires the submission half on the table st and the queues

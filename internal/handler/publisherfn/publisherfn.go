@@ -12,11 +12,11 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/runner"
-	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secretref"
+	"github.com/conveyor/conveyor/internal/worker"
 )
 
 // Handler is the publisher function, consuming the publish tiers' FIFO
@@ -24,11 +24,11 @@ import (
 // so the jobs of a batch run in parallel; a job that must wait (backoff,
 // circuit open) gets its message's visibility set to the wait and is
 // reported failed, so SQS hands it back when it is due.
-func Handler(pub *publish.Publisher, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+func Handler(pub *worker.Worker, client handler.VisibilityChanger, urls handler.QueueURLs, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		accept := func(queue.Message) bool { return true } // a tier queue carries jobs only
 		return handler.ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
-			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
+			v, err := pub.Run(ctx, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
 			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		}), nil
 	}

@@ -42,23 +42,10 @@ var linked = map[string][]string{
 	resources.FuncSystem:    {"dynamodb", "kms", "sqs"},
 }
 
-// runsJobs are the functions that run jobs: only they may link the half of
-// a kind that works (its Work: the publisher's run loop, the http kind's
-// sender) and the wiring of it. The others submit, validate or re-queue
-// jobs through the kinds' fronts (kind.Front, internal/handler/pipeline),
-// or do not touch jobs at all.
-var runsJobs = map[string]bool{resources.FuncPublisher: true}
-
-// workHalf are the packages of the kinds' work half.
-var workHalf = []string{
-	"github.com/conveyor/conveyor/internal/publish",
-	"github.com/conveyor/conveyor/internal/httpcall",
-	"github.com/conveyor/conveyor/internal/handler/runner",
-}
-
 // TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
-// as `make build` builds it (linux/arm64, resources.LambdaBuildTags): the SDK services
-// in its budget, and the kinds' work half only where jobs run.
+// as `make build` builds it (linux/arm64, resources.LambdaBuildTags): the SDK
+// services in its budget. A kind is one package, front and Work: a function
+// that submits jobs links its kinds whole (docs/performance.md weighs it).
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -84,11 +71,8 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("go list -deps functions/%s: %v", fn, err)
 			}
-			var got, work []string
+			var got []string
 			for _, pkg := range strings.Fields(string(out)) {
-				if slices.Contains(workHalf, pkg) {
-					work = append(work, pkg)
-				}
 				if svc, ok := strings.CutPrefix(pkg, "github.com/aws/aws-sdk-go-v2/service/"); ok && !strings.Contains(svc, "/") {
 					got = append(got, svc)
 				}
@@ -99,12 +83,6 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 			slices.Sort(got)
 			if diff := cmp.Diff(linked[fn], got); diff != "" {
 				t.Errorf("functions/%s links (-budget +linked):\n%s", fn, diff)
-			}
-			if runsJobs[fn] && len(work) != len(workHalf) {
-				t.Errorf("functions/%s runs jobs but links only %v of the work half %v", fn, work, workHalf)
-			}
-			if !runsJobs[fn] && len(work) > 0 {
-				t.Errorf("functions/%s runs no job but links %v: hold kinds' fronts (pipeline.Fronts), not kinds", fn, work)
 			}
 		})
 	}

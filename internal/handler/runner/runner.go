@@ -17,7 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/httpcall"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
@@ -26,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/worker"
 )
 
 // Config is what a Runner is built from.
@@ -44,7 +45,7 @@ type Config struct {
 	Sealer *sealer.Sealer
 	// Store is the table.
 	Store *store.Store
-	// Crash is the publisher's crash hook (tests; nil in production).
+	// Crash is the run loop's crash hook (tests; nil in production).
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
@@ -56,15 +57,16 @@ type Config struct {
 	OAuthClient *secretref.OAuthClient
 }
 
-// Runner is the half of the pipeline that runs jobs: the publisher's run
-// loop and every kind whole (front and Work).
+// Runner is the half of the pipeline that runs jobs: the run loop
+// (internal/worker) and every kind whole (front and Work).
 type Runner struct {
 	// Worker identifies this instance in leases and breaker probes.
-	Worker    string
-	API       *deviantart.Client
-	Breaker   *breaker.Breaker
-	Accounts  *accounts.Service
-	Publisher *publish.Publisher
+	Worker   string
+	API      *deviantart.Client
+	Breaker  *breaker.Breaker
+	Accounts *accounts.Service
+	// Publisher is the publisher function's run loop.
+	Publisher *worker.Worker
 	// Kinds are the kinds the run loop runs: publish, http and Config.Kinds.
 	Kinds *kind.Registry
 }
@@ -103,23 +105,25 @@ func New(c Config) (*Runner, error) {
 	}
 	// The kinds of job: every tier queue carries all of them and the
 	// publisher function's run loop runs each by its kind.
-	r.Publisher = publish.New(publish.Config{
-		Store: c.Store, Objects: c.Bucket, Tokens: r.Accounts, Policy: policy,
-		API:       breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
-		Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log, Kinds: r.Kinds, Provider: accounts.Provider,
-		Crash: c.Crash, CallTimeout: r.API.Timeout, DeadlineMargin: cfg.DeadlineMargin,
+	r.Publisher = worker.New(worker.Config{
+		Store: c.Store, Policy: policy, Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log,
+		Kinds: r.Kinds, Crash: c.Crash, DeadlineMargin: cfg.DeadlineMargin,
 	})
-	r.Kinds.MustRegister(r.Publisher.Kind())
+	r.Kinds.MustRegister(publish.New(publish.Config{
+		Store: c.Store, Objects: c.Bucket, Tokens: r.Accounts, Provider: accounts.Provider,
+		API:         breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
+		CallTimeout: r.API.Timeout, Logger: log,
+	}))
 	// The http kind's circuits are its users' own (breaker.Targets), apart
 	// from the publishing API's; its jobs' headers are opened here only.
-	hc := httpcall.Config{
+	hc := httpkind.Config{
 		Local: cfg.Env == job.Local, Breaker: r.Breaker.Targets(cfg.HTTPBreakersPerUser),
 		MaxSnoozes: cfg.HTTPMaxSnoozes, MaxAge: cfg.HTTPMaxAge, TimeoutFloor: cfg.HTTPTimeoutFloor,
 	}
 	if c.Sealer != nil {
 		hc.Opener, hc.Sealer = c.Sealer, c.Sealer
 	}
-	r.Kinds.MustRegister(httpcall.New(hc))
+	r.Kinds.MustRegister(httpkind.New(hc))
 	for _, k := range c.Kinds {
 		r.Kinds.MustRegister(k)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -48,8 +48,8 @@ func TestSubmittersAcceptTheKindsThePublisherRuns(t *testing.T) {
 	if diff := cmp.Diff(r.Kinds.Names(), pipeline.Fronts(nil, nil).Names()); diff != "" {
 		t.Errorf("kinds the submitters accept (-runner +pipeline.Fronts):\n%s", diff)
 	}
-	if publishjob.ProviderDefault != accounts.Provider {
-		t.Errorf("a submitted publish job needs an account of %q, the runner refreshes %q", publishjob.ProviderDefault, accounts.Provider)
+	if publish.ProviderDefault != accounts.Provider {
+		t.Errorf("a submitted publish job needs an account of %q, the runner refreshes %q", publish.ProviderDefault, accounts.Provider)
 	}
 	// The runner's kinds, seen as fronts, are what internal/app submits with.
 	if diff := cmp.Diff(r.Kinds.Names(), r.Kinds.Fronts().Names()); diff != "" {

@@ -10,7 +10,7 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
 
@@ -68,7 +68,7 @@ func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Dur
 		var ds []time.Duration
 		for i := range quiet {
 			start := time.Now()
-			j, _, err := qc.SubmitJob(ctx, apiclient.PublishRequest(publishjob.Params{Title: fmt.Sprintf("quiet %s %d", label, i)}, qup))
+			j, _, err := qc.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("quiet %s %d", label, i)}, qup))
 			if err != nil {
 				return nil, err
 			}
@@ -95,7 +95,7 @@ func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Dur
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			j, _, err := nc.SubmitJob(ctx, apiclient.PublishRequest(publishjob.Params{Title: fmt.Sprintf("noisy %d", i)}, nup))
+			j, _, err := nc.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("noisy %d", i)}, nup))
 			ids[i] = j.ID
 			errs <- err
 		}()

@@ -1,4 +1,4 @@
-package httpjob_test
+package httpkind_test
 
 import (
 	"context"
@@ -7,21 +7,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
-
-func TestMain(m *testing.M) { awstest.Main(m) }
 
 func TestHTTPJobSubmissionIsValidated(t *testing.T) {
 	t.Parallel()
 	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-http-bad", "user", "free")
-	big := make([]byte, httpjob.MaxRequestSize+1)
+	big := make([]byte, httpkind.MaxRequestSize+1)
 	for i := range big {
 		big[i] = 'a'
 	}
@@ -73,7 +70,7 @@ func TestHTTPJobSubmissionIsValidated(t *testing.T) {
 
 func TestPrivateTargetsAreRefusedOutsideLocal(t *testing.T) {
 	t.Parallel()
-	var k httpjob.Front
+	k := httpkind.New(httpkind.Config{})
 	ctx := context.Background()
 	prod := kind.Env{Local: false}
 	for _, u := range []string{"https://127.0.0.1/x", "https://10.0.0.8/x", "https://[::1]/x", "https://169.254.169.254/latest/meta-data", "http://93.184.216.34/x", "https://localhost/x"} {

@@ -1,4 +1,4 @@
-package httpcall_test
+package httpkind_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package publish_test
+package worker_test
 
 import (
 	"context"
@@ -24,21 +24,23 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
-// worker is one more publisher instance on the test's stack, as another
+// newWorker is one more publisher instance on the test's stack, as another
 // Lambda would be: its own name, the AWS heartbeat (30s: nothing notices a
 // cancel between two calls but the lease check), and api as its API.
-func worker(b *stacktest.Bundle, name string, api publish.API, now func() time.Time) *publish.Publisher {
+func newWorker(b *stacktest.Bundle, name string, api publish.API, now func() time.Time) *worker.Worker {
 	app := b.Stack.App
 	cfg := app.Config
-	return publish.New(publish.Config{
-		Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api,
+	return worker.New(worker.Config{
+		Store:     app.Store,
 		Policy:    retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter},
 		Heartbeat: 30 * time.Second, Worker: name, Now: now, Logger: app.Logger,
+		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api, Logger: app.Logger})),
 	})
 }
 
@@ -94,10 +96,10 @@ type queueMsg struct {
 
 // run delivers m to pub as the consumer would: deleted when done, else
 // visible again at once (the test plays the time the queue would wait).
-func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *publish.Publisher) publish.Verdict {
+func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *worker.Worker) worker.Verdict {
 	t.Helper()
 	ctx := context.Background()
-	v, err := pub.Run(ctx, publish.Delivery{JobID: m.JobID, Owner: m.Owner, Uploads: m.Uploads, Receives: 1})
+	v, err := pub.Run(ctx, worker.Delivery{JobID: m.JobID, Owner: m.Owner, Uploads: m.Uploads, Receives: 1})
 	if err != nil {
 		t.Fatalf("run of %s: %v", m.JobID, err)
 	}
@@ -115,9 +117,9 @@ func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *publish.Publisher)
 
 // drain delivers every message of tier's queue to pub until none is left
 // or rounds are spent; it returns the verdicts.
-func drain(t *testing.T, b *stacktest.Bundle, tier job.Tier, pub *publish.Publisher, rounds int) []publish.Verdict {
+func drain(t *testing.T, b *stacktest.Bundle, tier job.Tier, pub *worker.Worker, rounds int) []worker.Verdict {
 	t.Helper()
-	var out []publish.Verdict
+	var out []worker.Verdict
 	for range rounds {
 		ms := queued(t, b, tier)
 		if len(ms) == 0 {
@@ -192,7 +194,7 @@ func testTwoWorkersOneHeldCall(t *testing.T, interrupt func(b *stacktest.Bundle,
 	b.Connect(tok)
 	app := b.Stack.App
 	gate := newGatedSubmit(app.API)
-	a, w := worker(b, "w-A", gate, nil), worker(b, "w-B", app.API, nil)
+	a, w := newWorker(b, "w-A", gate, nil), newWorker(b, "w-B", app.API, nil)
 	id := submit(b, tok, "held", 1)
 	first := queued(t, b, job.Medium)
 	if len(first) != 1 || first[0].JobID != id {
@@ -279,7 +281,7 @@ func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, w := worker(b, "w-A", lossy, nil), worker(b, "w-B", app.API, nil)
+	a, w := newWorker(b, "w-A", lossy, nil), newWorker(b, "w-B", app.API, nil)
 	drain(t, b, job.Medium, a, 1) // A publishes, loses the answer, the job is cancelled meanwhile
 	if n := len(b.Stack.Simulator.Publications()); n != 1 {
 		t.Fatalf("%d publications, want the one whose answer was lost", n)
@@ -338,7 +340,7 @@ func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 	pub := app.Publisher
 	resp := handler.ConsumeMessages(ctx, ev, app.Clients.SQS, handler.NewQueueURLs(url), app.Logger, func(queue.Message) bool { return true },
 		func(ctx context.Context, msg queue.Message, receives int) (handler.Outcome, error) {
-			v, err := pub.Run(ctx, publish.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
+			v, err := pub.Run(ctx, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
 			return handler.Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		})
 	if over := time.Since(deadline); over >= 0 {
@@ -413,7 +415,7 @@ func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
 	// lease the check reads is the claim's.
 	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Now: clk.Now,
 		Crash: func(point string, _ *job.Job) error {
-			if point == publish.AfterClaim && jumped.CompareAndSwap(false, true) {
+			if point == worker.AfterClaim && jumped.CompareAndSwap(false, true) {
 				clk.Advance(4 * time.Minute) // past the claim's lease of three heartbeats
 			}
 			return nil
@@ -427,7 +429,7 @@ func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
 	app := b.Stack.App
 	id := submitHTTP(b, b.Token("u-lapsed", "user", "pro"), target.URL+"/hook")
 
-	v, err := app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 1})
+	v, err := app.Publisher.Run(context.Background(), worker.Delivery{JobID: id, Receives: 1})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -476,7 +478,7 @@ func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 		return j
 	}
 
-	v, err := app.Publisher.Run(ctx, publish.Delivery{JobID: id, Receives: 1})
+	v, err := app.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1})
 	if err != nil || v.Done || v.RetryIn <= 0 || v.RetryIn > time.Second {
 		t.Errorf("run whose failure was not written: verdict %+v, %v; want its message back within a second", v, err)
 	}
@@ -485,7 +487,7 @@ func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 			j.Status, j.LeaseOwner, j.LeaseUntil, j.Attempts, calls.Load())
 	}
 
-	v, err = app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 2})
+	v, err = app.Publisher.Run(context.Background(), worker.Delivery{JobID: id, Receives: 2})
 	if err != nil || !v.Done {
 		t.Errorf("next delivery: verdict %+v, %v; want done", v, err)
 	}
@@ -526,7 +528,7 @@ func TestASuccessWhoseWriteFailedIsRecordedAsTheAttemptsFailure(t *testing.T) {
 	r := b.Must(b.Call("POST", "/v1/jobs", b.Token("u-late", "user", "pro"), map[string]any{"type": "late-write", "params": map[string]any{}}), 201)
 	id := r.Body["id"].(string)
 
-	v, err := app.Publisher.Run(context.Background(), publish.Delivery{JobID: id, Receives: 1})
+	v, err := app.Publisher.Run(context.Background(), worker.Delivery{JobID: id, Receives: 1})
 	if err != nil || v.Done {
 		t.Errorf("run: verdict %+v, %v; want the message back for a retry", v, err)
 	}

@@ -1,10 +1,21 @@
-// Package httpcall is the work half of the "http" kind of job (its
-// front, the params and their checks, is internal/httpjob): it sends the
-// job's one request through its owner's circuit of the target host
-// (breaker.Targets: never the product's own circuits) and records the
-// response as the job's result. The URL is checked again
-// when the connection is made (netguard's dialer, so DNS rebinding cannot
-// reach a private address); 5xx, 408, 429 and timeouts are retried with the
+// Package httpkind is the "http" kind of job: one outbound HTTP request
+// delivered reliably. Its front (front.go) says what the job's params and
+// result are and checks a submission: the URL https and public outside the
+// local environment (netguard's policy), the method, the headers, the
+// sizes, the timeout.
+//
+// Header values are secrets (API keys, bearer tokens). Prepare seals them
+// into the job (job.Job.Sealed, a KMS envelope bound to the owner, the job
+// and the purpose "http-headers") and keeps only the names in the job's
+// params, each value replaced by Redacted, so the stored params, every API
+// response and every event snapshot show which headers a job sends and
+// never what. The run that sends the request opens them.
+//
+// Its Work sends the job's one request through its owner's circuit of the
+// target host (breaker.Targets: never the product's own circuits) and
+// records the response as the job's result. The URL is checked again when
+// the connection is made (netguard's dialer, so DNS rebinding cannot reach
+// a private address); 5xx, 408, 429 and timeouts are retried with the
 // job's backoff (at least the response's Retry-After), any other status
 // outside expectStatus fails the job at once. The response — status,
 // selected headers, body up to 256 KiB, duration — is the job's result.
@@ -22,7 +33,7 @@
 // count on the circuit. The job's header values are opened from
 // job.Job.Sealed only here, for the request; error texts carry the URL
 // without its query string (RedactURL).
-package httpcall
+package httpkind
 
 import (
 	"context"
@@ -39,7 +50,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/conveyor/conveyor/internal/httpjob"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
@@ -81,27 +91,25 @@ type Config struct {
 	// Opener opens the jobs' sealed headers (nil: a job with sealed
 	// headers cannot run).
 	Opener Opener
-	// Sealer seals the headers of the jobs the kind's front prepares (the
-	// local stack's in-process submission; nil: jobs with headers are
-	// refused there).
-	Sealer httpjob.Sealer
+	// Sealer seals the headers of the jobs the kind's front prepares (nil:
+	// jobs with headers are refused, jobs without are fine).
+	Sealer Sealer
 	// MaxSnoozes bounds a job's waits without an attempt (default
-	// httpjob.MaxSnoozesDefault).
+	// MaxSnoozesDefault).
 	MaxSnoozes int
 	// MaxAge bounds how long after it became due a job is tried (default
-	// httpjob.MaxAgeDefault).
+	// MaxAgeDefault).
 	MaxAge time.Duration
 	// TimeoutFloor: a timeout shorter than it does not count on the
-	// circuit (default httpjob.TimeoutFloorDefault).
+	// circuit (default TimeoutFloorDefault).
 	TimeoutFloor time.Duration
 	// Transport overrides the HTTP transport (tests); production uses one
 	// whose dialer applies the URL policy.
 	Transport http.RoundTripper
 }
 
-// Kind is the http kind: its front (httpjob.Front) and its Work.
+// Kind is the http kind: its front (front.go) and its Work.
 type Kind struct {
-	httpjob.Front
 	cfg    Config
 	guard  netguard.Policy
 	client *http.Client
@@ -110,21 +118,21 @@ type Kind struct {
 // New returns the http kind.
 func New(cfg Config) *Kind {
 	if cfg.MaxSnoozes <= 0 {
-		cfg.MaxSnoozes = httpjob.MaxSnoozesDefault
+		cfg.MaxSnoozes = MaxSnoozesDefault
 	}
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = httpjob.MaxAgeDefault
+		cfg.MaxAge = MaxAgeDefault
 	}
 	if cfg.TimeoutFloor <= 0 {
-		cfg.TimeoutFloor = httpjob.TimeoutFloorDefault
+		cfg.TimeoutFloor = TimeoutFloorDefault
 	}
 	guard := netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}
 	tr := cfg.Transport
 	if tr == nil {
 		tr = &http.Transport{DialContext: guard.DialContext, TLSHandshakeTimeout: 10 * time.Second, MaxIdleConnsPerHost: 8,
-			ResponseHeaderTimeout: httpjob.MaxTimeout}
+			ResponseHeaderTimeout: MaxTimeout}
 	}
-	return &Kind{Front: httpjob.Front{Sealer: cfg.Sealer}, cfg: cfg, guard: guard, client: &http.Client{
+	return &Kind{cfg: cfg, guard: guard, client: &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
@@ -133,22 +141,22 @@ func New(cfg Config) *Kind {
 // Work sends the request once and records the response as the result.
 func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 	j := a.Job()
-	var p httpjob.Params
+	var p Params
 	if err := j.Params.Decode(&p); err != nil {
-		return kind.Step(httpjob.PhaseRequest, -1, retry.Permanent(fmt.Errorf("reading the job's params: %w", err)))
+		return kind.Step(PhaseRequest, -1, retry.Permanent(fmt.Errorf("reading the job's params: %w", err)))
 	}
 	u, err := url.Parse(p.URL)
 	if err != nil {
-		return kind.Step(httpjob.PhaseRequest, -1, retry.Permanent(Redact(fmt.Errorf("params.url: %w", err), p.URL)))
+		return kind.Step(PhaseRequest, -1, retry.Permanent(Redact(fmt.Errorf("params.url: %w", err), p.URL)))
 	}
 	if err := k.tooOld(j, a.Now(), a.Now()); err != nil {
-		return kind.Step(httpjob.PhaseRequest, -1, err)
+		return kind.Step(PhaseRequest, -1, err)
 	}
 	if p.Headers, err = k.headers(ctx, j, p.Headers); err != nil {
-		return kind.Step(httpjob.PhaseRequest, -1, err)
+		return kind.Step(PhaseRequest, -1, err)
 	}
 	if err := a.Save(ctx, func(j *job.Job) {
-		j.StartPhase(httpjob.PhaseRequest, p.Method+" "+u.Host, a.Now())
+		j.StartPhase(PhaseRequest, p.Method+" "+u.Host, a.Now())
 	}); err != nil {
 		return err
 	}
@@ -174,12 +182,12 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 		if gaveUp := k.giveUp(j, err, a.Now()); gaveUp != nil {
 			err = gaveUp
 		}
-		return kind.Step(httpjob.PhaseRequest, -1, err)
+		return kind.Step(PhaseRequest, -1, err)
 	}
 	a.Logger().InfoContext(ctx, "http job delivered", "status", res.Status, "duration_ms", res.DurationMs)
 	return a.Save(ctx, func(j *job.Job) {
 		now := a.Now()
-		j.CompletePhase(httpjob.PhaseRequest, strconv.Itoa(res.Status), now)
+		j.CompletePhase(PhaseRequest, strconv.Itoa(res.Status), now)
 		j.Result, j.Error = doc, nil
 		_ = j.Apply(job.Succeed, now)
 	})
@@ -191,7 +199,7 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 func (k *Kind) headers(ctx context.Context, j job.Job, named map[string]string) (map[string]string, error) {
 	if j.Sealed == nil {
 		for h, v := range named {
-			if v == httpjob.Redacted {
+			if v == Redacted {
 				return nil, retry.Permanent(fmt.Errorf("header %s is redacted and the job holds no sealed value for it", h))
 			}
 		}
@@ -200,7 +208,7 @@ func (k *Kind) headers(ctx context.Context, j job.Job, named map[string]string) 
 	if k.cfg.Opener == nil {
 		return nil, errors.New("the job's headers are sealed and this worker cannot open them")
 	}
-	plain, err := k.cfg.Opener.Open(ctx, *j.Sealed, httpjob.SealContext(j.Owner, j.ID))
+	plain, err := k.cfg.Opener.Open(ctx, *j.Sealed, SealContext(j.Owner, j.ID))
 	if errors.Is(err, secrets.ErrOpen) {
 		return nil, retry.Permanent(errors.New("the job's sealed headers do not open"))
 	}
@@ -321,17 +329,17 @@ func (e *callerCaused) CallerCaused() bool { return true }
 // status is returned with a *StatusError. A timeout is a temporary error;
 // a target the URL policy refuses is a permanent one. No error's text
 // carries the URL's query string.
-func (k *Kind) Send(ctx context.Context, owner, jobID string, p httpjob.Params) (*httpjob.Result, error) {
+func (k *Kind) Send(ctx context.Context, owner, jobID string, p Params) (*Result, error) {
 	res, err := k.sendGuarded(ctx, owner, jobID, p)
 	return res, Redact(err, p.URL)
 }
 
-func (k *Kind) sendGuarded(ctx context.Context, owner, jobID string, p httpjob.Params) (*httpjob.Result, error) {
+func (k *Kind) sendGuarded(ctx context.Context, owner, jobID string, p Params) (*Result, error) {
 	u, err := k.guard.CheckURL(ctx, p.URL)
 	if err != nil {
 		return nil, retry.Permanent(fmt.Errorf("%w: %v", netguard.ErrForbidden, err))
 	}
-	var res *httpjob.Result
+	var res *Result
 	call := func(ctx context.Context) error {
 		var err error
 		res, err = k.send(ctx, jobID, p)
@@ -412,10 +420,10 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpjob.Result, error) {
+func (k *Kind) send(ctx context.Context, jobID string, p Params) (*Result, error) {
 	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
 	if timeout <= 0 {
-		timeout = httpjob.TimeoutDefault
+		timeout = TimeoutDefault
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -448,16 +456,16 @@ func (k *Kind) send(ctx context.Context, jobID string, p httpjob.Params) (*httpj
 		return nil, fmt.Errorf("sending the request: %w", err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, httpjob.MaxResultBody+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBody+1))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, k.timedOut(timeout, retry.Temporary(fmt.Errorf("the body did not arrive within %s: %w", timeout, context.DeadlineExceeded), 0))
 		}
 		return nil, fmt.Errorf("reading the response: %w", err)
 	}
-	res := &httpjob.Result{Status: resp.StatusCode, Headers: map[string]string{}, DurationMs: time.Since(start).Milliseconds()}
-	if len(b) > httpjob.MaxResultBody {
-		b, res.Truncated = b[:httpjob.MaxResultBody], true
+	res := &Result{Status: resp.StatusCode, Headers: map[string]string{}, DurationMs: time.Since(start).Milliseconds()}
+	if len(b) > MaxResultBody {
+		b, res.Truncated = b[:MaxResultBody], true
 	}
 	if utf8.Valid(b) {
 		res.Body = string(b)

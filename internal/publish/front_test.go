@@ -1,4 +1,4 @@
-package publishjob_test
+package publish_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/publishjob"
+	"github.com/conveyor/conveyor/internal/publish"
 )
 
 const upl = "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -19,7 +19,7 @@ const upl = "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 // fault, after normalisation.
 func TestValidateNamesTheField(t *testing.T) {
 	t.Parallel()
-	f := publishjob.New(publishjob.Config{})
+	f := publish.New(publish.Config{})
 	items := func(ids ...string) []kind.Item {
 		out := make([]kind.Item, len(ids))
 		for i, id := range ids {
@@ -27,7 +27,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		}
 		return out
 	}
-	many := make([]string, publishjob.MaxItems+1)
+	many := make([]string, publish.MaxItems+1)
 	for i := range many {
 		many[i] = "upl_" + strings.Repeat(string(rune('a'+i%26)), 25) + string(rune('a'+i/26))
 	}
@@ -41,10 +41,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"no items", nil, `{"title":"t"}`, "items"},
 		{"too many items", items(many...), `{"title":"t"}`, "items"},
 		{"no title", items(upl), `{"title":"   "}`, "params.title"},
-		{"long title", items(upl), `{"title":"` + strings.Repeat("é", publishjob.MaxTitle+1) + `"}`, "params.title"},
+		{"long title", items(upl), `{"title":"` + strings.Repeat("é", publish.MaxTitle+1) + `"}`, "params.title"},
 		{"not an upload id", items("job_x"), `{"title":"t"}`, "items[0].uploadId"},
 		{"twice", items(upl, " "+upl), `{"title":"t"}`, "items[1].uploadId"},
-		{"long tag", items(upl), `{"title":"t","tags":["` + strings.Repeat("x", publishjob.MaxTagLength+1) + `"]}`, "params.tags[0]"},
+		{"long tag", items(upl), `{"title":"t","tags":["` + strings.Repeat("x", publish.MaxTagLength+1) + `"]}`, "params.tags[0]"},
 		{"letters of any script", items(upl), `{"title":"кот 🐱 ñ","description":"line one\nline two\r\n\tthree","tags":["猫"]}`, ""},
 		{"whitespace collapsed in a title", items(upl), `{"title":"a\tb\nc"}`, ""},
 		{"NUL in a title", items(upl), `{"title":"a\u0000b"}`, "params.title"},
@@ -80,7 +80,7 @@ func TestValidateNamesTheField(t *testing.T) {
 func TestPrepareMakesAnItemPerUploadAndNeedsTheAccount(t *testing.T) {
 	t.Parallel()
 	var j job.Job
-	f := publishjob.New(publishjob.Config{Provider: "elsewhere"})
+	f := publish.New(publish.Config{Provider: "elsewhere"})
 	if err := f.Prepare(context.Background(), "u1", kind.Spec{Items: []kind.Item{{UploadID: upl}}}, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPrepareMakesAnItemPerUploadAndNeedsTheAccount(t *testing.T) {
 		t.Errorf("job = %+v", j)
 	}
 	var byDefault job.Job
-	if err := publishjob.New(publishjob.Config{}).Prepare(context.Background(), "u1", kind.Spec{}, &byDefault); err != nil || byDefault.NeedsAccount != publishjob.ProviderDefault {
-		t.Errorf("default provider = %q (%v), want %q", byDefault.NeedsAccount, err, publishjob.ProviderDefault)
+	if err := publish.New(publish.Config{}).Prepare(context.Background(), "u1", kind.Spec{}, &byDefault); err != nil || byDefault.NeedsAccount != publish.ProviderDefault {
+		t.Errorf("default provider = %q (%v), want %q", byDefault.NeedsAccount, err, publish.ProviderDefault)
 	}
 }

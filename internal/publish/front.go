@@ -1,10 +1,4 @@
-// Package publishjob is the front half of the publish kind of job
-// (kind.Front): what a publish job's params are, how a submission is
-// normalised (and so hashed), validated and turned into a job, and why the
-// table refused one. It needs the table only; the phases that run a
-// publish job (the token, S3, the external API) are internal/publish's, so
-// a function that submits publish jobs links none of them.
-package publishjob
+package publish
 
 import (
 	"context"
@@ -59,41 +53,15 @@ type Params struct {
 	Tags        []string `json:"tags,omitempty"`
 }
 
-// Reader reads what a refused submission named (store.Store).
-type Reader interface {
-	GetUploadsAndAccount(ctx context.Context, uploadIDs []string, owner, provider string) (map[string]store.Upload, bool, error)
-}
-
-// Config configures the front.
-type Config struct {
-	// Store reads the uploads and the account when the creating transaction
-	// refused a job (Explain); nothing else reads it.
-	Store Reader
-	// Provider is the external provider whose connected account a publish
-	// job needs (default ProviderDefault).
-	Provider string
-}
-
-// Front is the publish kind's front half (kind.Front and kind.Explainer).
-type Front struct{ cfg Config }
-
-// New returns the publish kind's front.
-func New(cfg Config) *Front {
-	if cfg.Provider == "" {
-		cfg.Provider = ProviderDefault
-	}
-	return &Front{cfg: cfg}
-}
-
 // Name is "publish".
-func (*Front) Name() string { return Type }
+func (*Kind) Name() string { return Type }
 
 // Phases are token, download, upload, publish.
-func (*Front) Phases() []string { return slices.Clone(Phases) }
+func (*Kind) Phases() []string { return slices.Clone(Phases) }
 
 // Normalize trims the text, collapses the title's whitespace, lower-cases,
 // de-duplicates and sorts the tags.
-func (*Front) Normalize(s kind.Spec) (kind.Spec, error) {
+func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 	var in Params
 	if len(s.Params) > 0 && string(s.Params) != "null" {
 		if err := strictDecode(s.Params, &in); err != nil {
@@ -125,7 +93,7 @@ func (*Front) Normalize(s kind.Spec) (kind.Spec, error) {
 // Validate checks items and params (400s): the limits, and that the text
 // to be published holds no control or bidirectional characters
 // (invalid.Text).
-func (*Front) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
+func (*Kind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
 		return invalid.Field("params", "must be an object")
@@ -181,7 +149,7 @@ func (*Front) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 // (it takes a reference on each) and that the owner has a connected account
 // (j.NeedsAccount); the worker that first claims the job describes the
 // items from the upload records (store.DescribeItems).
-func (f *Front) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
+func (f *Kind) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
 	for _, it := range s.Items {
 		j.Items = append(j.Items, job.Item{ID: ids.New(ids.Item), UploadID: it.UploadID, Status: job.ItemPending})
 	}
@@ -194,9 +162,9 @@ func (f *Front) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) er
 // does not exist or is someone else's, expired, or not confirmed, in the
 // order the items name them, then a missing account. nil means nothing is
 // wrong any more (the refusal raced a confirmation or a connection).
-func (f *Front) Explain(ctx context.Context, owner string, s kind.Spec) error {
+func (f *Kind) Explain(ctx context.Context, owner string, s kind.Spec) error {
 	if f.cfg.Store == nil {
-		return errors.New("publishjob: no store to explain a refusal with")
+		return errors.New("publish: no store to explain a refusal with")
 	}
 	uploadIDs := make([]string, len(s.Items))
 	for i, it := range s.Items {

@@ -1,18 +1,4 @@
-// Package httpjob is the front half of the "http" kind of job
-// (kind.Front): one outbound HTTP request delivered reliably. It says what
-// the job's params and result are and checks a submission: the URL https
-// and public outside the local environment (netguard's policy), the method,
-// the headers, the sizes, the timeout. Sending the request is
-// internal/httpcall's (the kind's Work), so a function that only submits
-// http jobs links neither the breaker nor the sending transport.
-//
-// Header values are secrets (API keys, bearer tokens). Prepare seals them
-// into the job (job.Job.Sealed, a KMS envelope bound to the owner, the job
-// and the purpose "http-headers") and keeps only the names in the job's
-// params, each value replaced by Redacted, so the stored params, every API
-// response and every event snapshot show which headers a job sends and
-// never what. The run that sends the request opens them (httpcall).
-package httpjob
+package httpkind
 
 import (
 	"bytes"
@@ -93,7 +79,7 @@ type Sealer interface {
 
 // ErrNoSealer is Prepare's answer to headers it has no way to seal: the
 // job is not created rather than stored with its secrets in the clear.
-var ErrNoSealer = errors.New("httpjob: headers given but no sealer configured")
+var ErrNoSealer = errors.New("httpkind: headers given but no sealer configured")
 
 // Params are an http job's params.
 type Params struct {
@@ -119,23 +105,16 @@ type Result struct {
 	DurationMs int64 `json:"durationMs"`
 }
 
-// Front is the http kind's front half. What it checks depends only on
-// the kind.Env it is given; Sealer seals the header values of the jobs it
-// prepares (nil: a job with headers is refused, one without is fine).
-type Front struct {
-	Sealer Sealer
-}
-
 // Name is "http".
-func (Front) Name() string { return Type }
+func (*Kind) Name() string { return Type }
 
 // Phases is the one phase, "request".
-func (Front) Phases() []string { return []string{PhaseRequest} }
+func (*Kind) Phases() []string { return []string{PhaseRequest} }
 
 // Normalize upper-cases the method (POST when absent), canonicalises header
 // names, fills the default timeout, and sorts and de-duplicates the
 // expected statuses.
-func (Front) Normalize(s kind.Spec) (kind.Spec, error) {
+func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 	var p Params
 	if len(s.Params) == 0 || string(s.Params) == "null" {
 		return s, invalid.Field("params", "is required")
@@ -171,7 +150,7 @@ func (Front) Normalize(s kind.Spec) (kind.Spec, error) {
 
 // Validate checks the request (400s): the URL under the environment's
 // policy, the method, the headers, the sizes, the timeout, the statuses.
-func (Front) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
+func (*Kind) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 	if len(s.Items) > 0 {
 		return invalid.Field("items", "must be empty for an http job")
 	}
@@ -219,22 +198,22 @@ func (Front) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 // Prepare seals the header values into j.Sealed (under SealContext) and
 // leaves their names in j.Params, each value Redacted. A job without
 // headers has nothing to seal.
-func (f Front) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+func (f *Kind) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return fmt.Errorf("httpjob: reading validated params: %w", err)
+		return fmt.Errorf("httpkind: reading validated params: %w", err)
 	}
 	if len(p.Headers) == 0 {
 		return nil
 	}
-	if f.Sealer == nil {
+	if f.cfg.Sealer == nil {
 		return ErrNoSealer
 	}
 	plain, err := json.Marshal(p.Headers)
 	if err != nil {
 		return err
 	}
-	env, err := f.Sealer.Seal(ctx, plain, SealContext(owner, j.ID))
+	env, err := f.cfg.Sealer.Seal(ctx, plain, SealContext(owner, j.ID))
 	clear(plain)
 	if err != nil {
 		return fmt.Errorf("sealing the headers of job %s: %w", j.ID, err)

@@ -1,4 +1,4 @@
-package httpcall_test
+package httpkind_test
 
 import (
 	"context"
@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/httpcall"
-	"github.com/conveyor/conveyor/internal/httpjob"
+	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -159,8 +158,8 @@ func TestARebindingTargetIsRefusedAtDialTime(t *testing.T) {
 	tg := newTarget(t, status(200))
 	tu, _ := url.Parse(tg.srv.URL)
 	port := tu.Port()
-	rebinding := httpcall.New(httpcall.Config{Resolver: &netguardtest.Rebinding{}})
-	_, err := rebinding.Send(ctx, "u-test", "job_test", httpjob.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
+	rebinding := httpkind.New(httpkind.Config{Resolver: &netguardtest.Rebinding{}})
+	_, err := rebinding.Send(ctx, "u-test", "job_test", httpkind.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
 	if !errors.Is(err, netguard.ErrForbidden) || retry.Classify(err) != retry.ClassPermanent {
 		t.Errorf("rebinding target: %v (class %v), want a permanent refusal", err, retry.Classify(err))
 	}
@@ -177,22 +176,22 @@ func TestStatusErrorsClassify(t *testing.T) {
 		want   retry.Class
 	}{{500, retry.ClassTemporary}, {502, retry.ClassTemporary}, {429, retry.ClassTemporary}, {408, retry.ClassTemporary},
 		{404, retry.ClassPermanent}, {400, retry.ClassPermanent}, {302, retry.ClassPermanent}, {200, retry.ClassPermanent}} {
-		if got := retry.Classify(&httpcall.StatusError{Status: tc.status}); got != tc.want {
+		if got := retry.Classify(&httpkind.StatusError{Status: tc.status}); got != tc.want {
 			t.Errorf("status %d: class %v, want %v", tc.status, got, tc.want)
 		}
 	}
 	p := retry.Policy{Base: time.Second, Max: time.Minute, MaxAttempts: 5, Rand: func() float64 { return 0 }}
-	d := p.Decide(&httpcall.StatusError{Status: 503, After: 30 * time.Second}, 1, now)
+	d := p.Decide(&httpkind.StatusError{Status: 503, After: 30 * time.Second}, 1, now)
 	if !d.Retry || d.Delay != 30*time.Second {
 		t.Errorf("503 with Retry-After 30: %+v, want a retry in 30s", d)
 	}
-	if got := httpcall.RetryAfter("120", now); got != 2*time.Minute {
+	if got := httpkind.RetryAfter("120", now); got != 2*time.Minute {
 		t.Errorf("RetryAfter(120) = %v", got)
 	}
-	if got := httpcall.RetryAfter(now.Add(time.Minute).Format(http.TimeFormat), now); got != time.Minute {
+	if got := httpkind.RetryAfter(now.Add(time.Minute).Format(http.TimeFormat), now); got != time.Minute {
 		t.Errorf("RetryAfter(date) = %v", got)
 	}
-	if got := httpcall.RetryAfter("soon", now); got != 0 {
+	if got := httpkind.RetryAfter("soon", now); got != 0 {
 		t.Errorf("RetryAfter(soon) = %v", got)
 	}
 }
@@ -205,7 +204,7 @@ func TestRedactURL(t *testing.T) {
 		{"https://hooks.example.com/x", "https://hooks.example.com/x"},
 		{"http://127.0.0.1:9/cb?", "http://127.0.0.1:9/cb?[redacted]"},
 	} {
-		if got := httpcall.RedactURL(tc.in); got != tc.want {
+		if got := httpkind.RedactURL(tc.in); got != tc.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -219,8 +218,8 @@ func TestTransportErrorCarriesNoQuery(t *testing.T) {
 	tg := newTarget(t, status(200))
 	addr := tg.srv.Listener.Addr().String()
 	tg.srv.Close()
-	k := httpcall.New(httpcall.Config{Local: true})
-	_, err := k.Send(context.Background(), "u1", "job_x", httpjob.Params{Method: "GET", URL: "http://" + addr + "/cb?sig=0123456789abcdef&x=1", TimeoutMs: 2000})
+	k := httpkind.New(httpkind.Config{Local: true})
+	_, err := k.Send(context.Background(), "u1", "job_x", httpkind.Params{Method: "GET", URL: "http://" + addr + "/cb?sig=0123456789abcdef&x=1", TimeoutMs: 2000})
 	if err == nil {
 		t.Fatal("a closed port answered")
 	}
@@ -232,7 +231,7 @@ func TestTransportErrorCarriesNoQuery(t *testing.T) {
 		t.Errorf("class %v, want temporary", retry.Classify(err))
 	}
 	_, err = url.Parse("http://x/%zz?sig=0123456789abcdef")
-	if red := httpcall.Redact(err, "http://x/%zz?sig=0123456789abcdef"); strings.Contains(red.Error(), "0123456789abcdef") {
+	if red := httpkind.Redact(err, "http://x/%zz?sig=0123456789abcdef"); strings.Contains(red.Error(), "0123456789abcdef") {
 		t.Errorf("a parse error keeps the query: %v", red)
 	}
 }
