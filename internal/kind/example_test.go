@@ -92,10 +92,10 @@ func (shout) Work(ctx context.Context, a kind.Attempt) error {
 // A new kind implements kind.Kind (the front: Name, Normalize, Validate,
 // Prepare, Phases; and Work) and is registered where the graph is built:
 //
-//   - the deployed functions: its front in pipeline.Fronts
-//     (internal/handler/pipeline: api, schedules, recovery) and the whole kind in
-//     runner.New (internal/handler/runner: the publisher);
-//     TestSubmittersAcceptTheKindsThePublisherRuns fails when the two differ;
+//   - the deployed functions: one line in pipeline.Kinds
+//     (internal/handler/pipeline), the list the submitting functions (api,
+//     schedules, recovery) take their fronts from and the publisher's runner
+//     runs (TestSubmittersAcceptTheKindsThePublisherRuns);
 //   - the local stack and tests: app.Options{Kinds: …} or
 //     stack.Options{Kinds: …}, which register the kind with the run loop and
 //     its front with submission, as this example does by hand.

@@ -1,11 +1,11 @@
 // Package pipeline wires the submission half of the pipeline: the tier
-// queues' sender, the kinds' fronts and the jobs service (Submission). It
-// runs no job, so the functions that submit, validate or re-queue jobs (the
-// api, recovery's schedule ticks) link neither the external API's client,
-// nor the breaker, nor the publisher's run loop, nor S3 through it; those
-// that create jobs give it a sealer for the http jobs' headers (KMS).
-// The half that runs jobs is internal/handler/runner's (the publisher
-// function; internal/app builds both for the local stack).
+// queues' sender, the kinds' fronts and the jobs service (Submission), and
+// the one list of the built-in kinds (Kinds), which the half that runs
+// jobs (internal/handler/runner, the publisher function) builds too. It
+// runs no job: the functions that submit, validate or re-queue jobs (the
+// api, recovery's schedule ticks) build no external API client, breaker or
+// run loop; those that create jobs give it a sealer for the http jobs'
+// headers (KMS). internal/app builds both halves for the local stack.
 package pipeline
 
 import (
@@ -29,14 +29,32 @@ type Submission struct {
 	Jobs   *jobs.Service
 }
 
-// Fronts are the built-in kinds' fronts, publish and http, the publish one
-// explaining refusals from st, the http one sealing its jobs' headers with
-// s (nil: a function that only checks submissions, which seals nothing; a
-// job with headers is then refused). A function that submits registers
-// these; the kinds the publisher runs (runner.Runner.Kinds) carry the same
-// fronts.
+// KindConfigs configure the built-in kinds: a function that only submits
+// sets what their fronts use (the table, the sealer); the publisher's
+// runner sets everything their Work needs too.
+type KindConfigs struct {
+	// Publish configures the publish kind.
+	Publish publish.Config
+	// HTTP configures the http kind.
+	HTTP httpkind.Config
+}
+
+// Kinds are the built-in kinds of job, each whole (front and Work): the one
+// place a new kind is registered. The functions that submit hold their
+// fronts (Fronts) and the publisher runs them (runner.New).
+func Kinds(c KindConfigs) []kind.Kind {
+	return []kind.Kind{
+		publish.New(c.Publish),
+		httpkind.New(c.HTTP),
+	}
+}
+
+// Fronts are the built-in kinds (Kinds) as submission sees them, the
+// publish one explaining refusals from st, the http one sealing its jobs'
+// headers with s (nil: a function that only checks submissions, which
+// seals nothing; a job with headers is then refused).
 func Fronts(st *store.Store, s httpkind.Sealer) *kind.Fronts {
-	return kind.NewFronts(publish.New(publish.Config{Store: st}), httpkind.New(httpkind.Config{Sealer: s}))
+	return kind.NewRegistry(Kinds(KindConfigs{Publish: publish.Config{Store: st}, HTTP: httpkind.Config{Sealer: s}})...).Fronts()
 }
 
 // NewSubmission wires the submission half on the table st and the queues

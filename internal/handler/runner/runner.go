@@ -1,9 +1,9 @@
 // Package runner wires the half of the pipeline that runs jobs: the
 // external API's client behind its breaker, the connected accounts and
-// their token refresh, the publisher's run loop and every kind of job whole
-// (front and Work). The publisher function builds it, and internal/app for
-// the local stack; the functions that only submit jobs build
-// internal/handler/pipeline's Submission instead and link none of this.
+// their token refresh, the run loop (internal/worker) and every kind of job
+// (pipeline.Kinds) with what its Work needs. The publisher function builds
+// it, and internal/app for the local stack; the functions that only submit
+// jobs build internal/handler/pipeline's Submission instead.
 package runner
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
@@ -109,22 +110,24 @@ func New(c Config) (*Runner, error) {
 		Store: c.Store, Policy: policy, Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log,
 		Kinds: r.Kinds, Crash: c.Crash, DeadlineMargin: cfg.DeadlineMargin,
 	})
-	r.Kinds.MustRegister(publish.New(publish.Config{
-		Store: c.Store, Objects: c.Bucket, Tokens: r.Accounts, Provider: accounts.Provider,
-		API:         breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
-		CallTimeout: r.API.Timeout, Logger: log,
-	}))
-	// The http kind's circuits are its users' own (breaker.Targets), apart
-	// from the publishing API's; its jobs' headers are opened here only.
-	hc := httpkind.Config{
-		Local: cfg.Env == job.Local, Breaker: r.Breaker.Targets(cfg.HTTPBreakersPerUser),
-		MaxSnoozes: cfg.HTTPMaxSnoozes, MaxAge: cfg.HTTPMaxAge, TimeoutFloor: cfg.HTTPTimeoutFloor,
+	kc := pipeline.KindConfigs{
+		Publish: publish.Config{
+			Store: c.Store, Objects: c.Bucket, Tokens: r.Accounts, Provider: accounts.Provider,
+			API:         breaker.GuardedAPI{API: r.API, Breaker: r.Breaker, HostKey: hostKey},
+			CallTimeout: r.API.Timeout, Logger: log,
+		},
+		// The http kind's circuits are its users' own (breaker.Targets),
+		// apart from the publishing API's; its jobs' headers are opened
+		// here only.
+		HTTP: httpkind.Config{
+			Local: cfg.Env == job.Local, Breaker: r.Breaker.Targets(cfg.HTTPBreakersPerUser),
+			MaxSnoozes: cfg.HTTPMaxSnoozes, MaxAge: cfg.HTTPMaxAge, TimeoutFloor: cfg.HTTPTimeoutFloor,
+		},
 	}
 	if c.Sealer != nil {
-		hc.Opener, hc.Sealer = c.Sealer, c.Sealer
+		kc.HTTP.Opener, kc.HTTP.Sealer = c.Sealer, c.Sealer
 	}
-	r.Kinds.MustRegister(httpkind.New(hc))
-	for _, k := range c.Kinds {
+	for _, k := range append(pipeline.Kinds(kc), c.Kinds...) {
 		r.Kinds.MustRegister(k)
 	}
 	return r, nil
