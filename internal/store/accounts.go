@@ -224,7 +224,7 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 		var err error
 		switch pk := k.PK; {
 		case pk == jobKey:
-			if err = attributevalue.UnmarshalMap(item, &j); err != nil {
+			if err = unmarshalJob(item, &j); err != nil {
 				return fmt.Errorf("decoding job %s: %w", id, err)
 			}
 			found = true

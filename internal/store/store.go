@@ -77,6 +77,14 @@ func (s *Store) expired(item map[string]types.AttributeValue) bool {
 
 // get reads one item with a strongly consistent read.
 func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
+	return s.getWith(ctx, pk, sk, func(item map[string]types.AttributeValue) error {
+		return attributevalue.UnmarshalMap(item, out)
+	})
+}
+
+// getWith reads one item with a strongly consistent read and decodes it
+// with decode.
+func (s *Store) getWith(ctx context.Context, pk, sk string, decode func(map[string]types.AttributeValue) error) error {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: keyOf(pk, sk), ConsistentRead: aws.Bool(true),
 	})
@@ -86,7 +94,7 @@ func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
 	if res.Item == nil || s.expired(res.Item) {
 		return ErrNotFound
 	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+	if err := decode(res.Item); err != nil {
 		return fmt.Errorf("decoding %s: %w", pk, err)
 	}
 	return nil
