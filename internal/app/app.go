@@ -143,7 +143,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Webhooks = systemfn.NewDeliverer(env, clients.DynamoDB, a.WebhookKeys, a.WebhookEndpoints)
-	if a.Streams, err = streamfn.Server(env, clients.DynamoDB); err != nil {
+	if a.Streams, err = streamfn.Server(env, a.Store); err != nil {
 		return nil, err
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -46,6 +47,19 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{db: db, table: table, now: now}
+}
+
+// NewFromConfig returns a Store on table with a DynamoDB client made from
+// cfg, as a function makes its clients at cold start: it honours the
+// DynamoDB endpoint cfg's sources name (DynamoDB Local) even when
+// AWS_ENDPOINT_URL is set. now defaults to time.Now.
+func NewFromConfig(cfg aws.Config, table string, now func() time.Time) *Store {
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	return New(db, table, now)
 }
 
 // sortTime renders t so that lexicographic order is time order.
