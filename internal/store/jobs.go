@@ -494,15 +494,11 @@ func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*job.Job) erro
 	return s.updateJob(ctx, id, nil, fn, nil)
 }
 
-// UpdateJobFrom is UpdateJob starting from read when the caller has just
-// read the job (one request fewer when nobody changed it since; nil: read
-// it first), and writing puts — other items of the table, unconditionally —
-// in the same transaction as the job's change: once, whichever attempt
+// updateJob is UpdateJob starting from read when the caller has just read
+// the job (one request fewer when nobody changed it since; nil: read it
+// first), and writing puts — other items of the table, unconditionally — in
+// the same transaction as the job's change: once, whichever attempt
 // succeeds.
-func (s *Store) UpdateJobFrom(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts ...map[string]types.AttributeValue) (job.Job, error) {
-	return s.updateJob(ctx, id, read, fn, puts)
-}
-
 func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts []map[string]types.AttributeValue) (job.Job, error) {
 	for range 8 {
 		var j job.Job
