@@ -136,14 +136,14 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Recoverer = recoveryfn.Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
-	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, clients.DynamoDB); err != nil {
+	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}
 	if a.Relay, err = relayfn.Relay(env, clients.EventBridge, a.Sender, a.WebhookEndpoints); err != nil {
 		return nil, err
 	}
-	a.Webhooks = systemfn.NewDeliverer(env, clients.DynamoDB, a.WebhookKeys, a.WebhookEndpoints)
-	if a.Streams, err = streamfn.Server(env, clients.DynamoDB); err != nil {
+	a.Webhooks = systemfn.NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
+	if a.Streams, err = streamfn.Server(env, a.Store); err != nil {
 		return nil, err
 	}
 	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)

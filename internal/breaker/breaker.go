@@ -9,26 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 )
-
-// partition holds every breaker record, so that one Query reads them all.
-// Only keys with recent failures have a record (closing deletes it, and
-// records expire by TTL), so the partition stays small.
-const partition = "BREAKER"
 
 // Options configures a Breaker.
 type Options struct {
 	Config Config
-	DB     *dynamodb.Client
-	Table  string
+	// Store keeps the records (required). Only keys with recent failures
+	// have one (closing deletes it, and records expire), so reading them
+	// all stays cheap.
+	Store Store
 	// Owner names this instance (probe leases).
 	Owner string
 	// Now defaults to time.Now.
@@ -55,6 +45,9 @@ func New(o Options) (*Breaker, error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Store == nil {
+		return nil, errors.New("breaker: a Store is required")
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -64,56 +57,15 @@ func New(o Options) (*Breaker, error) {
 	return &Breaker{o: o}, nil
 }
 
-type item struct {
-	Record
-	ExpiresAt int64 `dynamodbav:"expiresAt"`
-}
-
-func keyAttrs(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		resources.AttrPK: &types.AttributeValueMemberS{Value: partition},
-		resources.AttrSK: &types.AttributeValueMemberS{Value: key},
-	}
-}
-
 // List returns every breaker that has a record (expired ones excluded).
 func (b *Breaker) List(ctx context.Context) ([]Record, error) {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(resources.AttrPK).Equal(expression.Value(partition))).Build()
-	if err != nil {
-		return nil, err
-	}
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(b.o.Table), KeyConditionExpression: e.KeyCondition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true),
-	}
-	now := b.o.Now()
-	var out []Record
-	for {
-		res, err := b.o.DB.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("reading breakers: %w", err)
-		}
-		for _, raw := range res.Items {
-			var it item
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				return nil, err
-			}
-			if it.ExpiresAt > 0 && it.ExpiresAt <= now.Unix() {
-				continue
-			}
-			out = append(out, it.Record)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	return b.o.Store.BreakerRecords(ctx, b.o.Now())
 }
 
 // Reset deletes a key's record: the breaker is closed and forgets its failures.
 func (b *Breaker) Reset(ctx context.Context, key string) error {
-	if _, err := b.o.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.o.Table), Key: keyAttrs(key)}); err != nil {
-		return fmt.Errorf("resetting breaker %s: %w", key, err)
+	if err := b.o.Store.ResetBreaker(ctx, key); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	delete(b.snap, key)
@@ -165,85 +117,52 @@ func (b *Breaker) remember(r Record) {
 
 // read fetches one key's record with a strongly consistent read.
 func (b *Breaker) read(ctx context.Context, key string) (Record, error) {
-	res, err := b.o.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.o.Table), Key: keyAttrs(key), ConsistentRead: aws.Bool(true)})
+	r, found, err := b.o.Store.BreakerRecord(ctx, key, b.o.Now())
 	if err != nil {
-		return Record{}, fmt.Errorf("reading breaker %s: %w", key, err)
+		return Record{}, err
 	}
-	var it item
-	if res.Item != nil {
-		if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
-			return Record{}, err
-		}
-	}
-	if res.Item == nil || (it.ExpiresAt > 0 && it.ExpiresAt <= b.o.Now().Unix()) {
+	if !found {
 		return Record{Key: key, State: Closed}, nil
 	}
-	return it.Record, nil
+	return r, nil
 }
-
-var errConflict = errors.New("breaker changed meanwhile")
 
 // write stores next if the stored version is still prev's (a closed
 // record is deleted instead).
 func (b *Breaker) write(ctx context.Context, prev, next Record) error {
-	if err := b.writeAt(ctx, keyAttrs(next.Key), nil, prev, next); err != nil {
+	var err error
+	switch {
+	case !stored(next):
+		if prev.Version == 0 {
+			break
+		}
+		err = b.o.Store.DeleteBreaker(ctx, next.Key, prev.Version)
+	default:
+		err = b.o.Store.PutBreaker(ctx, next, prev.Version, b.expiry(next), b.o.Now())
+	}
+	if err != nil {
 		return err
 	}
 	b.remember(next)
 	return nil
 }
 
-// writeAt is write for the record stored under key, with the attributes
-// extra beside it. A record that does not exist yet (prev.Version 0) may
-// replace one whose TTL has passed but which DynamoDB has not deleted yet.
-func (b *Breaker) writeAt(ctx context.Context, key, extra map[string]types.AttributeValue, prev, next Record) error {
-	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK)).
-		Or(expression.Name("expiresAt").LessThanEqual(expression.Value(b.o.Now().Unix())))
-	if prev.Version > 0 {
-		cond = expression.Name("version").Equal(expression.Value(prev.Version))
-	}
-	e, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return err
-	}
-	if next.State == Closed && next.Failures == 0 {
-		if prev.Version == 0 {
-			return nil
+// stored reports whether r needs a record: a closed circuit without
+// failures has none (its record is deleted).
+func stored(r Record) bool { return r.State != Closed || r.Failures != 0 }
+
+// expiry is when r's record may go: an hour after the last moment it
+// matters (its open period, its failure window, its probe's lease). A
+// record that does not exist yet (prev.Version 0) may replace one whose
+// expiry has passed but which the table has not deleted yet.
+func (b *Breaker) expiry(r Record) time.Time {
+	until := r.OpenUntil
+	for _, t := range []time.Time{r.WindowStart.Add(b.o.Config.Window), r.ProbeUntil} {
+		if t.After(until) {
+			until = t
 		}
-		_, err = b.o.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(b.o.Table), Key: key,
-			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		})
-	} else {
-		until := next.OpenUntil
-		for _, t := range []time.Time{next.WindowStart.Add(b.o.Config.Window), next.ProbeUntil} {
-			if t.After(until) {
-				until = t
-			}
-		}
-		av, merr := attributevalue.MarshalMap(item{Record: next, ExpiresAt: until.Add(time.Hour).Unix()})
-		if merr != nil {
-			return merr
-		}
-		for k, v := range extra {
-			av[k] = v
-		}
-		for k, v := range key {
-			av[k] = v
-		}
-		_, err = b.o.DB.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(b.o.Table), Item: av,
-			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		})
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return errConflict
-	}
-	if err != nil {
-		return fmt.Errorf("writing breaker %s: %w", next.Key, err)
-	}
-	return nil
+	return until.Add(time.Hour)
 }
 
 // Allow decides whether a call guarded by keys may go ahead. When a key is
@@ -292,7 +211,7 @@ func (b *Breaker) allow(ctx context.Context, keys ...string) (probe bool, _ erro
 		if ok {
 			err = b.write(ctx, r, leased)
 		}
-		if !ok || errors.Is(err, errConflict) {
+		if !ok || errors.Is(err, ErrConflict) {
 			if fresh, rerr := b.read(ctx, key); rerr == nil {
 				b.remember(fresh)
 			}
@@ -331,7 +250,7 @@ func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duratio
 				break
 			}
 			err = b.write(ctx, r, next)
-			if errors.Is(err, errConflict) {
+			if errors.Is(err, ErrConflict) {
 				if r, err = b.read(ctx, key); err != nil {
 					break
 				}

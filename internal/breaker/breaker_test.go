@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -34,11 +35,11 @@ func instances(t *testing.T, n int, clk *clock.Simulated, counter *awsclient.Cou
 	if counter != nil {
 		cfg = counter.Attach(cfg)
 	}
-	db := awsclient.New(cfg).DynamoDB
+	st := store.New(awsclient.New(cfg).DynamoDB, env.Res.Definition.Table.Name, clk.Now)
 	c := breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: time.Second}
 	var out []*breaker.Breaker
 	for i := range n {
-		b, err := breaker.New(breaker.Options{Config: c, DB: db, Table: env.Res.Definition.Table.Name,
+		b, err := breaker.New(breaker.Options{Config: c, Store: st,
 			Owner: fmt.Sprintf("lambda-%d", i), Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +245,7 @@ func TestConcurrentCallsWhileTheSnapshotRefreshes(t *testing.T) {
 func TestStorageErrorSnoozes(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
-	b, err := breaker.New(breaker.Options{Config: breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: 5 * time.Second}, DB: awsclient.New(env.Config).DynamoDB, Table: awstest.Name(t, "missing"),
+	b, err := breaker.New(breaker.Options{Config: breaker.Config{Window: time.Minute, Threshold: 5, Cooldown: 5 * time.Minute, ProbeLease: 30 * time.Second, CacheTTL: 5 * time.Second}, Store: store.New(awsclient.New(env.Config).DynamoDB, awstest.Name(t, "missing"), nil),
 		Owner: "lambda", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

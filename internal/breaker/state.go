@@ -10,7 +10,8 @@
 //	half-open ── one probe, leased ──▶ success: closed · failure: open again
 //
 // A 429 flags its key at once, below the threshold, and keeps it open at
-// least until its Retry-After. breaker.go keeps the records in DynamoDB;
+// least until its Retry-After. breaker.go shares the records between
+// instances through a Store (store.go; the table, internal/store);
 // guard.go wraps the external API with it.
 package breaker
 

@@ -7,13 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
@@ -23,7 +16,7 @@ import (
 // and holding back only that owner's jobs. The product's own circuits
 // (the publishing API's host and tokens, Breaker) never see these calls.
 //
-// An owner's records live in a partition of their own (TargetPartition),
+// An owner's records live in a partition of their own (Store),
 // never in the one every instance reads in full: a call reads its owner's
 // partition (one Query over at most MaxPerOwner+1 small items), cached
 // per owner for Config.CacheTTL. An owner has at most MaxPerOwner host
@@ -52,9 +45,6 @@ const SharedKey = "http:*"
 
 const sharedSlot = "slot#shared"
 
-// TargetPartition is the partition key of owner's target circuits.
-func TargetPartition(owner string) string { return "BREAKER#TARGET#" + owner }
-
 // TargetKey is the key of the circuit of host for its owner, as it appears
 // in errors and logs ("http:" and the host).
 func TargetKey(host string) string { return Key("http", host) }
@@ -74,25 +64,10 @@ func (b *Breaker) Targets(maxPerOwner int) *Targets {
 // MaxPerOwner is the bound on an owner's host records.
 func (t *Targets) MaxPerOwner() int { return t.max }
 
-// targetRecord is one stored slot.
-type targetRecord struct {
-	Record
-	ExpiresAt int64  `dynamodbav:"expiresAt"`
-	Host      string `dynamodbav:"host"`
-	Slot      string `dynamodbav:"sk"`
-}
-
 // ownerView is an instance's copy of an owner's live slots, by slot.
 type ownerView struct {
 	at    time.Time
-	slots map[string]targetRecord
-}
-
-func (t *Targets) keyOf(owner, slot string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		resources.AttrPK: &types.AttributeValueMemberS{Value: TargetPartition(owner)},
-		resources.AttrSK: &types.AttributeValueMemberS{Value: slot},
-	}
+	slots map[string]TargetRecord
 }
 
 // List returns owner's live target records (for tests and operators).
@@ -108,38 +83,18 @@ func (t *Targets) List(ctx context.Context, owner string) ([]Record, error) {
 	return out, nil
 }
 
-// query reads owner's partition (consistently).
+// query reads owner's partition (consistently); expired slots are free.
 func (t *Targets) query(ctx context.Context, owner string) (ownerView, error) {
-	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(resources.AttrPK).Equal(expression.Value(TargetPartition(owner)))).Build()
+	now := t.b.o.Now()
+	recs, err := t.b.o.Store.BreakerTargets(ctx, owner, now)
 	if err != nil {
 		return ownerView{}, err
 	}
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(t.b.o.Table), KeyConditionExpression: e.KeyCondition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true),
+	v := ownerView{at: now, slots: make(map[string]TargetRecord, len(recs))}
+	for _, r := range recs {
+		v.slots[r.Slot] = r
 	}
-	now := t.b.o.Now()
-	v := ownerView{at: now, slots: map[string]targetRecord{}}
-	for {
-		res, err := t.b.o.DB.Query(ctx, in)
-		if err != nil {
-			return ownerView{}, fmt.Errorf("reading the target breakers of %s: %w", owner, err)
-		}
-		for _, raw := range res.Items {
-			var r targetRecord
-			if err := attributevalue.UnmarshalMap(raw, &r); err != nil {
-				return ownerView{}, err
-			}
-			if r.ExpiresAt > 0 && r.ExpiresAt <= now.Unix() {
-				continue // expired: its slot is free
-			}
-			v.slots[r.Slot] = r
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return v, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	return v, nil
 }
 
 // view returns owner's slots, from the cache when it is younger than
@@ -178,14 +133,14 @@ func (t *Targets) view(ctx context.Context, owner string, fresh bool) (ownerView
 
 // remember puts one slot's new state into the cached view of owner
 // (copy on write: views are shared read-only).
-func (t *Targets) remember(owner string, r targetRecord, deleted bool) {
+func (t *Targets) remember(owner string, r TargetRecord, deleted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cur, ok := t.views[owner]
 	if !ok {
 		return
 	}
-	slots := make(map[string]targetRecord, len(cur.slots)+1)
+	slots := make(map[string]TargetRecord, len(cur.slots)+1)
 	for k, v := range cur.slots {
 		slots[k] = v
 	}
@@ -205,7 +160,7 @@ func (t *Targets) forget(owner string) {
 
 // pick finds host's circuit in v: its own slot, or none yet (slot "")
 // while the owner has fewer than max host records, else the shared one.
-func (t *Targets) pick(v ownerView, host string) targetRecord {
+func (t *Targets) pick(v ownerView, host string) TargetRecord {
 	own := 0
 	for _, r := range v.slots {
 		if r.Slot == sharedSlot {
@@ -217,12 +172,12 @@ func (t *Targets) pick(v ownerView, host string) targetRecord {
 		own++
 	}
 	if own < t.max {
-		return targetRecord{Record: Record{Key: TargetKey(host), State: Closed}, Host: host}
+		return TargetRecord{Record: Record{Key: TargetKey(host), State: Closed}, Host: host}
 	}
 	if r, ok := v.slots[sharedSlot]; ok {
 		return r
 	}
-	return targetRecord{Record: Record{Key: SharedKey, State: Closed}, Host: "*", Slot: sharedSlot}
+	return TargetRecord{Record: Record{Key: SharedKey, State: Closed}, Host: "*", Slot: sharedSlot}
 }
 
 // freeSlot is the first of the owner's numbered slots v does not hold.
@@ -237,31 +192,34 @@ func (t *Targets) freeSlot(v ownerView) (string, bool) {
 
 // get reads one slot consistently (zero Record, closed, when absent or
 // expired).
-func (t *Targets) get(ctx context.Context, owner string, at targetRecord) (targetRecord, error) {
-	res, err := t.b.o.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.b.o.Table), Key: t.keyOf(owner, at.Slot), ConsistentRead: aws.Bool(true)})
+func (t *Targets) get(ctx context.Context, owner string, at TargetRecord) (TargetRecord, error) {
+	r, found, err := t.b.o.Store.BreakerTarget(ctx, owner, at.Slot, t.b.o.Now())
 	if err != nil {
-		return targetRecord{}, fmt.Errorf("reading breaker %s: %w", at.Key, err)
+		return TargetRecord{}, err
 	}
-	var r targetRecord
-	if res.Item != nil {
-		if err := attributevalue.UnmarshalMap(res.Item, &r); err != nil {
-			return targetRecord{}, err
-		}
-	}
-	if res.Item == nil || (r.ExpiresAt > 0 && r.ExpiresAt <= t.b.o.Now().Unix()) {
-		return targetRecord{Record: Record{Key: at.Key, State: Closed}, Host: at.Host, Slot: at.Slot}, nil
+	if !found {
+		return TargetRecord{Record: Record{Key: at.Key, State: Closed}, Host: at.Host, Slot: at.Slot}, nil
 	}
 	return r, nil
 }
 
-// put stores next in at's slot on condition of at's version.
-func (t *Targets) put(ctx context.Context, owner string, at targetRecord, next Record) error {
-	extra := map[string]types.AttributeValue{"host": &types.AttributeValueMemberS{Value: at.Host}}
-	if err := t.b.writeAt(ctx, t.keyOf(owner, at.Slot), extra, at.Record, next); err != nil {
+// put stores next in at's slot on condition of at's version (a closed
+// record is deleted instead).
+func (t *Targets) put(ctx context.Context, owner string, at TargetRecord, next Record) error {
+	var err error
+	switch prev := at.Version; {
+	case !stored(next):
+		if prev == 0 {
+			break
+		}
+		err = t.b.o.Store.DeleteBreakerTarget(ctx, owner, at.Slot, prev)
+	default:
+		err = t.b.o.Store.PutBreakerTarget(ctx, owner, at.Slot, at.Host, next, prev, t.b.expiry(next), t.b.o.Now())
+	}
+	if err != nil {
 		return err
 	}
-	deleted := next.State == Closed && next.Failures == 0
-	t.remember(owner, targetRecord{Record: next, Host: at.Host, Slot: at.Slot}, deleted)
+	t.remember(owner, TargetRecord{Record: next, Host: at.Host, Slot: at.Slot}, !stored(next))
 	return nil
 }
 
@@ -293,7 +251,7 @@ func (t *Targets) Do(ctx context.Context, owner, host string, fn func(context.Co
 		if ok {
 			err = t.put(ctx, owner, r, leased)
 		}
-		if !ok || errors.Is(err, errConflict) {
+		if !ok || errors.Is(err, ErrConflict) {
 			t.forget(owner)
 			retryAt := now.Add(t.b.o.Config.ProbeLease)
 			return retry.Snooze(&OpenError{Key: r.Key, RetryAt: retryAt}, retryAt)
@@ -343,7 +301,7 @@ func (t *Targets) Record(ctx context.Context, owner, host string, o Outcome, ret
 		}
 		next.Key = r.Key
 		err = t.put(ctx, owner, r, next)
-		if errors.Is(err, errConflict) {
+		if errors.Is(err, ErrConflict) {
 			fresh = true
 			continue
 		}
@@ -358,5 +316,5 @@ func (t *Targets) Record(ctx context.Context, owner, host string, o Outcome, ret
 		}
 		return nil
 	}
-	return fmt.Errorf("recording breaker %s of %s: %w", TargetKey(host), owner, errConflict)
+	return fmt.Errorf("recording breaker %s of %s: %w", TargetKey(host), owner, ErrConflict)
 }

@@ -143,7 +143,7 @@ func (e Env) Breaker(db *dynamodb.Client, owner string, m *metrics.Emitter) (*br
 	return breaker.New(breaker.Options{
 		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
 			ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache},
-		DB: db, Table: cfg.Table, Owner: owner, Now: e.Now, Logger: e.Log(),
+		Store: e.Store(db), Owner: owner, Now: e.Now, Logger: e.Log(),
 		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(m, t) },
 	})
 }

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Doc is a JSON object whose shape belongs to the job's kind: the params a
 // kind normalised at submission, the result it produced. The core stores and
 // returns it without reading it. In JSON it is the object itself (null when
-// empty); in DynamoDB it is a map attribute, so a stored job stays readable
-// in the console and by the table's other readers.
+// empty); the store keeps it as a map attribute (internal/store, docs.go).
 type Doc json.RawMessage
 
 // DocOf encodes v (a kind's params or result struct) as a Doc.
@@ -51,36 +47,5 @@ func (d Doc) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON keeps a copy of the raw JSON.
 func (d *Doc) UnmarshalJSON(b []byte) error {
 	*d = append((*d)[:0], b...)
-	return nil
-}
-
-// MarshalDynamoDBAttributeValue stores the document as a map (NULL when
-// empty).
-func (d Doc) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	if d.Empty() {
-		return &types.AttributeValueMemberNULL{Value: true}, nil
-	}
-	var v any
-	if err := json.Unmarshal(d, &v); err != nil {
-		return nil, fmt.Errorf("encoding a job document: %w", err)
-	}
-	return attributevalue.Marshal(v)
-}
-
-// UnmarshalDynamoDBAttributeValue reads a stored map back into JSON.
-func (d *Doc) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error {
-	if _, ok := av.(*types.AttributeValueMemberNULL); ok {
-		*d = nil
-		return nil
-	}
-	var v any
-	if err := attributevalue.Unmarshal(av, &v); err != nil {
-		return fmt.Errorf("decoding a job document: %w", err)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("decoding a job document: %w", err)
-	}
-	*d = Doc(b)
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
@@ -37,7 +38,7 @@ func setupGuarded(t *testing.T) *guardedBundle {
 		t.Fatal(err)
 	}
 	br, err := breaker.New(breaker.Options{Config: breaker.Config{Window: time.Minute, Threshold: 1, Cooldown: 5 * time.Minute, ProbeLease: time.Minute},
-		DB: b.db, Table: b.table, Owner: "w-test", Now: b.clk.Now, Logger: log})
+		Store: store.New(b.db, b.table, b.clk.Now), Owner: "w-test", Now: b.clk.Now, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // A schedule is one item of the table, under its owner's partition
@@ -32,6 +33,9 @@ func (s *Service) put(ctx context.Context, sc *Schedule, replace bool) error {
 	prev := sc.Version
 	sc.Version++
 	item, err := attributevalue.MarshalMap(sc)
+	if err == nil {
+		err = store.EncodeDocs(item, "job")
+	}
 	if err != nil {
 		return fmt.Errorf("encoding schedule %s: %w", sc.ID, err)
 	}
@@ -75,7 +79,11 @@ func (s *Service) get(ctx context.Context, owner, id string) (Schedule, error) {
 		return Schedule{}, ErrNotFound
 	}
 	var sc Schedule
-	if err := attributevalue.UnmarshalMap(out.Item, &sc); err != nil {
+	item, err := store.DecodeDocs(out.Item, "job")
+	if err == nil {
+		err = attributevalue.UnmarshalMap(item, &sc)
+	}
+	if err != nil {
 		return Schedule{}, fmt.Errorf("decoding schedule %s: %w", id, err)
 	}
 	if sc.LastRuns == nil {
@@ -101,8 +109,14 @@ func (s *Service) list(ctx context.Context, owner string) ([]Schedule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing schedules: %w", err)
 		}
+		items := make([]map[string]types.AttributeValue, len(page.Items))
+		for i, item := range page.Items {
+			if items[i], err = store.DecodeDocs(item, "job"); err != nil {
+				return nil, fmt.Errorf("decoding schedules: %w", err)
+			}
+		}
 		var got []Schedule
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &got); err != nil {
+		if err := attributevalue.UnmarshalListOfMaps(items, &got); err != nil {
 			return nil, fmt.Errorf("decoding schedules: %w", err)
 		}
 		list = append(list, got...)

@@ -224,7 +224,7 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 		var err error
 		switch pk := k.PK; {
 		case pk == jobKey:
-			if err = attributevalue.UnmarshalMap(item, &j); err != nil {
+			if err = unmarshalJob(item, &j); err != nil {
 				return fmt.Errorf("decoding job %s: %w", id, err)
 			}
 			found = true
@@ -264,8 +264,7 @@ type ItemKey struct{ PK, SK string }
 // GetItems reads keys with strongly consistent BatchGetItems of at most 100
 // keys, asking again for what DynamoDB leaves unprocessed (throttling,
 // size), and hands each item that exists and has not expired (TTL deletes
-// late) to fn with its key. The store's own batch reads go through it, and
-// packages that keep their own items in the table (webhook endpoints).
+// late) to fn with its key. Every batch read of the store goes through it.
 func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey, item map[string]types.AttributeValue) error) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 100)

@@ -136,7 +136,7 @@ func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, als
 			return attributevalue.UnmarshalMap(item, &ev)
 		case jKey:
 			j = new(job.Job)
-			return attributevalue.UnmarshalMap(item, j)
+			return unmarshalJob(item, j)
 		default:
 			others[k] = item
 			return nil

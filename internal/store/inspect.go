@@ -193,7 +193,7 @@ func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 	}
 	err := s.GetItems(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
 		var j job.Job
-		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+		if err := unmarshalJob(item, &j); err != nil {
 			return fmt.Errorf("decoding a job: %w", err)
 		}
 		byID[j.ID] = j

@@ -117,7 +117,7 @@ func sweepAt(j *job.Job) string {
 
 // jobItem renders j with its table and index keys.
 func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
-	item, err := attributevalue.MarshalMap(j)
+	item, err := marshalJob(j)
 	if err != nil {
 		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
@@ -150,7 +150,7 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 // GetJob returns the job with id, or ErrNotFound (also once it expired).
 func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
 	var j job.Job
-	err := s.get(ctx, jobPK(id), jobSK, &j)
+	err := s.getWith(ctx, jobPK(id), jobSK, func(item map[string]types.AttributeValue) error { return unmarshalJob(item, &j) })
 	return j, err
 }
 
@@ -494,15 +494,11 @@ func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*job.Job) erro
 	return s.updateJob(ctx, id, nil, fn, nil)
 }
 
-// UpdateJobFrom is UpdateJob starting from read when the caller has just
-// read the job (one request fewer when nobody changed it since; nil: read
-// it first), and writing puts — other items of the table, unconditionally —
-// in the same transaction as the job's change: once, whichever attempt
+// updateJob is UpdateJob starting from read when the caller has just read
+// the job (one request fewer when nobody changed it since; nil: read it
+// first), and writing puts — other items of the table, unconditionally — in
+// the same transaction as the job's change: once, whichever attempt
 // succeeds.
-func (s *Store) UpdateJobFrom(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts ...map[string]types.AttributeValue) (job.Job, error) {
-	return s.updateJob(ctx, id, read, fn, puts)
-}
-
 func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts []map[string]types.AttributeValue) (job.Job, error) {
 	for range 8 {
 		var j job.Job
@@ -566,7 +562,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 				continue
 			}
 			var j job.Job
-			if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+			if err := unmarshalJob(item, &j); err != nil {
 				return nil, "", fmt.Errorf("decoding job: %w", err)
 			}
 			jobs = append(jobs, j)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -97,7 +96,7 @@ func (s *Store) ParkedFor(ctx context.Context, reason, breaker string, tier job.
 					continue
 				}
 				var j job.Job
-				if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+				if err := unmarshalJob(item, &j); err != nil {
 					return nil, fmt.Errorf("decoding a parked job: %w", err)
 				}
 				out = append(out, j)

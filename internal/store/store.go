@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -46,6 +47,19 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{db: db, table: table, now: now}
+}
+
+// NewFromConfig returns a Store on table with a DynamoDB client made from
+// cfg, as a function makes its clients at cold start: it honours the
+// DynamoDB endpoint cfg's sources name (DynamoDB Local) even when
+// AWS_ENDPOINT_URL is set. now defaults to time.Now.
+func NewFromConfig(cfg aws.Config, table string, now func() time.Time) *Store {
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	return New(db, table, now)
 }
 
 // sortTime renders t so that lexicographic order is time order.
@@ -77,6 +91,14 @@ func (s *Store) expired(item map[string]types.AttributeValue) bool {
 
 // get reads one item with a strongly consistent read.
 func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
+	return s.getWith(ctx, pk, sk, func(item map[string]types.AttributeValue) error {
+		return attributevalue.UnmarshalMap(item, out)
+	})
+}
+
+// getWith reads one item with a strongly consistent read and decodes it
+// with decode.
+func (s *Store) getWith(ctx context.Context, pk, sk string, decode func(map[string]types.AttributeValue) error) error {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: keyOf(pk, sk), ConsistentRead: aws.Bool(true),
 	})
@@ -86,7 +108,7 @@ func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
 	if res.Item == nil || s.expired(res.Item) {
 		return ErrNotFound
 	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+	if err := decode(res.Item); err != nil {
 		return fmt.Errorf("decoding %s: %w", pk, err)
 	}
 	return nil

@@ -160,7 +160,7 @@ func (d *DueScan) Jobs(ctx context.Context, limit int) ([]job.Job, error) {
 	out := make([]job.Job, 0, len(items))
 	for _, item := range items {
 		var j job.Job
-		if err := attributevalue.UnmarshalMap(item, &j); err != nil {
+		if err := unmarshalJob(item, &j); err != nil {
 			return nil, fmt.Errorf("decoding a due job: %w", err)
 		}
 		out = append(out, j)

@@ -132,7 +132,7 @@ func TestStreamCapPerUser(t *testing.T) {
 	}
 	// Another instance of the stream function counts the same slots.
 	app := b.Stack.App
-	other, err := stream.New(stream.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, MaxPerUser: 2, PingInterval: time.Second})
+	other, err := stream.New(stream.Config{Store: app.Store, Slots: app.Store, MaxPerUser: 2, PingInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,32 +3,38 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/conveyor/conveyor/internal/ids"
-	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // ErrLeaseLost is returned by Renew when the slot expired and was taken.
 var ErrLeaseLost = errors.New("stream slot lost")
 
+// Slots keeps each user's stream slots (*store.Store, in the table): a
+// slot is held by one holder until its lease ends; taking a held slot and
+// renewing one another holder took are store.ErrConflict.
+type Slots interface {
+	// TakeStreamSlot gives slot n of user to holder until until, if it is
+	// free at now (never taken, or its lease ended).
+	TakeStreamSlot(ctx context.Context, user string, n int, holder string, now, until time.Time) error
+	// RenewStreamSlot extends holder's lease of the slot to until.
+	RenewStreamSlot(ctx context.Context, user string, n int, holder string, until time.Time) error
+	// ReleaseStreamSlot frees the slot if holder still has it.
+	ReleaseStreamSlot(ctx context.Context, user string, n int, holder string) error
+}
+
 // Leases caps each user's open streams across every instance: a user has
-// Max slot items in the table; a stream holds one by a conditional write
-// (free, or its lease ended) and renews it while it runs, so the count
-// holds across Lambda instances, and the slots of a crashed instance free
-// themselves after TTL. Opening costs one to Max conditional writes;
-// a running stream renews every TTL/3 (a write, no read).
+// Max slots; a stream holds one by a conditional write (free, or its lease
+// ended) and renews it while it runs, so the count holds across Lambda
+// instances, and the slots of a crashed instance free themselves after
+// TTL. Opening costs one to Max conditional writes; a running stream
+// renews every TTL/3 (a write, no read).
 type Leases struct {
-	DB    *dynamodb.Client
-	Table string
+	// Slots keeps the slots (required).
+	Slots Slots
 	// Max is the number of slots per user.
 	Max int
 	// TTL is how long a slot is held without renewal.
@@ -42,16 +48,6 @@ type Lease struct {
 	user   string
 	slot   int
 	holder string
-}
-
-func leasePK(user string) string { return "SSE#" + user }
-func slotSK(n int) string        { return "SLOT#" + strconv.Itoa(n) }
-
-func (l *Leases) key(user string, n int) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		resources.AttrPK: &types.AttributeValueMemberS{Value: leasePK(user)},
-		resources.AttrSK: &types.AttributeValueMemberS{Value: slotSK(n)},
-	}
 }
 
 // Acquire takes a free slot of user's. When every slot is held it tries
@@ -79,67 +75,28 @@ func (l *Leases) acquireOnce(ctx context.Context, user, holder string) (*Lease, 
 	start := rand.IntN(l.Max) // spread concurrent opens over the slots
 	for i := range l.Max {
 		n := (start + i) % l.Max
-		free := expression.AttributeNotExists(expression.Name(resources.AttrPK)).
-			Or(expression.Name("leaseUntilMs").LessThan(expression.Value(now.UnixMilli())))
-		e, err := expression.NewBuilder().WithCondition(free).Build()
-		if err != nil {
-			return nil, err
-		}
-		item := l.key(user, n)
-		item["holder"] = &types.AttributeValueMemberS{Value: holder}
-		item["leaseUntilMs"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(l.TTL).UnixMilli(), 10)}
-		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(l.TTL+time.Hour).Unix(), 10)}
-		_, err = l.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.Table), Item: item,
-			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		err := l.Slots.TakeStreamSlot(ctx, user, n, holder, now, now.Add(l.TTL))
+		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("taking a stream slot: %w", err)
+			return nil, err
 		}
 		return &Lease{l: l, user: user, slot: n, holder: holder}, nil
 	}
 	return nil, ErrTooMany
 }
 
-func (x *Lease) held() (expression.Expression, error) {
-	return expression.NewBuilder().WithCondition(expression.Name("holder").Equal(expression.Value(x.holder))).Build()
-}
-
 // Renew extends the lease; ErrLeaseLost when another stream took the slot.
 func (x *Lease) Renew(ctx context.Context) error {
-	now := x.l.Now()
-	cond := expression.Name("holder").Equal(expression.Value(x.holder))
-	upd := expression.Set(expression.Name("leaseUntilMs"), expression.Value(now.Add(x.l.TTL).UnixMilli())).
-		Set(expression.Name(resources.AttrExpiresAt), expression.Value(now.Add(x.l.TTL+time.Hour).Unix()))
-	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
-	if err != nil {
-		return err
-	}
-	_, err = x.l.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(x.l.Table), Key: x.l.key(x.user, x.slot),
-		ConditionExpression: e.Condition(), UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	err := x.l.Slots.RenewStreamSlot(ctx, x.user, x.slot, x.holder, x.l.Now().Add(x.l.TTL))
+	if errors.Is(err, store.ErrConflict) {
 		return ErrLeaseLost
 	}
-	if err != nil {
-		return fmt.Errorf("renewing a stream slot: %w", err)
-	}
-	return nil
+	return err
 }
 
 // Release frees the slot if this lease still holds it.
 func (x *Lease) Release(ctx context.Context) error {
-	e, err := x.held()
-	if err != nil {
-		return err
-	}
-	_, err = x.l.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(x.l.Table), Key: x.l.key(x.user, x.slot),
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return fmt.Errorf("releasing a stream slot: %w", err)
-	}
-	return nil
+	return x.l.Slots.ReleaseStreamSlot(ctx, x.user, x.slot, x.holder)
 }

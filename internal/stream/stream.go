@@ -29,8 +29,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobevent"
@@ -56,9 +54,9 @@ const (
 // Config configures a Server.
 type Config struct {
 	Store *store.Store
-	// DB and Table hold the stream leases (required for the cap).
-	DB    *dynamodb.Client
-	Table string
+	// Slots keep the users' stream slots, which cap their open streams
+	// (*store.Store; nil: no cap).
+	Slots Slots
 	// PingInterval bounds the silence between messages (required:
 	// CONVEYOR_STREAM_PING, whose default lives in internal/config).
 	PingInterval time.Duration
@@ -112,8 +110,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg}
-	if cfg.DB != nil {
-		s.leases = &Leases{DB: cfg.DB, Table: cfg.Table, Max: cfg.MaxPerUser, TTL: cfg.Lease, Now: cfg.Now}
+	if cfg.Slots != nil {
+		s.leases = &Leases{Slots: cfg.Slots, Max: cfg.MaxPerUser, TTL: cfg.Lease, Now: cfg.Now}
 	}
 	return s, nil
 }

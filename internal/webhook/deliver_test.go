@@ -39,15 +39,15 @@ func setupDelivery(t *testing.T) *deliveryBundle {
 	db := awsclient.New(b.counter.Attach(env.Config)).DynamoDB
 	b.st = store.New(db, table, time.Now)
 	var err error
-	b.keys, err = webhook.NewKeys(webhook.KeysConfig{DB: db, Table: table, Sealer: sealer.New(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)})
+	b.keys, err = webhook.NewKeys(webhook.KeysConfig{Store: b.st, Sealer: sealer.New(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.endpoints, err = webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Table: table, Local: true})
+	b.endpoints, err = webhook.NewEndpoints(webhook.EndpointsConfig{Store: b.st, Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.d = webhook.New(webhook.Config{Store: b.st, DB: db, Table: table, Keys: b.keys, Endpoints: b.endpoints, Local: true})
+	b.d = webhook.New(webhook.Config{Store: b.st, Keys: b.keys, Endpoints: b.endpoints, Local: true})
 	return b
 }
 

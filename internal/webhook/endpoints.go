@@ -8,17 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -47,11 +40,33 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("at most %d webhook endpoints per user: delete one first", e.Max)
 }
 
+// EndpointStore keeps each user's endpoints and the summary item that
+// lists them (*store.Store: the user's "HOOKS#<user>" partition). Its
+// writes are conditional on the summary's version read (0: none stored)
+// and are store.ErrConflict when it changed.
+type EndpointStore interface {
+	// WebhookEndpoints returns owner's endpoint items, in no order.
+	WebhookEndpoints(ctx context.Context, owner string) ([]store.WebhookEndpoint, error)
+	// GetWebhookEndpoint returns one, or store.ErrNotFound.
+	GetWebhookEndpoint(ctx context.Context, owner, id string) (store.WebhookEndpoint, error)
+	// GetWebhookSummaries returns the stored summaries of owners, by
+	// owner, in one request per 100.
+	GetWebhookSummaries(ctx context.Context, owners []string) (map[string]store.WebhookSummary, error)
+	// PutWebhookSummary stores next in place of version prev.
+	PutWebhookSummary(ctx context.Context, next store.WebhookSummary, prev int64) error
+	// AddWebhookEndpoint stores a new endpoint and the summary next in one
+	// transaction; store.ErrExists when ep's id is taken.
+	AddWebhookEndpoint(ctx context.Context, owner string, ep store.WebhookEndpoint, next store.WebhookSummary, prev int64) error
+	// RemoveWebhookEndpoint deletes an endpoint and stores the summary
+	// next in one transaction; store.ErrNotFound when there is no such
+	// endpoint.
+	RemoveWebhookEndpoint(ctx context.Context, owner, id string, next store.WebhookSummary, prev int64) error
+}
+
 // EndpointsConfig configures Endpoints.
 type EndpointsConfig struct {
-	// DB and Table hold the endpoints (required).
-	DB    *dynamodb.Client
-	Table string
+	// Store holds the endpoints (required).
+	Store EndpointStore
 	// Local allows http and private targets (the local environment only).
 	Local bool
 	// Resolver looks up the targets' names (default net.DefaultResolver).
@@ -72,7 +87,6 @@ type Endpoints struct {
 	cfg   EndpointsConfig
 	guard netguard.Policy
 	cache userCache[[]Endpoint]
-	store *store.Store // batch reads of the summaries
 }
 
 // NewEndpoints validates cfg and returns Endpoints.
@@ -86,19 +100,36 @@ func NewEndpoints(cfg EndpointsConfig) (*Endpoints, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.DB == nil || cfg.Table == "" || cfg.Max < 0 || cfg.Cache < 0 {
-		return nil, errors.New("webhook endpoints: DB and Table are required, Max and Cache not negative")
+	if cfg.Store == nil || cfg.Max < 0 || cfg.Cache < 0 {
+		return nil, errors.New("webhook endpoints: Store is required, Max and Cache not negative")
 	}
-	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver},
-		store: store.New(cfg.DB, cfg.Table, cfg.Now)}, nil
+	return &Endpoints{cfg: cfg, guard: netguard.Policy{AllowHTTP: cfg.Local, AllowPrivate: cfg.Local, Resolver: cfg.Resolver}}, nil
 }
 
 // Endpoint is one of a user's webhook receivers.
 type Endpoint struct {
-	ID        string    `dynamodbav:"endpointId" json:"id"`
-	URL       string    `dynamodbav:"url" json:"url"`
-	Events    []string  `dynamodbav:"events" json:"events"`
-	CreatedAt time.Time `dynamodbav:"createdAt" json:"createdAt"`
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// endpoints are the endpoints of stored records.
+func endpoints(recs []store.WebhookEndpoint) []Endpoint {
+	out := make([]Endpoint, len(recs))
+	for i, r := range recs {
+		out[i] = Endpoint(r)
+	}
+	return out
+}
+
+// records are the stored records of endpoints.
+func records(eps []Endpoint) []store.WebhookEndpoint {
+	out := make([]store.WebhookEndpoint, len(eps))
+	for i, e := range eps {
+		out[i] = store.WebhookEndpoint(e)
+	}
+	return out
 }
 
 // Subscribes reports whether e wants events of type t.
@@ -109,13 +140,6 @@ type CreateRequest struct {
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 }
-
-type endpointRecord struct {
-	Endpoint
-	Owner string `dynamodbav:"hooksOwner"`
-}
-
-func endpointSK(id string) string { return "EP#" + id }
 
 // Create validates req and stores a new endpoint of owner. The URL follows
 // the rules of a job's webhookUrl; events are the types that trigger a
@@ -145,24 +169,20 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 	}
 	slices.Sort(evs)
 	ep := Endpoint{ID: ids.New(EndpointKind), URL: u, Events: evs, CreatedAt: s.cfg.Now().UTC()}
-	item, err := attributevalue.MarshalMap(endpointRecord{Endpoint: ep, Owner: owner})
-	if err != nil {
-		return Endpoint{}, err
-	}
-	for n, v := range key(hooksPK(owner), endpointSK(ep.ID)) {
-		item[n] = v
-	}
-	e, _ := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(resources.AttrPK))).Build()
-	put := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.cfg.Table), Item: item,
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
 	// The endpoint and the user's summary (which also bounds the count)
 	// in one transaction.
-	err = s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, types.TransactWriteItem, error) {
+	err := s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, error) {
 		if len(list) >= s.cfg.Max {
-			return nil, put, &LimitError{Max: s.cfg.Max}
+			return nil, &LimitError{Max: s.cfg.Max}
 		}
-		return append(list, ep), put, nil
-	}, fmt.Errorf("storing a webhook endpoint of %s: its id exists", owner))
+		return append(list, ep), nil
+	}, func(next store.WebhookSummary, prev int64) error {
+		err := s.cfg.Store.AddWebhookEndpoint(ctx, owner, store.WebhookEndpoint(ep), next, prev)
+		if errors.Is(err, store.ErrExists) {
+			return fmt.Errorf("storing a webhook endpoint of %s: its id exists", owner)
+		}
+		return err
+	})
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -181,32 +201,11 @@ func EventTypes() []string {
 
 // List returns owner's endpoints, oldest first (read consistently).
 func (s *Endpoints) List(ctx context.Context, owner string) ([]Endpoint, error) {
-	kc := expression.Key(resources.AttrPK).Equal(expression.Value(hooksPK(owner))).
-		And(expression.Key(resources.AttrSK).BeginsWith("EP#"))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	recs, err := s.cfg.Store.WebhookEndpoints(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	in := &dynamodb.QueryInput{TableName: aws.String(s.cfg.Table), KeyConditionExpression: e.KeyCondition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true)}
-	out := []Endpoint{}
-	for {
-		res, err := s.cfg.DB.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("listing the webhook endpoints of %s: %w", owner, err)
-		}
-		for _, item := range res.Items {
-			var r endpointRecord
-			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-				return nil, fmt.Errorf("decoding a webhook endpoint: %w", err)
-			}
-			out = append(out, r.Endpoint)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
+	out := endpoints(recs)
 	slices.SortFunc(out, func(a, b Endpoint) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
@@ -216,27 +215,14 @@ func (s *Endpoints) Get(ctx context.Context, owner, id string) (Endpoint, error)
 	if !ids.Valid(EndpointKind, id) {
 		return Endpoint{}, ErrNotFound
 	}
-	res, err := s.cfg.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.cfg.Table), Key: key(hooksPK(owner), endpointSK(id))})
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("reading webhook endpoint %s: %w", id, err)
-	}
-	if len(res.Item) == 0 {
+	rec, err := s.cfg.Store.GetWebhookEndpoint(ctx, owner, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return Endpoint{}, ErrNotFound
 	}
-	return decodeEndpoint(id, res.Item)
-}
-
-// endpointKey is the item of owner's endpoint id.
-func endpointKey(owner, id string) store.ItemKey {
-	return store.ItemKey{PK: hooksPK(owner), SK: endpointSK(id)}
-}
-
-func decodeEndpoint(id string, item map[string]types.AttributeValue) (Endpoint, error) {
-	var r endpointRecord
-	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-		return Endpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
+	if err != nil {
+		return Endpoint{}, err
 	}
-	return r.Endpoint, nil
+	return Endpoint(rec), nil
 }
 
 // Delete removes one of owner's endpoints; deliveries already queued for
@@ -245,12 +231,15 @@ func (s *Endpoints) Delete(ctx context.Context, owner, id string) error {
 	if !ids.Valid(EndpointKind, id) {
 		return ErrNotFound
 	}
-	e, _ := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).Build()
-	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.cfg.Table), Key: key(hooksPK(owner), endpointSK(id)),
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
-	return s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, types.TransactWriteItem, error) {
-		return slices.DeleteFunc(list, func(ep Endpoint) bool { return ep.ID == id }), del, nil
-	}, ErrNotFound)
+	return s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, error) {
+		return slices.DeleteFunc(list, func(ep Endpoint) bool { return ep.ID == id }), nil
+	}, func(next store.WebhookSummary, prev int64) error {
+		err := s.cfg.Store.RemoveWebhookEndpoint(ctx, owner, id, next, prev)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrNotFound
+		}
+		return err
+	})
 }
 
 // Subscribed returns owner's endpoints, from a cache at most Cache old, so

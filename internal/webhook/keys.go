@@ -6,14 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Defaults of KeysConfig.
@@ -32,11 +26,21 @@ type Sealer interface {
 	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
 }
 
+// SecretStore keeps each user's sealed secret (*store.Store: "HOOKS#<user>"
+// / "SECRET" in the table).
+type SecretStore interface {
+	// GetWebhookSecret returns owner's secret, store.ErrNotFound when
+	// there is none yet.
+	GetWebhookSecret(ctx context.Context, owner string) (store.WebhookSecret, error)
+	// PutWebhookSecret stores rec in place of version prev (0: none),
+	// store.ErrConflict when the stored one is not that.
+	PutWebhookSecret(ctx context.Context, rec store.WebhookSecret, prev int64) error
+}
+
 // KeysConfig configures Keys.
 type KeysConfig struct {
-	// DB and Table hold the sealed secrets (required).
-	DB    *dynamodb.Client
-	Table string
+	// Store holds the sealed secrets (required).
+	Store SecretStore
 	// Sealer seals every secret before it reaches the table (required).
 	Sealer Sealer
 	// Overlap is how long the previous secret keeps signing after a
@@ -72,8 +76,8 @@ func NewKeys(cfg KeysConfig) (*Keys, error) {
 		cfg.Now = time.Now
 	}
 	switch {
-	case cfg.DB == nil || cfg.Table == "" || cfg.Sealer == nil:
-		return nil, errors.New("webhook keys: DB, Table and Sealer are required")
+	case cfg.Store == nil || cfg.Sealer == nil:
+		return nil, errors.New("webhook keys: Store and Sealer are required")
 	case cfg.Overlap < cfg.Cache:
 		return nil, fmt.Errorf("webhook keys: the rotation overlap (%s) must be at least the key cache (%s), or a function could sign with a retired secret", cfg.Overlap, cfg.Cache)
 	}
@@ -88,21 +92,6 @@ type Secret struct {
 	// it still does.
 	PreviousExpiresAt *time.Time `json:"previousExpiresAt,omitempty"`
 }
-
-// secretRecord is a user's secret as stored.
-type secretRecord struct {
-	Owner           string            `dynamodbav:"hooksOwner"`
-	Current         secrets.Envelope  `dynamodbav:"current"`
-	Previous        *secrets.Envelope `dynamodbav:"previous,omitempty"`
-	PreviousUntilMs int64             `dynamodbav:"previousUntilMs,omitempty"`
-	Version         int64             `dynamodbav:"version"`
-	CreatedAt       time.Time         `dynamodbav:"createdAt"`
-	RotatedAt       *time.Time        `dynamodbav:"rotatedAt,omitempty"`
-}
-
-func hooksPK(owner string) string { return "HOOKS#" + owner }
-
-const secretSK = "SECRET"
 
 func aad(owner string) map[string]string {
 	return map[string]string{"user": owner, secrets.ContextPurpose: secrets.PurposeWebhookSigning}
@@ -132,10 +121,10 @@ func (k *Keys) Rotate(ctx context.Context, owner string) (Secret, error) {
 		}
 		now := k.cfg.Now().UTC()
 		prev := rec.Current
-		next := secretRecord{Owner: owner, Current: env, Previous: &prev, PreviousUntilMs: now.Add(k.cfg.Overlap).UnixMilli(),
+		next := store.WebhookSecret{Owner: owner, Current: env, Previous: &prev, PreviousUntilMs: now.Add(k.cfg.Overlap).UnixMilli(),
 			Version: rec.Version + 1, CreatedAt: rec.CreatedAt, RotatedAt: &now}
-		err = k.put(ctx, next, expression.Name("version").Equal(expression.Value(rec.Version)))
-		if errors.Is(err, errConflict) {
+		err = k.cfg.Store.PutWebhookSecret(ctx, next, rec.Version)
+		if errors.Is(err, store.ErrConflict) {
 			continue // rotated concurrently: rotate what is there now
 		}
 		if err != nil {
@@ -187,7 +176,7 @@ func minTime(a, b time.Time) time.Time {
 
 func (k *Keys) forget(owner string) { k.cache.forget(owner) }
 
-func (k *Keys) view(ctx context.Context, owner string, rec secretRecord) (Secret, error) {
+func (k *Keys) view(ctx context.Context, owner string, rec store.WebhookSecret) (Secret, error) {
 	cur, err := k.cfg.Sealer.Open(ctx, rec.Current, aad(owner))
 	if err != nil {
 		return Secret{}, fmt.Errorf("opening the webhook secret of %s: %w", owner, err)
@@ -201,67 +190,23 @@ func (k *Keys) view(ctx context.Context, owner string, rec secretRecord) (Secret
 	return s, nil
 }
 
-var errConflict = errors.New("webhook keys: changed concurrently")
-
 // load reads owner's secret record, creating one if there is none.
-func (k *Keys) load(ctx context.Context, owner string) (secretRecord, error) {
+func (k *Keys) load(ctx context.Context, owner string) (store.WebhookSecret, error) {
 	for range 3 {
-		out, err := k.cfg.DB.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(k.cfg.Table), Key: key(hooksPK(owner), secretSK), ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			return secretRecord{}, fmt.Errorf("reading the webhook secret of %s: %w", owner, err)
-		}
-		if len(out.Item) > 0 {
-			var rec secretRecord
-			if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
-				return secretRecord{}, fmt.Errorf("decoding the webhook secret of %s: %w", owner, err)
-			}
-			return rec, nil
+		rec, err := k.cfg.Store.GetWebhookSecret(ctx, owner)
+		if !errors.Is(err, store.ErrNotFound) {
+			return rec, err
 		}
 		env, err := k.cfg.Sealer.Seal(ctx, NewSecretKey(), aad(owner))
 		if err != nil {
-			return secretRecord{}, fmt.Errorf("sealing a webhook secret: %w", err)
+			return store.WebhookSecret{}, fmt.Errorf("sealing a webhook secret: %w", err)
 		}
-		rec := secretRecord{Owner: owner, Current: env, Version: 1, CreatedAt: k.cfg.Now().UTC()}
-		err = k.put(ctx, rec, expression.AttributeNotExists(expression.Name(resources.AttrPK)))
-		if errors.Is(err, errConflict) {
+		rec = store.WebhookSecret{Owner: owner, Current: env, Version: 1, CreatedAt: k.cfg.Now().UTC()}
+		err = k.cfg.Store.PutWebhookSecret(ctx, rec, 0)
+		if errors.Is(err, store.ErrConflict) {
 			continue // created concurrently: read that one
 		}
 		return rec, err
 	}
-	return secretRecord{}, errors.New("webhook keys: could not create the secret")
-}
-
-func (k *Keys) put(ctx context.Context, rec secretRecord, cond expression.ConditionBuilder) error {
-	item, err := attributevalue.MarshalMap(rec)
-	if err != nil {
-		return err
-	}
-	for n, v := range key(hooksPK(rec.Owner), secretSK) {
-		item[n] = v
-	}
-	e, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return err
-	}
-	_, err = k.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(k.cfg.Table), Item: item, ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return errConflict
-	}
-	if err != nil {
-		return fmt.Errorf("storing the webhook secret of %s: %w", rec.Owner, err)
-	}
-	return nil
-}
-
-func key(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		resources.AttrPK: &types.AttributeValueMemberS{Value: pk},
-		resources.AttrSK: &types.AttributeValueMemberS{Value: sk},
-	}
+	return store.WebhookSecret{}, errors.New("webhook keys: could not create the secret")
 }

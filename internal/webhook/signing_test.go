@@ -19,6 +19,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -113,7 +114,7 @@ func (c *clock) Add(d time.Duration) {
 
 func newKeys(t *testing.T, env awstest.Env, c *clock, overlap time.Duration) *webhook.Keys {
 	t.Helper()
-	k, err := webhook.NewKeys(webhook.KeysConfig{DB: env.Clients.DynamoDB, Table: env.Res.Definition.Table.Name,
+	k, err := webhook.NewKeys(webhook.KeysConfig{Store: store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, c.Now),
 		Sealer: sealer.New(env.Clients.KMS, env.Res.KMSKeyID), Overlap: overlap, Cache: time.Second, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	simclock "github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
@@ -34,8 +35,9 @@ func newEndpointsEnv(t *testing.T) *endpointsEnv {
 
 func (e *endpointsEnv) instance(t *testing.T, max int) *webhook.Endpoints {
 	t.Helper()
-	eps, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: awsclient.New(e.counter.Attach(e.env.Config)).DynamoDB,
-		Table: e.env.Res.Definition.Table.Name, Local: true, Max: max, Now: e.clk.Now})
+	eps, err := webhook.NewEndpoints(webhook.EndpointsConfig{
+		Store: store.New(awsclient.New(e.counter.Attach(e.env.Config)).DynamoDB, e.env.Res.Definition.Table.Name, e.clk.Now),
+		Local: true, Max: max, Now: e.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,17 +23,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -44,11 +38,27 @@ const (
 	MaxAttemptsDefault = 8
 )
 
+// DeliveryStore reads what a delivery sends and keeps the deliveries'
+// state (*store.Store: beside the job's events, "JOB#<id>" / "WH#<delivery>").
+type DeliveryStore interface {
+	// GetWebhookDelivery reads the event, its job (nil when gone) and
+	// owner's endpoint (nil when gone, or endpoint is empty) in one
+	// request; store.ErrNotFound when the event is gone.
+	GetWebhookDelivery(ctx context.Context, jobID string, seq int64, owner, endpoint string) (store.EventRecord, *job.Job, *store.WebhookEndpoint, error)
+	// GetEvent reads one event of a job; store.ErrNotFound when it is gone.
+	GetEvent(ctx context.Context, jobID string, seq int64) (store.EventRecord, error)
+	// PutWebhookDelivery records a delivery's state.
+	PutWebhookDelivery(ctx context.Context, dl store.WebhookDelivery) error
+	// FinishWebhookDelivery records it with fn's change of its job, in one
+	// transaction (from read, when not nil); store.ErrNotFound when the job
+	// is gone.
+	FinishWebhookDelivery(ctx context.Context, dl store.WebhookDelivery, read *job.Job, fn func(*job.Job) error) error
+}
+
 // Config configures a Deliverer.
 type Config struct {
-	Store *store.Store
-	DB    *dynamodb.Client
-	Table string
+	// Store reads the events and keeps the deliveries (required).
+	Store DeliveryStore
 	// Keys sign each delivery with its owner's secret (required).
 	Keys *Keys
 	// Endpoints resolve the owner's endpoint a delivery names.
@@ -105,20 +115,6 @@ func New(cfg Config) *Deliverer {
 	return &Deliverer{cfg: cfg, client: client, guard: guard}
 }
 
-// Delivery is the kept state of one delivery.
-type Delivery struct {
-	ID         string    `dynamodbav:"deliveryId" json:"id"`
-	JobID      string    `dynamodbav:"jobId" json:"jobId"`
-	Endpoint   string    `dynamodbav:"endpoint,omitempty" json:"endpoint,omitempty"`
-	Event      string    `dynamodbav:"event" json:"event"`
-	URL        string    `dynamodbav:"url" json:"url"`
-	Status     string    `dynamodbav:"status" json:"status"` // delivered, retrying, failed
-	Attempts   int       `dynamodbav:"attempts" json:"attempts"`
-	LastStatus int       `dynamodbav:"lastStatus" json:"lastStatus"`
-	LastError  string    `dynamodbav:"lastError,omitempty" json:"lastError,omitempty"`
-	UpdatedAt  time.Time `dynamodbav:"updatedAt" json:"updatedAt"`
-}
-
 // Verdict tells the consumer what to do with the message.
 type Verdict struct {
 	Done    bool
@@ -149,7 +145,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	if err != nil {
 		return Verdict{}, err
 	}
-	dl := Delivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
+	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
 	body, _ := json.Marshal(jobevent.BodyOf(ev))
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
@@ -230,12 +226,12 @@ func (d *Deliverer) read(ctx context.Context, m queue.Message) (delivery, error)
 	if m.Endpoint != "" && d.cfg.Endpoints == nil {
 		return delivery{}, errors.New("webhook: a delivery to an endpoint, but no endpoints configured")
 	}
-	var also []store.ItemKey
-	if m.Owner != "" && m.Endpoint != "" && ids.Valid(EndpointKind, m.Endpoint) {
-		also = append(also, endpointKey(m.Owner, m.Endpoint))
-	}
 	if m.Owner != "" {
-		ev, j, items, err := d.cfg.Store.GetEventAndJob(ctx, m.JobID, m.Seq, also...)
+		endpoint := ""
+		if m.Endpoint != "" && ids.Valid(EndpointKind, m.Endpoint) {
+			endpoint = m.Endpoint
+		}
+		ev, j, ep, err := d.cfg.Store.GetWebhookDelivery(ctx, m.JobID, m.Seq, m.Owner, endpoint)
 		if err != nil {
 			return delivery{}, err
 		}
@@ -244,12 +240,9 @@ func (d *Deliverer) read(ctx context.Context, m queue.Message) (delivery, error)
 			r.job = nil
 			return r, d.readEndpoint(ctx, m, &r)
 		}
-		if item, ok := items[endpointKey(m.Owner, m.Endpoint)]; ok && m.Endpoint != "" {
-			ep, err := decodeEndpoint(m.Endpoint, item)
-			if err != nil {
-				return delivery{}, err
-			}
-			r.endpoint = &ep
+		if ep != nil {
+			e := Endpoint(*ep)
+			r.endpoint = &e
 		}
 		return r, nil
 	}
@@ -277,43 +270,21 @@ func (d *Deliverer) readEndpoint(ctx context.Context, m queue.Message, r *delive
 	return nil
 }
 
-func (d *Deliverer) item(dl Delivery) (map[string]types.AttributeValue, error) {
-	dl.UpdatedAt = d.cfg.Now().UTC()
-	item, err := attributevalue.MarshalMap(dl)
-	if err != nil {
-		return nil, err
-	}
-	item[resources.AttrPK] = &types.AttributeValueMemberS{Value: "JOB#" + dl.JobID}
-	item[resources.AttrSK] = &types.AttributeValueMemberS{Value: "WH#" + dl.ID}
-	// A delivery's record is kept as long as the events that caused it.
-	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(store.EventTTLDefault).Unix(), 10)}
-	return item, nil
-}
-
 // save records the delivery's state (a retry to come).
-func (d *Deliverer) save(ctx context.Context, dl Delivery) error {
-	item, err := d.item(dl)
-	if err != nil {
-		return err
-	}
-	if _, err := d.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.cfg.Table), Item: item}); err != nil {
-		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
-	}
-	return nil
+func (d *Deliverer) save(ctx context.Context, dl store.WebhookDelivery) error {
+	dl.UpdatedAt = d.cfg.Now().UTC()
+	return d.cfg.Store.PutWebhookDelivery(ctx, dl)
 }
 
 // finish records the delivery's outcome and appends it to the job's events,
 // in one transaction, from j when the delivery read the job (nil: the job
 // is read first). When the job is gone, the record alone is kept.
-func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string, j *job.Job) error {
-	item, err := d.item(dl)
-	if err != nil {
-		return err
-	}
-	_, err = d.cfg.Store.UpdateJobFrom(ctx, dl.JobID, j, func(j *job.Job) error {
+func (d *Deliverer) finish(ctx context.Context, dl store.WebhookDelivery, event string, j *job.Job) error {
+	dl.UpdatedAt = d.cfg.Now().UTC()
+	err := d.cfg.Store.FinishWebhookDelivery(ctx, dl, j, func(j *job.Job) error {
 		j.Emit(event, d.cfg.Now(), webhookDetail(dl))
 		return nil
-	}, item)
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return d.save(ctx, dl)
 	}
@@ -323,7 +294,7 @@ func (d *Deliverer) finish(ctx context.Context, dl Delivery, event string, j *jo
 	return nil
 }
 
-func webhookDetail(dl Delivery) map[string]string {
+func webhookDetail(dl store.WebhookDelivery) map[string]string {
 	d := map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)}
 	if dl.Endpoint != "" {
 		d["endpoint"] = dl.Endpoint

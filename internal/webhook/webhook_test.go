@@ -155,7 +155,7 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
 	defer srv.Close()
 	app := b.Stack.App
-	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Keys: app.WebhookKeys, Local: false})
+	d := webhook.New(webhook.Config{Store: app.Store, Keys: app.WebhookKeys, Local: false})
 	ctx := context.Background()
 	port := srv.URL[len("http://127.0.0.1:"):]
 	for i, target := range []string{srv.URL, "https://127.0.0.1:" + port, "https://0x7f000001:" + port, "https://2130706433:" + port,
@@ -202,7 +202,7 @@ func TestRebindingIsRefusedAtConnectTime(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	app := b.Stack.App
-	d := webhook.New(webhook.Config{Store: app.Store, DB: app.Clients.DynamoDB, Table: app.Config.Table, Keys: app.WebhookKeys, Local: false, Resolver: &rebinding{}})
+	d := webhook.New(webhook.Config{Store: app.Store, Keys: app.WebhookKeys, Local: false, Resolver: &rebinding{}})
 	ctx := context.Background()
 	j := &job.Job{ID: "job_rebindaaaaaaaaaaaaaaaaaaa", Owner: "u", Status: job.Queued, Tier: "low", WebhookURL: "https://rebind.test:" + port + "/hook",
 		CreatedAt: time.Now(), UpdatedAt: time.Now(), Hash: "rebind"}

@@ -86,7 +86,7 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	seal := sealer.For(env.AWS, env.Config.KMSKeyID)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, seal))
 	accts := accounts.New(accounts.Config{Store: st, Sealer: seal, Now: env.Now, Logger: env.Log()})
-	keys, endpoints, err := systemfn.Webhooks(env, db)
+	keys, endpoints, err := systemfn.Webhooks(env, st)
 	if err != nil {
 		return nil, err
 	}

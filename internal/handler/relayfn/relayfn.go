@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
@@ -50,7 +51,7 @@ var Resolve handler.Resolver
 // (the deliveries an event triggers) and the system queue.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	cfg := env.Config
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: env.DynamoDB(), Table: cfg.Table, Local: cfg.Env == job.Local, Now: env.Now})
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: store.NewFromConfig(env.AWS, cfg.Table, env.Now), Local: cfg.Env == job.Local, Now: env.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secretref"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
 )
 
@@ -160,7 +160,7 @@ var Resolve handler.Resolver = secretref.ExceptJWT
 // New wires the stream function: the table (snapshots and the events'
 // polls) and the bearer tokens' key.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error), error) {
-	srv, err := Server(env, env.DynamoDB())
+	srv, err := Server(env, store.NewFromConfig(env.AWS, env.Config.Table, env.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +168,10 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Lambd
 	return Handler(OpenStreams(srv), env.Verifier(key.Get).VerifyContext, env.Log()), nil
 }
 
-// Server is the streams' server of env.
-func Server(env handler.Env, db *dynamodb.Client) (*stream.Server, error) {
+// Server is the streams' server of env over the table st: the jobs and
+// events it streams, the users' stream slots.
+func Server(env handler.Env, st *store.Store) (*stream.Server, error) {
 	cfg := env.Config
-	return stream.New(stream.Config{Store: env.Store(db), DB: db, Table: cfg.Table, PingInterval: cfg.StreamPing,
+	return stream.New(stream.Config{Store: st, Slots: st, PingInterval: cfg.StreamPing,
 		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Logger: env.Log()})
 }

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
@@ -45,29 +45,30 @@ var Resolve handler.Resolver
 // New wires the system function: the table, the users' webhook secrets
 // (KMS) and endpoints, and the queues (to delay a retry).
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	db := env.DynamoDB()
-	keys, endpoints, err := Webhooks(env, db)
+	st := store.NewFromConfig(env.AWS, env.Config.Table, env.Now)
+	keys, endpoints, err := Webhooks(env, st)
 	if err != nil {
 		return nil, err
 	}
-	return Handler(NewDeliverer(env, db, keys, endpoints), env.SQS(), env.QueueURLs(), env.Log()), nil
+	return Handler(NewDeliverer(env, st, keys, endpoints), env.SQS(), env.QueueURLs(), env.Log()), nil
 }
 
-// NewDeliverer delivers the webhooks, signed with the users' keys.
-func NewDeliverer(env handler.Env, db *dynamodb.Client, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
-	return webhook.New(webhook.Config{Store: env.Store(db), DB: db, Table: env.Config.Table, Keys: keys, Endpoints: endpoints,
+// NewDeliverer delivers the webhooks, signed with the users' keys, reading
+// the events and keeping the deliveries in st.
+func NewDeliverer(env handler.Env, st *store.Store, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
+	return webhook.New(webhook.Config{Store: st, Keys: keys, Endpoints: endpoints,
 		Local: env.Config.Env == job.Local, Now: env.Now, Logger: env.Log()})
 }
 
-// Webhooks are the users' signing secrets and endpoints (the api function
-// manages them, the system function delivers with them).
-func Webhooks(env handler.Env, db *dynamodb.Client) (*webhook.Keys, *webhook.Endpoints, error) {
+// Webhooks are the users' signing secrets and endpoints, kept in st (the
+// api function manages them, the system function delivers with them).
+func Webhooks(env handler.Env, st *store.Store) (*webhook.Keys, *webhook.Endpoints, error) {
 	cfg := env.Config
-	keys, err := webhook.NewKeys(webhook.KeysConfig{DB: db, Table: cfg.Table, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
+	keys, err := webhook.NewKeys(webhook.KeysConfig{Store: st, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
 	if err != nil {
 		return nil, nil, err
 	}
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{DB: db, Table: cfg.Table, Local: cfg.Env == job.Local, Now: env.Now})
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: st, Local: cfg.Env == job.Local, Now: env.Now})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1383,7 +1383,8 @@ func buildBaseline(rev string) (baseline, error) {
 func idleStreamReads(ctx context.Context, cfg aws.Config, s *stack.Stack, jobID string, owner int) (float64, error) {
 	c := awsclient.NewCounter()
 	ddb := awsclient.New(c.Attach(cfg)).DynamoDB
-	srv, err := stream.New(stream.Config{Store: store.New(ddb, s.Config.Table, nil), DB: ddb, Table: s.Config.Table,
+	st := store.New(ddb, s.Config.Table, nil)
+	srv, err := stream.New(stream.Config{Store: st, Slots: st,
 		PingInterval: s.Config.StreamPing, PollInterval: s.Config.StreamPoll, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return 0, err

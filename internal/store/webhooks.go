@@ -1,0 +1,373 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secrets"
+)
+
+// The webhooks' records (internal/webhook): each user's signing secret,
+// endpoints and the summary that lists them live in the user's partition
+// ("HOOKS#<user>": "SECRET", "EP#<id>", "EPS"); each delivery's state lives
+// beside its job's events ("JOB#<id>" / "WH#<delivery>").
+
+func hooksPK(owner string) string { return "HOOKS#" + owner }
+
+const (
+	webhookSecretSK  = "SECRET"
+	webhookSummarySK = "EPS"
+)
+
+func webhookEndpointSK(id string) string { return "EP#" + id }
+
+// ErrExists is returned when an item that must be new already exists.
+var ErrExists = errors.New("already exists")
+
+// WebhookSecret is a user's webhook signing secret as stored: sealed, with
+// the one it replaced while that one still signs.
+type WebhookSecret struct {
+	Owner           string            `dynamodbav:"hooksOwner"`
+	Current         secrets.Envelope  `dynamodbav:"current"`
+	Previous        *secrets.Envelope `dynamodbav:"previous,omitempty"`
+	PreviousUntilMs int64             `dynamodbav:"previousUntilMs,omitempty"`
+	// Version increases by one with every change, for conditional writes.
+	Version   int64      `dynamodbav:"version"`
+	CreatedAt time.Time  `dynamodbav:"createdAt"`
+	RotatedAt *time.Time `dynamodbav:"rotatedAt,omitempty"`
+}
+
+// GetWebhookSecret returns owner's secret (strongly consistent), or
+// ErrNotFound when owner has none yet.
+func (s *Store) GetWebhookSecret(ctx context.Context, owner string) (WebhookSecret, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(hooksPK(owner), webhookSecretSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return WebhookSecret{}, fmt.Errorf("reading the webhook secret of %s: %w", owner, err)
+	}
+	if len(out.Item) == 0 {
+		return WebhookSecret{}, ErrNotFound
+	}
+	var rec WebhookSecret
+	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
+		return WebhookSecret{}, fmt.Errorf("decoding the webhook secret of %s: %w", owner, err)
+	}
+	return rec, nil
+}
+
+// PutWebhookSecret stores rec as its owner's secret in place of version
+// prev (0: the owner has none yet); ErrConflict when the stored one is not
+// that.
+func (s *Store) PutWebhookSecret(ctx context.Context, rec WebhookSecret, prev int64) error {
+	item, err := attributevalue.MarshalMap(rec)
+	if err != nil {
+		return err
+	}
+	for n, v := range keyOf(hooksPK(rec.Owner), webhookSecretSK) {
+		item[n] = v
+	}
+	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+	if prev > 0 {
+		cond = expression.Name("version").Equal(expression.Value(prev))
+	}
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item, ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if isConditionFailed(err) {
+		return ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("storing the webhook secret of %s: %w", rec.Owner, err)
+	}
+	return nil
+}
+
+// WebhookEndpoint is one of a user's webhook endpoints as stored.
+type WebhookEndpoint struct {
+	ID        string    `dynamodbav:"endpointId"`
+	URL       string    `dynamodbav:"url"`
+	Events    []string  `dynamodbav:"events"`
+	CreatedAt time.Time `dynamodbav:"createdAt"`
+}
+
+type webhookEndpointItem struct {
+	WebhookEndpoint
+	Owner string `dynamodbav:"hooksOwner"`
+}
+
+// WebhookSummary lists a user's endpoints in one item beside them, so that
+// many users' endpoints are read with one BatchGetItem (GetWebhookSummaries).
+// Every creation and deletion of an endpoint changes it in the same
+// transaction (AddWebhookEndpoint, RemoveWebhookEndpoint).
+type WebhookSummary struct {
+	Owner     string            `dynamodbav:"hooksOwner"`
+	Endpoints []WebhookEndpoint `dynamodbav:"endpoints"`
+	// Version increases by one with every change, for conditional writes.
+	Version int64 `dynamodbav:"version"`
+	// BuiltAt is when the list was last read from the endpoint items.
+	BuiltAt time.Time `dynamodbav:"builtAt"`
+}
+
+// WebhookEndpoints returns owner's endpoint items (strongly consistent),
+// in no particular order.
+func (s *Store) WebhookEndpoints(ctx context.Context, owner string) ([]WebhookEndpoint, error) {
+	kc := expression.Key(resources.AttrPK).Equal(expression.Value(hooksPK(owner))).
+		And(expression.Key(resources.AttrSK).BeginsWith("EP#"))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(s.table), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true)}
+	var out []WebhookEndpoint
+	for {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("listing the webhook endpoints of %s: %w", owner, err)
+		}
+		for _, item := range res.Items {
+			var r webhookEndpointItem
+			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+				return nil, fmt.Errorf("decoding a webhook endpoint: %w", err)
+			}
+			out = append(out, r.WebhookEndpoint)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// GetWebhookEndpoint returns one of owner's endpoints (an eventually
+// consistent read), or ErrNotFound.
+func (s *Store) GetWebhookEndpoint(ctx context.Context, owner, id string) (WebhookEndpoint, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: keyOf(hooksPK(owner), webhookEndpointSK(id))})
+	if err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("reading webhook endpoint %s: %w", id, err)
+	}
+	if len(res.Item) == 0 {
+		return WebhookEndpoint{}, ErrNotFound
+	}
+	return decodeWebhookEndpoint(id, res.Item)
+}
+
+func decodeWebhookEndpoint(id string, item map[string]types.AttributeValue) (WebhookEndpoint, error) {
+	var r webhookEndpointItem
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
+	}
+	return r.WebhookEndpoint, nil
+}
+
+// GetWebhookSummaries returns the summaries of owners, by owner, for those
+// that have one (strongly consistent BatchGetItems, 100 users a request).
+func (s *Store) GetWebhookSummaries(ctx context.Context, owners []string) (map[string]WebhookSummary, error) {
+	keys := make([]ItemKey, len(owners))
+	for i, o := range owners {
+		keys[i] = ItemKey{PK: hooksPK(o), SK: webhookSummarySK}
+	}
+	out := map[string]WebhookSummary{}
+	err := s.GetItems(ctx, keys, func(_ ItemKey, item map[string]types.AttributeValue) error {
+		var r WebhookSummary
+		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+			return fmt.Errorf("decoding a webhook endpoint summary: %w", err)
+		}
+		out[r.Owner] = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading webhook endpoint summaries: %w", err)
+	}
+	return out, nil
+}
+
+// PutWebhookSummary stores next as its owner's summary in place of
+// version prev (0: none is stored), as version prev+1; ErrConflict when the
+// stored one is not that.
+func (s *Store) PutWebhookSummary(ctx context.Context, next WebhookSummary, prev int64) error {
+	put, err := s.webhookSummaryPut(next, prev)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item,
+		ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
+		ExpressionAttributeValues: put.ExpressionAttributeValues})
+	if isConditionFailed(err) {
+		return ErrConflict
+	}
+	if err != nil {
+		return fmt.Errorf("storing the webhook endpoint summary of %s: %w", next.Owner, err)
+	}
+	return nil
+}
+
+// webhookSummaryPut is the write of PutWebhookSummary.
+func (s *Store) webhookSummaryPut(next WebhookSummary, prev int64) (*types.Put, error) {
+	next.Version = prev + 1
+	item, err := attributevalue.MarshalMap(next)
+	if err != nil {
+		return nil, err
+	}
+	for n, v := range keyOf(hooksPK(next.Owner), webhookSummarySK) {
+		item[n] = v
+	}
+	cond := expression.AttributeNotExists(expression.Name(resources.AttrPK))
+	if prev > 0 {
+		cond = expression.Name("version").Equal(expression.Value(prev))
+	}
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return nil, err
+	}
+	return &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}, nil
+}
+
+// AddWebhookEndpoint stores ep, a new endpoint of owner, and owner's
+// summary next in place of version prev (as PutWebhookSummary), in one
+// transaction. It is ErrExists when ep's id is taken, ErrConflict when the
+// summary changed (read it again and redo).
+func (s *Store) AddWebhookEndpoint(ctx context.Context, owner string, ep WebhookEndpoint, next WebhookSummary, prev int64) error {
+	item, err := attributevalue.MarshalMap(webhookEndpointItem{WebhookEndpoint: ep, Owner: owner})
+	if err != nil {
+		return err
+	}
+	for n, v := range keyOf(hooksPK(owner), webhookEndpointSK(ep.ID)) {
+		item[n] = v
+	}
+	e, _ := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(resources.AttrPK))).Build()
+	put := types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
+	return s.changeWebhookEndpoints(ctx, owner, put, next, prev, ErrExists)
+}
+
+// RemoveWebhookEndpoint deletes owner's endpoint id and stores owner's
+// summary next in place of version prev, in one transaction. It is
+// ErrNotFound when owner has no such endpoint, ErrConflict when the
+// summary changed.
+func (s *Store) RemoveWebhookEndpoint(ctx context.Context, owner, id string, next WebhookSummary, prev int64) error {
+	e, _ := expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).Build()
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: keyOf(hooksPK(owner), webhookEndpointSK(id)),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names()}}
+	return s.changeWebhookEndpoints(ctx, owner, del, next, prev, ErrNotFound)
+}
+
+// changeWebhookEndpoints writes first and the summary in one transaction:
+// firstFailed when first's condition failed, ErrConflict when the
+// transaction was cancelled otherwise.
+func (s *Store) changeWebhookEndpoints(ctx context.Context, owner string, first types.TransactWriteItem, next WebhookSummary, prev int64, firstFailed error) error {
+	put, err := s.webhookSummaryPut(next, prev)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{first, {Put: put}}})
+	var tc *types.TransactionCanceledException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tc) && len(tc.CancellationReasons) == 2:
+		if aws.ToString(tc.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+			return firstFailed
+		}
+		return ErrConflict
+	default:
+		return fmt.Errorf("changing the webhook endpoints of %s: %w", owner, err)
+	}
+}
+
+// WebhookDelivery is the kept state of one webhook delivery, stored beside
+// its job's events and kept as long as they are (EventTTLDefault after
+// UpdatedAt).
+type WebhookDelivery struct {
+	ID       string `dynamodbav:"deliveryId"`
+	JobID    string `dynamodbav:"jobId"`
+	Endpoint string `dynamodbav:"endpoint,omitempty"`
+	Event    string `dynamodbav:"event"`
+	URL      string `dynamodbav:"url"`
+	// Status is delivered, retrying or failed.
+	Status     string    `dynamodbav:"status"`
+	Attempts   int       `dynamodbav:"attempts"`
+	LastStatus int       `dynamodbav:"lastStatus"`
+	LastError  string    `dynamodbav:"lastError,omitempty"`
+	UpdatedAt  time.Time `dynamodbav:"updatedAt"`
+}
+
+func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, error) {
+	item, err := attributevalue.MarshalMap(dl)
+	if err != nil {
+		return nil, err
+	}
+	item[resources.AttrPK] = str(jobPK(dl.JobID))
+	item[resources.AttrSK] = str("WH#" + dl.ID)
+	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(EventTTLDefault).Unix(), 10)}
+	return item, nil
+}
+
+// PutWebhookDelivery records a delivery's state.
+func (s *Store) PutWebhookDelivery(ctx context.Context, dl WebhookDelivery) error {
+	item, err := webhookDeliveryItem(dl)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
+	}
+	return nil
+}
+
+// FinishWebhookDelivery records a delivery's outcome in the same
+// transaction as fn's change of its job (UpdateJob, from read when the
+// caller has just read the job; nil: read it first). It is ErrNotFound
+// when the job is gone, and then writes nothing.
+func (s *Store) FinishWebhookDelivery(ctx context.Context, dl WebhookDelivery, read *job.Job, fn func(*job.Job) error) error {
+	item, err := webhookDeliveryItem(dl)
+	if err != nil {
+		return err
+	}
+	_, err = s.updateJob(ctx, dl.JobID, read, fn, []map[string]types.AttributeValue{item})
+	return err
+}
+
+// GetWebhookDelivery reads what delivering event seq of job jobID needs,
+// in one strongly consistent BatchGetItem: the event, the job (nil when
+// retention removed it) and, when endpoint is not empty, owner's endpoint
+// of that id (nil when it is gone). The event is ErrNotFound when it is
+// gone.
+func (s *Store) GetWebhookDelivery(ctx context.Context, jobID string, seq int64, owner, endpoint string) (EventRecord, *job.Job, *WebhookEndpoint, error) {
+	var also []ItemKey
+	epKey := ItemKey{PK: hooksPK(owner), SK: webhookEndpointSK(endpoint)}
+	if endpoint != "" {
+		also = append(also, epKey)
+	}
+	ev, j, items, err := s.GetEventAndJob(ctx, jobID, seq, also...)
+	if err != nil {
+		return EventRecord{}, nil, nil, err
+	}
+	item, ok := items[epKey]
+	if !ok || endpoint == "" {
+		return ev, j, nil, nil
+	}
+	ep, err := decodeWebhookEndpoint(endpoint, item)
+	if err != nil {
+		return EventRecord{}, nil, nil, err
+	}
+	return ev, j, &ep, nil
+}
