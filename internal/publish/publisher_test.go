@@ -33,7 +33,7 @@ import (
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
 
-// pubBundle is a Publisher on the test's own table and bucket, the
+// pubBundle is a run loop with the publish kind on the test's own table and bucket, the
 // simulator as the external API, and jobs made by the factory: no HTTP API,
 // no pollers.
 type pubBundle struct {
