@@ -73,7 +73,7 @@ func TestATestKindRunsToSuccess(t *testing.T) {
 // how long its next call lasts (kind.Budgeter), not which kind it is.
 func TestANextCallLongerThanTheTimeLeftIsNotClaimed(t *testing.T) {
 	t.Parallel()
-	w, st, j := setupLoop(t, "echo", echo{next: 2 * time.Minute})
+	w, st, j := setupLoop(t, "echo", echo{next: 40 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v, err := w.Run(ctx, worker.Delivery{JobID: j.ID, Receives: 1})

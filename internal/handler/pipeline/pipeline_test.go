@@ -7,20 +7,22 @@ import (
 	"github.com/conveyor/conveyor/internal/kind"
 )
 
-// TestFrontsAreFrontsOnly: the functions that submit register publish and
-// http as fronts, none of which can run a job (the work half is the
-// runner's, and linking it would drag S3 and the external API's client).
-func TestFrontsAreFrontsOnly(t *testing.T) {
+// TestFrontsAreTheBuiltInKinds: the functions that submit register the
+// kinds of Kinds, publish and http, and the publish one explains the
+// creating transaction's refusals.
+func TestFrontsAreTheBuiltInKinds(t *testing.T) {
 	t.Parallel()
 	fronts := Fronts(nil, nil)
 	if got := fronts.Names(); !slices.Equal(got, []string{"http", "publish"}) {
 		t.Errorf("Fronts = %v, want http and publish", got)
 	}
-	for _, n := range fronts.Names() {
-		f, _ := fronts.Get(n)
-		if _, ok := f.(kind.Kind); ok {
-			t.Errorf("the %s front has Work: the submitting functions would link the run loop", n)
-		}
+	var names []string
+	for _, k := range Kinds(KindConfigs{}) {
+		names = append(names, k.Name())
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, fronts.Names()) {
+		t.Errorf("Fronts = %v, Kinds = %v: submission and the run loop would know different kinds", fronts.Names(), names)
 	}
 	if f, _ := fronts.Get("publish"); f != nil {
 		if _, ok := f.(kind.Explainer); !ok {
