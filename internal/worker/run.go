@@ -34,8 +34,8 @@ type run struct {
 	// lost is set once the run learnt that the job stopped being its own:
 	// no call is made after that (Hold).
 	lost bool
-	// unsaved are facts about the outside world (an uploaded item's stash
-	// id) already applied to job but not yet written (Defer): the next
+	// unsaved are facts about the outside world (what a call did for an
+	// item) already applied to job but not yet written (Defer): the next
 	// write carries them. save re-applies them when a conflict makes it
 	// re-read the job, and Record's fallback writes them too (a Record
 	// whose save failed adds its facts here), and so does a release.

@@ -282,11 +282,10 @@ type loaded struct {
 	value any
 }
 
-// load reads the delivery's job with its items described (their uploads
-// read with it). A delivery does not name its job's kind: when a kind of
-// the registry is a kind.Loader (the first by name), it reads the job, and
-// what it reads beside it in the same request goes to the run when the job
-// is of that kind.
+// load reads the delivery's job with its items described. A delivery does
+// not name its job's kind: when a kind of the registry is a kind.Loader
+// (the first by name), it reads the job, and what it reads beside it in
+// the same request goes to the run when the job is of that kind.
 func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) {
 	for _, n := range p.cfg.Kinds.Names() {
 		k, _ := p.cfg.Kinds.Get(n)
@@ -305,7 +304,7 @@ func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) 
 // release lets go of the job when r's run ends without recording an
 // outcome, so that the next run may claim it at once instead of waiting
 // for r's lease to lapse, with what r learnt of its calls and had not
-// written yet (an uploaded item's stash id):
+// written yet (Attempt.Defer, a Record whose save failed):
 //   - a job that stopped being r's (a cancel or a stop kept r's lease while
 //     r finished its call) is released (job.Release);
 //   - a job still running under r's lease, whose outcome r could not write
@@ -326,8 +325,8 @@ func (p *Worker) release(ctx context.Context, r *run) (requeued, ok bool) {
 		if j.LeaseOwner != p.cfg.Worker {
 			return errNothing
 		}
-		// Facts the run learnt and had not written yet (an uploaded
-		// item's stash id) go with the release.
+		// Facts the run learnt and had not written yet go with the
+		// release.
 		for _, f := range held {
 			f(j)
 		}
@@ -584,7 +583,7 @@ func rateLimitDetail(err error, msg string) string {
 }
 
 // errorCode is the code a failed attempt reports: the one the error names
-// (accounts.CodeClientRejected, a kind's media_expired, …) when it names
+// (JobErrorCode: a kind's own code, or a dependency's) when it names
 // one, else its class's.
 func errorCode(err error, c retry.Class) string {
 	var coded interface{ JobErrorCode() string }
