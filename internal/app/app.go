@@ -139,7 +139,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}
-	if a.Relay, err = relayfn.Relay(env, clients.EventBridge, a.Sender, a.WebhookEndpoints); err != nil {
+	if a.Relay, err = relayfn.Relay(env, relayfn.Bus(env), a.Sender, a.WebhookEndpoints); err != nil {
 		return nil, err
 	}
 	a.Webhooks = systemfn.NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
