@@ -146,7 +146,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	if a.Streams, err = streamfn.Server(env, a.Store); err != nil {
 		return nil, err
 	}
-	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
+	a.Schedules = schedules.Service(env, a.Store, a.Jobs)
 	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
