@@ -67,8 +67,9 @@ type Options struct {
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
-	// Mover redrives DLQs (nil: admin's receive/send/delete mover; the admin
-	// function uses SQS move tasks in AWS, adminfn.AWS).
+	// Mover redrives DLQs (nil: the receive/send/delete mover,
+	// queue.SQSMover; the admin function uses SQS move tasks in AWS,
+	// adminfn.AWS).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none, the local
 	// pollers read the tier flag; in AWS the event source mappings).

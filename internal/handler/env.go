@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
@@ -19,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -130,8 +130,8 @@ func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
 	return v
 }
 
-// SQS is an SQS client.
-func (e Env) SQS() *sqs.Client { return sqs.NewFromConfig(e.AWS) }
+// SQS is an SQS client (queue.Client).
+func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 
 // Store is the table.
 func (e Env) Store(db *dynamodb.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
@@ -157,10 +157,10 @@ type AdminParts struct {
 	// Breakers are listed and reset.
 	Breakers admin.Breakers
 	// SQS reads depths and DLQs.
-	SQS *sqs.Client
+	SQS *queue.Client
 	// Mover and Switch are the environment's ways to redrive a DLQ and to
-	// switch a tier's consumer (nil: admin's receive/send/delete mover; no
-	// switch, the pollers read the tier flag).
+	// switch a tier's consumer (nil: the receive/send/delete mover,
+	// queue.SQSMover; no switch, the pollers read the tier flag).
 	Mover  admin.Mover
 	Switch admin.Switch
 }
@@ -168,10 +168,15 @@ type AdminParts struct {
 // Admin is the operators' service over p: the admin function serves it,
 // recovery reads its tier flags.
 func (e Env) Admin(p AdminParts) (*admin.Service, error) {
-	cfg := e.Config
+	cfg, log := e.Config, e.Log()
+	mover := p.Mover
+	if mover == nil {
+		mover = queue.SQSMover{SQS: p.SQS, Logger: log}
+	}
 	return admin.New(admin.Config{
-		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, SQS: p.SQS, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
-		Breakers: p.Breakers, StuckAfter: cfg.StuckAfter, Mover: p.Mover, Switch: p.Switch, Now: e.Now, Logger: e.Log(),
+		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, Queues: queue.Inspector{SQS: p.SQS, Logger: log},
+		QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs, Breakers: p.Breakers, StuckAfter: cfg.StuckAfter,
+		Mover: mover, Switch: p.Switch, Now: e.Now, Logger: log,
 	})
 }
 
