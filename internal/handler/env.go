@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
@@ -101,15 +100,10 @@ func NewLogger() *slog.Logger {
 // Log is the logger with the environment's name on every line.
 func (e Env) Log() *slog.Logger { return e.Logger.With("env", e.Config.Env) }
 
-// DynamoDB is a DynamoDB client; it honours the DynamoDB endpoint the
-// AWS settings name (DynamoDB Local) even when AWS_ENDPOINT_URL is set.
-func (e Env) DynamoDB() *dynamodb.Client {
-	return dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
-		if ep, ok := awsenv.DynamoDBEndpoint(e.AWS); ok {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-}
+// DynamoDB is a DynamoDB client (store.Client); it honours the DynamoDB
+// endpoint the AWS settings name (DynamoDB Local) even when
+// AWS_ENDPOINT_URL is set.
+func (e Env) DynamoDB() *store.Client { return store.NewClient(e.AWS) }
 
 // Verifier checks the bearer tokens of a function that serves HTTP: HS256
 // with key, and, when the configuration names an OIDC issuer, that
@@ -134,11 +128,11 @@ func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
 func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 
 // Store is the table.
-func (e Env) Store(db *dynamodb.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
+func (e Env) Store(db *store.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
 
 // Breaker is the shared circuit breaker over the table, as owner (this
 // instance, in probe leases), reporting its transitions to m.
-func (e Env) Breaker(db *dynamodb.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
+func (e Env) Breaker(db *store.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
 	cfg := e.Config
 	return breaker.New(breaker.Options{
 		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
