@@ -11,8 +11,6 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
-
 // TestPutAnswersEachEntry puts a request on the emulator's bus whose
 // middle entry the bus refuses (its detail is not JSON): the others are
 // taken, the refused one's error names why.

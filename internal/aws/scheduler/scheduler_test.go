@@ -14,8 +14,6 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
-func TestMain(m *testing.M) { awstest.Main(m) }
-
 // TestPutUpdatesAndDeleteForgets keeps one schedule in the emulator's
 // Scheduler: created enabled with the tick as its target's input, put
 // again paused (an update), deleted, and deleted again without an error.
