@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/auth"
@@ -143,7 +142,7 @@ func (c *cli) deployedKey(cmd *cobra.Command, env, cfgPath string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("the AWS configuration: %w", err)
 	}
-	key, err := secretref.JWTKeyFrom(id, secretsmanager.NewFromConfig(awsCfg)).Get(cmd.Context())
+	key, err := secretref.JWTKeyAt(id, awsCfg).Get(cmd.Context())
 	if err != nil {
 		return "", fmt.Errorf("%s: the JWT key: %w", env, err)
 	}

@@ -3,11 +3,10 @@
 package main
 
 import (
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/conveyor/conveyor/internal/handler"
 	fn "github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 )
 
 func main() { handler.Start(fn.Name, fn.Resolve, fn.NewWith(platform)) }
@@ -15,7 +14,7 @@ func main() { handler.Start(fn.Name, fn.Resolve, fn.NewWith(platform)) }
 // platform is AWS's, except under the local stack, which runs this very
 // binary against an emulator that has neither SQS move tasks nor event
 // source mappings: there it injects the local stand-ins.
-func platform(env handler.Env, client *sqs.Client) fn.Platform {
+func platform(env handler.Env, client *queue.Client) fn.Platform {
 	if env.Config.Env == job.Local {
 		return fn.Local(env, client)
 	}

@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -43,17 +41,24 @@ const (
 	StatsHoursDefault = 24
 	MaxStatsHours     = 168
 	// RedriveDefault is the most messages one redrive moves.
-	RedriveDefault = 1000
+	RedriveDefault = queue.RedriveDefault
 )
 
-// SQSAPI is the part of the SQS client the admin uses.
-type SQSAPI interface {
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
-	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+// Queues reads the tier queues and their DLQs without consuming their
+// messages (queue.Inspector).
+type Queues interface {
+	// Depth is the queue at url's approximate depth.
+	Depth(ctx context.Context, url string) (queue.Depth, error)
+	// Peek returns up to limit messages of the queue at url, visible
+	// again when it returns.
+	Peek(ctx context.Context, url string, limit int) ([]queue.Peeked, error)
+}
+
+// Mover moves DLQ messages back to their tier's queue and reports how many
+// it moved (or, for an asynchronous move, started moving): queue.SQSMover
+// receives, sends and deletes; queue.TaskMover starts an SQS move task.
+type Mover interface {
+	Move(ctx context.Context, r queue.Redrive) (int, error)
 }
 
 // Requeuer re-queues a job through the state machine and sends its message,
@@ -87,14 +92,14 @@ type Config struct {
 	Jobs Requeuer
 	// Sender sends a restarted item's job.
 	Sender Sender
-	// SQS reads queue depths, peeks into and redrives DLQs.
-	SQS SQSAPI
+	// Queues reads queue depths and peeks into DLQs.
+	Queues Queues
 	// QueueURLs and DLQURLs per tier; a tier without a queue URL is unknown.
 	QueueURLs, DLQURLs map[job.Tier]string
 	// Breakers lists and resets the circuit breakers.
 	Breakers Breakers
-	// Mover redrives DLQs (default an SQSMover: receive → send → delete;
-	// in AWS a TaskMover using StartMessageMoveTask).
+	// Mover redrives DLQs (locally a queue.SQSMover: receive → send →
+	// delete; in AWS a queue.TaskMover using StartMessageMoveTask).
 	Mover Mover
 	// Switch, when set, also turns a tier's consumer off and on (in AWS its
 	// event source mapping). Locally nil: the pollers read the flag through
@@ -133,17 +138,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.PauseCache == 0 {
 		cfg.PauseCache = PauseCacheDefault
 	}
-	if cfg.Mover == nil {
-		cfg.Mover = SQSMover{SQS: cfg.SQS, Logger: cfg.Logger}
-	}
 	return &Service{cfg: cfg}, nil
 }
 
 func (c Config) validate() error {
 	var missing []string
 	for name, absent := range map[string]bool{
-		"Store": c.Store == nil, "Jobs": c.Jobs == nil, "Sender": c.Sender == nil, "SQS": c.SQS == nil,
-		"Breakers": c.Breakers == nil,
+		"Store": c.Store == nil, "Jobs": c.Jobs == nil, "Sender": c.Sender == nil, "Queues": c.Queues == nil,
+		"Mover": c.Mover == nil, "Breakers": c.Breakers == nil,
 	} {
 		if absent {
 			missing = append(missing, name)

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -213,38 +208,20 @@ func (s *Service) orphans(ctx context.Context, now time.Time, paused map[job.Tie
 // tierStats reads a tier's queue and DLQ depths.
 func (s *Service) tierStats(ctx context.Context, t job.Tier) (TierStats, error) {
 	var st TierStats
-	attrs, err := s.queueAttrs(ctx, s.cfg.QueueURLs[t],
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+	d, err := s.cfg.Queues.Depth(ctx, s.cfg.QueueURLs[t])
 	if err != nil {
 		return st, err
 	}
-	st.Waiting = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
-	st.InFlight = attrs[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+	st.Waiting, st.InFlight = d.Visible, d.InFlight
 	if u := s.cfg.DLQURLs[t]; u != "" {
-		dlq, err := s.queueAttrs(ctx, u, sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+		dlq, err := s.cfg.Queues.Depth(ctx, u)
 		if err != nil {
 			return st, err
 		}
 		// Messages being peeked at or redriven are still in the DLQ.
-		st.DLQ = dlq[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)] +
-			dlq[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+		st.DLQ = dlq.Visible + dlq.InFlight
 	}
 	return st, nil
-}
-
-func (s *Service) queueAttrs(ctx context.Context, url string, names ...sqstypes.QueueAttributeName) (map[string]int, error) {
-	out, err := s.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]int{}
-	for _, n := range names {
-		v, _ := strconv.Atoi(out.Attributes[string(n)])
-		m[string(n)] = v
-	}
-	return m, nil
 }
 
 // HourStats is one hour's outcomes.

@@ -67,8 +67,9 @@ type Options struct {
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []kind.Kind
-	// Mover redrives DLQs (nil: admin's receive/send/delete mover; the admin
-	// function uses SQS move tasks in AWS, adminfn.AWS).
+	// Mover redrives DLQs (nil: the receive/send/delete mover,
+	// queue.SQSMover; the admin function uses SQS move tasks in AWS,
+	// adminfn.AWS).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none, the local
 	// pollers read the tier flag; in AWS the event source mappings).
@@ -139,14 +140,14 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	if a.WebhookKeys, a.WebhookEndpoints, err = systemfn.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}
-	if a.Relay, err = relayfn.Relay(env, clients.EventBridge, a.Sender, a.WebhookEndpoints); err != nil {
+	if a.Relay, err = relayfn.Relay(env, relayfn.Bus(env), a.Sender, a.WebhookEndpoints); err != nil {
 		return nil, err
 	}
 	a.Webhooks = systemfn.NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
 	if a.Streams, err = streamfn.Server(env, a.Store); err != nil {
 		return nil, err
 	}
-	a.Schedules = schedules.Service(env, clients.DynamoDB, a.Jobs)
+	a.Schedules = schedules.Service(env, a.Store, a.Jobs)
 	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)

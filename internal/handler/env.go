@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
@@ -19,6 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -101,15 +100,10 @@ func NewLogger() *slog.Logger {
 // Log is the logger with the environment's name on every line.
 func (e Env) Log() *slog.Logger { return e.Logger.With("env", e.Config.Env) }
 
-// DynamoDB is a DynamoDB client; it honours the DynamoDB endpoint the
-// AWS settings name (DynamoDB Local) even when AWS_ENDPOINT_URL is set.
-func (e Env) DynamoDB() *dynamodb.Client {
-	return dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
-		if ep, ok := awsenv.DynamoDBEndpoint(e.AWS); ok {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-}
+// DynamoDB is a DynamoDB client (store.Client); it honours the DynamoDB
+// endpoint the AWS settings name (DynamoDB Local) even when
+// AWS_ENDPOINT_URL is set.
+func (e Env) DynamoDB() *store.Client { return store.NewClient(e.AWS) }
 
 // Verifier checks the bearer tokens of a function that serves HTTP: HS256
 // with key, and, when the configuration names an OIDC issuer, that
@@ -130,15 +124,15 @@ func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
 	return v
 }
 
-// SQS is an SQS client.
-func (e Env) SQS() *sqs.Client { return sqs.NewFromConfig(e.AWS) }
+// SQS is an SQS client (queue.Client).
+func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 
 // Store is the table.
-func (e Env) Store(db *dynamodb.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
+func (e Env) Store(db *store.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
 
 // Breaker is the shared circuit breaker over the table, as owner (this
 // instance, in probe leases), reporting its transitions to m.
-func (e Env) Breaker(db *dynamodb.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
+func (e Env) Breaker(db *store.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
 	cfg := e.Config
 	return breaker.New(breaker.Options{
 		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
@@ -157,10 +151,10 @@ type AdminParts struct {
 	// Breakers are listed and reset.
 	Breakers admin.Breakers
 	// SQS reads depths and DLQs.
-	SQS *sqs.Client
+	SQS *queue.Client
 	// Mover and Switch are the environment's ways to redrive a DLQ and to
-	// switch a tier's consumer (nil: admin's receive/send/delete mover; no
-	// switch, the pollers read the tier flag).
+	// switch a tier's consumer (nil: the receive/send/delete mover,
+	// queue.SQSMover; no switch, the pollers read the tier flag).
 	Mover  admin.Mover
 	Switch admin.Switch
 }
@@ -168,10 +162,15 @@ type AdminParts struct {
 // Admin is the operators' service over p: the admin function serves it,
 // recovery reads its tier flags.
 func (e Env) Admin(p AdminParts) (*admin.Service, error) {
-	cfg := e.Config
+	cfg, log := e.Config, e.Log()
+	mover := p.Mover
+	if mover == nil {
+		mover = queue.SQSMover{SQS: p.SQS, Logger: log}
+	}
 	return admin.New(admin.Config{
-		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, SQS: p.SQS, QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs,
-		Breakers: p.Breakers, StuckAfter: cfg.StuckAfter, Mover: p.Mover, Switch: p.Switch, Now: e.Now, Logger: e.Log(),
+		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, Queues: queue.Inspector{SQS: p.SQS, Logger: log},
+		QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs, Breakers: p.Breakers, StuckAfter: cfg.StuckAfter,
+		Mover: mover, Switch: p.Switch, Now: e.Now, Logger: log,
 	})
 }
 

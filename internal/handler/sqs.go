@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -31,13 +29,11 @@ func NewQueueURLs(urls ...string) QueueURLs {
 
 func (q QueueURLs) forARN(arn string) string { return q[arn[strings.LastIndex(arn, ":")+1:]] }
 
-// VisibilityChanger is the part of the SQS client a consumer uses: Delay
-// changes a message's visibility; a message that must wait leaves its
-// owner's slot by a send into its job's own group (queue.MoveOut).
-type VisibilityChanger interface {
-	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
+// VisibilityChanger is the part of the SQS client a consumer uses
+// (queue.Consumer): Delay changes a message's visibility; a message that
+// must wait leaves its owner's slot by a send into its job's own group
+// (queue.MoveOut).
+type VisibilityChanger = queue.Consumer
 
 // GroupConcurrency bounds how many message groups of one batch a consumer
 // works on at once.
@@ -92,9 +88,7 @@ func Delay(ctx context.Context, client VisibilityChanger, urls QueueURLs, m even
 	if url == "" {
 		return
 	}
-	if _, err := client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: retry.VisibilityFor(d),
-	}); err != nil {
+	if err := queue.Delay(ctx, client, url, m.ReceiptHandle, retry.VisibilityFor(d)); err != nil {
 		log.WarnContext(ctx, "could not delay the message", "message_id", m.MessageId, "error", err)
 	}
 }

@@ -6,6 +6,12 @@
 // alongside; a message that must wait leaves the slot for the job's own
 // group. The order of a job's messages does not matter: the job's state in
 // DynamoDB and the worker's conditional claim decide.
+//
+// It is the SQS adapter, the one package that talks to SQS: besides
+// sending (Sender) it delays a consumer's message and moves one out of its
+// owner's slot (Delay, MoveOut), and gives operators the queues' depths,
+// peeks into the dead-letter queues and redrives (Inspector, SQSMover,
+// TaskMover).
 package queue
 
 import (

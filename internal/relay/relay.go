@@ -32,9 +32,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobevent"
@@ -93,17 +90,32 @@ type Sender interface {
 	SendBatch(ctx context.Context, tier job.Tier, msgs []queue.Message) []error
 }
 
-// Bus is the part of the EventBridge client the relay uses.
+// Entry is one event as the bus takes it.
+type Entry struct {
+	// Source is the events' source (Config.Source).
+	Source string
+	// DetailType is the event's type (job.started, …).
+	DetailType string
+	// Detail is the event's body, JSON (Body).
+	Detail string
+	// Time is when the event happened.
+	Time time.Time
+}
+
+// Bus puts events on the environment's event bus (internal/aws/bus, on
+// EventBridge).
 type Bus interface {
-	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+	// Put puts entries in one request, at most MaxEntriesPerPut of at
+	// most MaxPutBytes in all. It returns, in order, nil for each entry
+	// the bus took and why it refused each other; or, when the request
+	// itself failed, an error alone.
+	Put(ctx context.Context, entries []Entry) ([]error, error)
 }
 
 // Config configures a Relay.
 type Config struct {
-	// Bus receives the events; required.
+	// Bus receives the events (the environment's event bus); required.
 	Bus Bus
-	// BusName is the environment's event bus; required.
-	BusName string
 	// Source is the events' EventBridge source, e.g. "conveyor.staging"
 	// (the archive's event pattern matches it); required.
 	Source string
@@ -125,9 +137,6 @@ func New(cfg Config) (*Relay, error) {
 	var errs []error
 	if cfg.Bus == nil {
 		errs = append(errs, errors.New("relay: Bus is required"))
-	}
-	if cfg.BusName == "" {
-		errs = append(errs, errors.New("relay: BusName is required"))
 	}
 	if cfg.Source == "" {
 		errs = append(errs, errors.New("relay: Source is required"))
@@ -182,7 +191,7 @@ type record struct {
 	// triggers; entry and size are its PutEvents entry, once rendered.
 	decided bool
 	hooks   []queue.Message
-	entry   *ebtypes.PutEventsRequestEntry
+	entry   *Entry
 	size    int
 }
 
@@ -199,7 +208,7 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 			continue
 		}
 		rec := &record{seq: sr.Change.SequenceNumber, key: sr.Change.Keys[resources.AttrPK].String()}
-		rec.ev, rec.err = DecodeEvent(sr.Change.NewImage)
+		rec.ev, rec.err = store.DecodeEvent(sr.Change.NewImage)
 		recs = append(recs, rec)
 	}
 	r.prefetch(ctx, recs)
@@ -265,11 +274,11 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 		if len(round) == 0 {
 			break
 		}
-		entries := make([]ebtypes.PutEventsRequestEntry, len(round))
+		entries := make([]Entry, len(round))
 		for i, rec := range round {
 			entries[i] = *rec.entry
 		}
-		out, err := r.cfg.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries})
+		entryErrs, err := r.cfg.Bus.Put(ctx, entries)
 		putAt := r.cfg.Now()
 		if err != nil {
 			for _, rec := range round {
@@ -284,12 +293,12 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 		var queued []*record
 		blocked := map[string]bool{}
 		for i, rec := range round {
-			if i >= len(out.Entries) || out.Entries[i].ErrorCode != nil {
-				msg := "no answer for the entry"
-				if i < len(out.Entries) {
-					msg = aws.ToString(out.Entries[i].ErrorCode) + ": " + aws.ToString(out.Entries[i].ErrorMessage)
+			if i >= len(entryErrs) || entryErrs[i] != nil {
+				why := errors.New("no answer for the entry")
+				if i < len(entryErrs) {
+					why = entryErrs[i]
 				}
-				refused[rec], blocked[rec.key] = errors.New(msg), true
+				refused[rec], blocked[rec.key] = why, true
 				continue
 			}
 			res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
@@ -380,14 +389,10 @@ func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why strin
 	}
 }
 
-// entry renders ev as a PutEvents entry.
-func (r *Relay) entry(ev store.EventRecord) ebtypes.PutEventsRequestEntry {
+// entry renders ev as the bus takes it.
+func (r *Relay) entry(ev store.EventRecord) Entry {
 	b, _ := json.Marshal(jobevent.BodyOf(ev))
-	return ebtypes.PutEventsRequestEntry{
-		EventBusName: aws.String(r.cfg.BusName), Source: aws.String(r.cfg.Source),
-		DetailType: aws.String(ev.Type), Detail: aws.String(string(b)), Time: aws.Time(ev.At),
-		Resources: []string{},
-	}
+	return Entry{Source: r.cfg.Source, DetailType: ev.Type, Detail: string(b), Time: ev.At}
 }
 
 // queueWebhooks queues the deliveries of recs' events to the system tier,
@@ -420,17 +425,14 @@ func (r *Relay) queueWebhooks(ctx context.Context, recs []*record, res *Result) 
 
 // EntrySize is the size EventBridge counts for an entry against the
 // 256 KiB limit of a PutEvents call: 14 bytes for the time, plus the UTF-8
-// bytes of source, detail type, detail and resources.
-func EntrySize(e ebtypes.PutEventsRequestEntry) int {
+// bytes of source, detail type and detail (and of resources, which the
+// relay's entries have none of).
+func EntrySize(e Entry) int {
 	n := 0
-	if e.Time != nil {
+	if !e.Time.IsZero() {
 		n += 14
 	}
-	n += len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
-	for _, res := range e.Resources {
-		n += len(res)
-	}
-	return n
+	return n + len(e.Source) + len(e.DetailType) + len(e.Detail)
 }
 
 // IsEventItem reports whether a stream record's keys name an event item:

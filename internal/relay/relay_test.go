@@ -25,6 +25,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -89,11 +90,11 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		logw = os.Stderr
 	}
 	log := slog.New(slog.NewJSONHandler(logw, nil))
-	var bus relay.Bus = env.Clients.EventBridge
+	var eb relay.Bus = bus.New(env.Config, def.EventBus)
 	if wrap != nil {
-		bus = wrap(bus)
+		eb = wrap(eb)
 	}
-	r, err := relay.New(relay.Config{Bus: bus, BusName: def.EventBus, Source: resources.EventSource(def.Env),
+	r, err := relay.New(relay.Config{Bus: eb, Source: resources.EventSource(def.Env),
 		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs, queue.Fairness{}), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -576,26 +577,26 @@ type carried struct {
 	refused bool
 }
 
-func (r *refusing) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+func (r *refusing) Put(ctx context.Context, in []relay.Entry) ([]error, error) {
 	r.mu.Lock()
-	entries := slices.Clone(in.Entries)
+	entries := slices.Clone(in)
 	var req []carried
 	for i, e := range entries {
 		var c carried
-		if err := json.Unmarshal([]byte(aws.ToString(e.Detail)), &c.Body); err != nil {
+		if err := json.Unmarshal([]byte(e.Detail), &c.Body); err != nil {
 			r.mu.Unlock()
 			return nil, fmt.Errorf("the relay put a detail that is not JSON: %w", err)
 		}
 		if c.JobID == r.jobID && c.Seq == r.seq && r.left > 0 {
 			r.left--
 			c.refused = true
-			entries[i].Detail = aws.String(`{"cut short":`)
+			entries[i].Detail = `{"cut short":`
 		}
 		req = append(req, c)
 	}
 	r.requests = append(r.requests, req)
 	r.mu.Unlock()
-	return r.Bus.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: entries}, opts...)
+	return r.Bus.Put(ctx, entries)
 }
 
 // TestARefusedEntryHoldsBackTheLaterEventsOfItsJob: a job's events go
@@ -687,7 +688,7 @@ func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
 		b.emit(t, y, job.EventProgress)
 	}
 	batch := b.streamBatch(t, 10)
-	r, err := relay.New(relay.Config{Bus: bus, BusName: b.def.EventBus, Source: resources.EventSource(b.def.Env),
+	r, err := relay.New(relay.Config{Bus: bus, Source: resources.EventSource(b.def.Env),
 		Sender: queue.NewSender(b.env.Clients.SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -695,7 +696,7 @@ func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
 	resp, res := r.Handle(context.Background(), batch)
 	var want []string
 	for _, rec := range batch.Records {
-		ev, err := relay.DecodeEvent(rec.Change.NewImage)
+		ev, err := store.DecodeEvent(rec.Change.NewImage)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,8 +29,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -59,34 +57,34 @@ const (
 
 // Run is one tick that submitted a job.
 type Run struct {
-	At    time.Time `json:"at" dynamodbav:"at"`
-	JobID string    `json:"jobId" dynamodbav:"jobId"`
+	At    time.Time `json:"at"`
+	JobID string    `json:"jobId"`
 }
 
 // Schedule is one recurring schedule.
 type Schedule struct {
-	ID        string     `json:"id" dynamodbav:"id"`
-	Name      string     `json:"name" dynamodbav:"name"`
-	Cron      string     `json:"cron,omitempty" dynamodbav:"cron,omitempty"`
-	Rate      string     `json:"rate,omitempty" dynamodbav:"rate,omitempty"`
-	Timezone  string     `json:"timezone" dynamodbav:"timezone"`
-	Job       job.Doc    `json:"job" dynamodbav:"job"`
-	Status    string     `json:"status" dynamodbav:"status"`
-	NextRunAt *time.Time `json:"nextRunAt" dynamodbav:"-"`
-	CreatedAt time.Time  `json:"createdAt" dynamodbav:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt" dynamodbav:"updatedAt"`
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Cron      string     `json:"cron,omitempty"`
+	Rate      string     `json:"rate,omitempty"`
+	Timezone  string     `json:"timezone"`
+	Job       job.Doc    `json:"job"`
+	Status    string     `json:"status"`
+	NextRunAt *time.Time `json:"nextRunAt"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
 	// LastRuns are the latest ticks and their jobs, newest first.
-	LastRuns []Run `json:"lastRuns" dynamodbav:"runs"`
+	LastRuns []Run `json:"lastRuns"`
 
 	// Owner and Plan: who the jobs are submitted as, and their tier.
-	Owner string `json:"-" dynamodbav:"owner"`
-	Plan  string `json:"-" dynamodbav:"plan"`
+	Owner string `json:"-"`
+	Plan  string `json:"-"`
 	// ActiveFrom is when the schedule was last created or resumed: a
 	// tick before it (fired late, or while paused) is skipped.
-	ActiveFrom time.Time `json:"-" dynamodbav:"activeFrom"`
+	ActiveFrom time.Time `json:"-"`
 	// Seed is the secret from which tick job ids are derived.
-	Seed    string `json:"-" dynamodbav:"seed"`
-	Version int64  `json:"-" dynamodbav:"version"`
+	Seed    string `json:"-"`
+	Version int64  `json:"-"`
 }
 
 // Expr returns the schedule's recurrence.
@@ -117,7 +115,8 @@ type Jobs interface {
 }
 
 // Backend makes the schedule fire: EventBridge Scheduler in AWS (and in
-// the emulator, whose schedules the local runtime fires).
+// the emulator, whose schedules the local runtime fires), through
+// internal/aws/scheduler.
 type Backend interface {
 	// Put creates or replaces the schedule's trigger (enabled or not as
 	// its status says).
@@ -128,9 +127,8 @@ type Backend interface {
 
 // Config configures a Service.
 type Config struct {
-	// DB and Table hold the schedules.
-	DB    *dynamodb.Client
-	Table string
+	// Store holds the schedules (required).
+	Store Records
 	// Jobs validates templates and submits the ticks' jobs.
 	Jobs Jobs
 	// Backend fires the schedules (nil: nothing fires them but Fire).

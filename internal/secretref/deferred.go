@@ -110,7 +110,15 @@ func JWTKey(cfg config.Config, awsCfg aws.Config) *Deferred {
 	if len(cfg.JWTSecret) > 0 || cfg.JWTSecretARN == "" {
 		return Known(cfg.JWTSecret)
 	}
-	return JWTKeyFrom(cfg.JWTSecretARN, secretsmanager.NewFromConfig(awsCfg))
+	return JWTKeyAt(cfg.JWTSecretARN, awsCfg)
+}
+
+// JWTKeyAt reads the JWT key (the secret string) named by id, an ARN or a
+// secret's name, with a Secrets Manager client made from awsCfg, in the
+// background from now on (see Deferred): what a program outside a
+// function (the CLI minting a token for a deployed environment) uses.
+func JWTKeyAt(id string, awsCfg aws.Config) *Deferred {
+	return JWTKeyFrom(id, secretsmanager.NewFromConfig(awsCfg))
 }
 
 // JWTKeyFrom reads the JWT key (the secret string) named by arn with sm,

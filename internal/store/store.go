@@ -1,5 +1,7 @@
 // Package store persists Conveyor's state in the one DynamoDB table: jobs
-// with their idempotency records, uploads and connected accounts. Every state
+// with their idempotency records, uploads, connected accounts and
+// recurring schedules; it reads the event items of the table's stream
+// (DecodeEvent) and makes the DynamoDB client (NewClient). Every state
 // change is a conditional write (optimistic concurrency on a version), so
 // concurrent writers never lose each other's updates. Items whose TTL has
 // passed are treated as gone, since DynamoDB deletes them late.

@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -41,7 +42,8 @@ func NewService(t testing.TB, s *stack.Stack) *admin.Service {
 	t.Helper()
 	a := s.App
 	svc, err := admin.New(admin.Config{
-		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, SQS: a.Clients.SQS,
+		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender,
+		Queues: queue.Inspector{SQS: a.Clients.SQS, Logger: quiet}, Mover: queue.SQSMover{SQS: a.Clients.SQS, Logger: quiet},
 		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
 		StuckAfter: a.Config.StuckAfter, Logger: quiet,
 	})

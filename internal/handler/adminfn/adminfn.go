@@ -14,11 +14,9 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/admin/esm"
+	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -52,7 +50,8 @@ func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
 // caller chooses (AWS or Local); this package never looks at the
 // environment's name.
 type Platform struct {
-	// Mover redrives a tier's DLQ (nil: admin's receive/send/delete mover).
+	// Mover redrives a tier's DLQ (nil: the receive/send/delete mover,
+	// queue.SQSMover).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none; the local
 	// pollers read the tier flag).
@@ -66,13 +65,13 @@ func New(ctx context.Context, env handler.Env) (func(context.Context, events.API
 
 // NewWith wires the admin function from env on the platform made by
 // platform.
-func NewWith(platform func(handler.Env, *sqs.Client) Platform) func(context.Context, handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+func NewWith(platform func(handler.Env, *queue.Client) Platform) func(context.Context, handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	return func(_ context.Context, env handler.Env) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 		return build(env, platform)
 	}
 }
 
-func build(env handler.Env, platform func(handler.Env, *sqs.Client) Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+func build(env handler.Env, platform func(handler.Env, *queue.Client) Platform) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sender := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness)
@@ -95,22 +94,22 @@ func build(env handler.Env, platform func(handler.Env, *sqs.Client) Platform) (f
 // AWS is the admin function's platform in AWS: DLQs redriven by SQS move
 // tasks (receive/send/delete for a selection), tiers switched through
 // their event source mappings (config.Config.ESMUUIDs).
-func AWS(env handler.Env, client *sqs.Client) Platform {
+func AWS(env handler.Env, client *queue.Client) Platform {
 	log := env.Log()
 	return Platform{
-		Mover:  admin.TaskMover{SQS: client, Fallback: admin.SQSMover{SQS: client, Logger: log}, Logger: log},
-		Switch: esm.Switch{Lambda: lambda.NewFromConfig(env.AWS), UUIDs: env.Config.ESMUUIDs},
+		Mover:  queue.TaskMover{SQS: client, Fallback: queue.SQSMover{SQS: client, Logger: log}, Logger: log},
+		Switch: esm.New(env.AWS, env.Config.ESMUUIDs),
 	}
 }
 
 // Local is the local stack's stand-ins: the emulator has no move tasks
 // (DLQs are redriven by receive/send/delete) and no event source mappings
 // (the local pollers read the tier flag, so there is nothing to switch).
-func Local(env handler.Env, client *sqs.Client) Platform {
+func Local(env handler.Env, client *queue.Client) Platform {
 	return Platform{Mover: LocalMover(client, env.Log())}
 }
 
 // LocalMover is the local stack's DLQ mover: receive → send → delete.
-func LocalMover(client admin.SQSAPI, log *slog.Logger) admin.Mover {
-	return admin.SQSMover{SQS: client, Logger: log}
+func LocalMover(client queue.OperatorAPI, log *slog.Logger) admin.Mover {
+	return queue.SQSMover{SQS: client, Logger: log}
 }

@@ -9,12 +9,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/admin/esm"
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -80,17 +80,17 @@ func TestPlatforms(t *testing.T) {
 	uuids := map[job.Tier]string{job.Low: "uuid-low"}
 	env := handler.Env{Config: config.Config{Env: "prod-en", ESMUUIDs: uuids}}.WithDefaults()
 	aws := AWS(env, nil)
-	if m, ok := aws.Mover.(admin.TaskMover); !ok {
-		t.Errorf("AWS mover %T, want admin.TaskMover", aws.Mover)
-	} else if _, ok := m.Fallback.(admin.SQSMover); !ok {
-		t.Errorf("AWS mover's fallback %T, want admin.SQSMover", m.Fallback)
+	if m, ok := aws.Mover.(queue.TaskMover); !ok {
+		t.Errorf("AWS mover %T, want queue.TaskMover", aws.Mover)
+	} else if _, ok := m.Fallback.(queue.SQSMover); !ok {
+		t.Errorf("AWS mover's fallback %T, want queue.SQSMover", m.Fallback)
 	}
 	if sw, ok := aws.Switch.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
 		t.Errorf("AWS switch %#v, want esm.Switch with the configured mappings", aws.Switch)
 	}
 	local := Local(env, nil)
-	if _, ok := local.Mover.(admin.SQSMover); !ok {
-		t.Errorf("local mover %T, want admin.SQSMover", local.Mover)
+	if _, ok := local.Mover.(queue.SQSMover); !ok {
+		t.Errorf("local mover %T, want queue.SQSMover", local.Mover)
 	}
 	if local.Switch != nil {
 		t.Errorf("local switch %T, want none", local.Switch)

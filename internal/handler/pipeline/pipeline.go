@@ -9,8 +9,6 @@
 package pipeline
 
 import (
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -59,7 +57,7 @@ func Fronts(st *store.Store, s httpkind.Sealer) *kind.Fronts {
 
 // NewSubmission wires the submission half on the table st and the queues
 // of client, accepting the kinds of fronts.
-func NewSubmission(env handler.Env, st *store.Store, client *sqs.Client, fronts *kind.Fronts) *Submission {
+func NewSubmission(env handler.Env, st *store.Store, client *queue.Client, fronts *kind.Fronts) *Submission {
 	cfg := env.Config
 	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs, cfg.Fairness), Fronts: fronts}
 	s.Jobs = jobs.New(jobs.Config{

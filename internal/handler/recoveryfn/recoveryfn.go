@@ -133,7 +133,7 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules.Service(env, db, sub.Jobs), emf, env.Log()), nil
+	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules.Service(env, st, sub.Jobs), emf, env.Log()), nil
 }
 
 // Recoverer is the stuck-job recovery and retention of env, deleting

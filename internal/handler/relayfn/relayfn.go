@@ -7,8 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -55,17 +55,20 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Dynam
 	if err != nil {
 		return nil, err
 	}
-	rel, err := Relay(env, eventbridge.NewFromConfig(env.AWS), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
+	rel, err := Relay(env, Bus(env), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
 	if err != nil {
 		return nil, err
 	}
 	return Handler(rel, env.Emitter(), env.Log()), nil
 }
 
-// Relay puts the events on env's bus and queues the webhook deliveries
-// they trigger through sender.
-func Relay(env handler.Env, bus relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
+// Bus is env's event bus (CONVEYOR_EVENT_BUS) on EventBridge.
+func Bus(env handler.Env) *bus.Bus { return bus.New(env.AWS, env.Config.EventBus) }
+
+// Relay puts the events on b, env's bus, and queues the webhook
+// deliveries they trigger through sender.
+func Relay(env handler.Env, b relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
 	cfg := env.Config
-	return relay.New(relay.Config{Bus: bus, BusName: cfg.EventBus, Source: resources.EventSource(cfg.Env),
+	return relay.New(relay.Config{Bus: b, Source: resources.EventSource(cfg.Env),
 		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: env.Now, Logger: env.Log()})
 }

@@ -6,23 +6,22 @@
 package schedules
 
 import (
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
-
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
-// Service is the users' recurring schedules service of env: in
-// EventBridge Scheduler when the configuration names a schedule group,
-// with js validating their job templates and submitting the ticks' jobs.
-func Service(env handler.Env, db *dynamodb.Client, js *jobs.Service) *schedule.Service {
+// Service is the users' recurring schedules service of env, kept in st
+// and, when the configuration names a schedule group, in EventBridge
+// Scheduler, with js validating their job templates and submitting the
+// ticks' jobs.
+func Service(env handler.Env, st *store.Store, js *jobs.Service) *schedule.Service {
 	cfg := env.Config
-	scfg := schedule.Config{DB: db, Table: cfg.Table, Jobs: js, Now: env.Now, Logger: env.Log()}
+	scfg := schedule.Config{Store: st, Jobs: js, Now: env.Now, Logger: env.Log()}
 	if cfg.ScheduleGroup != "" {
-		scfg.Backend = schedule.SchedulerBackend{Client: scheduler.NewFromConfig(env.AWS), Group: cfg.ScheduleGroup,
-			TargetARN: cfg.ScheduleTargetARN, RoleARN: cfg.ScheduleRoleARN}
+		scfg.Backend = scheduler.New(env.AWS, cfg.ScheduleGroup, cfg.ScheduleTargetARN, cfg.ScheduleRoleARN)
 	}
 	return schedule.New(scfg)
 }

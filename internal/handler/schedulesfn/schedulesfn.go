@@ -46,5 +46,5 @@ func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
-	return Router(env, schedules.Service(env, db, sub.Jobs), st).Serve, nil
+	return Router(env, schedules.Service(env, st, sub.Jobs), st).Serve, nil
 }

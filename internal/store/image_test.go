@@ -1,15 +1,12 @@
-package relay_test
+package store_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -24,7 +21,7 @@ func TestDecodeEvent(t *testing.T) {
 		"tier": events.NewStringAttribute("low"), "webhookUrl": events.NewStringAttribute("https://x.example/h"),
 		"detail": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"phase": events.NewStringAttribute("upload")}),
 	}
-	got, err := relay.DecodeEvent(image)
+	got, err := store.DecodeEvent(image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,25 +30,13 @@ func TestDecodeEvent(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
-	if !relay.IsEventItem(map[string]events.DynamoDBAttributeValue{"pk": image["pk"], "sk": image["sk"]}) {
-		t.Error("an event item's keys are not recognised")
-	}
 	for name, img := range map[string]map[string]events.DynamoDBAttributeValue{
 		"no image (KEYS_ONLY stream)": nil,
 		"seq not a number":            {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewStringAttribute("x"), "type": events.NewStringAttribute("t"), "at": image["at"]},
 		"no type":                     {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewNumberAttribute("1"), "at": image["at"]},
 	} {
-		if _, err := relay.DecodeEvent(img); err == nil {
+		if _, err := store.DecodeEvent(img); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
-	}
-}
-
-func TestEntrySize(t *testing.T) {
-	t.Parallel()
-	e := ebtypes.PutEventsRequestEntry{Source: aws.String("conveyor.staging"), DetailType: aws.String("job.started"),
-		Detail: aws.String(`{"a":1}`), Time: aws.Time(time.Now()), Resources: []string{"arn:x"}}
-	if got, want := relay.EntrySize(e), 14+len("conveyor.staging")+len("job.started")+len(`{"a":1}`)+len("arn:x"); got != want {
-		t.Errorf("EntrySize = %d, want %d", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package relay
+package store
 
 import (
 	"errors"
@@ -7,19 +7,17 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/conveyor/conveyor/internal/store"
 )
 
-// DecodeEvent reads an event item from a stream record's new image. It
-// fails when the image is missing (the stream must carry NEW_IMAGE) or is
-// not a whole event.
-func DecodeEvent(image map[string]events.DynamoDBAttributeValue) (store.EventRecord, error) {
-	var ev store.EventRecord
+// DecodeEvent reads an event item from a table stream record's new image
+// (the relay's input). It fails when the image is missing (the stream must
+// carry NEW_IMAGE) or is not a whole event.
+func DecodeEvent(image map[string]events.DynamoDBAttributeValue) (EventRecord, error) {
+	var ev EventRecord
 	if len(image) == 0 {
 		return ev, errors.New("the stream record has no new image (the table's stream must be NEW_IMAGE or NEW_AND_OLD_IMAGES)")
 	}
-	item, err := ItemOf(image)
+	item, err := itemOf(image)
 	if err != nil {
 		return ev, err
 	}
@@ -32,9 +30,9 @@ func DecodeEvent(image map[string]events.DynamoDBAttributeValue) (store.EventRec
 	return ev, nil
 }
 
-// ItemOf converts a stream image (aws-lambda-go's attribute values) into the
-// SDK's attribute values, for attributevalue.UnmarshalMap.
-func ItemOf(image map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
+// itemOf converts a stream image (aws-lambda-go's attribute values) into
+// the SDK's attribute values, for attributevalue.UnmarshalMap.
+func itemOf(image map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(image))
 	for k, v := range image {
 		av, err := attributeOf(v)
@@ -75,7 +73,7 @@ func attributeOf(v events.DynamoDBAttributeValue) (types.AttributeValue, error) 
 		}
 		return &types.AttributeValueMemberL{Value: l}, nil
 	case events.DataTypeMap:
-		m, err := ItemOf(v.Map())
+		m, err := itemOf(v.Map())
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
-// Package esm pauses and resumes a tier in AWS through its queue's event
-// source mapping (admin.Switch). It is its own package so that only the
-// function that switches tiers (api) links the Lambda client.
+// Package esm pauses and resumes a tier in AWS through its queue's Lambda
+// event source mapping (admin.Switch): the adapter of the Lambda API. It is
+// its own package so that only the function that switches tiers (admin)
+// links the Lambda client.
 package esm
 
 import (
@@ -14,7 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 )
 
-// Updater is the part of the Lambda client ESMSwitch uses.
+// Updater is the part of the Lambda client Switch uses.
 type Updater interface {
 	UpdateEventSourceMapping(ctx context.Context, in *lambda.UpdateEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
 }
@@ -24,10 +25,15 @@ type Updater interface {
 // retention keeps running) and resumes it by enabling it again.
 type Switch struct {
 	Lambda Updater
-	// UUIDs of each tier's event source mapping.
 	// UUIDs of each tier's event source mapping (config.Config.ESMUUIDs,
 	// from CONVEYOR_ESM_UUID_<TIER>).
 	UUIDs map[job.Tier]string
+}
+
+// New returns the Switch of the mappings uuids, with a Lambda client made
+// from awsCfg.
+func New(awsCfg aws.Config, uuids map[job.Tier]string) Switch {
+	return Switch{Lambda: lambda.NewFromConfig(awsCfg), UUIDs: uuids}
 }
 
 // SetEnabled implements admin.Switch.
