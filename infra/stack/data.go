@@ -72,7 +72,7 @@ func (b *builder) data() {
 	b.tableFromDefinition()
 	b.uploadBucket()
 
-	// The key envelope-encrypts account tokens (internal/secrets): a data
+	// The key envelope-encrypts account tokens (internal/envelope): a data
 	// key per record, the secret sealed under it, only the wrapped data key
 	// stored.
 	b.key = awskms.NewKey(b.stack, jsii.String("TokenKey"), &awskms.KeyProps{

@@ -7,9 +7,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // DynamoDB action sets. Transactions need no actions of their own: a
@@ -47,10 +47,10 @@ func (b *builder) allowWhen(fn string, actions []string, conditions map[string]a
 
 // PurposeCondition is the encryption context key that scopes every KMS
 // grant: a function may seal (GenerateDataKey) or open (Decrypt) only the
-// kinds of secret it works with (internal/secrets' purposes), so that the
+// kinds of secret it works with (internal/envelope' purposes), so that the
 // function delivering webhooks cannot open users' OAuth tokens, nor the
 // publisher webhook signing keys.
-const PurposeCondition = "kms:EncryptionContext:" + secrets.ContextPurpose
+const PurposeCondition = "kms:EncryptionContext:" + envelope.ContextPurpose
 
 // kms allows fn the sealer's action on the key for the given purposes only.
 func (b *builder) kms(fn, action string, purposes ...string) {
@@ -189,14 +189,14 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.High, job.Medium, job.Low)...)
 			// Decrypt opens an account's tokens and an http job's headers;
 			// GenerateDataKey re-seals rotated tokens.
-			b.kms(fn, "kms:Decrypt", secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders)
-			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeAccountToken)
+			b.kms(fn, "kms:Decrypt", envelope.PurposeAccountToken, envelope.PurposeHTTPHeaders)
+			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeAccountToken)
 		case resources.FuncSystem:
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			// Each delivery is signed with its owner's secret, sealed in the
 			// table: Decrypt opens it; GenerateDataKey seals a first one.
-			b.kms(fn, "kms:Decrypt", secrets.PurposeWebhookSigning)
-			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeWebhookSigning)
+			b.kms(fn, "kms:Decrypt", envelope.PurposeWebhookSigning)
+			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeWebhookSigning)
 		case resources.FuncRecovery:
 			// Sweeps query the sparse sweep index, never scan.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
@@ -206,7 +206,7 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
 			// A schedule's tick submits its job template: an http job's
 			// headers are sealed at submission.
-			b.kms(fn, "kms:GenerateDataKey", secrets.PurposeHTTPHeaders)
+			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeHTTPHeaders)
 		case resources.FuncStream:
 			// A job's event log (the table), for GET /v1/events the caller's
 			// newest and recently updated jobs (two indexes), for the admin
@@ -238,8 +238,8 @@ func (b *builder) apiPermissions() {
 	// Connecting an account seals its tokens, an http job its headers, the
 	// webhook routes the owner's signing secret (created on first use,
 	// rotated); those routes also open it (GET /v1/webhooks/secret).
-	b.kms(fn, "kms:GenerateDataKey", secrets.PurposeAccountToken, secrets.PurposeWebhookSigning, secrets.PurposeHTTPHeaders)
-	b.kms(fn, "kms:Decrypt", secrets.PurposeWebhookSigning)
+	b.kms(fn, "kms:GenerateDataKey", envelope.PurposeAccountToken, envelope.PurposeWebhookSigning, envelope.PurposeHTTPHeaders)
+	b.kms(fn, "kms:Decrypt", envelope.PurposeWebhookSigning)
 	b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Synthesizing is slow (every construct call crosses into Node), so the
@@ -1113,12 +1113,12 @@ func TestLeastPrivilege(t *testing.T) {
 	// The purposes of the secrets each function seals (GenerateDataKey)
 	// and opens (Decrypt): every KMS grant is conditioned on exactly these.
 	purposes := map[string]map[string][]string{
-		resources.FuncAPI: {"kms:GenerateDataKey": {secrets.PurposeAccountToken, secrets.PurposeWebhookSigning, secrets.PurposeHTTPHeaders},
-			"kms:Decrypt": {secrets.PurposeWebhookSigning}},
-		resources.FuncPublisher: {"kms:Decrypt": {secrets.PurposeAccountToken, secrets.PurposeHTTPHeaders},
-			"kms:GenerateDataKey": {secrets.PurposeAccountToken}},
-		resources.FuncSystem:   {"kms:Decrypt": {secrets.PurposeWebhookSigning}, "kms:GenerateDataKey": {secrets.PurposeWebhookSigning}},
-		resources.FuncRecovery: {"kms:GenerateDataKey": {secrets.PurposeHTTPHeaders}},
+		resources.FuncAPI: {"kms:GenerateDataKey": {envelope.PurposeAccountToken, envelope.PurposeWebhookSigning, envelope.PurposeHTTPHeaders},
+			"kms:Decrypt": {envelope.PurposeWebhookSigning}},
+		resources.FuncPublisher: {"kms:Decrypt": {envelope.PurposeAccountToken, envelope.PurposeHTTPHeaders},
+			"kms:GenerateDataKey": {envelope.PurposeAccountToken}},
+		resources.FuncSystem:   {"kms:Decrypt": {envelope.PurposeWebhookSigning}, "kms:GenerateDataKey": {envelope.PurposeWebhookSigning}},
+		resources.FuncRecovery: {"kms:GenerateDataKey": {envelope.PurposeHTTPHeaders}},
 	}
 	for fn := range want {
 		sort.Strings(want[fn])

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -83,8 +83,8 @@ type Refresher interface {
 // encryption): declared here so that this package, and every function that
 // serves its routes, links no KMS client.
 type Sealer interface {
-	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
-	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (envelope.Envelope, error)
+	Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error)
 }
 
 // Config configures a Service.
@@ -167,7 +167,7 @@ type ConnectRequest struct {
 }
 
 func aad(owner, kind string) map[string]string {
-	return map[string]string{"user": owner, "provider": Provider, "token": kind, secrets.ContextPurpose: secrets.PurposeAccountToken}
+	return map[string]string{"user": owner, "provider": Provider, "token": kind, envelope.ContextPurpose: envelope.PurposeAccountToken}
 }
 
 // Connect stores owner's tokens, sealed, replacing an earlier connection.
@@ -451,7 +451,7 @@ func (s *Service) persist(ctx context.Context, spent store.Account, tok devianta
 	a.AccessExpiresAt = &exp
 	a.Version = spent.Version + 1
 	a.UpdatedAt = s.cfg.Now().UTC()
-	var refreshEnv, accessEnv *secrets.Envelope
+	var refreshEnv, accessEnv *envelope.Envelope
 	wait := s.cfg.PersistBackoff
 	for attempt := 1; ; attempt++ {
 		err := func() error {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -96,7 +96,7 @@ func (b *testBundle) storedRefresh(t *testing.T, owner string) (string, store.Ac
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := b.sealer.Open(context.Background(), a.Refresh, map[string]string{"user": owner, "provider": accounts.Provider, "token": "refresh", secrets.ContextPurpose: secrets.PurposeAccountToken})
+	rt, err := b.sealer.Open(context.Background(), a.Refresh, map[string]string{"user": owner, "provider": accounts.Provider, "token": "refresh", envelope.ContextPurpose: envelope.PurposeAccountToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Type is the kind's name.
@@ -63,7 +63,7 @@ var forbiddenHeaders = []string{"Connection", "Content-Length", "Host", "Keep-Al
 const Redacted = "[redacted]"
 
 // Purpose is the sealed headers' purpose in their encryption context.
-const Purpose = secrets.PurposeHTTPHeaders
+const Purpose = envelope.PurposeHTTPHeaders
 
 // SealContext is the encryption context of a job's sealed headers: its
 // owner, the job and Purpose. An envelope copied to another job or
@@ -74,7 +74,7 @@ func SealContext(owner, jobID string) map[string]string {
 
 // Sealer seals a job's header values at submission (sealer.Sealer).
 type Sealer interface {
-	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (envelope.Envelope, error)
 }
 
 // ErrNoSealer is Prepare's answer to headers it has no way to seal: the

@@ -50,11 +50,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // UserAgent is sent unless the job sets its own.
@@ -70,7 +70,7 @@ type Breaker interface {
 
 // Opener opens a job's sealed headers (sealer.Sealer).
 type Opener interface {
-	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
+	Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error)
 }
 
 // Reason codes of the jobs the limits end (job.Error.Code).
@@ -209,7 +209,7 @@ func (k *Kind) headers(ctx context.Context, j job.Job, named map[string]string) 
 		return nil, errors.New("the job's headers are sealed and this worker cannot open them")
 	}
 	plain, err := k.cfg.Opener.Open(ctx, *j.Sealed, SealContext(j.Owner, j.ID))
-	if errors.Is(err, secrets.ErrOpen) {
+	if errors.Is(err, envelope.ErrOpen) {
 		return nil, retry.Permanent(errors.New("the job's sealed headers do not open"))
 	}
 	if err != nil {

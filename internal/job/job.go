@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/envelope"
 )
 
 // Status is the source of truth of a job's lifecycle.
@@ -288,7 +288,7 @@ type Job struct {
 	// values), sealed at submission and opened only by the run that needs
 	// it. It is stored with the job and never rendered: no API response
 	// or event snapshot carries it.
-	Sealed *secrets.Envelope `json:"-" dynamodbav:"sealed,omitempty"`
+	Sealed *envelope.Envelope `json:"-" dynamodbav:"sealed,omitempty"`
 	// Snoozes counts the runs handed back without spending an attempt
 	// (Snooze: circuit open, 429) since the job was created or last
 	// retried; a kind may bound it.

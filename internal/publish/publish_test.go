@@ -10,10 +10,10 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -242,7 +242,7 @@ func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sealer.Open(context.Background(), acct.Refresh, map[string]string{"user": "u-refresh", "provider": accounts.Provider, "token": "refresh", secrets.ContextPurpose: secrets.PurposeAccountToken})
+	rt, err := sealer.Open(context.Background(), acct.Refresh, map[string]string{"user": "u-refresh", "provider": accounts.Provider, "token": "refresh", envelope.ContextPurpose: envelope.PurposeAccountToken})
 	if err != nil {
 		t.Fatal(err)
 	}

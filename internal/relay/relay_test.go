@@ -36,7 +36,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -51,7 +51,7 @@ type bundle struct {
 	def      resources.Definition
 	st       *store.Store
 	busQueue string
-	poller   *runtime.StreamPoller
+	poller   *lambdaruntime.StreamPoller
 }
 
 func setup(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int) *bundle {
@@ -100,12 +100,12 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		t.Fatal(err)
 	}
 	m := def.EventStream
-	b.poller = &runtime.StreamPoller{
+	b.poller = &lambdaruntime.StreamPoller{
 		Streams: awsclient.Streams(awstest.Config(t)), StreamARN: env.Res.TableStreamARN, Region: "us-east-1",
 		BatchSize: batchSize, BatchingWindow: 100 * time.Millisecond, MaxRetries: maxRetries, BisectOnError: m.BisectOnError,
 		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: env.Clients.SQS, FailureQueueURL: env.Res.RelayFailureQueueURL,
-		Function: runtime.InProcess("relay", relayfn.Handler(r, metrics.New(io.Discard, "local", time.Now), log)),
+		Function: lambdaruntime.InProcess("relay", relayfn.Handler(r, metrics.New(io.Discard, "local", time.Now), log)),
 		Timeout:  time.Minute, PollInterval: 50 * time.Millisecond, RetryWait: 20 * time.Millisecond, Logger: log,
 	}
 	return b
@@ -491,7 +491,7 @@ func TestAPoisonRecordGoesToTheFailureQueue(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	var f runtime.FailureRecord
+	var f lambdaruntime.FailureRecord
 	deadline := time.Now().Add(time.Minute)
 	for f.BatchInfo.StartSequenceNumber == "" && time.Now().Before(deadline) {
 		out, err := b.env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.env.Res.RelayFailureQueueURL), WaitTimeSeconds: 1})
@@ -746,7 +746,7 @@ func (b *bundle) streamBatch(t *testing.T, n int) events.DynamoDBEvent {
 					t.Fatal(err)
 				}
 				for _, r := range out.Records {
-					rec := runtime.LambdaRecord(r, b.env.Res.TableStreamARN, "us-east-1")
+					rec := lambdaruntime.LambdaRecord(r, b.env.Res.TableStreamARN, "us-east-1")
 					if rec.EventName == "INSERT" && relay.IsEventItem(rec.Change.Keys) {
 						batch.Records = append(batch.Records, rec)
 					}

@@ -3,7 +3,7 @@
 // tier, once per tick. In AWS each definition is one EventBridge Scheduler
 // schedule (Backend) whose target is the recovery function with the tick
 // in its input; locally the runtime reads the same schedules back from the
-// emulator and fires them (localstack/runtime). Whoever fires, a tick is
+// emulator and fires them (localstack/lambdaruntime). Whoever fires, a tick is
 // idempotent: its job's id is derived from the schedule's secret seed and
 // the tick time, so a tick that fires twice creates one job. A paused
 // schedule's ticks are skipped, never replayed.

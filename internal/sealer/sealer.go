@@ -1,5 +1,5 @@
 // Package sealer seals small secrets (account tokens, webhook signing
-// keys) into secrets.Envelope with KMS envelope encryption: a fresh
+// keys) into envelope.Envelope with KMS envelope encryption: a fresh
 // AES-256 data key per record from GenerateDataKey, the secret sealed with
 // AES-256-GCM under it, and only the KMS-encrypted data key stored beside
 // the ciphertext. One context binds both layers — it is the KMS encryption
@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/envelope"
 )
 
 // kmsAPI is the part of the KMS client a Sealer uses.
@@ -58,29 +58,29 @@ const (
 // the KMS encryption context and the AES-GCM additional data, e.g.
 // {"user":"u1","purpose":"deviantart"}. The plaintext data key is zeroed
 // before Seal returns. Errors never contain the plaintext.
-func (s *Sealer) Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error) {
+func (s *Sealer) Seal(ctx context.Context, plaintext []byte, aad map[string]string) (envelope.Envelope, error) {
 	if len(aad) == 0 {
-		return secrets.Envelope{}, secrets.ErrNoContext
+		return envelope.Envelope{}, envelope.ErrNoContext
 	}
 	dk, err := s.kms.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{
 		KeyId: aws.String(s.keyID), KeySpec: kmstypes.DataKeySpecAes256, EncryptionContext: aad,
 	})
 	if err != nil {
-		return secrets.Envelope{}, fmt.Errorf("secrets: generating a data key under %s: %w", s.keyID, err)
+		return envelope.Envelope{}, fmt.Errorf("secrets: generating a data key under %s: %w", s.keyID, err)
 	}
 	defer clear(dk.Plaintext)
 	if len(dk.CiphertextBlob) == 0 {
-		return secrets.Envelope{}, errors.New("secrets: KMS returned no encrypted data key")
+		return envelope.Envelope{}, errors.New("secrets: KMS returned no encrypted data key")
 	}
 	gcm, err := newGCM(dk.Plaintext)
 	if err != nil {
-		return secrets.Envelope{}, err
+		return envelope.Envelope{}, err
 	}
 	nonce := make([]byte, nonceBytes)
 	if _, err := rand.Read(nonce); err != nil {
-		return secrets.Envelope{}, fmt.Errorf("secrets: drawing a nonce: %w", err)
+		return envelope.Envelope{}, fmt.Errorf("secrets: drawing a nonce: %w", err)
 	}
-	return secrets.Envelope{
+	return envelope.Envelope{
 		KeyID:        aws.ToString(dk.KeyId),
 		EncryptedKey: dk.CiphertextBlob,
 		Nonce:        nonce,
@@ -89,15 +89,15 @@ func (s *Sealer) Seal(ctx context.Context, plaintext []byte, aad map[string]stri
 }
 
 // Open decrypts e, which must have been sealed with the same aad. A tampered
-// envelope or another context yields secrets.ErrOpen; a KMS failure (unreachable,
+// envelope or another context yields envelope.ErrOpen; a KMS failure (unreachable,
 // key disabled) is returned wrapped. The plaintext data key is zeroed before
 // Open returns.
-func (s *Sealer) Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error) {
+func (s *Sealer) Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error) {
 	if len(aad) == 0 {
-		return nil, secrets.ErrNoContext
+		return nil, envelope.ErrNoContext
 	}
 	if len(e.EncryptedKey) == 0 || len(e.Nonce) != nonceBytes || len(e.Ciphertext) < 16 {
-		return nil, secrets.ErrOpen
+		return nil, envelope.ErrOpen
 	}
 	keyID := e.KeyID
 	if keyID == "" {
@@ -110,18 +110,18 @@ func (s *Sealer) Open(ctx context.Context, e secrets.Envelope, aad map[string]st
 		var invalid *kmstypes.InvalidCiphertextException
 		var incorrect *kmstypes.IncorrectKeyException
 		if errors.As(err, &invalid) || errors.As(err, &incorrect) {
-			return nil, secrets.ErrOpen
+			return nil, envelope.ErrOpen
 		}
 		return nil, fmt.Errorf("secrets: decrypting the data key with %s: %w", keyID, err)
 	}
 	defer clear(dk.Plaintext)
 	gcm, err := newGCM(dk.Plaintext)
 	if err != nil {
-		return nil, secrets.ErrOpen
+		return nil, envelope.ErrOpen
 	}
 	pt, err := gcm.Open(nil, e.Nonce, e.Ciphertext, additionalData(aad))
 	if err != nil {
-		return nil, secrets.ErrOpen
+		return nil, envelope.ErrOpen
 	}
 	if pt == nil {
 		pt = []byte{} // an empty secret opens to empty, never to nil

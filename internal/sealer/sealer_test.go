@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -41,7 +41,7 @@ func (b *testBundle) sealers() map[string]*sealer.Sealer {
 	return map[string]*sealer.Sealer{"via alias": b.alias, "via key id": b.keyID}
 }
 
-func seal(t *testing.T, s *sealer.Sealer, plaintext []byte, aad map[string]string) secrets.Envelope {
+func seal(t *testing.T, s *sealer.Sealer, plaintext []byte, aad map[string]string) envelope.Envelope {
 	t.Helper()
 	e, err := s.Seal(context.Background(), plaintext, aad)
 	if err != nil {
@@ -121,35 +121,35 @@ func TestOpenRefuses(t *testing.T) {
 		q[i] ^= 0x01
 		return q
 	}
-	with := func(change func(*secrets.Envelope)) secrets.Envelope {
+	with := func(change func(*envelope.Envelope)) envelope.Envelope {
 		e := sealed
 		change(&e)
 		return e
 	}
 	tests := []struct {
 		name string
-		e    secrets.Envelope
+		e    envelope.Envelope
 		aad  map[string]string
 		want error // nil: any error that is not a success
 	}{
-		{"ciphertext bit flipped", with(func(e *secrets.Envelope) { e.Ciphertext = flip(e.Ciphertext, 0) }), aad, secrets.ErrOpen},
-		{"tag bit flipped", with(func(e *secrets.Envelope) { e.Ciphertext = flip(e.Ciphertext, len(e.Ciphertext)-1) }), aad, secrets.ErrOpen},
-		{"ciphertext truncated", with(func(e *secrets.Envelope) { e.Ciphertext = e.Ciphertext[:len(e.Ciphertext)-1] }), aad, secrets.ErrOpen},
-		{"ciphertext missing", with(func(e *secrets.Envelope) { e.Ciphertext = nil }), aad, secrets.ErrOpen},
-		{"nonce changed", with(func(e *secrets.Envelope) { e.Nonce = flip(e.Nonce, 3) }), aad, secrets.ErrOpen},
-		{"nonce too short", with(func(e *secrets.Envelope) { e.Nonce = e.Nonce[:11] }), aad, secrets.ErrOpen},
-		{"nonce missing", with(func(e *secrets.Envelope) { e.Nonce = nil }), aad, secrets.ErrOpen},
-		{"encrypted key flipped", with(func(e *secrets.Envelope) { e.EncryptedKey = flip(e.EncryptedKey, len(e.EncryptedKey)/2) }), aad, nil},
-		{"encrypted key missing", with(func(e *secrets.Envelope) { e.EncryptedKey = nil }), aad, secrets.ErrOpen},
-		{"another record's data key", with(func(e *secrets.Envelope) { e.EncryptedKey = other.EncryptedKey }), aad, secrets.ErrOpen},
-		{"another record's ciphertext", with(func(e *secrets.Envelope) { e.Ciphertext, e.Nonce = other.Ciphertext, other.Nonce }), aad, secrets.ErrOpen},
-		{"empty envelope", secrets.Envelope{}, aad, secrets.ErrOpen},
-		{"another user", sealed, map[string]string{"user": "u2", "purpose": "deviantart", "token": "refresh"}, secrets.ErrOpen},
-		{"another purpose", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "access"}, secrets.ErrOpen},
-		{"a pair missing", sealed, map[string]string{"user": "u1", "purpose": "deviantart"}, secrets.ErrOpen},
-		{"a pair added", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "refresh", "x": "y"}, secrets.ErrOpen},
-		{"key and value swapped", sealed, map[string]string{"u1": "user", "purpose": "deviantart", "token": "refresh"}, secrets.ErrOpen},
-		{"no context", sealed, nil, secrets.ErrNoContext},
+		{"ciphertext bit flipped", with(func(e *envelope.Envelope) { e.Ciphertext = flip(e.Ciphertext, 0) }), aad, envelope.ErrOpen},
+		{"tag bit flipped", with(func(e *envelope.Envelope) { e.Ciphertext = flip(e.Ciphertext, len(e.Ciphertext)-1) }), aad, envelope.ErrOpen},
+		{"ciphertext truncated", with(func(e *envelope.Envelope) { e.Ciphertext = e.Ciphertext[:len(e.Ciphertext)-1] }), aad, envelope.ErrOpen},
+		{"ciphertext missing", with(func(e *envelope.Envelope) { e.Ciphertext = nil }), aad, envelope.ErrOpen},
+		{"nonce changed", with(func(e *envelope.Envelope) { e.Nonce = flip(e.Nonce, 3) }), aad, envelope.ErrOpen},
+		{"nonce too short", with(func(e *envelope.Envelope) { e.Nonce = e.Nonce[:11] }), aad, envelope.ErrOpen},
+		{"nonce missing", with(func(e *envelope.Envelope) { e.Nonce = nil }), aad, envelope.ErrOpen},
+		{"encrypted key flipped", with(func(e *envelope.Envelope) { e.EncryptedKey = flip(e.EncryptedKey, len(e.EncryptedKey)/2) }), aad, nil},
+		{"encrypted key missing", with(func(e *envelope.Envelope) { e.EncryptedKey = nil }), aad, envelope.ErrOpen},
+		{"another record's data key", with(func(e *envelope.Envelope) { e.EncryptedKey = other.EncryptedKey }), aad, envelope.ErrOpen},
+		{"another record's ciphertext", with(func(e *envelope.Envelope) { e.Ciphertext, e.Nonce = other.Ciphertext, other.Nonce }), aad, envelope.ErrOpen},
+		{"empty envelope", envelope.Envelope{}, aad, envelope.ErrOpen},
+		{"another user", sealed, map[string]string{"user": "u2", "purpose": "deviantart", "token": "refresh"}, envelope.ErrOpen},
+		{"another purpose", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "access"}, envelope.ErrOpen},
+		{"a pair missing", sealed, map[string]string{"user": "u1", "purpose": "deviantart"}, envelope.ErrOpen},
+		{"a pair added", sealed, map[string]string{"user": "u1", "purpose": "deviantart", "token": "refresh", "x": "y"}, envelope.ErrOpen},
+		{"key and value swapped", sealed, map[string]string{"u1": "user", "purpose": "deviantart", "token": "refresh"}, envelope.ErrOpen},
+		{"no context", sealed, nil, envelope.ErrNoContext},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,8 +185,8 @@ func TestSealRefuses(t *testing.T) {
 		aad  map[string]string
 		want error // nil: any error
 	}{
-		{"no context", b.alias, nil, secrets.ErrNoContext},
-		{"empty context", b.alias, map[string]string{}, secrets.ErrNoContext},
+		{"no context", b.alias, nil, envelope.ErrNoContext},
+		{"empty context", b.alias, map[string]string{}, envelope.ErrNoContext},
 		{"unknown alias", sealer.New(b.env.Clients.KMS, "alias/"+awstest.Name(t, "missing")), aad, nil},
 		{"unknown key id", sealer.New(b.env.Clients.KMS, "00000000-0000-0000-0000-000000000000"), aad, nil},
 	}
@@ -229,7 +229,7 @@ func TestEnvelopeAttributes(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"keyId": "S", "encKey": "B", "nonce": "B", "ct": "B"}, kinds); diff != "" {
 		t.Errorf("stored attributes (-want +got):\n%s", diff)
 	}
-	var back secrets.Envelope
+	var back envelope.Envelope
 	if err := attributevalue.UnmarshalMap(item, &back); err != nil {
 		t.Fatal(err)
 	}

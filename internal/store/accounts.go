@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // Account is a user's connected external account. Its tokens are stored
@@ -25,9 +25,9 @@ type Account struct {
 	Owner    string `dynamodbav:"accountOwner"`
 	Provider string `dynamodbav:"provider"`
 	// Refresh is the sealed refresh token.
-	Refresh secrets.Envelope `dynamodbav:"refresh"`
+	Refresh envelope.Envelope `dynamodbav:"refresh"`
 	// Access is the sealed access token, when one is known.
-	Access *secrets.Envelope `dynamodbav:"access,omitempty"`
+	Access *envelope.Envelope `dynamodbav:"access,omitempty"`
 	// AccessExpiresAt is when Access stops working.
 	AccessExpiresAt *time.Time `dynamodbav:"accessExpiresAt,omitempty"`
 	// Version increases with every token change.

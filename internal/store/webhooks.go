@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secrets"
 )
 
 // The webhooks' records (internal/webhook): each user's signing secret,
@@ -38,10 +38,10 @@ var ErrExists = errors.New("already exists")
 // WebhookSecret is a user's webhook signing secret as stored: sealed, with
 // the one it replaced while that one still signs.
 type WebhookSecret struct {
-	Owner           string            `dynamodbav:"hooksOwner"`
-	Current         secrets.Envelope  `dynamodbav:"current"`
-	Previous        *secrets.Envelope `dynamodbav:"previous,omitempty"`
-	PreviousUntilMs int64             `dynamodbav:"previousUntilMs,omitempty"`
+	Owner           string             `dynamodbav:"hooksOwner"`
+	Current         envelope.Envelope  `dynamodbav:"current"`
+	Previous        *envelope.Envelope `dynamodbav:"previous,omitempty"`
+	PreviousUntilMs int64              `dynamodbav:"previousUntilMs,omitempty"`
 	// Version increases by one with every change, for conditional writes.
 	Version   int64      `dynamodbav:"version"`
 	CreatedAt time.Time  `dynamodbav:"createdAt"`

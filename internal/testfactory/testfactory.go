@@ -19,11 +19,11 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secrets"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -118,11 +118,11 @@ func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 	if opts.RefreshToken == "" {
 		opts.RefreshToken = "refresh-" + opts.Owner
 	}
-	env := secrets.Envelope{}
+	env := envelope.Envelope{}
 	if opts.Sealer != nil {
 		var err error
 		// The same additional data as accounts' own sealing.
-		env, err = opts.Sealer.Seal(ctx, []byte(opts.RefreshToken), map[string]string{"user": opts.Owner, "provider": Provider, "token": "refresh", secrets.ContextPurpose: secrets.PurposeAccountToken})
+		env, err = opts.Sealer.Seal(ctx, []byte(opts.RefreshToken), map[string]string{"user": opts.Owner, "provider": Provider, "token": "refresh", envelope.ContextPurpose: envelope.PurposeAccountToken})
 		if err != nil {
 			t.Fatalf("testfactory: sealing the refresh token: %v", err)
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/secrets"
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -22,8 +22,8 @@ const (
 
 // Sealer seals secrets at rest (sealer.Sealer: KMS envelope encryption).
 type Sealer interface {
-	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (secrets.Envelope, error)
-	Open(ctx context.Context, e secrets.Envelope, aad map[string]string) ([]byte, error)
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (envelope.Envelope, error)
+	Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error)
 }
 
 // SecretStore keeps each user's sealed secret (*store.Store: "HOOKS#<user>"
@@ -94,7 +94,7 @@ type Secret struct {
 }
 
 func aad(owner string) map[string]string {
-	return map[string]string{"user": owner, secrets.ContextPurpose: secrets.PurposeWebhookSigning}
+	return map[string]string{"user": owner, envelope.ContextPurpose: envelope.PurposeWebhookSigning}
 }
 
 // Get returns owner's secret, creating it on first use.

@@ -20,7 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
@@ -32,7 +32,7 @@ type Server struct {
 	URL   string
 	stack *stack.Stack
 	// pollers are RunPollers' pollers by tier.
-	pollers map[job.Tier]*runtime.Poller
+	pollers map[job.Tier]*lambdaruntime.Poller
 }
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -59,7 +59,7 @@ func Serve(t testing.TB, s *stack.Stack) *Server {
 	svc := NewService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
 	httpapi.RegisterAdmin(rt, svc)
-	srv := httptest.NewServer(runtime.Gateway(runtime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
+	srv := httptest.NewServer(lambdaruntime.Gateway(lambdaruntime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
 	t.Cleanup(srv.Close)
 	return &Server{Service: svc, URL: srv.URL, stack: s}
 }
@@ -72,10 +72,10 @@ func (s *Server) RunPollers(t testing.TB) {
 	a := s.stack.App
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	s.pollers = map[job.Tier]*runtime.Poller{}
+	s.pollers = map[job.Tier]*lambdaruntime.Poller{}
 	for _, tier := range job.PublishTiers {
 		q, _ := s.stack.Provisioned.Definition.Queue(tier)
-		p := &runtime.Poller{
+		p := &lambdaruntime.Poller{
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
 			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,

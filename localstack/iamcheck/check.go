@@ -160,7 +160,7 @@ func Denied(ev Evaluator, t *Template, account string, calls []awscall.Call) ([]
 type Grant struct{ Function, Action string }
 
 // PurposeKey is the condition key that scopes KMS grants to the purposes
-// of the secrets a function seals or opens (internal/secrets).
+// of the secrets a function seals or opens (internal/envelope).
 const PurposeKey = "kms:EncryptionContext:purpose"
 
 // IsSealing reports whether action is one the sealer calls, which every

@@ -25,7 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/iamcheck"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -57,7 +57,7 @@ func TestIAMConformance(t *testing.T) {
 	if templates == "" {
 		t.Skipf("%s is not set: `make iam` synthesizes the templates and runs this test", VarTemplates)
 	}
-	root, err := runtime.ModuleRoot()
+	root, err := lambdaruntime.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestIAMConformance(t *testing.T) {
 	for _, env := range job.CloudEnvs {
 		t.Run(string(env), func(t *testing.T) {
 			tmpl, err := iamcheck.LoadTemplate(filepath.Join(templates, "Conveyor-"+string(env)+".template.json"), iamcheck.Mapping{
-				Cloud: resources.For(env), Local: local, Account: runtime.AccountID, Region: awsclient.DefaultRegion,
-				KMSKeyARN: "arn:aws:kms:" + awsclient.DefaultRegion + ":" + runtime.AccountID + ":key/" + run.KMSKeyID, LocalEnv: run.Env,
+				Cloud: resources.For(env), Local: local, Account: lambdaruntime.AccountID, Region: awsclient.DefaultRegion,
+				KMSKeyARN: "arn:aws:kms:" + awsclient.DefaultRegion + ":" + lambdaruntime.AccountID + ":key/" + run.KMSKeyID, LocalEnv: run.Env,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +126,7 @@ func TestIAMConformance(t *testing.T) {
 				}
 			}
 			t1 := time.Now()
-			denied, err := iamcheck.Denied(ev, tmpl, runtime.AccountID, calls)
+			denied, err := iamcheck.Denied(ev, tmpl, lambdaruntime.AccountID, calls)
 			if err != nil {
 				t.Fatal(err)
 			}

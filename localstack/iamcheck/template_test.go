@@ -13,7 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/iamcheck"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 // template is a small synthesized-like template: the relay's role with a
@@ -42,7 +42,7 @@ func parse(t *testing.T) (*iamcheck.Template, resources.Definition) {
 	cloud := resources.For(job.Staging)
 	cloud.Functions = []string{resources.FuncRelay}
 	local := resources.Named(job.Local, "t-local")
-	tmpl, err := iamcheck.ParseTemplate([]byte(template), iamcheck.Mapping{Cloud: cloud, Local: local, Account: runtime.AccountID,
+	tmpl, err := iamcheck.ParseTemplate([]byte(template), iamcheck.Mapping{Cloud: cloud, Local: local, Account: lambdaruntime.AccountID,
 		Region: "us-east-1", KMSKeyARN: keyARN})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestUnexercisedAndUnscoped(t *testing.T) {
 // another purpose, another index and an underivable resource are findings.
 func TestDeniedEvaluatesWithIAMSimulate(t *testing.T) {
 	t.Parallel()
-	root, err := runtime.ModuleRoot()
+	root, err := lambdaruntime.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestDeniedEvaluatesWithIAMSimulate(t *testing.T) {
 		call("s3:GetObject", "arn:aws:s3:::t-local-uploads/other/x.png", nil),
 		{Function: "relay", Operation: "ListTables", Access: awscall.Access{Action: "dynamodb:ListTables", Unknown: "not known"}},
 	}
-	denied, err := iamcheck.Denied(ev, tmpl, runtime.AccountID, calls)
+	denied, err := iamcheck.Denied(ev, tmpl, lambdaruntime.AccountID, calls)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,19 +33,19 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 // Functions is how the stack invokes each function: in process, or as the
 // function's own bootstrap under the local Lambda Runtime API.
 type Functions struct {
 	// Invokers by function name (resources.Func…).
-	Invokers map[string]runtime.Invoker
+	Invokers map[string]lambdaruntime.Invoker
 	// Stream is the stream function behind its function URL.
-	Stream runtime.StreamInvoker
+	Stream lambdaruntime.StreamInvoker
 	// Binaries holds, in binary mode, each function's instances (their
 	// cold starts: Function.ColdStarts); nil in process.
-	Binaries map[string]*runtime.Function
+	Binaries map[string]*lambdaruntime.Function
 }
 
 func (f *Functions) close() {
@@ -59,18 +59,18 @@ func (f *Functions) close() {
 func inProcess(a *app.App) *Functions {
 	log := a.Logger
 	return &Functions{
-		Invokers: map[string]runtime.Invoker{
-			apifn.Name:       runtime.InProcess(apifn.Name, apifn.Handler(a.Router)),
-			adminfn.Name:     runtime.InProcess(adminfn.Name, adminfn.Handler(a.AdminRouter)),
-			uploadsfn.Name:   runtime.InProcess(uploadsfn.Name, a.UploadsRouter.Serve),
-			schedulesfn.Name: runtime.InProcess(schedulesfn.Name, a.SchedulesRouter.Serve),
-			confirmfn.Name:   runtime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
-			publisherfn.Name: runtime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
-			systemfn.Name:    runtime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
-			recoveryfn.Name:  runtime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
-			relayfn.Name:     runtime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
+		Invokers: map[string]lambdaruntime.Invoker{
+			apifn.Name:       lambdaruntime.InProcess(apifn.Name, apifn.Handler(a.Router)),
+			adminfn.Name:     lambdaruntime.InProcess(adminfn.Name, adminfn.Handler(a.AdminRouter)),
+			uploadsfn.Name:   lambdaruntime.InProcess(uploadsfn.Name, a.UploadsRouter.Serve),
+			schedulesfn.Name: lambdaruntime.InProcess(schedulesfn.Name, a.SchedulesRouter.Serve),
+			confirmfn.Name:   lambdaruntime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
+			publisherfn.Name: lambdaruntime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
+			systemfn.Name:    lambdaruntime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
+			recoveryfn.Name:  lambdaruntime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
+			relayfn.Name:     lambdaruntime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
 		},
-		Stream: runtime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
+		Stream: lambdaruntime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}
 }
 
@@ -127,7 +127,7 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs := &Functions{Invokers: map[string]runtime.Invoker{}, Binaries: map[string]*runtime.Function{}}
+	fs := &Functions{Invokers: map[string]lambdaruntime.Invoker{}, Binaries: map[string]*lambdaruntime.Function{}}
 	for _, name := range c.def.Functions {
 		env := map[string]string{}
 		for k, v := range c.config {
@@ -144,14 +144,14 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		}
 		if c.callLog != "" {
 			env[awscall.VarLog] = filepath.Join(c.callLog, name+".jsonl")
-			env[awscall.VarAccount] = runtime.AccountID
+			env[awscall.VarAccount] = lambdaruntime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {
 			fs.close()
 			return nil, fmt.Errorf("function %s has no size in resources.FunctionSizes", name)
 		}
-		fn, err := runtime.NewFunction(runtime.FunctionConfig{
+		fn, err := lambdaruntime.NewFunction(lambdaruntime.FunctionConfig{
 			Name: c.def.Prefix + "-" + name, Bootstrap: paths[name], Env: env,
 			MemoryMB: size.MemoryMB, Timeout: size.Timeout, Region: awsclient.DefaultRegion,
 			Output: c.outputOf(name), Logger: c.logger,
@@ -178,7 +178,7 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 // this host into dir (default .local/bin/functions under the module root)
 // and returns their bootstraps by name.
 func BuildFunctions(ctx context.Context, dir string, names []string) (map[string]string, error) {
-	root, err := runtime.ModuleRoot()
+	root, err := lambdaruntime.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func BuildFunctions(ctx context.Context, dir string, names []string) (map[string
 	if names == nil {
 		names = resources.For(job.Local).Functions
 	}
-	return runtime.Build(ctx, root, dir, names)
+	return lambdaruntime.Build(ctx, root, dir, names)
 }
 
 // storeSecrets puts the stack's secrets into Secrets Manager under the
@@ -243,8 +243,8 @@ func awsEnviron(env map[string]string) map[string]string {
 
 // streamCORS is the stream function URL's CORS configuration, as the CDK
 // stacks set it (infra/stack: streamURL).
-func streamCORS(def resources.Definition) *runtime.CORS {
-	return &runtime.CORS{
+func streamCORS(def resources.Definition) *lambdaruntime.CORS {
+	return &lambdaruntime.CORS{
 		AllowOrigins: def.Bucket.CORSOrigins, AllowMethods: []string{"GET"},
 		AllowHeaders: []string{"Authorization", "Last-Event-ID"}, MaxAge: time.Hour,
 	}

@@ -38,8 +38,8 @@ import (
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/provision"
-	"github.com/conveyor/conveyor/localstack/runtime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/web"
 )
@@ -139,7 +139,7 @@ type Stack struct {
 	// Schedules fires the users' recurring schedules (polling every
 	// ScheduleFirerInterval unless the pollers are disabled; tests call
 	// RunOnce with their clock).
-	Schedules   *runtime.ScheduleFirer
+	Schedules   *lambdaruntime.ScheduleFirer
 	Provisioned provision.Result
 	Simulator   *simulator.Server
 	// EmulatorStart is how long our own moto took to answer (0 when an
@@ -374,12 +374,12 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 // operations dashboard is one of the api function's routes
 // (httpapi.RegisterDashboard), as in AWS.
 func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
-	fns := map[string]http.Handler{resources.FuncAPI: runtime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)}
+	fns := map[string]http.Handler{resources.FuncAPI: lambdaruntime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)}
 	for _, r := range resources.HTTPRoutes {
-		fns[r.Function] = runtime.Gateway(s.Functions.Invokers[r.Function], opts.Logger)
+		fns[r.Function] = lambdaruntime.Gateway(s.Functions.Invokers[r.Function], opts.Logger)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", runtime.RouteByPath(resources.FunctionForPath, fns))
+	mux.Handle("/", lambdaruntime.RouteByPath(resources.FunctionForPath, fns))
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {
@@ -406,7 +406,7 @@ func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
 // mode, as in AWS; in process the gateway's origin, still through the
 // stream function's handler (streamfn.Handler).
 func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
-	fu := &runtime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Logger: opts.Logger}
 	if !opts.Binaries {
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
 			mux.Handle("GET "+p, fu)
@@ -435,7 +435,7 @@ func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts 
 func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
 	res, fns := s.Provisioned, s.Functions
 	for _, q := range b.def.Queues {
-		p := &runtime.Poller{
+		p := &lambdaruntime.Poller{
 			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
 			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
@@ -461,9 +461,9 @@ func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
 // themselves.
 func (s *Stack) startSchedules(ctx context.Context, b *bringUp, opts Options) {
 	fns := s.Functions
-	bridge := &runtime.S3Bridge{SQS: b.uncounted.SQS, QueueURL: s.Provisioned.NotificationQueueURL, Function: fns.Invokers[b.def.Bucket.NotifyFunction], Logger: opts.Logger}
+	bridge := &lambdaruntime.S3Bridge{SQS: b.uncounted.SQS, QueueURL: s.Provisioned.NotificationQueueURL, Function: fns.Invokers[b.def.Bucket.NotifyFunction], Logger: opts.Logger}
 	s.wg.Go(func() { bridge.Run(ctx) })
-	s.Schedules = &runtime.ScheduleFirer{Client: b.uncounted.Scheduler, Group: b.def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
+	s.Schedules = &lambdaruntime.ScheduleFirer{Client: b.uncounted.Scheduler, Group: b.def.ScheduleGroup, Function: fns.Invokers[resources.FuncRecovery],
 		Interval: ScheduleFirerInterval, Now: opts.Now, Logger: opts.Logger}
 	if opts.DisablePollers {
 		return
@@ -473,7 +473,7 @@ func (s *Stack) startSchedules(ctx context.Context, b *bringUp, opts Options) {
 		if sch.Task == resources.TaskRelease {
 			interval = s.Config.ScheduleInterval
 		}
-		tk := &runtime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
+		tk := &lambdaruntime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
 		s.wg.Go(func() { tk.Run(ctx) })
 	}
 	s.wg.Go(func() { s.Schedules.Run(ctx) })
@@ -509,11 +509,11 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 
 // relayPoller is the local twin of the event stream mapping: the table's
 // stream, filtered, batched and retried as resources.EventStream says.
-func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config, clients awsclient.Clients, fn runtime.Invoker, log *slog.Logger) *runtime.StreamPoller {
+func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
 	m := def.EventStream
-	return &runtime.StreamPoller{
+	return &lambdaruntime.StreamPoller{
 		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
-		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + runtime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
+		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + lambdaruntime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
 		BatchSize:   m.BatchSize, BatchingWindow: m.BatchingWindow, MaxRetries: m.MaxRetries, BisectOnError: m.BisectOnError,
 		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: clients.SQS, FailureQueueURL: res.RelayFailureQueueURL,
@@ -636,7 +636,7 @@ const ScheduleFirerInterval = 5 * time.Second
 // observed reports every invocation's duration to observe.
 type observed struct {
 	name    string
-	fn      runtime.Invoker
+	fn      lambdaruntime.Invoker
 	observe func(string, time.Duration)
 }
 

@@ -29,7 +29,7 @@ import (
 	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
 
@@ -102,8 +102,8 @@ func TestWaitsForTheOAuthClientSecret(t *testing.T) {
 	if err := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness).Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		t.Fatal(err)
 	}
-	poller := runtime.Poller{SQS: sqsc, QueueURL: env.Config.QueueURLs[j.Tier], BatchSize: 10, Timeout: time.Minute,
-		Function: runtime.InProcess(Name, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	poller := lambdaruntime.Poller{SQS: sqsc, QueueURL: env.Config.QueueURLs[j.Tier], BatchSize: 10, Timeout: time.Minute,
+		Function: lambdaruntime.InProcess(Name, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 			for _, m := range ev.Records {
 				if n := m.Attributes["ApproximateReceiveCount"]; n != "1" {
 					t.Errorf("a message of the job received %s times, want once: waiting must cost no receives", n)

@@ -54,7 +54,7 @@ import (
 	"github.com/conveyor/conveyor/internal/stream"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/emulator"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -1549,7 +1549,7 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 		return nil, nil, fmt.Errorf("starting the functions' binaries: %w", err)
 	}
 	defer st.Close()
-	cfgs := map[string]runtime.FunctionConfig{}
+	cfgs := map[string]lambdaruntime.FunctionConfig{}
 	for name, fn := range st.Functions.Binaries {
 		cfgs[name] = fn.Config()
 	}
@@ -1561,7 +1561,7 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 			}
 		}
 	}
-	cfgs["hello"] = runtime.FunctionConfig{Name: "hello", Bootstrap: bins["hello"], MemoryMB: 128, Timeout: 10 * time.Second, Output: io.Discard,
+	cfgs["hello"] = lambdaruntime.FunctionConfig{Name: "hello", Bootstrap: bins["hello"], MemoryMB: 128, Timeout: 10 * time.Second, Output: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	names := make([]string, 0, len(cfgs))
 	for name := range cfgs {
@@ -1572,7 +1572,7 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 	for r := range runs {
 		for k := range names {
 			name := names[(k+r)%len(names)] // rotate the order every run
-			fn, err := runtime.NewFunction(cfgs[name])
+			fn, err := lambdaruntime.NewFunction(cfgs[name])
 			if err != nil {
 				return nil, nil, err
 			}

@@ -21,7 +21,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/registry"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
@@ -74,7 +74,7 @@ func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, er
 	if !ok {
 		return nil, fmt.Errorf("the %s function's handler is not a streaming one (%T)", fn, h)
 	}
-	resp, err := runtime.InProcessStream(fn, sh).InvokeStream(ctx, payload)
+	resp, err := lambdaruntime.InProcessStream(fn, sh).InvokeStream(ctx, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error
 			env[k] = v
 		}
 	}
-	f, err := runtime.NewFunction(runtime.FunctionConfig{Name: "conveyor-local-" + fn, Bootstrap: paths[fn], Env: env,
+	f, err := lambdaruntime.NewFunction(lambdaruntime.FunctionConfig{Name: "conveyor-local-" + fn, Bootstrap: paths[fn], Env: env,
 		MemoryMB: size.MemoryMB, Timeout: size.Timeout, Output: os.Stderr})
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error
 }
 
 // printStream copies a streamed response to stdout.
-func printStream(resp *runtime.StreamResponse) error {
+func printStream(resp *lambdaruntime.StreamResponse) error {
 	defer resp.Body.Close()
 	fmt.Printf("HTTP %d %v\n", resp.StatusCode, resp.Headers)
 	_, err := io.Copy(os.Stdout, resp.Body)

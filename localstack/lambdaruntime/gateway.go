@@ -7,7 +7,7 @@
 // ticker), and S3 → Lambda notifications (a bridge queue). Event sources
 // invoke functions through Invoker, so a function may equally run in
 // process (InProcess), calling the very handlers that Lambda calls.
-package runtime
+package lambdaruntime
 
 import (
 	"encoding/base64"

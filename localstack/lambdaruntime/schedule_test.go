@@ -1,4 +1,4 @@
-package runtime_test
+package lambdaruntime_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/provision"
-	"github.com/conveyor/conveyor/localstack/runtime"
 )
 
 // TestTickerDeliversSchedulerEvents: each tick invokes the function with
@@ -24,8 +24,8 @@ import (
 func TestTickerDeliversSchedulerEvents(t *testing.T) {
 	t.Parallel()
 	got := make(chan events.EventBridgeEvent, 10)
-	tk := &runtime.Ticker{Name: "release", Interval: 10 * time.Millisecond, Detail: `{"task":"release"}`, Logger: quiet,
-		Function: runtime.InProcess("recovery", func(_ context.Context, ev events.EventBridgeEvent) error {
+	tk := &lambdaruntime.Ticker{Name: "release", Interval: 10 * time.Millisecond, Detail: `{"task":"release"}`, Logger: quiet,
+		Function: lambdaruntime.InProcess("recovery", func(_ context.Context, ev events.EventBridgeEvent) error {
 			select {
 			case got <- ev:
 			default:
@@ -64,8 +64,8 @@ func TestS3BridgeHandsTheGenuineEventOver(t *testing.T) {
 	bucket := env.Res.Definition.Bucket.Name
 	key := env.Res.Definition.Bucket.UploadPrefix + "u-1/upl_x/a.png"
 	got := make(chan events.S3Event, 10)
-	br := &runtime.S3Bridge{SQS: env.Clients.SQS, QueueURL: env.Res.NotificationQueueURL, Logger: quiet,
-		Function: runtime.InProcess("confirm", func(_ context.Context, ev events.S3Event) error {
+	br := &lambdaruntime.S3Bridge{SQS: env.Clients.SQS, QueueURL: env.Res.NotificationQueueURL, Logger: quiet,
+		Function: lambdaruntime.InProcess("confirm", func(_ context.Context, ev events.S3Event) error {
 			got <- ev
 			return nil
 		})}

@@ -1,4 +1,4 @@
-package runtime_test
+package lambdaruntime_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -67,10 +67,10 @@ func (b *pollerBundle) consume(_ context.Context, ev events.SQSEvent) (events.SQ
 	return resp, nil
 }
 
-func (b *pollerBundle) poller() *runtime.Poller {
-	return &runtime.Poller{SQS: b.sqs, QueueURL: b.url, QueueARN: "arn:aws:sqs:us-east-1:123456789012:q", Region: "us-east-1",
+func (b *pollerBundle) poller() *lambdaruntime.Poller {
+	return &lambdaruntime.Poller{SQS: b.sqs, QueueURL: b.url, QueueARN: "arn:aws:sqs:us-east-1:123456789012:q", Region: "us-east-1",
 		BatchSize: 10, Concurrency: 2, Timeout: 10 * time.Second, Wait: time.Second,
-		Function: runtime.InProcess("consumer", b.consume), Logger: quiet}
+		Function: lambdaruntime.InProcess("consumer", b.consume), Logger: quiet}
 }
 
 func (b *pollerBundle) send(t *testing.T, bodies ...string) {

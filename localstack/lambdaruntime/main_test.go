@@ -1,4 +1,4 @@
-package runtime_test
+package lambdaruntime_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package runtime_test
+package lambdaruntime_test
 
 import (
 	"bufio"
@@ -15,18 +15,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 // newFunction runs this test binary as a function's bootstrap in the
 // given helper mode.
-func newFunction(t *testing.T, mode string, adjust ...func(*runtime.FunctionConfig)) *runtime.Function {
+func newFunction(t *testing.T, mode string, adjust ...func(*lambdaruntime.FunctionConfig)) *lambdaruntime.Function {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := runtime.FunctionConfig{
+	cfg := lambdaruntime.FunctionConfig{
 		Name: "helper-" + mode, Bootstrap: exe, MemoryMB: 256, Timeout: 20 * time.Second,
 		Env:    map[string]string{"HELPER": mode, "CONVEYOR_SAMPLE": "from-the-deployment"},
 		Output: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -34,7 +34,7 @@ func newFunction(t *testing.T, mode string, adjust ...func(*runtime.FunctionConf
 	for _, a := range adjust {
 		a(&cfg)
 	}
-	fn, err := runtime.NewFunction(cfg)
+	fn, err := lambdaruntime.NewFunction(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func newFunction(t *testing.T, mode string, adjust ...func(*runtime.FunctionConf
 	return fn
 }
 
-func invoke(t *testing.T, fn *runtime.Function, a action) answer {
+func invoke(t *testing.T, fn *lambdaruntime.Function, a action) answer {
 	t.Helper()
 	out, err := fn.Invoke(context.Background(), payload(t, a))
 	if err != nil {
@@ -51,11 +51,11 @@ func invoke(t *testing.T, fn *runtime.Function, a action) answer {
 	return decode(t, out)
 }
 
-func functionError(t *testing.T, err error) *runtime.FunctionError {
+func functionError(t *testing.T, err error) *lambdaruntime.FunctionError {
 	t.Helper()
-	var fe *runtime.FunctionError
+	var fe *lambdaruntime.FunctionError
 	if !errors.As(err, &fe) {
-		t.Fatalf("error %v (%T) is no *runtime.FunctionError", err, err)
+		t.Fatalf("error %v (%T) is no *lambdaruntime.FunctionError", err, err)
 	}
 	return fe
 }
@@ -132,8 +132,8 @@ func TestCrashRestartsTheInstance(t *testing.T) {
 	fn := newFunction(t, "echo")
 	before := invoke(t, fn, action{})
 	_, err := fn.Invoke(context.Background(), payload(t, action{Do: "crash"}))
-	if fe := functionError(t, err); fe.Type != runtime.ErrorTypeExit || !strings.Contains(fe.Message, "exit status 3") {
-		t.Errorf("error = %+v, want %s with exit status 3", fe, runtime.ErrorTypeExit)
+	if fe := functionError(t, err); fe.Type != lambdaruntime.ErrorTypeExit || !strings.Contains(fe.Message, "exit status 3") {
+		t.Errorf("error = %+v, want %s with exit status 3", fe, lambdaruntime.ErrorTypeExit)
 	}
 	after := invoke(t, fn, action{})
 	if after.PID == before.PID {
@@ -161,13 +161,13 @@ func TestPanicReportsAndReplacesTheInstance(t *testing.T) {
 
 func TestTimeoutKillsAndRestarts(t *testing.T) {
 	t.Parallel()
-	fn := newFunction(t, "echo", func(c *runtime.FunctionConfig) { c.Timeout = 700 * time.Millisecond })
+	fn := newFunction(t, "echo", func(c *lambdaruntime.FunctionConfig) { c.Timeout = 700 * time.Millisecond })
 	before := invoke(t, fn, action{})
 	start := time.Now()
 	_, err := fn.Invoke(context.Background(), payload(t, action{Do: "hang"}))
 	took := time.Since(start)
-	if fe := functionError(t, err); fe.Type != runtime.ErrorTypeTimeout || !strings.Contains(fe.Message, "Task timed out after 0.70 seconds") {
-		t.Errorf("error = %+v, want %s", fe, runtime.ErrorTypeTimeout)
+	if fe := functionError(t, err); fe.Type != lambdaruntime.ErrorTypeTimeout || !strings.Contains(fe.Message, "Task timed out after 0.70 seconds") {
+		t.Errorf("error = %+v, want %s", fe, lambdaruntime.ErrorTypeTimeout)
 	}
 	if took < 700*time.Millisecond || took > 5*time.Second {
 		t.Errorf("the timeout took %v, want about 0.7s", took)
@@ -252,8 +252,8 @@ func TestInitErrors(t *testing.T) {
 		fn := newFunction(t, "init-exit")
 		_, err := fn.Invoke(context.Background(), payload(t, action{}))
 		fe := functionError(t, err)
-		if fe.Type != runtime.ErrorTypeExit || !strings.Contains(fe.Message, "CONVEYOR_TABLE is not set") {
-			t.Errorf("error = %+v, want %s quoting the function's output", fe, runtime.ErrorTypeExit)
+		if fe.Type != lambdaruntime.ErrorTypeExit || !strings.Contains(fe.Message, "CONVEYOR_TABLE is not set") {
+			t.Errorf("error = %+v, want %s quoting the function's output", fe, lambdaruntime.ErrorTypeExit)
 		}
 		if cs := fn.ColdStarts(); len(cs) != 0 {
 			t.Errorf("cold starts = %v, want none (never ready)", cs)
@@ -308,11 +308,11 @@ func gate(t *testing.T) (string, func()) {
 	return srv.URL, func() { once.Do(func() { close(ch) }) }
 }
 
-func streamURL(t *testing.T, fn runtime.StreamInvoker) string {
+func streamURL(t *testing.T, fn lambdaruntime.StreamInvoker) string {
 	t.Helper()
-	srv := httptest.NewServer(&runtime.FunctionURL{
+	srv := httptest.NewServer(&lambdaruntime.FunctionURL{
 		Function: fn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		CORS: &runtime.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"GET"}, AllowHeaders: []string{"Authorization"}, MaxAge: time.Hour},
+		CORS: &lambdaruntime.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"GET"}, AllowHeaders: []string{"Authorization"}, MaxAge: time.Hour},
 	})
 	t.Cleanup(srv.Close)
 	t.Cleanup(srv.Client().CloseIdleConnections)
@@ -420,7 +420,7 @@ func TestStreamClientGoneEndsTheInvocation(t *testing.T) {
 
 func TestFunctionURLAnswersPreflights(t *testing.T) {
 	t.Parallel()
-	base := streamURL(t, runtime.InProcessStream("never", nil))
+	base := streamURL(t, lambdaruntime.InProcessStream("never", nil))
 	req, _ := http.NewRequest(http.MethodOptions, base+"/v1/events", nil)
 	req.Header.Set("Origin", "http://127.0.0.1:8080")
 	req.Header.Set("Access-Control-Request-Method", "GET")

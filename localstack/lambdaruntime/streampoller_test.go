@@ -1,4 +1,4 @@
-package runtime_test
+package lambdaruntime_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/runtime"
+	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
 
 // lanes is a stream consumer that notes, for each invocation, the records
@@ -101,10 +101,10 @@ func TestStreamPollerLanes(t *testing.T) {
 		}
 	}
 	l := &lanes{inFlight: map[string]int{}, overlap: make(chan struct{}), got: map[string][]int{}}
-	p := &runtime.StreamPoller{
+	p := &lambdaruntime.StreamPoller{
 		Streams: awsclient.Streams(awstest.Config(t)), StreamARN: env.Res.TableStreamARN, Region: "us-east-1",
 		BatchSize: 4, ParallelizationFactor: 4, PartitionKey: resources.AttrPK, StartingPosition: "TRIM_HORIZON",
-		Function: runtime.InProcess("lanes", l.handle), Timeout: time.Minute, PollInterval: 50 * time.Millisecond,
+		Function: lambdaruntime.InProcess("lanes", l.handle), Timeout: time.Minute, PollInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	pctx, cancel := context.WithCancel(ctx)
@@ -155,7 +155,7 @@ func TestStreamPollerLanes(t *testing.T) {
 // lanes need the partition key.
 func TestStreamPollerRefusesABadParallelizationFactor(t *testing.T) {
 	t.Parallel()
-	for _, p := range []*runtime.StreamPoller{
+	for _, p := range []*lambdaruntime.StreamPoller{
 		{ParallelizationFactor: 11, PartitionKey: "pk"},
 		{ParallelizationFactor: -1, PartitionKey: "pk"},
 		{ParallelizationFactor: 2},

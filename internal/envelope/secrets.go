@@ -1,4 +1,4 @@
-// Package secrets is the vocabulary of sealed secrets (account tokens,
+// Package envelope is the vocabulary of sealed secrets (account tokens,
 // webhook signing keys): the Envelope stored in the table and the errors of
 // opening one. They are sealed (package sealer) with KMS envelope
 // encryption: a fresh AES-256 data key per record from GenerateDataKey, the
@@ -9,7 +9,7 @@
 // does not open. This package links no KMS client, so a function that
 // only stores or reads records holding envelopes (the table's types) does
 // not link one either.
-package secrets
+package envelope
 
 import "errors"
 
