@@ -24,15 +24,14 @@ import (
 // it and the import chain to look for with `go list -deps`.
 //
 // The HTTP functions' routes are one package (internal/httpapi), so each of
-// them links every route group's domain package: internal/uploads imports
-// the S3 SDK and internal/schedule the Scheduler SDK, hence s3 and scheduler
-// in all four (each creates only its own clients). Once those packages take
-// their SDK through an adapter, the two leave the budgets of the functions
-// that do not create the client.
+// them links every route group's domain package. internal/uploads names
+// internal/aws/bucket's value types (a presigned PUT, an object's head), so
+// the four link the S3 adapter and its SDK, though only uploads and confirm
+// create an S3 client.
 var linked = map[string][]string{
-	resources.FuncAPI:       {"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs"},
-	resources.FuncAdmin:     {"dynamodb", "lambda", "s3", "scheduler", "secretsmanager", "sqs"},
-	resources.FuncUploads:   {"dynamodb", "s3", "scheduler", "secretsmanager", "sqs"},
+	resources.FuncAPI:       {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
+	resources.FuncAdmin:     {"dynamodb", "lambda", "s3", "secretsmanager", "sqs"},
+	resources.FuncUploads:   {"dynamodb", "s3", "secretsmanager", "sqs"},
 	resources.FuncSchedules: {"dynamodb", "s3", "scheduler", "secretsmanager", "sqs", "time/tzdata"},
 	resources.FuncConfirm:   {"dynamodb", "s3", "sqs"},
 	resources.FuncPublisher: {"dynamodb", "kms", "s3", "secretsmanager", "sqs"},
