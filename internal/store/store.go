@@ -1,7 +1,8 @@
 // Package store persists Conveyor's state in the one DynamoDB table: jobs
-// with their idempotency records, uploads, connected accounts and
-// recurring schedules; it reads the event items of the table's stream
-// (DecodeEvent) and makes the DynamoDB client (NewClient). Every state
+// with their events and idempotency records, uploads, connected accounts,
+// breakers, webhooks, stream slots and recurring schedules; it reads the
+// event items of the table's stream (DecodeEvent) and makes the DynamoDB
+// client (NewClient). Every state
 // change is a conditional write (optimistic concurrency on a version), so
 // concurrent writers never lose each other's updates. Items whose TTL has
 // passed are treated as gone, since DynamoDB deletes them late.
@@ -20,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -56,12 +56,7 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 // DynamoDB endpoint cfg's sources name (DynamoDB Local) even when
 // AWS_ENDPOINT_URL is set. now defaults to time.Now.
 func NewFromConfig(cfg aws.Config, table string, now func() time.Time) *Store {
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	return New(db, table, now)
+	return New(NewClient(cfg), table, now)
 }
 
 // sortTime renders t so that lexicographic order is time order.
