@@ -80,28 +80,36 @@ func TestFailingHTTPJobsLeaveThePublishingCircuitClosed(t *testing.T) {
 	ctx := context.Background()
 	publishing := breaker.Key("host", strings.TrimPrefix(b.Stack.SimulatorURL, "http://"))
 	time.Sleep(500 * time.Millisecond) // the last outcomes are recorded right after their calls
-	recs, err := b.Stack.App.Breaker.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.Key == publishing {
-			t.Errorf("the publishing circuit %s has a record after the http jobs' failures: %+v", r.Key, r)
+	noPublishingRecord := func(when string) {
+		t.Helper()
+		recs, err := b.Stack.App.Breaker.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Key == publishing {
+				t.Errorf("the publishing circuit %s has a record %s: %+v", r.Key, when, r)
+			}
 		}
 	}
+	noPublishingRecord("after the http jobs' failures")
 	victim := b.Token("u-publisher", "user", "pro")
 	b.Connect(victim)
 	start := time.Now()
 	id := submitPublish(b, victim, "unaffected")
 	r := b.WaitStatus(victim, id, "succeeded")
-	took := time.Since(start)
-	t.Logf("another user's publish job took %s after eight failing http jobs to the API's host", took.Round(time.Millisecond))
-	if took > 10*time.Second {
-		t.Errorf("the publish job took %s, want well under the 30s circuit cooldown", took)
-	}
+	// Its time is logged, not judged (the machine's load decides it): what
+	// shows the circuit stayed closed is the job's one attempt, never
+	// parked, and the publishing circuit still without a record.
+	t.Logf("another user's publish job took %s after eight failing http jobs to the API's host", time.Since(start).Round(time.Millisecond))
 	if r.Body["attempts"].(float64) != 1 {
 		t.Errorf("attempts = %v, want 1", r.Body["attempts"])
 	}
+	as := b.Must(b.Call("GET", "/v1/jobs/"+id+"/attempts", victim, nil), 200).Body["attempts"].([]any)
+	if len(as) != 1 || as[0].(map[string]any)["outcome"] != "succeeded" {
+		t.Errorf("the publish job's runs = %v, want one that succeeded (no wait for a circuit)", as)
+	}
+	noPublishingRecord("after another user's publish job")
 }
 
 // TestOneUsersFailuresDoNotOpenAnothersCircuit: one user's failing calls

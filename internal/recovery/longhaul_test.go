@@ -30,8 +30,11 @@ func TestBacklogIsNeverStuck(t *testing.T) {
 	ctx := context.Background()
 	id := b.submit(nil)
 	resends := 0
-	for range 10 * 60 / 5 { // a recovery run every 5 minutes for 10 hours
-		b.clk.Advance(5 * time.Minute)
+	// A recovery run every 20 minutes for 10 hours: the stuck sweep's
+	// doubling intervals (20m, 40m, 80m, …) all end on a run, and each
+	// run reads every sweep partition, so 30 runs cost what they show.
+	for range 10 * 60 / 20 {
+		b.clk.Advance(20 * time.Minute)
 		res, err := b.Stack.App.Recoverer.Run(ctx)
 		if err != nil {
 			t.Fatal(err)

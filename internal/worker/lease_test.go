@@ -302,14 +302,16 @@ func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 // TestALongJobDoesNotTimeOutItsBatchMates: one batch, as the publisher
 // function gets it, under an invocation deadline a few seconds away: a
 // twelve-item job beside two one-item jobs, every API call slowed to
-// 400ms, each call's deadline 1s, a margin of 1s. The consumer returns
+// 400ms, each call's deadline 2s (room for a loaded machine: a call that
+// times out spends an attempt), a margin of 1s, so calls start for the
+// first 4s of the invocation's 7. The consumer returns
 // before the deadline; the short jobs succeed; the long one keeps what it
 // did, is handed back — queued, no attempt spent, its message visible
 // again within a second — and finishes in the next invocation, each item
 // published once.
 func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "1s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "2s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
 	tok := b.Token("u-budget", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
@@ -334,7 +336,7 @@ func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + name,
 			Attributes:     map[string]string{"MessageGroupId": fmt.Sprint("g", i), "ApproximateReceiveCount": "1"}})
 	}
-	deadline := time.Now().Add(6 * time.Second)
+	deadline := time.Now().Add(7 * time.Second)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pub := app.Publisher
