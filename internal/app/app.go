@@ -1,7 +1,7 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler and its pipeline and runner, the functions'
+// builders (internal/handler, its pipeline, the publisher's runner, the functions'
 // own, the adapters' constructors), so the two are wired one way. app knows
 // no environment: the caller injects what differs (the DLQ mover, the tier
 // switch).
@@ -28,9 +28,9 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/publisherfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
-	"github.com/conveyor/conveyor/internal/handler/runner"
 	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
@@ -124,7 +124,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
 	// Both halves in one process: the runner's kinds whole, and a
 	// submission that accepts exactly those kinds (their fronts).
-	r, err := runner.New(runner.Config{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
+	r, err := publisherfn.NewRunner(publisherfn.RunnerConfig{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
 		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(clients.DynamoDB, owner, a.Metrics) }})
 	if err != nil {
 		return nil, err
