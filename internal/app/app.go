@@ -4,7 +4,9 @@
 // builders (internal/handler, its pipeline, the publisher's runner, the functions'
 // own, the adapters' constructors), so the two are wired one way. app knows
 // no environment: the caller injects what differs (the DLQ mover, the tier
-// switch).
+// switch). Functions builds any one function's handler by its name. A
+// function's own binary never imports app: it would link every other
+// function's clients (links_test.go holds each function's link budget).
 package app
 
 import (

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/registry"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -48,10 +48,10 @@ func main() {
 }
 
 // invokeInProcess builds the function's handler the way its binary does
-// (internal/handler/registry), with the SDK's usual configuration, and
+// (internal/app.Functions), with the SDK's usual configuration, and
 // calls it in this process; a stream's response is copied to stdout.
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
-	f, err := registry.Lookup(fn)
+	f, err := app.Lookup(fn)
 	if err != nil {
 		return nil, err
 	}
