@@ -12,10 +12,10 @@ package schedulesfn
 import (
 	"context"
 
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
-	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
@@ -46,5 +46,6 @@ func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
-	return Router(env, schedules.Service(env, st, sub.Jobs), st).Serve, nil
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	return Router(env, schedules, st).Serve, nil
 }
