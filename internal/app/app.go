@@ -29,7 +29,6 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/publisherfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
@@ -151,7 +150,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	}
 	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
 	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpapi.IdempotencyFor(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
 	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules, a.Store)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -25,14 +24,14 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncSchedules
 
-// Resolve reads no secret at cold start (httpfn.Resolve).
-var Resolve = httpfn.Resolve
+// Resolve reads no secret at cold start (httpapi.Resolve).
+var Resolve = httpapi.Resolve
 
 // Router registers the schedules' routes on a new router; st keeps their
 // Idempotency-Keys.
 func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
-	rt := httpfn.Router(env)
-	httpapi.RegisterSchedules(rt, svc, httpfn.Idempotency(env, st))
+	rt := httpapi.RouterFor(env)
+	httpapi.RegisterSchedules(rt, svc, httpapi.IdempotencyFor(env, st))
 	return rt
 }
 
@@ -42,7 +41,7 @@ func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Ro
 // pipeline gets no bucket (nothing here streams media) and no sealer
 // (nothing here opens or seals a token), so the function creates neither
 // an S3 nor a KMS client and its role has neither.
-func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
+func New(_ context.Context, env handler.Env) (httpapi.FunctionHandler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
