@@ -107,7 +107,7 @@ bench: $(EMULATORS) ## measure requests/job, $/million jobs, latencies, throughp
 	$(GO) run ./localstack/cmd/bench -jobs $(or $(JOBS),1000)
 
 chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
-	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
+	$(GO) run ./localstack/cmd/conveyor-local chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
 
 shape: ## figures of the code's shape: functions over 80 lines, packages without tests, repeated blocks (duplicates, when on PATH)
 	@$(GO) run ./localstack/cmd/shape -max 80
