@@ -126,4 +126,4 @@ clean: ## remove build output and the local state
 
 invoke: ## feed EVENT=events/<file>.json to FN=<function> against the running stack
 	@test -f .local/env || { echo "run \`make run\` first"; exit 1; }
-	@set -a; . ./.local/env; set +a; $(GO) run ./localstack/cmd/invoke -fn $(FN) -event $(EVENT)
+	@set -a; . ./.local/env; set +a; $(GO) run ./localstack/cmd/conveyor-local invoke -fn $(FN) -event $(EVENT)

@@ -24,6 +24,7 @@ type command struct {
 var commands = []command{
 	{"run", "the whole stack on localhost until Ctrl-C (make run; the default)", runStack},
 	{"chaos", "many jobs through a private stack while workers die, messages repeat and the API fails (make chaos)", runChaos},
+	{"invoke", "a sample event to one function against the running stack (make invoke)", runInvoke},
 }
 
 func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }
