@@ -110,7 +110,7 @@ chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private st
 	$(GO) run ./localstack/cmd/conveyor-local chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
 
 shape: ## figures of the code's shape: functions over 80 lines, packages without tests, repeated blocks (duplicates, when on PATH)
-	@$(GO) run ./localstack/cmd/shape -max 80
+	@$(GO) run ./localstack/cmd/conveyor-local shape -max 80
 	@if command -v duplicates >/dev/null; then duplicates --seconds 120 --most 200 | grep -v 'web/dist/' ; fi
 
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)

@@ -25,6 +25,8 @@ var commands = []command{
 	{"run", "the whole stack on localhost until Ctrl-C (make run; the default)", runStack},
 	{"chaos", "many jobs through a private stack while workers die, messages repeat and the API fails (make chaos)", runChaos},
 	{"invoke", "a sample event to one function against the running stack (make invoke)", runInvoke},
+	{"simulator", "the external-API simulator on its own", runSimulator},
+	{"shape", "figures of the code's shape: long functions, packages without tests (make shape)", runShape},
 }
 
 func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }
