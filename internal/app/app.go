@@ -1,12 +1,13 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler, its pipeline, the publisher's runner, the functions'
-// own, the adapters' constructors), so the two are wired one way. app knows
-// no environment: the caller injects what differs (the DLQ mover, the tier
-// switch). Functions builds any one function's handler by its name. A
-// function's own binary never imports app: it would link every other
-// function's clients (links_test.go holds each function's link budget).
+// builders (internal/handler's Env, the pipeline's Submission, the
+// publisher's Runner, the functions' own, the adapters' constructors), so
+// the two are wired one way. app knows no environment: the caller injects
+// what differs (the DLQ mover, the tier switch). Functions builds any one
+// function's handler by its name. A function's own binary never imports
+// app: it would link every other function's clients (links_test.go holds
+// each function's link budget).
 package app
 
 import (
