@@ -107,10 +107,10 @@ bench: $(EMULATORS) ## measure requests/job, $/million jobs, latencies, throughp
 	$(GO) run ./localstack/cmd/bench -jobs $(or $(JOBS),1000)
 
 chaos: $(EMULATORS) ## crashes, duplicate deliveries, API storms on a private stack; checks the invariants (JOBS=200, LONG=1 for the long haul)
-	$(GO) run ./localstack/cmd/chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
+	$(GO) run ./localstack/cmd/conveyor-local chaos -jobs $(or $(JOBS),200) $(if $(LONG),-long)
 
 shape: ## figures of the code's shape: functions over 80 lines, packages without tests, repeated blocks (duplicates, when on PATH)
-	@$(GO) run ./localstack/cmd/shape -max 80
+	@$(GO) run ./localstack/cmd/conveyor-local shape -max 80
 	@if command -v duplicates >/dev/null; then duplicates --seconds 120 --most 200 | grep -v 'web/dist/' ; fi
 
 web: ## build the dashboard into web/dist (npm ci + tsc; dist is committed, so go build needs no npm)
@@ -126,4 +126,4 @@ clean: ## remove build output and the local state
 
 invoke: ## feed EVENT=events/<file>.json to FN=<function> against the running stack
 	@test -f .local/env || { echo "run \`make run\` first"; exit 1; }
-	@set -a; . ./.local/env; set +a; $(GO) run ./localstack/cmd/invoke -fn $(FN) -event $(EVENT)
+	@set -a; . ./.local/env; set +a; $(GO) run ./localstack/cmd/conveyor-local invoke -fn $(FN) -event $(EVENT)

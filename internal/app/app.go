@@ -1,10 +1,13 @@
 // Package app builds Conveyor's whole object graph at once, for the local
 // stack and the tests that drive its services directly. Each function's
 // binary builds only its own part (internal/handler/<name>fn), from the same
-// builders (internal/handler and its pipeline and runner, the functions'
-// own, the adapters' constructors), so the two are wired one way. app knows
-// no environment: the caller injects what differs (the DLQ mover, the tier
-// switch).
+// builders (internal/handler's Env, the pipeline's Submission, the
+// publisher's Runner, the functions' own, the adapters' constructors), so
+// the two are wired one way. app knows no environment: the caller injects
+// what differs (the DLQ mover, the tier switch). Functions builds any one
+// function's handler by its name. A function's own binary never imports
+// app: it would link every other function's clients (links_test.go holds
+// each function's link budget).
 package app
 
 import (
@@ -18,6 +21,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
@@ -26,12 +30,10 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
+	"github.com/conveyor/conveyor/internal/handler/publisherfn"
 	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 	"github.com/conveyor/conveyor/internal/handler/relayfn"
-	"github.com/conveyor/conveyor/internal/handler/runner"
-	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
@@ -124,7 +126,7 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
 	// Both halves in one process: the runner's kinds whole, and a
 	// submission that accepts exactly those kinds (their fronts).
-	r, err := runner.New(runner.Config{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
+	r, err := publisherfn.NewRunner(publisherfn.RunnerConfig{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
 		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(clients.DynamoDB, owner, a.Metrics) }})
 	if err != nil {
 		return nil, err
@@ -147,9 +149,9 @@ func New(cfg config.Config, awsCfg aws.Config, opts Options) (*App, error) {
 	if a.Streams, err = streamfn.Server(env, a.Store); err != nil {
 		return nil, err
 	}
-	a.Schedules = schedules.Service(env, a.Store, a.Jobs)
+	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
 	a.Router = apifn.Router(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpfn.Idempotency(env, a.Store)}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: httpapi.IdempotencyFor(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = adminfn.Router(env, a.Admin)
 	a.UploadsRouter = uploadsfn.Router(env, a.Uploads)
 	a.SchedulesRouter = schedulesfn.Router(env, a.Schedules, a.Store)

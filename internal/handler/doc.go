@@ -7,5 +7,5 @@
 // and the wiring of exactly the clients and services it uses: Go links by
 // package, so one package per function is what keeps each bootstrap free of
 // the others' AWS clients. The functions' main packages, `make invoke`
-// (internal/handler/registry) and the local runtime call exactly these.
+// (internal/app.Functions) and the local runtime call exactly these.
 package handler

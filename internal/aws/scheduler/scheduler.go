@@ -13,6 +13,7 @@ import (
 	sdk "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/schedule"
 )
 
@@ -40,6 +41,18 @@ type Backend struct {
 // awsCfg.
 func New(awsCfg aws.Config, group, targetARN, roleARN string) Backend {
 	return Backend{Client: sdk.NewFromConfig(awsCfg), Group: group, TargetARN: targetARN, RoleARN: roleARN}
+}
+
+// For is the Backend of the schedule group cfg names, with a Scheduler
+// client made from awsCfg, or nil when it names none (the schedules are
+// then kept in the table only, fired by schedule.Service.Fire): what the
+// functions that manage schedules (schedules) or fire their ticks
+// (recovery) give schedule.Config.Backend.
+func For(awsCfg aws.Config, cfg config.Config) schedule.Backend {
+	if cfg.ScheduleGroup == "" {
+		return nil
+	}
+	return New(awsCfg, cfg.ScheduleGroup, cfg.ScheduleTargetARN, cfg.ScheduleRoleARN)
 }
 
 // Put creates or updates sc's schedule.

@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -30,8 +29,8 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAdmin
 
-// Resolve reads no secret at cold start (httpfn.Resolve).
-var Resolve = httpfn.Resolve
+// Resolve reads no secret at cold start (httpapi.Resolve).
+var Resolve = httpapi.Resolve
 
 // Handler is the admin function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -40,7 +39,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 
 // Router registers the admin routes on a new router.
 func Router(env handler.Env, adm *admin.Service) *httpapi.Router {
-	rt := httpfn.Router(env)
+	rt := httpapi.RouterFor(env)
 	httpapi.RegisterAdmin(rt, adm)
 	return rt
 }

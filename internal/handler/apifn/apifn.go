@@ -14,7 +14,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -25,8 +24,8 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncAPI
 
-// Resolve reads no secret at cold start (httpfn.Resolve).
-var Resolve = httpfn.Resolve
+// Resolve reads no secret at cold start (httpapi.Resolve).
+var Resolve = httpapi.Resolve
 
 // Handler is the API function's handler: the router's.
 func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -36,7 +35,7 @@ func Handler(rt *httpapi.Router) func(context.Context, events.APIGatewayV2HTTPRe
 // Router registers the users' API and the dashboard (served with dash's
 // headers) on a new router.
 func Router(env handler.Env, s httpapi.UserServices, dash httpapi.DashboardOptions) *httpapi.Router {
-	rt := httpfn.Router(env)
+	rt := httpapi.RouterFor(env)
 	httpapi.RegisterUsers(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
 	httpapi.RegisterDashboard(rt, dash)
@@ -90,6 +89,6 @@ func build(env handler.Env, pf Platform) (func(context.Context, events.APIGatewa
 	if err != nil {
 		return nil, err
 	}
-	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: httpfn.Idempotency(env, st)}
+	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: httpapi.IdempotencyFor(env, st)}
 	return Handler(Router(env, s, pf.Dashboard)), nil
 }

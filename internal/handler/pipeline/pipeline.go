@@ -1,7 +1,7 @@
 // Package pipeline wires the submission half of the pipeline: the tier
 // queues' sender, the kinds' fronts and the jobs service (Submission), and
 // the one list of the built-in kinds (Kinds), which the half that runs
-// jobs (internal/handler/runner, the publisher function) builds too. It
+// jobs (internal/handler/publisherfn.Runner) builds too. It
 // runs no job: the functions that submit, validate or re-queue jobs (the
 // api, recovery's schedule ticks) build no external API client, breaker or
 // run loop; those that create jobs give it a sealer for the http jobs'
@@ -39,7 +39,7 @@ type KindConfigs struct {
 
 // Kinds are the built-in kinds of job, each whole (front and Work): the one
 // place a new kind is registered. The functions that submit hold their
-// fronts (Fronts) and the publisher runs them (runner.New).
+// fronts (Fronts) and the publisher runs them (publisherfn.NewRunner).
 func Kinds(c KindConfigs) []kind.Kind {
 	return []kind.Kind{
 		publish.New(c.Publish),

@@ -1,5 +1,11 @@
 // Package publisherfn is the publisher function, consuming the publish
-// tiers' FIFO queues: its handler and its wiring.
+// tiers' FIFO queues: its handler and its wiring, with the half of the
+// pipeline that runs jobs (Runner): the external API's client behind its
+// breaker, the connected accounts and their token refresh, the run loop
+// (internal/worker) and every kind of job (pipeline.Kinds) with what its
+// Work needs. internal/app builds the same Runner for the local stack; the
+// functions that only submit jobs build internal/handler/pipeline's
+// Submission instead.
 package publisherfn
 
 import (
@@ -11,7 +17,6 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/runner"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -48,7 +53,7 @@ var Resolve handler.Resolver
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st, emf := env.Store(db), env.Emitter()
-	r, err := runner.New(runner.Config{Env: env, Store: st, Bucket: bucket.New(env.AWS, env.Config.Bucket),
+	r, err := NewRunner(RunnerConfig{Env: env, Store: st, Bucket: bucket.New(env.AWS, env.Config.Bucket),
 		Breaker:     func(owner string) (*breaker.Breaker, error) { return env.Breaker(db, owner, emf) },
 		Sealer:      sealer.For(env.AWS, env.Config.KMSKeyID),
 		OAuthClient: secretref.OAuthClientFor(env.Config, env.AWS, env.Now)})

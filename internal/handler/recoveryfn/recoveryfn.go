@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
-	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -133,7 +133,8 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules.Service(env, st, sub.Jobs), emf, env.Log()), nil
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules, emf, env.Log()), nil
 }
 
 // Recoverer is the stuck-job recovery and retention of env, deleting

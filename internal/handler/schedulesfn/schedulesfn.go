@@ -12,10 +12,9 @@ package schedulesfn
 import (
 	"context"
 
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/handler/pipeline"
-	"github.com/conveyor/conveyor/internal/handler/schedules"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
@@ -25,14 +24,14 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncSchedules
 
-// Resolve reads no secret at cold start (httpfn.Resolve).
-var Resolve = httpfn.Resolve
+// Resolve reads no secret at cold start (httpapi.Resolve).
+var Resolve = httpapi.Resolve
 
 // Router registers the schedules' routes on a new router; st keeps their
 // Idempotency-Keys.
 func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
-	rt := httpfn.Router(env)
-	httpapi.RegisterSchedules(rt, svc, httpfn.Idempotency(env, st))
+	rt := httpapi.RouterFor(env)
+	httpapi.RegisterSchedules(rt, svc, httpapi.IdempotencyFor(env, st))
 	return rt
 }
 
@@ -42,9 +41,10 @@ func Router(env handler.Env, svc *schedule.Service, st *store.Store) *httpapi.Ro
 // pipeline gets no bucket (nothing here streams media) and no sealer
 // (nothing here opens or seals a token), so the function creates neither
 // an S3 nor a KMS client and its role has neither.
-func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
+func New(_ context.Context, env handler.Env) (httpapi.FunctionHandler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := pipeline.NewSubmission(env, st, sqsc, pipeline.Fronts(st, nil))
-	return Router(env, schedules.Service(env, st, sub.Jobs), st).Serve, nil
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	return Router(env, schedules, st).Serve, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/handler/confirmfn"
-	"github.com/conveyor/conveyor/internal/handler/httpfn"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -23,18 +22,18 @@ import (
 // Name is the function's name in the resource definition.
 const Name = resources.FuncUploads
 
-// Resolve reads no secret at cold start (httpfn.Resolve).
-var Resolve = httpfn.Resolve
+// Resolve reads no secret at cold start (httpapi.Resolve).
+var Resolve = httpapi.Resolve
 
 // Router registers the uploads routes on a new router.
 func Router(env handler.Env, svc *uploads.Service) *httpapi.Router {
-	rt := httpfn.Router(env)
+	rt := httpapi.RouterFor(env)
 	httpapi.RegisterUploads(rt, svc)
 	return rt
 }
 
 // New wires the uploads function from env: the table and the bucket.
-func New(_ context.Context, env handler.Env) (httpfn.Handler, error) {
+func New(_ context.Context, env handler.Env) (httpapi.FunctionHandler, error) {
 	db := env.DynamoDB()
 	return Router(env, confirmfn.Uploads(env, env.Store(db), bucket.New(env.AWS, env.Config.Bucket))).Serve, nil
 }

@@ -1,10 +1,12 @@
-// Command conveyor-local is `make run`: the whole of Conveyor on localhost,
-// working — emulators (moto and DynamoDB Local), provisioning, simulator,
+// Command conveyor-local is the local stack's tool. Run without a
+// subcommand (or with run) it is `make run`: the whole of Conveyor on
+// localhost, working — emulators (moto and DynamoDB Local), provisioning, simulator,
 // API gateway, queue pollers, S3 notifications and schedules. By default
 // every function runs as its own bootstrap binary (built for this host)
 // under the local Lambda Runtime API, and the stream function answers at
 // its own URL; -in-process calls the handlers in this process instead.
-// Ctrl-C stops every process it started.
+// Ctrl-C stops every process it started. Its other subcommands (commands.go,
+// `conveyor-local help`) are the tools that drive or measure that stack.
 //
 // The secret that signs local tokens is kept in .local/jwt-secret, so the
 // tokens a developer minted stay valid across restarts; -fresh (make run
@@ -35,20 +37,24 @@ import (
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
-func main() {
-	inProcess := flag.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
-	logFormat := flag.String("log", "auto", "how the functions' and the runtime's logs print: text (time, level, [function], message, fields), json (as CloudWatch Logs receives them) or auto (text on a terminal)")
-	fresh := flag.Bool("fresh", false, "start empty: a new secret for local tokens (tokens minted before stop working) and no data of an earlier run")
-	flag.Parse()
+// runStack is the run subcommand: the stack until Ctrl-C.
+func runStack(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	inProcess := fs.Bool("in-process", false, "call the functions' handlers in this process instead of running their binaries")
+	logFormat := fs.String("log", "auto", "how the functions' and the runtime's logs print: text (time, level, [function], message, fields), json (as CloudWatch Logs receives them) or auto (text on a terminal)")
+	fresh := fs.Bool("fresh", false, "start empty: a new secret for local tokens (tokens minted before stop working) and no data of an earlier run")
+	if code, done := parse(fs, args); done {
+		return code
+	}
 	secretNote, err := keepJWTSecret(localDir, *fresh)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	dataDir, unlock, dataNote, err := keepData(localDir, *fresh)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	defer unlock()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,18 +75,18 @@ func main() {
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "conveyor-local: -log %q: want text, json or auto\n", *logFormat)
-		os.Exit(2)
+		return 2
 	}
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	defer s.Close()
 	envFile := envFileFor(localDir, s.APIURL)
 	if err := s.WriteEnv(envFile); err != nil {
 		fmt.Fprintf(os.Stderr, "conveyor-local: writing %s: %v\n", envFile, err)
-		os.Exit(1)
+		return 1
 	}
 	defer os.Remove(envFile)
 	env := s.Env()
@@ -105,4 +111,5 @@ func main() {
 	fmt.Printf("\nCtrl-C stops everything.\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
+	return 0
 }

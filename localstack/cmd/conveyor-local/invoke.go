@@ -1,9 +1,3 @@
-// Command invoke feeds a sample event to one function against the running
-// local stack, the way Lambda would invoke it: `make invoke FN=api
-// EVENT=events/api-healthz.json` (after `make run`; it reads .local/env).
-// By default it builds the function's bootstrap for this host and runs it
-// under the local Lambda Runtime API with the stack's environment;
-// -in-process calls its handler in this process instead.
 package main
 
 import (
@@ -17,22 +11,31 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/registry"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
-func main() {
-	fn := flag.String("fn", "", "function: api, confirm, publisher, system, recovery, relay or stream")
-	event := flag.String("event", "", "path of the event JSON")
-	inProcess := flag.Bool("in-process", false, "call the handler in this process instead of running the function's binary")
-	flag.Parse()
+// runInvoke is the invoke subcommand: it feeds a sample event to one
+// function against the running local stack, the way Lambda would invoke
+// it: `make invoke FN=api EVENT=events/api-healthz.json` (after `make run`;
+// it reads .local/env). By default it builds the function's bootstrap for
+// this host and runs it under the local Lambda Runtime API with the stack's
+// environment; -in-process calls its handler in this process instead.
+func runInvoke(args []string) int {
+	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
+	fn := fs.String("fn", "", "function: "+strings.Join(app.Names(), ", "))
+	event := fs.String("event", "", "path of the event JSON")
+	inProcess := fs.Bool("in-process", false, "call the handler in this process instead of running the function's binary")
+	if code, done := parse(fs, args); done {
+		return code
+	}
 	payload, err := os.ReadFile(*event)
 	if err != nil {
-		fail(err)
+		return invokeFailed(err)
 	}
 	ctx := context.Background()
 	var out []byte
@@ -42,16 +45,17 @@ func main() {
 		out, err = invokeBinary(ctx, *fn, payload)
 	}
 	if err != nil {
-		fail(err)
+		return invokeFailed(err)
 	}
 	fmt.Println(string(out))
+	return 0
 }
 
 // invokeInProcess builds the function's handler the way its binary does
-// (internal/handler/registry), with the SDK's usual configuration, and
+// (internal/app.Functions), with the SDK's usual configuration, and
 // calls it in this process; a stream's response is copied to stdout.
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
-	f, err := registry.Lookup(fn)
+	f, err := app.Lookup(fn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +90,7 @@ func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, er
 func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error) {
 	size, ok := resources.FunctionSizes[fn]
 	if !ok {
-		return nil, fmt.Errorf("unknown function %q (api, confirm, publisher, system, recovery, stream)", fn)
+		return nil, fmt.Errorf("unknown function %q (one of %v)", fn, app.Names())
 	}
 	if os.Getenv("CONVEYOR_TABLE") == "" {
 		return nil, fmt.Errorf("no stack environment: run `make run` first (invoke reads .local/env)")
@@ -126,7 +130,8 @@ func printStream(resp *lambdaruntime.StreamResponse) error {
 	return err
 }
 
-func fail(err error) {
+// invokeFailed reports err and returns invoke's status for it.
+func invokeFailed(err error) int {
 	fmt.Fprintf(os.Stderr, "invoke: %v\n", err)
-	os.Exit(1)
+	return 1
 }

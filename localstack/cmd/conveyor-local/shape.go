@@ -1,10 +1,3 @@
-// Command shape prints figures about the code's shape that the lead re-runs
-// before and after a clean-up: the functions longer than a limit (go/ast,
-// from the opening to the closing brace) and the packages that have no test
-// file of their own. It reads the Go files below a folder and writes a report
-// on stdout; it changes nothing.
-//
-//	go run ./localstack/cmd/shape [-max 80] [-dir .]
 package main
 
 import (
@@ -20,7 +13,7 @@ import (
 	"strings"
 )
 
-// MaxLinesDefault is the length above which a function is listed.
+// MaxLinesDefault is the length above which shape lists a function.
 const MaxLinesDefault = 80
 
 type longFunc struct {
@@ -29,14 +22,22 @@ type longFunc struct {
 	lines int
 }
 
-func main() {
-	max := flag.Int("max", MaxLinesDefault, "list functions with more lines than this")
-	dir := flag.String("dir", ".", "the tree to read")
-	flag.Parse()
+// runShape is the shape subcommand (make shape): figures about the code's
+// shape to compare before and after a clean-up — the functions longer than
+// a limit (go/ast, from the opening to the closing brace) and the packages
+// that have no test file of their own. It reads the Go files below a folder
+// and writes a report on stdout; it changes nothing.
+func runShape(args []string) int {
+	flags := flag.NewFlagSet("shape", flag.ContinueOnError)
+	max := flags.Int("max", MaxLinesDefault, "list functions with more lines than this")
+	dir := flags.String("dir", ".", "the tree to read")
+	if code, done := parse(flags, args); done {
+		return code
+	}
 	long, untested, err := measure(*dir, *max)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shape:", err)
-		os.Exit(1)
+		return 1
 	}
 	fmt.Printf("functions over %d lines: %d\n", *max, len(long))
 	for _, f := range long {
@@ -46,6 +47,7 @@ func main() {
 	for _, p := range untested {
 		fmt.Printf("  %s\n", p)
 	}
+	return 0
 }
 
 // measure walks dir (skipping hidden folders, node_modules, testdata and

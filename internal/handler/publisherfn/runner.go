@@ -1,10 +1,4 @@
-// Package runner wires the half of the pipeline that runs jobs: the
-// external API's client behind its breaker, the connected accounts and
-// their token refresh, the run loop (internal/worker) and every kind of job
-// (pipeline.Kinds) with what its Work needs. The publisher function builds
-// it, and internal/app for the local stack; the functions that only submit
-// jobs build internal/handler/pipeline's Submission instead.
-package runner
+package publisherfn
 
 import (
 	"context"
@@ -30,8 +24,8 @@ import (
 	"github.com/conveyor/conveyor/internal/worker"
 )
 
-// Config is what a Runner is built from.
-type Config struct {
+// RunnerConfig is what a Runner is built from.
+type RunnerConfig struct {
 	// Env is the function's environment (handler.Env).
 	Env handler.Env
 	// Breaker builds the shared circuit breaker over the table for owner,
@@ -72,8 +66,8 @@ type Runner struct {
 	Kinds *kind.Registry
 }
 
-// New wires the runner; it fails on a configuration a service refuses.
-func New(c Config) (*Runner, error) {
+// NewRunner wires the runner; it fails on a configuration a service refuses.
+func NewRunner(c RunnerConfig) (*Runner, error) {
 	cfg, log, now := c.Env.Config, c.Env.Log(), c.Env.Now
 	r := &Runner{Worker: ids.New("wrk"), Kinds: &kind.Registry{}}
 	var err error

@@ -1,8 +1,9 @@
-// Package oidctest is a local OpenID Connect issuer for tests: a discovery
+// A local OpenID Connect issuer for the HTTP functions' tests: a discovery
 // document and a JSON Web Key Set served by httptest, and tokens signed
 // with its RS256 and ES256 keys, so that the functions' token checks are
 // tested against a real key set fetched over HTTP.
-package oidctest
+
+package httpapi_test
 
 import (
 	"crypto/ecdsa"
@@ -25,12 +26,12 @@ import (
 
 // Key ids of the issuer's two keys.
 const (
-	KidRSA = "rsa-1"
-	KidEC  = "ec-1"
+	kidRSA = "rsa-1"
+	kidEC  = "ec-1"
 )
 
-// Issuer is a running issuer; it stops when the test ends.
-type Issuer struct {
+// oidcIssuer is a running issuer; it stops when the test ends.
+type oidcIssuer struct {
 	// URL is the issuer (its tokens' iss).
 	URL string
 	rsa *rsa.PrivateKey
@@ -39,8 +40,8 @@ type Issuer struct {
 	KeySetFetches atomic.Int32
 }
 
-// New starts an issuer with a fresh RSA (2048) and P-256 key.
-func New(t testing.TB) *Issuer {
+// newIssuer starts an issuer with a fresh RSA (2048) and P-256 key.
+func newIssuer(t testing.TB) *oidcIssuer {
 	t.Helper()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -50,15 +51,15 @@ func New(t testing.TB) *Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := &Issuer{rsa: rk, ec: ek}
+	i := &oidcIssuer{rsa: rk, ec: ek}
 	enc := base64.RawURLEncoding.EncodeToString
 	point, err := ek.PublicKey.Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := []map[string]string{
-		{"kty": "RSA", "kid": KidRSA, "use": "sig", "alg": "RS256", "n": enc(rk.N.Bytes()), "e": enc(big.NewInt(int64(rk.E)).Bytes())},
-		{"kty": "EC", "kid": KidEC, "use": "sig", "alg": "ES256", "crv": "P-256", "x": enc(point[1:33]), "y": enc(point[33:])},
+		{"kty": "RSA", "kid": kidRSA, "use": "sig", "alg": "RS256", "n": enc(rk.N.Bytes()), "e": enc(big.NewInt(int64(rk.E)).Bytes())},
+		{"kty": "EC", "kid": kidEC, "use": "sig", "alg": "ES256", "crv": "P-256", "x": enc(point[1:33]), "y": enc(point[33:])},
 	}
 	mux := http.NewServeMux()
 	var srv *httptest.Server
@@ -77,14 +78,14 @@ func New(t testing.TB) *Issuer {
 
 // Vars are the configuration variables that make a function accept this
 // issuer's tokens for audience.
-func (i *Issuer) Vars(audience string) map[string]string {
+func (i *oidcIssuer) Vars(audience string) map[string]string {
 	return map[string]string{config.VarOIDCIssuer: i.URL, config.VarOIDCAudience: audience}
 }
 
 // Token signs claims with the issuer's RSA key (alg RS256) or, with es
 // true, its EC key (ES256). iss, iat and exp (an hour from now) are added
 // unless claims sets them; a nil value removes a claim.
-func (i *Issuer) Token(t testing.TB, es bool, claims map[string]any) string {
+func (i *oidcIssuer) Token(t testing.TB, es bool, claims map[string]any) string {
 	t.Helper()
 	c := jwt.MapClaims{"iss": i.URL, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
 	for k, v := range claims {
@@ -94,9 +95,9 @@ func (i *Issuer) Token(t testing.TB, es bool, claims map[string]any) string {
 		}
 		c[k] = v
 	}
-	m, kid, key := jwt.SigningMethod(jwt.SigningMethodRS256), KidRSA, any(i.rsa)
+	m, kid, key := jwt.SigningMethod(jwt.SigningMethodRS256), kidRSA, any(i.rsa)
 	if es {
-		m, kid, key = jwt.SigningMethodES256, KidEC, i.ec
+		m, kid, key = jwt.SigningMethodES256, kidEC, i.ec
 	}
 	tok := jwt.NewWithClaims(m, c)
 	tok.Header["kid"] = kid

@@ -1,9 +1,4 @@
-// Package registry builds any function's handler by its name
-// (resources.Func…), for the tools that reach every function: `make invoke
-// -in-process`, against the local stack, so the API function gets the local
-// stand-ins (apifn.Local). A function's own binary never imports it: it
-// would link every other function's clients.
-package registry
+package app
 
 import (
 	"context"
@@ -23,7 +18,10 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 )
 
-// Function is how one function is built.
+// Function is how one function is built by its name (resources.Func…), for
+// the tools that reach every function: `make invoke -in-process`, against
+// the local stack, so the API function gets the local stand-ins
+// (apifn.Local).
 type Function struct {
 	// Resolve completes its configuration at cold start (nil: nothing).
 	Resolve handler.Resolver

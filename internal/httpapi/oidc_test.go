@@ -1,4 +1,4 @@
-package httpfn_test
+package httpapi_test
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/streamfn"
 	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/oidctest"
 )
 
 // TestEveryHTTPFunctionAcceptsTheIssuer wires each function that serves
@@ -34,7 +33,7 @@ import (
 func TestEveryHTTPFunctionAcceptsTheIssuer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	idp := oidctest.New(t)
+	idp := newIssuer(t)
 	const hsKey = "an-hs256-key-of-32-bytes-or-more"
 	vars := idp.Vars("conveyor-test")
 	vars[config.VarJWTSecret] = hsKey
@@ -110,7 +109,7 @@ func TestEveryHTTPFunctionAcceptsTheIssuer(t *testing.T) {
 		}
 	}
 
-	other := oidctest.New(t)
+	other := newIssuer(t)
 	refused := map[string]string{
 		"another audience": idp.Token(t, false, map[string]any{"sub": "u", "aud": "someone-else"}),
 		"another issuer":   other.Token(t, false, map[string]any{"sub": "u", "aud": "conveyor-test"}),

@@ -1,4 +1,4 @@
-package runner
+package publisherfn
 
 import (
 	"testing"
@@ -39,7 +39,7 @@ func TestSubmittersAcceptTheKindsThePublisherRuns(t *testing.T) {
 	env := awstest.Provision(t).Function(t, resources.FuncPublisher, map[string]string{
 		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret", config.VarDeviantArtURL: "http://127.0.0.1:9"})
 	db, emf := env.DynamoDB(), env.Emitter()
-	r, err := New(Config{Env: env, Store: env.Store(db), Bucket: bucket.New(env.AWS, env.Config.Bucket),
+	r, err := NewRunner(RunnerConfig{Env: env, Store: env.Store(db), Bucket: bucket.New(env.AWS, env.Config.Bucket),
 		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(db, owner, emf) },
 		Sealer:  sealer.For(env.AWS, env.Config.KMSKeyID)})
 	if err != nil {
