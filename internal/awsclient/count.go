@@ -32,11 +32,14 @@ type Counter struct {
 	empty  map[string]int
 	units  map[string]float64
 	items  map[string]int
+	// label, when set, names who made a request (Labeled).
+	label   func(context.Context) string
+	labeled map[string]int
 }
 
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter {
-	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}, items: map[string]int{}}
+	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}, items: map[string]int{}, labeled: map[string]int{}}
 }
 
 // Attach adds the counting middleware to cfg and returns it.
@@ -67,6 +70,9 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			key := svc + "." + op
 			c.mu.Lock()
 			c.counts[key]++
+			if c.label != nil {
+				c.labeled[c.label(ctx)+" "+key]++
+			}
 			if p, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
 				c.items[key] += len(p.Entries)
 				for _, e := range p.Entries {
@@ -169,6 +175,18 @@ func consumed(r any) []dynamodbtypes.ConsumedCapacity {
 // bills).
 func (c *Counter) Items() map[string]int { return copied(&c.mu, c.items) }
 
+// LabelWith makes the counter also count each request under the label
+// label gives its context (Labeled): a local runtime names the function
+// whose invocation made it. Call it before any request is counted.
+func (c *Counter) LabelWith(label func(context.Context) string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.label = label
+}
+
+// Labeled returns the counts by "<label> Service.Operation" (LabelWith).
+func (c *Counter) Labeled() map[string]int { return copied(&c.mu, c.labeled) }
+
 // Snapshot returns a copy of the counts.
 func (c *Counter) Snapshot() map[string]int { return copied(&c.mu, c.counts) }
 
@@ -202,6 +220,7 @@ func (c *Counter) Reset() {
 	c.empty = map[string]int{}
 	c.units = map[string]float64{}
 	c.items = map[string]int{}
+	c.labeled = map[string]int{}
 	c.mu.Unlock()
 }
 

@@ -169,6 +169,11 @@ type result struct {
 	// (-bill-env: log retention, tracing, archive retention, PITR).
 	BillSources map[string]string `json:"bill_sources"`
 	BillEnv     string            `json:"bill_env"`
+	// RequestsByFunction is RequestsPerJob by "<function> Service.Operation"
+	// (the function whose invocation made each request; " …" none: the
+	// local runtime's own, such as the pollers' receives and deletes,
+	// which Lambda's event source mappings make in AWS).
+	RequestsByFunction map[string]float64 `json:"requests_per_job_by_function"`
 	// ESMPollers is -esm-pollers: the workers per tier queue that
 	// long-poll while it is idle.
 	ESMPollers   int                `json:"esm_pollers"`
@@ -356,6 +361,9 @@ type phase struct {
 	// receives that found the queue empty (the event source mapping's
 	// idle long polls: time-bound, billed as a fixed cost).
 	counts, pipeline map[string]int
+	// byFunction is pipeline by "<function> Service.Operation" (the
+	// function whose invocation made the request; "" for none).
+	byFunction map[string]int
 	// units and pipelineUnits are the DynamoDB capacity units of counts
 	// and pipeline (awsclient.Counter.Units).
 	units, pipelineUnits map[string]float64
@@ -441,6 +449,7 @@ func run(o opts) error {
 	defer emu.Stop()
 	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
 	counter := awsclient.NewCounter()
+	counter.LabelWith(lambdaruntime.FunctionOf)
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
 	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
@@ -587,6 +596,10 @@ func run(o opts) error {
 	}
 	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
 	res.RequestsPerJob = map[string]float64{}
+	res.RequestsByFunction = map[string]float64{}
+	for k, c := range main.byFunction {
+		res.RequestsByFunction[k] = float64(c) / float64(o.n)
+	}
 	res.DynamoDBUnitsPerJob = map[string]float64{}
 	for k, u := range main.pipelineUnits {
 		res.DynamoDBUnitsPerJob[k] = u / float64(o.n)
@@ -827,6 +840,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
 	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
+	ph.byFunction = e.counter.Labeled()
 	raw := maps.Clone(ph.pipeline)
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
@@ -1323,7 +1337,17 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	for _, op := range ops {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
-	fmt.Fprintf(w, ")\n\n")
+	fmt.Fprintf(w, ")\n")
+	fmt.Fprintln(w, "  by the function whose invocation made them (\"runtime\": the event source mappings' receives and deletes, idle ones included)")
+	byFn := slices.Sorted(maps.Keys(r.RequestsByFunction))
+	for _, k := range byFn {
+		fn, op, _ := strings.Cut(k, " ")
+		if fn == "" {
+			fn = "runtime"
+		}
+		fmt.Fprintf(w, "    %s %s\t%.3f\n", fn, op, r.RequestsByFunction[k])
+	}
+	fmt.Fprintln(w)
 	if r.Noisy != nil {
 		r.Noisy.print(w)
 	}
