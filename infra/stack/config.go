@@ -98,6 +98,21 @@ type Config struct {
 	// Fairness sets how many jobs of one owner are in flight at once per
 	// tier (docs/fairness.md). Unset: the functions' defaults.
 	Fairness Fairness `json:"fairness,omitempty"`
+	// BusEvents is which job events the relay puts on the event bus:
+	// "lifecycle" keeps job.progress and job.phase.completed in the table,
+	// the event log and SSE only; "all" puts every event (docs/events.md).
+	// It becomes the relay function's CONVEYOR_BUS_EVENTS. Unset: the
+	// functions' default (lifecycle).
+	BusEvents string `json:"busEvents,omitempty"`
+}
+
+// Bus is the BusEvents the relay function gets: the configured one, or
+// the functions' default.
+func (cfg Config) Bus() job.BusEvents {
+	if cfg.BusEvents == "" {
+		return job.BusEvents(config.Lookup(config.VarBusEvents).Default.(string))
+	}
+	return job.BusEvents(cfg.BusEvents)
 }
 
 // Fairness is the owners' slots: by plan, and for named owners over their
@@ -319,6 +334,11 @@ func (cfg Config) Validate(env job.Env) error {
 	}
 
 	bad = append(bad, cfg.Fairness.check()...)
+	if cfg.BusEvents != "" {
+		if _, err := job.ParseBusEvents(cfg.BusEvents); err != nil {
+			fail("busEvents %v", err)
+		}
+	}
 
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid %s configuration:\n  %s", env, strings.Join(bad, "\n  "))

@@ -25,7 +25,8 @@ var configuredStaging = stack.Config{
 	Tracing:             stack.Tracing{Enabled: false},
 	OIDC: stack.OIDC{Issuer: "https://login.conveyor.dev/", Audience: "conveyor-staging",
 		RoleClaim: "https://conveyor.dev/role", PlanClaim: "plan"},
-	Fairness: stack.Fairness{Plans: map[string]int{"free": 1, "enterprise": 12}, Owners: map[string]int{"user-42": 16}},
+	Fairness:  stack.Fairness{Plans: map[string]int{"free": 1, "enterprise": 12}, Owners: map[string]int{"user-42": 16}},
+	BusEvents: string(job.BusAll),
 }
 
 // alarmTopicARN is the existing topic of the by-topic stack.
@@ -172,6 +173,10 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"oidc.audience: required"}},
 		{"fairness", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"fairness":{"plans":{"gold":3,"free":-1},"owners":{"a,b":2,"u-1":5000}}}`,
 			[]string{"fairness.plans.gold: no such plan", "fairness.plans.free -1", `fairness.owners "a,b"`, "fairness.owners.u-1 5000"}},
+		{"bus events", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"busEvents":"progress"}`,
+			[]string{`busEvents "progress": want "all"`, `or "lifecycle"`}},
+		{"bus events case", job.Staging, `{"externalApi":{"url":"https://sandbox.conveyor.dev"},"logRetentionDays":30,"busEvents":"Lifecycle"}`,
+			[]string{`busEvents "Lifecycle"`}},
 		{"oidc claims without issuer", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"oidc":{"roleClaim":"role"}}`,
 			[]string{"need oidc.issuer"}},
 	} {

@@ -255,6 +255,10 @@ func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
 		if got := vars["CONVEYOR_OWNER_SLOTS"]; got != "user-42=16" {
 			t.Errorf("%s: CONVEYOR_OWNER_SLOTS = %v, want user-42=16", fn, got)
 		}
+		// Only the relay reads what goes on the bus: the configured choice.
+		if got, ok := vars["CONVEYOR_BUS_EVENTS"]; ok != (fn == resources.FuncRelay) || (ok && got != cfg.BusEvents) {
+			t.Errorf("%s: CONVEYOR_BUS_EVENTS = %v (set %v), want %q on the relay alone", fn, got, ok, cfg.BusEvents)
+		}
 		if vars["CONVEYOR_DEVIANTART_URL"] != cfg.ExternalAPI.URL {
 			t.Errorf("%s: CONVEYOR_DEVIANTART_URL = %v, want %s", fn, vars["CONVEYOR_DEVIANTART_URL"], cfg.ExternalAPI.URL)
 		}

@@ -123,6 +123,10 @@ func (b *builder) functions() {
 		for k, v := range b.secretEnv(fn) {
 			env[k] = v
 		}
+		if fn == b.def.EventStream.Function {
+			// The relay alone decides what goes on the bus.
+			env[config.VarBusEvents] = jsii.String(string(b.props.Config.Bus()))
+		}
 		f := awslambda.NewFunction(b.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
 			FunctionName:  jsii.String(name),
 			Description:   jsii.String(spec.Description),

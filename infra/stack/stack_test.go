@@ -507,6 +507,9 @@ func TestFunctions(t *testing.T) {
 				env["CONVEYOR_JWT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", s.def.Prefix+"/jwt"))
 			case resources.FuncPublisher:
 				env["CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN"] = ref(s.logicalID(t, "AWS::SecretsManager::Secret", "Name", stack.OAuthClientSecretName(s.def.Env)))
+			case resources.FuncRelay:
+				// The checked-in environments keep progress off the bus.
+				env["CONVEYOR_BUS_EVENTS"] = string(job.BusLifecycle)
 			}
 			check(t, fn, func() {
 				s.hasProps("AWS::Lambda::Function", obj(map[string]any{

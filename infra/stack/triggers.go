@@ -63,23 +63,10 @@ func (b *builder) uploadNotification() {
 		&awss3.NotificationKeyFilter{Prefix: jsii.String(bk.UploadPrefix)})
 }
 
-// accessLogFormat is the HTTP API's JSON access log line.
+// accessLogFormat is the HTTP API's JSON access log line
+// (resources.AccessLogFields).
 var accessLogFormat = func() string {
-	b, _ := json.Marshal(map[string]string{
-		"requestId":          "$context.requestId",
-		"ip":                 "$context.identity.sourceIp",
-		"requestTime":        "$context.requestTime",
-		"httpMethod":         "$context.httpMethod",
-		"routeKey":           "$context.routeKey",
-		"path":               "$context.path",
-		"status":             "$context.status",
-		"protocol":           "$context.protocol",
-		"responseLength":     "$context.responseLength",
-		"responseLatency":    "$context.responseLatency",
-		"integrationLatency": "$context.integrationLatency",
-		"integrationError":   "$context.integrationErrorMessage",
-		"userAgent":          "$context.identity.userAgent",
-	})
+	b, _ := json.Marshal(resources.AccessLogFields)
 	return string(b)
 }()
 

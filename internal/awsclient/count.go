@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -30,11 +31,15 @@ type Counter struct {
 	counts map[string]int
 	empty  map[string]int
 	units  map[string]float64
+	items  map[string]int
+	// label, when set, names who made a request (Labeled).
+	label   func(context.Context) string
+	labeled map[string]int
 }
 
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter {
-	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}}
+	return &Counter{counts: map[string]int{}, empty: map[string]int{}, units: map[string]float64{}, items: map[string]int{}, labeled: map[string]int{}}
 }
 
 // Attach adds the counting middleware to cfg and returns it.
@@ -65,6 +70,17 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			key := svc + "." + op
 			c.mu.Lock()
 			c.counts[key]++
+			if c.label != nil {
+				c.labeled[c.label(ctx)+" "+key]++
+			}
+			if p, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
+				c.items[key] += len(p.Entries)
+				for _, e := range p.Entries {
+					// EventBridge's size of an entry: 14 bytes for the
+					// time, and the UTF-8 bytes of its strings.
+					c.items[key+" bytes"] += 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+				}
+			}
 			c.mu.Unlock()
 			in.Parameters = withCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
@@ -152,6 +168,25 @@ func consumed(r any) []dynamodbtypes.ConsumedCapacity {
 	return nil
 }
 
+// Items returns, by "Service.Operation", how many billed items the counted
+// requests carried where a service bills items rather than requests: the
+// entries of EventBridge.PutEvents (EventBridge bills each event put), and
+// under "EventBridge.PutEvents bytes" their size (what the bus's archive
+// bills).
+func (c *Counter) Items() map[string]int { return copied(&c.mu, c.items) }
+
+// LabelWith makes the counter also count each request under the label
+// label gives its context (Labeled): a local runtime names the function
+// whose invocation made it. Call it before any request is counted.
+func (c *Counter) LabelWith(label func(context.Context) string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.label = label
+}
+
+// Labeled returns the counts by "<label> Service.Operation" (LabelWith).
+func (c *Counter) Labeled() map[string]int { return copied(&c.mu, c.labeled) }
+
 // Snapshot returns a copy of the counts.
 func (c *Counter) Snapshot() map[string]int { return copied(&c.mu, c.counts) }
 
@@ -184,6 +219,8 @@ func (c *Counter) Reset() {
 	c.counts = map[string]int{}
 	c.empty = map[string]int{}
 	c.units = map[string]float64{}
+	c.items = map[string]int{}
+	c.labeled = map[string]int{}
 	c.mu.Unlock()
 }
 

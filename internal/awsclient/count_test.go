@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -78,5 +80,35 @@ func TestUncountedRequestsAreNotCounted(t *testing.T) {
 	}
 	if n := counter.Get("DynamoDB.GetItem"); n != 1 {
 		t.Errorf("a counted request: %v", counter.Snapshot())
+	}
+}
+
+// TestCounterCountsTheEventsPut: EventBridge bills each event, so the
+// counter notes the entries of every PutEvents beside the request.
+func TestCounterCountsTheEventsPut(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	eb := eventbridge.NewFromConfig(counter.Attach(env.Config))
+	entry := ebtypes.PutEventsRequestEntry{EventBusName: aws.String(env.Res.Definition.EventBus), Source: aws.String("conveyor.test"),
+		DetailType: aws.String("job.started"), Detail: aws.String(`{}`)}
+	for _, n := range []int{3, 7} {
+		in := &eventbridge.PutEventsInput{}
+		for range n {
+			in.Entries = append(in.Entries, entry)
+		}
+		if _, err := eb.PutEvents(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter.Items()["EventBridge.PutEvents"]; got != 10 || counter.Get("EventBridge.PutEvents") != 2 {
+		t.Errorf("%d events in %d PutEvents counted, want 10 in 2", got, counter.Get("EventBridge.PutEvents"))
+	}
+	if got, want := counter.Items()["EventBridge.PutEvents bytes"], 10*(14+len("conveyor.test")+len("job.started")+len("{}")); got != want {
+		t.Errorf("%d bytes of events counted, want %d", got, want)
+	}
+	counter.Reset()
+	if len(counter.Items()) != 0 {
+		t.Errorf("after Reset: %v", counter.Items())
 	}
 }

@@ -124,6 +124,10 @@ type Config struct {
 	// slots per owner (CONVEYOR_FAIR_SLOTS per plan, CONVEYOR_OWNER_SLOTS
 	// per named owner).
 	Fairness queue.Fairness
+	// BusEvents is which job events the relay puts on the event bus
+	// (CONVEYOR_BUS_EVENTS, default lifecycle: job.progress and
+	// job.phase.completed stay in the table, the event log and SSE).
+	BusEvents job.BusEvents
 	// StreamMaxPerUser caps a user's open SSE streams across every
 	// instance (CONVEYOR_STREAM_MAX_PER_USER, default 5).
 	StreamMaxPerUser int
@@ -223,6 +227,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StreamPoll:                r.dur(VarStreamPoll),
 		StreamMaxPerUser:          r.int(VarStreamMaxPerUser),
 		Fairness:                  queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)},
+		BusEvents:                 r.busEvents(VarBusEvents),
 		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
 		UploadExpiry:              r.dur(VarUploadExpiry),
 		MaxUploadSize:             r.int64(VarMaxUploadSize),
@@ -501,6 +506,15 @@ func (r *reader) str(name string) string {
 		return v
 	}
 	return defaultOf[string](name)
+}
+
+// busEvents reads a job.BusEvents.
+func (r *reader) busEvents(name string) job.BusEvents {
+	b, err := job.ParseBusEvents(r.str(name))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return b
 }
 
 // slots reads a "name=n,…" list (queue.ParseSlots).

@@ -34,6 +34,7 @@ const (
 	VarParkAfter                 = "CONVEYOR_PARK_AFTER"
 	VarFairSlots                 = "CONVEYOR_FAIR_SLOTS"
 	VarOwnerSlots                = "CONVEYOR_OWNER_SLOTS"
+	VarBusEvents                 = "CONVEYOR_BUS_EVENTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
 	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
 	VarBreakerCooldown           = "CONVEYOR_BREAKER_COOLDOWN"
@@ -121,6 +122,7 @@ var Vars = []Var{
 	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue (docs/design.md, \"Long waits leave the queue\")", Rule: "> 0"},
 	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](docs/fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](docs/events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open the circuit", Rule: "≥ 1"},
 	{Name: VarBreakerCooldown, Default: 5 * time.Minute, Meaning: "circuit breaker: how long a circuit stays open before one probe", Rule: "> 0"},

@@ -1,6 +1,9 @@
 package job
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Event types: every transition is persisted, then emitted, as one of these.
 const (
@@ -22,6 +25,47 @@ const (
 
 // WebhookEvents are the event types that trigger a webhook delivery.
 var WebhookEvents = map[string]bool{EventSucceeded: true, EventFailed: true, EventRetrying: true, EventCancelled: true, EventStale: true}
+
+// ProgressEvents are the high-frequency event types: a job emits them per
+// phase and per item as it runs. They are always in the table, the job's
+// event log and its SSE streams; an environment whose bus carries
+// BusLifecycle keeps them off the bus.
+var ProgressEvents = map[string]bool{EventProgress: true, EventPhaseCompleted: true}
+
+// BusEvents is which job events an environment puts on its EventBridge bus
+// (CONVEYOR_BUS_EVENTS; infra/env/<env>.json "busEvents"). The zero value
+// is BusAll.
+type BusEvents string
+
+// The choices of BusEvents.
+const (
+	// BusAll puts every event on the bus.
+	BusAll BusEvents = "all"
+	// BusLifecycle puts every event but ProgressEvents on the bus: the
+	// transitions integrations act on (enqueued, started, retrying,
+	// succeeded, failed, cancelled, stale, the webhooks' outcomes), about
+	// three events per published job instead of eight.
+	BusLifecycle BusEvents = "lifecycle"
+)
+
+// BusEventChoices lists the valid BusEvents, for messages and docs.
+var BusEventChoices = []BusEvents{BusAll, BusLifecycle}
+
+// ParseBusEvents reads a BusEvents; it refuses anything but BusEventChoices.
+func ParseBusEvents(s string) (BusEvents, error) {
+	for _, c := range BusEventChoices {
+		if s == string(c) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%q: want %q (every event on the bus) or %q (job.progress and job.phase.completed stay in the table, the event log and SSE)", s, BusAll, BusLifecycle)
+}
+
+// Carries reports whether an environment set to b puts events of type typ
+// on its bus.
+func (b BusEvents) Carries(typ string) bool {
+	return b != BusLifecycle || !ProgressEvents[typ]
+}
 
 // FinishingEvent reports whether an event of type typ leaves its job
 // finished (until a retry): job.succeeded, job.failed, job.cancelled,

@@ -123,6 +123,11 @@ type Config struct {
 	Sender Sender
 	// Webhooks decides the deliveries (default JobWebhooks).
 	Webhooks Webhooks
+	// BusEvents is which events go on the bus (default job.BusAll). An
+	// event the bus does not carry is relayed without a PutEvents entry:
+	// its webhooks are queued and it counts as relayed, in its job's
+	// order, so the stream moves past it.
+	BusEvents job.BusEvents
 	// Now is the clock, for the lag measured at each put (default time.Now).
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -149,6 +154,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if cfg.Webhooks == nil {
 		cfg.Webhooks = JobWebhooks{}
+	}
+	if cfg.BusEvents == "" {
+		cfg.BusEvents = job.BusAll
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -177,6 +185,9 @@ type Result struct {
 	Failed int
 	// Webhooks is how many deliveries were queued.
 	Webhooks int
+	// Put is how many of the relayed events went on the bus (the others'
+	// types stay off it: Config.BusEvents).
+	Put int
 	// MaxLag is the longest time from an event to its put on the bus.
 	MaxLag time.Duration
 }
@@ -193,6 +204,9 @@ type record struct {
 	hooks   []queue.Message
 	entry   *Entry
 	size    int
+	// offBus: the event's type stays off the bus (Config.BusEvents); it
+	// takes no entry in a PutEvents request.
+	offBus bool
 }
 
 // Handle relays the event items of a stream batch. The response lists the
@@ -274,34 +288,47 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 		if len(round) == 0 {
 			break
 		}
-		entries := make([]Entry, len(round))
-		for i, rec := range round {
-			entries[i] = *rec.entry
-		}
-		entryErrs, err := r.cfg.Bus.Put(ctx, entries)
-		putAt := r.cfg.Now()
-		if err != nil {
-			for _, rec := range round {
-				r.fail(ctx, &st, rec, "putting events on the bus failed", err)
+		// The round's events the bus carries, each with its entry's
+		// answer; the others need none (and, alone, no request at all).
+		var entries []Entry
+		for _, rec := range round {
+			if !rec.offBus {
+				entries = append(entries, *rec.entry)
 			}
-			break // the bus is unreachable: the rest waits for the retry
 		}
+		var entryErrs []error
+		if len(entries) > 0 {
+			var err error
+			entryErrs, err = r.cfg.Bus.Put(ctx, entries)
+			if err != nil {
+				for _, rec := range round {
+					r.fail(ctx, &st, rec, "putting events on the bus failed", err)
+				}
+				break // the bus is unreachable: the rest waits for the retry
+			}
+		}
+		putAt := r.cfg.Now()
 		// The entries the bus refused, and the records whose webhooks are
-		// queued: those on the bus with no refused entry of their job
-		// before them in the request.
+		// queued: those on the bus (or off it by choice) with no refused
+		// entry of their job before them in the request.
 		refused := map[*record]error{}
 		var queued []*record
 		blocked := map[string]bool{}
-		for i, rec := range round {
-			if i >= len(entryErrs) || entryErrs[i] != nil {
-				why := errors.New("no answer for the entry")
-				if i < len(entryErrs) {
-					why = entryErrs[i]
+		i := 0
+		for _, rec := range round {
+			if !rec.offBus {
+				if i >= len(entryErrs) || entryErrs[i] != nil {
+					why := errors.New("no answer for the entry")
+					if i < len(entryErrs) {
+						why = entryErrs[i]
+					}
+					refused[rec], blocked[rec.key] = why, true
+					i++
+					continue
 				}
-				refused[rec], blocked[rec.key] = why, true
-				continue
+				i++
+				res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
 			}
-			res.MaxLag = max(res.MaxLag, putAt.Sub(rec.ev.At))
 			if !blocked[rec.key] {
 				queued = append(queued, rec)
 			}
@@ -325,6 +352,9 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 				st.done[rec] = true
 				st.relayed[rec] = true
 				res.Relayed++
+				if !rec.offBus {
+					res.Put++
+				}
 			}
 		}
 	}
@@ -333,15 +363,17 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 
 // nextRequest picks the records of the next PutEvents request: in stream
 // order, up to MaxEntriesPerPut entries and MaxPutBytes, each the next of
-// its job or following it in the request. A record that cannot be read,
+// its job or following it in the request. Events the bus does not carry
+// (Config.BusEvents) go with the request without an entry, so a job's
+// events stay in order whichever go on the bus. A record that cannot be read,
 // is too large for the bus, or whose webhooks cannot be decided fails
 // here, before anything of it or of its job's later events is put.
 func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState) []*record {
 	var round []*record
 	blocked := map[string]bool{} // a job with an earlier record left out of this request
-	size := 0
+	size, onBus := 0, 0
 	for _, rec := range recs {
-		if len(round) == MaxEntriesPerPut {
+		if onBus == MaxEntriesPerPut {
 			break
 		}
 		if st.done[rec] || st.broken[rec.key] || blocked[rec.key] {
@@ -351,9 +383,13 @@ func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState)
 			r.fail(ctx, st, rec, "an event item could not be decoded", rec.err)
 			continue
 		}
-		if rec.entry == nil {
-			e := r.entry(rec.ev)
-			rec.entry, rec.size = &e, EntrySize(e)
+		if rec.entry == nil && !rec.offBus {
+			if !r.cfg.BusEvents.Carries(rec.ev.Type) {
+				rec.offBus = true
+			} else {
+				e := r.entry(rec.ev)
+				rec.entry, rec.size = &e, EntrySize(e)
+			}
 		}
 		if rec.size > MaxPutBytes {
 			r.fail(ctx, st, rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", rec.size, MaxPutBytes))
@@ -373,6 +409,9 @@ func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState)
 		}
 		round = append(round, rec)
 		size += rec.size
+		if !rec.offBus {
+			onBus++
+		}
 	}
 	return round
 }

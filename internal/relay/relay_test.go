@@ -763,3 +763,65 @@ func (b *bundle) streamBatch(t *testing.T, n int) events.DynamoDBEvent {
 	}
 	return batch
 }
+
+// TestALifecycleBusKeepsProgressOffTheBus: with BusEvents lifecycle, a
+// job's job.progress and job.phase.completed events are relayed (the
+// stream moves past them) without a PutEvents entry, its other events go
+// on the bus in order, and the webhook of its job.succeeded is queued; with
+// BusEvents all the same batch puts every event.
+func TestALifecycleBusKeepsProgressOffTheBus(t *testing.T) {
+	t.Parallel()
+	b := prepare(t, relay.JobWebhooks{}, 50, 5, nil)
+	x, y := b.newJob(t, "usr_x", true), b.newJob(t, "usr_y", false)
+	for _, id := range []string{x, y} {
+		b.emit(t, id, job.EventStarted)
+		b.emit(t, id, job.EventProgress)
+		b.emit(t, id, job.EventPhaseCompleted)
+		b.emit(t, id, job.EventProgress)
+		b.emit(t, id, job.EventSucceeded)
+	}
+	batch := b.streamBatch(t, 12)
+	for _, tc := range []struct {
+		setting job.BusEvents
+		put     []string // the detail types each job puts, in order
+	}{
+		{job.BusLifecycle, []string{job.EventEnqueued, job.EventStarted, job.EventSucceeded}},
+		{job.BusAll, []string{job.EventEnqueued, job.EventStarted, job.EventProgress, job.EventPhaseCompleted, job.EventProgress, job.EventSucceeded}},
+	} {
+		sends := awsclient.NewCounter()
+		bus := &refusing{Bus: &putNothing{}} // refuses nothing: jobID is empty
+		r, err := relay.New(relay.Config{Bus: bus, Source: resources.EventSource(b.def.Env), BusEvents: tc.setting,
+			Sender: queue.NewSender(awsclient.New(sends.Attach(b.env.Config)).SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, res := r.Handle(context.Background(), batch)
+		if len(resp.BatchItemFailures) != 0 || res.Relayed != 12 || res.Put != 2*len(tc.put) {
+			t.Errorf("%s: relayed %d, put %d, reported %v; want 12 relayed, %d put, none reported", tc.setting, res.Relayed, res.Put, resp.BatchItemFailures, 2*len(tc.put))
+		}
+		got := map[string][]string{}
+		entries := 0
+		for _, req := range bus.requests {
+			entries += len(req)
+			for _, c := range req {
+				got[c.JobID] = append(got[c.JobID], c.Type)
+			}
+		}
+		if diff := cmp.Diff(map[string][]string{x: tc.put, y: tc.put}, got); diff != "" {
+			t.Errorf("%s: detail types on the bus (-want +got):\n%s", tc.setting, diff)
+		}
+		if want := (entries + relay.MaxEntriesPerPut - 1) / relay.MaxEntriesPerPut; len(bus.requests) != want {
+			t.Errorf("%s: %d PutEvents for %d entries, want %d (full requests)", tc.setting, len(bus.requests), entries, want)
+		}
+		if res.Webhooks != 1 || sends.Get("SQS.SendMessageBatch") != 1 {
+			t.Errorf("%s: %d webhooks queued in %d sends, want X's job.succeeded's, in one", tc.setting, res.Webhooks, sends.Get("SQS.SendMessageBatch"))
+		}
+	}
+}
+
+// putNothing is a bus that takes every entry and sends nothing anywhere.
+type putNothing struct{}
+
+func (putNothing) Put(_ context.Context, in []relay.Entry) ([]error, error) {
+	return make([]error, len(in)), nil
+}

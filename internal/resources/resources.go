@@ -334,6 +334,26 @@ func (r HTTPRoute) RouteKeys() []string {
 	return append(keys, "ANY "+r.Prefix+"{proxy+}")
 }
 
+// AccessLogFields are the fields of the HTTP API's JSON access log line,
+// each an API Gateway context variable: the CDK stack sets them as the
+// stage's access log format, and the bench prices the bytes of a line
+// (one per request, in the API's log group).
+var AccessLogFields = map[string]string{
+	"requestId":          "$context.requestId",
+	"ip":                 "$context.identity.sourceIp",
+	"requestTime":        "$context.requestTime",
+	"httpMethod":         "$context.httpMethod",
+	"routeKey":           "$context.routeKey",
+	"path":               "$context.path",
+	"status":             "$context.status",
+	"protocol":           "$context.protocol",
+	"responseLength":     "$context.responseLength",
+	"responseLatency":    "$context.responseLatency",
+	"integrationLatency": "$context.integrationLatency",
+	"integrationError":   "$context.integrationErrorMessage",
+	"userAgent":          "$context.identity.userAgent",
+}
+
 // JWTFunctions are the functions that verify callers' tokens: only they
 // are given the JWT key (in AWS: may read its secret), at cold start.
 var JWTFunctions = []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncStream}
@@ -417,8 +437,14 @@ var FunctionSizes = map[string]FunctionSize{
 	// for up to 6 hours, so a small reservation loses nothing.
 	FuncConfirm: {MemoryMB: 256, Timeout: 30 * time.Second, ReservedConcurrency: 20},
 	// The tier queues' visibility timeout is 6× this. The high, medium
-	// and low mappings run at most 50+20+5 at once; 5 spare.
-	FuncPublisher: {MemoryMB: 1024, Timeout: ConsumerTimeout, ReservedConcurrency: 525},
+	// and low mappings run at most 50+20+5 at once; 5 spare. 256 MB: an
+	// invocation waits — about six AWS requests and three external calls
+	// per job, the jobs of a batch in parallel — and streams the image
+	// from S3 into the upload through a pipe, never holding it whole; its
+	// CPU per job is a few ms, so a quarter of the CPU share of 1 GB adds
+	// tens of ms to a batch that waits hundreds, at a quarter of the
+	// GB-seconds (docs/performance.md, "Lambda memory").
+	FuncPublisher: {MemoryMB: 256, Timeout: ConsumerTimeout, ReservedConcurrency: 525},
 	// The system mapping runs at most 10 at once; 2 spare.
 	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 	// Overlapping runs are safe (every change is a conditional write); the

@@ -77,6 +77,7 @@ type inProcess struct {
 }
 
 func (p inProcess) Invoke(ctx context.Context, payload []byte) (out []byte, err error) {
+	ctx = WithFunction(ctx, p.name)
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, &FunctionError{Function: p.name, Type: ErrorTypePanic, Message: fmt.Sprint(r)}
@@ -94,6 +95,22 @@ func (p inProcess) Invoke(ctx context.Context, payload []byte) (out []byte, err 
 		return nil, &FunctionError{Function: p.name, Type: errorType(err), Message: err.Error()}
 	}
 	return out, nil
+}
+
+type functionKey struct{}
+
+// WithFunction returns ctx naming the function an in-process invocation
+// runs: what Lambda's separate processes give each function for free (its
+// own stdout), the local runtime gives in-process handlers through their
+// context, so their log lines can go to their function's output.
+func WithFunction(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, functionKey{}, name)
+}
+
+// FunctionOf is the function WithFunction named in ctx, "" if none.
+func FunctionOf(ctx context.Context) string {
+	name, _ := ctx.Value(functionKey{}).(string)
+	return name
 }
 
 func errorType(err error) string {
@@ -126,7 +143,7 @@ func (p inProcessStream) InvokeStream(ctx context.Context, payload []byte) (*Str
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return nil, &FunctionError{Function: p.name, Type: "Runtime.UnmarshalError", Message: err.Error()}
 	}
-	resp, err := p.h(ctx, req)
+	resp, err := p.h(WithFunction(ctx, p.name), req)
 	if err != nil {
 		return nil, &FunctionError{Function: p.name, Type: errorType(err), Message: err.Error()}
 	}

@@ -31,6 +31,13 @@ type Poller struct {
 	BatchSize int
 	// Concurrency is how many invocations may run at once (default 2).
 	Concurrency int
+	// MinPollers is how many workers long-poll the queue even while it is
+	// idle (default 1, at most Concurrency). Lambda's SQS event source
+	// mapping keeps five pollers on a queue, so that messages arriving one
+	// at a time are received one at a time (five receives wait for them);
+	// one poller lets them gather into batches between receives, which
+	// makes fewer receives and deletes per message than AWS does.
+	MinPollers int
 	// Timeout is the function's timeout (default 2m).
 	Timeout time.Duration
 	// Wait is the long-poll wait per receive (default 1s, short so that
@@ -76,6 +83,7 @@ func (p *Poller) Run(ctx context.Context) {
 	if p.Logger == nil {
 		p.Logger = slog.Default()
 	}
+	p.MinPollers = min(max(p.MinPollers, 1), p.Concurrency)
 	// Like the event source mapping, poll with one worker while the queue
 	// is idle and add workers while receives come back with messages: an
 	// idle queue costs one long poll per Wait, not one per worker. While
@@ -84,10 +92,10 @@ func (p *Poller) Run(ctx context.Context) {
 	// so a message that arrives meanwhile — another message group's — is
 	// not held back until a batch ends.
 	p.wake = make(chan struct{}, p.Concurrency)
-	p.running.Store(1)
+	p.running.Store(int32(p.MinPollers))
 	var wg sync.WaitGroup
 	for i := range p.Concurrency {
-		wg.Go(func() { p.worker(ctx, i == 0) })
+		wg.Go(func() { p.worker(ctx, i < p.MinPollers) })
 	}
 	wg.Wait()
 }
@@ -122,8 +130,8 @@ func (p *Poller) worker(ctx context.Context, first bool) {
 		}
 		if got > 0 {
 			p.wakeOne() // one more worker joins
-		} else if p.running.Load()-p.invoking.Load() > 1 {
-			// Another worker polls: this one rests.
+		} else if p.running.Load()-p.invoking.Load() > int32(p.MinPollers) {
+			// Enough other workers poll: this one rests.
 			idle = true
 			p.running.Add(-1)
 		}

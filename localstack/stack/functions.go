@@ -32,6 +32,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/systemfn"
 	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
@@ -55,8 +56,9 @@ func (f *Functions) close() {
 }
 
 // inProcess invokes in this process each function's handler
-// (internal/handler/<name>fn) over the services of a.
-func inProcess(a *app.App) *Functions {
+// (internal/handler/<name>fn) over the services of a; emf is the metrics
+// emitter of each function that emits per invocation.
+func inProcess(a *app.App, emf func(function string) *metrics.Emitter) *Functions {
 	log := a.Logger
 	return &Functions{
 		Invokers: map[string]lambdaruntime.Invoker{
@@ -67,8 +69,8 @@ func inProcess(a *app.App) *Functions {
 			confirmfn.Name:   lambdaruntime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
 			publisherfn.Name: lambdaruntime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
 			systemfn.Name:    lambdaruntime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
-			recoveryfn.Name:  lambdaruntime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, a.Metrics, log)),
-			relayfn.Name:     lambdaruntime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, a.Metrics, log)),
+			recoveryfn.Name:  lambdaruntime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, emf(recoveryfn.Name), log)),
+			relayfn.Name:     lambdaruntime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, emf(relayfn.Name), log)),
 		},
 		Stream: lambdaruntime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
@@ -73,6 +74,10 @@ type Options struct {
 	// PollerConcurrency is how many invocations each tier's poller runs at
 	// once (default 4).
 	PollerConcurrency int
+	// MinPollers is how many of a tier poller's workers long-poll while
+	// the queue is idle (lambdaruntime.Poller.MinPollers; default 1). The
+	// bench sets 5, as Lambda's event source mapping polls.
+	MinPollers int
 	// Now replaces the clock (tests).
 	Now func() time.Time
 	// DisablePollers leaves the queues alone, so a test can drive the
@@ -102,7 +107,10 @@ type Options struct {
 	FunctionOutput io.Writer
 	// FunctionOutputs, when set, gives each function's output a writer of
 	// its own (by the definition's function name), instead of
-	// FunctionOutput: `make run` tags each line with its function.
+	// FunctionOutput: `make run` tags each line with its function. In
+	// process, each function's log lines at Info and above and its EMF
+	// metric lines go there too (besides Logger and Metrics): what its
+	// CloudWatch log group would receive, which the bench prices.
 	FunctionOutputs func(function string) io.Writer
 	// Observe, when set, is told each invocation's function and duration
 	// (what Lambda bills: the bench prices GB-seconds from it). Streamed
@@ -320,7 +328,11 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	// receive/send/delete (the emulator has no move tasks), no event source
 	// mapping is switched (the pollers read the tier flag) and the
 	// dashboard is plain HTTP.
-	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: opts.Logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+	logger := opts.Logger
+	if opts.FunctionOutputs != nil && !opts.Binaries {
+		logger = slog.New(newFunctionLogs(opts.Logger.Handler(), opts.FunctionOutputs, b.def.Functions))
+	}
+	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
 		Mover: adminfn.LocalMover(b.clients.SQS, opts.Logger), Dashboard: apifn.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
@@ -348,7 +360,13 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 // startFunctions makes the functions' invokers: their handlers in process,
 // or each its own binary under the local Runtime API.
 func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) error {
-	fns := inProcess(s.App)
+	emf := func(string) *metrics.Emitter { return s.App.Metrics }
+	if opts.FunctionOutputs != nil {
+		emf = func(fn string) *metrics.Emitter {
+			return metrics.New(opts.FunctionOutputs(fn), string(s.Config.Env), opts.Now)
+		}
+	}
+	fns := inProcess(s.App, emf)
 	if opts.Binaries {
 		var err error
 		fns, err = startBinaries(ctx, binaryConfig{
@@ -437,7 +455,7 @@ func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
 	for _, q := range b.def.Queues {
 		p := &lambdaruntime.Poller{
 			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsclient.DefaultRegion,
-			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency),
+			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency), MinPollers: opts.MinPollers,
 			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
 			// A disabled mapping in AWS: Lambda stops receiving, and no
 			// request of ours tells it. Locally the poller reads the flags

@@ -69,6 +69,6 @@ func Bus(env handler.Env) *bus.Bus { return bus.New(env.AWS, env.Config.EventBus
 // deliveries they trigger through sender.
 func Relay(env handler.Env, b relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
 	cfg := env.Config
-	return relay.New(relay.Config{Bus: b, Source: resources.EventSource(cfg.Env),
+	return relay.New(relay.Config{Bus: b, Source: resources.EventSource(cfg.Env), BusEvents: cfg.BusEvents,
 		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: env.Now, Logger: env.Log()})
 }

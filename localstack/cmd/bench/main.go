@@ -164,9 +164,22 @@ type result struct {
 	USDPerMillionTotalZero float64            `json:"usd_per_million_jobs_total_zero_latency"`
 	USDPerMillionTotalAWS  float64            `json:"usd_per_million_jobs_total_at_aws_latencies"`
 	Bill                   map[string]float64 `json:"bill_usd_per_million_jobs"`
-	BillZero               map[string]float64 `json:"bill_usd_per_million_jobs_zero_latency"`
-	SimLatencyMs           float64            `json:"sim_latency_ms"`
-	InitMs                 map[string]float64 `json:"init_ms,omitempty"`
+	// BillSources is the price source and date behind each line of the
+	// bill; BillEnv the environment whose configuration it prices
+	// (-bill-env: log retention, tracing, archive retention, PITR).
+	BillSources map[string]string `json:"bill_sources"`
+	BillEnv     string            `json:"bill_env"`
+	// RequestsByFunction is RequestsPerJob by "<function> Service.Operation"
+	// (the function whose invocation made each request; " …" none: the
+	// local runtime's own, such as the pollers' receives and deletes,
+	// which Lambda's event source mappings make in AWS).
+	RequestsByFunction map[string]float64 `json:"requests_per_job_by_function"`
+	// ESMPollers is -esm-pollers: the workers per tier queue that
+	// long-poll while it is idle.
+	ESMPollers   int                `json:"esm_pollers"`
+	BillZero     map[string]float64 `json:"bill_usd_per_million_jobs_zero_latency"`
+	SimLatencyMs float64            `json:"sim_latency_ms"`
+	InitMs       map[string]float64 `json:"init_ms,omitempty"`
 	// ColdFirstResponseMs: process start → the first invocation's answer
 	// posted (medians), per function and hello world. What a cold request
 	// waits for: work deferred past init (the JWT key's background read)
@@ -253,9 +266,20 @@ func main() {
 	noisy := flag.Int("noisy", 100, "noisy-neighbour phase: jobs a free owner queues at once while another free owner's 10 jobs are timed (0: skip)")
 	backlog := flag.Int("backlog", 200, "jobs submitted while the job tiers are paused, then drained at once: a backlog's requests per job (full receive and delete batches), printed apart (0: skip)")
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
+	pollers := flag.Int("esm-pollers", 5, "workers per tier queue that long-poll even while it is idle (Lambda's event source mapping keeps five; 1: the local runtime's default, whose receives gather more messages than AWS's)")
+	billEnvName := flag.String("bill-env", string(job.ProdEN), "the cloud environment whose deploy configuration (infra/env/<env>.json: log retention, tracing sampling) and resource definition (archive retention, PITR) the bill prices")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
-	o := opts{n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy}
+	be, err := job.ParseEnv(*billEnvName)
+	var bc billEnv
+	if err == nil {
+		bc, err = readBillEnv(be)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -bill-env: %v\n", err)
+		os.Exit(2)
+	}
+	o := opts{billEnv: bc, pollers: *pollers, n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -295,7 +319,14 @@ type opts struct {
 	rate               float64
 	backlog            int
 	noisy              int
+	// billEnv is the environment the bill prices (-bill-env).
+	billEnv billEnv
+	// pollers is -esm-pollers.
+	pollers int
 }
+
+// uploadSide is the side in pixels of the PNG each bench user uploads.
+const uploadSide = 64
 
 func progress(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
 
@@ -330,6 +361,9 @@ type phase struct {
 	// receives that found the queue empty (the event source mapping's
 	// idle long polls: time-bound, billed as a fixed cost).
 	counts, pipeline map[string]int
+	// byFunction is pipeline by "<function> Service.Operation" (the
+	// function whose invocation made the request; "" for none).
+	byFunction map[string]int
 	// units and pipelineUnits are the DynamoDB capacity units of counts
 	// and pipeline (awsclient.Counter.Units).
 	units, pipelineUnits map[string]float64
@@ -338,13 +372,18 @@ type phase struct {
 	// clientReads is what the client's status reads cost.
 	clientReads map[string]int
 	durations   map[string][]time.Duration
-	submitLat   []time.Duration
-	e2e         []time.Duration
-	throughput  float64
-	events      float64 // events per job
-	tiers       map[string]int
-	calls       float64 // external API calls per job
-	latency     time.Duration
+	// logs is the bytes each function wrote to its log group; items the
+	// billed items of the requests (awsclient.Counter.Items: the events
+	// put on the bus).
+	logs       map[string]int64
+	items      map[string]int
+	submitLat  []time.Duration
+	e2e        []time.Duration
+	throughput float64
+	events     float64 // events per job
+	tiers      map[string]int
+	calls      float64 // external API calls per job
+	latency    time.Duration
 	// drainRate is the jobs a second from the moment the tiers were
 	// resumed (a backlog phase: env.held set) to the last finish.
 	drainRate float64
@@ -357,6 +396,7 @@ type env struct {
 	s       *stack.Stack
 	counter *awsclient.Counter
 	durs    *durations
+	logs    *logBytes
 	poll    *store.Store
 	tokens  []string
 	uploads []string
@@ -375,6 +415,7 @@ func run(o opts) error {
 	ctx := context.Background()
 	var res result
 	res.Jobs = o.n
+	res.ESMPollers = o.pollers
 	res.LoadAverage = loadAverage()
 	var hostBins map[string]string
 	if !o.skipBuild {
@@ -408,11 +449,13 @@ func run(o opts) error {
 	defer emu.Stop()
 	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
 	counter := awsclient.NewCounter()
+	counter.LabelWith(lambdaruntime.FunctionOf)
 	durs := &durations{by: map[string][]time.Duration{}}
+	logs := newLogBytes()
 	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
-		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, Observe: durs.observe,
+		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, MinPollers: o.pollers, Observe: durs.observe, FunctionOutputs: logs.writer,
 		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
 	})
 	if err != nil {
@@ -427,7 +470,7 @@ func run(o opts) error {
 		return err
 	}
 
-	e := &env{s: s, counter: counter, durs: durs, conc: o.conc, rate: o.rate, reads: o.reads,
+	e := &env{s: s, counter: counter, durs: durs, logs: logs, conc: o.conc, rate: o.rate, reads: o.reads,
 		poll: store.New(awsclient.New(floorCfg).DynamoDB, s.Config.Table, nil)}
 	progress("preparing %d users", o.users)
 	e.tokens = make([]string, o.users)
@@ -446,15 +489,16 @@ func run(o opts) error {
 	// the S3 event's confirm, the client's confirm), the bill adds one.
 	counter.Reset()
 	durs.take()
+	logs.take()
 	for i := range o.users {
-		up, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).Upload(ctx, "image.png", "image/png", simulator.PNG(64))
+		up, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).Upload(ctx, "image.png", "image/png", simulator.PNG(uploadSide))
 		if err != nil {
 			return err
 		}
 		e.uploads[i] = up.ID
 	}
 	time.Sleep(500 * time.Millisecond) // the S3 bridge's confirm invocations
-	upload := phase{n: o.users, counts: counter.Snapshot(), units: counter.Units(), durations: durs.take()}
+	upload := phase{n: o.users, counts: counter.Snapshot(), units: counter.Units(), items: counter.Items(), durations: durs.take(), logs: logs.take()}
 
 	hooks := newHookReceiver()
 	hookSrv := httptest.NewServer(hooks)
@@ -500,6 +544,7 @@ func run(o opts) error {
 	}
 	counter.Reset()
 	durs.take()
+	logs.take()
 	if o.rate > 0 {
 		progress("submitting %d jobs at %.1f jobs/s, open loop (simulator latency 0)", o.n, o.rate)
 	} else {
@@ -551,6 +596,10 @@ func run(o opts) error {
 	}
 	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
 	res.RequestsPerJob = map[string]float64{}
+	res.RequestsByFunction = map[string]float64{}
+	for k, c := range main.byFunction {
+		res.RequestsByFunction[k] = float64(c) / float64(o.n)
+	}
 	res.DynamoDBUnitsPerJob = map[string]float64{}
 	for k, u := range main.pipelineUnits {
 		res.DynamoDBUnitsPerJob[k] = u / float64(o.n)
@@ -577,7 +626,14 @@ func run(o opts) error {
 	if own := res.FloorSubmitTxP50 + res.FloorSendP50; own > 0 {
 		res.SubmitP95OverOwnFloor = res.SubmitP95 / own
 	}
-	res.BillZero = bill(main, upload)
+	progress("measuring the table's storage per job")
+	bi := billInputs{env: o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide)))}
+	if bi.tableBytesPerJob, err = tableBytesPerJob(ctx, awsclient.New(floorCfg).DynamoDB, s.Provisioned.Definition.Table); err != nil {
+		return err
+	}
+	res.BillZero = bill(main, upload, bi)
+	res.BillSources = billSources()
+	res.BillEnv = string(o.billEnv.Env)
 	res.USDPerMillionTotalZero = res.BillZero["total"]
 
 	if o.backlog > 0 {
@@ -604,13 +660,14 @@ func run(o opts) error {
 		}
 		counter.Reset()
 		durs.take()
+		logs.take()
 		progress("submitting %d jobs with the simulator's latency at %s", o.latencyJobs, o.simLatency)
 		if slow, err = e.push(ctx, o.latencyJobs, "bench slow job"); err != nil {
 			return err
 		}
 		set.LatencyMs = 0
 		s.Simulator.SetSettings(set)
-		res.Bill = bill(slow, upload)
+		res.Bill = bill(slow, upload, bi)
 		res.USDPerMillionTotal = res.Bill["total"]
 		res.USDPerMillionTotalAWS = res.Bill["total at aws latencies"]
 	} else {
@@ -654,6 +711,7 @@ func (e *env) backlogPhase(ctx context.Context, n int, res *result) error {
 	}
 	e.counter.Reset()
 	e.durs.take()
+	e.logs.take()
 	e.held = func(ctx context.Context) error {
 		progress("resuming the tiers: %d jobs wait", n)
 		for _, t := range tiers {
@@ -782,6 +840,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
 	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
+	ph.byFunction = e.counter.Labeled()
 	raw := maps.Clone(ph.pipeline)
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
@@ -812,6 +871,8 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 		}
 	}
 	ph.durations = e.durs.take()
+	ph.logs = e.logs.take()
+	ph.items = e.counter.Items()
 	return ph, firstErr
 }
 
@@ -857,10 +918,61 @@ func httpGBs(durs map[string][]time.Duration) float64 {
 	return gb
 }
 
+// billInputs is what the bill needs beyond the phases: the environment it
+// prices and the storage the bench measured.
+type billInputs struct {
+	env billEnv
+	// tableBytesPerJob is the table's billed storage per job (tableBytesPerJob).
+	tableBytesPerJob float64
+	// objectBytes is the size of the job's uploaded object.
+	objectBytes float64
+}
+
+// billLineSources names the price (prices, storagePrices) behind each line
+// of the bill that is not a request class.
+var billLineSources = map[string][]string{
+	"lambda requests":    {"Lambda"},
+	"lambda gb-seconds":  {"Lambda.GBs"},
+	"api gateway":        {"APIGateway"},
+	"eventbridge events": {"EventBridge"},
+	"cloudwatch logs":    {"Logs.ingest", "Logs.store"},
+	"x-ray traces (fixed reservoir + sampled, per 1M jobs/month)": {"XRay.trace"},
+	"eventbridge archive": {"Archive.ingest", "Archive.store"},
+	"dynamodb storage":    {"DynamoDB.storage"},
+	"dynamodb pitr":       {"DynamoDB.pitr"},
+	"s3 storage":          {"S3.storage"},
+	"scheduler + recovery (fixed, per 1M jobs/month)": {"Scheduler", "Lambda", "Lambda.GBs"},
+	"idle esm polls (fixed, per 1M jobs/month)":       {"SQS"},
+}
+
+// billSources is each line of the bill with the price sources behind it.
+func billSources() map[string]string {
+	out := map[string]string{}
+	for line, keys := range billLineSources {
+		var src []string
+		for _, k := range keys {
+			if p, ok := prices[k]; ok {
+				src = append(src, p.source)
+			} else {
+				src = append(src, storagePrices[k].source)
+			}
+		}
+		out[line] = strings.Join(src, "; ")
+	}
+	for class, p := range prices {
+		svc, _, _ := strings.Cut(class, ".")
+		if _, ok := out["requests "+strings.ToLower(svc)]; !ok && class != "Lambda.GBs" && class != "Scheduler" {
+			out["requests "+strings.ToLower(svc)] = p.source
+		}
+	}
+	return out
+}
+
 // bill prices one job: its measured requests and Lambda time, one upload
-// (measured in up), API Gateway requests, events, and the schedules'
-// fixed cost spread over a million jobs a month. USD per million jobs.
-func bill(ph, up phase) map[string]float64 {
+// (measured in up), API Gateway requests, events, the logs each function
+// wrote, traces, the event archive, storage, and the fixed costs spread
+// over a million jobs a month. USD per million jobs.
+func bill(ph, up phase, in billInputs) map[string]float64 {
 	b := map[string]float64{}
 	n, un := float64(ph.n), float64(up.n)
 	req := func(counts map[string]int, units map[string]float64, per float64) {
@@ -881,22 +993,84 @@ func bill(ph, up phase) map[string]float64 {
 	// The browser's presigned PUT is in up.counts: the counter's middleware
 	// sees PresignPutObject as an S3.PutObject, one per upload, as the PUT.
 	invocations, gbs := 0.0, 0.0
+	perFn := map[string]float64{}
 	for fn, ds := range ph.durations {
 		invocations += float64(len(ds)) / n
 		gbs += billed(fn, ds) / n
+		perFn[fn] += billed(fn, ds) / n
 	}
 	for fn, ds := range up.durations {
 		invocations += float64(len(ds)) / un
 		gbs += billed(fn, ds) / un
+		perFn[fn] += billed(fn, ds) / un
+	}
+	for fn, v := range perFn {
+		b["lambda gb-seconds per job "+fn] = v
 	}
 	b["lambda requests"] = invocations * prices["Lambda"].usd * 1e6
 	b["lambda gb-seconds"] = gbs * prices["Lambda.GBs"].usd * 1e6
 	apiCalls := httpCalls(ph.durations)/n + httpCalls(up.durations)/un
 	b["api gateway"] = apiCalls * prices["APIGateway"].usd * 1e6
-	b["eventbridge events"] = ph.events * prices["EventBridge"].usd * 1e6
+	// EventBridge bills each event put (the relay's PutEvents entries).
+	busEvents := float64(ph.items["EventBridge.PutEvents"]) / n
+	busBytes := float64(ph.items["EventBridge.PutEvents bytes"]) / n
+	b["eventbridge events"] = busEvents * prices["EventBridge"].usd * 1e6
 	// A delivery's AWS requests and its system invocation are in the lines
 	// above (one user in 20 has an endpoint): nothing else to add.
 	b["webhook deliveries"] = 0
+
+	// CloudWatch Logs: what each function wrote (its log lines at Info and
+	// above, its EMF lines), Lambda's own START/END/REPORT lines per
+	// invocation, and the HTTP API's access log line per request; stored
+	// for the environment's retention (raw size: an upper bound, CloudWatch
+	// bills storage compressed).
+	logBytes := float64(platformLogBytes)*invocations + float64(accessLogBytes)*apiCalls
+	for fn, v := range ph.logs {
+		b["log bytes per job "+fn] += float64(v) / n
+		logBytes += float64(v) / n
+	}
+	for fn, v := range up.logs {
+		b["log bytes per job "+fn] += float64(v) / un
+		logBytes += float64(v) / un
+	}
+	retention := time.Duration(in.env.LogRetentionDays) * 24 * time.Hour
+	b["cloudwatch logs"] = logBytes * (storagePrices["Logs.ingest"].usd + months(retention)*storagePrices["Logs.store"].usd) * 1e6
+	b["log bytes per job"] = logBytes
+
+	// X-Ray: every function traces when the environment says so; the
+	// sampling rule keeps one a second and its rate of the rest. At a
+	// million jobs a month the reservoir dominates: a fixed cost.
+	if in.env.Tracing.Enabled {
+		traces := tracesPerMonth(invocations*1e6, in.env.Tracing.SamplingRate)
+		b["x-ray traces (fixed reservoir + sampled, per 1M jobs/month)"] = traces * storagePrices["XRay.trace"].usd
+		b["x-ray traces per job"] = traces / 1e6
+	} else {
+		b["x-ray traces (fixed reservoir + sampled, per 1M jobs/month)"] = 0
+	}
+
+	// The bus's archive keeps every event put for the definition's
+	// retention.
+	def := resources.For(in.env.Env)
+	b["eventbridge archive"] = busBytes * (storagePrices["Archive.ingest"].usd + months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd) * 1e6
+	b["eventbridge events per job"] = busEvents
+
+	// The table holds a job (with its events, dedupe record and index
+	// copies) until TTL deletes it, CONVEYOR_DELETE_AFTER after it
+	// finished: at a million jobs a month, that many months of jobs.
+	held := months(resources.DeleteAfterDefault)
+	b["dynamodb storage"] = in.tableBytesPerJob * held * storagePrices["DynamoDB.storage"].usd * 1e6
+	if def.Table.PointInTimeRecovery {
+		b["dynamodb pitr"] = in.tableBytesPerJob * held * storagePrices["DynamoDB.pitr"].usd * 1e6
+	} else {
+		b["dynamodb pitr"] = 0
+	}
+	b["dynamodb bytes stored per job"] = in.tableBytesPerJob
+	// The job's object stays until no job may use it: its use window, or
+	// until its job goes stale, then the retention sweep deletes it.
+	kept := max(resources.UploadUseWindow, resources.StaleAfterDefault)
+	b["s3 storage"] = in.objectBytes * months(kept) * storagePrices["S3.storage"].usd * 1e6
+	b["s3 bytes stored per job"] = in.objectBytes
+
 	// Fixed: the two recovery schedules (every minute, every 5 minutes),
 	// their invocations at 100 ms × 256 MB, spread over 1M jobs a month.
 	perMonth := 30 * 24 * (60.0 + 12)
@@ -905,22 +1079,20 @@ func bill(ph, up phase) map[string]float64 {
 	// per queue each receiving every 20 s, four queues.
 	b["idle esm polls (fixed, per 1M jobs/month)"] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
 	sum := 0.0
-	for _, v := range b {
-		sum += v
+	for k, v := range b {
+		if !strings.Contains(k, "per job") {
+			sum += v
+		}
 	}
 	b["total"] = sum
 	// The same bill with Lambda's duration at AWS latencies instead of the
-	// emulators' (see mixOf): the job's requests at awsRequestLatency plus
-	// its external calls, the publisher's memory, a job per invocation; the
-	// API's and confirm's invocations at apiInvocation.
-	total := 0
-	for _, c := range ph.counts {
-		total += c
+	// emulators' (awsGBsPerJob).
+	aws := awsGBsPerJob(ph, up)
+	awsGBs := 0.0
+	for fn, v := range aws {
+		b["lambda gb-seconds per job at aws latencies "+fn] = v
+		awsGBs += v
 	}
-	job := time.Duration(float64(total)/n*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
-	awsGBs := job.Seconds()*float64(resources.FunctionSizes[resources.FuncPublisher].MemoryMB)/1024 +
-		(httpGBs(ph.durations)/n+httpGBs(up.durations)/un)*apiInvocation.Seconds() +
-		apiInvocation.Seconds()*float64(resources.FunctionSizes[resources.FuncConfirm].MemoryMB)/1024
 	b["total at aws latencies"] = b["total"] - b["lambda gb-seconds"] + awsGBs*prices["Lambda.GBs"].usd*1e6
 	b["lambda gb-seconds per job at aws latencies"] = awsGBs
 	b["api gateway requests per job"] = apiCalls
@@ -929,6 +1101,40 @@ func bill(ph, up phase) map[string]float64 {
 	b["dynamodb write units per job"] = ph.units["write"] / n
 	b["dynamodb read units per job"] = ph.units["read"] / n
 	return b
+}
+
+// awsGBsPerJob is each function's GB-seconds per job with its durations at
+// AWS latencies instead of the emulators' (see mixOf): the publisher's
+// requests at awsRequestLatency plus its external calls, a job per
+// invocation; an HTTP or confirm invocation at apiInvocation; the relay's
+// PutEvents and sends at relayRequestLatency; a webhook delivery at
+// apiInvocation plus awsRequestLatency per request; each at its
+// function's memory.
+func awsGBsPerJob(ph, up phase) map[string]float64 {
+	n, un := float64(ph.n), float64(up.n)
+	gb := func(fn string) float64 { return float64(resources.FunctionSizes[fn].MemoryMB) / 1024 }
+	total := 0
+	for _, c := range ph.pipeline {
+		total += c
+	}
+	relayReqs := float64(ph.pipeline["EventBridge.PutEvents"]+ph.pipeline["SQS.SendMessageBatch"]) / n
+	// The submit's two requests (its transaction, its send) are the api's;
+	// the relay's and the webhook deliveries' are theirs.
+	system := float64(len(ph.durations[resources.FuncSystem])) / n
+	pubReqs := math.Max(float64(total)/n-2-relayReqs-3*system, 1)
+	job := time.Duration(pubReqs*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
+	out := map[string]float64{
+		resources.FuncPublisher: job.Seconds() * gb(resources.FuncPublisher),
+		resources.FuncConfirm:   apiInvocation.Seconds() * gb(resources.FuncConfirm),
+		resources.FuncRelay: (float64(len(ph.durations[resources.FuncRelay]))/n*awsRequestLatency.Seconds() +
+			relayReqs*relayRequestLatency.Seconds()) * gb(resources.FuncRelay),
+		resources.FuncSystem: system * (apiInvocation + 3*awsRequestLatency).Seconds() * gb(resources.FuncSystem),
+	}
+	for _, fn := range httpFunctions() {
+		calls := float64(len(ph.durations[fn]))/n + float64(len(up.durations[fn]))/un
+		out[fn] = calls * apiInvocation.Seconds() * gb(fn)
+	}
+	return out
 }
 
 // simCalls is how many calls the simulated external API has answered.
@@ -947,8 +1153,11 @@ func simCalls(s *stack.Stack) int {
 // two orders of magnitude slower, so the measured durations would make
 // the model describe the emulator.
 const (
-	awsRequestLatency = 8 * time.Millisecond  // DynamoDB, SQS, S3 first byte, KMS: typical single-digit ms
-	apiInvocation     = 30 * time.Millisecond // an API function invocation: a few AWS requests
+	awsRequestLatency = 8 * time.Millisecond // DynamoDB, SQS, S3 first byte, KMS: typical single-digit ms
+	// relayRequestLatency is a PutEvents of up to ten entries or a
+	// SendMessageBatch: EventBridge answers in tens of ms.
+	relayRequestLatency = 25 * time.Millisecond
+	apiInvocation       = 30 * time.Millisecond // an API function invocation: a few AWS requests
 )
 
 // mixOf turns a phase into the capacity model's input: the measured
@@ -1128,7 +1337,17 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	for _, op := range ops {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
-	fmt.Fprintf(w, ")\n\n")
+	fmt.Fprintf(w, ")\n")
+	fmt.Fprintln(w, "  by the function whose invocation made them (\"runtime\": the event source mappings' receives and deletes, idle ones included)")
+	byFn := slices.Sorted(maps.Keys(r.RequestsByFunction))
+	for _, k := range byFn {
+		fn, op, _ := strings.Cut(k, " ")
+		if fn == "" {
+			fn = "runtime"
+		}
+		fmt.Fprintf(w, "    %s %s\t%.3f\n", fn, op, r.RequestsByFunction[k])
+	}
+	fmt.Fprintln(w)
 	if r.Noisy != nil {
 		r.Noisy.print(w)
 	}
@@ -1179,7 +1398,7 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		if b == nil {
 			return
 		}
-		fmt.Fprintf(w, "\n%s\tUSD per million jobs\n", title)
+		fmt.Fprintf(w, "\n%s (%s's configuration)\tUSD per million jobs\tprice source\n", title, r.BillEnv)
 		keys := make([]string, 0, len(b))
 		for k := range b {
 			if !strings.HasPrefix(k, "total") && !strings.Contains(k, "per job") {
@@ -1188,11 +1407,21 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "  %s\t%.2f\n", k, b[k])
+			fmt.Fprintf(w, "  %s\t%.2f\t%s\n", k, b[k], r.BillSources[k])
 		}
 		fmt.Fprintf(w, "  total\t%.2f\n", b["total"])
 		fmt.Fprintf(w, "  total with Lambda durations at AWS latencies (%.4f GB-s per job)\t%.2f\n", b["lambda gb-seconds per job at aws latencies"], b["total at aws latencies"])
-		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.4f Lambda GB-s, %.1f events)\n", b["api gateway requests per job"], b["lambda gb-seconds per job"], b["events per job"])
+		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.4f Lambda GB-s, %.1f events in the table, %.2f on the bus, %.0f log bytes, %.0f bytes stored in DynamoDB, %.3f traces)\n",
+			b["api gateway requests per job"], b["lambda gb-seconds per job"], b["events per job"], b["eventbridge events per job"],
+			b["log bytes per job"], b["dynamodb bytes stored per job"], b["x-ray traces per job"])
+		fmt.Fprintf(w, "  per function\tMB\tGB-s per job measured | at AWS latencies\tlog bytes per job\n")
+		for _, fn := range resources.For(job.Local).Functions {
+			fmt.Fprintf(w, "    %s\t%d\t%.5f | %.5f\t%.0f\n", fn, resources.FunctionSizes[fn].MemoryMB,
+				b["lambda gb-seconds per job "+fn], b["lambda gb-seconds per job at aws latencies "+fn], b["log bytes per job "+fn])
+		}
+		if v := b["log bytes per job "]; v > 0 {
+			fmt.Fprintf(w, "    (outside any invocation)\t\t\t%.0f\n", v)
+		}
 	}
 	if up.n > 0 {
 		fmt.Fprintf(w, "\nAWS requests per upload (sign, confirm by S3 event and by the client; %d uploads)\tcount\n", up.n)
