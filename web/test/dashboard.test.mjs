@@ -11,7 +11,9 @@
 // page (the simulator holds its publish call a few seconds), pauses and resumes the low
 // tier with a click (the overview says paused, then not), saves
 // web/test/screenshot.png (the overview) and web/test/screenshot-job.png,
-// and stops the stack — its whole process group — even on failure.
+// then retries and cancels failed jobs in bulk from the inspector (by
+// selection, and by filter after a dry run; screenshot-bulk.png), and
+// stops the stack — its whole process group — even on failure.
 //
 // Every wait is on a condition with a deadline; nothing sleeps blindly.
 
@@ -253,7 +255,7 @@ before(async () => {
   log('built');
 }, { timeout: 600_000 });
 
-test('the dashboard shows the stack live: a job to succeeded, pause and resume a tier', { timeout: 120_000 }, async () => {
+test('the dashboard shows the stack live: a job to succeeded, pause and resume a tier, bulk retry and cancel', { timeout: 180_000 }, async () => {
   const started = Date.now();
   log('starting the local stack');
   const { vars, logPath } = await startStack(join(bin, 'conveyor-local'), workdir);
@@ -503,7 +505,7 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     await page.screenshot({ path: join(here, 'screenshot-bulk.png'), fullPage: true });
     log('cancel by id and by filter; screenshot-bulk.png');
     assert.deepEqual(problems, [], 'the page logged errors');
-    log(`the test took ${((Date.now() - started) / 1000).toFixed(1)} s (limit 120 s)`);
+    log(`the test took ${((Date.now() - started) / 1000).toFixed(1)} s (limit 180 s)`);
   } catch (e) {
     if (existsSync(logPath)) console.error(`--- the stack's log, last lines ---\n${readFileSync(logPath, 'utf8').split('\n').slice(-30).join('\n')}`);
     throw e;
