@@ -423,7 +423,7 @@ func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts 
 	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout, Logger: opts.Logger}
 	if !opts.Binaries {
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
-			mux.Handle("GET "+p, fu)
+			mux.Handle(p, fu) // every method: the function answers 405 with Allow, as its URL does in AWS
 		}
 		s.StreamURL = s.APIURL
 		return nil

@@ -94,7 +94,9 @@ func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claim
 			}
 		}
 		if method := req.RequestContext.HTTP.Method; method != "" && method != http.MethodGet {
-			return jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only"), nil
+			resp := jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only")
+			resp.Headers["Allow"] = http.MethodGet
+			return resp, nil
 		}
 		if sr.Admin && claims.Role != auth.RoleAdmin && claims.Role != auth.RoleService {
 			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil

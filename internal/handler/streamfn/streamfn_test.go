@@ -86,6 +86,12 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 			t.Errorf("%s %s: %d %+v, want %d %+v", tc.token, tc.path, resp.StatusCode, got, tc.status, tc.want)
 		}
 	}
+	// Another method: 405 naming the one the streams answer (RFC 9110).
+	resp, err := h(context.Background(), events.LambdaFunctionURLRequest{RawPath: "/v1/events", Headers: map[string]string{"authorization": "user"},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "DELETE"}}})
+	if err != nil || resp.StatusCode != 405 || resp.Headers["Allow"] != "GET" {
+		t.Errorf("DELETE /v1/events: %v %+v, want 405 with Allow: GET", err, resp)
+	}
 	fail = stream.ErrTooMany
 	if resp, code := call("user", "/v1/events"); resp.StatusCode != 429 || code != "too_many_streams" || resp.Headers["Retry-After"] == "" {
 		t.Errorf("beyond the cap: %d %q %v", resp.StatusCode, code, resp.Headers)
