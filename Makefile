@@ -91,7 +91,7 @@ test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, u
 	$(GO) run ./localstack/cmd/with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m ./...
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -vet=off -timeout 12m ./...
 	$(MAKE) --no-print-directory iam
-	FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) ./localstack/fuzz.sh --workers 4
+	FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) ./localstack/fuzz.sh
 	$(MAKE) --no-print-directory test-web
 
 # The functions' build tags: resources.LambdaBuildTags says why (a test keeps the two equal).
