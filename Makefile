@@ -64,7 +64,11 @@ $(VENV)/bin/schemathesis: fuzz.requirements.txt | $(MOTO)
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check -r fuzz.requirements.txt
 	@touch $@
 
-fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
+# The examples per operation schemathesis draws in `make test` (docs/testing.md
+# says what the step costs); `make fuzz` draws FUZZ_EXAMPLES (default 20).
+TEST_FUZZ_EXAMPLES ?= 5
+
+fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check, every operation) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
 	./localstack/fuzz.sh
 
 openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
@@ -81,12 +85,13 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 # The main module's tests run under with-emulators: one moto and one
 # DynamoDB Local for every package. go test's own vet pass (a subset of the
 # analyzers go vet just ran) is off (docs/testing.md).
-test: $(EMULATORS) ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance
+test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
 	$(GO) run ./localstack/cmd/with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m ./...
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -vet=off -timeout 12m ./...
 	$(MAKE) --no-print-directory iam
+	FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) ./localstack/fuzz.sh
 	$(MAKE) --no-print-directory test-web
 
 # The functions' build tags: resources.LambdaBuildTags says why (a test keeps the two equal).

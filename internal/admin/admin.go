@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/invalid"
@@ -270,7 +271,7 @@ func (s *Service) Breakers(ctx context.Context) ([]BreakerView, error) {
 	return out, nil
 }
 
-// MaxBreakerKey bounds a breaker key's length.
+// MaxBreakerKey bounds a breaker key's length, in characters (openapi.yaml's maxLength).
 const MaxBreakerKey = 256
 
 // ErrUnknownBreaker is ResetBreaker's answer for a key no breaker has: a
@@ -282,7 +283,7 @@ var ErrUnknownBreaker = errors.New("no breaker has this key")
 // ErrUnknownBreaker when no breaker has the key (so a second reset of the
 // same key is ErrUnknownBreaker too: there is nothing left to reset).
 func (s *Service) ResetBreaker(ctx context.Context, key, by string) error {
-	if key == "" || len(key) > MaxBreakerKey {
+	if key == "" || utf8.RuneCountInString(key) > MaxBreakerKey {
 		return invalid.Field("key", fmt.Sprintf("must be 1 to %d characters", MaxBreakerKey))
 	}
 	recs, err := s.cfg.Breakers.List(ctx)

@@ -129,7 +129,7 @@ func (r SearchRequest) query() (store.SearchQuery, error) {
 		*t.out = v
 	}
 	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && q.CreatedTo.Before(q.CreatedFrom) {
-		return store.SearchQuery{}, invalid.Field("createdTo", "must not be before createdFrom")
+		return store.SearchQuery{}, invalid.Unusable("createdTo", "empty_window", "createdTo must not be before createdFrom: the window holds no time")
 	}
 	return q, nil
 }

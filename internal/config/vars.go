@@ -80,6 +80,7 @@ const (
 	VarESMUUIDPrefix  = "CONVEYOR_ESM_UUID_"
 	// Variables of the local stack only (localstack/stack).
 	VarStreamAddr    = "CONVEYOR_STREAM_ADDR"
+	VarStreamTimeout = "CONVEYOR_STREAM_TIMEOUT"
 	VarSimulatorAddr = "CONVEYOR_SIMULATOR_ADDR"
 )
 
@@ -116,6 +117,7 @@ var Vars = []Var{
 	{Name: VarEnv, DefaultText: "none: **required**", Meaning: "the environment; a process without it refuses to start (CDK sets it per stack; the local stack, `.local/env` and the tests set `local` explicitly)", Rule: "`local`, `staging`, `prod-ru` or `prod-en`"},
 	{Name: VarAPIAddr, Default: "127.0.0.1:8080", Meaning: "local gateway address"},
 	{Name: VarStreamAddr, DefaultText: "a free loopback port", Meaning: "the stream function's local URL (`make run`; written to `.local/env` as `CONVEYOR_STREAM_URL`)"},
+	{Name: VarStreamTimeout, DefaultText: "the stream function's timeout (`5m`)", Meaning: "the local stream function URL's timeout, as Lambda's: a stream ends cleanly shortly before it and the client resumes with `Last-Event-ID` (`make fuzz` sets `2s`)", Rule: "> 0"},
 	{Name: VarMaxAttempts, Default: 7, Meaning: "attempts before a job fails", Rule: "≥ 1"},
 	{Name: VarRetryBase, Default: 2 * time.Second, Meaning: "ceiling of the first backoff (full jitter, doubling per attempt)", Rule: "> 0, ≤ `CONVEYOR_RETRY_MAX`"},
 	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},

@@ -197,6 +197,9 @@ func (a adminRoutes) searchJobs(r *Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	if err := checkCursorShape(v["cursor"]); err != nil {
+		return Response{}, err
+	}
 	q := admin.SearchRequest{
 		Status: v["status"], Tier: v["tier"], Owner: v["owner"], Type: v["type"],
 		ErrorCode: v["errorCode"], CreatedFrom: v["createdFrom"], CreatedTo: v["createdTo"],

@@ -827,14 +827,15 @@ func TestInspector(t *testing.T) {
 	if r := ab.Must(ab.call("GET", "/v1/admin/jobs?owner=u-ann&limit=0", ab.admin, nil), 200); r.Header.Get("X-Total-Count") != "3" || len(r.Body["jobs"].([]any)) != 0 {
 		t.Errorf("limit=0: %s %s", r.Header.Get("X-Total-Count"), r.Raw)
 	}
-	// A cursor of another search, and bad filters: 400.
+	// Bad filters: 400. Well-formed but unusable (a cursor of another
+	// search, a window that ends before it starts): 422.
 	first := ab.Must(ab.call("GET", "/v1/admin/jobs?limit=1", ab.admin, nil), 200)
-	for _, q := range []string{
-		"owner=u-ann&cursor=" + first.Body["nextCursor"].(string), "status=lost", "tier=gold", "limit=201", "limit=x",
-		"createdFrom=yesterday", "createdFrom=2026-01-02T00:00:00Z&createdTo=2026-01-01T00:00:00Z",
+	for q, want := range map[string]int{
+		"owner=u-ann&cursor=" + first.Body["nextCursor"].(string): 422, "status=lost": 400, "tier=gold": 400, "limit=201": 400, "limit=x": 400,
+		"cursor=a%2Bb": 400, "createdFrom=yesterday": 400, "createdFrom=2026-01-02T00:00:00Z&createdTo=2026-01-01T00:00:00Z": 422,
 	} {
-		if r := ab.call("GET", "/v1/admin/jobs?"+q, ab.admin, nil); r.Status != 400 {
-			t.Errorf("%s: %d %s, want 400", q, r.Status, r.Raw)
+		if r := ab.call("GET", "/v1/admin/jobs?"+q, ab.admin, nil); r.Status != want {
+			t.Errorf("%s: %d %s, want %d", q, r.Status, r.Raw, want)
 		}
 	}
 

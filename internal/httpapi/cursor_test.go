@@ -15,8 +15,9 @@ import (
 
 // TestCursorMisuse: a cursor continues the list it came from and nothing
 // else. Taken to another status filter, another index, another user, another
-// updatedSince, or forged, garbled or truncated, it is a 400 invalid_cursor
-// about the field cursor — never a 500 from DynamoDB refusing the start key
+// updatedSince, or forged, garbled or truncated, it is an invalid_cursor
+// about the field cursor: 422 when it has a cursor's shape (base64url, what
+// the spec's schema says), 400 when it has not — never a 500 from DynamoDB refusing the start key
 // (DynamoDB Local refuses an ExclusiveStartKey outside the key condition).
 func TestCursorMisuse(t *testing.T) {
 	t.Parallel()
@@ -85,28 +86,29 @@ func TestCursorMisuse(t *testing.T) {
 
 	for _, tt := range []struct {
 		name, token, query string
+		status             int
 	}{
-		{"another status's cursor", alice, "&status=scheduled&cursor=" + cancelled},
-		{"a status cursor unfiltered", alice, "&cursor=" + scheduled},
-		{"an unfiltered cursor with a status", alice, "&status=cancelled&cursor=" + all},
-		{"an updatedSince cursor unfiltered", alice, "&cursor=" + updated},
-		{"an updatedSince cursor with another updatedSince", alice, "&updatedSince=" + url.QueryEscape(other) + "&cursor=" + updated},
-		{"an updatedSince cursor with a status", alice, "&status=scheduled&cursor=" + updated},
-		{"another user's cursor", alice, "&cursor=" + bobs},
-		{"another user's status cursor", alice, "&status=scheduled&cursor=" + bobsScheduled},
-		{"forged values", alice, "&status=scheduled&cursor=" + forged},
-		{"garbage values", alice, "&status=scheduled&cursor=" + garbage},
-		{"not base64", alice, "&cursor=%21%21%21"},
-		{"not JSON", alice, "&cursor=" + base64.RawURLEncoding.EncodeToString([]byte("{nope"))},
-		{"empty object", alice, "&cursor=" + base64.RawURLEncoding.EncodeToString([]byte("{}"))},
-		{"truncated", alice, "&status=scheduled&cursor=" + scheduled[:len(scheduled)/2]},
-		{"padded base64", alice, "&cursor=" + url.QueryEscape(base64.URLEncoding.EncodeToString([]byte(`{"a":"b"}`)))},
+		{"another status's cursor", alice, "&status=scheduled&cursor=" + cancelled, 422},
+		{"a status cursor unfiltered", alice, "&cursor=" + scheduled, 422},
+		{"an unfiltered cursor with a status", alice, "&status=cancelled&cursor=" + all, 422},
+		{"an updatedSince cursor unfiltered", alice, "&cursor=" + updated, 422},
+		{"an updatedSince cursor with another updatedSince", alice, "&updatedSince=" + url.QueryEscape(other) + "&cursor=" + updated, 422},
+		{"an updatedSince cursor with a status", alice, "&status=scheduled&cursor=" + updated, 422},
+		{"another user's cursor", alice, "&cursor=" + bobs, 422},
+		{"another user's status cursor", alice, "&status=scheduled&cursor=" + bobsScheduled, 422},
+		{"forged values", alice, "&status=scheduled&cursor=" + forged, 422},
+		{"garbage values", alice, "&status=scheduled&cursor=" + garbage, 422},
+		{"not base64", alice, "&cursor=%21%21%21", 400},
+		{"not JSON", alice, "&cursor=" + base64.RawURLEncoding.EncodeToString([]byte("{nope")), 422},
+		{"empty object", alice, "&cursor=" + base64.RawURLEncoding.EncodeToString([]byte("{}")), 422},
+		{"truncated", alice, "&status=scheduled&cursor=" + scheduled[:len(scheduled)/2], 422},
+		{"padded base64", alice, "&cursor=" + url.QueryEscape(base64.URLEncoding.EncodeToString([]byte(`{"a":"bc"}`))), 400},
 	} {
 		t.Run("misuse/"+tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := b.Call("GET", "/v1/jobs?limit=2"+tt.query, tt.token, nil)
-			if r.Status != 400 {
-				t.Fatalf("status %d, want 400: %s", r.Status, r.Raw)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tt.status, r.Raw)
 			}
 			e, _ := r.Body["error"].(map[string]any)
 			if e["code"] != "invalid_cursor" || e["field"] != "cursor" || e["message"] == "" {

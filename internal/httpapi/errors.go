@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -80,12 +80,29 @@ func BadRequest(field, format string, args ...any) *Error {
 	return e
 }
 
-// InvalidCursor is a 400 invalid_cursor about the query parameter cursor,
-// for every paged list: the cursor does not continue this list.
-func InvalidCursor(format string, args ...any) *Error {
-	e := Errorf(http.StatusBadRequest, CodeInvalidCursor, format, args...)
+// InvalidCursor is an invalid_cursor about the query parameter cursor, for
+// every paged list: 400 when it is not a cursor's shape (base64url), 422
+// when it has the shape but does not continue this list (well-formed but
+// unusable: another query's, another user's, altered).
+func InvalidCursor(status int, format string, args ...any) *Error {
+	e := Errorf(status, CodeInvalidCursor, format, args...)
 	e.Field = "cursor"
 	return e
+}
+
+// cursorShape is what every cursor looks like (openapi.yaml's Cursor).
+var cursorShape = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// maxCursor is the longest cursor (openapi.yaml's Cursor).
+const maxCursor = 4096
+
+// checkCursorShape is the 400 for a cursor no list hands out: the list
+// handlers check it before asking their service.
+func checkCursorShape(c string) error {
+	if c != "" && (len(c) > maxCursor || !cursorShape.MatchString(c)) {
+		return InvalidCursor(http.StatusBadRequest, "the cursor is not one a list hands out (base64url, at most 4096 characters); use the nextCursor of the same query, or start without one")
+	}
+	return nil
 }
 
 // NotFound is a 404 that reveals nothing, not even whether the resource
@@ -134,7 +151,7 @@ func tooLarge(limit int64) *Error {
 // clientError renders what the services refuse in the contract's terms, in
 // one place for every route group: input to correct (*invalid.FieldError,
 // from any service, a schedule's job template included) → 400 naming the
-// field; a cursor another list handed out → 400 invalid_cursor; input that
+// field; a cursor another list handed out → 422 invalid_cursor; input that
 // is well-formed but unusable (a job's or a template's, an upload not in S3
 // yet) or a user at a limit (webhooks, schedules) → 422; a transition the
 // state does not allow, or an operator's bulk call that conflicts → 409; an
@@ -143,7 +160,7 @@ func tooLarge(limit int64) *Error {
 // whose detail is only logged.
 func clientError(err error) error {
 	var (
-		unusable      *kind.UnusableError
+		unusable      *invalid.UnusableError
 		hookLimit     *webhook.LimitError
 		scheduleLimit *schedule.LimitError
 		transition    *job.TransitionError
@@ -173,7 +190,7 @@ func clientError(err error) error {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return NotFound()
 	case errors.Is(err, store.ErrBadCursor):
-		return InvalidCursor("the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
+		return InvalidCursor(http.StatusUnprocessableEntity, "the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
 	case errors.As(err, &unavailable):
 		return Errorf(http.StatusServiceUnavailable, "scheduler_unavailable", "the scheduler cannot take this schedule now (its quota or rate limit); try again later")
 	}

@@ -109,11 +109,14 @@ func idempotencyKeyOf(r *Request) (string, bool) {
 }
 
 // ParseIdempotencyKey reads the header's value: an sf-string ("…", as the draft
-// says) or, leniently, the bare key; 1 to MaxIdempotencyKey printable ASCII
-// characters.
+// says) or, leniently, the bare key (which does not start with a quote); 1 to
+// MaxIdempotencyKey printable ASCII characters (openapi.yaml's pattern).
 func ParseIdempotencyKey(v string) (string, error) {
 	v = strings.TrimSpace(v)
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+	if strings.HasPrefix(v, `"`) {
+		if len(v) < 2 || v[len(v)-1] != '"' {
+			return "", BadRequest(IdempotencyKeyHeader, "%s: a key that opens a quote must close it (an sf-string)", IdempotencyKeyHeader)
+		}
 		v = v[1 : len(v)-1]
 		if strings.ContainsAny(v, `"\`) {
 			return "", BadRequest(IdempotencyKeyHeader, "%s: escapes are not accepted in the key", IdempotencyKeyHeader)

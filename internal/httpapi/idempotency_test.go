@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
+	"gopkg.in/yaml.v3"
 )
 
 // bundle is a guard over the test's own table, a simulated clock, and a
@@ -195,10 +198,40 @@ func TestParseIdempotencyKey(t *testing.T) {
 		{"caf\u00e9", "", false},
 		{"a\x00b", "", false},
 		{`"a\"b"`, "", false},
+		{`"abc`, "", false},
+		{`"`, "", false},
+		{`a"`, `a"`, true},
+		{strings.Repeat("k", httpapi.MaxIdempotencyKey), strings.Repeat("k", httpapi.MaxIdempotencyKey), true},
+		{`"` + strings.Repeat("k", httpapi.MaxIdempotencyKey) + `"`, strings.Repeat("k", httpapi.MaxIdempotencyKey), true},
 	} {
 		got, err := httpapi.ParseIdempotencyKey(c.in)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
 		}
+		// The spec's schema says the same (schemathesis holds the server to it).
+		if spec := idempotencyKeyPattern(t).MatchString(c.in); spec != c.ok {
+			t.Errorf("openapi.yaml's Idempotency-Key pattern matches %q: %t, the server accepts it: %t", c.in, spec, c.ok)
+		}
 	}
+}
+
+// idempotencyKeyPattern is openapi.yaml's pattern of the Idempotency-Key
+// header.
+func idempotencyKeyPattern(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Parameters map[string]struct {
+				Schema struct{ Pattern string } `yaml:"schema"`
+			} `yaml:"parameters"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return regexp.MustCompile(doc.Components.Parameters["IdempotencyKey"].Schema.Pattern)
 }

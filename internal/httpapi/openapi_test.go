@@ -262,6 +262,8 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 var serviceStatuses = map[string][]string{
 	"healthz":           {"503"},               // a dependency does not answer
 	"getConnection":     {"404"},               // no connected account
+	"listJobs":          {"422"},               // invalid_cursor (another query's)
+	"adminSearchJobs":   {"422"},               // invalid_cursor (another search's), empty_window
 	"confirmUpload":     {"422"},               // upload_missing
 	"submitJob":         {"200", "409", "422"}, // the same active job; idempotency_key_in_flight; upload or account unusable, idempotency_key_reused
 	"cancelJob":         {"409"},               // invalid_transition

@@ -109,6 +109,9 @@ func (s UserServices) listJobs(r *Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	if err := checkCursorShape(v["cursor"]); err != nil {
+		return Response{}, err
+	}
 	q := jobs.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
 	if q.Limit, err = r.OptionalInt("limit"); err != nil {
 		return Response{}, err

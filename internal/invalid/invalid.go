@@ -2,7 +2,10 @@
 // field is wrong and what is wrong with it. Every service that validates
 // what a caller sent (jobs, kinds, schedules, uploads, accounts, webhooks,
 // admin) returns it, and the HTTP layer maps it once, to a 400 naming the
-// field. It imports nothing of the project, so any package may use it.
+// field. Its twin, UnusableError, is input well-formed in every part that
+// cannot be used as it stands (an upload not confirmed, two times that
+// contradict each other, a time too far ahead): a 422 with its code. It
+// imports nothing of the project, so any package may use it.
 package invalid
 
 import (
@@ -49,10 +52,26 @@ func As(err error) (*FieldError, bool) {
 	return nil, false
 }
 
+// UnusableError is well-formed input that cannot be used (422): Code names
+// the reason in snake_case, Field the value at fault (or ""), Message says
+// it to a person.
+type UnusableError struct{ Code, Field, Message string }
+
+func (e *UnusableError) Error() string { return e.Message }
+
+// Unusable returns an *UnusableError.
+func Unusable(field, code, message string) *UnusableError {
+	return &UnusableError{Code: code, Field: field, Message: message}
+}
+
 // Under returns err with every field error in it moved under prefix (a
 // schedule's job template: "job." + "params.title"); other errors, and nil,
 // are returned as they are.
 func Under(prefix string, err error) error {
+	var ue *UnusableError
+	if errors.As(err, &ue) && ue != nil && ue.Field != "" {
+		return &UnusableError{Code: ue.Code, Field: prefix + "." + ue.Field, Message: ue.Message}
+	}
 	fe, ok := As(err)
 	if !ok {
 		return err

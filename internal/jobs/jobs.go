@@ -161,7 +161,7 @@ func (s *Service) validate(ctx context.Context, k kind.Front, r SubmitRequest) e
 		return err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(s.cfg.Now().Add(MaxScheduleAhead)) {
-		return invalid.Field("scheduleAt", "must be within a year")
+		return invalid.Unusable("scheduleAt", "schedule_too_far", fmt.Sprintf("scheduleAt must be within a year of now (%s at the latest)", s.cfg.Now().Add(MaxScheduleAhead).UTC().Format(time.RFC3339)))
 	}
 	if r.WebhookURL != "" {
 		if _, err := env.URLPolicy().CheckURL(ctx, r.WebhookURL); err != nil {

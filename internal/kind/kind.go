@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 )
@@ -214,9 +215,7 @@ type Reconciler interface {
 }
 
 // UnusableError is well-formed input that cannot be used (422).
-type UnusableError struct{ Code, Field, Message string }
-
-func (e *UnusableError) Error() string { return e.Message }
+type UnusableError = invalid.UnusableError
 
 // StepError says which phase (and item, or -1) an attempt failed in; the
 // run loop marks them failed or pending again.

@@ -68,6 +68,11 @@ func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 			return s, invalid.Field("params", err.Error())
 		}
 	}
+	// The limits hold for what was sent, as openapi.yaml's schema says, as
+	// well as for what normalising leaves (Validate).
+	if err := rawLimits(in); err != nil {
+		return s, err
+	}
 	n := Params{
 		Title:       strings.Join(strings.Fields(in.Title), " "),
 		Description: strings.TrimSpace(in.Description),
@@ -88,6 +93,25 @@ func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 	}
 	out.Params = b
 	return out, nil
+}
+
+// rawLimits checks the lengths and the count of tags of params as sent,
+// before whitespace is trimmed and empty or repeated tags are dropped.
+func rawLimits(in Params) error {
+	switch {
+	case utf8.RuneCountInString(in.Title) > MaxTitle:
+		return invalid.Field("params.title", fmt.Sprintf("must be at most %d characters", MaxTitle))
+	case utf8.RuneCountInString(in.Description) > MaxDescription:
+		return invalid.Field("params.description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+	case len(in.Tags) > MaxTags:
+		return invalid.Field("params.tags", fmt.Sprintf("must hold at most %d tags", MaxTags))
+	}
+	for i, tag := range in.Tags {
+		if utf8.RuneCountInString(tag) > MaxTagLength {
+			return invalid.Field(fmt.Sprintf("params.tags[%d]", i), fmt.Sprintf("must be at most %d characters", MaxTagLength))
+		}
+	}
+	return nil
 }
 
 // Validate checks items and params (400s): the limits, and that the text

@@ -57,11 +57,12 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"control in a tag", items(upl), `{"title":"t","tags":["a","b\u0007"]}`, "params.tags[1]"},
 		{"override in a tag", items(upl), `{"title":"t","tags":["\u202dx"]}`, "params.tags[0]"},
 	} {
+		// A limit is checked on what was sent (Normalize) and on what
+		// normalising leaves (Validate): either names the field.
 		spec, err := f.Normalize(kind.Spec{Items: tc.items, Params: json.RawMessage(tc.params)})
-		if err != nil {
-			t.Fatalf("%s: Normalize: %v", tc.name, err)
+		if err == nil {
+			err = f.Validate(context.Background(), kind.Env{}, spec)
 		}
-		err = f.Validate(context.Background(), kind.Env{}, spec)
 		var fe *invalid.FieldError
 		switch {
 		case tc.field == "" && err != nil:
@@ -72,6 +73,20 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 	if _, err := f.Normalize(kind.Spec{Params: json.RawMessage(`{"title":"t","colour":"red"}`)}); err == nil {
 		t.Error("an unknown param was accepted")
+	}
+	// The limits hold for what was sent (openapi.yaml's maxItems and
+	// maxLength), not only for what trimming and de-duplicating leave.
+	nulls := `null` + strings.Repeat(`,null`, 30)
+	padded := `"` + strings.Repeat(" ", 50) + `a"`
+	for params, field := range map[string]string{
+		`{"title":"t","tags":["a",` + nulls + `]}`:                  "params.tags",
+		`{"title":"t","tags":[` + padded + `]}`:                     "params.tags[0]",
+		`{"title":` + padded[:1] + strings.Repeat(" ", 200) + `t"}`: "params.title",
+	} {
+		_, err := f.Normalize(kind.Spec{Params: json.RawMessage(params)})
+		if fe, ok := invalid.As(err); !ok || fe.Field != field {
+			t.Errorf("%.40s…: %v, want a 400 on %s", params, err, field)
+		}
 	}
 }
 

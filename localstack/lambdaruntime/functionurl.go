@@ -41,6 +41,9 @@ type FunctionURL struct {
 	Function StreamInvoker
 	// CORS, if set, is the URL's CORS configuration.
 	CORS *CORS
+	// Timeout, when positive, is the function's timeout: each invocation's
+	// context ends after it, as Lambda's does (0: no limit).
+	Timeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -67,7 +70,13 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, reqID, functionFailed(reqID))
 		return
 	}
-	resp, err := u.Function.InvokeStream(r.Context(), payload)
+	ctx := r.Context()
+	if u.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.Timeout)
+		defer cancel()
+	}
+	resp, err := u.Function.InvokeStream(ctx, payload)
 	if err != nil {
 		if r.Context().Err() == nil {
 			log.ErrorContext(r.Context(), "function URL invocation failed", "error", err, "request_id", reqID)

@@ -129,6 +129,10 @@ type Options struct {
 	// URL (default CONVEYOR_STREAM_ADDR, then a free port). In process the
 	// streams are served by the gateway.
 	StreamAddr string
+	// StreamTimeout is the stream function URL's timeout, as Lambda's
+	// (default CONVEYOR_STREAM_TIMEOUT, then the stream function's timeout
+	// in the resource definition).
+	StreamTimeout time.Duration
 }
 
 // Stack is a running local Conveyor.
@@ -215,6 +219,16 @@ func (o Options) withDefaults() Options {
 	o.APIAddr = firstSet(o.APIAddr, o.Getenv(config.VarAPIAddr), config.Lookup(config.VarAPIAddr).Default.(string))
 	o.SimulatorAddr = firstSet(o.SimulatorAddr, o.Getenv(config.VarSimulatorAddr), "127.0.0.1:0")
 	o.StreamAddr = firstSet(o.StreamAddr, o.Getenv(config.VarStreamAddr), "127.0.0.1:0")
+	if o.StreamTimeout == 0 {
+		o.StreamTimeout = resources.FunctionSizes[resources.FuncStream].Timeout
+		if v := o.Getenv(config.VarStreamTimeout); v != "" {
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				o.StreamTimeout = d
+			} else {
+				o.Logger.Warn("ignoring "+config.VarStreamTimeout+": not a positive duration", "value", v)
+			}
+		}
+	}
 	if o.PollerConcurrency == 0 {
 		o.PollerConcurrency = 4
 	}
@@ -424,10 +438,10 @@ func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
 // mode, as in AWS; in process the gateway's origin, still through the
 // stream function's handler (streamfn.Handler).
 func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
-	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Logger: opts.Logger}
+	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout, Logger: opts.Logger}
 	if !opts.Binaries {
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
-			mux.Handle("GET "+p, fu)
+			mux.Handle(p, fu) // every method: the function answers 405 with Allow, as its URL does in AWS
 		}
 		s.StreamURL = s.APIURL
 		return nil

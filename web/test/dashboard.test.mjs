@@ -11,7 +11,9 @@
 // page (the simulator holds its publish call a few seconds), pauses and resumes the low
 // tier with a click (the overview says paused, then not), saves
 // web/test/screenshot.png (the overview) and web/test/screenshot-job.png,
-// and stops the stack — its whole process group — even on failure.
+// then retries and cancels failed jobs in bulk from the inspector (by
+// selection, and by filter after a dry run; screenshot-bulk.png), and
+// stops the stack — its whole process group — even on failure.
 //
 // Every wait is on a condition with a deadline; nothing sleeps blindly.
 
@@ -253,7 +255,7 @@ before(async () => {
   log('built');
 }, { timeout: 600_000 });
 
-test('the dashboard shows the stack live: a job to succeeded, pause and resume a tier', { timeout: 120_000 }, async () => {
+test('the dashboard shows the stack live: a job to succeeded, pause and resume a tier, bulk retry and cancel', { timeout: 180_000 }, async () => {
   const started = Date.now();
   log('starting the local stack');
   const { vars, logPath } = await startStack(join(bin, 'conveyor-local'), workdir);
@@ -430,8 +432,80 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     assert.equal(await page.locator('svg.chart g.hour[data-succeeded="1"]').count(), 1, 'one hour bar with one success');
     await page.screenshot({ path: join(here, 'screenshot.png'), fullPage: true });
     log(`screenshots: ${join(here, 'screenshot.png')}, ${join(here, 'screenshot-job.png')}`);
+
+    // Bulk actions in the inspector. Three jobs fail at once (the
+    // simulator refuses their upload with a permanent 400); the low tier
+    // is paused so that what is retried stays queued and can be cancelled.
+    const refuse = await fetch(`${vars.CONVEYOR_SIMULATOR_URL}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ path: '/api/v1/oauth2/stash/submit', status: 400, count: 3 }),
+    });
+    assert.equal(refuse.status, 201, `the simulator's fault: HTTP ${refuse.status} ${await refuse.text()}`);
+    const failed = [];
+    for (const n of [1, 2, 3]) failed.push((await submitJob(api, `Bulk ${n}`)).id);
+    const statusOf = async (id) => (await api('GET', `/v1/jobs/${id}`)).status;
+    for (const id of failed) await until(`${id} to fail`, 60_000, async () => (await statusOf(id)) === 'failed');
+    await api('POST', '/v1/admin/tiers/low/pause');
+    log(`three jobs failed: ${failed.join(', ')}; low paused`);
+    const [b1, b2, b3] = failed;
+
+    // By id: the failed job is retried, the succeeded one skipped with its reason.
+    await page.goto(`${base}/dashboard/#/inspector?owner=local-admin`);
+    await page.getByTestId('inspector-count').getByText('4 jobs match (every user).').waitFor();
+    const bulk = page.getByTestId('bulk');
+    assert.equal(await bulk.getByRole('button', { name: 'Retry all matching…' }).isDisabled(), true, 'by filter needs a status');
+    await page.getByLabel(`Select ${b1}`).check();
+    await page.getByLabel(`Select ${job.id}`).check();
+    await bulk.getByTestId('bulk-selection').getByText('2 jobs selected.').waitFor();
+    await bulk.getByRole('button', { name: 'Retry selected' }).click();
+    await bulk.locator(`li[data-done="${b1}"]`).waitFor();
+    const skipped = await bulk.locator(`li[data-skipped="${job.id}"] .reason`).textContent();
+    assert.match(skipped, /succeeded/, `the succeeded job's skip reason: ${skipped}`);
+    await bulk.getByTestId('bulk-summary').getByText('retried 1 job, skipped 1 job').waitFor();
+    assert.equal(await statusOf(b1), 'queued', `${b1} is queued again`);
+    assert.equal(await statusOf(job.id), 'succeeded');
+    await page.locator(`tr[data-job="${b1}"][data-status="queued"]`).waitFor();
+    log('retry by id: one retried, one skipped with its reason');
+
+    // By filter: a dry run counts the two still failed and changes nothing;
+    // the confirmation retries both.
+    await page.getByLabel('status').selectOption('failed');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForURL('**/dashboard/#/inspector?status=failed&owner=local-admin');
+    await page.getByTestId('inspector-count').getByText('2 jobs match (every user).').waitFor();
+    await bulk.getByRole('button', { name: 'Retry all matching…' }).click();
+    const dry = bulk.getByTestId('bulk-dry-run');
+    await dry.waitFor();
+    assert.equal(await dry.getAttribute('data-matched'), '2', await dry.textContent());
+    assert.match(await dry.textContent(), /2 jobs match the filter \(status failed, owner local-admin\)/);
+    assert.deepEqual([await statusOf(b2), await statusOf(b3)], ['failed', 'failed'], 'the dry run changed nothing');
+    await bulk.getByRole('button', { name: 'Retry 2 jobs' }).click();
+    await bulk.getByTestId('bulk-summary').getByText('Retry by filter: retried 2 jobs, skipped 0 jobs.').waitFor();
+    await bulk.locator(`li[data-done="${b2}"]`).waitFor();
+    await bulk.locator(`li[data-done="${b3}"]`).waitFor();
+    assert.deepEqual([await statusOf(b2), await statusOf(b3)], ['queued', 'queued'], 'both retried');
+    await page.getByTestId('inspector-count').getByText('0 jobs match (every user).').waitFor();
+    log('retry by filter: dry run 2, then 2 retried');
+
+    // Cancel: by id one queued job (and a succeeded one skipped), then by
+    // filter the rest of the queued ones.
+    await page.goto(`${base}/dashboard/#/inspector?status=queued&owner=local-admin`);
+    await page.getByTestId('inspector-count').getByText('3 jobs match (every user).').waitFor();
+    await page.getByLabel(`Select ${b1}`).check();
+    await bulk.getByRole('button', { name: 'Cancel selected' }).click();
+    await bulk.getByTestId('bulk-summary').getByText('cancelled 1 job, skipped 0 jobs').waitFor();
+    assert.equal(await statusOf(b1), 'cancelled');
+    await page.getByTestId('inspector-count').getByText('2 jobs match (every user).').waitFor();
+    await bulk.getByRole('button', { name: 'Cancel all matching…' }).click();
+    assert.equal(await bulk.getByTestId('bulk-dry-run').getAttribute('data-matched'), '2');
+    await bulk.getByRole('button', { name: 'Cancel 2 jobs' }).click();
+    await bulk.getByTestId('bulk-summary').getByText('Cancel by filter: cancelled 2 jobs, skipped 0 jobs.').waitFor();
+    assert.deepEqual([await statusOf(b2), await statusOf(b3)], ['cancelled', 'cancelled']);
+    await page.screenshot({ path: join(here, 'screenshot-bulk.png'), fullPage: true });
+    log('cancel by id and by filter; screenshot-bulk.png');
     assert.deepEqual(problems, [], 'the page logged errors');
-    log(`the test took ${((Date.now() - started) / 1000).toFixed(1)} s (limit 120 s)`);
+    log(`the test took ${((Date.now() - started) / 1000).toFixed(1)} s (limit 180 s)`);
   } catch (e) {
     if (existsSync(logPath)) console.error(`--- the stack's log, last lines ---\n${readFileSync(logPath, 'utf8').split('\n').slice(-30).join('\n')}`);
     throw e;

@@ -42,7 +42,8 @@ func OpenStreams(s *stream.Server) StreamOpener {
 // the token and the route's role (admin streams need admin or service),
 // opens the stream (404 for a job the caller may not see, 429 beyond the
 // caller's open streams), then streams into the response body until the
-// client disconnects (the context ends).
+// client disconnects (the context ends), or, cleanly, shortly before the
+// invocation's deadline (EndBefore).
 func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
 		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
@@ -93,7 +94,9 @@ func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claim
 			}
 		}
 		if method := req.RequestContext.HTTP.Method; method != "" && method != http.MethodGet {
-			return jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only"), nil
+			resp := jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only")
+			resp.Headers["Allow"] = http.MethodGet
+			return resp, nil
 		}
 		if sr.Admin && claims.Role != auth.RoleAdmin && claims.Role != auth.RoleService {
 			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
@@ -109,7 +112,13 @@ func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claim
 			return jsonErr(http.StatusInternalServerError, "internal", "could not open the stream"), nil
 		}
 		pr, pw := io.Pipe()
+		// The stream ends cleanly before the invocation's deadline (the
+		// function's timeout), so the client sees the stream's end and
+		// resumes with Last-Event-ID, rather than a connection cut.
 		runCtx, cancel := context.WithCancel(ctx)
+		if dl, ok := ctx.Deadline(); ok {
+			runCtx, cancel = context.WithDeadline(ctx, EndBefore(dl, time.Now()))
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -123,6 +132,20 @@ func Handler(open StreamOpener, verify func(context.Context, string) (auth.Claim
 		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: body,
 			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
 	}
+}
+
+// EndMarginDefault is how long before the invocation's deadline a stream
+// ends; an invocation with less than twice that left ends at half of it.
+const EndMarginDefault = 2 * time.Second
+
+// EndBefore is when a stream whose invocation ends at deadline stops
+// streaming, seen at now.
+func EndBefore(deadline, now time.Time) time.Time {
+	left := deadline.Sub(now)
+	if left < 2*EndMarginDefault {
+		return now.Add(left / 2)
+	}
+	return deadline.Add(-EndMarginDefault)
 }
 
 // streamBody is a stream's response body. aws-lambda-go closes it once the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -85,6 +86,12 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 			t.Errorf("%s %s: %d %+v, want %d %+v", tc.token, tc.path, resp.StatusCode, got, tc.status, tc.want)
 		}
 	}
+	// Another method: 405 naming the one the streams answer (RFC 9110).
+	resp, err := h(context.Background(), events.LambdaFunctionURLRequest{RawPath: "/v1/events", Headers: map[string]string{"authorization": "user"},
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "DELETE"}}})
+	if err != nil || resp.StatusCode != 405 || resp.Headers["Allow"] != "GET" {
+		t.Errorf("DELETE /v1/events: %v %+v, want 405 with Allow: GET", err, resp)
+	}
 	fail = stream.ErrTooMany
 	if resp, code := call("user", "/v1/events"); resp.StatusCode != 429 || code != "too_many_streams" || resp.Headers["Retry-After"] == "" {
 		t.Errorf("beyond the cap: %d %q %v", resp.StatusCode, code, resp.Headers)
@@ -92,5 +99,62 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 	fail = stream.ErrNotFound
 	if resp, code := call("user", "/v1/jobs/"+job+"/events"); resp.StatusCode != 404 || code != "not_found" {
 		t.Errorf("a job not the caller's: %d %q", resp.StatusCode, code)
+	}
+}
+
+// deadlined writes one event and tells the deadline it was given.
+type deadlined struct{ deadline chan time.Time }
+
+func (s deadlined) Run(ctx context.Context, w io.Writer, _ func()) error {
+	_, _ = io.WriteString(w, "event: snapshot\ndata: {}\n\n")
+	dl, _ := ctx.Deadline()
+	s.deadline <- dl
+	return nil
+}
+func (deadlined) Close() {}
+
+// TestStreamEndsBeforeTheDeadline: an invocation with a deadline (the
+// function's timeout) runs its stream until EndMarginDefault before it, so
+// the stream ends cleanly (a whole body, then EOF) and the client resumes
+// with Last-Event-ID, rather than having its connection cut at the
+// timeout.
+func TestStreamEndsBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	verify := func(context.Context, string) (auth.Claims, error) {
+		return auth.Claims{Subject: "u1", Role: auth.RoleUser}, nil
+	}
+	sess := deadlined{deadline: make(chan time.Time, 1)}
+	open := func(context.Context, stream.Request) (StreamSession, error) { return sess, nil }
+	h := Handler(open, verify, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	invocation, _ := ctx.Deadline()
+	resp, err := h(ctx, events.LambdaFunctionURLRequest{RawPath: "/v1/events", Headers: map[string]string{"authorization": "t"}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("open: %v %+v", err, resp)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "event: snapshot\ndata: {}\n\n" {
+		t.Fatalf("body %q, %v; want the event and a clean end", body, err)
+	}
+	if got := invocation.Sub(<-sess.deadline); got != EndMarginDefault {
+		t.Errorf("the stream's deadline is %s before the invocation's, want %s", got, EndMarginDefault)
+	}
+}
+
+// TestEndBefore: EndMarginDefault before the deadline, or halfway when
+// less than two margins are left.
+func TestEndBefore(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ left, want time.Duration }{
+		{5 * time.Minute, 5*time.Minute - EndMarginDefault},
+		{2 * EndMarginDefault, EndMarginDefault},
+		{2 * time.Second, time.Second},
+		{0, 0},
+	} {
+		if got := EndBefore(now.Add(tc.left), now).Sub(now); got != tc.want {
+			t.Errorf("%s left: ends after %s, want %s", tc.left, got, tc.want)
+		}
 	}
 }

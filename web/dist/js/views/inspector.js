@@ -1,7 +1,9 @@
 // The inspector: operators search every user's jobs by status, tier,
 // owner, type, error code and creation window (GET /v1/admin/jobs), with
-// the total count (X-Total-Count) and a cursor for more.
+// the total count (X-Total-Count) and a cursor for more; they select jobs
+// (or every job matching the search) and retry or cancel them in bulk.
 import { describe } from '../api.js';
+import { bulkPanel } from '../bulk.js';
 import { badge, h, replace, timeEl } from '../dom.js';
 import { JOB_STATUSES, TIERS } from '../types.js';
 const PAGE = 50;
@@ -33,9 +35,34 @@ export const inspectorView = (root, ctx, params) => {
     const count = h('p', { class: 'muted', 'data-testid': 'inspector-count' }, 'Loading…');
     const tbody = h('tbody');
     const more = h('button', { type: 'button', hidden: true }, 'Load more');
-    replace(root, h('h1', null, 'Search jobs'), form, count, h('table', { class: 'data' }, h('caption', { class: 'visually-hidden' }, 'Jobs of every user'), h('thead', null, h('tr', null, ['Job', 'Owner', 'Status', 'Tier', 'Type', 'Error', 'Created'].map((t) => h('th', { scope: 'col' }, t)))), tbody), more);
+    const all = h('input', { type: 'checkbox', id: 'insp-all', 'aria-label': 'Select every job shown' });
+    const boxes = () => [...tbody.querySelectorAll('input[type=checkbox]')];
+    const bulk = bulkPanel(ctx, {
+        selected: () => boxes().filter((b) => b.checked).map((b) => b.value),
+        filter: () => bulkFilter(params),
+        changed: () => reload(),
+    });
+    const sync = () => {
+        const bs = boxes();
+        const n = bs.filter((b) => b.checked).length;
+        all.checked = n > 0 && n === bs.length;
+        all.indeterminate = n > 0 && n < bs.length;
+        bulk.sync();
+    };
+    all.addEventListener('change', () => {
+        for (const b of boxes())
+            b.checked = all.checked;
+        sync();
+    });
+    replace(root, h('h1', null, 'Search jobs'), form, bulk.el, count, h('table', { class: 'data' }, h('caption', { class: 'visually-hidden' }, 'Jobs of every user'), h('thead', null, h('tr', null, h('th', { scope: 'col' }, all), ['Job', 'Owner', 'Status', 'Tier', 'Type', 'Error', 'Created'].map((t) => h('th', { scope: 'col' }, t)))), tbody), more);
     let cursor = null;
-    async function load() {
+    // Reads the first page again (after a bulk action), keeping the selection
+    // of the jobs still listed.
+    function reload() {
+        cursor = null;
+        void load(true);
+    }
+    async function load(fresh = false) {
         const q = new URLSearchParams({ limit: String(PAGE) });
         for (const f of FIELDS)
             if (params[f])
@@ -44,13 +71,17 @@ export const inspectorView = (root, ctx, params) => {
             q.set('cursor', cursor);
         try {
             const { data, response } = await ctx.api.request('GET', `/v1/admin/jobs?${q}`, undefined, abort.signal);
+            const checked = new Set(boxes().filter((b) => b.checked).map((b) => b.value));
+            if (fresh)
+                tbody.replaceChildren();
             for (const j of data.jobs) {
-                tbody.append(h('tr', { 'data-job': j.id, 'data-owner': j.owner, 'data-status': j.status }, h('th', { scope: 'row' }, h('a', { href: `#/inspector/${encodeURIComponent(j.id)}` }, h('code', null, j.id))), h('td', null, j.owner), h('td', null, badge(j.status)), h('td', null, j.tier), h('td', null, j.type), h('td', null, j.error?.code ?? ''), h('td', null, timeEl(j.createdAt))));
+                tbody.append(h('tr', { 'data-job': j.id, 'data-owner': j.owner, 'data-status': j.status }, h('td', null, h('input', { type: 'checkbox', value: j.id, checked: checked.has(j.id), 'aria-label': `Select ${j.id}`, onchange: sync })), h('th', { scope: 'row' }, h('a', { href: `#/inspector/${encodeURIComponent(j.id)}` }, h('code', null, j.id))), h('td', null, j.owner), h('td', null, badge(j.status)), h('td', null, j.tier), h('td', null, j.type), h('td', null, j.error?.code ?? ''), h('td', null, timeEl(j.createdAt))));
             }
             cursor = data.nextCursor;
             more.hidden = !cursor;
             const total = response.headers.get('X-Total-Count') ?? '?';
             count.textContent = `${total} job${total === '1' ? '' : 's'} match (every user).`;
+            sync();
         }
         catch (e) {
             if (e.name === 'AbortError')
@@ -62,6 +93,19 @@ export const inspectorView = (root, ctx, params) => {
     void load();
     return () => abort.abort();
 };
+// The search as the bulk routes' filter: they take status (required), tier,
+// owner, type and errorCode, not the creation window.
+function bulkFilter(params) {
+    if (!params['status'])
+        return { filter: null, why: 'To act on every job matching the search, search by a status first.' };
+    if (params['createdFrom'] || params['createdTo'])
+        return { filter: null, why: 'Acting on every match takes no creation window: clear createdFrom and createdTo to act by filter.' };
+    const filter = { status: params['status'] };
+    for (const f of ['tier', 'owner', 'type', 'errorCode'])
+        if (params[f])
+            filter[f] = params[f];
+    return { filter, why: '' };
+}
 // One job of any user, with its owner and events (GET /v1/admin/jobs/{id}).
 export const inspectedJobView = (root, ctx, params) => {
     const id = params['id'] ?? '';
