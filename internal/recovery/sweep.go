@@ -53,14 +53,14 @@ const (
 type page[T any] func(ctx context.Context, limit int) ([]T, error)
 
 // sweep reads scan page by page — round-robin over its partitions, each
-// from where it stopped — and handles each page's items Concurrency at a
+// from where it stopped — and handles each page's items concurrency at a
 // time, until every partition is read or until passes: no item starts
 // after it, except those of the sweep's first page, so that every sweep
 // moves on in every run however its predecessors spent the budget. Then it
 // counts what is left: the items read but not started, and the due items
 // behind the cursors (the next run reads both). An item's error ends the
 // sweep and is returned.
-func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
+func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, concurrency int, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
 	start := r.cfg.Clock()
 	st := SweepStats{Sweep: name}
 	var firstErr error
@@ -73,7 +73,7 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, r.cfg.Concurrency)
+		sem := make(chan struct{}, concurrency)
 		for i, it := range items {
 			sem <- struct{}{}
 			if !first && !r.cfg.Clock().Before(until) {
