@@ -27,7 +27,7 @@ const (
 	// RetainConcurrencyDefault is how many items the retention sweeps
 	// handle at once: the stale stage must keep up with the rate the
 	// pipeline finishes jobs (docs/performance.md, "The sweeps").
-	RetainConcurrencyDefault = 64
+	RetainConcurrencyDefault = 128
 	// BudgetDefault is how long one run's sweeps may work in all: under
 	// the release schedule's minute, so one run ends before the next.
 	BudgetDefault = 50 * time.Second

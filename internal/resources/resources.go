@@ -431,7 +431,7 @@ var FunctionSizes = map[string]FunctionSize{
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute
 	// schedules. Three schedules, each allowed one overlapping run. The
-	// retention run stales up to about 3,000 jobs a second, 64 at a time
+	// retention run handles 128 items at a time
 	// (docs/performance.md, "The sweeps"): its CPU comes with the memory.
 	FuncRecovery: {MemoryMB: 1024, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
