@@ -33,16 +33,18 @@ func latencyOf(service, op string) time.Duration {
 }
 
 // latencyClock is a budget clock for the sweeps that reads the time AWS
-// would have taken for the requests they made, whatever the emulator
-// took: a request sent when the clock reads v ends at v + its latency, and
-// the clock reads the latest end so far. Requests in flight together
-// overlap (a sweep's concurrent items: 64 transactions sent at once take
-// one latency), requests one after the other add up (its queries).
-// Recovery's Config.Clock reads it, so a budget is spent by requests, never
-// by the emulator's speed or the machine's load.
+// would have taken for the requests they made, whatever the emulators
+// took: each request adds its latency divided by the requests in flight as
+// it starts, itself included (Little's law: n requests in flight at once
+// share their round trips — a sweep's 128 concurrent items; its queries,
+// one at a time, add their whole latency). The emulators serialise much of
+// what AWS runs in parallel, which this reads as more in flight, never as
+// longer round trips. Recovery's Config.Clock reads it, so a budget is spent
+// by requests, never by the emulators' speed or the machine's load.
 type latencyClock struct {
 	start    time.Time
 	spent    atomic.Int64 // nanoseconds
+	inflight atomic.Int64
 	mu       sync.Mutex
 	requests int
 }
@@ -64,18 +66,13 @@ func (c *latencyClock) Attach(cfg aws.Config) aws.Config {
 	cfg.APIOptions = append(append([]func(*middleware.Stack) error{}, cfg.APIOptions...), func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("conveyorLatencyClock",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				end := c.spent.Load() + int64(latencyOf(awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)))
+				n := c.inflight.Add(1)
+				defer c.inflight.Add(-1)
+				c.spent.Add(int64(latencyOf(awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx))) / n)
 				c.mu.Lock()
 				c.requests++
 				c.mu.Unlock()
-				out, md, err := next.HandleInitialize(ctx, in)
-				for {
-					now := c.spent.Load()
-					if now >= end || c.spent.CompareAndSwap(now, end) {
-						break
-					}
-				}
-				return out, md, err
+				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	})
 	return cfg
