@@ -57,8 +57,8 @@ const (
 // handled exactly once, no run outlives its budget by more than a page,
 // what a run leaves is counted and the next run takes it, a paused tier's
 // jobs are never read, and the jobs that are not due are never touched.
-// The stale stage takes a minute's worth of finished jobs at the capacity
-// model's 1,310 jobs/s within its share of one run. It logs each sweep's
+// One retention run a minute keeps up with finished jobs at 800 jobs/s or
+// more (docs/performance.md). It logs each sweep's
 // items per run, requests, modelled and emulator seconds and the CPU our
 // process spent — the figures of docs/performance.md's sweep capacity.
 //
@@ -258,14 +258,15 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 		float64(retainCPU.Microseconds())/1000/float64(total.Staled+total.MediaExpired),
 		float64(sweepCPU[recovery.SweepStale].Microseconds())/1000/float64(total.Staled),
 		float64(sweepCPU[recovery.SweepMedia].Microseconds())/1000/float64(total.MediaExpired))
-	// A minute of finished jobs at the capacity model's rate, and as many
-	// uploads, go in one retention run's budget.
-	const capacity = 1310 // jobs/s, docs/performance.md
-	perMinute := float64(capacity * 60)
-	need := time.Duration((perMinute/rate[recovery.SweepStale] + perMinute/rate[recovery.SweepMedia]) * float64(time.Second))
-	t.Logf("a minute at %d jobs/s (%.0f jobs, as many uploads) takes %.1f s of a retention run's %s at AWS latencies", capacity, perMinute, need.Seconds(), budget)
-	if need > budget {
-		t.Errorf("a minute of finished jobs at %d jobs/s needs %s of retention, over the run's budget of %s", capacity, need, budget)
+	// The rate of finished jobs (each with one upload) that one retention
+	// run a minute keeps up with at AWS latencies: the stale and media
+	// sweeps' modelled rates sharing the run's budget. The floor is what
+	// docs/performance.md states.
+	const floor = 800 // jobs/s
+	sustained := budget.Seconds() / (1/rate[recovery.SweepStale] + 1/rate[recovery.SweepMedia]) / 60
+	t.Logf("one retention run a minute keeps up with %.0f finished jobs/s (one upload each) at AWS latencies", sustained)
+	if sustained < floor {
+		t.Errorf("retention keeps up with %.0f jobs/s, under the %d jobs/s docs/performance.md states", sustained, floor)
 	}
 	// Each due item is read once, plus the few a run read as its time ran
 	// out; low's parked jobs and the filler never.

@@ -431,10 +431,10 @@ var FunctionSizes = map[string]FunctionSize{
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute
 	// schedules. Three schedules, each allowed one overlapping run. The
-	// retention run handles 128 items at a time and is bound by its CPU
-	// (about 1.5 ms an item measured, docs/performance.md, "The sweeps"),
-	// which comes with the memory: 8 GB (4.6 vCPU) stale and expire about
-	// 3,000 items/s, a job and its upload at 1,310 jobs/s.
+	// retention run handles 128 items at a time and spends about 1.6 ms of
+	// CPU an item (docs/performance.md, "The sweeps"), which comes with the
+	// memory: 8 GB (4.6 vCPU) handle about 2,900 items/s, above the rate
+	// the sweeps' round trips allow, so the CPU does not bind.
 	FuncRecovery: {MemoryMB: 8192, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab. Each open stream holds an execution for
