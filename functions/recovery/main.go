@@ -1,6 +1,7 @@
 // Command recovery runs on EventBridge Scheduler: every 5 minutes it
-// re-enqueues stuck jobs and moves finished ones through retention; every
-// minute it releases scheduled jobs whose time came.
+// re-enqueues stuck jobs; every minute it releases scheduled jobs whose
+// time came and, in an invocation of its own, moves finished jobs through
+// retention.
 package main
 
 import (

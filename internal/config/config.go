@@ -103,6 +103,9 @@ type Config struct {
 	SweepBudget time.Duration
 	// ScheduleInterval is how often due scheduled jobs are released (default 1m).
 	ScheduleInterval time.Duration
+	// RetentionInterval is how often the retention sweeps run (stale
+	// stage, upload expiry; default 1m).
+	RetentionInterval time.Duration
 	// HeartbeatInterval is how often a running job's worker proves it lives (default 30s).
 	HeartbeatInterval time.Duration
 	// DeadlineMargin is what the publisher leaves of each invocation to
@@ -218,6 +221,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		StuckAfter:                r.dur(VarStuckAfter),
 		SweepBudget:               r.dur(VarSweepBudget),
 		ScheduleInterval:          r.dur(VarScheduleInterval),
+		RetentionInterval:         r.dur(VarRetentionInterval),
 		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
 		DeadlineMargin:            r.dur(VarDeadlineMargin),
 		IdempotencyWindow:         r.dur(VarIdempotencyWindow),
@@ -347,7 +351,7 @@ func (c Config) validate(deadlines bool) error {
 	}{
 		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
-		{VarScheduleInterval, c.ScheduleInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
+		{VarScheduleInterval, c.ScheduleInterval}, {VarRetentionInterval, c.RetentionInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
 		{VarIdempotencyWindow, c.IdempotencyWindow},

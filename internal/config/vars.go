@@ -44,6 +44,7 @@ const (
 	VarUploadRateMin             = "CONVEYOR_UPLOAD_RATE_MIN"
 	VarRecoveryInterval          = "CONVEYOR_RECOVERY_INTERVAL"
 	VarScheduleInterval          = "CONVEYOR_SCHEDULE_INTERVAL"
+	VarRetentionInterval         = "CONVEYOR_RETENTION_INTERVAL"
 	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
 	VarSweepBudget               = "CONVEYOR_SWEEP_BUDGET"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
@@ -134,6 +135,7 @@ var Vars = []Var{
 	{Name: VarUploadRateMin, Default: int64(1 << 20), Meaning: "the slowest upload to the external API a Submit waits for, bytes per second", Rule: "≥ 1"},
 	{Name: VarRecoveryInterval, Default: 5 * time.Minute, Meaning: "stuck-job recovery period (the local ticker; `rate(5 minutes)` in AWS)", Rule: "> 0"},
 	{Name: VarScheduleInterval, Default: time.Minute, Meaning: "how often due scheduled jobs are released (local ticker)", Rule: "> 0"},
+	{Name: VarRetentionInterval, Default: time.Minute, Meaning: "how often finished jobs go stale and unreferenced uploads expire (the local ticker; `rate(1 minute)` in AWS)", Rule: "> 0"},
 	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
 	{Name: VarSweepBudget, Default: 50 * time.Second, Meaning: "how long one run of the recovery function's sweeps may work in all (cut to the invocation's deadline less 10s); each sweep loops until nothing is due or its share is spent", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},

@@ -24,6 +24,10 @@ const (
 	BatchDefault = 100
 	// ConcurrencyDefault is how many items a sweep handles at once.
 	ConcurrencyDefault = 16
+	// RetainConcurrencyDefault is how many items the retention sweeps
+	// handle at once: the stale stage must keep up with the rate the
+	// pipeline finishes jobs (docs/performance.md, "The sweeps").
+	RetainConcurrencyDefault = 128
 	// BudgetDefault is how long one run's sweeps may work in all: under
 	// the release schedule's minute, so one run ends before the next.
 	BudgetDefault = 50 * time.Second
@@ -61,9 +65,12 @@ type Config struct {
 	// Batch is how many due items one query of a sweep reads (default
 	// BatchDefault).
 	Batch int
-	// Concurrency is how many items a sweep handles at once (default
-	// ConcurrencyDefault).
+	// Concurrency is how many items the release and stuck sweeps handle
+	// at once (default ConcurrencyDefault).
 	Concurrency int
+	// RetainConcurrency is how many items the retention sweeps (stale,
+	// media) handle at once (default RetainConcurrencyDefault).
+	RetainConcurrency int
 	// Budget is how long one run's sweeps may work in all (default
 	// BudgetDefault); the sweeps share it, each the rest split evenly.
 	Budget time.Duration
@@ -92,6 +99,9 @@ func New(cfg Config) *Recoverer {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = ConcurrencyDefault
+	}
+	if cfg.RetainConcurrency <= 0 {
+		cfg.RetainConcurrency = RetainConcurrencyDefault
 	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = BudgetDefault
@@ -150,7 +160,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 	now := r.cfg.Now()
 	until := r.budget(ctx)
 	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled)
-	st, err := sweep(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), func(ctx context.Context, j job.Job) (outcome, error) {
+	st, err := sweep(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
 			return skipped, nil
 		}
@@ -170,7 +180,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 	// the queue; a paused tier's stay until it is resumed, unread.
 	paused := r.paused(ctx)
 	scan = r.cfg.Store.ScanDue(now, running(paused), store.Waiting)
-	st, err = sweep(ctx, r, SweepParked, scan, scan.Jobs, until, func(ctx context.Context, j job.Job) (outcome, error) {
+	st, err = sweep(ctx, r, SweepParked, scan, scan.Jobs, until, r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if paused[j.Tier] {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
@@ -225,10 +235,9 @@ func (r *Recoverer) outcome(ok bool, err error) (outcome, error) {
 	return lost, nil
 }
 
-// Run is the stuck-job recovery and retention sweep: stuck jobs, then
-// the stale stage, then unreferenced media (after the stale stage, so media
-// whose last job just went goes now). Each sweep works until nothing is
-// due or its share of the budget is spent.
+// Run is the stuck-job recovery: queued jobs nobody received and running
+// jobs whose worker went silent are sent again, or failed when their runs
+// are spent. It works until nothing is due or the budget is spent.
 func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
@@ -238,7 +247,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	// partitions are not read. Running jobs are stuck whatever the tier.
 	paused := r.paused(ctx)
 	scan := r.cfg.Store.ScanDue(stuckBefore, running(paused), job.Queued, job.Running)
-	st, err := sweep(ctx, r, SweepStuck, scan, scan.Jobs, r.share(until, 3), func(ctx context.Context, j job.Job) (outcome, error) {
+	st, err := sweep(ctx, r, SweepStuck, scan, scan.Jobs, until, r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.Status == job.Queued && paused[j.Tier] {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
@@ -273,8 +282,28 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("recovering stuck jobs: %w", err)
 	}
-	st, err = r.expire(ctx, now, r.share(until, 2))
-	res.Staled, res.Lost = st.Done, res.Lost+st.Lost
+	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
+		"failed_stuck", res.FailedStuck, "lost_races", res.Lost, "left", res.Left)
+	if res != (Result{}) { // an idle run costs only its queries
+		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
+			FailedStuck: res.FailedStuck, Lost: res.Lost}); err != nil {
+			r.cfg.Logger.WarnContext(ctx, "recording the recovery run failed", "error", err)
+		}
+	}
+	return res, nil
+}
+
+// Retain is retention's sweeps, an invocation of their own so that they
+// keep up with the rate the pipeline finishes jobs: the stale stage, then
+// unreferenced media (after the stale stage, so media whose last job just
+// went goes now). Each works until nothing is due or its share of the
+// budget is spent, RetainConcurrency items at a time.
+func (r *Recoverer) Retain(ctx context.Context) (Result, error) {
+	var res Result
+	now := r.cfg.Now()
+	until := r.budget(ctx)
+	st, err := r.expire(ctx, now, r.share(until, 2))
+	res.Staled, res.Lost = st.Done, st.Lost
 	res.add(st)
 	if err != nil {
 		return res, err
@@ -285,12 +314,11 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
-		"failed_stuck", res.FailedStuck, "staled", res.Staled, "media_expired", res.MediaExpired, "lost_races", res.Lost, "left", res.Left)
-	if res != (Result{}) { // an idle run costs only its queries
-		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
-			FailedStuck: res.FailedStuck, Staled: res.Staled, Lost: res.Lost}); err != nil {
-			r.cfg.Logger.WarnContext(ctx, "recording the recovery run failed", "error", err)
+	r.cfg.Logger.InfoContext(ctx, "retention run", "staled", res.Staled, "media_expired", res.MediaExpired,
+		"lost_races", res.Lost, "left", res.Left)
+	if res.Staled > 0 {
+		if err := r.cfg.Store.RecordStaled(ctx, res.Staled); err != nil {
+			r.cfg.Logger.WarnContext(ctx, "recording the retention run failed", "error", err)
 		}
 	}
 	return res, nil
@@ -372,12 +400,14 @@ func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change f
 
 // expire moves finished jobs older than StaleAfter to stale, releases their
 // references on their uploads (expireMedia deletes what no job needs any
-// more) and sets their TTL to DeleteAfter after they finished.
+// more) and sets their TTL to DeleteAfter after they finished. Each page's
+// jobs are read whole in one request (WholeJobs), so staling a job costs
+// its one transaction.
 func (r *Recoverer) expire(ctx context.Context, now, until time.Time) (SweepStats, error) {
 	before := now.Add(-r.cfg.StaleAfter)
 	scan := r.cfg.Store.ScanDue(before, nil, job.Succeeded, job.Failed, job.Cancelled)
-	st, err := sweep(ctx, r, SweepStale, scan, scan.Jobs, until, func(ctx context.Context, j job.Job) (outcome, error) {
-		_, err := r.cfg.Store.StaleJob(ctx, j.ID, now, func(cur *job.Job) error {
+	st, err := sweep(ctx, r, SweepStale, scan, scan.WholeJobs, until, r.cfg.RetainConcurrency, func(ctx context.Context, j job.Job) (outcome, error) {
+		_, err := r.cfg.Store.StaleJob(ctx, j, now, func(cur *job.Job) error {
 			if cur.FinishedAt == nil || cur.FinishedAt.After(before) {
 				return errSkip
 			}

@@ -65,7 +65,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	// A goes stale; B still needs the object.
 	b.clk.Advance(61 * time.Minute)
-	if res, err := rec.Run(ctx); err != nil || res.Staled != 1 {
+	if res, err := rec.Retain(ctx); err != nil || res.Staled != 1 {
 		t.Fatalf("first stale run = %+v, %v; want A staled", res, err)
 	}
 	if j := b.job(a); j.Status != job.Stale {
@@ -93,7 +93,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	// B goes stale: the last reference is gone, so is the media.
 	b.clk.Advance(61 * time.Minute)
-	res, err := rec.Run(ctx)
+	res, err := rec.Retain(ctx)
 	if err != nil || res.Staled != 1 {
 		t.Fatalf("second stale run = %+v, %v; want B staled", res, err)
 	}
@@ -126,7 +126,11 @@ func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 			t.Fatalf("run: %+v %v", v, err)
 		}
 		// The stale stage alone: the last reference goes, the upload is due.
-		if _, err := app.Store.StaleJob(ctx, id, b.clk.Now(), func(j *job.Job) error { return j.Apply(job.Expire, b.clk.Now()) }); err != nil {
+		j, err := app.Store.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := app.Store.StaleJob(ctx, j, b.clk.Now(), func(j *job.Job) error { return j.Apply(job.Expire, b.clk.Now()) }); err != nil {
 			t.Fatal(err)
 		}
 		ups, keys = append(ups, up), append(keys, b.job(id).Items[0].Key)
@@ -196,7 +200,7 @@ func TestCreateJobRefusesAnUploadThatExpiredAfterItWasRead(t *testing.T) {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	b.clk.Advance(61 * time.Minute)
-	if res, err := b.Stack.App.Recoverer.Run(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
+	if res, err := b.Stack.App.Recoverer.Retain(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
 		t.Fatalf("run = %+v, %v; want A staled and its upload expired", res, err)
 	}
 	now := b.clk.Now()

@@ -53,30 +53,45 @@ const (
 type page[T any] func(ctx context.Context, limit int) ([]T, error)
 
 // sweep reads scan page by page — round-robin over its partitions, each
-// from where it stopped — and handles each page's items Concurrency at a
-// time, until every partition is read or until passes: no item starts
-// after it, except those of the sweep's first page, so that every sweep
-// moves on in every run however its predecessors spent the budget. Then it
-// counts what is left: the items read but not started, and the due items
-// behind the cursors (the next run reads both). An item's error ends the
-// sweep and is returned.
-func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
+// from where it stopped — and handles the items concurrency at a time,
+// without waiting for a page to be done before it reads the next (a page's
+// query overlaps the previous page's items), until every partition is read
+// or until passes: no item starts after it, except those of the sweep's
+// first page, so that every sweep moves on in every run however its
+// predecessors spent the budget. Then it counts what is left: the items
+// read but not started, and the due items behind the cursors (the next run
+// reads both). An item's error ends the sweep and is returned.
+func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, concurrency int, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
 	start := r.cfg.Clock()
 	st := SweepStats{Sweep: name}
-	var firstErr error
+	var (
+		mu       sync.Mutex // guards st's counts and firstErr
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	sem := make(chan struct{}, concurrency)
 	unstarted := 0
-	for first := true; !scan.Done() && (first || r.cfg.Clock().Before(until)) && ctx.Err() == nil && firstErr == nil; first = false {
+	for first := true; !scan.Done() && (first || r.cfg.Clock().Before(until)) && ctx.Err() == nil && !failed(); first = false {
 		items, err := next(ctx, r.cfg.Batch)
 		if err != nil {
-			firstErr = err
+			fail(err)
 			break
 		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, r.cfg.Concurrency)
 		for i, it := range items {
 			sem <- struct{}{}
-			if !first && !r.cfg.Clock().Before(until) {
+			if !first && !r.cfg.Clock().Before(until) || failed() {
 				<-sem
 				unstarted += len(items) - i
 				break
@@ -84,14 +99,12 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 			wg.Go(func() {
 				defer func() { <-sem }()
 				o, err := handle(ctx, it)
-				mu.Lock()
-				defer mu.Unlock()
 				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
+					fail(err)
 					return
 				}
+				mu.Lock()
+				defer mu.Unlock()
 				switch o {
 				case acted:
 					st.Done++
@@ -104,8 +117,8 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 				}
 			})
 		}
-		wg.Wait()
 	}
+	wg.Wait()
 	st.Complete = scan.Done() && unstarted == 0
 	st.Left = unstarted
 	if !scan.Done() && firstErr == nil && ctx.Err() == nil {

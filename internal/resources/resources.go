@@ -206,8 +206,15 @@ type Schedule struct {
 
 // Scheduled tasks of the recovery function.
 const (
+	// TaskRecover: stuck jobs (every 5 minutes).
 	TaskRecover = "recover"
+	// TaskRelease: scheduled jobs whose time came and parked jobs whose
+	// wait is over (every minute).
 	TaskRelease = "release"
+	// TaskRetain: retention's stale stage and the expiry of unreferenced
+	// uploads (every minute, an invocation of its own, so that its budget
+	// is not shared with the other sweeps).
+	TaskRetain = "retain"
 )
 
 // Definition is every resource of one environment.
@@ -448,9 +455,13 @@ var FunctionSizes = map[string]FunctionSize{
 	// The system mapping runs at most 10 at once; 2 spare.
 	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 	// Overlapping runs are safe (every change is a conditional write); the
-	// timeout keeps a slow sweep from piling up behind the 1-minute schedule.
-	// Two schedules, each allowed one overlapping run.
-	FuncRecovery: {MemoryMB: 256, Timeout: 2 * time.Minute, ReservedConcurrency: 4},
+	// timeout keeps a slow sweep from piling up behind the 1-minute
+	// schedules. Three schedules, each allowed one overlapping run. The
+	// retention run handles 128 items at a time and spends about 1.6 ms of
+	// CPU an item (docs/performance.md, "The sweeps"), which comes with the
+	// memory: 8 GB (4.6 vCPU) handle about 2,900 items/s, above the rate
+	// the sweeps' round trips allow, so the CPU does not bind.
+	FuncRecovery: {MemoryMB: 8192, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab. Each open stream holds an execution for
 	// up to the timeout (auth NONE, one DynamoDB read a second), so the
@@ -668,6 +679,15 @@ func Named(env job.Env, prefix string) Definition {
 			Expression: "rate(1 minute)",
 			Interval:   time.Minute,
 			Task:       TaskRelease,
+		}, {
+			// Finished jobs go stale, and unreferenced uploads expire, at
+			// the rate the pipeline finishes jobs: every minute, with a
+			// run's whole budget.
+			Name:       prefix + "-retention",
+			Function:   FuncRecovery,
+			Expression: "rate(1 minute)",
+			Interval:   time.Minute,
+			Task:       TaskRetain,
 		}},
 		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",

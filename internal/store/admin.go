@@ -250,7 +250,8 @@ func (s *Store) FinishedCounts(ctx context.Context, from, to time.Time) ([]HourC
 	return out, nil
 }
 
-// RecoveryRun is what one stuck-job recovery run found and did.
+// RecoveryRun is what the last stuck-job recovery run found and did, and
+// how many jobs the last retention run that staled any made stale.
 type RecoveryRun struct {
 	At time.Time `dynamodbav:"at" json:"at"`
 	// Orphans: queued jobs nobody received and running jobs whose worker
@@ -263,7 +264,8 @@ type RecoveryRun struct {
 	Lost        int `dynamodbav:"lost" json:"lost"`
 }
 
-// RecordRecovery stores r as the last recovery run (one PutItem).
+// RecordRecovery stores r as the last recovery run (one UpdateItem),
+// keeping the Staled that RecordStaled set.
 func (s *Store) RecordRecovery(ctx context.Context, r RecoveryRun) error {
 	if r.At.IsZero() {
 		r.At = s.now()
@@ -273,12 +275,37 @@ func (s *Store) RecordRecovery(ctx context.Context, r RecoveryRun) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range keyOf(recoveryPK, recoverySK) {
-		item[k] = v
-	}
+	delete(item, "staled")
 	// Every run overwrites it; should runs stop, it expires with the stats.
 	item[resources.AttrExpiresAt] = ttlAttr(r.At.Add(StatsRetention))
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+	var update expression.UpdateBuilder
+	for k, v := range item {
+		update = update.Set(expression.Name(k), expression.Value(v))
+	}
+	return s.recordRecovery(ctx, update)
+}
+
+// RecordStaled stores how many jobs the last retention run that staled any
+// made stale, beside the last recovery run (one UpdateItem).
+func (s *Store) RecordStaled(ctx context.Context, staled int) error {
+	now := s.now().UTC()
+	at, err := attributevalue.Marshal(now)
+	if err != nil {
+		return err
+	}
+	update := expression.Set(expression.Name("staled"), expression.Value(staled)).
+		Set(expression.Name("at"), expression.IfNotExists(expression.Name("at"), expression.Value(at))).
+		Set(expression.Name(resources.AttrExpiresAt), expression.Value(ttlAttr(now.Add(StatsRetention))))
+	return s.recordRecovery(ctx, update)
+}
+
+func (s *Store) recordRecovery(ctx context.Context, update expression.UpdateBuilder) error {
+	e, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: keyOf(recoveryPK, recoverySK),
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}); err != nil {
 		return fmt.Errorf("recording the recovery run: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -118,18 +119,25 @@ func failedAt(tc *types.TransactionCanceledException, i int) bool {
 	return i < len(tc.CancellationReasons) && aws.ToString(tc.CancellationReasons[i].Code) == "ConditionalCheckFailed"
 }
 
-// StaleJob reads the job, applies fn (which makes it stale, or returns an
-// error to abort without writing) and saves it together with the release of
+// StaleJob applies fn to seen (which makes it stale, or returns an error
+// to abort without writing) and saves it together with the release of
 // every upload reference the job holds, in one transaction conditional on
-// the job's version; it retries on conflicts. The job's MediaRefs are
-// cleared: a stale job no longer keeps media alive (retried, it fails with
-// media_expired if its media went meanwhile).
-func (s *Store) StaleJob(ctx context.Context, id string, now time.Time, fn func(*job.Job) error) (job.Job, error) {
+// the job's version: seen is the job as the caller read it (a stale
+// sweep's page, ScanDue's WholeJobs), so a job nobody changed meanwhile
+// costs this one request. On a conflict it reads the job again and
+// retries. The job's MediaRefs are cleared: a stale job no longer keeps
+// media alive (retried, it fails with media_expired if its media went
+// meanwhile).
+func (s *Store) StaleJob(ctx context.Context, seen job.Job, now time.Time, fn func(*job.Job) error) (job.Job, error) {
+	id := seen.ID
 	var gone []string // upload records that no longer exist
-	for range 8 {
-		j, err := s.GetJob(ctx, id)
-		if err != nil {
-			return job.Job{}, err
+	for attempt := range 8 {
+		j := seen
+		if attempt > 0 {
+			var err error
+			if j, err = s.GetJob(ctx, id); err != nil {
+				return job.Job{}, err
+			}
 		}
 		if err := fn(&j); err != nil {
 			return j, err
@@ -269,4 +277,23 @@ func (s *Store) unsweepUpload(ctx context.Context, id string) error {
 // ttlAttr renders an epoch-second TTL value.
 func ttlAttr(t time.Time) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
+}
+
+// WholeJobs reads the next page (up to limit) of due jobs from the index,
+// then the jobs themselves in one strongly consistent BatchGetItem: whole
+// and current whatever the index projects, so that a sweep may write them
+// back conditional on their version without reading each first. Jobs gone
+// meanwhile are left out; an empty page does not mean the scan is done.
+func (d *DueScan) WholeJobs(ctx context.Context, limit int) ([]job.Job, error) {
+	items, err := d.page(ctx, limit)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	ids := make([]string, 0, len(items))
+	for _, item := range items {
+		if pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, jobPK("")) {
+			ids = append(ids, strings.TrimPrefix(pk.Value, jobPK("")))
+		}
+	}
+	return d.s.getJobs(ctx, ids)
 }

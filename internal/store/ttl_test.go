@@ -78,7 +78,7 @@ var noTTL = map[string]string{
 func TestEveryRecordTypeExpires(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewSimulated(time.Now().UTC())
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h", "CONVEYOR_RECOVERY_INTERVAL": "1h", "CONVEYOR_SCHEDULE_INTERVAL": "200ms"},
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h", "CONVEYOR_RECOVERY_INTERVAL": "1h", "CONVEYOR_RETENTION_INTERVAL": "1h", "CONVEYOR_SCHEDULE_INTERVAL": "200ms"},
 		stack.Options{Now: clk.Now})
 	ctx := context.Background()
 	app := b.Stack.App
@@ -108,7 +108,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 	}
 	b.Must(b.Call("POST", "/v1/admin/tiers/low/pause", b.Token("ops", "admin", "pro"), nil), 200)
 	clk.Advance(61 * time.Minute)
-	if res, err := app.Recoverer.Run(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
+	if res, err := app.Recoverer.Retain(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
 		t.Fatalf("retention run = %+v, %v", res, err)
 	}
 

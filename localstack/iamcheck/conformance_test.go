@@ -208,7 +208,7 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	var out bytes.Buffer
 	var outMu sync.Mutex
 	b := stacktest.Setup(t, map[string]string{
-		"CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_RECOVERY_INTERVAL": "300ms", "CONVEYOR_STREAM_PING": "1s",
+		"CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_RECOVERY_INTERVAL": "300ms", "CONVEYOR_RETENTION_INTERVAL": "300ms", "CONVEYOR_STREAM_PING": "1s",
 		// Finished jobs go stale (retention: their media deleted) soon.
 		"CONVEYOR_STALE_AFTER": "4s", "CONVEYOR_DELETE_AFTER": "1h",
 	}, stack.Options{Binaries: true, Bootstraps: stacktest.Bootstraps(t), CallLog: logs,

@@ -502,8 +502,11 @@ func (s *Stack) startSchedules(ctx context.Context, b *bringUp, opts Options) {
 	}
 	for _, sch := range b.def.Schedules {
 		interval := s.Config.RecoveryInterval
-		if sch.Task == resources.TaskRelease {
+		switch sch.Task {
+		case resources.TaskRelease:
 			interval = s.Config.ScheduleInterval
+		case resources.TaskRetain:
+			interval = s.Config.RetentionInterval
 		}
 		tk := &lambdaruntime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
 		s.wg.Go(func() { tk.Run(ctx) })

@@ -32,6 +32,7 @@ import (
 type Sweeper interface {
 	Run(ctx context.Context) (recovery.Result, error)
 	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
+	Retain(ctx context.Context) (recovery.Result, error)
 }
 
 // BreakerGauge reports which circuits are open (breaker.Breaker).
@@ -46,8 +47,9 @@ type Firer interface {
 
 // Handler is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came),
-// "schedule" (a user's recurring schedule ticked: submit its job) or
-// "recover" (stuck jobs and retention; the default). Release and recover
+// "retain" (every minute: retention's stale stage and unreferenced
+// uploads), "schedule" (a user's recurring schedule ticked: submit its
+// job) or "recover" (stuck jobs; the default). Release, retain and recover
 // also send the breakers' open gauge.
 func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
@@ -63,6 +65,8 @@ func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter
 		switch detail.Task {
 		case resources.TaskRelease:
 			res, err = s.ReleaseScheduled(ctx)
+		case resources.TaskRetain:
+			res, err = s.Retain(ctx)
 		default:
 			res, err = s.Run(ctx)
 		}

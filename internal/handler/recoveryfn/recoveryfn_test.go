@@ -13,8 +13,8 @@ import (
 )
 
 // TestRunsEveryScheduledTask wires the function as its binary does and
-// runs each task its schedules name on an empty table: recover and release
-// succeed; a user's tick without its time is dropped (a retry could not
+// runs each task its schedules name on an empty table: recover, release
+// and retain succeed; a user's tick without its time is dropped (a retry could not
 // fix it), and so is the late tick of a schedule deleted meanwhile.
 func TestRunsEveryScheduledTask(t *testing.T) {
 	t.Parallel()
@@ -27,7 +27,7 @@ func TestRunsEveryScheduledTask(t *testing.T) {
 		}
 		return events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: b}
 	}
-	for _, task := range []string{resources.TaskRecover, resources.TaskRelease} {
+	for _, task := range []string{resources.TaskRecover, resources.TaskRelease, resources.TaskRetain} {
 		if err := h(ctx, event(map[string]string{"task": task})); err != nil {
 			t.Errorf("task %s: %v", task, err)
 		}

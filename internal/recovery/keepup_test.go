@@ -1,0 +1,138 @@
+package recovery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// The keep-up scenario: finished jobs reach StaleAfter at keepUpPerMinute
+// a minute for keepUpMinutes simulated minutes, and the recovery function
+// runs its schedules (the resource definition's tasks at their intervals)
+// with a budget of keepUpBudget on a latencyClock. The budget is 20× under
+// the 50 s default, so 200 jobs a minute stand for 4,000 a minute (67 jobs/s)
+// at the full budget — above the ~45 a second the stale stage managed when
+// it ran in the 5-minute recovery run with a third of its budget. A run's
+// fixed cost (a query per partition, empty or not) does not shrink with the
+// budget, which makes the compressed scenario harder, not easier.
+const (
+	keepUpBudget    = 2500 * time.Millisecond
+	keepUpPerMinute = 200
+	keepUpMinutes   = 10
+)
+
+// noOpenCircuits is the breaker gauge of a recovery function whose circuits
+// are all closed.
+type noOpenCircuits struct{}
+
+func (noOpenCircuits) ReportOpen(context.Context, breaker.Sink) (int, error) { return 0, nil }
+
+// TestStaleStageKeepsUpWithFinishedJobs runs the recovery function's
+// schedules minute by minute while jobs finish at the scenario's rate: after
+// every retention run nothing due is left, and after the last minute every
+// job that reached StaleAfter is stale — finished jobs never pile up
+// waiting for the stale stage.
+func TestStaleStageKeepsUpWithFinishedJobs(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	sim := clock.NewSimulated(time.Now().UTC().Truncate(time.Minute))
+	budget := newLatencyClock(time.Now())
+	clients := awsclient.New(budget.Attach(env.Config))
+	table := env.Res.Definition.Table.Name
+	st := store.New(clients.DynamoDB, table, sim.Now)
+	seed := store.New(env.Clients.DynamoDB, table, sim.Now)
+	const staleAfter = 168 * time.Hour
+	var mu sync.Mutex
+	var stale []recovery.SweepStats
+	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	rec := recovery.New(recovery.Config{
+		Store: st, Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
+		StuckAfter: 20 * time.Minute, StaleAfter: staleAfter, DeleteAfter: 720 * time.Hour,
+		Budget: keepUpBudget, Now: sim.Now, Clock: budget.Now, Logger: discard,
+		Report: func(_ context.Context, s recovery.SweepStats) {
+			if s.Sweep == recovery.SweepStale {
+				mu.Lock()
+				stale = append(stale, s)
+				mu.Unlock()
+			}
+		},
+	})
+	fn := recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", sim.Now), discard)
+	ctx := context.Background()
+	var tasks []resources.Schedule
+	for _, s := range env.Res.Definition.Schedules {
+		if s.Function == resources.FuncRecovery {
+			tasks = append(tasks, s)
+		}
+	}
+
+	seeded := 0
+	var lines []string
+	for m := 0; m <= keepUpMinutes; m++ {
+		// The jobs that reached StaleAfter during the minute just gone.
+		due := sim.Now().Add(-staleAfter)
+		jobs := make([]job.Job, keepUpPerMinute)
+		for i := range jobs {
+			jobs[i] = testfactory.Build(testfactory.JobOpts{Status: job.Succeeded, At: due.Add(-time.Duration(i) * time.Minute / keepUpPerMinute)})
+		}
+		if err := seed.ImportJobs(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		seeded += len(jobs)
+
+		mu.Lock()
+		before := len(stale)
+		mu.Unlock()
+		for _, s := range tasks {
+			if m%int(s.Interval/time.Minute) != 0 {
+				continue
+			}
+			detail, _ := json.Marshal(map[string]string{"task": s.Task})
+			if err := fn(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: detail}); err != nil {
+				t.Fatalf("minute %d, task %s: %v", m, s.Task, err)
+			}
+		}
+		left, err := seed.CountDue(ctx, job.Succeeded, due)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		runs := stale[before:]
+		mu.Unlock()
+		for _, s := range runs {
+			lines = append(lines, fmt.Sprintf("minute %d: staled %d in %.2f s (modelled), left %d", m, s.Done, s.Elapsed.Seconds(), s.Left))
+			if s.Left != 0 {
+				t.Errorf("minute %d: the stale stage left %d due jobs to the next run", m, s.Left)
+			}
+		}
+		if len(runs) == 0 {
+			lines = append(lines, fmt.Sprintf("minute %d: no stale run; %d due jobs wait", m, left))
+		}
+		if m == keepUpMinutes && left != 0 {
+			t.Errorf("after %d minutes at %d finished jobs a minute, %d of the %d jobs past StaleAfter are not stale", m, keepUpPerMinute, left, seeded)
+		}
+		sim.Advance(time.Minute)
+	}
+	t.Logf("budget %s (modelled: %s a request, %s a transaction), %d finished jobs a minute:\n%s", keepUpBudget, awsLatency, transactionLatency, keepUpPerMinute, strings.Join(lines, "\n"))
+}
