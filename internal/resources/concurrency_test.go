@@ -93,3 +93,14 @@ func TestEventStreamMapping(t *testing.T) {
 		}
 	}
 }
+
+// Every function fits a new account's memory quota, so a first deploy is
+// not refused.
+func TestMemoryFitsANewAccount(t *testing.T) {
+	t.Parallel()
+	for fn, size := range resources.FunctionSizes {
+		if size.MemoryMB < 128 || size.MemoryMB > resources.MemoryMBNewAccountMax {
+			t.Errorf("%s: %d MB, want 128 to %d (a new account's quota)", fn, size.MemoryMB, resources.MemoryMBNewAccountMax)
+		}
+	}
+}

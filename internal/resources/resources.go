@@ -416,6 +416,12 @@ const (
 	UnreservedConcurrencyMin  = 100
 )
 
+// MemoryMBNewAccountMax is the most memory a function may have in a new
+// AWS account: Lambda's quotas page says new accounts have reduced
+// concurrency and memory quotas, raised with usage, and a new account's
+// functions are refused above 3,008 MB. A first deploy must fit it.
+const MemoryMBNewAccountMax = 3008
+
 // FunctionSizes sizes every function of the definition.
 var FunctionSizes = map[string]FunctionSize{
 	// API Gateway's integration timeout is 30 s. Users wait on it: the
@@ -459,9 +465,9 @@ var FunctionSizes = map[string]FunctionSize{
 	// schedules. Three schedules, each allowed one overlapping run. The
 	// retention run handles 128 items at a time and spends about 1.6 ms of
 	// CPU an item (docs/performance.md, "The sweeps"), which comes with the
-	// memory: 8 GB (4.6 vCPU) handle about 2,900 items/s, above the rate
-	// the sweeps' round trips allow, so the CPU does not bind.
-	FuncRecovery: {MemoryMB: 8192, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
+	// memory: the most a new account allows (MemoryMBNewAccountMax, 1.7
+	// vCPU) handles about 1,060 items/s.
+	FuncRecovery: {MemoryMB: MemoryMBNewAccountMax, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab. Each open stream holds an execution for
 	// up to the timeout (auth NONE, one DynamoDB read a second), so the
