@@ -1071,10 +1071,16 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 	b["s3 storage"] = in.objectBytes * months(kept) * storagePrices["S3.storage"].usd * 1e6
 	b["s3 bytes stored per job"] = in.objectBytes
 
-	// Fixed: the two recovery schedules (every minute, every 5 minutes),
-	// their invocations at 100 ms × 256 MB, spread over 1M jobs a month.
-	perMonth := 30 * 24 * (60.0 + 12)
-	b["scheduler + recovery (fixed, per 1M jobs/month)"] = perMonth*prices["Scheduler"].usd + perMonth*(prices["Lambda"].usd+0.1*0.25*prices["Lambda.GBs"].usd)
+	// Fixed: the definition's schedules (release and retention every
+	// minute, recovery every 5 minutes), an idle run of about 100 ms each
+	// at its function's memory, spread over 1M jobs a month.
+	fixed := 0.0
+	for _, sc := range def.Schedules {
+		perMonth := float64(30*24*time.Hour) / float64(sc.Interval)
+		gb := float64(resources.FunctionSizes[sc.Function].MemoryMB) / 1024
+		fixed += perMonth * (prices["Scheduler"].usd + prices["Lambda"].usd + 0.1*gb*prices["Lambda.GBs"].usd)
+	}
+	b["scheduler + recovery (fixed, per 1M jobs/month)"] = fixed
 	// Fixed: the event source mappings' idle long polls, about 5 pollers
 	// per queue each receiving every 20 s, four queues.
 	b["idle esm polls (fixed, per 1M jobs/month)"] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
