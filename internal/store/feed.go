@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -41,6 +40,8 @@ type FeedEvent struct {
 // Feed returns up to limit events of every user from one shard of the feed
 // index whose feed key is after after, oldest first. The index is
 // eventually consistent: an event may show up a moment after later ones.
+// Its entries carry the events' keys and headers; the events themselves
+// are read by key (BatchGetItem) when the shard has any.
 func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([]FeedEvent, error) {
 	kc := expression.Key(resources.AttrFeedKey).Equal(expression.Value(feedPartition(shard))).
 		And(expression.Key(resources.AttrFeedAt).GreaterThan(expression.Value(after)))
@@ -49,23 +50,38 @@ func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([
 		return nil, err
 	}
 	res, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(resources.IndexByFeed),
+		TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexByFeed)),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		Limit: aws.Int32(int32(limit)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the event feed: %w", err)
 	}
-	out := make([]FeedEvent, 0, len(res.Items))
+	keys := make([]ItemKey, 0, len(res.Items))
 	for _, item := range res.Items {
-		if s.expired(item) {
-			continue
+		pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
+		sk, _ := item[resources.AttrSK].(*types.AttributeValueMemberS)
+		if pk != nil && sk != nil && !s.expired(item) {
+			keys = append(keys, ItemKey{pk.Value, sk.Value})
 		}
-		var r EventRecord
-		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-			return nil, err
+	}
+	byKey := make(map[ItemKey]EventRecord, len(keys))
+	err = s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+		r, err := decodeEvent(item)
+		if err != nil {
+			return err
 		}
-		out = append(out, FeedEvent{EventRecord: r, Key: FeedKey(r)})
+		byKey[k] = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the feed's events: %w", err)
+	}
+	out := make([]FeedEvent, 0, len(keys))
+	for _, k := range keys {
+		if r, ok := byKey[k]; ok {
+			out = append(out, FeedEvent{EventRecord: r, Key: FeedKey(r)})
+		}
 	}
 	return out, nil
 }

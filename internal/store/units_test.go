@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// TestAPublishedJobWritesNarrowIndexEntries follows one published job's
+// writes as the pipeline makes them — the submission's transaction, the
+// claim's, the finish's with its events — and reads the write units
+// DynamoDB reports per index: every index entry is one unit (a few hundred
+// bytes, not the job), a transaction's twice. The indexes that do not
+// carry the job's status are written once, when the job is created; the
+// owner's creation index only when the status changes; the re-keyed ones
+// (status, sweep time, updatedAt) an entry out and one in per write.
+func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	now := time.Now().UTC()
+	st := store.New(dynamodb.NewFromConfig(counter.Attach(env.Config)), env.Res.Definition.Table.Name, func() time.Time { return now })
+	ctx := context.Background()
+	up := testfactory.Upload(t, st, testfactory.UploadOpts{})
+	j := testfactory.Build(testfactory.JobOpts{Owner: up.Owner, UploadIDs: []string{up.ID}, At: now,
+		Title: "A title as long as a user's title usually is"})
+	j.Emit(job.EventEnqueued, now, nil)
+	counter.Reset()
+	if _, _, err := st.CreateJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Claim("publisher-1", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	j.StartPhase(publish.PhaseToken, "getting an access token", now)
+	if err := st.ClaimJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	j.CompletePhase(publish.PhaseToken, "access token ready", now)
+	j.CompletePhase(publish.PhaseDownload, "1 of 1 items", now)
+	j.CompletePhase(publish.PhaseUpload, "1 of 1 items", now)
+	j.Emit(job.EventProgress, now, map[string]string{"phase": publish.PhaseUpload, "items": "1 of 1 items"})
+	j.Items[0].Status, j.Items[0].StashItemID = job.ItemPublished, 1234567
+	j.Items[0].Output = &job.Output{DeviationID: "0123456789ABCDEF", URL: "https://www.deviantart.com/someone/art/a-title-1234567890"}
+	j.CompletePhase(publish.PhasePublish, "1 of 1 items", now)
+	if err := j.Apply(job.Succeed, now); err != nil {
+		t.Fatal(err)
+	}
+	events := len(j.Pending) + 2 // and the enqueued and started events
+	if err := st.SaveJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	u := counter.Units()
+	for ix, most := range map[string]float64{
+		// Written once, in the submission's transaction.
+		resources.IndexByTierCreated: 2, resources.IndexByTypeCreated: 2, resources.IndexByCreated: 2,
+		// Put, then updated at the claim and the finish.
+		resources.IndexByOwner: 3 * 2,
+		// Put, then re-keyed (out and in) at the claim and the finish.
+		resources.IndexByOwnerUpdated: 5 * 2, resources.IndexBySweep: 5 * 2, resources.IndexByStatusCreated: 5 * 2,
+		// One entry per event.
+		resources.IndexByFeed: float64(events) * 2,
+	} {
+		if got := u["write "+ix]; got < 2 || got > most {
+			t.Errorf("%s: %.1f write units for a published job, want 2–%.0f", ix, got, most)
+		}
+	}
+	if got := u["write "+resources.IndexByErrorCreated]; got != 0 {
+		t.Errorf("%s: %.1f write units for a job without an error, want 0", resources.IndexByErrorCreated, got)
+	}
+	t.Logf("write units of a published job: %v", u)
+}
