@@ -474,6 +474,7 @@ const (
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
 	AttrFeedKey     = "feedKey"     // byFeedKeys partition key: feed#shard (event items only)
 	AttrFeedAt      = "feedAt"      // byFeedKeys sort key: at#jobId#seq
+	AttrFeedFrom    = "feedFrom"    // the first event's sequence of the write a feed entry stands for
 	AttrEventSeq    = "eventSeq"    // a job's last event's sequence number
 
 	// The inspector's indexes (operators' search across users). Only job
@@ -505,9 +506,10 @@ const (
 	// be due for it (every status but stale), an upload while it may
 	// expire, with what the sweeps read (INCLUDE SweepAttrs).
 	IndexBySweep = "bySweepKeys"
-	// IndexByFeed holds every job event of every user by time, for the
-	// operators' live feed (GET /v1/admin/events): keys and the event's
-	// header (INCLUDE FeedAttrs); the feed reads the events by key.
+	// IndexByFeed holds every write of a job's events of every user by
+	// time, for the operators' live feed (GET /v1/admin/events): one entry
+	// per write, on its last event item (INCLUDE FeedAttrs); the feed
+	// reads the write's events by key.
 	IndexByFeed = "byFeedKeys"
 	// The inspector's indexes, all sorted by createdKey (createdAt#id).
 	// Only byStatusCreated and byErrorCreated carry the job's status
@@ -615,9 +617,11 @@ var OwnerUpdatedAttrs = []string{AttrJobStatus, AttrEventSeq, AttrExpiresAt}
 var SweepAttrs = []string{"id", AttrOwner, "status", "tier", "scheduleAt", "queuedAt", "retryAt", "stuckFrom",
 	"heartbeatAt", "finishedAt", "waiting", "wait", AttrExpiresAt}
 
-// FeedAttrs are what byFeedKeys carries besides its keys: the event's
-// header. The feed reads the events themselves by key.
-var FeedAttrs = []string{"jobId", "seq", "type", "at", AttrExpiresAt}
+// FeedAttrs are what byFeedKeys carries besides its keys: the header of a
+// write's last event and the sequence of the write's first (only a
+// write's last event item enters the feed). The feed reads the events
+// themselves by key.
+var FeedAttrs = []string{"jobId", "seq", "type", "at", AttrFeedFrom, AttrExpiresAt}
 
 // inspectorIndex is one of the inspector's indexes: partition key attr,
 // sort key createdKey, projecting InspectorAttrs other than its own key,

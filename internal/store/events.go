@@ -110,7 +110,7 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	}
 	var items []map[string]types.AttributeValue
 	seq := j.EventSeq
-	for _, ev := range j.Pending {
+	for i, ev := range j.Pending {
 		seq++
 		rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: ev.Type, At: ev.At, Detail: ev.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
 		item, err := eventItem(rec)
@@ -119,7 +119,10 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 		}
 		item[resources.AttrPK] = str(jobPK(j.ID))
 		item[resources.AttrSK] = str(eventSK(seq))
-		setFeedKeys(item, rec)
+		if i == len(j.Pending)-1 {
+			// The write's last event stands for all of them in the feed.
+			setFeedKeys(item, rec, j.EventSeq+1)
+		}
 		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
 		items = append(items, item)
 	}

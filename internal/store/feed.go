@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -25,10 +26,13 @@ var FeedTime = sortTime
 
 func feedPartition(n int) string { return "feed#" + strconv.Itoa(n) }
 
-// setFeedKeys puts an event item in the feed index, in its job's shard.
-func setFeedKeys(item map[string]types.AttributeValue, ev EventRecord) {
+// setFeedKeys puts the last event item of a write in the feed index, in
+// its job's shard, for the write's events from seq from on: one entry per
+// write of a job, however many events it made.
+func setFeedKeys(item map[string]types.AttributeValue, ev EventRecord, from int64) {
 	item[resources.AttrFeedKey] = str(feedPartition(shard(ev.JobID) % resources.FeedShards))
 	item[resources.AttrFeedAt] = str(FeedKey(ev))
+	item[resources.AttrFeedFrom] = &types.AttributeValueMemberN{Value: strconv.FormatInt(from, 10)}
 }
 
 // FeedEvent is an event read from the feed, with its feed key.
@@ -40,8 +44,10 @@ type FeedEvent struct {
 // Feed returns up to limit events of every user from one shard of the feed
 // index whose feed key is after after, oldest first. The index is
 // eventually consistent: an event may show up a moment after later ones.
-// Its entries carry the events' keys and headers; the events themselves
-// are read by key (BatchGetItem) when the shard has any.
+// An entry stands for the events of one write of a job (its last event's
+// key and header, and the first one's sequence); the events themselves
+// are read by key (BatchGetItem) when the shard has any, so a page may
+// hold more than limit events.
 func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([]FeedEvent, error) {
 	kc := expression.Key(resources.AttrFeedKey).Equal(expression.Value(feedPartition(shard))).
 		And(expression.Key(resources.AttrFeedAt).GreaterThan(expression.Value(after)))
@@ -57,12 +63,20 @@ func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("reading the event feed: %w", err)
 	}
-	keys := make([]ItemKey, 0, len(res.Items))
+	// Each entry stands for its write's events (feedFrom to seq; one event
+	// in an entry written before writes shared one).
+	var keys []ItemKey
 	for _, item := range res.Items {
-		pk, _ := item[resources.AttrPK].(*types.AttributeValueMemberS)
-		sk, _ := item[resources.AttrSK].(*types.AttributeValueMemberS)
-		if pk != nil && sk != nil && !s.expired(item) {
-			keys = append(keys, ItemKey{pk.Value, sk.Value})
+		var e struct {
+			JobID string `dynamodbav:"jobId"`
+			Seq   int64  `dynamodbav:"seq"`
+			From  int64  `dynamodbav:"feedFrom"`
+		}
+		if s.expired(item) || attributevalue.UnmarshalMap(item, &e) != nil || e.JobID == "" || e.Seq < 1 {
+			continue
+		}
+		for seq := min(max(e.From, 1), e.Seq); seq <= e.Seq; seq++ {
+			keys = append(keys, ItemKey{jobPK(e.JobID), eventSK(seq)})
 		}
 	}
 	byKey := make(map[ItemKey]EventRecord, len(keys))
