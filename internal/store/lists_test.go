@@ -15,25 +15,14 @@ import (
 func listAll(t *testing.T, st *store.Store, q store.ListQuery) []string {
 	t.Helper()
 	q.Limit = 1
-	var got []string
-	for range 30 {
-		jobs, next, err := st.ListJobs(context.Background(), q)
-		if err != nil {
-			t.Fatalf("list %+v: %v", q, err)
+	return everyPage(t, func(cursor string) ([]job.Job, string, error) {
+		q.Cursor = cursor
+		return st.ListJobs(context.Background(), q)
+	}, func(j job.Job) {
+		if j.Owner != q.Owner || len(j.Phases) == 0 {
+			t.Fatalf("a listed job that is not the owner's whole job: %+v", j)
 		}
-		for _, j := range jobs {
-			if j.Owner != q.Owner || len(j.Phases) == 0 {
-				t.Fatalf("a listed job that is not the owner's whole job: %+v", j)
-			}
-			got = append(got, j.ID)
-		}
-		if next == "" {
-			return got
-		}
-		q.Cursor = next
-	}
-	t.Fatal("the cursor never ended")
-	return nil
+	})
 }
 
 // TestOwnerListsAnswerFromTheirIndexes: every list a user makes (all jobs,
