@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,4 +80,21 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 		t.Errorf("%s: %.1f write units for a job without an error, want 0", resources.IndexByErrorCreated, got)
 	}
 	t.Logf("write units of a published job: %v", u)
+
+	// The feed's entry per write stands for every event of the write.
+	var seqs []int64
+	for n := range resources.FeedShards {
+		evs, err := st.Feed(ctx, n, store.FeedTime(now.Add(-time.Minute)), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.JobID == j.ID {
+				seqs = append(seqs, ev.Seq)
+			}
+		}
+	}
+	if int64(len(seqs)) != j.EventSeq || !slices.IsSorted(seqs) {
+		t.Errorf("the feed gave the job's events %v, want 1 to %d in order", seqs, j.EventSeq)
+	}
 }
