@@ -68,7 +68,10 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 		// Put, then updated at the claim and the finish.
 		resources.IndexByOwner: 3 * 2,
 		// Put, then re-keyed (out and in) at the claim and the finish.
-		resources.IndexByOwnerUpdated: 5 * 2, resources.IndexBySweep: 5 * 2, resources.IndexByStatusCreated: 5 * 2,
+		resources.IndexByOwnerUpdated: 5 * 2, resources.IndexByStatusCreated: 5 * 2,
+		// The same, and the upload's entry, which the job's reference on
+		// it rewrites in the submission's transaction.
+		resources.IndexBySweep: 6 * 2,
 		// One entry per write with events, however many it made.
 		resources.IndexByFeed: 3 * 2,
 	} {
