@@ -25,6 +25,9 @@ type builder struct {
 	stack awscdk.Stack
 	def   resources.Definition
 	props Props
+	// readRetired: the functions query the retired indexes (a stage of
+	// the index migration, IndexStageContextKey).
+	readRetired bool
 
 	queues map[job.Tier]awssqs.Queue
 	dlqs   map[job.Tier]awssqs.Queue
@@ -235,10 +238,9 @@ func (b *builder) tableFromDefinition() {
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attr(ix.PartitionKey),
 			SortKey:        attr(ix.SortKey),
-			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			ProjectionType: awsdynamodb.ProjectionType(ix.Projection()),
 		}
 		if len(ix.Include) > 0 {
-			props.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
 			props.NonKeyAttributes = jsii.Strings(ix.Include...)
 		}
 		b.table.AddGlobalSecondaryIndex(props)

@@ -66,6 +66,10 @@ func (b *builder) commonEnv() map[string]*string {
 		config.VarEventBus:      b.bus.EventBusName(),
 		config.VarDeviantArtURL: jsii.String(b.props.Config.ExternalAPI.URL),
 	}
+	if b.readRetired {
+		// A migration's stage before every replacement index exists.
+		env[config.VarTableIndexes] = jsii.String(config.TableIndexesRetired)
+	}
 	for _, q := range b.def.Queues {
 		env[config.VarQueueURL(q.Tier)] = b.queues[q.Tier].QueueUrl()
 		env[config.VarDLQURL(q.Tier)] = b.dlqs[q.Tier].QueueUrl()

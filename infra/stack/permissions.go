@@ -74,10 +74,15 @@ func (b *builder) indexArn(name string) *string {
 
 // tableAndIndexes is the table's ARN followed by the named indexes' ARNs
 // (exact ARNs, no index/* wildcard).
+// During a migration's stages that read the retired indexes, the
+// retired index each named one replaces is named too.
 func (b *builder) tableAndIndexes(indexes ...string) []*string {
 	arns := []*string{b.table.TableArn()}
 	for _, ix := range indexes {
 		arns = append(arns, b.indexArn(ix))
+		if old, ok := resources.Replaced[ix]; ok && b.readRetired {
+			arns = append(arns, b.indexArn(old))
+		}
 	}
 	return arns
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -145,7 +146,9 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("conveyor"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("environment"), jsii.String(string(props.Env)), nil)
 
-	b := &builder{stack: st, def: def, props: props}
+	stage := indexStage(st, def)
+	def.Table.Indexes = stage.Indexes
+	b := &builder{stack: st, def: def, props: props, readRetired: stage.ReadRetired}
 	b.data()
 	b.functions()
 	b.triggers()
@@ -163,4 +166,24 @@ func isCloudEnv(env job.Env) bool {
 		}
 	}
 	return false
+}
+
+// IndexStageContextKey is the CDK context key (cdk deploy -c key=n) that
+// deploys env's table at stage n of the index migration
+// (resources.IndexMigration, docs/migrations.md): one GSI change per
+// deploy, as CloudFormation allows. Unset: the definition's indexes.
+func IndexStageContextKey(env job.Env) string { return "conveyor:" + string(env) + ":indexStage" }
+
+// indexStage is the stage of the index migration the context asks for.
+func indexStage(st awscdk.Stack, def resources.Definition) resources.IndexStage {
+	v, ok := st.Node().TryGetContext(jsii.String(IndexStageContextKey(def.Env))).(string)
+	if !ok || v == "" {
+		return resources.IndexStage{Indexes: def.Table.Indexes}
+	}
+	stages := resources.IndexMigration(def.Table)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n >= len(stages) {
+		panic(fmt.Sprintf("infra: %s must be a stage from 0 to %d, got %s", IndexStageContextKey(def.Env), len(stages)-1, v))
+	}
+	return stages[n]
 }

@@ -366,7 +366,7 @@ func TestTable(t *testing.T) {
 			s.hasProps("AWS::DynamoDB::Table", obj(props))
 		})
 		for _, ix := range tbl.Indexes {
-			projection := map[string]any{"ProjectionType": "ALL"}
+			projection := map[string]any{"ProjectionType": ix.Projection()}
 			if len(ix.Include) > 0 {
 				var inc []any
 				for _, a := range ix.Include {
@@ -954,7 +954,7 @@ func TestTemplateMatchesDefinition(t *testing.T) {
 		for _, ix := range d.Table.Indexes {
 			wantAttrs[ix.PartitionKey.Name] = string(ix.PartitionKey.Type)
 			wantAttrs[ix.SortKey.Name] = string(ix.SortKey.Type)
-			projection := map[string]any{"ProjectionType": "ALL"}
+			projection := map[string]any{"ProjectionType": ix.Projection()}
 			if len(ix.Include) > 0 {
 				var inc []any
 				for _, a := range ix.Include {

@@ -28,6 +28,10 @@ type Config struct {
 	Env job.Env
 	// Table is the DynamoDB table (CONVEYOR_TABLE).
 	Table string
+	// TableIndexes says which of the table's indexes the readers query
+	// (CONVEYOR_TABLE_INDEXES): TableIndexesCurrent, or TableIndexesRetired
+	// while a migration adds the current ones (docs/migrations.md).
+	TableIndexes string
 	// Bucket is the upload bucket (CONVEYOR_BUCKET).
 	Bucket string
 	// QueueURLs and DLQURLs per tier (CONVEYOR_QUEUE_URL_HIGH, CONVEYOR_DLQ_URL_HIGH, …).
@@ -195,6 +199,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 	r := reader{get: getenv}
 	c := Config{
 		Table:                     getenv(VarTable),
+		TableIndexes:              r.str(VarTableIndexes),
 		Bucket:                    getenv(VarBucket),
 		KMSKeyID:                  getenv(VarKMSKeyID),
 		EventBus:                  getenv(VarEventBus),
@@ -398,6 +403,9 @@ func (c Config) validate(deadlines bool) error {
 	if c.StreamPoll <= 0 || c.StreamPoll > time.Second {
 		bad("%s must be positive and at most 1s (a transition reaches a stream within it)", VarStreamPoll)
 	}
+	if c.TableIndexes != TableIndexesCurrent && c.TableIndexes != TableIndexesRetired {
+		bad("%s must be %s or %s, got %q", VarTableIndexes, TableIndexesCurrent, TableIndexesRetired, c.TableIndexes)
+	}
 	if c.StreamMaxPerUser < 1 {
 		bad("%s must be at least 1", VarStreamMaxPerUser)
 	}
@@ -473,12 +481,19 @@ func list(v string) []string {
 // maxPresignExpiry is SigV4's limit on X-Amz-Expires (7 days).
 const maxPresignExpiry = 7 * 24 * time.Hour
 
+// Values of CONVEYOR_TABLE_INDEXES.
+const (
+	TableIndexesCurrent = "current"
+	TableIndexesRetired = "retired"
+)
+
 // Environ renders the resource part of the configuration as environment
 // variables (the inverse of From), for the local runtime and tests.
 func (c Config) Environ() map[string]string {
 	m := map[string]string{
 		VarEnv:           string(c.Env),
 		VarTable:         c.Table,
+		VarTableIndexes:  c.TableIndexes,
 		VarBucket:        c.Bucket,
 		VarKMSKeyID:      c.KMSKeyID,
 		VarEventBus:      c.EventBus,

@@ -127,8 +127,15 @@ func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
 // SQS is an SQS client (queue.Client).
 func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 
-// Store is the table.
-func (e Env) Store(db *store.Client) *store.Store { return store.New(db, e.Config.Table, e.Now) }
+// Store is the table, read through the indexes CONVEYOR_TABLE_INDEXES
+// names.
+func (e Env) Store(db *store.Client) *store.Store {
+	st := store.New(db, e.Config.Table, e.Now)
+	if e.Config.TableIndexes == config.TableIndexesRetired {
+		st.ReadRetiredIndexes()
+	}
+	return st
+}
 
 // Breaker is the shared circuit breaker over the table, as owner (this
 // instance, in probe leases), reporting its transitions to m.

@@ -79,9 +79,11 @@ type Key struct {
 }
 
 // Index is a global secondary index. Its projection is ALL unless Include
-// names the non-key attributes it carries (projection INCLUDE): such an
-// index is written only when one of its keys or those attributes changes,
-// not on every update of the item.
+// names the non-key attributes it carries (projection INCLUDE) or KeysOnly
+// is set (projection KEYS_ONLY): such an index is written only when one of
+// its keys or those attributes changes, not on every update of the item,
+// and its entries are a few hundred bytes (one write unit) instead of the
+// whole item. Its readers read the items they need by key.
 type Index struct {
 	Name         string
 	PartitionKey Key
@@ -89,6 +91,26 @@ type Index struct {
 	// Include, when set, makes the projection INCLUDE with these non-key
 	// attributes (the table's and the index's keys are always projected).
 	Include []string
+	// KeysOnly makes the projection KEYS_ONLY (Include must be empty).
+	KeysOnly bool
+}
+
+// Projection types of an Index, as DynamoDB and CloudFormation name them.
+const (
+	ProjectionAll      = "ALL"
+	ProjectionInclude  = "INCLUDE"
+	ProjectionKeysOnly = "KEYS_ONLY"
+)
+
+// Projection is the index's projection type.
+func (ix Index) Projection() string {
+	switch {
+	case ix.KeysOnly:
+		return ProjectionKeysOnly
+	case len(ix.Include) > 0:
+		return ProjectionInclude
+	}
+	return ProjectionAll
 }
 
 // Table describes the DynamoDB table.
@@ -486,41 +508,128 @@ var FunctionSizes = map[string]FunctionSize{
 const (
 	AttrPK          = "pk"
 	AttrSK          = "sk"
-	AttrOwner       = "owner"       // byOwner / byOwnerUpdated partition key
-	AttrCreatedKey  = "createdKey"  // byOwner sort key: createdAt#id
-	AttrOwnerStatus = "ownerStatus" // byOwnerStatus partition key: owner#status
-	AttrUpdatedKey  = "updatedKey"  // byOwnerStatus / byOwnerUpdated sort key: updatedAt#id
-	AttrSweepKey    = "sweepKey"    // bySweep partition key: status#shard (sparse)
-	AttrSweepAt     = "sweepAt"     // bySweep sort key: the time the sweep looks at
+	AttrOwner       = "owner"       // byOwnerCreated / byOwnerUpdatedKeys partition key
+	AttrCreatedKey  = "createdKey"  // byOwnerCreated sort key: createdAt#id
+	AttrOwnerStatus = "ownerStatus" // owner#status: the retired byOwnerStatus's partition key, still written
+	AttrUpdatedKey  = "updatedKey"  // byOwnerUpdatedKeys sort key: updatedAt#id
+	AttrSweepKey    = "sweepKey"    // bySweepKeys partition key: status#shard (sparse)
+	AttrSweepAt     = "sweepAt"     // bySweepKeys sort key: the time the sweep looks at
 	AttrExpiresAt   = "expiresAt"   // TTL, epoch seconds
-	AttrFeedKey     = "feedKey"     // byFeed partition key: feed#shard (event items only)
-	AttrFeedAt      = "feedAt"      // byFeed sort key: at#jobId#seq
+	AttrFeedKey     = "feedKey"     // byFeedKeys partition key: feed#shard (event items only)
+	AttrFeedAt      = "feedAt"      // byFeedKeys sort key: at#jobId#seq
+	AttrFeedFrom    = "feedFrom"    // the first event's sequence of the write a feed entry stands for
+	AttrEventSeq    = "eventSeq"    // a job's last event's sequence number
 
 	// The inspector's indexes (operators' search across users). Only job
 	// items carry these attributes, so the indexes hold jobs only.
 	AttrJobStatus = "jobStatus" // byStatusCreated partition key: the job's status
-	AttrJobTier   = "jobTier"   // byTierCreated partition key: the job's tier
-	AttrJobType   = "jobType"   // byTypeCreated partition key: the job's type
+	AttrJobTier   = "jobTier"   // byTierCreatedKeys partition key: the job's tier
+	AttrJobType   = "jobType"   // byTypeCreatedKeys partition key: the job's type
 	AttrJobError  = "jobError"  // byErrorCreated partition key: the job's error code (sparse)
-	AttrEntity    = "entity"    // byCreated partition key: "job" on every job
+	AttrEntity    = "entity"    // byCreatedKeys partition key: "job" on every job
 )
 
-// Index names.
+// Index names. A GSI's key schema and projection cannot change in place, so
+// an index whose projection changes gets a new name, and the old one is
+// retired (RetiredIndexes; docs/migrations.md).
 const (
-	IndexByOwner        = "byOwner"
-	IndexByOwnerStatus  = "byOwnerStatus"
-	IndexByOwnerUpdated = "byOwnerUpdated"
-	IndexBySweep        = "bySweep"
-	// IndexByFeed holds every job event of every user by time, for the
-	// operators' live feed (GET /v1/admin/events).
-	IndexByFeed = "byFeed"
+	// IndexByOwner holds every job of a user by creation, newest first,
+	// with the inspector's attributes (INCLUDE): a user's list and its
+	// count, and the inspector's owner filter. Written when a job is
+	// created and when its status or error changes; never re-keyed.
+	IndexByOwner = "byOwnerCreated"
+	// IndexByOwnerUpdated holds a user's jobs by updatedAt with their
+	// status and last event's sequence (INCLUDE): the status filter (newest
+	// updated first) and its count, the updatedSince change feed (oldest
+	// first, with or without a status) and the SSE stream's poll of what
+	// changed. The one owner index re-keyed on every write of a job; its
+	// entries are about 150 bytes.
+	IndexByOwnerUpdated = "byOwnerUpdatedKeys"
+	// IndexBySweep is the sparse sweep index: a job while some sweep may
+	// be due for it (every status but stale), an upload while it may
+	// expire, with what the sweeps read (INCLUDE SweepAttrs).
+	IndexBySweep = "bySweepKeys"
+	// IndexByFeed holds every write of a job's events of every user by
+	// time, for the operators' live feed (GET /v1/admin/events): one entry
+	// per write, on its last event item (INCLUDE FeedAttrs); the feed
+	// reads the write's events by key.
+	IndexByFeed = "byFeedKeys"
 	// The inspector's indexes, all sorted by createdKey (createdAt#id).
+	// Only byStatusCreated and byErrorCreated carry the job's status
+	// (the inspector picks them whenever a status is asked for), so the
+	// others are written once, when a job is created.
 	IndexByStatusCreated = "byStatusCreated"
-	IndexByTierCreated   = "byTierCreated"
-	IndexByTypeCreated   = "byTypeCreated"
+	IndexByTierCreated   = "byTierCreatedKeys"
+	IndexByTypeCreated   = "byTypeCreatedKeys"
 	IndexByErrorCreated  = "byErrorCreated"
-	IndexByCreated       = "byCreated"
+	IndexByCreated       = "byCreatedKeys"
 )
+
+// RetiredIndexes are the indexes an earlier definition had, by name, with
+// their definitions: an existing table keeps them until the migration
+// drops them (docs/migrations.md). Five projected whole items (ALL), and
+// three of them were re-keyed on every write of a job; the three inspector
+// indexes carried the job's status, so every status change wrote them.
+var RetiredIndexes = []Index{
+	{Name: "byOwner", PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
+	{Name: "byOwnerStatus", PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
+	{Name: "byOwnerUpdated", PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
+	{Name: "bySweep", PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}},
+	{Name: "byFeed", PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}},
+	inspectorIndex("byTierCreated", AttrJobTier, true),
+	inspectorIndex("byTypeCreated", AttrJobType, true),
+	inspectorIndex("byCreated", AttrEntity, true),
+}
+
+// Replaced names, for each index that replaced a retired one, the retired
+// one: the same keys, and a projection the replacement's is part of, so a
+// reader can query either (store.Store.ReadRetiredIndexes). The retired
+// byOwnerStatus has no replacement of its own: its readers query
+// byOwnerUpdatedKeys through a filter.
+var Replaced = map[string]string{
+	IndexByOwner: "byOwner", IndexByOwnerUpdated: "byOwnerUpdated", IndexBySweep: "bySweep", IndexByFeed: "byFeed",
+	IndexByTierCreated: "byTierCreated", IndexByTypeCreated: "byTypeCreated", IndexByCreated: "byCreated",
+}
+
+// IndexStage is one stage of the index migration: the table's indexes and
+// which of them the functions query.
+type IndexStage struct {
+	Indexes []Index
+	// ReadRetired: the functions query the retired indexes
+	// (CONVEYOR_TABLE_INDEXES=retired), since a replacement is missing or
+	// was added by this very stage (and may still be filling).
+	ReadRetired bool
+}
+
+// IndexMigration is the table at each stage of the migration from the
+// retired indexes to t's (docs/migrations.md), one GSI created or deleted
+// per stage, as DynamoDB and CloudFormation change them: stage 0 is the
+// table before (the retired indexes and the ones kept), then each
+// replacement is added, read only from the stage after the last one (the
+// switch), then each retired index is dropped. The last stage holds
+// t.Indexes.
+func IndexMigration(t Table) []IndexStage {
+	var kept, added []Index
+	for _, ix := range t.Indexes {
+		if _, ok := Replaced[ix.Name]; ok {
+			added = append(added, ix)
+		} else {
+			kept = append(kept, ix)
+		}
+	}
+	set := slices.Concat(RetiredIndexes, kept)
+	stages := []IndexStage{{Indexes: set, ReadRetired: true}}
+	for _, ix := range added {
+		set = append(slices.Clone(set), ix)
+		stages = append(stages, IndexStage{Indexes: set, ReadRetired: true})
+	}
+	stages = append(stages, IndexStage{Indexes: set})
+	for _, r := range RetiredIndexes {
+		set = slices.DeleteFunc(slices.Clone(set), func(ix Index) bool { return ix.Name == r.Name })
+		stages = append(stages, IndexStage{Indexes: set})
+	}
+	return stages
+}
 
 // FeedShards is how many partitions the feed index spreads events over
 // (a GSI partition takes about 1,000 writes a second); the admin feed
@@ -533,15 +642,37 @@ const EntityJob = "job"
 // InspectorAttrs are the attributes the inspector filters on after a
 // Query; its indexes project them (INCLUDE) and nothing else, so a job's
 // heartbeats and progress never write to them: only its creation, status
-// changes and errors do.
+// changes and errors do (and, for the indexes without the status, only its
+// creation and errors).
 var InspectorAttrs = []string{AttrOwner, AttrJobStatus, AttrJobTier, AttrJobType, AttrJobError, AttrExpiresAt}
 
+// OwnerUpdatedAttrs are what byOwnerUpdatedKeys carries besides its keys:
+// the status its filter reads, the last event's sequence the SSE stream
+// compares, and the TTL readers check.
+var OwnerUpdatedAttrs = []string{AttrJobStatus, AttrEventSeq, AttrExpiresAt}
+
+// SweepAttrs are what bySweepKeys carries besides its keys: what the sweeps
+// and the operators' counts read of a job (its id, owner, status and tier,
+// the times a sweep looks at, why and for what a parked job waits) and of
+// an upload (its id). Each changes only with the entry's sort key, so a
+// write that leaves a job's sweep time alone (progress, a lease extension)
+// writes nothing here. Readers that need more read the item.
+var SweepAttrs = []string{"id", AttrOwner, "status", "tier", "scheduleAt", "queuedAt", "retryAt", "stuckFrom",
+	"heartbeatAt", "finishedAt", "waiting", "wait", AttrExpiresAt}
+
+// FeedAttrs are what byFeedKeys carries besides its keys: the header of a
+// write's last event and the sequence of the write's first (only a
+// write's last event item enters the feed). The feed reads the events
+// themselves by key.
+var FeedAttrs = []string{"jobId", "seq", "type", "at", AttrFeedFrom, AttrExpiresAt}
+
 // inspectorIndex is one of the inspector's indexes: partition key attr,
-// sort key createdKey, projecting InspectorAttrs other than its own key.
-func inspectorIndex(name, attr string) Index {
+// sort key createdKey, projecting InspectorAttrs other than its own key,
+// and other than the job's status unless withStatus.
+func inspectorIndex(name, attr string, withStatus bool) Index {
 	var inc []string
 	for _, a := range InspectorAttrs {
-		if a != attr {
+		if a != attr && (withStatus || a != AttrJobStatus) {
 			inc = append(inc, a)
 		}
 	}
@@ -550,10 +681,10 @@ func inspectorIndex(name, attr string) Index {
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
-// Each status partition takes about 6 WCU per job passing through it (a
-// 3 KB job item written in and out), and an index partition takes 1,000
-// WCU/s: 16 shards carry about 2,600 jobs/s (see the capacity model of
-// `make bench`). Raising it is safe: a job's shard is its hash modulo this
+// Each status partition takes about 3–4 WCU per job passing through it (a
+// one-unit entry in and out, twice in a transaction), and an index
+// partition takes 1,000 WCU/s: 16 shards carry about 4,800 jobs/s (see the
+// capacity model of `make bench`). Raising it is safe: a job's shard is its hash modulo this
 // number, and sweeps query every shard up to it, old ones included;
 // lowering it would hide the jobs in the dropped shards.
 const SweepShards = 16
@@ -630,16 +761,15 @@ func Named(env job.Env, prefix string) Definition {
 			PartitionKey: Key{AttrPK, String},
 			SortKey:      Key{AttrSK, String},
 			Indexes: []Index{
-				{Name: IndexByOwner, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrCreatedKey, String}},
-				{Name: IndexByOwnerStatus, PartitionKey: Key{AttrOwnerStatus, String}, SortKey: Key{AttrUpdatedKey, String}},
-				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}},
-				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}},
-				{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}},
-				inspectorIndex(IndexByStatusCreated, AttrJobStatus),
-				inspectorIndex(IndexByTierCreated, AttrJobTier),
-				inspectorIndex(IndexByTypeCreated, AttrJobType),
-				inspectorIndex(IndexByErrorCreated, AttrJobError),
-				inspectorIndex(IndexByCreated, AttrEntity),
+				inspectorIndex(IndexByOwner, AttrOwner, true),
+				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}, Include: OwnerUpdatedAttrs},
+				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}, Include: SweepAttrs},
+				{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}, Include: FeedAttrs},
+				inspectorIndex(IndexByStatusCreated, AttrJobStatus, true),
+				inspectorIndex(IndexByTierCreated, AttrJobTier, false),
+				inspectorIndex(IndexByTypeCreated, AttrJobType, false),
+				inspectorIndex(IndexByErrorCreated, AttrJobError, true),
+				inspectorIndex(IndexByCreated, AttrEntity, false),
 			},
 			TTLAttribute:        AttrExpiresAt,
 			PointInTimeRecovery: env != job.Local,

@@ -346,7 +346,7 @@ func (s *Store) CountDue(ctx context.Context, status job.Status, before time.Tim
 			return nil, err
 		}
 		return &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep), Select: types.SelectCount,
+			TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)), Select: types.SelectCount,
 			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}, nil

@@ -13,14 +13,14 @@ import (
 
 func TestCursorIsBoundToItsQuery(t *testing.T) {
 	t.Parallel()
-	byStatus := page{index: resources.IndexByOwnerStatus, partitionAttr: resources.AttrOwnerStatus, partition: "u1#queued", sortAttr: resources.AttrUpdatedKey}
+	byStatus := page{index: resources.IndexByOwnerUpdated, partitionAttr: resources.AttrOwner, partition: "u1", sortAttr: resources.AttrUpdatedKey, filter: "jobStatus=queued"}
 	key := func(partition, sort, id string) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{
 			resources.AttrPK: str(jobPK(id)), resources.AttrSK: str(jobSK),
-			resources.AttrOwnerStatus: str(partition), resources.AttrUpdatedKey: str(sort),
+			resources.AttrOwner: str(partition), resources.AttrUpdatedKey: str(sort),
 		}
 	}
-	good := key("u1#queued", "2026-01-02T00:00:00.000000000Z#job_a", "job_a")
+	good := key("u1", "2026-01-02T00:00:00.000000000Z#job_a", "job_a")
 	c, err := byStatus.encode(good)
 	if err != nil {
 		t.Fatal(err)
@@ -37,9 +37,9 @@ func TestCursorIsBoundToItsQuery(t *testing.T) {
 	}
 
 	otherStatus := byStatus
-	otherStatus.partition = "u1#failed"
+	otherStatus.filter = "jobStatus=failed"
 	otherUser := byStatus
-	otherUser.partition = "u2#queued"
+	otherUser.partition = "u2"
 	otherIndex := page{index: resources.IndexByOwner, partitionAttr: resources.AttrOwner, partition: "u1", sortAttr: resources.AttrCreatedKey}
 	withSince := byStatus
 	withSince.since = "2026-01-01T00:00:00.000000000Z"
@@ -67,14 +67,14 @@ func TestCursorIsBoundToItsQuery(t *testing.T) {
 		{"another index", otherIndex, c, false},
 		{"updatedSince added", withSince, c, false},
 		{"another updatedSince", laterSince, encode(withSince, good), false},
-		{"a key outside the partition, bound right", byStatus, encode(byStatus, key("u2#queued", "2026-01-02T00:00:00.000000000Z#job_a", "job_a")), false},
+		{"a key outside the partition, bound right", byStatus, encode(byStatus, key("u2", "2026-01-02T00:00:00.000000000Z#job_a", "job_a")), false},
 		{"a key below updatedSince, bound right", laterSince, encode(laterSince, good), false},
-		{"a key of no job", byStatus, encode(byStatus, key("u1#queued", "2026-01-02T00:00:00.000000000Z#job_a", "")), false},
-		{"a sort key of another job", byStatus, encode(byStatus, key("u1#queued", "2026-01-02T00:00:00.000000000Z#job_b", "job_a")), false},
-		{"an attribute missing", byStatus, raw(`{"q":"` + byStatus.binding() + `","k":{"pk":"JOB#job_a","sk":"JOB","ownerStatus":"u1#queued"}}`), false},
-		{"an empty attribute", byStatus, raw(`{"q":"` + byStatus.binding() + `","k":{"pk":"JOB#job_a","sk":"JOB","ownerStatus":"u1#queued","updatedKey":""}}`), false},
+		{"a key of no job", byStatus, encode(byStatus, key("u1", "2026-01-02T00:00:00.000000000Z#job_a", "")), false},
+		{"a sort key of another job", byStatus, encode(byStatus, key("u1", "2026-01-02T00:00:00.000000000Z#job_b", "job_a")), false},
+		{"an attribute missing", byStatus, raw(`{"q":"` + byStatus.binding() + `","k":{"pk":"JOB#job_a","sk":"JOB","owner":"u1"}}`), false},
+		{"an empty attribute", byStatus, raw(`{"q":"` + byStatus.binding() + `","k":{"pk":"JOB#job_a","sk":"JOB","owner":"u1","updatedKey":""}}`), false},
 		{"an unknown member", byStatus, raw(`{"q":"` + byStatus.binding() + `","k":{},"x":1}`), false},
-		{"the old format", byStatus, raw(`{"pk":"JOB#job_a","sk":"JOB","ownerStatus":"u1#queued","updatedKey":"2026-01-02T00:00:00.000000000Z#job_a"}`), false},
+		{"the old format", byStatus, raw(`{"pk":"JOB#job_a","sk":"JOB","owner":"u1","updatedKey":"2026-01-02T00:00:00.000000000Z#job_a"}`), false},
 		{"two values", byStatus, raw(`{"q":"x","k":{}} {}`), false},
 		{"not JSON", byStatus, raw("{"), false},
 		{"not base64url", byStatus, "!!", false},

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -23,15 +26,66 @@ const EventTTLDefault = 720 * time.Hour
 // EventRecord is one persisted event: written in the same transaction as
 // the job change it describes, with the job as it was right after.
 type EventRecord struct {
-	JobID      string            `dynamodbav:"jobId" json:"jobId"`
-	Owner      string            `dynamodbav:"eventOwner" json:"-"`
-	Seq        int64             `dynamodbav:"seq" json:"seq"`
-	Type       string            `dynamodbav:"type" json:"type"`
-	At         time.Time         `dynamodbav:"at" json:"at"`
-	Detail     map[string]string `dynamodbav:"detail,omitempty" json:"detail,omitempty"`
-	Job        string            `dynamodbav:"job" json:"-"`
-	Tier       job.Tier          `dynamodbav:"tier" json:"-"`
-	WebhookURL string            `dynamodbav:"webhookUrl,omitempty" json:"-"`
+	JobID  string            `dynamodbav:"jobId" json:"jobId"`
+	Owner  string            `dynamodbav:"eventOwner" json:"-"`
+	Seq    int64             `dynamodbav:"seq" json:"seq"`
+	Type   string            `dynamodbav:"type" json:"type"`
+	At     time.Time         `dynamodbav:"at" json:"at"`
+	Detail map[string]string `dynamodbav:"detail,omitempty" json:"detail,omitempty"`
+	// Job is the job's JSON right after the event. The item keeps it
+	// compressed (jobGz); items written before that keep it as text.
+	Job        string   `dynamodbav:"job,omitempty" json:"-"`
+	Tier       job.Tier `dynamodbav:"tier" json:"-"`
+	WebhookURL string   `dynamodbav:"webhookUrl,omitempty" json:"-"`
+}
+
+// attrJobGz is the event item's attribute holding the job's JSON, gzipped:
+// about a third of its size, so that an event item stays under the 1 KB of
+// one write unit.
+const attrJobGz = "jobGz"
+
+// eventItem renders rec as an item (without its keys), its job compressed.
+func eventItem(rec EventRecord) (map[string]types.AttributeValue, error) {
+	view := rec.Job
+	rec.Job = ""
+	item, err := attributevalue.MarshalMap(rec)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write([]byte(view)); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	item[attrJobGz] = &types.AttributeValueMemberB{Value: b.Bytes()}
+	return item, nil
+}
+
+// decodeEvent reads an event item, its job from jobGz or, in an item
+// written before events were compressed, from job.
+func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
+	var r EventRecord
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		return r, fmt.Errorf("decoding an event item: %w", err)
+	}
+	if gz, ok := item[attrJobGz].(*types.AttributeValueMemberB); ok {
+		zr, err := gzip.NewReader(bytes.NewReader(gz.Value))
+		if err != nil {
+			return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
+		}
+		view, err := io.ReadAll(zr)
+		if err != nil {
+			return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
+		}
+		r.Job = string(view)
+	}
+	return r, nil
 }
 
 // ID is the event's id within its job's stream.
@@ -56,16 +110,19 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	}
 	var items []map[string]types.AttributeValue
 	seq := j.EventSeq
-	for _, ev := range j.Pending {
+	for i, ev := range j.Pending {
 		seq++
 		rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: ev.Type, At: ev.At, Detail: ev.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
-		item, err := attributevalue.MarshalMap(rec)
+		item, err := eventItem(rec)
 		if err != nil {
 			return nil, err
 		}
 		item[resources.AttrPK] = str(jobPK(j.ID))
 		item[resources.AttrSK] = str(eventSK(seq))
-		setFeedKeys(item, rec)
+		if i == len(j.Pending)-1 {
+			// The write's last event stands for all of them in the feed.
+			setFeedKeys(item, rec, j.EventSeq+1)
+		}
 		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
 		items = append(items, item)
 	}
@@ -93,8 +150,8 @@ func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int
 		if s.expired(item) {
 			continue
 		}
-		var r EventRecord
-		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		r, err := decodeEvent(item)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -105,7 +162,10 @@ func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int
 // GetEvent returns one event of a job.
 func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRecord, error) {
 	var r EventRecord
-	err := s.get(ctx, jobPK(jobID), eventSK(seq), &r)
+	err := s.getWith(ctx, jobPK(jobID), eventSK(seq), func(item map[string]types.AttributeValue) (err error) {
+		r, err = decodeEvent(item)
+		return err
+	})
 	return r, err
 }
 
@@ -133,7 +193,9 @@ func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, als
 		switch k {
 		case evKey:
 			found = true
-			return attributevalue.UnmarshalMap(item, &ev)
+			var err error
+			ev, err = decodeEvent(item)
+			return err
 		case jKey:
 			j = new(job.Job)
 			return unmarshalJob(item, j)

@@ -26,10 +26,13 @@ var FeedTime = sortTime
 
 func feedPartition(n int) string { return "feed#" + strconv.Itoa(n) }
 
-// setFeedKeys puts an event item in the feed index, in its job's shard.
-func setFeedKeys(item map[string]types.AttributeValue, ev EventRecord) {
+// setFeedKeys puts the last event item of a write in the feed index, in
+// its job's shard, for the write's events from seq from on: one entry per
+// write of a job, however many events it made.
+func setFeedKeys(item map[string]types.AttributeValue, ev EventRecord, from int64) {
 	item[resources.AttrFeedKey] = str(feedPartition(shard(ev.JobID) % resources.FeedShards))
 	item[resources.AttrFeedAt] = str(FeedKey(ev))
+	item[resources.AttrFeedFrom] = &types.AttributeValueMemberN{Value: strconv.FormatInt(from, 10)}
 }
 
 // FeedEvent is an event read from the feed, with its feed key.
@@ -41,6 +44,10 @@ type FeedEvent struct {
 // Feed returns up to limit events of every user from one shard of the feed
 // index whose feed key is after after, oldest first. The index is
 // eventually consistent: an event may show up a moment after later ones.
+// An entry stands for the events of one write of a job (its last event's
+// key and header, and the first one's sequence); the events themselves
+// are read by key (BatchGetItem) when the shard has any, so a page may
+// hold more than limit events.
 func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([]FeedEvent, error) {
 	kc := expression.Key(resources.AttrFeedKey).Equal(expression.Value(feedPartition(shard))).
 		And(expression.Key(resources.AttrFeedAt).GreaterThan(expression.Value(after)))
@@ -49,23 +56,46 @@ func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([
 		return nil, err
 	}
 	res, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(resources.IndexByFeed),
+		TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexByFeed)),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		Limit: aws.Int32(int32(limit)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the event feed: %w", err)
 	}
-	out := make([]FeedEvent, 0, len(res.Items))
+	// Each entry stands for its write's events (feedFrom to seq; one event
+	// in an entry written before writes shared one).
+	var keys []ItemKey
 	for _, item := range res.Items {
-		if s.expired(item) {
+		var e struct {
+			JobID string `dynamodbav:"jobId"`
+			Seq   int64  `dynamodbav:"seq"`
+			From  int64  `dynamodbav:"feedFrom"`
+		}
+		if s.expired(item) || attributevalue.UnmarshalMap(item, &e) != nil || e.JobID == "" || e.Seq < 1 {
 			continue
 		}
-		var r EventRecord
-		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-			return nil, err
+		for seq := min(max(e.From, 1), e.Seq); seq <= e.Seq; seq++ {
+			keys = append(keys, ItemKey{jobPK(e.JobID), eventSK(seq)})
 		}
-		out = append(out, FeedEvent{EventRecord: r, Key: FeedKey(r)})
+	}
+	byKey := make(map[ItemKey]EventRecord, len(keys))
+	err = s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+		r, err := decodeEvent(item)
+		if err != nil {
+			return err
+		}
+		byKey[k] = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the feed's events: %w", err)
+	}
+	out := make([]FeedEvent, 0, len(keys))
+	for _, k := range keys {
+		if r, ok := byKey[k]; ok {
+			out = append(out, FeedEvent{EventRecord: r, Key: FeedKey(r)})
+		}
 	}
 	return out, nil
 }

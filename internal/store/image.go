@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -21,8 +20,8 @@ func DecodeEvent(image map[string]events.DynamoDBAttributeValue) (EventRecord, e
 	if err != nil {
 		return ev, err
 	}
-	if err := attributevalue.UnmarshalMap(item, &ev); err != nil {
-		return ev, fmt.Errorf("decoding an event item: %w", err)
+	if ev, err = decodeEvent(item); err != nil {
+		return ev, err
 	}
 	if ev.JobID == "" || ev.Seq < 1 || ev.Type == "" || ev.At.IsZero() {
 		return ev, fmt.Errorf("decoding an event item: jobId, seq, type and at are required (got %q, %d, %q, %v)", ev.JobID, ev.Seq, ev.Type, ev.At)

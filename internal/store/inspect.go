@@ -4,13 +4,13 @@ package store
 // users, list orphans and count delayed jobs. Every read is a Query of an
 // index (never a Scan):
 //
-//	filter given (first match wins)  index            partition key
-//	owner                            byOwner          owner
-//	errorCode                        byErrorCreated   jobError (sparse)
-//	status                           byStatusCreated  jobStatus
-//	type                             byTypeCreated    jobType
-//	tier                             byTierCreated    jobTier
-//	none                             byCreated        entity = "job"
+//	filter given (first match wins)  index              partition key
+//	owner                            byOwnerCreated     owner
+//	errorCode                        byErrorCreated     jobError (sparse)
+//	status                           byStatusCreated    jobStatus
+//	type                             byTypeCreatedKeys  jobType
+//	tier                             byTierCreatedKeys  jobTier
+//	none                             byCreatedKeys      entity = "job"
 //
 // Every index is sorted by createdKey (createdAt#id), so createdFrom and
 // createdTo are a range of the key condition. The filters not used as the
@@ -18,7 +18,9 @@ package store
 // (X-Total-Count) is a Select COUNT Query with the same key condition and
 // filter: DynamoDB counts the items after the filter, so the count is
 // exact whichever filters are applied after the query (it reads, and pays
-// for, every index entry in the key range).
+// for, every index entry in the key range). The last three indexes do not
+// carry the job's status (a status change does not write them): a status
+// filter always picks an index that does, since it comes before them.
 
 import (
 	"context"
@@ -72,6 +74,7 @@ func (q SearchQuery) searchIndex() (index, attr, value string) {
 // searchInput builds q's Query (newest first) and describes its page.
 func (s *Store) searchInput(q SearchQuery) (*dynamodb.QueryInput, page, error) {
 	index, attr, value := q.searchIndex()
+	index = s.ix(index)
 	pg := page{index: index, partitionAttr: attr, partition: value, sortAttr: resources.AttrCreatedKey}
 	kc := expression.Key(attr).Equal(expression.Value(value))
 	if !q.CreatedFrom.IsZero() {
@@ -145,10 +148,8 @@ func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, strin
 			return nil, "", fmt.Errorf("searching jobs: %w", err)
 		}
 		for _, item := range out.Items {
-			if pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS); ok {
-				if id, ok := strings.CutPrefix(pk.Value, jobPK("")); ok {
-					ids = append(ids, id)
-				}
+			if id, ok := jobIDOf(item); ok {
+				ids = append(ids, id)
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -215,7 +216,7 @@ func (s *Store) getJobs(ctx context.Context, ids []string) ([]job.Job, error) {
 // sweepAt): for a queued job in the queue, since when it has gone
 // unreceived; for a running job, its last heartbeat.
 func SweepTime(j *job.Job) time.Time {
-	t, err := time.Parse("2006-01-02T15:04:05.000000000Z", sweepAt(j))
+	t, err := time.Parse(sortTimeLayout, sweepAt(j))
 	if err != nil {
 		return j.UpdatedAt
 	}
@@ -240,7 +241,7 @@ func (s *Store) CountDelayed(ctx context.Context, now time.Time) (map[string]int
 				return nil, err
 			}
 			return &dynamodb.QueryInput{
-				TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+				TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)),
 				KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
 				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			}, nil

@@ -96,25 +96,40 @@ func (f inspectFixture) want(match func(j job.Job) bool) []string {
 func walk(t *testing.T, st *store.Store, q store.SearchQuery) []string {
 	t.Helper()
 	q.Limit = 2
-	var got []string
-	for range 20 {
+	return everyPage(t, func(cursor string) ([]job.Job, string, error) {
+		q.Cursor = cursor
 		jobs, next, err := st.SearchJobs(context.Background(), q)
-		if err != nil {
-			t.Fatalf("search %+v: %v", q, err)
-		}
 		if len(jobs) > 2 {
 			t.Fatalf("a page of %d jobs, limit 2", len(jobs))
 		}
+		return jobs, next, err
+	}, func(j job.Job) {
+		if j.Owner == "" || j.Status == "" {
+			t.Fatalf("a search result without its owner or status: %+v", j)
+		}
+	})
+}
+
+// everyPage reads pages from fetch, each from the cursor the previous one
+// handed out, until one hands out none, checks every job and returns
+// their ids in order.
+func everyPage(t *testing.T, fetch func(cursor string) ([]job.Job, string, error), check func(job.Job)) []string {
+	t.Helper()
+	var got []string
+	cursor := ""
+	for range 30 {
+		jobs, next, err := fetch(cursor)
+		if err != nil {
+			t.Fatalf("a page after %q: %v", cursor, err)
+		}
 		for _, j := range jobs {
-			if j.Owner == "" || j.Status == "" {
-				t.Fatalf("a search result without its owner or status: %+v", j)
-			}
+			check(j)
 			got = append(got, j.ID)
 		}
 		if next == "" {
 			return got
 		}
-		q.Cursor = next
+		cursor = next
 	}
 	t.Fatal("the cursor never ended")
 	return nil

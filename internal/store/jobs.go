@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -540,89 +541,153 @@ type ListQuery struct {
 
 // ListJobs returns one page of jobs, newest first (or oldest first by
 // updatedAt when UpdatedSince is set), and the cursor of the next page.
+// The owner indexes carry keys and a few attributes, not jobs: the page's
+// jobs are read with BatchGetItem (strongly consistent), and a job whose
+// status no longer matches the filter (an index lags its table by a
+// moment) is left out.
 func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, error) {
 	in, pg, err := s.listInput(q)
 	if err != nil {
 		return nil, "", err
 	}
-	in.Limit = aws.Int32(int32(q.Limit))
 	start, err := pg.decode(q.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	in.ExclusiveStartKey = start
-	var jobs []job.Job
+	in.Limit = aws.Int32(int32(q.Limit))
+	var ids []string
+	next := ""
 	for {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, "", fmt.Errorf("listing jobs: %w", err)
 		}
 		for _, item := range out.Items {
-			if s.expired(item) {
-				continue
+			if id, ok := jobIDOf(item); ok && !s.expired(item) {
+				ids = append(ids, id)
 			}
-			var j job.Job
-			if err := unmarshalJob(item, &j); err != nil {
-				return nil, "", fmt.Errorf("decoding job: %w", err)
-			}
-			jobs = append(jobs, j)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return jobs, "", nil
+			break
 		}
-		if len(jobs) >= q.Limit {
-			next, err := pg.encode(out.LastEvaluatedKey)
-			return jobs, next, err
+		if len(ids) >= q.Limit {
+			if next, err = pg.encode(out.LastEvaluatedKey); err != nil {
+				return nil, "", err
+			}
+			break
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
-		in.Limit = aws.Int32(int32(q.Limit - len(jobs)))
+		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
 	}
+	jobs, err := s.getJobs(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	if q.Status != "" {
+		jobs = slices.DeleteFunc(jobs, func(j job.Job) bool { return j.Status != q.Status })
+	}
+	return jobs, next, nil
+}
+
+// jobIDOf is the job id in an index entry's table key.
+func jobIDOf(item map[string]types.AttributeValue) (string, bool) {
+	pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS)
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(pk.Value, jobPK(""))
+	return id, ok && id != ""
+}
+
+// JobChange is what the owner's change index says of a job: that it was
+// written at UpdatedAt, and the sequence of its last event then.
+type JobChange struct {
+	ID        string
+	UpdatedAt time.Time
+	EventSeq  int64
+}
+
+// ChangedJobs returns up to limit of owner's jobs updated at or after since
+// (an updatedKey, SinceKey), oldest first, from byOwnerUpdatedKeys alone:
+// one Query, nothing read from the table. It is what the SSE stream polls
+// for: which jobs have events it has not sent.
+func (s *Store) ChangedJobs(ctx context.Context, owner, since string, limit int) ([]JobChange, error) {
+	in, _, err := s.listInput(ListQuery{Owner: owner, UpdatedSince: since})
+	if err != nil {
+		return nil, err
+	}
+	in.Limit = aws.Int32(int32(limit))
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("reading the jobs changed since %s: %w", since, err)
+	}
+	changes := make([]JobChange, 0, len(out.Items))
+	for _, item := range out.Items {
+		id, ok := jobIDOf(item)
+		if !ok || s.expired(item) {
+			continue
+		}
+		var c struct {
+			UpdatedKey string `dynamodbav:"updatedKey"`
+			EventSeq   int64  `dynamodbav:"eventSeq"`
+		}
+		if err := attributevalue.UnmarshalMap(item, &c); err != nil {
+			return nil, fmt.Errorf("decoding a changed job: %w", err)
+		}
+		at, _ := time.Parse(sortTimeLayout, strings.TrimSuffix(c.UpdatedKey, "#"+id))
+		changes = append(changes, JobChange{ID: id, UpdatedAt: at, EventSeq: c.EventSeq})
+	}
+	return changes, nil
 }
 
 // CountJobs counts an owner's jobs (of one status when q.Status is set) from
-// the index, paging through it with Select COUNT; it never scans.
+// the index, paging through it with Select COUNT; it never scans. A status
+// is a filter on the owner's entries of byOwnerUpdatedKeys: the count reads
+// every entry of the owner (about 150 bytes each).
 func (s *Store) CountJobs(ctx context.Context, q ListQuery) (int, error) {
 	q.UpdatedSince = ""
 	in, _, err := s.listInput(q)
 	if err != nil {
 		return 0, err
 	}
+	in.ScanIndexForward = nil
 	return s.countQuery(ctx, in)
 }
 
-// listInput builds q's Query and describes its page of the index.
+// listInput builds q's Query and describes its page of the index:
+//
+//	status  updatedSince  index               order
+//	-       -             byOwnerCreated      newest created first
+//	set     -             byOwnerUpdatedKeys  newest updated first (a filter on jobStatus)
+//	any     set           byOwnerUpdatedKeys  oldest updated first (status: a filter on jobStatus)
 func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
-	var kc expression.KeyConditionBuilder
-	var index string
-	var sortAttr string
+	b := expression.NewBuilder()
+	pg := page{partitionAttr: resources.AttrOwner, partition: q.Owner, since: q.UpdatedSince}
+	kc := expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner))
 	forward := false
 	switch {
-	case q.Status != "":
-		index, sortAttr = resources.IndexByOwnerStatus, resources.AttrUpdatedKey
-		kc = expression.Key(resources.AttrOwnerStatus).Equal(expression.Value(jobStatusIndexKey(q.Owner, q.Status)))
+	case q.Status == "" && q.UpdatedSince == "":
+		pg.index, pg.sortAttr = s.ix(resources.IndexByOwner), resources.AttrCreatedKey
+	default:
+		pg.index, pg.sortAttr = s.ix(resources.IndexByOwnerUpdated), resources.AttrUpdatedKey
 		if q.UpdatedSince != "" {
-			kc = kc.And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
+			kc = kc.And(expression.Key(pg.sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
 			forward = true
 		}
-	case q.UpdatedSince != "":
-		index, sortAttr, forward = resources.IndexByOwnerUpdated, resources.AttrUpdatedKey, true
-		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner)).
-			And(expression.Key(sortAttr).GreaterThanEqual(expression.Value(q.UpdatedSince)))
-	default:
-		index, sortAttr = resources.IndexByOwner, resources.AttrCreatedKey
-		kc = expression.Key(resources.AttrOwner).Equal(expression.Value(q.Owner))
+		if q.Status != "" {
+			b = b.WithFilter(expression.Name(resources.AttrJobStatus).Equal(expression.Value(string(q.Status))))
+			pg.filter = resources.AttrJobStatus + "=" + string(q.Status)
+		}
 	}
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	e, err := b.WithKeyCondition(kc).Build()
 	if err != nil {
 		return nil, page{}, fmt.Errorf("building the list query: %w", err)
 	}
-	pg := page{index: index, partitionAttr: resources.AttrOwner, partition: q.Owner, sortAttr: sortAttr, since: q.UpdatedSince}
-	if index == resources.IndexByOwnerStatus {
-		pg.partitionAttr, pg.partition = resources.AttrOwnerStatus, jobStatusIndexKey(q.Owner, q.Status)
-	}
 	return &dynamodb.QueryInput{
-		TableName: aws.String(s.table), IndexName: aws.String(index),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: aws.String(s.table), IndexName: aws.String(pg.index),
+		KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ScanIndexForward: aws.Bool(forward),
 	}, pg, nil
 }

@@ -28,7 +28,7 @@ func (s *Store) CountParked(ctx context.Context) (map[string]int, error) {
 			return nil, err
 		}
 		return &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+			TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)),
 			KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}, nil
@@ -82,7 +82,7 @@ func (s *Store) ParkedFor(ctx context.Context, reason, breaker string, tier job.
 			return nil, err
 		}
 		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep),
+			TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)),
 			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}

@@ -41,6 +41,24 @@ type Store struct {
 	EventTTL time.Duration
 	// accounts are the connected accounts this instance has seen.
 	accounts knownAccounts
+	// retired makes the readers query the retired indexes
+	// (ReadRetiredIndexes).
+	retired bool
+}
+
+// ReadRetiredIndexes makes s query, in place of each index that replaced a
+// retired one, the retired one (resources.Replaced): what the functions do
+// during a migration until every replacement is ACTIVE
+// (CONVEYOR_TABLE_INDEXES=retired, docs/migrations.md). The writes are the
+// same either way: every item carries the keys of both sets.
+func (s *Store) ReadRetiredIndexes() { s.retired = true }
+
+// ix is the name of the index s queries for index.
+func (s *Store) ix(index string) string {
+	if old, ok := resources.Replaced[index]; ok && s.retired {
+		return old
+	}
+	return index
 }
 
 // New returns a Store on table. now defaults to time.Now.
@@ -59,8 +77,11 @@ func NewFromConfig(cfg aws.Config, table string, now func() time.Time) *Store {
 	return New(NewClient(cfg), table, now)
 }
 
+// sortTimeLayout renders times so that lexicographic order is time order.
+const sortTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
 // sortTime renders t so that lexicographic order is time order.
-func sortTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 
 func keyOf(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{

@@ -140,7 +140,7 @@ func (d *DueScan) query(p *duePart, count bool) (*dynamodb.QueryInput, error) {
 		return nil, err
 	}
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(d.s.table), IndexName: aws.String(resources.IndexBySweep),
+		TableName: aws.String(d.s.table), IndexName: aws.String(d.s.ix(resources.IndexBySweep)),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ScanIndexForward: aws.Bool(true), ExclusiveStartKey: p.cursor,
 	}
@@ -151,7 +151,10 @@ func (d *DueScan) query(p *duePart, count bool) (*dynamodb.QueryInput, error) {
 }
 
 // Jobs reads the next page (up to limit) of due jobs; an empty page does
-// not mean the scan is done (see Done).
+// not mean the scan is done (see Done). Each job holds what the sweep
+// index carries (resources.SweepAttrs: id, owner, status, tier, the times
+// a sweep looks at, the wait), enough for SweepTime; a sweep that acts on
+// a job reads it whole (UpdateJob).
 func (d *DueScan) Jobs(ctx context.Context, limit int) ([]job.Job, error) {
 	items, err := d.page(ctx, limit)
 	if err != nil {
@@ -159,13 +162,30 @@ func (d *DueScan) Jobs(ctx context.Context, limit int) ([]job.Job, error) {
 	}
 	out := make([]job.Job, 0, len(items))
 	for _, item := range items {
-		var j job.Job
-		if err := unmarshalJob(item, &j); err != nil {
-			return nil, fmt.Errorf("decoding a due job: %w", err)
+		j, err := sweptJob(item)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// sweptJob decodes a job's entry of the sweep index. Its sweep time is
+// its updatedAt when none of the times SweepAttrs carries applies (see
+// sweepAt), and that time is the entry's sort key: it is set as the job's
+// UpdatedAt, so that SweepTime gives the same answer as on the whole job.
+func sweptJob(item map[string]types.AttributeValue) (job.Job, error) {
+	var j job.Job
+	if err := unmarshalJob(item, &j); err != nil {
+		return job.Job{}, fmt.Errorf("decoding a due job: %w", err)
+	}
+	if at, ok := item[resources.AttrSweepAt].(*types.AttributeValueMemberS); ok {
+		if t, err := time.Parse(sortTimeLayout, at.Value); err == nil {
+			j.UpdatedAt = t
+		}
+	}
+	return j, nil
 }
 
 // Uploads reads the next page (up to limit) of due uploads (a scan of the
@@ -234,7 +254,7 @@ func (s *Store) CountStatus(ctx context.Context, status job.Status) (int, error)
 			return nil, err
 		}
 		return &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(resources.IndexBySweep), Select: "COUNT",
+			TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)), Select: "COUNT",
 			KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}, nil
 	}, func(res *dynamodb.QueryOutput) error {

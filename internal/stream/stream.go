@@ -403,7 +403,7 @@ func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string)
 	}
 	t := s.newTicker(out)
 	for {
-		changed, _, err := s.cfg.Store.ListJobs(ctx, store.ListQuery{Owner: owner, UpdatedSince: store.SinceKey(since), Limit: 100})
+		changed, err := s.cfg.Store.ChangedJobs(ctx, owner, store.SinceKey(since), 100)
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.WarnContext(ctx, "reading changed jobs failed", "error", err)
 		}

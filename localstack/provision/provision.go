@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -210,9 +211,9 @@ func attributeDefinitions(t resources.Table) []ddbtypes.AttributeDefinition {
 }
 
 func gsi(ix resources.Index) ddbtypes.GlobalSecondaryIndex {
-	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
+	p := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(ix.Projection())}
 	if len(ix.Include) > 0 {
-		p = &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeInclude, NonKeyAttributes: ix.Include}
+		p.NonKeyAttributes = ix.Include
 	}
 	return ddbtypes.GlobalSecondaryIndex{
 		IndexName:  aws.String(ix.Name),
@@ -300,6 +301,23 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 				return fmt.Errorf("adding index %s: %w", ix.Name, err)
 			}
 			// DynamoDB builds one index of a table at a time.
+			if err := indexesIdle(ctx, client, t.Name); err != nil {
+				return err
+			}
+		}
+		// The migration's last step (docs/migrations.md): the indexes the
+		// definition retired go once their replacements are active and
+		// filled, since the readers use only those.
+		for _, ix := range resources.RetiredIndexes {
+			if !have[ix.Name] || slices.ContainsFunc(t.Indexes, func(d resources.Index) bool { return d.Name == ix.Name }) {
+				continue
+			}
+			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+				TableName:                   aws.String(t.Name),
+				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Delete: &ddbtypes.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(ix.Name)}}},
+			}); err != nil {
+				return fmt.Errorf("dropping the retired index %s: %w", ix.Name, err)
+			}
 			if err := indexesIdle(ctx, client, t.Name); err != nil {
 				return err
 			}

@@ -51,7 +51,7 @@ var Resolve handler.Resolver
 // (the deliveries an event triggers) and the system queue.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	cfg := env.Config
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: store.NewFromConfig(env.AWS, cfg.Table, env.Now), Local: cfg.Env == job.Local, Now: env.Now})
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: env.Store(store.NewClient(env.AWS)), Local: cfg.Env == job.Local, Now: env.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ var Resolve handler.Resolver = secretref.ExceptJWT
 // New wires the stream function: the table (snapshots and the events'
 // polls) and the bearer tokens' key.
 func New(_ context.Context, env handler.Env) (func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error), error) {
-	srv, err := Server(env, store.NewFromConfig(env.AWS, env.Config.Table, env.Now))
+	srv, err := Server(env, env.Store(store.NewClient(env.AWS)))
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ var Resolve handler.Resolver
 // New wires the system function: the table, the users' webhook secrets
 // (KMS) and endpoints, and the queues (to delay a retry).
 func New(_ context.Context, env handler.Env) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	st := store.NewFromConfig(env.AWS, env.Config.Table, env.Now)
+	st := env.Store(store.NewClient(env.AWS))
 	keys, endpoints, err := Webhooks(env, st)
 	if err != nil {
 		return nil, err
