@@ -300,25 +300,25 @@ func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 }
 
 // TestALongJobDoesNotTimeOutItsBatchMates: one batch, as the publisher
-// function gets it, under an invocation deadline a few seconds away: a
-// twelve-item job beside two one-item jobs, every API call slowed to
-// 400ms, each call's deadline 2s (room for a loaded machine: a call that
-// times out spends an attempt), a margin of 1s, so calls start for the
-// first 4s of the invocation's 7. The consumer returns
-// before the deadline; the short jobs succeed; the long one keeps what it
-// did, is handed back — queued, no attempt spent, its message visible
-// again within a second — and finishes in the next invocation, each item
-// published once.
+// function gets it, under an invocation deadline 14s away: a twenty-item
+// job beside two one-item jobs, every API call slowed to 800ms, each
+// call's deadline 3s (room for a loaded machine: a call that times out
+// spends an attempt), a margin of 1s, so calls start for the first 10s —
+// ample for the one-item jobs, while the long one needs 16s of calls at
+// the least. The consumer returns before the deadline; the short jobs
+// succeed; the long one keeps what it did, is handed back — queued, no
+// attempt spent, its message visible again within a second — and
+// finishes in the next invocation, each item published once.
 func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "2s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "3s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
 	tok := b.Token("u-budget", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
-	long := submit(b, tok, "long", 12)
+	long := submit(b, tok, "long", 20)
 	mates := []string{submit(b, tok, "mate 1", 1), submit(b, tok, "mate 2", 1)}
 	set := b.Stack.Simulator.Settings()
-	set.LatencyMs = 400
+	set.LatencyMs = 800
 	if !b.Stack.Simulator.SetSettings(set) {
 		t.Fatal("simulator settings refused")
 	}
@@ -336,7 +336,7 @@ func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:" + name,
 			Attributes:     map[string]string{"MessageGroupId": fmt.Sprint("g", i), "ApproximateReceiveCount": "1"}})
 	}
-	deadline := time.Now().Add(7 * time.Second)
+	deadline := time.Now().Add(14 * time.Second)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pub := app.Publisher
