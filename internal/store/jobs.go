@@ -426,8 +426,8 @@ const txConflictAttempts = 6
 // conflict with a concurrent one (the hot items every claim and finish
 // touch: the tier flag's copies, the hourly counters) wrote nothing and is
 // sent again after a short jittered wait; it is not a lost race for the
-// job. ErrConflict when the job's condition failed or the conflicts
-// outlasted every attempt, ErrPaused when a check did.
+// job. ErrConflict when the job's condition failed, ErrPaused when a check
+// did.
 func (s *Store) transact(ctx context.Context, tx []types.TransactWriteItem, checks int) error {
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
@@ -439,10 +439,7 @@ func (s *Store) transact(ctx context.Context, tx []types.TransactWriteItem, chec
 		case outcome != errTxConflict:
 			return outcome
 		case attempt+1 >= txConflictAttempts:
-			// Nothing was written: the caller re-reads the job and decides
-			// again, as after a lost race (a loaded table can keep a hot
-			// item busy longer than these waits).
-			return fmt.Errorf("transaction conflicts on every one of %d attempts (%w): %w", txConflictAttempts, err, ErrConflict)
+			return fmt.Errorf("transaction conflicts on every one of %d attempts: %w", txConflictAttempts, err)
 		}
 		if err := conflictWait(ctx, attempt); err != nil {
 			return err
