@@ -69,14 +69,6 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 	return &Store{db: db, table: table, now: now}
 }
 
-// NewFromConfig returns a Store on table with a DynamoDB client made from
-// cfg, as a function makes its clients at cold start: it honours the
-// DynamoDB endpoint cfg's sources name (DynamoDB Local) even when
-// AWS_ENDPOINT_URL is set. now defaults to time.Now.
-func NewFromConfig(cfg aws.Config, table string, now func() time.Time) *Store {
-	return New(NewClient(cfg), table, now)
-}
-
 // sortTimeLayout renders times so that lexicographic order is time order.
 const sortTimeLayout = "2006-01-02T15:04:05.000000000Z"
 
