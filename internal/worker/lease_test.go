@@ -282,9 +282,9 @@ func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, w := newWorker(b, "w-A", lossy, nil), newWorker(b, "w-B", app.API, nil)
-	drain(t, b, job.Medium, a, 1) // A publishes, loses the answer, the job is cancelled meanwhile
+	vs := drain(t, b, job.Medium, a, 1) // A publishes, loses the answer, the job is cancelled meanwhile
 	if n := len(b.Stack.Simulator.Publications()); n != 1 {
-		t.Fatalf("%d publications, want the one whose answer was lost", n)
+		t.Fatalf("%d publications, want the one whose answer was lost (A's verdicts %+v)", n, vs)
 	}
 	drain(t, b, job.Medium, w, 5) // whatever the queue holds for the job now
 	j := checkPublishedOnce(t, b, id)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +41,13 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	opts.Endpoints, opts.Prefix, opts.APIAddr = awstest.Endpoints(t), awstest.Prefix(t), "127.0.0.1:0"
 	opts.Getenv = func(k string) string { return merged[k] }
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		tail := &logTail{}
+		opts.Logger = slog.New(slog.NewJSONHandler(tail, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the stack's last %d log lines:\n%s", tailLines, tail.String())
+			}
+		})
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = io.Discard
@@ -51,6 +58,32 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	}
 	t.Cleanup(s.Close)
 	return &Bundle{T: t, Stack: s}
+}
+
+// tailLines is how many of the stack's last log lines a failed test prints.
+const tailLines = 200
+
+// logTail keeps the last tailLines lines written to it: the stack's logs,
+// printed when its test fails and discarded when it passes.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	if len(l.lines) > 2*tailLines {
+		l.lines = append(l.lines[:0], l.lines[len(l.lines)-tailLines:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines[max(0, len(l.lines)-tailLines):], "")
 }
 
 var (
