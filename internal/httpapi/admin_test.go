@@ -526,7 +526,11 @@ func dlqDepth(ctx context.Context, c *sqs.Client, url string) (int, error) {
 
 func TestStopThenRestartKeepsOutputs(t *testing.T) {
 	t.Parallel()
-	ab := setupAdmin(t, nil, true)
+	// The run is held in a hook while the operator stops it: its heartbeat
+	// keeps writing the job, and the stop's read and write must fit
+	// between two beats, as they do on AWS (30 s beats, ~10 ms requests),
+	// not between 200 ms beats on a loaded emulator.
+	ab := setupAdmin(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1s"}, true)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
 	ab.srv.WaitPaused(t, job.Medium)
 	tok, id := ab.submit("u-stop", "pro", 2)

@@ -183,7 +183,12 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 // publication is under way; it completes anyway, and the item keeps it.
 func TestCancelDuringPublishingKeepsTheOutput(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	// The run is held in a hook while the owner cancels: its heartbeat
+	// keeps writing the job, and the cancel's read and write must fit
+	// between two beats, as they do on AWS (30 s beats, ~10 ms requests).
+	// A beat of 200 ms against a loaded emulator's 400 ms requests would
+	// refuse the cancel; a beat of a second keeps the proportion sane.
+	b := setupEnv(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1s"})
 	ctx := context.Background()
 	id := b.submit(nil)
 	b.drain(job.Medium)

@@ -418,8 +418,12 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 
 // txConflictAttempts bounds how often a transaction cancelled only by
 // DynamoDB's transaction conflicts (another transaction on one of its
-// items at the same moment) is sent again.
-const txConflictAttempts = 6
+// items at the same moment) is sent again: with conflictWait's doubling
+// waits, capped at 640 ms, ten attempts spend about two seconds waiting,
+// which outlasts a running job's own writes (a heartbeat, a record) under
+// load, so an owner's cancel or an operator's stop is not refused because
+// the job's run was writing at the same moment.
+const txConflictAttempts = 10
 
 // transact runs a job's transaction: tx[0] is the job's conditional Put,
 // its last checks items are ConditionChecks. A transaction cancelled by a
@@ -495,13 +499,25 @@ func (s *Store) UpdateJob(ctx context.Context, id string, fn func(*job.Job) erro
 	return s.updateJob(ctx, id, nil, fn, nil)
 }
 
+// updateAttempts bounds how often updateJob reads, changes and writes a
+// job whose version changed under it.
+const updateAttempts = 10
+
 // updateJob is UpdateJob starting from read when the caller has just read
 // the job (one request fewer when nobody changed it since; nil: read it
 // first), and writing puts — other items of the table, unconditionally — in
 // the same transaction as the job's change: once, whichever attempt
 // succeeds.
 func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func(*job.Job) error, puts []map[string]types.AttributeValue) (job.Job, error) {
-	for range 8 {
+	for attempt := range updateAttempts {
+		if attempt >= 2 {
+			// A job written as often as it is read here (a running job's
+			// heartbeat and records under a slow table): a jittered wait
+			// takes this writer out of step with the other.
+			if err := conflictWait(ctx, attempt-2); err != nil {
+				return job.Job{}, err
+			}
+		}
 		var j job.Job
 		if read != nil {
 			j, read = *read, nil

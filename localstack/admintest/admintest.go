@@ -43,9 +43,9 @@ func NewService(t testing.TB, s *stack.Stack) *admin.Service {
 	a := s.App
 	svc, err := admin.New(admin.Config{
 		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender,
-		Queues: queue.Inspector{SQS: a.Clients.SQS, Logger: quiet}, Mover: queue.SQSMover{SQS: a.Clients.SQS, Logger: quiet},
+		Queues: queue.Inspector{SQS: a.Clients.SQS, Logger: a.Logger}, Mover: queue.SQSMover{SQS: a.Clients.SQS, Logger: a.Logger},
 		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
-		StuckAfter: a.Config.StuckAfter, Logger: quiet,
+		StuckAfter: a.Config.StuckAfter, Logger: a.Logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func NewService(t testing.TB, s *stack.Stack) *admin.Service {
 func Serve(t testing.TB, s *stack.Stack) *Server {
 	t.Helper()
 	svc := NewService(t, s)
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: quiet})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: s.App.Logger})
 	httpapi.RegisterAdmin(rt, svc)
 	srv := httptest.NewServer(lambdaruntime.Gateway(lambdaruntime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
 	t.Cleanup(srv.Close)

@@ -387,7 +387,36 @@ func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map
 			final[id] = j
 		}
 	}
+	c.settle(ctx, final, deadline)
 	return final
+}
+
+// settle re-reads, until they settled or the deadline, the finished jobs
+// that are not settled yet: a job cancelled while its run was in a call
+// is cancelled at once, and what that call did reaches its items after
+// (the run's release, or a later delivery that asks the API once the
+// run's lease lapsed: Worker.settleFinished). The check judges the items
+// once that is done; a job still unsettled at the deadline is judged as
+// it is.
+func (c *runner) settle(ctx context.Context, final map[string]job.Job, deadline time.Time) {
+	unsettled := func(j job.Job) bool { return j.Unsettled() || (j.Status == job.Cancelled && j.LeaseOwner != "") }
+	for {
+		var waiting []string
+		for id, j := range final {
+			if unsettled(j) {
+				waiting = append(waiting, id)
+			}
+		}
+		if len(waiting) == 0 || !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, id := range waiting {
+			if j, err := c.s.App.Store.GetJob(ctx, id); err == nil {
+				final[id] = j
+			}
+		}
+	}
 }
 
 // check fills the report from the jobs' final states and what the
