@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -116,4 +117,24 @@ func eventFor(a Action, from Status) string {
 		return EventStale
 	}
 	return ""
+}
+
+// EventBody is the public JSON of a job event: what the relay puts on the
+// EventBridge bus, a webhook posts and the SSE stream sends. Its id is
+// "{jobId}:{seq}", its time RFC 3339 in UTC with milliseconds, and Job the
+// job's snapshot as it was stored with the event.
+type EventBody struct {
+	ID     string            `json:"id"`
+	Type   string            `json:"type"`
+	At     string            `json:"at"`
+	JobID  string            `json:"jobId"`
+	Seq    int64             `json:"seq"`
+	Detail map[string]string `json:"detail,omitempty"`
+	Job    json.RawMessage   `json:"job"`
+}
+
+// NewEventBody renders the event seq of job jobID, of type typ, at at.
+func NewEventBody(jobID string, seq int64, typ string, at time.Time, detail map[string]string, jobJSON string) EventBody {
+	return EventBody{ID: fmt.Sprintf("%s:%d", jobID, seq), Type: typ, At: at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		JobID: jobID, Seq: seq, Detail: detail, Job: json.RawMessage(jobJSON)}
 }

@@ -34,7 +34,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
@@ -167,9 +166,9 @@ func New(cfg Config) (*Relay, error) {
 	return &Relay{cfg: cfg}, nil
 }
 
-// Body is the JSON of an event on the bus (jobevent.Body: webhooks and
+// Body is the JSON of an event on the bus (job.EventBody: webhooks and
 // the stream send the same).
-type Body = jobevent.Body
+type Body = job.EventBody
 
 // DeliveryID is the id of the job-webhook delivery of an event.
 func DeliveryID(ev store.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
@@ -430,7 +429,7 @@ func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why strin
 
 // entry renders ev as the bus takes it.
 func (r *Relay) entry(ev store.EventRecord) Entry {
-	b, _ := json.Marshal(jobevent.BodyOf(ev))
+	b, _ := json.Marshal(ev.Body())
 	return Entry{Source: r.cfg.Source, DetailType: ev.Type, Detail: string(b), Time: ev.At}
 }
 

@@ -91,6 +91,13 @@ func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
 // ID is the event's id within its job's stream.
 func (e EventRecord) ID() string { return strconv.FormatInt(e.Seq, 10) }
 
+// Body is the event's public JSON (job.EventBody): what the bus, a webhook
+// and the SSE stream carry, none of the record's private fields (owner,
+// tier, webhook URL).
+func (e EventRecord) Body() job.EventBody {
+	return job.NewEventBody(e.JobID, e.Seq, e.Type, e.At, e.Detail, e.Job)
+}
+
 func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }
 
 // eventItems assigns sequence numbers to j's pending events and renders

@@ -31,7 +31,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -366,7 +365,7 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 const eventPage = 100
 
 // eventData is what a client receives: the event and the job after it.
-func eventData(ev store.EventRecord) jobevent.Body { return jobevent.BodyOf(ev) }
+func eventData(ev store.EventRecord) job.EventBody { return ev.Body() }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
 // events of every job that changes. Event ids are "<jobId>:<seq>". An idle

@@ -25,7 +25,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobevent"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -146,7 +145,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
-	body, _ := json.Marshal(jobevent.BodyOf(ev))
+	body, _ := json.Marshal(ev.Body())
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {
