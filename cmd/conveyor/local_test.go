@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conveyor/conveyor/localstack/admintest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
@@ -22,7 +21,7 @@ func TestAgainstTwoLocalStacks(t *testing.T) {
 	envs := map[string]any{}
 	for _, name := range []string{"local-a", "local-b"} {
 		b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
-		srv := admintest.Serve(t, b.Stack)
+		srv := stacktest.ServeAdmin(t, b.Stack)
 		envs[name] = map[string]string{"url": srv.URL, "token": b.Token("conveyor-cli", "admin", "")}
 	}
 	down := httptest.NewServer(nil)

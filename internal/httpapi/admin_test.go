@@ -21,19 +21,18 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
-	"github.com/conveyor/conveyor/localstack/admintest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // adminBundle is a stack without its own pollers, the admin routes served
-// beside it (admintest), and (when asked) tier pollers that honour the
+// beside it (stacktest.ServeAdmin), and (when asked) tier pollers that honour the
 // pause flags.
 type adminBundle struct {
 	*stacktest.Bundle
 	svc      *admin.Service
-	srv      *admintest.Server
+	srv      *stacktest.AdminServer
 	adminURL string
 	admin    string // admin token
 	service  string // service token
@@ -67,7 +66,7 @@ func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle 
 	t.Helper()
 	h := &hooks{at: map[string]func(){}}
 	b := stacktest.Setup(t, env, stack.Options{DisablePollers: true, Crash: h.crash})
-	srv := admintest.Serve(t, b.Stack)
+	srv := stacktest.ServeAdmin(t, b.Stack)
 	if pollers {
 		srv.RunPollers(t)
 	}

@@ -1,8 +1,8 @@
-// Package admintest serves the admin routes of a test's local stack and
-// runs tier pollers that honour the pause flags, the way the local stack
-// does once it wires the admin service in. It is test wiring of the local
-// stack, so it lives under localstack/: no internal/ package imports it.
-package admintest
+package stacktest
+
+// The admin routes of a test's local stack, and tier pollers that honour
+// the pause flags, the way the local stack does once it wires the admin
+// service in.
 
 import (
 	"context"
@@ -24,9 +24,9 @@ import (
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
-// Server is an admin Service built from a stack's parts and its routes
+// AdminServer is an admin Service built from a stack's parts and its routes
 // served over HTTP until the test ends.
-type Server struct {
+type AdminServer struct {
 	Service *admin.Service
 	// URL is the base URL of the admin routes.
 	URL   string
@@ -35,10 +35,10 @@ type Server struct {
 	pollers map[job.Tier]*lambdaruntime.Poller
 }
 
-var quiet = slog.New(slog.NewJSONHandler(io.Discard, nil))
+var quietAdmin = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
-// NewService builds an admin Service from a running stack's parts.
-func NewService(t testing.TB, s *stack.Stack) *admin.Service {
+// NewAdminService builds an admin Service from a running stack's parts.
+func NewAdminService(t testing.TB, s *stack.Stack) *admin.Service {
 	t.Helper()
 	a := s.App
 	svc, err := admin.New(admin.Config{
@@ -53,21 +53,21 @@ func NewService(t testing.TB, s *stack.Stack) *admin.Service {
 	return svc
 }
 
-// Serve serves the admin routes of s (verified with its JWT secret).
-func Serve(t testing.TB, s *stack.Stack) *Server {
+// ServeAdmin serves the admin routes of s (verified with its JWT secret).
+func ServeAdmin(t testing.TB, s *stack.Stack) *AdminServer {
 	t.Helper()
-	svc := NewService(t, s)
+	svc := NewAdminService(t, s)
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: s.App.Logger})
 	httpapi.RegisterAdmin(rt, svc)
-	srv := httptest.NewServer(lambdaruntime.Gateway(lambdaruntime.InProcess(resources.FuncAdmin, rt.Serve), quiet))
+	srv := httptest.NewServer(lambdaruntime.Gateway(lambdaruntime.InProcess(resources.FuncAdmin, rt.Serve), quietAdmin))
 	t.Cleanup(srv.Close)
-	return &Server{Service: svc, URL: srv.URL, stack: s}
+	return &AdminServer{Service: svc, URL: srv.URL, stack: s}
 }
 
 // RunPollers consumes every publish tier of the stack (started with
 // DisablePollers) with the stack's publisher, skipping paused tiers, until
 // the test ends.
-func (s *Server) RunPollers(t testing.TB) {
+func (s *AdminServer) RunPollers(t testing.TB) {
 	t.Helper()
 	a := s.stack.App
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,7 +79,7 @@ func (s *Server) RunPollers(t testing.TB) {
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
 			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
-			Paused: s.Service.PausedFunc(tier), Function: s.stack.Functions.Invokers[resources.FuncPublisher], Logger: quiet,
+			Paused: s.Service.PausedFunc(tier), Function: s.stack.Functions.Invokers[resources.FuncPublisher], Logger: quietAdmin,
 		}
 		s.pollers[tier] = p
 		wg.Go(func() { p.Run(ctx) })
@@ -92,17 +92,17 @@ func (s *Server) RunPollers(t testing.TB) {
 // on reaches the publisher until the tier is resumed. Call it after the
 // pause call answered; it fails the test when the pollers do not run or do
 // not settle within a minute.
-func (s *Server) WaitPaused(t testing.TB, tier job.Tier) {
+func (s *AdminServer) WaitPaused(t testing.TB, tier job.Tier) {
 	t.Helper()
 	p, ok := s.pollers[tier]
 	if !ok {
-		t.Fatalf("admintest: no poller of tier %s (call RunPollers first)", tier)
+		t.Fatalf("stacktest: no poller of tier %s (call RunPollers first)", tier)
 	}
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)
 	for !s.Service.Paused(ctx, tier) || p.Receiving() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("admintest: tier %s's poller still receiving a minute after the pause", tier)
+			t.Fatalf("stacktest: tier %s's poller still receiving a minute after the pause", tier)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the condition above
 	}
