@@ -60,8 +60,9 @@ const (
 // Retention runs as the definition's schedules run it: RetainParts
 // invocations a minute, each over its own shards with its own budget (its
 // own latencyClock), and together they keep up with finished jobs at
-// retainFloor jobs/s or more, the pipeline's first bottleneck
-// (docs/performance.md). It logs each sweep's items per run, requests,
+// retainFloor jobs/s or more: the table's write throughput without
+// retention's own writes, above the pipeline's first bottleneck with them
+// (about 1,300 jobs/s; docs/performance.md). It logs each sweep's items per run, requests,
 // modelled and emulator seconds and the CPU our process spent — the figures
 // of docs/performance.md's sweep capacity.
 //
@@ -238,7 +239,10 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 		total.Staled += run.Staled
 		total.MediaExpired += run.MediaExpired
 		total.Lost += run.Lost
-		if run.Left == 0 && runs%5 == 1 {
+		// Done when a recovery run found nothing left, and retention
+		// nothing to do: an upload whose job another part staled after
+		// the upload's own part swept goes a minute later.
+		if run.Left == 0 && run.Staled+run.MediaExpired == 0 && runs%5 == 1 {
 			break
 		}
 		clk.Advance(time.Minute)
@@ -260,7 +264,10 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 		var took time.Duration
 		var items []string
 		for _, s := range per[name] {
-			done, reads, queries, took = done+s.Done+s.Failed, reads+s.Read, queries+s.Queries, took+s.Elapsed
+			done, reads, queries = done+s.Done+s.Failed, reads+s.Read, queries+s.Queries
+			if s.Done+s.Failed+s.Lost+s.Skipped > 0 || s.Left > 0 {
+				took += s.Elapsed // the runs that had work: an idle run's queries are no rate's
+			}
 			if s.Elapsed > budget+5*time.Second {
 				t.Errorf("a %s sweep ran %s (modelled), over the run's budget of %s", name, s.Elapsed, budget)
 			}
@@ -289,8 +296,8 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 	// The rate of finished jobs (each with one upload) that retention keeps
 	// up with at AWS latencies: in each of its invocations a minute, the
 	// stale and media sweeps' modelled rates sharing the run's budget. The
-	// floor is the pipeline's first bottleneck, as docs/performance.md
-	// states it.
+	// floor is at least the pipeline's first bottleneck
+	// (docs/performance.md, "Capacity").
 	const retainFloor = 1630 // jobs/s
 	perRun := budget.Seconds() / (1/rate[recovery.SweepStale] + 1/rate[recovery.SweepMedia]) / 60
 	sustained := float64(len(parts)) * perRun
