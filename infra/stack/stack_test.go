@@ -656,8 +656,19 @@ func TestSchedules(t *testing.T) {
 			})
 			id := s.logicalID(t, "AWS::Scheduler::Schedule", "Name", sc.Name)
 			input, _ := json.Marshal(s.res[id].Properties["Target"].(map[string]any)["Input"])
-			if want := fmt.Sprintf(`{\"task\":\"%s\"}`, sc.Task); !strings.Contains(string(input), want) {
-				t.Errorf("%s: input %s lacks the task detail %s", sc.Name, input, want)
+			// The detail is the definition's: the task, and the shards
+			// the schedule owns.
+			want := []string{fmt.Sprintf(`\"task\":\"%s\"`, sc.Task)}
+			if sc.Shards != nil {
+				shards, _ := json.Marshal(sc.Shards)
+				want = append(want, fmt.Sprintf(`\"shards\":%s`, shards))
+			} else if strings.Contains(string(input), `\"shards\"`) {
+				t.Errorf("%s: input %s names shards; the schedule sweeps every shard", sc.Name, input)
+			}
+			for _, w := range want {
+				if !strings.Contains(string(input), w) {
+					t.Errorf("%s: input %s lacks the detail %s", sc.Name, input, w)
+				}
 			}
 		}
 	})

@@ -196,7 +196,7 @@ func (b *builder) schedules() {
 			"time":        awsscheduler.ContextAttribute_ScheduledTime(),
 			"region":      awscdk.Aws_REGION(),
 			"resources":   []interface{}{awsscheduler.ContextAttribute_ScheduleArn()},
-			"detail":      map[string]interface{}{"task": s.Task},
+			"detail":      s.Detail(),
 		})
 		awsscheduler.NewSchedule(b.stack, jsii.String(title(strings.TrimPrefix(s.Name, b.def.Prefix+"-"))+"Schedule"), &awsscheduler.ScheduleProps{
 			ScheduleName: jsii.String(s.Name),

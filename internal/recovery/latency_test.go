@@ -2,13 +2,18 @@ package recovery_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
 )
 
 // The round trips the capacity model assumes for AWS requests: 8 ms, as the
@@ -75,5 +80,16 @@ func (c *latencyClock) Attach(cfg aws.Config) aws.Config {
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	})
+	return cfg
+}
+
+// recoveryConnections returns cfg with an HTTP client of its own that keeps
+// the connections the recovery function keeps (recoveryfn.Connections),
+// closed when the test ends.
+func recoveryConnections(t *testing.T, cfg aws.Config) aws.Config {
+	tr := awshttp.NewBuildableClient().GetTransport()
+	recoveryfn.KeepConnections(tr)
+	t.Cleanup(tr.CloseIdleConnections)
+	cfg.HTTPClient = &http.Client{Transport: tr}
 	return cfg
 }

@@ -14,8 +14,8 @@ import (
 // still being unreferenced, so a submission racing it either kept it or
 // gets 422) and only then is its object deleted. The record stays readable
 // as expired for DeleteAfter.
-func (r *Recoverer) expireMedia(ctx context.Context, now, until time.Time) (SweepStats, error) {
-	scan := r.cfg.Store.ScanDueUploads(now)
+func (r *Recoverer) expireMedia(ctx context.Context, now time.Time, shards []int, until time.Time) (SweepStats, error) {
+	scan := r.cfg.Store.ScanDueUploads(now).OnShards(shards)
 	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, r.cfg.RetainConcurrency, func(ctx context.Context, u store.Upload) (outcome, error) {
 		expired, ok, err := r.cfg.Store.ExpireUpload(ctx, u.ID, now, r.cfg.DeleteAfter)
 		if err != nil {

@@ -293,28 +293,31 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// Retain is retention's sweeps, an invocation of their own so that they
-// keep up with the rate the pipeline finishes jobs: the stale stage, then
+// Retain is retention's sweeps over the sweep index's shards in shards
+// (nil: every shard), invocations of their own so that they keep up with
+// the rate the pipeline finishes jobs (the retention schedules split the
+// shards among them: resources.RetainParts): the stale stage, then
 // unreferenced media (after the stale stage, so media whose last job just
-// went goes now). Each works until nothing is due or its share of the
+// went goes now, or in the next run when the upload's shard is another
+// invocation's). Each works until nothing is due or its share of the
 // budget is spent, RetainConcurrency items at a time.
-func (r *Recoverer) Retain(ctx context.Context) (Result, error) {
+func (r *Recoverer) Retain(ctx context.Context, shards []int) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
 	until := r.budget(ctx)
-	st, err := r.expire(ctx, now, r.share(until, 2))
+	st, err := r.expire(ctx, now, shards, r.share(until, 2))
 	res.Staled, res.Lost = st.Done, st.Lost
 	res.add(st)
 	if err != nil {
 		return res, err
 	}
-	st, err = r.expireMedia(ctx, now, until)
+	st, err = r.expireMedia(ctx, now, shards, until)
 	res.MediaExpired = st.Done
 	res.add(st)
 	if err != nil {
 		return res, err
 	}
-	r.cfg.Logger.InfoContext(ctx, "retention run", "staled", res.Staled, "media_expired", res.MediaExpired,
+	r.cfg.Logger.InfoContext(ctx, "retention run", "shards", shards, "staled", res.Staled, "media_expired", res.MediaExpired,
 		"lost_races", res.Lost, "left", res.Left)
 	if res.Staled > 0 {
 		if err := r.cfg.Store.RecordStaled(ctx, res.Staled); err != nil {
@@ -403,9 +406,9 @@ func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change f
 // more) and sets their TTL to DeleteAfter after they finished. Each page's
 // jobs are read whole in one request (WholeJobs), so staling a job costs
 // its one transaction.
-func (r *Recoverer) expire(ctx context.Context, now, until time.Time) (SweepStats, error) {
+func (r *Recoverer) expire(ctx context.Context, now time.Time, shards []int, until time.Time) (SweepStats, error) {
 	before := now.Add(-r.cfg.StaleAfter)
-	scan := r.cfg.Store.ScanDue(before, nil, job.Succeeded, job.Failed, job.Cancelled)
+	scan := r.cfg.Store.ScanDue(before, nil, job.Succeeded, job.Failed, job.Cancelled).OnShards(shards)
 	st, err := sweep(ctx, r, SweepStale, scan, scan.WholeJobs, until, r.cfg.RetainConcurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		_, err := r.cfg.Store.StaleJob(ctx, j, now, func(cur *job.Job) error {
 			if cur.FinishedAt == nil || cur.FinishedAt.After(before) {

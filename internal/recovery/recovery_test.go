@@ -299,11 +299,11 @@ func TestRetentionStaleThenDeleted(t *testing.T) {
 	}
 	key := b.job(id).Items[0].Key
 	b.clk.Advance(167 * time.Hour)
-	if res, _ := b.Stack.App.Recoverer.Retain(ctx); res.Staled != 0 {
+	if res, _ := b.Stack.App.Recoverer.Retain(ctx, nil); res.Staled != 0 {
 		t.Fatalf("staled early: %+v", res)
 	}
 	b.clk.Advance(2 * time.Hour)
-	res, err := b.Stack.App.Recoverer.Retain(ctx)
+	res, err := b.Stack.App.Recoverer.Retain(ctx, nil)
 	if err != nil || res.Staled != 1 {
 		t.Fatalf("recovery = %+v, %v", res, err)
 	}
@@ -338,7 +338,7 @@ func TestRecoveryRunCost(t *testing.T) {
 	if _, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Stack.App.Recoverer.Retain(ctx); err != nil {
+	if _, err := b.Stack.App.Recoverer.Retain(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("one recovery, release and retention run each with nothing due: %d requests %v", b.counter.Total(), b.counter.Snapshot())

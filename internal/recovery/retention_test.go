@@ -65,7 +65,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	// A goes stale; B still needs the object.
 	b.clk.Advance(61 * time.Minute)
-	if res, err := rec.Retain(ctx); err != nil || res.Staled != 1 {
+	if res, err := rec.Retain(ctx, nil); err != nil || res.Staled != 1 {
 		t.Fatalf("first stale run = %+v, %v; want A staled", res, err)
 	}
 	if j := b.job(a); j.Status != job.Stale {
@@ -93,7 +93,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	// B goes stale: the last reference is gone, so is the media.
 	b.clk.Advance(61 * time.Minute)
-	res, err := rec.Retain(ctx)
+	res, err := rec.Retain(ctx, nil)
 	if err != nil || res.Staled != 1 {
 		t.Fatalf("second stale run = %+v, %v; want B staled", res, err)
 	}
@@ -200,7 +200,7 @@ func TestCreateJobRefusesAnUploadThatExpiredAfterItWasRead(t *testing.T) {
 		t.Fatalf("run: %+v %v", v, err)
 	}
 	b.clk.Advance(61 * time.Minute)
-	if res, err := b.Stack.App.Recoverer.Retain(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
+	if res, err := b.Stack.App.Recoverer.Retain(ctx, nil); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
 		t.Fatalf("run = %+v, %v; want A staled and its upload expired", res, err)
 	}
 	now := b.clk.Now()

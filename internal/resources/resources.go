@@ -224,6 +224,48 @@ type Schedule struct {
 	// Task is sent in the event's detail ({"task": …}) so one function
 	// can serve several schedules.
 	Task string
+	// Shards are the sweep index shards (0 … SweepShards-1) whose due
+	// items this schedule's invocations sweep, sent in the detail too
+	// ({"task": …, "shards": […]}); nil: every shard. A task split over
+	// several schedules (TaskRetain, RetainParts) gives each a disjoint
+	// set, together every shard once.
+	Shards []int
+}
+
+// Detail is the detail of the event that invokes the schedule's function:
+// its task and, when it owns some shards only, those.
+func (s Schedule) Detail() map[string]any {
+	d := map[string]any{"task": s.Task}
+	if s.Shards != nil {
+		d["shards"] = slices.Clone(s.Shards)
+	}
+	return d
+}
+
+// DetailJSON is Detail as the event's JSON.
+func (s Schedule) DetailJSON() string {
+	b, err := json.Marshal(s.Detail())
+	if err != nil {
+		panic(err) // a string and ints
+	}
+	return string(b)
+}
+
+// RetainParts is how many schedules share retention's sweeps, each every
+// minute over its own SweepShards/RetainParts shards: each invocation has
+// its own processor and its own budget, so retention keeps up with
+// RetainParts times what one invocation handles (docs/performance.md,
+// "The sweeps").
+const RetainParts = 4
+
+// RetainShards are the shards of retention's part p (of RetainParts):
+// those whose number is p modulo RetainParts.
+func RetainShards(p int) []int {
+	var out []int
+	for n := p; n < SweepShards; n += RetainParts {
+		out = append(out, n)
+	}
+	return out
 }
 
 // Scheduled tasks of the recovery function.
@@ -234,8 +276,9 @@ const (
 	// wait is over (every minute).
 	TaskRelease = "release"
 	// TaskRetain: retention's stale stage and the expiry of unreferenced
-	// uploads (every minute, an invocation of its own, so that its budget
-	// is not shared with the other sweeps).
+	// uploads (every minute, invocations of their own, so that their
+	// budget is not shared with the other sweeps: RetainParts schedules,
+	// each over its own shards).
 	TaskRetain = "retain"
 )
 
@@ -484,12 +527,12 @@ var FunctionSizes = map[string]FunctionSize{
 	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute
-	// schedules. Three schedules, each allowed one overlapping run. The
-	// retention run handles 128 items at a time and spends about 1.6 ms of
-	// CPU an item (docs/performance.md, "The sweeps"), which comes with the
-	// memory: the most a new account allows (MemoryMBNewAccountMax, 1.7
-	// vCPU) handles about 1,060 items/s.
-	FuncRecovery: {MemoryMB: MemoryMBNewAccountMax, Timeout: 2 * time.Minute, ReservedConcurrency: 6},
+	// schedules. Six schedules (recovery, release, RetainParts retention
+	// parts), each allowed one overlapping run. A retention run handles 128
+	// items at a time and its processor time comes with the memory: the
+	// most a new account allows (MemoryMBNewAccountMax, 1.7 vCPU;
+	// docs/performance.md, "The sweeps").
+	FuncRecovery: {MemoryMB: MemoryMBNewAccountMax, Timeout: 2 * time.Minute, ReservedConcurrency: 2 * (2 + RetainParts)},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab. Each open stream holds an execution for
 	// up to the timeout (auth NONE, one DynamoDB read a second), so the
@@ -815,24 +858,28 @@ func Named(env job.Env, prefix string) Definition {
 			Expression: "rate(1 minute)",
 			Interval:   time.Minute,
 			Task:       TaskRelease,
-		}, {
-			// Finished jobs go stale, and unreferenced uploads expire, at
-			// the rate the pipeline finishes jobs: every minute, with a
-			// run's whole budget.
-			Name:       prefix + "-retention",
+		}},
+		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
+		AsyncFailureQueue: prefix + "-async-failures",
+	}
+	// Finished jobs go stale, and unreferenced uploads expire, at the rate
+	// the pipeline finishes jobs: every minute, with a run's whole budget,
+	// in RetainParts invocations over disjoint shards.
+	for p := range RetainParts {
+		d.Schedules = append(d.Schedules, Schedule{
+			Name:       fmt.Sprintf("%s-retention-%d", prefix, p),
 			Function:   FuncRecovery,
 			Expression: "rate(1 minute)",
 			Interval:   time.Minute,
 			Task:       TaskRetain,
-		}},
-		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
-		AsyncFailureQueue: prefix + "-async-failures",
+			Shards:     RetainShards(p),
+		})
 	}
 	// Weights 4:2:1 between the publish tiers; sized by the capacity model
 	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
 	// API): with a third of the jobs in each tier, low binds first at about
 	// 1,500 jobs/s. The publisher reserves their sum (525); with the other
-	// functions an environment reserves 714 of a default account's 1,000
+	// functions an environment reserves 732 of a default account's 1,000
 	// (one account per environment, as AWS recommends; environments that
 	// share an account need a concurrency quota raise).
 	concurrency := map[job.Tier]int{job.High: 300, job.Medium: 150, job.Low: 75, job.System: 20}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -76,6 +78,7 @@ type DueScan struct {
 type duePart struct {
 	key    string
 	status job.Status
+	shard  int
 	cursor map[string]types.AttributeValue
 	done   bool
 }
@@ -89,9 +92,21 @@ func (s *Store) ScanDue(before time.Time, tiers []job.Tier, statuses ...job.Stat
 	d := &DueScan{s: s, before: sortTime(before)}
 	for _, st := range statuses {
 		for _, k := range sweepPartitions(st, tiers) {
-			d.parts = append(d.parts, &duePart{key: k, status: st})
+			n, _ := strconv.Atoi(k[strings.LastIndex(k, "#")+1:]) // every partition key ends in #shard
+			d.parts = append(d.parts, &duePart{key: k, status: st, shard: n})
 		}
 	}
+	return d
+}
+
+// OnShards narrows the scan to the partitions of the sweep index's shards
+// in shards (nil: every shard), so that sweeps split over several
+// invocations each read their own shards only. It returns d.
+func (d *DueScan) OnShards(shards []int) *DueScan {
+	if shards == nil {
+		return d
+	}
+	d.parts = slices.DeleteFunc(d.parts, func(p *duePart) bool { return !slices.Contains(shards, p.shard) })
 	return d
 }
 

@@ -108,7 +108,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 	}
 	b.Must(b.Call("POST", "/v1/admin/tiers/low/pause", b.Token("ops", "admin", "pro"), nil), 200)
 	clk.Advance(61 * time.Minute)
-	if res, err := app.Recoverer.Retain(ctx); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
+	if res, err := app.Recoverer.Retain(ctx, nil); err != nil || res.Staled != 1 || res.MediaExpired != 1 {
 		t.Fatalf("retention run = %+v, %v", res, err)
 	}
 

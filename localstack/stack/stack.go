@@ -508,7 +508,7 @@ func (s *Stack) startSchedules(ctx context.Context, b *bringUp, opts Options) {
 		case resources.TaskRetain:
 			interval = s.Config.RetentionInterval
 		}
-		tk := &lambdaruntime.Ticker{Name: sch.Name, Interval: interval, Detail: `{"task":"` + sch.Task + `"}`, Function: fns.Invokers[sch.Function], Logger: opts.Logger}
+		tk := &lambdaruntime.Ticker{Name: sch.Name, Interval: interval, Detail: sch.DetailJSON(), Function: fns.Invokers[sch.Function], Logger: opts.Logger}
 		s.wg.Go(func() { tk.Run(ctx) })
 	}
 	s.wg.Go(func() { s.Schedules.Run(ctx) })

@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
@@ -32,7 +35,7 @@ import (
 type Sweeper interface {
 	Run(ctx context.Context) (recovery.Result, error)
 	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
-	Retain(ctx context.Context) (recovery.Result, error)
+	Retain(ctx context.Context, shards []int) (recovery.Result, error)
 }
 
 // BreakerGauge reports which circuits are open (breaker.Breaker).
@@ -48,13 +51,15 @@ type Firer interface {
 // Handler is the scheduled recovery function. The schedule's detail names
 // the task: "release" (every minute: scheduled jobs whose time came),
 // "retain" (every minute: retention's stale stage and unreferenced
-// uploads), "schedule" (a user's recurring schedule ticked: submit its
+// uploads, over the sweep index's shards the detail lists, or every shard
+// when it lists none: resources.Schedule.Detail), "schedule" (a user's recurring schedule ticked: submit its
 // job) or "recover" (stuck jobs; the default). Release, retain and recover
 // also send the breakers' open gauge.
 func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
-			Task string `json:"task"`
+			Task   string `json:"task"`
+			Shards []int  `json:"shards"`
 		}
 		_ = json.Unmarshal(ev.Detail, &detail)
 		if detail.Task == schedule.TaskTick {
@@ -66,7 +71,7 @@ func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter
 		case resources.TaskRelease:
 			res, err = s.ReleaseScheduled(ctx)
 		case resources.TaskRetain:
-			res, err = s.Retain(ctx)
+			res, err = s.Retain(ctx, detail.Shards)
 		default:
 			res, err = s.Run(ctx)
 		}
@@ -81,7 +86,7 @@ func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter
 		emf.Emit(map[string]float64{"Orphans": float64(res.Orphans), "Requeued": float64(res.Requeued),
 			"FailedStuck": float64(res.FailedStuck), "Staled": float64(res.Staled), "Released": float64(res.Released),
 			"Unparked": float64(res.Unparked), "MediaExpired": float64(res.MediaExpired), "SweepLeft": float64(res.Left)}, nil)
-		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "released", res.Released, "unparked", res.Unparked,
+		log.InfoContext(ctx, "scheduled task done", "task", detail.Task, "shards", detail.Shards, "released", res.Released, "unparked", res.Unparked,
 			"orphans", res.Orphans, "requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled,
 			"media_expired", res.MediaExpired, "left", res.Left)
 		return nil
@@ -122,6 +127,7 @@ var Resolve handler.Resolver
 // New wires the recovery function: the recoverer, the breakers' gauge and
 // the users' schedules (whose ticks submit jobs through the pipeline).
 func New(_ context.Context, env handler.Env) (func(context.Context, events.EventBridgeEvent) error, error) {
+	env.AWS = Connections(env.AWS)
 	db, sqsc, objects := env.DynamoDB(), env.SQS(), bucket.New(env.AWS, env.Config.Bucket)
 	st, emf := env.Store(db), env.Emitter()
 	// A schedule's tick submits its job: the kinds' fronts are enough (the
@@ -139,6 +145,26 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 	}
 	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
 	return Handler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules, emf, env.Log()), nil
+}
+
+// Connections returns cfg whose clients keep an idle connection per host
+// for each request the retention sweeps have in flight
+// (recovery.RetainConcurrencyDefault), unless cfg has an HTTP client of its
+// own. The SDK's default keeps 10: as each burst of 128 requests ended, all
+// but 10 of its connections closed and the next burst opened them again,
+// each a TCP and TLS handshake's processor time.
+func Connections(cfg aws.Config) aws.Config {
+	if cfg.HTTPClient != nil {
+		return cfg
+	}
+	cfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(KeepConnections)
+	return cfg
+}
+
+// KeepConnections sets tr to keep the connections Connections keeps.
+func KeepConnections(tr *http.Transport) {
+	tr.MaxIdleConnsPerHost = recovery.RetainConcurrencyDefault
+	tr.MaxIdleConns = 4 * recovery.RetainConcurrencyDefault // DynamoDB, S3, SQS, and the rest
 }
 
 // Recoverer is the stuck-job recovery and retention of env, deleting

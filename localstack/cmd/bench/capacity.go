@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -67,7 +69,34 @@ type mix struct {
 	// WriteUnitsPerJob are the DynamoDB write units one job spends, as
 	// DynamoDB reported them: "table" and each index by name.
 	WriteUnitsPerJob map[string]float64
+	// Retention is what retention spends per finished job with one
+	// upload: staling the job and expiring the upload (0: unmeasured, no
+	// retention lines).
+	Retention retentionCost
 }
+
+// retentionCost is what the recovery function's retention runs spend per
+// finished job (staled, its one upload expired), as the drain test measures
+// it (go test -tags sweepload -run TestSweepsDrain -v ./internal/recovery).
+type retentionCost struct {
+	// CPUMsPerJob is processor time per job: staling it and expiring its
+	// upload (this machine's core standing for one vCPU).
+	CPUMsPerJob float64
+	// JobsPerSPerRun is the rate one retention invocation a minute keeps
+	// up with by its round trips at AWS latencies (its stale and media
+	// sweeps sharing its budget).
+	JobsPerSPerRun float64
+	// TableWCUPerJob are the table's write units per job: the stale
+	// transaction (the job, its job.stale event, the upload's release) and
+	// the upload's expiry, which the bench's pipeline units do not include.
+	TableWCUPerJob float64
+}
+
+// retentionMeasured is the drain test's figures (docs/performance.md,
+// "The sweeps"), the slower of two runs: 0.65 ms staling a job and 0.87
+// expiring its upload; 1,401 jobs/s per invocation; 5.3 table write units
+// staling, 1.0 expiring.
+var retentionMeasured = retentionCost{CPUMsPerJob: 1.52, JobsPerSPerRun: 1401, TableWCUPerJob: 6.3}
 
 // limit is one AWS limit and the jobs/s at which the design saturates it.
 type limit struct {
@@ -82,12 +111,22 @@ type design struct {
 	TierFlagShards  int
 	SweepShards     int
 	StatsShards     int
+	// RetainParts is how many retention invocations a minute share the
+	// sweep shards; RecoveryMemoryMB their function's memory (its vCPU
+	// share: one per 1,769 MB); SweepBudget each invocation's budget.
+	RetainParts      int
+	RecoveryMemoryMB int
+	SweepBudget      time.Duration
 }
+
+// lambdaMBPerVCPU is the memory at which a function has one full vCPU.
+const lambdaMBPerVCPU = 1769.0
 
 // currentDesign reads the shipped settings.
 func currentDesign() design {
 	d := design{TierConcurrency: map[job.Tier]int{}, TierFlagShards: store.TierFlagShards,
-		SweepShards: resources.SweepShards, StatsShards: store.StatsShards}
+		SweepShards: resources.SweepShards, StatsShards: store.StatsShards, RetainParts: resources.RetainParts,
+		RecoveryMemoryMB: resources.FunctionSizes[resources.FuncRecovery].MemoryMB, SweepBudget: recovery.BudgetDefault}
 	for _, q := range resources.For(job.Local).Queues {
 		d.TierConcurrency[q.Tier] = q.MaxConcurrency
 	}
@@ -124,9 +163,28 @@ func capacity(m mix, d design) []limit {
 				fmt.Sprintf("ESM MaximumConcurrency %d × %.1f jobs per %.2f s batch, %.0f%% of jobs", d.TierConcurrency[t], m.JobsPerBatch, m.PublisherBatchSeconds, 100*s))
 		}
 	}
-	if busy := m.PublisherSecondsPerJob + m.APISecondsPerJob; busy > 0 {
+	// Retention's execution seconds per job: an invocation's budget holds
+	// a minute's worth of JobsPerSPerRun.
+	retainBusy := 0.0
+	if r := m.Retention; r.JobsPerSPerRun > 0 && d.SweepBudget > 0 {
+		retainBusy = d.SweepBudget.Seconds() / (60 * r.JobsPerSPerRun)
+	}
+	if busy := m.PublisherSecondsPerJob + m.APISecondsPerJob + retainBusy; busy > 0 {
 		add("lambda account concurrency", lambdaAccountConcurrency/busy,
-			fmt.Sprintf("%.0f concurrent executions per region; %.3f s of functions per job", lambdaAccountConcurrency, busy))
+			fmt.Sprintf("%.0f concurrent executions per region; %.3f s of functions per job (retention %.4f)", lambdaAccountConcurrency, busy, retainBusy))
+	}
+	// Retention: RetainParts invocations a minute, each over its shards
+	// with its own processor and budget.
+	if r := m.Retention; d.RetainParts > 0 && d.SweepBudget > 0 {
+		if r.JobsPerSPerRun > 0 {
+			add("recovery retention (round trips)", float64(d.RetainParts)*r.JobsPerSPerRun,
+				fmt.Sprintf("%d invocations a minute over disjoint sweep shards, %.0f jobs/s each at AWS latencies (stale + media sweeps in a %s budget)", d.RetainParts, r.JobsPerSPerRun, d.SweepBudget))
+		}
+		if r.CPUMsPerJob > 0 && d.RecoveryMemoryMB > 0 {
+			vcpu := float64(d.RecoveryMemoryMB) / lambdaMBPerVCPU
+			add("recovery retention (processor)", float64(d.RetainParts)*vcpu*d.SweepBudget.Seconds()*1000/r.CPUMsPerJob/60,
+				fmt.Sprintf("%d invocations a minute at %d MB (%.2f vCPU) for %s each; %.2f ms of processor per job (staled, its upload expired)", d.RetainParts, d.RecoveryMemoryMB, vcpu, d.SweepBudget, r.CPUMsPerJob))
+		}
 	}
 	// Hot keys.
 	if m.ClaimsPerJob > 0 {
@@ -159,8 +217,11 @@ func capacity(m mix, d design) []limit {
 			}
 		}
 		if u["table"] > 0 {
-			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/u["table"],
-				fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"]))
+			why := fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"])
+			if r := m.Retention.TableWCUPerJob; r > 0 {
+				why += fmt.Sprintf(" + %.1f of retention (staling, the upload's expiry)", r)
+			}
+			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/(u["table"]+m.Retention.TableWCUPerJob), why)
 		}
 		if busiest != "" && u[busiest] > 0 {
 			add("dynamodb on-demand index throughput ("+busiest+")", dynamoOnDemandWRU/u[busiest],
