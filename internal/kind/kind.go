@@ -128,7 +128,12 @@ type Attempt interface {
 	// (an upload, a publication, an outbound request): it checks, cheaply,
 	// that this attempt still holds the job's lease, and that the lease and
 	// the invocation's time left both cover need (the call's own deadline),
-	// extending the lease when it would lapse first. It returns an error
+	// extending the lease when it would lapse first. What the attempt saw
+	// of its job shortly before (its claim, heartbeat or last write) is
+	// the check, with no request: a cancel or a stop is noticed by every
+	// call that starts the run loop's cancel notice after it or later
+	// (docs/leases.md); a call let go before that is treated as one in
+	// flight when the cancel landed (its outcome recorded). It returns an error
 	// wrapping ErrLostJob when the job stopped being this attempt's
 	// (cancelled, stopped, taken over) — the attempt must then make no
 	// further call and return that error — and ErrOutOfTime when the
