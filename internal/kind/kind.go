@@ -130,10 +130,10 @@ type Attempt interface {
 	// the invocation's time left both cover need (the call's own deadline),
 	// extending the lease when it would lapse first. What the attempt saw
 	// of its job shortly before (its claim, heartbeat or last write) is
-	// the check, with no request: a cancel or a stop is noticed by every
-	// call that starts the run loop's cancel notice after it or later
-	// (docs/leases.md); a call let go before that is treated as one in
-	// flight when the cancel landed (its outcome recorded). It returns an error
+	// the check, with no request: a call that starts more than the run
+	// loop's cancel notice after a cancel or a stop is refused; one that
+	// starts sooner may go out, as a call in flight when the cancel landed
+	// would, its outcome recorded (docs/leases.md). It returns an error
 	// wrapping ErrLostJob when the job stopped being this attempt's
 	// (cancelled, stopped, taken over) — the attempt must then make no
 	// further call and return that error — and ErrOutOfTime when the
