@@ -116,6 +116,11 @@ type Config struct {
 	// record outcomes: no call starts that could end later than the
 	// deadline less it (CONVEYOR_DEADLINE_MARGIN, default 10s).
 	DeadlineMargin time.Duration
+	// CancelNotice is the longest a cancel or a stop may go unnoticed by a
+	// run's next call: a run that saw its job running under its own lease
+	// less than this long ago makes the call without reading the job
+	// first (CONVEYOR_CANCEL_NOTICE, default 2s; docs/leases.md).
+	CancelNotice time.Duration
 	// IdempotencyWindow is how long a creating POST's response is
 	// replayed for its Idempotency-Key (CONVEYOR_IDEMPOTENCY_WINDOW,
 	// default 24h).
@@ -229,6 +234,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		RetentionInterval:         r.dur(VarRetentionInterval),
 		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
 		DeadlineMargin:            r.dur(VarDeadlineMargin),
+		CancelNotice:              r.dur(VarCancelNotice),
 		IdempotencyWindow:         r.dur(VarIdempotencyWindow),
 		StaleAfter:                r.dur(VarStaleAfter),
 		DeleteAfter:               r.dur(VarDeleteAfter),
@@ -359,7 +365,7 @@ func (c Config) validate(deadlines bool) error {
 		{VarScheduleInterval, c.ScheduleInterval}, {VarRetentionInterval, c.RetentionInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
-		{VarIdempotencyWindow, c.IdempotencyWindow},
+		{VarCancelNotice, c.CancelNotice}, {VarIdempotencyWindow, c.IdempotencyWindow},
 	} {
 		if d.v <= 0 {
 			bad("%s must be positive, got %s", d.name, d.v)

@@ -50,6 +50,7 @@ const (
 	VarSweepBudget               = "CONVEYOR_SWEEP_BUDGET"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
 	VarDeadlineMargin            = "CONVEYOR_DEADLINE_MARGIN"
+	VarCancelNotice              = "CONVEYOR_CANCEL_NOTICE"
 	VarIdempotencyWindow         = "CONVEYOR_IDEMPOTENCY_WINDOW"
 	VarStaleAfter                = "CONVEYOR_STALE_AFTER"
 	VarDeleteAfter               = "CONVEYOR_DELETE_AFTER"
@@ -141,6 +142,7 @@ var Vars = []Var{
 	{Name: VarSweepBudget, Default: 50 * time.Second, Meaning: "how long one run of the recovery function's sweeps may work in all (cut to the invocation's deadline less 10s); each sweep loops until nothing is due or its share is spent", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
 	{Name: VarDeadlineMargin, Default: 10 * time.Second, Meaning: "what the publisher leaves of each invocation to record outcomes: no call starts that could end after the deadline less it; the job is handed back, no attempt spent", Rule: "> 0"},
+	{Name: VarCancelNotice, Default: 2 * time.Second, Meaning: "the longest a cancel or stop may go unnoticed by a running job's next external call: a run that saw its job running under its own lease less than this long ago (its claim, heartbeat or last write) makes the call without reading the job first ([leases](docs/leases.md))", Rule: "> 0"},
 	{Name: VarIdempotencyWindow, Default: 24 * time.Hour, Meaning: "how long a creating POST's response is replayed to a repeat with the same `Idempotency-Key` and body (docs/design.md, \"Idempotency-Key\")", Rule: "> 0"},
 	{Name: VarStaleAfter, Default: resources.StaleAfterDefault, Meaning: "retention: a finished job becomes stale after it", Rule: "≤ 168h (the bucket lifecycle is derived from it)"},
 	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},

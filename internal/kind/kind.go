@@ -128,7 +128,12 @@ type Attempt interface {
 	// (an upload, a publication, an outbound request): it checks, cheaply,
 	// that this attempt still holds the job's lease, and that the lease and
 	// the invocation's time left both cover need (the call's own deadline),
-	// extending the lease when it would lapse first. It returns an error
+	// extending the lease when it would lapse first. What the attempt saw
+	// of its job shortly before (its claim, heartbeat or last write) is
+	// the check, with no request: a call that starts more than the run
+	// loop's cancel notice after a cancel or a stop is refused; one that
+	// starts sooner may go out, as a call in flight when the cancel landed
+	// would, its outcome recorded (docs/leases.md). It returns an error
 	// wrapping ErrLostJob when the job stopped being this attempt's
 	// (cancelled, stopped, taken over) — the attempt must then make no
 	// further call and return that error — and ErrOutOfTime when the

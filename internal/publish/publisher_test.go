@@ -57,9 +57,11 @@ func setupPublisher(t *testing.T) *pubBundle {
 	t.Helper()
 	env := awstest.Provision(t)
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	b := &pubBundle{clk: clock.NewSimulated(time.Now()), objects: bucket.New(env.Config, env.Res.Definition.Bucket.Name), requests: awsclient.NewCounter()}
-	b.st = store.New(awsclient.New(b.requests.Attach(env.Config)).DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
-	b.sealer = sealer.New(kms.NewFromConfig(env.Config), env.Res.KMSKeyID)
+	requests := awsclient.NewCounter()
+	counted := requests.Attach(env.Config)
+	b := &pubBundle{clk: clock.NewSimulated(time.Now()), objects: bucket.New(counted, env.Res.Definition.Bucket.Name), requests: requests}
+	b.st = store.New(awsclient.New(counted).DynamoDB, env.Res.Definition.Table.Name, b.clk.Now)
+	b.sealer = sealer.New(kms.NewFromConfig(counted), env.Res.KMSKeyID)
 	sim, url, stop, err := simulator.Start("127.0.0.1:0", simulator.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -210,10 +212,12 @@ func TestPublisherLeavesFinishedAndLeasedJobs(t *testing.T) {
 // job's owner gets the job and the account in one BatchGetItem, and the
 // token phase reads nothing more once the account holds a valid access
 // token (after its owner's first job refreshed it); the job publishes as
-// usual; the only other reads are the lease checks before the upload and
-// the publication (one projected GetItem each). A message whose owner is
-// not the job's owner gets no account: the token phase reads the job
-// owner's own.
+// usual. Its AWS requests are those four: that read, the claim, the
+// image's GetObject and the finishing write — no lease check before the
+// upload or the publication, since the run's claim saw the job running
+// under its lease moments before (worker.Config.CancelNotice). A message
+// whose owner is not the job's owner gets no account: the token phase
+// reads the job owner's own.
 func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
@@ -238,15 +242,15 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 
 	j := b.jobOf(t, first.Owner, job.High, 1)
 	made := run(j.ID, j.Owner)
-	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.GetItem": 2, "DynamoDB.TransactWriteItems": 2}
+	want := map[string]int{"DynamoDB.BatchGetItem": 1, "DynamoDB.TransactWriteItems": 2, "S3.GetObject": 1}
 	if diff := cmp.Diff(want, made, cmpopts.IgnoreMapEntries(func(op string, _ int) bool {
 		return op == "DynamoDB.Query" // the breaker's cache fill, once per instance and period
 	})); diff != "" {
-		t.Errorf("DynamoDB requests of one run (-want +got):\n%s", diff)
+		t.Errorf("AWS requests of one run (-want +got):\n%s", diff)
 	}
 
 	other := b.jobOf(t, firstB.Owner, job.High, 1)
-	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 3 {
-		t.Errorf("GetItem requests = %d, want 3 (the job's own owner's account, two lease checks)", n)
+	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 1 {
+		t.Errorf("GetItem requests = %d, want 1 (the job's own owner's account)", n)
 	}
 }

@@ -744,8 +744,9 @@ func (l Lease) HeldBy(worker string, now time.Time) bool {
 }
 
 // JobLease reads a job's status, lease and version with one strongly
-// consistent read of those attributes only: the check a run makes before
-// each call with a side effect.
+// consistent read of those attributes only: the check a run makes before a
+// call with a side effect when its last sight of the job is older than its
+// cancel notice (docs/leases.md).
 func (s *Store) JobLease(ctx context.Context, id string) (Lease, error) {
 	proj := expression.NamesList(expression.Name("status"), expression.Name("leaseOwner"), expression.Name("leaseUntil"),
 		expression.Name("version"), expression.Name(resources.AttrExpiresAt))

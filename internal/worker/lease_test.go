@@ -32,7 +32,8 @@ import (
 
 // newWorker is one more publisher instance on the test's stack, as another
 // Lambda would be: its own name, the AWS heartbeat (30s: nothing notices a
-// cancel between two calls but the lease check), and api as its API.
+// cancel between two calls but the lease check), the default cancel
+// notice, and api as its API.
 func newWorker(b *stacktest.Bundle, name string, api publish.API, now func() time.Time) *worker.Worker {
 	app := b.Stack.App
 	cfg := app.Config
@@ -158,14 +159,15 @@ func checkPublishedOnce(t *testing.T, b *stacktest.Bundle, id string) job.Job {
 }
 
 // TestCancelThenRetryWhileACallIsInFlightPublishesOnce: worker A's upload
-// is held in flight; the owner cancels and retries meanwhile. Worker B gets
-// the retry's message but may not claim the job while A holds it (the
-// cancel kept A's lease); A's call returns, A sees before publishing that
-// the job is no longer its own, records the upload and releases the job;
-// B then runs the retry, finds the upload, and publishes once.
+// is held in flight; the owner cancels and retries meanwhile, and A's call
+// lasts longer than the cancel notice (A's clock moves past it). Worker B
+// gets the retry's message but may not claim the job while A holds it
+// (the cancel kept A's lease); A's call returns, A sees before publishing
+// that the job is no longer its own, records the upload and releases the
+// job; B then runs the retry, finds the upload, and publishes once.
 func TestCancelThenRetryWhileACallIsInFlightPublishesOnce(t *testing.T) {
 	t.Parallel()
-	testTwoWorkersOneHeldCall(t, func(b *stacktest.Bundle, tok, id string) {
+	testTwoWorkersOneHeldCall(t, true, func(b *stacktest.Bundle, tok, id string) {
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", tok, nil), 200)
 	})
@@ -175,7 +177,7 @@ func TestCancelThenRetryWhileACallIsInFlightPublishesOnce(t *testing.T) {
 // operator's stop and restart.
 func TestStopThenRestartWhileACallIsInFlightPublishesOnce(t *testing.T) {
 	t.Parallel()
-	testTwoWorkersOneHeldCall(t, func(b *stacktest.Bundle, _, id string) {
+	testTwoWorkersOneHeldCall(t, true, func(b *stacktest.Bundle, _, id string) {
 		admin := b.Token("ops", "admin", "enterprise")
 		r := b.Must(b.Call("POST", "/v1/admin/jobs/stop", admin, map[string]any{"jobIds": []string{id}}), 200)
 		if got := r.Body["stopped"].([]any); len(got) != 1 {
@@ -188,13 +190,32 @@ func TestStopThenRestartWhileACallIsInFlightPublishesOnce(t *testing.T) {
 	})
 }
 
-func testTwoWorkersOneHeldCall(t *testing.T, interrupt func(b *stacktest.Bundle, tok, id string)) {
+// TestACancelWithinTheNoticeLetsTheNextCallGoAndPublishesOnce: the same
+// cancel and retry, but A's next call starts less than the cancel notice
+// after A last saw the job (A's clock stands still): A publishes without
+// reading the job, as it would for a cancel landing during the call. What
+// A did is still recorded on the item before B runs, A lets the job go,
+// and B's retry finds the item published: one upload, one publication.
+func TestACancelWithinTheNoticeLetsTheNextCallGoAndPublishesOnce(t *testing.T) {
+	t.Parallel()
+	testTwoWorkersOneHeldCall(t, false, func(b *stacktest.Bundle, tok, id string) {
+		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
+		b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", tok, nil), 200)
+	})
+}
+
+// testTwoWorkersOneHeldCall holds worker A's upload in flight while
+// interrupt cancels (or stops) and retries (or restarts) the job. late:
+// A's clock moves past the cancel notice during the call, so A checks the
+// job before it publishes; otherwise it stands still and A publishes.
+func testTwoWorkersOneHeldCall(t *testing.T, late bool, interrupt func(b *stacktest.Bundle, tok, id string)) {
 	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-held", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
 	gate := newGatedSubmit(app.API)
-	a, w := newWorker(b, "w-A", gate, nil), newWorker(b, "w-B", app.API, nil)
+	clk := newClock()
+	a, w := newWorker(b, "w-A", gate, clk.Now), newWorker(b, "w-B", app.API, nil)
 	id := submit(b, tok, "held", 1)
 	first := queued(t, b, job.Medium)
 	if len(first) != 1 || first[0].JobID != id {
@@ -220,10 +241,26 @@ func testTwoWorkersOneHeldCall(t *testing.T, interrupt func(b *stacktest.Bundle,
 		t.Errorf("while A holds it: status %s, attempts %d; want queued, no attempt spent", j.Status, j.Attempts)
 	}
 
+	if late {
+		clk.Advance(worker.CancelNoticeDefault + time.Second)
+	}
 	close(gate.release)
 	aDone.Wait()
-	if n := len(b.Stack.Simulator.Publications()); n != 0 {
-		t.Errorf("%d publications once A's call returned and before B ran, want none (A lost the job, B waited)", n)
+	pubs := b.Stack.Simulator.Publications()
+	switch {
+	case late && len(pubs) != 0:
+		t.Errorf("%d publications once A's call returned and before B ran, want none (A lost the job, B waited)", len(pubs))
+	case !late && len(pubs) != 1:
+		t.Errorf("%d publications once A's call returned and before B ran, want A's one (the cancel was within the notice)", len(pubs))
+	case !late:
+		j, err := app.Store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it := j.Items[0]; it.Status != job.ItemPublished || it.Output == nil || it.Output.DeviationID != pubs[0].DeviationID || j.LeaseOwner != "" {
+			t.Errorf("after A: item %s with output %+v, lease owner %q; want A's publication %s recorded and the job let go",
+				it.Status, it.Output, j.LeaseOwner, pubs[0].DeviationID)
+		}
 	}
 	drain(t, b, job.Medium, w, 5)
 	j = checkPublishedOnce(t, b, id)

@@ -44,6 +44,12 @@ type run struct {
 	// tried to write (a write that failed may have landed): until then,
 	// a delivery finds the job running elsewhere.
 	leased time.Time
+	// seen is when the run last saw the job running under its own lease,
+	// with the lease job.LeaseUntil says: the moment it sent the last
+	// conditional write of its own that succeeded (the claim, a heartbeat,
+	// a save) or a read that found it so. Hold asks the table again only
+	// once seen is CancelNotice old.
+	seen time.Time
 }
 
 func (r *run) Job() job.Job         { return r.snapshot() }
@@ -79,10 +85,17 @@ func (r *run) Defer(facts, mutate func(*job.Job)) {
 
 // Hold checks, before a call with a side effect, that the run still holds
 // the job for at least need (kind.Attempt): the invocation's time left, then
-// the job's lease with one strongly consistent read of it, extended by a
-// conditional write when it would lapse before the call could end (plus a
-// heartbeat's slack for the clocks of other workers). Once the job is lost
-// it answers so without asking the table again.
+// the job's lease, which must cover the call and a heartbeat's slack for the
+// clocks of other workers. Once the job is lost it answers so without
+// asking the table again.
+//
+// No request is made when the run saw its job running under its own lease
+// less than CancelNotice ago (its claim, heartbeat or last save: each a
+// write conditional on the job's version) and that lease covers the call:
+// no other run can take the job before the lease ends, and a cancel or a
+// stop since is at most CancelNotice old. Otherwise, when the lease must be
+// extended for the call, the extending write — conditional on the version —
+// is the check; else one strongly consistent, projected read of the job is.
 //
 // The job is lost when it stopped running or another worker holds it. A
 // lease of this run's own that lapsed (its heartbeat late on a slow table)
@@ -91,7 +104,7 @@ func (r *run) Defer(facts, mutate func(*job.Job)) {
 // write, conditional on that version, takes the lease back or finds who did.
 func (r *run) Hold(ctx context.Context, need time.Duration) error {
 	r.mu.Lock()
-	lost := r.lost
+	lost, seen, until := r.lost, r.seen, r.job.LeaseUntil
 	r.mu.Unlock()
 	if lost {
 		return errLostLease
@@ -99,24 +112,33 @@ func (r *run) Hold(ctx context.Context, need time.Duration) error {
 	if r.p.outOfTime(r.end, need) {
 		return kind.ErrOutOfTime
 	}
-	l, err := r.p.cfg.Store.JobLease(ctx, r.job.ID)
-	if err != nil {
-		return fmt.Errorf("checking the job's lease: %w", err)
-	}
 	now := r.p.cfg.Now()
-	if l.Status != job.Running || l.Owner != r.p.cfg.Worker {
-		r.mu.Lock()
-		r.lost = true
-		r.mu.Unlock()
-		r.log.WarnContext(ctx, "the job stopped being this run's; no further call", "status", l.Status, "lease_owner", l.Owner)
-		return errLostLease
-	}
 	slack := r.p.cfg.Heartbeat
-	if l.Until != nil && !l.Until.Before(now.Add(need+slack)) {
+	covers := func(until *time.Time) bool { return until != nil && !until.Before(now.Add(need+slack)) }
+	if covers(until) && now.Sub(seen) < r.p.cfg.CancelNotice {
 		return nil
 	}
-	if !l.HeldBy(r.p.cfg.Worker, now) {
-		r.log.WarnContext(ctx, "the run's own lease lapsed with nobody taking the job; taking it back", "lease_until", l.Until)
+	if covers(until) {
+		l, err := r.p.cfg.Store.JobLease(ctx, r.job.ID)
+		if err != nil {
+			return fmt.Errorf("checking the job's lease: %w", err)
+		}
+		if l.Status != job.Running || l.Owner != r.p.cfg.Worker {
+			r.mu.Lock()
+			r.lost = true
+			r.mu.Unlock()
+			r.log.WarnContext(ctx, "the job stopped being this run's; no further call", "status", l.Status, "lease_owner", l.Owner)
+			return errLostLease
+		}
+		if covers(l.Until) {
+			r.mu.Lock()
+			r.seen = now
+			r.mu.Unlock()
+			return nil
+		}
+	}
+	if until == nil || !until.After(now) {
+		r.log.WarnContext(ctx, "the run's own lease lapsed with nobody taking the job; taking it back", "lease_until", until)
 	}
 	return r.save(ctx, func(j *job.Job) {
 		until := now.Add(max(r.p.leaseFor(), need+slack)).UTC()
@@ -180,9 +202,13 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) (err error) {
 	r.noteLease()
 	r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	for range 5 {
+		sent := r.p.cfg.Now()
 		err := r.p.cfg.Store.SaveJob(ctx, &r.job)
 		if err == nil {
 			r.unsaved = nil
+			if r.job.Status == job.Running && r.job.LeaseOwner == r.p.cfg.Worker {
+				r.seen = sent
+			}
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err

@@ -72,6 +72,15 @@ type Config struct {
 	// the run before still holds it, is delivered again (default
 	// HandBackDefault).
 	HandBack time.Duration
+	// CancelNotice is the longest a cancel or a stop may go unnoticed by a
+	// run's next call (default CancelNoticeDefault; negative: none, every
+	// Hold reads the job). Hold lets a call go without a request when the
+	// run saw its job running under its own lease less than this long ago
+	// — through its own conditional write (the claim, a heartbeat, a
+	// record) or a read — and that lease covers the call; otherwise it
+	// reads the job first. The lease alone keeps other runs out (docs/
+	// leases.md): what a read adds is noticing a cancel or stop sooner.
+	CancelNotice time.Duration
 }
 
 // Config defaults.
@@ -83,6 +92,11 @@ const (
 	DeadlineMarginDefault = 10 * time.Second
 	// HandBackDefault is Config.HandBack's default.
 	HandBackDefault = time.Second
+	// CancelNoticeDefault is Config.CancelNotice's default: longer than a
+	// one-item job's calls at the API's usual latency, so such a job
+	// makes no read before its calls; far shorter than a heartbeat, so a
+	// cancel during a long upload stops the publication after it.
+	CancelNoticeDefault = 2 * time.Second
 )
 
 // Worker runs jobs of every kind in Config.Kinds: claim, lease and
@@ -115,6 +129,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.HandBack == 0 {
 		cfg.HandBack = HandBackDefault
+	}
+	if cfg.CancelNotice == 0 {
+		cfg.CancelNotice = CancelNoticeDefault
 	}
 	if cfg.Kinds == nil {
 		cfg.Kinds = &kind.Registry{}
@@ -243,6 +260,7 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		r.loaded = loaded.value
 	}
 	r.job = j
+	r.seen = now // the claim's write, conditional on the version it read
 	r.noteLease()
 	hbCtx, stopHB := context.WithCancel(ctx)
 	// The work ends with the budget; what is left of the invocation

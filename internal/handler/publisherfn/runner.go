@@ -102,7 +102,7 @@ func NewRunner(c RunnerConfig) (*Runner, error) {
 	// publisher function's run loop runs each by its kind.
 	r.Publisher = worker.New(worker.Config{
 		Store: c.Store, Policy: policy, Heartbeat: cfg.HeartbeatInterval, Worker: r.Worker, Now: now, Logger: log,
-		Kinds: r.Kinds, Crash: c.Crash, DeadlineMargin: cfg.DeadlineMargin,
+		Kinds: r.Kinds, Crash: c.Crash, DeadlineMargin: cfg.DeadlineMargin, CancelNotice: cfg.CancelNotice,
 	})
 	kc := pipeline.KindConfigs{
 		Publish: publish.Config{
