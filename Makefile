@@ -21,7 +21,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
+.PHONY: help run test test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -84,15 +84,26 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 # so ./... at the top leaves it out and each target that covers it says so.
 # The main module's tests run under with-emulators: one moto and one
 # DynamoDB Local for every package. go test's own vet pass (a subset of the
-# analyzers go vet just ran) is off (docs/testing.md).
+# analyzers go vet just ran) is off (docs/testing.md). go test starts
+# packages in the order it is given them, two at a time: GO_TEST_FIRST are
+# the longest (docs/testing.md's table), so that no long package starts
+# last and runs alone. The four steps after it are independent, each mostly
+# one process; they run two at a time, each one's output printed when it
+# ends (TEST_JOBS=1: one after the other).
+GO_TEST_FIRST := ./localstack/chaos ./internal/recovery ./localstack/stack ./internal/worker ./internal/httpapi ./internal/store ./internal/publish
+TEST_JOBS ?= 2
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
-	$(GO) run ./localstack/cmd/with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m ./...
+	$(GO) run ./localstack/cmd/with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m $(GO_TEST_FIRST) ./...
+	@echo "the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-infra iam test-fuzz test-web
+
+test-infra: ## the CDK app's vet and tests (infra/, its own module)
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -vet=off -timeout 12m ./...
-	$(MAKE) --no-print-directory iam
+
+test-fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis as make test runs it (TEST_FUZZ_EXAMPLES examples per operation)
 	FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) ./localstack/fuzz.sh
-	$(MAKE) --no-print-directory test-web
 
 # The functions' build tags: resources.LambdaBuildTags says why (a test keeps the two equal).
 LAMBDA_TAGS := lambda.norpc,nethttpomithttp2
