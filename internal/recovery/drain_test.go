@@ -259,6 +259,7 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 	}
 	read := 0
 	rate := map[string]float64{} // items per modelled second
+	cpu := map[string]float64{}  // this process's processor ms per item
 	for _, name := range slices.Sorted(maps.Keys(per)) {
 		var done, reads, queries int
 		var took time.Duration
@@ -283,10 +284,11 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 				reqs = append(reqs, fmt.Sprintf("%s %.3f", op, float64(n)/float64(max(done, 1))))
 			}
 		}
+		cpu[name] = float64(sweepCPU[name].Microseconds()) / 1000 / float64(max(done, 1))
 		t.Logf("%-18s %5d items in %2d runs [%s]; %d read, %d queries; at AWS latencies %.2f s, %.0f items/s; "+
-			"here %.1f s, %.0f items/s; per item: %s; write units %.1f (table %.1f)",
+			"here %.1f s, %.0f items/s; CPU %.3f ms per item; per item: %s; write units %.1f (table %.1f)",
 			name, done, len(per[name]), strings.Join(items, " "), reads, queries, took.Seconds(), rate[name],
-			wall[name].Seconds(), float64(done)/wall[name].Seconds(), strings.Join(reqs, ", "),
+			wall[name].Seconds(), float64(done)/wall[name].Seconds(), cpu[name], strings.Join(reqs, ", "),
 			sweepUnits[name]["write"]/float64(max(done, 1)), sweepUnits[name]["write table"]/float64(max(done, 1)))
 	}
 	cpuStale := float64(sweepCPU[recovery.SweepStale].Microseconds()) / 1000 / float64(total.Staled)
