@@ -159,3 +159,117 @@ func TestStaleStageKeepsUpWithFinishedJobs(t *testing.T) {
 	}
 	t.Logf("budget %s (modelled: %s a request, %s a transaction), %d finished jobs a minute:\n%s", keepUpBudget, awsLatency, transactionLatency, keepUpPerMinute, strings.Join(lines, "\n"))
 }
+
+// The release keep-up scenario: scheduled jobs reach their time at the
+// pipeline's first bottleneck (releaseKeepUpRate jobs/s, docs/performance.md,
+// "Capacity"), every job scheduled, while the recovery function's release
+// schedules run every minute with a budget releaseKeepUpBudget on a
+// latencyClock: 100× under the 50 s default, so the scenario's jobs a minute
+// are the rate's a minute divided by 100. A run's fixed cost (a query per
+// partition) does not shrink with the budget, which makes the compressed
+// scenario harder, not easier. One release run a minute over every shard,
+// 16 items at a time, released 116 of the 780 a minute; the same run 128
+// at a time released them all in 0.27 s of its 0.25 s share (its last
+// items started in time), the edge of what one invocation's round trips
+// hold.
+const (
+	releaseKeepUpBudget  = 500 * time.Millisecond
+	releaseKeepUpRate    = 1300 // jobs/s
+	releaseKeepUpMinutes = 2
+)
+
+// TestReleaseKeepsUpWithScheduledJobs runs the recovery function's release
+// schedules, as the definition has them, minute by minute while scheduled
+// jobs come due at the pipeline's first bottleneck: after each minute no
+// due scheduled job is left (each is published within a minute of its
+// time), no release run left anything to the next, each is released once,
+// and each release invocation reads only the partitions of its own shards.
+func TestReleaseKeepsUpWithScheduledJobs(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	sim := clock.NewSimulated(time.Now().UTC().Truncate(time.Minute))
+	budget := newLatencyClock(time.Now())
+	clients := awsclient.New(budget.Attach(env.Config))
+	table := env.Res.Definition.Table.Name
+	st := store.New(clients.DynamoDB, table, sim.Now)
+	seed := store.New(env.Clients.DynamoDB, table, sim.Now)
+	var mu sync.Mutex
+	var released []recovery.SweepStats
+	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	rec := recovery.New(recovery.Config{
+		Store: st, Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
+		StuckAfter: 20 * time.Minute, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
+		Budget: releaseKeepUpBudget, Now: sim.Now, Clock: budget.Now, Logger: discard,
+		Report: func(_ context.Context, s recovery.SweepStats) {
+			if s.Sweep == recovery.SweepScheduled {
+				mu.Lock()
+				released = append(released, s)
+				mu.Unlock()
+			}
+		},
+	})
+	fn := recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", sim.Now), discard)
+	ctx := context.Background()
+	var tasks []resources.Schedule
+	for _, s := range env.Res.Definition.Schedules {
+		if s.Task == resources.TaskRelease {
+			tasks = append(tasks, s)
+		}
+	}
+	perMinute := int(releaseKeepUpRate * time.Minute.Seconds() * float64(releaseKeepUpBudget) / float64(recovery.BudgetDefault))
+
+	seeded, done := 0, 0
+	var lines []string
+	tiers := []job.Tier{job.High, job.Medium, job.Low}
+	for m := 0; m < releaseKeepUpMinutes; m++ {
+		// The jobs whose time came during the minute just gone.
+		now := sim.Now()
+		jobs := make([]job.Job, perMinute)
+		for i := range jobs {
+			at := now.Add(-time.Duration(i) * time.Minute / time.Duration(perMinute))
+			jobs[i] = testfactory.Build(testfactory.JobOpts{Tier: tiers[i%len(tiers)], Status: job.Scheduled, At: at.Add(-time.Hour), ScheduleAt: &at})
+		}
+		if err := seed.ImportJobs(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		seeded += len(jobs)
+
+		mu.Lock()
+		before := len(released)
+		mu.Unlock()
+		for _, s := range tasks {
+			if err := fn(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: json.RawMessage(s.DetailJSON())}); err != nil {
+				t.Fatalf("minute %d, schedule %s: %v", m, s.Name, err)
+			}
+		}
+		left, err := seed.CountDue(ctx, job.Scheduled, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		runs := released[before:]
+		mu.Unlock()
+		// Each release invocation reads the scheduled partitions of its
+		// own shards only, and a page more for each Batch of items.
+		own := resources.SweepShards / max(len(tasks), 1)
+		for _, s := range runs {
+			done += s.Done
+			lines = append(lines, fmt.Sprintf("minute %d: released %d in %.3f s (modelled, %d queries), left %d", m, s.Done, s.Elapsed.Seconds(), s.Queries, s.Left))
+			if s.Left != 0 {
+				t.Errorf("minute %d: a release run left %d due scheduled jobs to the next run", m, s.Left)
+			}
+			if s.Queries > own+s.Read/recovery.BatchDefault+1 {
+				t.Errorf("minute %d: a release run made %d queries for %d items; its shards have %d scheduled partitions", m, s.Queries, s.Read, own)
+			}
+		}
+		if left != 0 {
+			t.Errorf("after minute %d at %d scheduled jobs a minute (%d jobs/s at the full budget), %d of the %d due jobs are not released",
+				m, perMinute, releaseKeepUpRate, left, seeded)
+		}
+		sim.Advance(time.Minute)
+	}
+	if done != seeded {
+		t.Errorf("the release runs released %d jobs; %d came due", done, seeded)
+	}
+	t.Logf("budget %s (modelled), %d release schedules, %d scheduled jobs a minute:\n%s", releaseKeepUpBudget, len(tasks), perMinute, strings.Join(lines, "\n"))
+}

@@ -94,11 +94,11 @@ func TestLongOutageParksInTheTable(t *testing.T) {
 	if res, _ := b.Stack.App.Recoverer.Run(ctx); res.Orphans != 0 {
 		t.Fatalf("recovery took a parked job for an orphan: %+v", res)
 	}
-	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx); res.Unparked != 0 {
+	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); res.Unparked != 0 {
 		t.Fatalf("released before its time: %+v", res)
 	}
 	b.clk.Advance(11 * time.Minute)
-	res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx)
+	res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil)
 	if err != nil || res.Unparked != 1 {
 		t.Fatalf("release = %+v, %v; want the parked job sent", res, err)
 	}
@@ -161,14 +161,14 @@ func TestPauseIsHonouredAtTheClaim(t *testing.T) {
 		t.Fatalf("%d publications while paused", n)
 	}
 	b.clk.Advance(10 * time.Minute) // past any pause cache
-	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx); res.Unparked != 0 {
+	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); res.Unparked != 0 {
 		t.Fatalf("released while the tier is paused: %+v", res)
 	}
 	if _, err := st.SetTierPaused(ctx, job.Medium, false, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	b.clk.Advance(10 * time.Minute)
-	if res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx); err != nil || res.Unparked != 1 {
+	if res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); err != nil || res.Unparked != 1 {
 		t.Fatalf("release after the resume = %+v, %v", res, err)
 	}
 	if v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: id, Receives: 1}); err != nil || !v.Done {

@@ -16,7 +16,7 @@ import (
 // as expired for DeleteAfter.
 func (r *Recoverer) expireMedia(ctx context.Context, now time.Time, shards []int, until time.Time) (SweepStats, error) {
 	scan := r.cfg.Store.ScanDueUploads(now).OnShards(shards)
-	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, r.cfg.RetainConcurrency, func(ctx context.Context, u store.Upload) (outcome, error) {
+	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, r.cfg.Concurrency, func(ctx context.Context, u store.Upload) (outcome, error) {
 		expired, ok, err := r.cfg.Store.ExpireUpload(ctx, u.ID, now, r.cfg.DeleteAfter)
 		if err != nil {
 			return lost, err

@@ -211,11 +211,11 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 	parkedLow := testfactory.Job(t, b.st, testfactory.JobOpts{Tier: job.Low, Waiting: "paused", RetryAt: &retry, At: t0})
 	b.pause(job.Low, true)
 
-	if res, err := b.rec.ReleaseScheduled(ctx); err != nil || res != (recovery.Result{}) {
+	if res, err := b.rec.ReleaseScheduled(ctx, nil); err != nil || res != (recovery.Result{}) {
 		t.Fatalf("before any time came: %+v, %v", res, err)
 	}
 	b.clk.Set(retry)
-	res, err := b.rec.ReleaseScheduled(ctx)
+	res, err := b.rec.ReleaseScheduled(ctx, nil)
 	if err != nil || res != (recovery.Result{Unparked: 1}) {
 		t.Fatalf("at the retry time: %+v, %v; want one unparked", res, err)
 	}
@@ -226,7 +226,7 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 		t.Errorf("the paused tier's job left the table: %+v", j)
 	}
 	b.clk.Set(at)
-	if res, err := b.rec.ReleaseScheduled(ctx); err != nil || res != (recovery.Result{Released: 1}) {
+	if res, err := b.rec.ReleaseScheduled(ctx, nil); err != nil || res != (recovery.Result{Released: 1}) {
 		t.Fatalf("at the schedule time: %+v, %v; want one released", res, err)
 	}
 	if j := b.get(t, scheduled.ID); j.Status != job.Queued || j.QueuedAt == nil || !j.QueuedAt.Equal(at.UTC()) {
@@ -237,7 +237,7 @@ func TestReleaseScheduledAndParked(t *testing.T) {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 	b.pause(job.Low, false)
-	if res, err := b.rec.ReleaseScheduled(ctx); err != nil || res != (recovery.Result{Unparked: 1}) {
+	if res, err := b.rec.ReleaseScheduled(ctx, nil); err != nil || res != (recovery.Result{Unparked: 1}) {
 		t.Errorf("after resuming low: %+v, %v; want its job unparked", res, err)
 	}
 }

@@ -22,12 +22,11 @@ import (
 const (
 	// BatchDefault is how many due items one query of a sweep reads.
 	BatchDefault = 100
-	// ConcurrencyDefault is how many items a sweep handles at once.
-	ConcurrencyDefault = 16
-	// RetainConcurrencyDefault is how many items the retention sweeps
-	// handle at once: the stale stage must keep up with the rate the
-	// pipeline finishes jobs (docs/performance.md, "The sweeps").
-	RetainConcurrencyDefault = 128
+	// ConcurrencyDefault is how many items a sweep handles at once: a
+	// sweep's rate is its requests in flight over their round trips, and
+	// the release and retention sweeps must keep up with the rate the
+	// pipeline takes jobs (docs/performance.md, "The sweeps").
+	ConcurrencyDefault = 128
 	// BudgetDefault is how long one run's sweeps may work in all: under
 	// the release schedule's minute, so one run ends before the next.
 	BudgetDefault = 50 * time.Second
@@ -65,12 +64,9 @@ type Config struct {
 	// Batch is how many due items one query of a sweep reads (default
 	// BatchDefault).
 	Batch int
-	// Concurrency is how many items the release and stuck sweeps handle
-	// at once (default ConcurrencyDefault).
+	// Concurrency is how many items each sweep handles at once (default
+	// ConcurrencyDefault).
 	Concurrency int
-	// RetainConcurrency is how many items the retention sweeps (stale,
-	// media) handle at once (default RetainConcurrencyDefault).
-	RetainConcurrency int
 	// Budget is how long one run's sweeps may work in all (default
 	// BudgetDefault); the sweeps share it, each the rest split evenly.
 	Budget time.Duration
@@ -99,9 +95,6 @@ func New(cfg Config) *Recoverer {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = ConcurrencyDefault
-	}
-	if cfg.RetainConcurrency <= 0 {
-		cfg.RetainConcurrency = RetainConcurrencyDefault
 	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = BudgetDefault
@@ -152,14 +145,16 @@ func (res *Result) add(st SweepStats) {
 }
 
 // ReleaseScheduled moves due scheduled jobs to the queue, and parked jobs
-// whose wait is over; it runs every minute so that a job starts within a
-// minute after its time, never before. Each of its two sweeps works until
+// whose wait is over, over the sweep index's shards in shards (nil: every
+// shard; the release schedules split the shards among them:
+// resources.ReleaseParts); it runs every minute so that a job starts within
+// a minute after its time, never before. Each of its two sweeps works until
 // nothing is due or its share of the budget is spent.
-func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
+func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
 	until := r.budget(ctx)
-	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled)
+	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
 	st, err := sweep(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
 			return skipped, nil
@@ -179,7 +174,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context) (Result, error) {
 	// Jobs parked in the table (job.Park) whose wait is over go back to
 	// the queue; a paused tier's stay until it is resumed, unread.
 	paused := r.paused(ctx)
-	scan = r.cfg.Store.ScanDue(now, running(paused), store.Waiting)
+	scan = r.cfg.Store.ScanDue(now, running(paused), store.Waiting).OnShards(shards)
 	st, err = sweep(ctx, r, SweepParked, scan, scan.Jobs, until, r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if paused[j.Tier] {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
@@ -300,7 +295,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 // unreferenced media (after the stale stage, so media whose last job just
 // went goes now, or in the next run when the upload's shard is another
 // invocation's). Each works until nothing is due or its share of the
-// budget is spent, RetainConcurrency items at a time.
+// budget is spent.
 func (r *Recoverer) Retain(ctx context.Context, shards []int) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
@@ -409,7 +404,7 @@ func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change f
 func (r *Recoverer) expire(ctx context.Context, now time.Time, shards []int, until time.Time) (SweepStats, error) {
 	before := now.Add(-r.cfg.StaleAfter)
 	scan := r.cfg.Store.ScanDue(before, nil, job.Succeeded, job.Failed, job.Cancelled).OnShards(shards)
-	st, err := sweep(ctx, r, SweepStale, scan, scan.WholeJobs, until, r.cfg.RetainConcurrency, func(ctx context.Context, j job.Job) (outcome, error) {
+	st, err := sweep(ctx, r, SweepStale, scan, scan.WholeJobs, until, r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		_, err := r.cfg.Store.StaleJob(ctx, j, now, func(cur *job.Job) error {
 			if cur.FinishedAt == nil || cur.FinishedAt.After(before) {
 				return errSkip

@@ -267,11 +267,11 @@ func TestScheduledJobStartsAfterItsTimeNotBefore(t *testing.T) {
 		t.Fatalf("a scheduled job was sent at once (%d messages)", n)
 	}
 	b.clk.Advance(59 * time.Minute)
-	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx); res.Released != 0 {
+	if res, _ := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); res.Released != 0 {
 		t.Fatalf("released a minute early: %+v", res)
 	}
 	b.clk.Advance(time.Minute + time.Second)
-	res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx)
+	res, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil)
 	if err != nil || res.Released != 1 {
 		t.Fatalf("release = %+v, %v", res, err)
 	}
@@ -335,7 +335,7 @@ func TestRecoveryRunCost(t *testing.T) {
 	if _, err := b.Stack.App.Recoverer.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx); err != nil {
+	if _, err := b.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Stack.App.Recoverer.Retain(ctx, nil); err != nil {

@@ -80,7 +80,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 
 	// B runs at its time and publishes.
 	b.clk.Advance(2*time.Hour + time.Minute)
-	if res, err := rec.ReleaseScheduled(ctx); err != nil || res.Released != 1 {
+	if res, err := rec.ReleaseScheduled(ctx, nil); err != nil || res.Released != 1 {
 		t.Fatalf("release = %+v, %v", res, err)
 	}
 	b.drain(job.Medium)

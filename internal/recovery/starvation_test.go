@@ -65,7 +65,7 @@ func TestPausedTierDoesNotStarveTheRelease(t *testing.T) {
 	}
 	b.pause(job.Low, true)
 
-	res, err := b.rec.ReleaseScheduled(ctx)
+	res, err := b.rec.ReleaseScheduled(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -227,8 +227,8 @@ type Schedule struct {
 	// Shards are the sweep index shards (0 … SweepShards-1) whose due
 	// items this schedule's invocations sweep, sent in the detail too
 	// ({"task": …, "shards": […]}); nil: every shard. A task split over
-	// several schedules (TaskRetain, RetainParts) gives each a disjoint
-	// set, together every shard once.
+	// several schedules (TaskRelease, TaskRetain: Parts) gives each a
+	// disjoint set, together every shard once.
 	Shards []int
 }
 
@@ -251,29 +251,52 @@ func (s Schedule) DetailJSON() string {
 	return string(b)
 }
 
-// RetainParts is how many schedules share retention's sweeps, each every
-// minute over its own SweepShards/RetainParts shards: each invocation has
-// its own processor and its own budget, so retention keeps up with
-// RetainParts times what one invocation handles (docs/performance.md,
-// "The sweeps").
-const RetainParts = 4
+// ReleaseParts and RetainParts are how many schedules share the release
+// and the retention sweeps, each every minute over its own shards
+// (PartShards): each invocation has its own processor and its own budget,
+// so a task keeps up with its parts times what one invocation handles
+// (docs/performance.md, "The sweeps").
+const (
+	ReleaseParts = 4
+	RetainParts  = 4
+)
 
-// RetainShards are the shards of retention's part p (of RetainParts):
-// those whose number is p modulo RetainParts.
-func RetainShards(p int) []int {
+// Parts is how many schedules share task's sweeps (1: one schedule over
+// every shard).
+func Parts(task string) int {
+	switch task {
+	case TaskRelease:
+		return ReleaseParts
+	case TaskRetain:
+		return RetainParts
+	}
+	return 1
+}
+
+// PartShards are the shards of part p of a task split over parts
+// schedules: those whose number is p modulo parts (nil when parts is 1:
+// every shard).
+func PartShards(p, parts int) []int {
+	if parts <= 1 {
+		return nil
+	}
 	var out []int
-	for n := p; n < SweepShards; n += RetainParts {
+	for n := p; n < SweepShards; n += parts {
 		out = append(out, n)
 	}
 	return out
 }
+
+// RetainShards are the shards of retention's part p (of RetainParts).
+func RetainShards(p int) []int { return PartShards(p, RetainParts) }
 
 // Scheduled tasks of the recovery function.
 const (
 	// TaskRecover: stuck jobs (every 5 minutes).
 	TaskRecover = "recover"
 	// TaskRelease: scheduled jobs whose time came and parked jobs whose
-	// wait is over (every minute).
+	// wait is over (every minute, ReleaseParts schedules, each over its
+	// own shards).
 	TaskRelease = "release"
 	// TaskRetain: retention's stale stage and the expiry of unreferenced
 	// uploads (every minute, invocations of their own, so that their
@@ -527,12 +550,12 @@ var FunctionSizes = map[string]FunctionSize{
 	FuncSystem: {MemoryMB: 256, Timeout: time.Minute, ReservedConcurrency: 20},
 	// Overlapping runs are safe (every change is a conditional write); the
 	// timeout keeps a slow sweep from piling up behind the 1-minute
-	// schedules. Six schedules (recovery, release, RetainParts retention
-	// parts), each allowed one overlapping run. A retention run handles 128
-	// items at a time and its processor time comes with the memory: the
-	// most a new account allows (MemoryMBNewAccountMax, 1.7 vCPU;
-	// docs/performance.md, "The sweeps").
-	FuncRecovery: {MemoryMB: MemoryMBNewAccountMax, Timeout: 2 * time.Minute, ReservedConcurrency: 2 * (2 + RetainParts)},
+	// schedules. Nine schedules (recovery, ReleaseParts release parts,
+	// RetainParts retention parts), each allowed one overlapping run. A
+	// sweep handles 128 items at a time and its processor time comes with
+	// the memory: the most a new account allows (MemoryMBNewAccountMax,
+	// 1.7 vCPU; docs/performance.md, "The sweeps").
+	FuncRecovery: {MemoryMB: MemoryMBNewAccountMax, Timeout: 2 * time.Minute, ReservedConcurrency: 2 * (1 + ReleaseParts + RetainParts)},
 	// Clients reconnect with Last-Event-ID; a bounded stream bounds the
 	// cost of an idle browser tab. Each open stream holds an execution for
 	// up to the timeout (auth NONE, one DynamoDB read a second), so the
@@ -851,35 +874,33 @@ func Named(env job.Env, prefix string) Definition {
 			Expression: "rate(5 minutes)",
 			Interval:   5 * time.Minute,
 			Task:       TaskRecover,
-		}, {
-			// Scheduled jobs start within a minute after their time.
-			Name:       prefix + "-release",
-			Function:   FuncRecovery,
-			Expression: "rate(1 minute)",
-			Interval:   time.Minute,
-			Task:       TaskRelease,
 		}},
 		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",
 	}
-	// Finished jobs go stale, and unreferenced uploads expire, at the rate
-	// the pipeline finishes jobs: every minute, with a run's whole budget,
-	// in RetainParts invocations over disjoint shards.
-	for p := range RetainParts {
-		d.Schedules = append(d.Schedules, Schedule{
-			Name:       fmt.Sprintf("%s-retention-%d", prefix, p),
-			Function:   FuncRecovery,
-			Expression: "rate(1 minute)",
-			Interval:   time.Minute,
-			Task:       TaskRetain,
-			Shards:     RetainShards(p),
-		})
+	// Scheduled jobs start within a minute after their time, and parked
+	// jobs within a minute after their wait; finished jobs go stale, and
+	// unreferenced uploads expire. Each at the rate the pipeline takes
+	// jobs: every minute, each task with a run's whole budget, in its
+	// Parts invocations over disjoint shards.
+	for _, task := range []struct{ name, task string }{{"release", TaskRelease}, {"retention", TaskRetain}} {
+		parts := Parts(task.task)
+		for p := range parts {
+			d.Schedules = append(d.Schedules, Schedule{
+				Name:       fmt.Sprintf("%s-%s-%d", prefix, task.name, p),
+				Function:   FuncRecovery,
+				Expression: "rate(1 minute)",
+				Interval:   time.Minute,
+				Task:       task.task,
+				Shards:     PartShards(p, parts),
+			})
+		}
 	}
 	// Weights 4:2:1 between the publish tiers; sized by the capacity model
 	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
 	// API): with a third of the jobs in each tier, low binds first at about
 	// 1,500 jobs/s. The publisher reserves their sum (525); with the other
-	// functions an environment reserves 732 of a default account's 1,000
+	// functions an environment reserves 738 of a default account's 1,000
 	// (one account per environment, as AWS recommends; environments that
 	// share an account need a concurrency quota raise).
 	concurrency := map[job.Tier]int{job.High: 300, job.Medium: 150, job.Low: 75, job.System: 20}

@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -31,50 +32,68 @@ func TestUploadLifecycleArithmetic(t *testing.T) {
 	}
 }
 
-// Retention's schedules share the sweep index's shards: every shard is
-// swept by exactly one of them, every minute, and the recovery function's
-// reservation lets each of its schedules overlap one run.
-func TestRetentionSchedulesOwnEveryShardOnce(t *testing.T) {
+// The release and retention tasks are split over schedules that share the
+// sweep index's shards: for each, every shard is swept by exactly one of
+// its Parts schedules, every minute; every other task's schedule sweeps
+// every shard; and the recovery function's reservation lets each of its
+// schedules overlap one run.
+func TestSplitSchedulesOwnEveryShardOnce(t *testing.T) {
 	t.Parallel()
 	for _, env := range job.Envs {
 		def := resources.For(env)
-		owner := map[int]string{}
-		parts, others := 0, 0
+		owner := map[string]map[int]string{} // task → shard → schedule
+		parts := map[string]int{}
+		recovery := 0
 		for _, sc := range def.Schedules {
 			if sc.Function != resources.FuncRecovery {
 				continue
 			}
-			if sc.Task != resources.TaskRetain {
-				others++
+			recovery++
+			parts[sc.Task]++
+			if resources.Parts(sc.Task) == 1 {
 				if sc.Shards != nil {
-					t.Errorf("%s %s: task %s owns shards %v; only retention is split", env, sc.Name, sc.Task, sc.Shards)
+					t.Errorf("%s %s: task %s owns shards %v; it is not split", env, sc.Name, sc.Task, sc.Shards)
 				}
 				continue
 			}
-			parts++
 			if sc.Interval != time.Minute || len(sc.Shards) == 0 {
 				t.Errorf("%s %s: every %s over shards %v; want every minute over some shards", env, sc.Name, sc.Interval, sc.Shards)
+			}
+			if owner[sc.Task] == nil {
+				owner[sc.Task] = map[int]string{}
 			}
 			for _, n := range sc.Shards {
 				if n < 0 || n >= resources.SweepShards {
 					t.Errorf("%s %s: shard %d is not one of the index's %d", env, sc.Name, n, resources.SweepShards)
 				}
-				if o, ok := owner[n]; ok {
+				if o, ok := owner[sc.Task][n]; ok {
 					t.Errorf("%s: shard %d is swept by both %s and %s", env, n, o, sc.Name)
 				}
-				owner[n] = sc.Name
+				owner[sc.Task][n] = sc.Name
 			}
 		}
-		if parts != resources.RetainParts {
-			t.Errorf("%s: %d retention schedules, want RetainParts = %d", env, parts, resources.RetainParts)
-		}
-		for n := range resources.SweepShards {
-			if _, ok := owner[n]; !ok {
-				t.Errorf("%s: shard %d is swept by no retention schedule", env, n)
+		for _, task := range []string{resources.TaskRelease, resources.TaskRetain} {
+			if parts[task] != resources.Parts(task) || parts[task] < 2 {
+				t.Errorf("%s: %d %s schedules, want Parts = %d (at least 2: one invocation does not keep up)", env, parts[task], task, resources.Parts(task))
+			}
+			for n := range resources.SweepShards {
+				if _, ok := owner[task][n]; !ok {
+					t.Errorf("%s: shard %d is swept by no %s schedule", env, n, task)
+				}
 			}
 		}
-		if rc, want := resources.FunctionSizes[resources.FuncRecovery].ReservedConcurrency, 2*(parts+others); rc < want {
-			t.Errorf("%s: the recovery function reserves %d executions; its %d schedules, each with one overlapping run, need %d", env, rc, parts+others, want)
+		if rc, want := resources.FunctionSizes[resources.FuncRecovery].ReservedConcurrency, 2*recovery; rc < want {
+			t.Errorf("%s: the recovery function reserves %d executions; its %d schedules, each with one overlapping run, need %d", env, rc, recovery, want)
 		}
+	}
+}
+
+func TestPartShards(t *testing.T) {
+	t.Parallel()
+	if got := resources.PartShards(0, 1); got != nil {
+		t.Errorf("PartShards(0, 1) = %v, want nil (every shard)", got)
+	}
+	if got, want := resources.PartShards(1, 4), []int{1, 5, 9, 13}; !slices.Equal(got, want) {
+		t.Errorf("PartShards(1, 4) = %v, want %v", got, want)
 	}
 }

@@ -34,7 +34,7 @@ import (
 // Sweeper is what the recovery function runs.
 type Sweeper interface {
 	Run(ctx context.Context) (recovery.Result, error)
-	ReleaseScheduled(ctx context.Context) (recovery.Result, error)
+	ReleaseScheduled(ctx context.Context, shards []int) (recovery.Result, error)
 	Retain(ctx context.Context, shards []int) (recovery.Result, error)
 }
 
@@ -49,10 +49,11 @@ type Firer interface {
 }
 
 // Handler is the scheduled recovery function. The schedule's detail names
-// the task: "release" (every minute: scheduled jobs whose time came),
-// "retain" (every minute: retention's stale stage and unreferenced
-// uploads, over the sweep index's shards the detail lists, or every shard
-// when it lists none: resources.Schedule.Detail), "schedule" (a user's recurring schedule ticked: submit its
+// the task: "release" (every minute: scheduled jobs whose time came and
+// parked jobs whose wait is over), "retain" (every minute: retention's
+// stale stage and unreferenced uploads) — each over the sweep index's
+// shards the detail lists, or every shard when it lists none
+// (resources.Schedule.Detail) —, "schedule" (a user's recurring schedule ticked: submit its
 // job) or "recover" (stuck jobs; the default). Release, retain and recover
 // also send the breakers' open gauge.
 func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
@@ -69,7 +70,7 @@ func Handler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter
 		var err error
 		switch detail.Task {
 		case resources.TaskRelease:
-			res, err = s.ReleaseScheduled(ctx)
+			res, err = s.ReleaseScheduled(ctx, detail.Shards)
 		case resources.TaskRetain:
 			res, err = s.Retain(ctx, detail.Shards)
 		default:
@@ -148,8 +149,8 @@ func New(_ context.Context, env handler.Env) (func(context.Context, events.Event
 }
 
 // Connections returns cfg whose clients keep an idle connection per host
-// for each request the retention sweeps have in flight
-// (recovery.RetainConcurrencyDefault), unless cfg has an HTTP client of its
+// for each request a sweep has in flight
+// (recovery.ConcurrencyDefault), unless cfg has an HTTP client of its
 // own. The SDK's default keeps 10: as each burst of 128 requests ended, all
 // but 10 of its connections closed and the next burst opened them again,
 // each a TCP and TLS handshake's processor time.
@@ -163,8 +164,8 @@ func Connections(cfg aws.Config) aws.Config {
 
 // KeepConnections sets tr to keep the connections Connections keeps.
 func KeepConnections(tr *http.Transport) {
-	tr.MaxIdleConnsPerHost = recovery.RetainConcurrencyDefault
-	tr.MaxIdleConns = 4 * recovery.RetainConcurrencyDefault // DynamoDB, S3, SQS, and the rest
+	tr.MaxIdleConnsPerHost = recovery.ConcurrencyDefault
+	tr.MaxIdleConns = 4 * recovery.ConcurrencyDefault // DynamoDB, S3, SQS, and the rest
 }
 
 // Recoverer is the stuck-job recovery and retention of env, deleting

@@ -69,34 +69,37 @@ type mix struct {
 	// WriteUnitsPerJob are the DynamoDB write units one job spends, as
 	// DynamoDB reported them: "table" and each index by name.
 	WriteUnitsPerJob map[string]float64
-	// Retention is what retention spends per finished job with one
-	// upload: staling the job and expiring the upload (0: unmeasured, no
-	// retention lines).
-	Retention retentionCost
+	// Sweeps are what the recovery function's sweeps spend per item, by
+	// sweep name (recovery.SweepScheduled …; nil: unmeasured, no sweep
+	// lines).
+	Sweeps map[string]sweepCost
 }
 
-// retentionCost is what the recovery function's retention runs spend per
-// finished job (staled, its one upload expired), as the drain test measures
-// it (go test -tags sweepload -run TestSweepsDrain -v ./internal/recovery).
-type retentionCost struct {
-	// CPUMsPerJob is processor time per job: staling it and expiring its
-	// upload (this machine's core standing for one vCPU).
-	CPUMsPerJob float64
-	// JobsPerSPerRun is the rate one retention invocation a minute keeps
-	// up with by its round trips at AWS latencies (its stale and media
-	// sweeps sharing its budget).
-	JobsPerSPerRun float64
-	// TableWCUPerJob are the table's write units per job: the stale
-	// transaction (the job, its job.stale event, the upload's release) and
-	// the upload's expiry, which the bench's pipeline units do not include.
-	TableWCUPerJob float64
+// sweepCost is what one of the recovery function's sweeps spends per item
+// it handles, as the drain test measures it (go test -tags sweepload -run
+// TestSweepsDrain -v ./internal/recovery).
+type sweepCost struct {
+	// ItemsPerS is one invocation's rate while the sweep runs, at AWS
+	// latencies (items per modelled second of its runs with work).
+	ItemsPerS float64
+	// CPUMsPerItem is processor time per item (this machine's core
+	// standing for one vCPU).
+	CPUMsPerItem float64
+	// TableWCUPerItem are the table's write units per item, which the
+	// bench's pipeline units do not include.
+	TableWCUPerItem float64
 }
 
-// retentionMeasured is the drain test's figures (docs/performance.md,
-// "The sweeps"), the slower of two runs: 0.65 ms staling a job and 0.87
-// expiring its upload; 1,401 jobs/s per invocation; 5.3 table write units
-// staling, 1.0 expiring.
-var retentionMeasured = retentionCost{CPUMsPerJob: 1.52, JobsPerSPerRun: 1401, TableWCUPerJob: 6.3}
+// sweepsMeasured is the drain test's figures (docs/performance.md, "The
+// sweeps"), each sweep Concurrency (128) items at a time; the processor's
+// the slower of the runs measured (media 0.80 and 0.87 ms).
+var sweepsMeasured = map[string]sweepCost{
+	recovery.SweepScheduled: {ItemsPerS: 3119, CPUMsPerItem: 1.70, TableWCUPerItem: 4},
+	recovery.SweepParked:    {ItemsPerS: 4200, CPUMsPerItem: 1.30, TableWCUPerItem: 1},
+	recovery.SweepStuck:     {ItemsPerS: 3938, CPUMsPerItem: 1.27, TableWCUPerItem: 2.5},
+	recovery.SweepStale:     {ItemsPerS: 4953, CPUMsPerItem: 0.66, TableWCUPerItem: 5.3},
+	recovery.SweepMedia:     {ItemsPerS: 2644, CPUMsPerItem: 0.87, TableWCUPerItem: 1.0},
+}
 
 // limit is one AWS limit and the jobs/s at which the design saturates it.
 type limit struct {
@@ -111,10 +114,14 @@ type design struct {
 	TierFlagShards  int
 	SweepShards     int
 	StatsShards     int
-	// RetainParts is how many retention invocations a minute share the
-	// sweep shards; RecoveryMemoryMB their function's memory (its vCPU
-	// share: one per 1,769 MB); SweepBudget each invocation's budget.
+	// ReleaseParts and RetainParts are how many release and retention
+	// invocations a minute share the sweep shards; RecoverEvery is the
+	// stuck sweep's interval (one invocation); RecoveryMemoryMB their
+	// function's memory (its vCPU share: one per 1,769 MB); SweepBudget
+	// each invocation's budget.
+	ReleaseParts     int
 	RetainParts      int
+	RecoverEvery     time.Duration
 	RecoveryMemoryMB int
 	SweepBudget      time.Duration
 }
@@ -125,8 +132,13 @@ const lambdaMBPerVCPU = 1769.0
 // currentDesign reads the shipped settings.
 func currentDesign() design {
 	d := design{TierConcurrency: map[job.Tier]int{}, TierFlagShards: store.TierFlagShards,
-		SweepShards: resources.SweepShards, StatsShards: store.StatsShards, RetainParts: resources.RetainParts,
+		SweepShards: resources.SweepShards, StatsShards: store.StatsShards, ReleaseParts: resources.ReleaseParts, RetainParts: resources.RetainParts,
 		RecoveryMemoryMB: resources.FunctionSizes[resources.FuncRecovery].MemoryMB, SweepBudget: recovery.BudgetDefault}
+	for _, sc := range resources.For(job.Local).Schedules {
+		if sc.Task == resources.TaskRecover {
+			d.RecoverEvery = sc.Interval
+		}
+	}
 	for _, q := range resources.For(job.Local).Queues {
 		d.TierConcurrency[q.Tier] = q.MaxConcurrency
 	}
@@ -163,28 +175,20 @@ func capacity(m mix, d design) []limit {
 				fmt.Sprintf("ESM MaximumConcurrency %d × %.1f jobs per %.2f s batch, %.0f%% of jobs", d.TierConcurrency[t], m.JobsPerBatch, m.PublisherBatchSeconds, 100*s))
 		}
 	}
-	// Retention's execution seconds per job: an invocation's budget holds
-	// a minute's worth of JobsPerSPerRun.
+	sweeps := sweepLines(m, d)
+	// Retention's execution seconds per job (every job goes stale and its
+	// upload expires): an invocation's budget holds a minute's worth of
+	// what it keeps up with by its round trips.
 	retainBusy := 0.0
-	if r := m.Retention; r.JobsPerSPerRun > 0 && d.SweepBudget > 0 {
-		retainBusy = d.SweepBudget.Seconds() / (60 * r.JobsPerSPerRun)
+	if r := retainPerRun(m, d); r > 0 {
+		retainBusy = d.SweepBudget.Seconds() / (60 * r)
 	}
 	if busy := m.PublisherSecondsPerJob + m.APISecondsPerJob + retainBusy; busy > 0 {
 		add("lambda account concurrency", lambdaAccountConcurrency/busy,
 			fmt.Sprintf("%.0f concurrent executions per region; %.3f s of functions per job (retention %.4f)", lambdaAccountConcurrency, busy, retainBusy))
 	}
-	// Retention: RetainParts invocations a minute, each over its shards
-	// with its own processor and budget.
-	if r := m.Retention; d.RetainParts > 0 && d.SweepBudget > 0 {
-		if r.JobsPerSPerRun > 0 {
-			add("recovery retention (round trips)", float64(d.RetainParts)*r.JobsPerSPerRun,
-				fmt.Sprintf("%d invocations a minute over disjoint sweep shards, %.0f jobs/s each at AWS latencies (stale + media sweeps in a %s budget)", d.RetainParts, r.JobsPerSPerRun, d.SweepBudget))
-		}
-		if r.CPUMsPerJob > 0 && d.RecoveryMemoryMB > 0 {
-			vcpu := float64(d.RecoveryMemoryMB) / lambdaMBPerVCPU
-			add("recovery retention (processor)", float64(d.RetainParts)*vcpu*d.SweepBudget.Seconds()*1000/r.CPUMsPerJob/60,
-				fmt.Sprintf("%d invocations a minute at %d MB (%.2f vCPU) for %s each; %.2f ms of processor per job (staled, its upload expired)", d.RetainParts, d.RecoveryMemoryMB, vcpu, d.SweepBudget, r.CPUMsPerJob))
-		}
+	for _, l := range sweeps {
+		add(l.Name, l.JobsPerS, l.Reasoning)
 	}
 	// Hot keys.
 	if m.ClaimsPerJob > 0 {
@@ -218,10 +222,11 @@ func capacity(m mix, d design) []limit {
 		}
 		if u["table"] > 0 {
 			why := fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"])
-			if r := m.Retention.TableWCUPerJob; r > 0 {
+			r := m.Sweeps[recovery.SweepStale].TableWCUPerItem + m.Sweeps[recovery.SweepMedia].TableWCUPerItem
+			if r > 0 {
 				why += fmt.Sprintf(" + %.1f of retention (staling, the upload's expiry)", r)
 			}
-			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/(u["table"]+m.Retention.TableWCUPerJob), why)
+			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/(u["table"]+r), why)
 		}
 		if busiest != "" && u[busiest] > 0 {
 			add("dynamodb on-demand index throughput ("+busiest+")", dynamoOnDemandWRU/u[busiest],
@@ -239,5 +244,79 @@ func capacity(m mix, d design) []limit {
 			fmt.Sprintf("%.0f PutEvents/s of 10 entries, %.1f events per job", eventBridgePutEventsTPS, m.EventsPerJob))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].JobsPerS < out[j].JobsPerS })
+	return out
+}
+
+// retainPerRun is the rate of finished jobs, each with one upload, that one
+// retention invocation a minute keeps up with by its round trips: its stale
+// and media sweeps share its budget (0: unmeasured).
+func retainPerRun(m mix, d design) float64 {
+	st, md := m.Sweeps[recovery.SweepStale], m.Sweeps[recovery.SweepMedia]
+	if st.ItemsPerS <= 0 || md.ItemsPerS <= 0 || d.SweepBudget <= 0 {
+		return 0
+	}
+	return d.SweepBudget.Seconds() / (1/st.ItemsPerS + 1/md.ItemsPerS) / 60
+}
+
+// sweepLines are the recovery function's sweeps as limits: for each, the
+// jobs/s of a workload in which every job passes through it once (every
+// job scheduled; an outage that parks every job; every job finished with
+// one upload) that its invocations keep up with, by their round trips at
+// AWS latencies and by their processors, the lower of the two. A sweep's
+// invocations each give it its share of the budget: half for each release
+// sweep (its share when both have work), half at most for staling, the
+// rest for the uploads (a finished job costs its staling and its upload's
+// expiry in the same run: the media line is the two together); the stuck
+// sweep has its run's whole budget, once an interval. Stuck jobs are the
+// failed few (a lost message, a silent worker), not a share of every job:
+// the stuck line is not job-bound and states the stuck jobs/s it keeps up
+// with.
+func sweepLines(m mix, d design) []limit {
+	if len(m.Sweeps) == 0 || d.SweepBudget <= 0 {
+		return nil
+	}
+	budget := d.SweepBudget.Seconds()
+	vcpu := float64(d.RecoveryMemoryMB) / lambdaMBPerVCPU
+	var out []limit
+	// line is a sweep given seconds of each of perMinute invocations a
+	// minute, at cost per job.
+	line := func(name, what string, perMinute, seconds float64, cost sweepCost, jobBound bool) {
+		if cost.ItemsPerS <= 0 {
+			return
+		}
+		rt := perMinute * cost.ItemsPerS * seconds / 60
+		cpu := math.Inf(1)
+		if cost.CPUMsPerItem > 0 && vcpu > 0 {
+			cpu = perMinute * vcpu * seconds * 1000 / cost.CPUMsPerItem / 60
+		}
+		v, by := rt, "its round trips"
+		if cpu < rt {
+			v, by = cpu, "its processor"
+		}
+		why := fmt.Sprintf("%s: %.1f invocations a minute, %.0f s of each; %.0f items/s at AWS latencies (%.0f jobs/s), %.2f ms of processor an item at %d MB, %.2f vCPU (%.0f jobs/s); %.1f table write units an item; bound by %s",
+			what, perMinute, seconds, cost.ItemsPerS, rt, cost.CPUMsPerItem, d.RecoveryMemoryMB, vcpu, cpu, cost.TableWCUPerItem, by)
+		if !jobBound {
+			why = fmt.Sprintf("not job-bound: keeps up with %.0f stuck jobs/s; %s", v, why)
+			v = math.Inf(1)
+		}
+		out = append(out, limit{"recovery " + name, v, why})
+	}
+	if d.ReleaseParts > 0 {
+		line("release scheduled", "every job scheduled (scheduleAt)", float64(d.ReleaseParts), budget/2, m.Sweeps[recovery.SweepScheduled], true)
+		line("release parked", "every job parked (an outage)", float64(d.ReleaseParts), budget/2, m.Sweeps[recovery.SweepParked], true)
+	}
+	if d.RecoverEvery > 0 {
+		line("stuck", "stuck jobs re-sent, taken back or failed", time.Minute.Seconds()/d.RecoverEvery.Seconds(), budget, m.Sweeps[recovery.SweepStuck], false)
+	}
+	if d.RetainParts > 0 {
+		st, md := m.Sweeps[recovery.SweepStale], m.Sweeps[recovery.SweepMedia]
+		line("stale", "every job finished, staling capped at half the budget", float64(d.RetainParts), budget/2, st, true)
+		if st.ItemsPerS > 0 && md.ItemsPerS > 0 {
+			both := sweepCost{ItemsPerS: 1 / (1/st.ItemsPerS + 1/md.ItemsPerS), CPUMsPerItem: st.CPUMsPerItem + md.CPUMsPerItem,
+				TableWCUPerItem: st.TableWCUPerItem + md.TableWCUPerItem}
+			line("stale + media", fmt.Sprintf("every job finished and its one upload expired (media %.0f items/s, %.2f ms an item)", md.ItemsPerS, md.CPUMsPerItem),
+				float64(d.RetainParts), budget, both, true)
+		}
+	}
 	return out
 }

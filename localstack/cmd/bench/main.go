@@ -1173,7 +1173,7 @@ const (
 func mixOf(ph, up phase, reads int) mix {
 	n := float64(ph.n)
 	m := mix{TierShare: map[job.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events,
-		WriteUnitsPerJob: map[string]float64{}, Retention: retentionMeasured}
+		WriteUnitsPerJob: map[string]float64{}, Sweeps: sweepsMeasured}
 	for k, u := range ph.pipelineUnits {
 		if where, ok := strings.CutPrefix(k, "write "); ok {
 			m.WriteUnitsPerJob[where] = u / n
