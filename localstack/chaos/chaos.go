@@ -397,9 +397,15 @@ func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map
 // (the run's release, or a later delivery that asks the API once the
 // run's lease lapsed: Worker.settleFinished). The check judges the items
 // once that is done; a job still unsettled at the deadline is judged as
-// it is.
+// it is. A cancelled job's lease counts only while it lasts: a run killed
+// in its call never releases it, and a live run keeps its lease over its
+// call (Hold), so once the lease lapsed what is left to reach the items is
+// the delivery that settles them, which Unsettled waits for. (Waiting for
+// the lease to be cleared held every run to its deadline.)
 func (c *runner) settle(ctx context.Context, final map[string]job.Job, deadline time.Time) {
-	unsettled := func(j job.Job) bool { return j.Unsettled() || (j.Status == job.Cancelled && j.LeaseOwner != "") }
+	unsettled := func(j job.Job) bool {
+		return j.Unsettled() || (j.Status == job.Cancelled && j.LeaseOwner != "" && j.LeaseUntil != nil && time.Now().Before(*j.LeaseUntil))
+	}
 	for {
 		var waiting []string
 		for id, j := range final {
