@@ -90,7 +90,7 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 # last and runs alone. The four steps after it are independent, each mostly
 # one process; they run two at a time, each one's output printed when it
 # ends (TEST_JOBS=1: one after the other).
-GO_TEST_FIRST := ./localstack/chaos ./internal/recovery ./localstack/stack ./internal/worker ./internal/httpapi ./internal/store ./internal/publish
+GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/store ./internal/worker ./internal/publish
 TEST_JOBS ?= 2
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
