@@ -395,21 +395,34 @@ func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map
 // that are not settled yet: a job cancelled while its run was in a call
 // is cancelled at once, and what that call did reaches its items after
 // (the run's release, or a later delivery that asks the API once the
-// run's lease lapsed: Worker.settleFinished). The check judges the items
-// once that is done; a job still unsettled at the deadline is judged as
-// it is. A cancelled job's lease counts only while it lasts: a run killed
-// in its call never releases it, and a live run keeps its lease over its
-// call (Hold), so once the lease lapsed what is left to reach the items is
-// the delivery that settles them, which Unsettled waits for. (Waiting for
-// the lease to be cleared held every run to its deadline.)
+// run's lease lapsed: Worker.settleFinished). A job is settled once every
+// item the API published has its output and no run holds its lease; the
+// check then judges its items, and a job still unsettled at the deadline
+// is judged as it is. An item tried by a run killed before the API saw it
+// stays tried (the next run asks the API first), so tried alone is no
+// reason to wait; nor is a lapsed lease, which a killed run never clears
+// (a live run keeps its lease over its call: Hold). Waiting for either
+// held a run to its deadline whenever a run was killed.
 func (c *runner) settle(ctx context.Context, final map[string]job.Job, deadline time.Time) {
-	unsettled := func(j job.Job) bool {
-		return j.Unsettled() || (j.Status == job.Cancelled && j.LeaseOwner != "" && j.LeaseUntil != nil && time.Now().Before(*j.LeaseUntil))
+	unsettled := func(j job.Job, published map[string]bool) bool {
+		if j.Status == job.Cancelled && j.LeaseOwner != "" && j.LeaseUntil != nil && time.Now().Before(*j.LeaseUntil) {
+			return true
+		}
+		for _, it := range j.Items {
+			if published[it.ID] && (it.Status != job.ItemPublished || it.Output == nil) {
+				return true
+			}
+		}
+		return false
 	}
 	for {
+		published := map[string]bool{}
+		for _, p := range c.s.Simulator.Publications() {
+			published[p.Stack] = true
+		}
 		var waiting []string
 		for id, j := range final {
-			if unsettled(j) {
+			if unsettled(j, published) {
 				waiting = append(waiting, id)
 			}
 		}
