@@ -239,10 +239,12 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (string, string
 }
 
 // testCLI is a cli whose environment is env and whose stderr is a terminal
-// when tty is set.
+// when tty is set. Its HTTP client times out as the CLI's own does (main):
+// an overview's counts are dozens of queries, which a DynamoDB Local busy
+// with the rest of the suite has taken more than 10 s to answer.
 func testCLI(env map[string]string, stdout, stderr io.Writer, tty bool) *cli {
 	return &cli{stdout: stdout, stderr: stderr, getenv: func(k string) string { return env[k] },
-		http: &http.Client{Timeout: 10 * time.Second}, now: time.Now, tty: tty}
+		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, tty: tty}
 }
 
 // runMain runs the CLI as the process would: it returns what it printed
