@@ -47,6 +47,70 @@ const (
 
 // noOpenCircuits is the breaker gauge of a recovery function whose circuits
 // are all closed.
+// keepUpStaleAfter is the keep-up tests' StaleAfter.
+const keepUpStaleAfter = 168 * time.Hour
+
+// keepUpRig is a keep-up test's recovery function, as the schedules invoke
+// it: its recoverer on a simulated clock, each run's budget on a
+// latencyClock, and the stats of one sweep's runs as they are reported.
+// seed writes to the table without being modelled.
+type keepUpRig struct {
+	sim   *clock.Simulated
+	seed  *store.Store
+	fn    func(context.Context, events.EventBridgeEvent) error
+	mu    sync.Mutex
+	stats []recovery.SweepStats
+}
+
+// newKeepUpRig provisions a test's resources and builds its recovery
+// function with budget per run, keeping the stats of sweep.
+func newKeepUpRig(t *testing.T, budget time.Duration, sweep string) (awstest.Env, *keepUpRig) {
+	t.Helper()
+	env := awstest.Provision(t)
+	r := &keepUpRig{sim: clock.NewSimulated(time.Now().UTC().Truncate(time.Minute))}
+	model := newLatencyClock(time.Now())
+	clients := awsclient.New(model.Attach(env.Config))
+	table := env.Res.Definition.Table.Name
+	r.seed = store.New(env.Clients.DynamoDB, table, r.sim.Now)
+	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	rec := recovery.New(recovery.Config{
+		Store: store.New(clients.DynamoDB, table, r.sim.Now), Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
+		StuckAfter: 20 * time.Minute, StaleAfter: keepUpStaleAfter, DeleteAfter: 720 * time.Hour,
+		Budget: budget, Now: r.sim.Now, Clock: model.Now, Logger: discard,
+		Report: func(_ context.Context, s recovery.SweepStats) {
+			if s.Sweep == sweep {
+				r.mu.Lock()
+				r.stats = append(r.stats, s)
+				r.mu.Unlock()
+			}
+		},
+	})
+	r.fn = recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", r.sim.Now), discard)
+	return env, r
+}
+
+// invoke runs schedule s's invocation of minute m.
+func (r *keepUpRig) invoke(t *testing.T, m int, s resources.Schedule) {
+	t.Helper()
+	if err := r.fn(context.Background(), events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: json.RawMessage(s.DetailJSON())}); err != nil {
+		t.Fatalf("minute %d, schedule %s: %v", m, s.Name, err)
+	}
+}
+
+// reported is how many runs have reported so far.
+func (r *keepUpRig) reported() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.stats)
+}
+
+// since returns the runs reported after the first n.
+func (r *keepUpRig) since(n int) []recovery.SweepStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recovery.SweepStats(nil), r.stats[n:]...)
+}
+
 type noOpenCircuits struct{}
 
 func (noOpenCircuits) ReportOpen(context.Context, breaker.Sink) (int, error) { return 0, nil }
@@ -61,31 +125,8 @@ func (noOpenCircuits) ReportOpen(context.Context, breaker.Sink) (int, error) { r
 // budget (the drain test measures the rate that gives).
 func TestStaleStageKeepsUpWithFinishedJobs(t *testing.T) {
 	t.Parallel()
-	env := awstest.Provision(t)
-	sim := clock.NewSimulated(time.Now().UTC().Truncate(time.Minute))
-	budget := newLatencyClock(time.Now())
-	clients := awsclient.New(budget.Attach(env.Config))
-	table := env.Res.Definition.Table.Name
-	st := store.New(clients.DynamoDB, table, sim.Now)
-	seed := store.New(env.Clients.DynamoDB, table, sim.Now)
-	const staleAfter = 168 * time.Hour
-	var mu sync.Mutex
-	var stale []recovery.SweepStats
-	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rec := recovery.New(recovery.Config{
-		Store: st, Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
-		StuckAfter: 20 * time.Minute, StaleAfter: staleAfter, DeleteAfter: 720 * time.Hour,
-		Budget: keepUpBudget, Now: sim.Now, Clock: budget.Now, Logger: discard,
-		Report: func(_ context.Context, s recovery.SweepStats) {
-			if s.Sweep == recovery.SweepStale {
-				mu.Lock()
-				stale = append(stale, s)
-				mu.Unlock()
-			}
-		},
-	})
-	fn := recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", sim.Now), discard)
-	ctx := context.Background()
+	env, rig := newKeepUpRig(t, keepUpBudget, recovery.SweepStale)
+	sim, seed, ctx := rig.sim, rig.seed, context.Background()
 	var tasks []resources.Schedule
 	retainParts := 0
 	for _, s := range env.Res.Definition.Schedules {
@@ -104,7 +145,7 @@ func TestStaleStageKeepsUpWithFinishedJobs(t *testing.T) {
 	var lines []string
 	for m := 0; m <= keepUpMinutes; m++ {
 		// The jobs that reached StaleAfter during the minute just gone.
-		due := sim.Now().Add(-staleAfter)
+		due := sim.Now().Add(-keepUpStaleAfter)
 		jobs := make([]job.Job, keepUpPerMinute)
 		for i := range jobs {
 			jobs[i] = testfactory.Build(testfactory.JobOpts{Status: job.Succeeded, At: due.Add(-time.Duration(i) * time.Minute / keepUpPerMinute)})
@@ -114,25 +155,18 @@ func TestStaleStageKeepsUpWithFinishedJobs(t *testing.T) {
 		}
 		seeded += len(jobs)
 
-		mu.Lock()
-		before := len(stale)
-		mu.Unlock()
+		before := rig.reported()
 		for _, s := range tasks {
 			if m%int(s.Interval/time.Minute) != 0 {
 				continue
 			}
-			detail := json.RawMessage(s.DetailJSON())
-			if err := fn(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: detail}); err != nil {
-				t.Fatalf("minute %d, task %s: %v", m, s.Task, err)
-			}
+			rig.invoke(t, m, s)
 		}
 		left, err := seed.CountDue(ctx, job.Succeeded, due)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		runs := stale[before:]
-		mu.Unlock()
+		runs := rig.since(before)
 		// Each of retention's invocations reads the partitions of its own
 		// shards only (three finished statuses each), and a page more for
 		// each Batch of items.
@@ -186,30 +220,8 @@ const (
 // and each release invocation reads only the partitions of its own shards.
 func TestReleaseKeepsUpWithScheduledJobs(t *testing.T) {
 	t.Parallel()
-	env := awstest.Provision(t)
-	sim := clock.NewSimulated(time.Now().UTC().Truncate(time.Minute))
-	budget := newLatencyClock(time.Now())
-	clients := awsclient.New(budget.Attach(env.Config))
-	table := env.Res.Definition.Table.Name
-	st := store.New(clients.DynamoDB, table, sim.Now)
-	seed := store.New(env.Clients.DynamoDB, table, sim.Now)
-	var mu sync.Mutex
-	var released []recovery.SweepStats
-	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	rec := recovery.New(recovery.Config{
-		Store: st, Sender: queue.NewSender(clients.SQS, env.Res.QueueURLs, queue.Fairness{}),
-		StuckAfter: 20 * time.Minute, StaleAfter: 168 * time.Hour, DeleteAfter: 720 * time.Hour,
-		Budget: releaseKeepUpBudget, Now: sim.Now, Clock: budget.Now, Logger: discard,
-		Report: func(_ context.Context, s recovery.SweepStats) {
-			if s.Sweep == recovery.SweepScheduled {
-				mu.Lock()
-				released = append(released, s)
-				mu.Unlock()
-			}
-		},
-	})
-	fn := recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", sim.Now), discard)
-	ctx := context.Background()
+	env, rig := newKeepUpRig(t, releaseKeepUpBudget, recovery.SweepScheduled)
+	sim, seed, ctx := rig.sim, rig.seed, context.Background()
 	var tasks []resources.Schedule
 	for _, s := range env.Res.Definition.Schedules {
 		if s.Task == resources.TaskRelease {
@@ -234,21 +246,15 @@ func TestReleaseKeepsUpWithScheduledJobs(t *testing.T) {
 		}
 		seeded += len(jobs)
 
-		mu.Lock()
-		before := len(released)
-		mu.Unlock()
+		before := rig.reported()
 		for _, s := range tasks {
-			if err := fn(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event", Detail: json.RawMessage(s.DetailJSON())}); err != nil {
-				t.Fatalf("minute %d, schedule %s: %v", m, s.Name, err)
-			}
+			rig.invoke(t, m, s)
 		}
 		left, err := seed.CountDue(ctx, job.Scheduled, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		runs := released[before:]
-		mu.Unlock()
+		runs := rig.since(before)
 		// Each release invocation reads the scheduled partitions of its
 		// own shards only, and a page more for each Batch of items.
 		own := resources.SweepShards / max(len(tasks), 1)
