@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -35,6 +36,18 @@ type Counter struct {
 	// label, when set, names who made a request (Labeled).
 	label   func(context.Context) string
 	labeled map[string]int
+	// pricer, when set, prices transactions (PriceTransactions).
+	pricer *TxPricer
+}
+
+// PriceTransactions makes the counter price every TransactWriteItems by
+// DynamoDB's rules through p instead of taking the units the emulator
+// reports for it (see TxPricer: DynamoDB Local counts a transaction's
+// items of equal size once). Call it before any request is counted.
+func (c *Counter) PriceTransactions(p *TxPricer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pricer = p
 }
 
 // NewCounter returns an empty Counter.
@@ -81,7 +94,12 @@ func (c *Counter) add(stack *middleware.Stack) error {
 					c.items[key+" bytes"] += 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
 				}
 			}
+			pricer := c.pricer
 			c.mu.Unlock()
+			var priced func() map[string]float64
+			if tx, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok && pricer != nil {
+				priced = pricer.begin(ctx, tx)
+			}
 			in.Parameters = withCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
 			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && len(r.Messages) == 0 {
@@ -89,7 +107,13 @@ func (c *Counter) add(stack *middleware.Stack) error {
 				c.empty[key]++
 				c.mu.Unlock()
 			}
-			if used := consumed(out.Result); len(used) > 0 {
+			var units map[string]float64
+			if priced != nil && err == nil {
+				units = priced()
+			}
+			if used := consumed(out.Result); units != nil {
+				c.addPriced(units)
+			} else if len(used) > 0 {
 				c.addUnits(op, used)
 			}
 			return out, md, err
@@ -115,6 +139,15 @@ func (c *Counter) addUnits(op string, used []dynamodbtypes.ConsumedCapacity) {
 		for name, ix := range u.GlobalSecondaryIndexes {
 			c.units["write "+name] += aws.ToFloat64(ix.CapacityUnits)
 		}
+	}
+}
+
+// addPriced adds a transaction's units as a TxPricer priced them.
+func (c *Counter) addPriced(units map[string]float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range units {
+		c.units[k] += v
 	}
 }
 

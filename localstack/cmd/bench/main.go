@@ -450,6 +450,9 @@ func run(o opts) error {
 	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
 	counter := awsclient.NewCounter()
 	counter.LabelWith(lambdaruntime.FunctionOf)
+	// DynamoDB Local counts a transaction's items of equal size once: each
+	// transaction is priced item by item, by DynamoDB's rules, instead.
+	counter.PriceTransactions(awsclient.NewTxPricer(awsclient.New(awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)).DynamoDB))
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
 	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
