@@ -191,9 +191,11 @@ type Result struct {
 	MaxLag time.Duration
 }
 
-// record is one stream record of a batch, decoded.
+// record is one event of a stream record of a batch, decoded: a stream
+// record (an event item) holds the events of one write of its job, each a
+// record here, in order.
 type record struct {
-	seq string // the stream sequence number: the batch item identifier
+	seq string // the stream record's sequence number: the batch item identifier
 	key string // the job's partition: order is kept within it
 	ev  store.EventRecord
 	err error
@@ -220,9 +222,15 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 			res.Ignored++
 			continue
 		}
-		rec := &record{seq: sr.Change.SequenceNumber, key: sr.Change.Keys[resources.AttrPK].String()}
-		rec.ev, rec.err = store.DecodeEvent(sr.Change.NewImage)
-		recs = append(recs, rec)
+		seq, key := sr.Change.SequenceNumber, sr.Change.Keys[resources.AttrPK].String()
+		evs, err := store.DecodeEvents(sr.Change.NewImage)
+		if err != nil {
+			recs = append(recs, &record{seq: seq, key: key, err: err})
+			continue
+		}
+		for _, ev := range evs {
+			recs = append(recs, &record{seq: seq, key: key, ev: ev})
+		}
 	}
 	r.prefetch(ctx, recs)
 	// Stop putting while there is time to answer: an invocation killed at
@@ -236,9 +244,13 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 	relayed := r.relayInOrder(work, recs, &res)
 	// Every record not relayed is reported: the failed ones, the later
 	// events of their jobs, and whatever a cancelled context left.
+	// A stream record is reported once, whichever of its events failed;
+	// its retry puts the ones that went again (consumers dedupe by id).
 	var resp events.DynamoDBEventResponse
+	reported := map[string]bool{}
 	for _, rec := range recs {
-		if !relayed[rec] {
+		if !relayed[rec] && !reported[rec.seq] {
+			reported[rec.seq] = true
 			res.Failed++
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.seq})
 		}

@@ -696,11 +696,11 @@ func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
 	resp, res := r.Handle(context.Background(), batch)
 	var want []string
 	for _, rec := range batch.Records {
-		ev, err := store.DecodeEvent(rec.Change.NewImage)
+		evs, err := store.DecodeEvents(rec.Change.NewImage)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.JobID == x && ev.Seq >= 2 {
+		if ev := evs[len(evs)-1]; ev.JobID == x && ev.Seq >= 2 {
 			want = append(want, rec.Change.SequenceNumber)
 		}
 	}

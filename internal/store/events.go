@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -53,17 +54,11 @@ func eventItem(rec EventRecord) (map[string]types.AttributeValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	w := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(w)
-	w.Reset(&b)
-	if _, err := io.WriteString(w, view); err != nil {
+	gz, err := gzipped([]byte(view))
+	if err != nil {
 		return nil, err
 	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	item[attrJobGz] = &types.AttributeValueMemberB{Value: b.Bytes()}
+	item[attrJobGz] = &types.AttributeValueMemberB{Value: gz}
 	return item, nil
 }
 
@@ -87,11 +82,7 @@ func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
 		return r, fmt.Errorf("decoding an event item: %w", err)
 	}
 	if gz, ok := item[attrJobGz].(*types.AttributeValueMemberB); ok {
-		zr, err := gzip.NewReader(bytes.NewReader(gz.Value))
-		if err != nil {
-			return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
-		}
-		view, err := io.ReadAll(zr)
+		view, err := gunzipped(gz.Value)
 		if err != nil {
 			return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
 		}
@@ -112,9 +103,52 @@ func (e EventRecord) Body() job.EventBody {
 
 func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }
 
+// attrEarlierGz is an event item's list of the write's events before its
+// last one (each seq, type, at, detail), as gzipped JSON: one item per
+// write of a job, however many events the write made, keyed by its last
+// event's sequence, and under the 1 KB of one write unit.
+const attrEarlierGz = "earlierGz"
+
+// earlierEvent is one event of attrEarlierGz.
+type earlierEvent struct {
+	Seq    int64             `json:"seq"`
+	Type   string            `json:"type"`
+	At     time.Time         `json:"at"`
+	Detail map[string]string `json:"detail,omitempty"`
+}
+
+// gzipped compresses b with a pooled writer.
+func gzipped(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	w := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(w)
+	w.Reset(&out)
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// gunzipped reverses gzipped.
+func gunzipped(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
 // eventItems assigns sequence numbers to j's pending events and renders
-// them as items. Written once and never changed, they reach the event bus
-// through the table's stream (internal/relay); they expire with the job.
+// them as the write's one event item: the last event's header at the top
+// (its key, EVT#<seq>, and what the feed index projects), the earlier
+// ones in attrEarlier, the job as it is after the write once, gzipped.
+// Written once and never changed, it reaches the event bus through the
+// table's stream (internal/relay) and expires with the job. One item per
+// write, not per event: a write of six events (a finish's phases and
+// outcome) costs one item's write units, not six, inside its transaction.
 func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error) {
 	if len(j.Pending) == 0 {
 		return nil, nil
@@ -127,28 +161,76 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	if ttl == 0 {
 		ttl = EventTTLDefault
 	}
-	var items []map[string]types.AttributeValue
 	seq := j.EventSeq
-	for i, ev := range j.Pending {
+	var earlier []earlierEvent
+	for _, ev := range j.Pending[:len(j.Pending)-1] {
 		seq++
-		rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: ev.Type, At: ev.At, Detail: ev.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
-		item, err := eventItem(rec)
+		earlier = append(earlier, earlierEvent{Seq: seq, Type: ev.Type, At: ev.At, Detail: ev.Detail})
+	}
+	seq++
+	last := j.Pending[len(j.Pending)-1]
+	rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: last.Type, At: last.At, Detail: last.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
+	item, err := eventItem(rec)
+	if err != nil {
+		return nil, err
+	}
+	if len(earlier) > 0 {
+		b, err := json.Marshal(earlier)
 		if err != nil {
 			return nil, err
 		}
-		item[resources.AttrPK] = str(jobPK(j.ID))
-		item[resources.AttrSK] = str(eventSK(seq))
-		if i == len(j.Pending)-1 {
-			// The write's last event stands for all of them in the feed.
-			setFeedKeys(item, rec, j.EventSeq+1)
+		if b, err = gzipped(b); err != nil {
+			return nil, err
 		}
-		item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(ev.At.Add(ttl).Unix(), 10)}
-		items = append(items, item)
+		item[attrEarlierGz] = &types.AttributeValueMemberB{Value: b}
 	}
-	return items, nil
+	item[resources.AttrPK] = str(jobPK(j.ID))
+	item[resources.AttrSK] = str(eventSK(seq))
+	// The write's item stands for all its events in the feed.
+	setFeedKeys(item, rec, j.EventSeq+1)
+	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.At.Add(ttl).Unix(), 10)}
+	return []map[string]types.AttributeValue{item}, nil
+}
+
+// decodeEvents reads an event item's events, oldest first: the write's
+// earlier events, then the one the item is keyed by (an item written
+// before writes shared one holds that one alone).
+func decodeEvents(item map[string]types.AttributeValue) ([]EventRecord, error) {
+	last, err := decodeEvent(item)
+	if err != nil {
+		return nil, err
+	}
+	var earlier []earlierEvent
+	if gz, ok := item[attrEarlierGz].(*types.AttributeValueMemberB); ok {
+		b, err := gunzipped(gz.Value)
+		if err == nil {
+			err = json.Unmarshal(b, &earlier)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding the earlier events of event %d of %s: %w", last.Seq, last.JobID, err)
+		}
+	}
+	out := make([]EventRecord, 0, len(earlier)+1)
+	for _, e := range earlier {
+		r := last
+		r.Seq, r.Type, r.At, r.Detail = e.Seq, e.Type, e.At, e.Detail
+		out = append(out, r)
+	}
+	return append(out, last), nil
+}
+
+// firstSeq is the sequence of an event item's first event.
+func firstSeq(evs []EventRecord) int64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[0].Seq
 }
 
 // Events returns a job's events after seq, oldest first (at most limit).
+// An item holds a write's events and is keyed by its last one, so the
+// items keyed after seq hold every event after it, and the first of them
+// may hold some before it too.
 func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int) ([]EventRecord, error) {
 	kc := expression.Key(resources.AttrPK).Equal(expression.Value(jobPK(jobID))).
 		And(expression.Key(resources.AttrSK).Between(expression.Value(eventSK(after+1)), expression.Value(eventSK(1<<39))))
@@ -169,31 +251,69 @@ func (s *Store) Events(ctx context.Context, jobID string, after int64, limit int
 		if s.expired(item) {
 			continue
 		}
-		r, err := decodeEvent(item)
+		evs, err := decodeEvents(item)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		for _, r := range evs {
+			if r.Seq > after && len(out) < limit {
+				out = append(out, r)
+			}
+		}
 	}
 	return out, nil
 }
 
-// GetEvent returns one event of a job.
+// eventAt picks event seq out of the events of the item that holds it.
+func eventAt(evs []EventRecord, seq int64) (EventRecord, bool) {
+	for _, r := range evs {
+		if r.Seq == seq {
+			return r, true
+		}
+	}
+	return EventRecord{}, false
+}
+
+// GetEvent returns one event of a job: one GetItem when it ends its write
+// (the item is keyed by it; so are items from before writes shared one),
+// else a Query for the item after it.
 func (s *Store) GetEvent(ctx context.Context, jobID string, seq int64) (EventRecord, error) {
-	var r EventRecord
+	var evs []EventRecord
 	err := s.getWith(ctx, jobPK(jobID), eventSK(seq), func(item map[string]types.AttributeValue) (err error) {
-		r, err = decodeEvent(item)
+		evs, err = decodeEvents(item)
 		return err
 	})
-	return r, err
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return EventRecord{}, err
+	}
+	if r, ok := eventAt(evs, seq); ok {
+		return r, nil
+	}
+	return s.eventInWrite(ctx, jobID, seq)
+}
+
+// eventInWrite finds event seq in the item of its write, keyed by a later
+// event.
+func (s *Store) eventInWrite(ctx context.Context, jobID string, seq int64) (EventRecord, error) {
+	evs, err := s.Events(ctx, jobID, seq-1, 1)
+	if err != nil {
+		return EventRecord{}, err
+	}
+	if r, ok := eventAt(evs, seq); ok {
+		return r, nil
+	}
+	return EventRecord{}, ErrNotFound
 }
 
 // GetEventAndJob reads event seq of job jobID, the job and the items also
 // names, in one strongly consistent BatchGetItem: what a webhook delivery
 // needs (the event to send, the job to append its outcome to, the
-// endpoint it goes to) for one read request. The event is ErrNotFound when
-// it is gone; the job is nil when it is (retention may remove a job between
-// its event and the delivery). also's items that exist are returned by key.
+// endpoint it goes to) for one read request. The read names the item of
+// seq's write when seq is the write's last event (the events that trigger
+// webhooks — a job's outcome — end their writes); otherwise the event is
+// found by a Query after. The event is ErrNotFound when it is gone; the
+// job is nil when it is (retention may remove a job between its event and
+// the delivery). also's items that exist are returned by key.
 func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, also ...ItemKey) (EventRecord, *job.Job, map[ItemKey]map[string]types.AttributeValue, error) {
 	evKey, jKey := ItemKey{jobPK(jobID), eventSK(seq)}, ItemKey{jobPK(jobID), jobSK}
 	keys := []ItemKey{evKey, jKey}
@@ -211,9 +331,8 @@ func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, als
 	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		switch k {
 		case evKey:
-			found = true
-			var err error
-			ev, err = decodeEvent(item)
+			evs, err := decodeEvents(item)
+			ev, found = eventAt(evs, seq)
 			return err
 		case jKey:
 			j = new(job.Job)
@@ -227,7 +346,10 @@ func (s *Store) GetEventAndJob(ctx context.Context, jobID string, seq int64, als
 		return EventRecord{}, nil, nil, fmt.Errorf("reading event %d of job %s: %w", seq, jobID, err)
 	}
 	if !found {
-		return EventRecord{}, nil, nil, ErrNotFound
+		// Not its write's last event: the item keyed after it holds it.
+		if ev, err = s.eventInWrite(ctx, jobID, seq); err != nil {
+			return EventRecord{}, nil, nil, err
+		}
 	}
 	return ev, j, others, nil
 }

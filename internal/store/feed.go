@@ -63,37 +63,62 @@ func (s *Store) Feed(ctx context.Context, shard int, after string, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("reading the event feed: %w", err)
 	}
-	// Each entry stands for its write's events (feedFrom to seq; one event
-	// in an entry written before writes shared one).
+	// Each entry stands for its write's events (feedFrom to seq), all in
+	// the item it is (an entry written before writes shared one item: in
+	// an item each, read by their keys after).
+	type entry struct {
+		JobID string `dynamodbav:"jobId"`
+		Seq   int64  `dynamodbav:"seq"`
+		From  int64  `dynamodbav:"feedFrom"`
+	}
+	var entries []entry
 	var keys []ItemKey
 	for _, item := range res.Items {
-		var e struct {
-			JobID string `dynamodbav:"jobId"`
-			Seq   int64  `dynamodbav:"seq"`
-			From  int64  `dynamodbav:"feedFrom"`
-		}
+		var e entry
 		if s.expired(item) || attributevalue.UnmarshalMap(item, &e) != nil || e.JobID == "" || e.Seq < 1 {
 			continue
 		}
-		for seq := min(max(e.From, 1), e.Seq); seq <= e.Seq; seq++ {
-			keys = append(keys, ItemKey{jobPK(e.JobID), eventSK(seq)})
-		}
+		e.From = min(max(e.From, 1), e.Seq)
+		entries = append(entries, e)
+		keys = append(keys, ItemKey{jobPK(e.JobID), eventSK(e.Seq)})
 	}
-	byKey := make(map[ItemKey]EventRecord, len(keys))
-	err = s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
-		r, err := decodeEvent(item)
-		if err != nil {
+	byKey := map[ItemKey][]EventRecord{}
+	read := func(keys []ItemKey) error {
+		return s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
+			evs, err := decodeEvents(item)
+			byKey[k] = evs
 			return err
-		}
-		byKey[k] = r
-		return nil
-	})
-	if err != nil {
+		})
+	}
+	if err := read(keys); err != nil {
 		return nil, fmt.Errorf("reading the feed's events: %w", err)
 	}
+	var older []ItemKey
+	for _, e := range entries {
+		for seq := e.From; seq < firstSeq(byKey[ItemKey{jobPK(e.JobID), eventSK(e.Seq)}]); seq++ {
+			older = append(older, ItemKey{jobPK(e.JobID), eventSK(seq)})
+		}
+	}
+	if len(older) > 0 {
+		if err := read(older); err != nil {
+			return nil, fmt.Errorf("reading the feed's events: %w", err)
+		}
+	}
 	out := make([]FeedEvent, 0, len(keys))
-	for _, k := range keys {
-		if r, ok := byKey[k]; ok {
+	for _, e := range entries {
+		main := byKey[ItemKey{jobPK(e.JobID), eventSK(e.Seq)}]
+		var evs []EventRecord
+		for seq := e.From; seq < firstSeq(main); seq++ {
+			if r, ok := eventAt(byKey[ItemKey{jobPK(e.JobID), eventSK(seq)}], seq); ok {
+				evs = append(evs, r)
+			}
+		}
+		for _, r := range main {
+			if r.Seq >= e.From {
+				evs = append(evs, r)
+			}
+		}
+		for _, r := range evs {
 			out = append(out, FeedEvent{EventRecord: r, Key: FeedKey(r)})
 		}
 	}

@@ -8,25 +8,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// DecodeEvent reads an event item from a table stream record's new image
-// (the relay's input). It fails when the image is missing (the stream must
-// carry NEW_IMAGE) or is not a whole event.
-func DecodeEvent(image map[string]events.DynamoDBAttributeValue) (EventRecord, error) {
-	var ev EventRecord
+// DecodeEvents reads the events of an event item — one write's, oldest
+// first — from a table stream record's new image (the relay's input). It
+// fails when the image is missing (the stream must carry NEW_IMAGE) or is
+// not a whole event item.
+func DecodeEvents(image map[string]events.DynamoDBAttributeValue) ([]EventRecord, error) {
 	if len(image) == 0 {
-		return ev, errors.New("the stream record has no new image (the table's stream must be NEW_IMAGE or NEW_AND_OLD_IMAGES)")
+		return nil, errors.New("the stream record has no new image (the table's stream must be NEW_IMAGE or NEW_AND_OLD_IMAGES)")
 	}
 	item, err := itemOf(image)
 	if err != nil {
-		return ev, err
+		return nil, err
 	}
-	if ev, err = decodeEvent(item); err != nil {
-		return ev, err
+	evs, err := decodeEvents(item)
+	if err != nil {
+		return nil, err
 	}
-	if ev.JobID == "" || ev.Seq < 1 || ev.Type == "" || ev.At.IsZero() {
-		return ev, fmt.Errorf("decoding an event item: jobId, seq, type and at are required (got %q, %d, %q, %v)", ev.JobID, ev.Seq, ev.Type, ev.At)
+	for _, ev := range evs {
+		if ev.JobID == "" || ev.Seq < 1 || ev.Type == "" || ev.At.IsZero() {
+			return nil, fmt.Errorf("decoding an event item: jobId, seq, type and at are required (got %q, %d, %q, %v)", ev.JobID, ev.Seq, ev.Type, ev.At)
+		}
 	}
-	return ev, nil
+	return evs, nil
 }
 
 // itemOf converts a stream image (aws-lambda-go's attribute values) into

@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,7 +14,10 @@ import (
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-func TestDecodeEvent(t *testing.T) {
+// TestDecodeEvents: an event item from before writes shared one holds its
+// event alone; a write's item holds its earlier events too, in order, each
+// with the item's job and owner.
+func TestDecodeEvents(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	image := map[string]events.DynamoDBAttributeValue{
@@ -22,21 +28,36 @@ func TestDecodeEvent(t *testing.T) {
 		"tier": events.NewStringAttribute("low"), "webhookUrl": events.NewStringAttribute("https://x.example/h"),
 		"detail": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"phase": events.NewStringAttribute("upload")}),
 	}
-	got, err := store.DecodeEvent(image)
+	got, err := store.DecodeEvents(image)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := store.EventRecord{JobID: "job_a", Owner: "usr_a", Seq: 2, Type: "job.succeeded", At: at, Detail: map[string]string{"phase": "upload"},
 		Job: `{"id":"job_a"}`, Tier: "low", WebhookURL: "https://x.example/h"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff([]store.EventRecord{want}, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	fmt.Fprintf(zw, `[{"seq":1,"type":"job.progress","at":%q}]`, at.Add(-time.Second).Format(time.RFC3339Nano))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	image["earlierGz"] = events.NewBinaryAttribute(gz.Bytes())
+	if got, err = store.DecodeEvents(image); err != nil {
+		t.Fatal(err)
+	}
+	first := want
+	first.Seq, first.Type, first.At, first.Detail = 1, "job.progress", at.Add(-time.Second), nil
+	if diff := cmp.Diff([]store.EventRecord{first, want}, got); diff != "" {
+		t.Errorf("a write's item decoded (-want +got):\n%s", diff)
 	}
 	for name, img := range map[string]map[string]events.DynamoDBAttributeValue{
 		"no image (KEYS_ONLY stream)": nil,
 		"seq not a number":            {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewStringAttribute("x"), "type": events.NewStringAttribute("t"), "at": image["at"]},
 		"no type":                     {"jobId": events.NewStringAttribute("job_a"), "seq": events.NewNumberAttribute("1"), "at": image["at"]},
 	} {
-		if _, err := store.DecodeEvent(img); err == nil {
+		if _, err := store.DecodeEvents(img); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}

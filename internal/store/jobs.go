@@ -268,7 +268,7 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 			return jobCreation{}, err
 		}
 	}
-	j.EventSeq += int64(len(c.events))
+	j.EventSeq += int64(len(j.Pending))
 	if c.item, err = jobItem(j); err != nil {
 		return jobCreation{}, err
 	}
@@ -377,7 +377,7 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 		j.Version = prev
 		return err
 	}
-	j.EventSeq += int64(len(events))
+	j.EventSeq += int64(len(j.Pending))
 	item, err := jobItem(j)
 	if err != nil {
 		j.Version, j.EventSeq = prev, prevSeq

@@ -155,7 +155,7 @@ func (s *Store) StaleJob(ctx context.Context, seen job.Job, now time.Time, fn fu
 		if err != nil {
 			return job.Job{}, err
 		}
-		j.EventSeq += int64(len(events))
+		j.EventSeq += int64(len(j.Pending))
 		item, err := jobItem(&j)
 		if err != nil {
 			return job.Job{}, err

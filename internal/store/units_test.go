@@ -19,8 +19,9 @@ import (
 
 // TestAPublishedJobWritesNarrowIndexEntries follows one published job's
 // writes as the pipeline makes them — the submission's transaction, the
-// claim's, the finish's with its events — and reads the write units
-// DynamoDB reports per index: every index entry is one unit (a few hundred
+// claim's, the finish's with its events — and reads the write units per
+// index, each transaction priced by DynamoDB's rules (awsclient.TxPricer:
+// DynamoDB Local counts a transaction's items of equal size once): every index entry is one unit (a few hundred
 // bytes, not the job), at most twice that in a transaction. The indexes that do not
 // carry the job's status are written once, when the job is created; the
 // owner's creation index only when the status changes; the re-keyed ones
@@ -30,6 +31,7 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	counter := awsclient.NewCounter()
+	counter.PriceTransactions(awsclient.NewTxPricer(dynamodb.NewFromConfig(env.Config)))
 	now := time.Now().UTC()
 	st := store.New(dynamodb.NewFromConfig(counter.Attach(env.Config)), env.Res.Definition.Table.Name, func() time.Time { return now })
 	ctx := context.Background()
@@ -62,6 +64,16 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := counter.Units()
+	// The table: each of the three writes is a transaction (2 units per KB
+	// of each item), and holds one event item however many events it made:
+	// the job (1 KB when submitted, 2 once the claim stored its items'
+	// descriptions), its event item, and the submission's idempotency
+	// record, upload reference and account check, the claim's tier check,
+	// the finish's hourly counter. An item per event made the finish's
+	// six events cost 12 units where one item costs 2.
+	if got, most := u["write table"], 2.0*(1+1+1+1+1)+2*(2+1+1)+2*(2+1+1); got > most {
+		t.Errorf("table: %.1f write units for a published job, want at most %.0f", got, most)
+	}
 	for ix, most := range map[string]float64{
 		// Written once, in the submission's transaction.
 		resources.IndexByTierCreated: 2, resources.IndexByTypeCreated: 2, resources.IndexByCreated: 2,
@@ -99,5 +111,65 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 	}
 	if int64(len(seqs)) != j.EventSeq || !slices.IsSorted(seqs) {
 		t.Errorf("the feed gave the job's events %v, want 1 to %d in order", seqs, j.EventSeq)
+	}
+}
+
+// TestAWriteOfManyEventsIsOneItem: the finish's events (its phases, its
+// progress, its outcome) are one item, read back as events one by one —
+// by the job's event log, by sequence (a middle one and the last), and
+// with the job in one read for a webhook delivery.
+func TestAWriteOfManyEventsIsOneItem(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	now := time.Now().UTC()
+	st := store.New(dynamodb.NewFromConfig(env.Config), env.Res.Definition.Table.Name, func() time.Time { return now })
+	ctx := context.Background()
+	j := testfactory.Build(testfactory.JobOpts{Owner: "usr_many", At: now})
+	j.Emit(job.EventEnqueued, now, nil)
+	if _, _, err := st.CreateJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a", "b", "c"} {
+		j.Emit(job.EventProgress, now, map[string]string{"phase": p})
+	}
+	if err := j.Apply(job.Cancel, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveJob(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.EventSeq != 5 {
+		t.Fatalf("event sequence %d after five events", j.EventSeq)
+	}
+	evs, err := st.Events(ctx, j.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) || ev.Job == "" || ev.Owner != j.Owner {
+			t.Errorf("event %d: %+v", i+1, ev)
+		}
+		types = append(types, ev.Type)
+	}
+	want := []string{job.EventEnqueued, job.EventProgress, job.EventProgress, job.EventProgress, job.EventCancelled}
+	if !slices.Equal(types, want) {
+		t.Errorf("events %v, want %v", types, want)
+	}
+	if evs, err := st.Events(ctx, j.ID, 3, 1); err != nil || len(evs) != 1 || evs[0].Seq != 4 {
+		t.Errorf("one event after 3: %v, %v", evs, err)
+	}
+	for _, seq := range []int64{3, 5} {
+		ev, err := st.GetEvent(ctx, j.ID, seq)
+		if err != nil || ev.Seq != seq || ev.Type != want[seq-1] {
+			t.Errorf("event %d: %+v, %v", seq, ev, err)
+		}
+		ev, got, _, err := st.GetEventAndJob(ctx, j.ID, seq)
+		if err != nil || ev.Seq != seq || got == nil || got.ID != j.ID {
+			t.Errorf("event %d with its job: %+v, %v, %v", seq, ev, got, err)
+		}
+	}
+	if _, err := st.GetEvent(ctx, j.ID, 6); err != store.ErrNotFound {
+		t.Errorf("event 6 of 5: %v, want ErrNotFound", err)
 	}
 }
