@@ -432,21 +432,23 @@ func (r HTTPRoute) RouteKeys() []string {
 // AccessLogFields are the fields of the HTTP API's JSON access log line,
 // each an API Gateway context variable: the CDK stack sets them as the
 // stage's access log format, and the bench prices the bytes of a line
-// (one per request, in the API's log group).
+// (one per request, in the API's log group). A line is what an operator
+// traces a request by: its id (the X-Request-Id the API answers with, and
+// the request_id of the function's own line, which names the caller), the
+// time, the caller's address, method and path, the status, the latency
+// the caller saw and, when API Gateway could not get an answer from the
+// function, why. What the function's line already says (the user, its own
+// duration) and what diagnoses nothing (protocol, response length, user
+// agent) is left out.
 var AccessLogFields = map[string]string{
-	"requestId":          "$context.requestId",
-	"ip":                 "$context.identity.sourceIp",
-	"requestTime":        "$context.requestTime",
-	"httpMethod":         "$context.httpMethod",
-	"routeKey":           "$context.routeKey",
-	"path":               "$context.path",
-	"status":             "$context.status",
-	"protocol":           "$context.protocol",
-	"responseLength":     "$context.responseLength",
-	"responseLatency":    "$context.responseLatency",
-	"integrationLatency": "$context.integrationLatency",
-	"integrationError":   "$context.integrationErrorMessage",
-	"userAgent":          "$context.identity.userAgent",
+	"requestId":        "$context.requestId",
+	"time":             "$context.requestTimeEpoch",
+	"ip":               "$context.identity.sourceIp",
+	"method":           "$context.httpMethod",
+	"path":             "$context.path",
+	"status":           "$context.status",
+	"latencyMs":        "$context.responseLatency",
+	"integrationError": "$context.integrationErrorMessage",
 }
 
 // JWTFunctions are the functions that verify callers' tokens: only they
