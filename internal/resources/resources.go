@@ -398,7 +398,7 @@ type HTTPRoute struct {
 // group has its own function so that each links and may call only what it
 // uses (least privilege, and a smaller bootstrap, a faster cold start): the
 // admin function the operators' clients, uploads the S3 client (presigned
-// PUTs, HeadObject), schedules EventBridge Scheduler and the time zone
+// PUTs, a confirm's ranged GET), schedules EventBridge Scheduler and the time zone
 // database; the api neither. The contract (API.md) is the same whichever
 // function answers: each function's router holds exactly its group's
 // routes, under the same middleware (internal/httpapi).
@@ -524,7 +524,7 @@ var FunctionSizes = map[string]FunctionSize{
 	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 65},
 	// Per job, one sign per file (one PutItem; the signature is local) and,
 	// when the client asks instead of waiting for the S3 event, a confirm
-	// (GetItem, HeadObject, a ranged GET, UpdateItem): about half the api's
+	// (GetItem, a ranged GET, UpdateItem): about half the api's
 	// round trips, so 30 (≈ 1,000 requests/s at 30 ms). A burst beyond
 	// waits (429) instead of taking the api's executions.
 	FuncUploads: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 30},
