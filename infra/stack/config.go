@@ -196,8 +196,8 @@ type Tracing struct {
 	// second and 5 % of the rest; Lambda applies no X-Ray sampling rule).
 	// Off: Lambda's default, PassThrough — an invocation is traced only
 	// when its caller sampled it, and none of the functions' triggers
-	// (HTTP API, S3, SQS from unsampled senders, the table's stream,
-	// Scheduler) does.
+	// does (the HTTP API, S3, the table's stream, Scheduler; an SQS
+	// message carries at most its untraced sender's unsampled header).
 	Enabled bool `json:"enabled"`
 	// SamplingRate is refused (Validate): Lambda's active tracing has no
 	// configurable rate.
