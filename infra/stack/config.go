@@ -84,9 +84,14 @@ type Config struct {
 	// LogRetentionDays keeps the functions' and the API's logs this long
 	// (one of CloudWatch Logs' retention periods).
 	LogRetentionDays int `json:"logRetentionDays"`
-	// Tracing turns X-Ray on for every function, with a sampling rule for
-	// the environment's functions.
+	// Tracing turns Lambda's active X-Ray tracing on for every function.
 	Tracing Tracing `json:"tracing"`
+	// SystemLogLevel is the level of the log lines Lambda itself writes
+	// to the functions' log groups (the functions log JSON; Lambda's own
+	// lines are JSON too): WARN, the default, drops the start and report
+	// lines of every invocation that succeeds; INFO keeps them (each
+	// invocation's duration, memory and cold start); DEBUG adds the rest.
+	SystemLogLevel string `json:"systemLogLevel,omitempty"`
 	// TableDeletionProtection turns on DynamoDB deletion protection. Leave
 	// it off for the first deploy of an environment: a protected table
 	// survives the rollback of a failed create, and the retried create then
@@ -185,11 +190,33 @@ type Alarms struct {
 
 // Tracing configures X-Ray.
 type Tracing struct {
-	// Enabled sets active tracing on every function.
+	// Enabled sets Lambda's active tracing on every function: Lambda then
+	// traces the invocations its caller sampled and samples those that
+	// come without a trace header itself, at its own fixed rate (one a
+	// second and 5 % of the rest; Lambda applies no X-Ray sampling rule).
+	// Off: Lambda's default, PassThrough — an invocation is traced only
+	// when its caller sampled it, and none of the functions' triggers
+	// does (the HTTP API, S3, the table's stream, Scheduler; an SQS
+	// message carries at most its untraced sender's unsampled header).
 	Enabled bool `json:"enabled"`
-	// SamplingRate is the share of requests beyond the first each second
-	// that the environment's X-Ray sampling rule records (0–1).
-	SamplingRate float64 `json:"samplingRate"`
+	// SamplingRate is refused (Validate): Lambda's active tracing has no
+	// configurable rate.
+	SamplingRate *float64 `json:"samplingRate,omitempty"`
+}
+
+// SystemLogLevels are the accepted SystemLogLevel values.
+var SystemLogLevels = []string{"WARN", "INFO", "DEBUG"}
+
+// SystemLogLevelDefault is the SystemLogLevel of a configuration that
+// sets none.
+const SystemLogLevelDefault = "WARN"
+
+// SystemLevel is the configured SystemLogLevel, or its default.
+func (cfg Config) SystemLevel() string {
+	if cfg.SystemLogLevel == "" {
+		return SystemLogLevelDefault
+	}
+	return cfg.SystemLogLevel
 }
 
 // OIDC is the identity provider whose tokens the API accepts beside the
@@ -318,8 +345,11 @@ func (cfg Config) Validate(env job.Env) error {
 	if _, ok := retentionDays[cfg.LogRetentionDays]; !ok {
 		fail("logRetentionDays %d: want one of CloudWatch Logs' periods: %v", cfg.LogRetentionDays, retentionDayList())
 	}
-	if r := cfg.Tracing.SamplingRate; r < 0 || r > 1 {
-		fail("tracing.samplingRate %v: want a share between 0 and 1", r)
+	if cfg.Tracing.SamplingRate != nil {
+		fail("tracing.samplingRate: remove it: Lambda's active tracing samples at its own fixed rate (one invocation a second and 5 %% of the rest) and applies no X-Ray sampling rule")
+	}
+	if l := cfg.SystemLogLevel; l != "" && !slices.Contains(SystemLogLevels, l) {
+		fail("systemLogLevel %q: want one of %v", l, SystemLogLevels)
 	}
 
 	if o := cfg.OIDC; o.Issuer != "" {

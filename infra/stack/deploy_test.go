@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -288,29 +289,53 @@ func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
 	}
 }
 
-// Tracing on: active on every function, and one sampling rule per
-// environment, named and matching by its prefix, at the configured rate.
-func TestTracingSamplingRule(t *testing.T) {
+// Each environment's choices of tracing and logs reach every function:
+// active tracing where tracing is on, Lambda's PassThrough (no
+// TracingConfig, no X-Ray grant) where it is off, and never an X-Ray
+// sampling rule (Lambda's own sampling applies none); JSON logs, Lambda's
+// own lines at the configured system level (WARN unless set), the
+// functions' lines from INFO up (the EMF metric lines are INFO). The
+// checked-in production environments trace nothing and keep no start or
+// report line of an invocation that succeeds; staging traces and keeps
+// them.
+func TestTracingAndLogLevels(t *testing.T) {
 	t.Parallel()
+	stacks(t)
+	for env, want := range map[job.Env]struct {
+		tracing bool
+		level   string
+	}{job.Staging: {true, "INFO"}, job.ProdRU: {false, "WARN"}, job.ProdEN: {false, "WARN"}} {
+		if cfg := configs[env]; cfg.Tracing.Enabled != want.tracing || cfg.SystemLevel() != want.level {
+			t.Errorf("%s: tracing %v, system log level %s; want %v, %s (infra/env/%s.json)", env, cfg.Tracing.Enabled, cfg.SystemLevel(), want.tracing, want.level, env)
+		}
+	}
 	each(t, func(t *testing.T, s *synthesized) {
 		cfg := configs[s.def.Env]
-		rules := s.ofType("AWS::XRay::SamplingRule")
-		if !cfg.Tracing.Enabled {
-			if len(rules) != 0 {
-				t.Errorf("%d sampling rules with tracing off", len(rules))
-			}
-			return
+		if n := len(s.ofType("AWS::XRay::SamplingRule")); n != 0 {
+			t.Errorf("%d X-Ray sampling rules: Lambda's active tracing applies none", n)
 		}
-		if len(rules) != 1 {
-			t.Fatalf("%d sampling rules, want 1", len(rules))
-		}
-		for _, r := range rules {
-			rule := r.Properties["SamplingRule"].(map[string]any)
-			if rule["RuleName"] != s.def.Prefix || rule["ServiceName"] != s.def.Prefix+"-*" || rule["FixedRate"] != cfg.Tracing.SamplingRate {
-				t.Errorf("sampling rule %v, want %s matching %s-* at %v", rule, s.def.Prefix, s.def.Prefix, cfg.Tracing.SamplingRate)
+		actions := policyActions(t, s)
+		for _, fn := range s.def.Functions {
+			id := s.functionID(t, fn)
+			props := s.res[id].Properties
+			tc, _ := props["TracingConfig"].(map[string]any)
+			if cfg.Tracing.Enabled != (tc != nil && tc["Mode"] == "Active") || (!cfg.Tracing.Enabled && tc != nil) {
+				t.Errorf("%s: TracingConfig %v with tracing.enabled %v", fn, props["TracingConfig"], cfg.Tracing.Enabled)
 			}
-			if name, _ := rule["RuleName"].(string); len(name) > 32 {
-				t.Errorf("rule name %q is longer than X-Ray's 32 characters", name)
+			lc, _ := props["LoggingConfig"].(map[string]any)
+			if lc["LogFormat"] != "JSON" || lc["SystemLogLevel"] != cfg.SystemLevel() || lc["ApplicationLogLevel"] != "INFO" {
+				t.Errorf("%s: LoggingConfig %v, want JSON, system %s, application INFO", fn, lc, cfg.SystemLevel())
+			}
+			grantsXRay := slices.Contains(actions[fn], "xray:PutTraceSegments")
+			if grantsXRay != cfg.Tracing.Enabled {
+				t.Errorf("%s: role grants X-Ray %v with tracing.enabled %v", fn, grantsXRay, cfg.Tracing.Enabled)
+			}
+		}
+		for id, r := range s.ofType("AWS::ApiGatewayV2::Stage") {
+			settings, _ := r.Properties["AccessLogSettings"].(map[string]any)
+			var got map[string]string
+			if err := json.Unmarshal([]byte(fmt.Sprint(settings["Format"])), &got); err != nil || !cmp.Equal(got, resources.AccessLogFields) {
+				t.Errorf("%s: access log format %v, want resources.AccessLogFields %v (%v)", id, settings["Format"], resources.AccessLogFields, err)
 			}
 		}
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsxray"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
@@ -132,19 +131,28 @@ func (b *builder) functions() {
 			env[config.VarBusEvents] = jsii.String(string(b.props.Config.Bus()))
 		}
 		f := awslambda.NewFunction(b.stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
-			FunctionName:  jsii.String(name),
-			Description:   jsii.String(spec.Description),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(b.props.FunctionsDir, fn)), nil),
-			MemorySize:    jsii.Number(float64(spec.MemoryMB)),
-			Timeout:       dur(spec.Timeout),
-			Role:          role,
-			LogGroup:      logs,
-			Environment:   &env,
-			Tracing:       b.tracing(),
-			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+			FunctionName: jsii.String(name),
+			Description:  jsii.String(spec.Description),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(b.props.FunctionsDir, fn)), nil),
+			MemorySize:   jsii.Number(float64(spec.MemoryMB)),
+			Timeout:      dur(spec.Timeout),
+			Role:         role,
+			LogGroup:     logs,
+			// The functions write JSON lines (log/slog, EMF); Lambda's own
+			// lines are JSON too, filtered by the configured system level
+			// (WARN: no start and report lines for invocations that
+			// succeed). Application lines are kept from INFO up: Lambda
+			// reads each line's "level" and gives the EMF metric lines,
+			// which have none, INFO.
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			SystemLogLevelV2:      awslambda.SystemLogLevel(b.props.Config.SystemLevel()),
+			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+			Environment:           &env,
+			Tracing:               b.tracing(),
+			RecursiveLoop:         awslambda.RecursiveLoop_TERMINATE,
 			// Off unless the configuration reserves some: a floor and a
 			// ceiling, out of the account's pool (Config.ReservedConcurrency).
 			ReservedConcurrentExecutions: b.reservation(fn),
@@ -163,37 +171,6 @@ func (b *builder) functions() {
 		b.fns[fn] = f
 		b.fnLogs[fn] = logs
 	}
-	b.samplingRule()
-}
-
-// SamplingRulePriority is the priority of the environments' X-Ray sampling
-// rules (1 is the highest; the default rule is 10000).
-const SamplingRulePriority = 1000
-
-// samplingRule records the configured share of the environment's
-// functions' requests beyond the first each second (X-Ray rules are
-// per account: the rule is named, and matches services, by the
-// environment's prefix).
-func (b *builder) samplingRule() {
-	tr := b.props.Config.Tracing
-	if !tr.Enabled {
-		return
-	}
-	awsxray.NewCfnSamplingRule(b.stack, jsii.String("SamplingRule"), &awsxray.CfnSamplingRuleProps{
-		SamplingRule: &awsxray.CfnSamplingRule_SamplingRuleProperty{
-			RuleName:      jsii.String(b.def.Prefix),
-			Priority:      jsii.Number(SamplingRulePriority),
-			FixedRate:     jsii.Number(tr.SamplingRate),
-			ReservoirSize: jsii.Number(1),
-			ServiceName:   jsii.String(b.def.Prefix + "-*"),
-			ServiceType:   jsii.String("*"),
-			Host:          jsii.String("*"),
-			HttpMethod:    jsii.String("*"),
-			UrlPath:       jsii.String("*"),
-			ResourceArn:   jsii.String("*"),
-			Version:       jsii.Number(1),
-		},
-	})
 }
 
 // reservation is fn's configured reserved concurrency, nil for none.
@@ -205,7 +182,10 @@ func (b *builder) reservation(fn string) *float64 {
 }
 
 // tracing is the functions' X-Ray mode: active when the configuration
-// turns tracing on, else disabled.
+// turns tracing on, else none set (Lambda's default, PassThrough: only an
+// invocation its caller sampled is traced, and no trigger of these
+// functions samples; the roles get no X-Ray grant). X-Ray sampling rules
+// do not apply to Lambda's own sampling, so the stack makes none.
 func (b *builder) tracing() awslambda.Tracing {
 	if b.props.Config.Tracing.Enabled {
 		return awslambda.Tracing_ACTIVE

@@ -443,6 +443,15 @@ func TestBucket(t *testing.T) {
 	})
 }
 
+// tracingConfig is the TracingConfig a function's template should carry:
+// Active with tracing on, none (Lambda's PassThrough) with it off.
+func tracingConfig(cfg stack.Config) any {
+	if cfg.Tracing.Enabled {
+		return map[string]any{"Mode": "Active"}
+	}
+	return absent{}
+}
+
 // uploadCORS is the bucket's CORS for the configured origins: none
 // without origins.
 func uploadCORS(origins []string) any {
@@ -519,8 +528,8 @@ func TestFunctions(t *testing.T) {
 					"Handler":                      "bootstrap",
 					"MemorySize":                   spec.MemoryMB,
 					"Timeout":                      spec.Timeout.Seconds(),
-					"LoggingConfig":                map[string]any{"LogGroup": ref(logs)},
-					"TracingConfig":                map[string]any{"Mode": "Active"},
+					"LoggingConfig":                map[string]any{"LogGroup": ref(logs), "LogFormat": "JSON", "SystemLogLevel": cfg.SystemLevel(), "ApplicationLogLevel": "INFO"},
+					"TracingConfig":                tracingConfig(cfg),
 					"Environment":                  map[string]any{"Variables": obj(env)},
 					"ReservedConcurrentExecutions": reservation(cfg, fn),
 				}))
@@ -1140,6 +1149,15 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	each(t, func(t *testing.T, s *synthesized) {
 		got := policyActions(t, s)
+		want := want
+		if !configs[s.def.Env].Tracing.Enabled {
+			// No X-Ray grant without active tracing.
+			traced := want
+			want = map[string][]string{}
+			for fn, actions := range traced {
+				want[fn] = slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return strings.HasPrefix(a, "xray:") })
+			}
+		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("actions per function (-want +got):\n%s", diff)
 		}

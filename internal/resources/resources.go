@@ -398,7 +398,7 @@ type HTTPRoute struct {
 // group has its own function so that each links and may call only what it
 // uses (least privilege, and a smaller bootstrap, a faster cold start): the
 // admin function the operators' clients, uploads the S3 client (presigned
-// PUTs, HeadObject), schedules EventBridge Scheduler and the time zone
+// PUTs, a confirm's ranged GET), schedules EventBridge Scheduler and the time zone
 // database; the api neither. The contract (API.md) is the same whichever
 // function answers: each function's router holds exactly its group's
 // routes, under the same middleware (internal/httpapi).
@@ -432,21 +432,23 @@ func (r HTTPRoute) RouteKeys() []string {
 // AccessLogFields are the fields of the HTTP API's JSON access log line,
 // each an API Gateway context variable: the CDK stack sets them as the
 // stage's access log format, and the bench prices the bytes of a line
-// (one per request, in the API's log group).
+// (one per request, in the API's log group). A line is what an operator
+// traces a request by: its id (the X-Request-Id the API answers with, and
+// the request_id of the function's own line, which names the caller), the
+// time, the caller's address, method and path, the status, the latency
+// the caller saw and, when API Gateway could not get an answer from the
+// function, why. What the function's line already says (the user, its own
+// duration) and what diagnoses nothing (protocol, response length, user
+// agent) is left out.
 var AccessLogFields = map[string]string{
-	"requestId":          "$context.requestId",
-	"ip":                 "$context.identity.sourceIp",
-	"requestTime":        "$context.requestTime",
-	"httpMethod":         "$context.httpMethod",
-	"routeKey":           "$context.routeKey",
-	"path":               "$context.path",
-	"status":             "$context.status",
-	"protocol":           "$context.protocol",
-	"responseLength":     "$context.responseLength",
-	"responseLatency":    "$context.responseLatency",
-	"integrationLatency": "$context.integrationLatency",
-	"integrationError":   "$context.integrationErrorMessage",
-	"userAgent":          "$context.identity.userAgent",
+	"requestId":        "$context.requestId",
+	"time":             "$context.requestTimeEpoch",
+	"ip":               "$context.identity.sourceIp",
+	"method":           "$context.httpMethod",
+	"path":             "$context.path",
+	"status":           "$context.status",
+	"latencyMs":        "$context.responseLatency",
+	"integrationError": "$context.integrationErrorMessage",
 }
 
 // JWTFunctions are the functions that verify callers' tokens: only they
@@ -522,7 +524,7 @@ var FunctionSizes = map[string]FunctionSize{
 	FuncAPI: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 65},
 	// Per job, one sign per file (one PutItem; the signature is local) and,
 	// when the client asks instead of waiting for the S3 event, a confirm
-	// (GetItem, HeadObject, a ranged GET, UpdateItem): about half the api's
+	// (GetItem, a ranged GET, UpdateItem): about half the api's
 	// round trips, so 30 (≈ 1,000 requests/s at 30 ms). A burst beyond
 	// waits (429) instead of taking the api's executions.
 	FuncUploads: {MemoryMB: 512, Timeout: 29 * time.Second, ReservedConcurrency: 30},

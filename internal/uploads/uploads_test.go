@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/store"
@@ -184,6 +185,8 @@ func TestConfirmChecksTheObject(t *testing.T) {
 		{"wrong size", "image/png", img, len(img) + 1},
 		{"wrong content type", "image/jpeg", img, len(img)},
 		{"not an image", "image/png", bytes.Repeat([]byte("x"), len(img)), len(img)},
+		{"empty", "image/png", nil, len(img)},
+		{"larger than the bytes read to sniff", "image/png", append(append([]byte{}, img...), make([]byte, 2048)...), len(img)},
 	} {
 		t.Run(tc.name+" is rejected", func(t *testing.T) {
 			s := sign(owner, tc.declared)
@@ -193,6 +196,39 @@ func TestConfirmChecksTheObject(t *testing.T) {
 				t.Errorf("status %s reason %q err %v, want rejected with a reason", u.Status, u.Reason, err)
 			}
 		})
+	}
+}
+
+// A confirm reads S3 once: one ranged GET gives the object's length,
+// type and ETag and the bytes to sniff; a settled upload is not read
+// again.
+func TestConfirmReadsTheObjectOnce(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	counter := awsclient.NewCounter()
+	objects := bucket.New(counter.Attach(env.Config.Copy()), env.Res.Definition.Bucket.Name)
+	st := store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, time.Now)
+	svc := uploads.New(uploads.Config{Store: st, Objects: objects, Prefix: "uploads/", MaxSize: maxSize, Expiry: 5 * time.Minute,
+		Now: time.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	ctx := context.Background()
+	img := pngBytes(t)
+	owner := testfactory.Owner()
+	s, err := svc.Sign(ctx, owner, uploads.SignRequest{Filename: "a.png", ContentType: "image/png", Size: int64(len(img))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bucket.New(env.Config, env.Res.Definition.Bucket.Name).Put(ctx, s.Key, bytes.NewReader(img), bucket.Headers{ContentType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	if u, err := svc.ObjectCreated(ctx, env.Res.Definition.Bucket.Name, s.Key); err != nil || u.Status != store.UploadConfirmed || u.Pin.ETag == "" {
+		t.Fatalf("the S3 event's confirm: %s %+v, %v; want confirmed and pinned", u.Status, u.Pin, err)
+	}
+	if _, err := svc.Confirm(ctx, owner, s.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Snapshot(); got["S3.GetObject"] != 1 || got["S3.HeadObject"] != 0 {
+		t.Errorf("S3 requests of two confirms %v, want one GetObject", got)
 	}
 }
 

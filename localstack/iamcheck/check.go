@@ -254,6 +254,20 @@ type AllowEntry struct {
 	// Sometimes marks actions the scenario reaches or not depending on
 	// timing: listed, they are never stale (still granted, always).
 	Sometimes bool `yaml:"sometimes"`
+	// Envs are the environments whose templates grant the actions (their
+	// configuration decides, e.g. tracing); empty: every environment.
+	Envs []string `yaml:"envs"`
+}
+
+// For is the list's entries that apply to environment env.
+func (l AllowList) For(env string) AllowList {
+	var out AllowList
+	for _, e := range l {
+		if len(e.Envs) == 0 || slices.Contains(e.Envs, env) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // ReadAllowList parses the allow-list file.

@@ -150,3 +150,19 @@ func TestDeniedEvaluatesWithIAMSimulate(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// An allow-list entry naming environments applies to their templates
+// alone; one without, to every environment's.
+func TestAllowListFor(t *testing.T) {
+	t.Parallel()
+	l := iamcheck.AllowList{
+		{Functions: []string{"all"}, Actions: []string{"logs:PutLogEvents"}, Reason: "everywhere"},
+		{Functions: []string{"all"}, Actions: []string{"xray:PutTraceSegments"}, Reason: "traced", Envs: []string{string(job.Staging)}},
+	}
+	if got := len(l.For(string(job.Staging))); got != 2 {
+		t.Errorf("staging: %d entries, want 2", got)
+	}
+	if got := l.For(string(job.ProdEN)); len(got) != 1 || got[0].Reason != "everywhere" {
+		t.Errorf("prod-en: %v, want the entry without envs alone", got)
+	}
+}

@@ -2,7 +2,7 @@
 // SDK. A Bucket is one bucket and the operations the domain makes on it —
 // presigned PUTs, HEAD, streamed GETs, DELETE — in the domain's terms: a
 // missing object is ErrNotFound, a failed If-Match is ErrPreconditionFailed,
-// every other error is the SDK's own. The domain packages (uploads, publish,
+// a range past an empty object's end is ErrRangeNotSatisfiable, every other error is the SDK's own. The domain packages (uploads, publish,
 // recovery) each declare the few methods they call and are given a Bucket
 // at wiring time.
 package bucket
@@ -12,6 +12,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +32,10 @@ var ErrNotFound = errors.New("no such object")
 // ErrPreconditionFailed means the object is not the one If-Match named: S3
 // answered 412.
 var ErrPreconditionFailed = errors.New("precondition failed")
+
+// ErrRangeNotSatisfiable means a ranged GET asked for bytes the object does
+// not have (an empty object): S3 answered 416.
+var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
 
 // Bucket is one S3 bucket. Its methods are safe for concurrent use.
 type Bucket struct {
@@ -72,6 +78,9 @@ type Object struct {
 	// Size is the length of the object (of the body a GET answered: a
 	// range's), in bytes.
 	Size int64
+	// Length is the whole object's length, in bytes: a ranged GET's
+	// Content-Range total, else Size.
+	Length int64
 	// ContentType and ContentDisposition are the headers stored with it.
 	ContentType        string
 	ContentDisposition string
@@ -137,7 +146,8 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		return Object{}, classify(err)
 	}
-	return Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: aws.ToInt64(out.ContentLength),
+	size := aws.ToInt64(out.ContentLength)
+	return Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: size, Length: size,
 		ContentType: aws.ToString(out.ContentType), ContentDisposition: aws.ToString(out.ContentDisposition)}, nil
 }
 
@@ -171,7 +181,15 @@ func (b *Bucket) Get(ctx context.Context, key string, o GetOptions) (io.ReadClos
 	if err != nil {
 		return nil, Object{}, classify(err)
 	}
-	return out.Body, Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: aws.ToInt64(out.ContentLength),
+	size := aws.ToInt64(out.ContentLength)
+	length := size
+	// "bytes 0-511/1234": the total after the slash ("*": unknown).
+	if _, total, ok := strings.Cut(aws.ToString(out.ContentRange), "/"); ok {
+		if n, err := strconv.ParseInt(total, 10, 64); err == nil {
+			length = n
+		}
+	}
+	return out.Body, Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: size, Length: length,
 		ContentType: aws.ToString(out.ContentType), ContentDisposition: aws.ToString(out.ContentDisposition)}, nil
 }
 
@@ -196,6 +214,8 @@ func classify(err error) error {
 		return &statusError{kind: ErrNotFound, err: err}
 	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed:
 		return &statusError{kind: ErrPreconditionFailed, err: err}
+	case errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable:
+		return &statusError{kind: ErrRangeNotSatisfiable, err: err}
 	}
 	return err
 }

@@ -170,8 +170,14 @@ func TestGetStreamsTheObjectIfMatchNames(t *testing.T) {
 	}
 	got, err = io.ReadAll(body)
 	body.Close()
-	if err != nil || string(got) != "0123" || obj.Size != 4 {
-		t.Errorf("ranged Get = %q (size %d), %v; want 0123", got, obj.Size, err)
+	if err != nil || string(got) != "0123" || obj.Size != 4 || obj.Length != int64(len(data)) {
+		t.Errorf("ranged Get = %q (size %d of %d), %v; want 0123 of the %d bytes", got, obj.Size, obj.Length, err, len(data))
+	}
+
+	// A range past an empty object's end is refused, not an empty body.
+	tb.put(t, "uploads/u/empty.png", nil)
+	if _, _, err := tb.b.Get(ctx, "uploads/u/empty.png", bucket.GetOptions{Range: "bytes=0-511"}); !errors.Is(err, bucket.ErrRangeNotSatisfiable) {
+		t.Errorf("ranged Get of an empty object: %v, want ErrRangeNotSatisfiable", err)
 	}
 }
 

@@ -3,8 +3,8 @@
 // "Uploads": sign, confirm on demand, get). Its handler is a router with
 // only the uploads routes (httpapi.RegisterUploads), verified exactly as
 // the api function verifies. It is the only HTTP function that creates an
-// S3 client and may call S3 (presigned PUTs, HeadObject and the ranged GET
-// of a confirm); it creates the table's and the bucket's clients and
+// S3 client and may call S3 (presigned PUTs and the ranged GET of a
+// confirm); it creates the table's and the bucket's clients and
 // nothing else: no queue is sent to, no token sealed, no job validated.
 package uploadsfn
 

@@ -23,16 +23,17 @@ import (
 
 // Prices of what the bill adds beyond requests: logs, traces, the event
 // archive and storage (us-east-1 list prices, the page named, the day the
-// figure was entered). GB is 2³⁰ bytes, a month 730 hours, as AWS bills.
+// figure was checked). GB is 2³⁰ bytes, a month 730 hours, as AWS bills.
+// Free tiers are left out: an account's other workloads may use them.
 var storagePrices = map[string]price{
-	"Logs.ingest":      {0.50 / gb, "aws.amazon.com/cloudwatch/pricing, 2026-11-26: Logs, Standard log class: data ingestion $0.50 per GB (Lambda's logs, vended: $0.50 per GB for the first 10 TB)"},
-	"Logs.store":       {0.03 / gb, "aws.amazon.com/cloudwatch/pricing, 2026-11-26: Logs, storage (archival) $0.03 per GB-month"},
-	"XRay.trace":       {5.00 / 1e6, "aws.amazon.com/xray/pricing, 2026-11-26: traces recorded $5.00 per million (after 100,000 free a month)"},
-	"Archive.ingest":   {0.10 / gb, "aws.amazon.com/eventbridge/pricing, 2026-11-26: archive, events processed $0.10 per GB"},
-	"Archive.store":    {0.023 / gb, "aws.amazon.com/eventbridge/pricing, 2026-11-26: archive storage $0.023 per GB-month"},
-	"DynamoDB.storage": {0.25 / gb, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-26: data storage, Standard table class, $0.25 per GB-month (after the first 25 GB)"},
-	"DynamoDB.pitr":    {0.20 / gb, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-26: continuous backups (PITR) $0.20 per GB-month of table size"},
-	"S3.storage":       {0.023 / gb, "aws.amazon.com/s3/pricing, 2026-11-26: S3 Standard storage $0.023 per GB-month (first 50 TB)"},
+	"Logs.ingest":      {0.50 / gb, "aws.amazon.com/cloudwatch/pricing, 2026-11-28: Logs, Standard log class: data ingestion $0.50 per GB (Lambda's logs, vended: $0.50 per GB for the first 10 TB; the HTTP API's access log, custom: $0.50 per GB)"},
+	"Logs.store":       {0.03 / gb, "aws.amazon.com/cloudwatch/pricing, 2026-11-28: Logs, storage (archival) $0.03 per GB-month"},
+	"XRay.trace":       {5.00 / 1e6, "aws.amazon.com/xray/pricing, 2026-11-28: traces recorded $5.00 per million (after 100,000 free a month); Lambda's active tracing samples one invocation a second and 5 % of the rest, not configurable (docs.aws.amazon.com/lambda/latest/dg/services-xray.html)"},
+	"Archive.ingest":   {0.10 / gb, "aws.amazon.com/eventbridge/pricing, 2026-11-28: archive, events processed $0.10 per GB"},
+	"Archive.store":    {0.023 / gb, "aws.amazon.com/eventbridge/pricing, 2026-11-28: archive storage $0.023 per GB-month"},
+	"DynamoDB.storage": {0.25 / gb, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-28: data storage, Standard table class, $0.25 per GB-month (after the first 25 GB)"},
+	"DynamoDB.pitr":    {0.20 / gb, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-28: continuous backups (PITR) $0.20 per GB-month of the table's size, its data and local secondary indexes (not its global ones: docs.aws.amazon.com/amazondynamodb/latest/developerguide/PointInTimeRecovery_Howitworks.html)"},
+	"S3.storage":       {0.023 / gb, "aws.amazon.com/s3/pricing, 2026-11-28: S3 Standard storage $0.023 per GB-month (first 50 TB)"},
 }
 
 const (
@@ -44,16 +45,25 @@ const (
 func months(d time.Duration) float64 { return d.Hours() / month.Hours() }
 
 // billEnv is what the bill reads of a cloud environment's configuration
-// (infra/env/<env>.json, the file `cdk deploy` reads): the logs' retention
-// and the tracing sampling; the resource definition gives the rest (the
-// archive's retention, PITR).
+// (infra/env/<env>.json, the file `cdk deploy` reads): the logs' retention,
+// the level of Lambda's own log lines and whether functions trace; the
+// resource definition gives the rest (the archive's retention, PITR).
 type billEnv struct {
 	Env              job.Env `json:"-"`
 	LogRetentionDays int     `json:"logRetentionDays"`
 	Tracing          struct {
-		Enabled      bool    `json:"enabled"`
-		SamplingRate float64 `json:"samplingRate"`
+		Enabled bool `json:"enabled"`
 	} `json:"tracing"`
+	SystemLogLevel string `json:"systemLogLevel"`
+}
+
+// systemLevel is the environment's system log level, WARN when unset (as
+// the CDK stack applies it: infra/stack, Config.SystemLevel).
+func (e billEnv) systemLevel() string {
+	if e.SystemLogLevel == "" {
+		return "WARN"
+	}
+	return e.SystemLogLevel
 }
 
 // readBillEnv reads env's deploy configuration from infra/env.
@@ -110,58 +120,81 @@ func (w logWriter) Write(p []byte) (int, error) {
 }
 
 // platformLogBytes is what Lambda itself writes to a function's log group
-// per invocation, in the text log format the stacks use: the START, END
-// and REPORT lines (a sampled trace adds an XRAY line to REPORT, left out).
-var platformLogBytes = func() int {
+// per invocation that succeeds, in the JSON log format the stacks use, at
+// system log level level: nothing at WARN; the platform.start and
+// platform.report lines at INFO; platform.runtimeDone too at DEBUG. (A
+// cold start adds its init lines at INFO, and an active trace a tracing
+// object to each line: both left out.)
+func platformLogBytes(level string) int {
 	id := "8f507cfc-2f32-4697-b07a-ac58fc914c95"
-	return len("START RequestId: "+id+" Version: $LATEST\n") + len("END RequestId: "+id+"\n") +
-		len("REPORT RequestId: "+id+"\tDuration: 31.52 ms\tBilled Duration: 32 ms\tMemory Size: 256 MB\tMax Memory Used: 48 MB\t\n")
-}()
+	start := `{"time":"2026-11-28T18:50:00.000Z","type":"platform.start","record":{"requestId":"` + id + `","version":"$LATEST"}}` + "\n"
+	report := `{"time":"2026-11-28T18:50:00.032Z","type":"platform.report","record":{"requestId":"` + id +
+		`","metrics":{"durationMs":31.52,"billedDurationMs":32,"memorySizeMB":256,"maxMemoryUsedMB":48},"status":"success"}}` + "\n"
+	done := `{"time":"2026-11-28T18:50:00.031Z","type":"platform.runtimeDone","record":{"requestId":"` + id +
+		`","status":"success","metrics":{"durationMs":31.2,"producedBytes":512}}}` + "\n"
+	switch level {
+	case "WARN":
+		return 0
+	case "INFO":
+		return len(start) + len(report)
+	}
+	return len(start) + len(report) + len(done)
+}
+
+// accessLogSample is a browser's submit as each API Gateway context
+// variable of resources.AccessLogFields shows it.
+var accessLogSample = map[string]string{
+	"$context.requestId": "Jx1AbcdEfGhIjKA=", "$context.requestTimeEpoch": "1795887000000",
+	"$context.identity.sourceIp": "203.0.113.27", "$context.httpMethod": "POST", "$context.path": "/v1/jobs",
+	"$context.status": "201", "$context.responseLatency": "41", "$context.integrationErrorMessage": "-",
+}
 
 // accessLogBytes is one line of the HTTP API's access log
 // (resources.AccessLogFields) with the values a browser's submit gives it.
 var accessLogBytes = func() int {
-	sample := map[string]string{
-		"$context.requestId": "Jx1AbcdEfGhIjKA=", "$context.identity.sourceIp": "203.0.113.27",
-		"$context.requestTime": "26/Nov/2026:18:50:00 +0000", "$context.httpMethod": "POST", "$context.routeKey": "$default",
-		"$context.path": "/v1/jobs/job_3f9a1c2e7b4d4e0f9a8b7c6d5e4f3a2b", "$context.status": "201", "$context.protocol": "HTTP/1.1",
-		"$context.responseLength": "1184", "$context.responseLatency": "41", "$context.integrationLatency": "39",
-		"$context.integrationErrorMessage": "-",
-		"$context.identity.userAgent":      "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
-	}
 	line := map[string]string{}
 	for k, v := range resources.AccessLogFields {
-		line[k] = sample[v]
+		line[k] = accessLogSample[v]
 	}
 	b, _ := json.Marshal(line)
 	return len(b) + 1
 }()
 
-// tracesPerMonth is how many traces X-Ray records in a month of
-// invocations at the environment's sampling: the sampling rule's
-// reservoir (one a second, account-wide, whenever a request comes) and
-// its rate of the rest. Each invocation is taken as a trace of its own
-// (an upper bound: an SQS message or an event that carries its sender's
-// trace joins it).
-func tracesPerMonth(invocations, rate float64) float64 {
+// lambdaSampleRate is Lambda's active tracing beyond its reservoir of one
+// invocation a second.
+const lambdaSampleRate = 0.05
+
+// tracesPerMonth is how many traces X-Ray records in a month when every
+// function traces actively, from each function's invocations a month:
+// Lambda samples the first invocation of each second and 5 % of the rest,
+// a rate no X-Ray sampling rule changes. Each function is taken to sample
+// on its own, its invocations arriving at random (Poisson): the seconds
+// with at least one are 1 − e^−λ of the month. An upper bound: one
+// reservoir for the whole account would trace fewer, and an invocation
+// whose caller passed an unsampled trace header is not traced.
+func tracesPerMonth(invocations map[string]float64) float64 {
 	seconds := month.Seconds()
-	reservoir := math.Min(invocations, seconds) // 1 a second while invocations come at least that often
-	return reservoir + rate*(invocations-reservoir)
+	total := 0.0
+	for _, n := range invocations {
+		reservoir := seconds * (1 - math.Exp(-n/seconds))
+		total += reservoir + lambdaSampleRate*(n-reservoir)
+	}
+	return total
 }
 
 // storedBytes is what DynamoDB bills as storage for the items of table
-// def: each item's size plus 100 bytes, and again for each index it is in
-// (its keys and projected attributes, plus 100 bytes).
-func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue) float64 {
-	total := 0.0
+// def: each item's size plus 100 bytes (base), and again for each index it
+// is in (its keys and projected attributes, the whole item for ALL, plus
+// 100 bytes): all.
+func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue) (all, base float64) {
 	for _, it := range items {
-		total += float64(itemSize(it)) + 100
+		base += float64(itemSize(it)) + 100
 		for _, ix := range def.Indexes {
 			if it[ix.PartitionKey.Name] == nil || (ix.SortKey.Name != "" && it[ix.SortKey.Name] == nil) {
 				continue // not in this (sparse) index
 			}
 			p := it
-			if ix.Include != nil {
+			if ix.Include != nil || ix.KeysOnly {
 				p = map[string]ddbtypes.AttributeValue{}
 				for _, k := range append([]string{def.PartitionKey.Name, def.SortKey.Name, ix.PartitionKey.Name, ix.SortKey.Name}, ix.Include...) {
 					if v, ok := it[k]; ok {
@@ -169,10 +202,10 @@ func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue
 					}
 				}
 			}
-			total += float64(itemSize(p)) + 100
+			all += float64(itemSize(p)) + 100
 		}
 	}
-	return total
+	return all + base, base
 }
 
 // itemSize is an item's size as DynamoDB counts it: the UTF-8 bytes of
@@ -222,15 +255,16 @@ func valueSize(v ddbtypes.AttributeValue) int {
 
 // tableBytesPerJob scans the bench's table (uncounted: the bench's own
 // reading) and returns the storage it bills per job: every item, in the
-// table and its indexes, divided by the jobs it holds.
-func tableBytesPerJob(ctx context.Context, db *dynamodb.Client, def resources.Table) (float64, error) {
+// table and its indexes (all), and in the table alone (base), divided by
+// the jobs it holds.
+func tableBytesPerJob(ctx context.Context, db *dynamodb.Client, def resources.Table) (all, base float64, err error) {
 	var items []map[string]ddbtypes.AttributeValue
 	jobs := 0
 	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(def.Name)})
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("scanning the bench's table for its size: %w", err)
+			return 0, 0, fmt.Errorf("scanning the bench's table for its size: %w", err)
 		}
 		for _, it := range out.Items {
 			if e, ok := it[resources.AttrEntity].(*ddbtypes.AttributeValueMemberS); ok && e.Value == resources.EntityJob {
@@ -240,7 +274,8 @@ func tableBytesPerJob(ctx context.Context, db *dynamodb.Client, def resources.Ta
 		items = append(items, out.Items...)
 	}
 	if jobs == 0 {
-		return 0, fmt.Errorf("the bench's table %s holds no job", def.Name)
+		return 0, 0, fmt.Errorf("the bench's table %s holds no job", def.Name)
 	}
-	return storedBytes(def, items) / float64(jobs), nil
+	all, base = storedBytes(def, items)
+	return all / float64(jobs), base / float64(jobs), nil
 }

@@ -49,9 +49,11 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
@@ -69,17 +71,17 @@ type price struct {
 }
 
 var prices = map[string]price{
-	"DynamoDB.write": {0.625 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-22: $0.625 per million write request units"},
-	"DynamoDB.read":  {0.125 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-22: $0.125 per million read request units"},
-	"SQS":            {0.50 / 1e6, "aws.amazon.com/sqs/pricing, 2026-11-22: FIFO $0.50 per million requests"},
-	"S3.write":       {0.005 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-22: PUT/COPY/POST/LIST $0.005 per 1,000"},
-	"S3.read":        {0.0004 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-22: GET/HEAD $0.0004 per 1,000"},
-	"KMS":            {0.03 / 1e4, "aws.amazon.com/kms/pricing, 2026-11-22: $0.03 per 10,000 requests"},
-	"EventBridge":    {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-22: $1.00 per million events"},
-	"Lambda":         {0.20 / 1e6, "aws.amazon.com/lambda/pricing, 2026-11-22: $0.20 per million requests"},
-	"Lambda.GBs":     {0.0000133334, "aws.amazon.com/lambda/pricing, 2026-11-23: arm64 $0.0000133334 per GB-second (first 7.5 billion GB-s a month)"},
-	"APIGateway":     {1.00 / 1e6, "aws.amazon.com/api-gateway/pricing, 2026-11-23: HTTP API $1.00 per million requests (first 300 million a month)"},
-	"Scheduler":      {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-23: Scheduler $1.00 per million invocations (after 14 million free a month)"},
+	"DynamoDB.write": {0.625 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-28: $0.625 per million write request units"},
+	"DynamoDB.read":  {0.125 / 1e6, "aws.amazon.com/dynamodb/pricing/on-demand, 2026-11-28: $0.125 per million read request units"},
+	"SQS":            {0.50 / 1e6, "aws.amazon.com/sqs/pricing, 2026-11-28: FIFO $0.50 per million requests"},
+	"S3.write":       {0.005 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-28: PUT/COPY/POST/LIST $0.005 per 1,000"},
+	"S3.read":        {0.0004 / 1e3, "aws.amazon.com/s3/pricing, 2026-11-28: GET/HEAD $0.0004 per 1,000"},
+	"KMS":            {0.03 / 1e4, "aws.amazon.com/kms/pricing, 2026-11-28: $0.03 per 10,000 requests"},
+	"EventBridge":    {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-28: $1.00 per million events"},
+	"Lambda":         {0.20 / 1e6, "aws.amazon.com/lambda/pricing, 2026-11-28: $0.20 per million requests"},
+	"Lambda.GBs":     {0.0000133334, "aws.amazon.com/lambda/pricing, 2026-11-28: arm64 $0.0000133334 per GB-second (first 7.5 billion GB-s a month)"},
+	"APIGateway":     {1.00 / 1e6, "aws.amazon.com/api-gateway/pricing, 2026-11-28: HTTP API $1.00 per million requests (first 300 million a month)"},
+	"Scheduler":      {1.00 / 1e6, "aws.amazon.com/eventbridge/pricing, 2026-11-28: Scheduler $1.00 per million invocations (after 14 million free a month)"},
 }
 
 // dynamoDBUSD prices the capacity units DynamoDB reported (per job when
@@ -160,10 +162,13 @@ type result struct {
 	// The whole bill (requests, Lambda GB-seconds, API Gateway, events,
 	// the upload each job needs, fixed schedules amortised), at the
 	// simulator latency of -sim-latency and at zero latency.
-	USDPerMillionTotal     float64            `json:"usd_per_million_jobs_total"`
-	USDPerMillionTotalZero float64            `json:"usd_per_million_jobs_total_zero_latency"`
-	USDPerMillionTotalAWS  float64            `json:"usd_per_million_jobs_total_at_aws_latencies"`
-	Bill                   map[string]float64 `json:"bill_usd_per_million_jobs"`
+	USDPerMillionTotal     float64 `json:"usd_per_million_jobs_total"`
+	USDPerMillionTotalZero float64 `json:"usd_per_million_jobs_total_zero_latency"`
+	USDPerMillionTotalAWS  float64 `json:"usd_per_million_jobs_total_at_aws_latencies"`
+	// USDPerMillionPipelineAWS is the same without the client's own calls
+	// (its status reads, its explicit confirm): what every job costs.
+	USDPerMillionPipelineAWS float64            `json:"usd_per_million_jobs_pipeline_at_aws_latencies"`
+	Bill                     map[string]float64 `json:"bill_usd_per_million_jobs"`
 	// BillSources is the price source and date behind each line of the
 	// bill; BillEnv the environment whose configuration it prices
 	// (-bill-env: log retention, tracing, archive retention, PITR).
@@ -355,23 +360,21 @@ func (d *durations) take() map[string][]time.Duration {
 type phase struct {
 	n      int
 	jobIDs []string
-	// counts is every request the phase made, the client's status reads
-	// included (the bill prices them); pipeline is the jobs' own: from
-	// submit to the finish, before the client's reads, without the
-	// receives that found the queue empty (the event source mapping's
-	// idle long polls: time-bound, billed as a fixed cost).
-	counts, pipeline map[string]int
+	// pipeline is every request the jobs made, from submit until the
+	// requests stop after the last finish (the relay's last events), the
+	// bill's requests: without the receives that found the queue empty
+	// (the event source mappings' idle long polls: time-bound, billed as
+	// a fixed cost).
+	pipeline map[string]int
 	// byFunction is pipeline by "<function> Service.Operation" (the
 	// function whose invocation made the request; "" for none).
 	byFunction map[string]int
-	// units and pipelineUnits are the DynamoDB capacity units of counts
-	// and pipeline (awsclient.Counter.Units).
-	units, pipelineUnits map[string]float64
+	// pipelineUnits are the DynamoDB capacity units of pipeline
+	// (awsclient.Counter.Units).
+	pipelineUnits map[string]float64
 	// idle is the empty receives the pipeline's counts leave out.
-	idle int
-	// clientReads is what the client's status reads cost.
-	clientReads map[string]int
-	durations   map[string][]time.Duration
+	idle      int
+	durations map[string][]time.Duration
 	// logs is the bytes each function wrote to its log group; items the
 	// billed items of the requests (awsclient.Counter.Items: the events
 	// put on the bus).
@@ -403,8 +406,7 @@ type env struct {
 	conc    int
 	// rate, when above 0, submits that many jobs a second (open loop)
 	// instead of as fast as conc submitters go.
-	rate  float64
-	reads int
+	rate float64
 	// held, when set, holds the submitted jobs back (the tiers paused) and
 	// is called once all are submitted to let them go; push measures the
 	// drain from then.
@@ -473,7 +475,7 @@ func run(o opts) error {
 		return err
 	}
 
-	e := &env{s: s, counter: counter, durs: durs, logs: logs, conc: o.conc, rate: o.rate, reads: o.reads,
+	e := &env{s: s, counter: counter, durs: durs, logs: logs, conc: o.conc, rate: o.rate,
 		poll: store.New(awsclient.New(floorCfg).DynamoDB, s.Config.Table, nil)}
 	progress("preparing %d users", o.users)
 	e.tokens = make([]string, o.users)
@@ -488,20 +490,47 @@ func run(o opts) error {
 			return err
 		}
 	}
-	// One upload per user, measured: a real job needs its own (sign, PUT,
-	// the S3 event's confirm, the client's confirm), the bill adds one.
+	// One upload per user, measured: a real job needs its own. The
+	// pipeline's part is the sign, the PUT and the S3 event's confirm; the
+	// client's explicit confirm (POST /v1/uploads/{id}/confirm) is the
+	// client's choice, measured apart: whichever of the two comes first
+	// checks the object, the other finds the upload settled.
 	counter.Reset()
 	durs.take()
 	logs.take()
 	for i := range o.users {
-		up, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).Upload(ctx, "image.png", "image/png", simulator.PNG(uploadSide))
+		c := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i]))
+		data := simulator.PNG(uploadSide)
+		sg, err := c.SignUpload(ctx, uploads.SignRequest{Filename: "image.png", ContentType: "image/png", Size: int64(len(data))})
 		if err != nil {
 			return err
 		}
-		e.uploads[i] = up.ID
+		if err := c.PutObject(ctx, sg, data); err != nil {
+			return err
+		}
+		e.uploads[i] = sg.UploadID
 	}
-	time.Sleep(500 * time.Millisecond) // the S3 bridge's confirm invocations
-	upload := phase{n: o.users, counts: counter.Snapshot(), units: counter.Units(), items: counter.Items(), durations: durs.take(), logs: logs.take()}
+	for _, id := range e.uploads {
+		if err := e.confirmed(ctx, id); err != nil {
+			return err
+		}
+	}
+	e.settle()
+	upload := phase{n: o.users, pipeline: counter.Snapshot(), pipelineUnits: counter.Units(), items: counter.Items(), durations: durs.take(), logs: logs.take()}
+	for op, c := range counter.Empty() {
+		upload.pipeline[op] -= c
+	}
+	confirm, err := e.client(o.users, resources.FuncUploads, func() error {
+		for i, id := range e.uploads {
+			if _, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).ConfirmUpload(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 
 	hooks := newHookReceiver()
 	hookSrv := httptest.NewServer(hooks)
@@ -561,8 +590,15 @@ func run(o opts) error {
 	res.CPUMsPerJob = cpuNow(emu).perJob(cpu0, o.n)
 	counts := main.pipeline
 	res.IdleReceivesPerJob = float64(main.idle) / float64(o.n)
+	// The client's status reads, measured apart and priced in the bill as
+	// the client's (whatever the external API's latency, a read costs the
+	// same).
+	reads, err := e.statusReads(ctx, main.jobIDs, o.reads)
+	if err != nil {
+		return err
+	}
 	res.ClientReadsPerJob = map[string]float64{}
-	for op, c := range main.clientReads {
+	for op, c := range reads.pipeline {
 		res.ClientReadsPerJob[op] = float64(c) / float64(o.n)
 	}
 	res.Throughput = main.throughput
@@ -630,8 +666,8 @@ func run(o opts) error {
 		res.SubmitP95OverOwnFloor = res.SubmitP95 / own
 	}
 	progress("measuring the table's storage per job")
-	bi := billInputs{env: o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide)))}
-	if bi.tableBytesPerJob, err = tableBytesPerJob(ctx, awsclient.New(floorCfg).DynamoDB, s.Provisioned.Definition.Table); err != nil {
+	bi := billInputs{env: o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide))), reads: reads, readsPerJob: o.reads, confirm: confirm}
+	if bi.tableBytesPerJob, bi.baseTableBytesPerJob, err = tableBytesPerJob(ctx, awsclient.New(floorCfg).DynamoDB, s.Provisioned.Definition.Table); err != nil {
 		return err
 	}
 	res.BillZero = bill(main, upload, bi)
@@ -673,6 +709,7 @@ func run(o opts) error {
 		res.Bill = bill(slow, upload, bi)
 		res.USDPerMillionTotal = res.Bill["total"]
 		res.USDPerMillionTotalAWS = res.Bill["total at aws latencies"]
+		res.USDPerMillionPipelineAWS = res.Bill["total at aws latencies without the client's calls"]
 	} else {
 		res.Bill, res.USDPerMillionTotal = res.BillZero, res.USDPerMillionTotalZero
 	}
@@ -681,7 +718,7 @@ func run(o opts) error {
 	if model.n == 0 {
 		model = main
 	}
-	res.Capacity = capacity(mixOf(model, upload, o.reads), currentDesign())
+	res.Capacity = capacity(mixOf(model, upload, reads, confirm), currentDesign())
 	if len(res.Capacity) > 0 {
 		res.CapacityJobsPerS, res.CapacityBottleneck = res.Capacity[0].JobsPerS, res.Capacity[0].Name
 	}
@@ -842,41 +879,113 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
 	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
 	ph.events = float64(events) / float64(n)
+	// The relay puts the last jobs' events on the bus after they finish:
+	// the phase ends when the pipeline's requests stop.
+	e.settle()
 	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
 	ph.byFunction = e.counter.Labeled()
-	raw := maps.Clone(ph.pipeline)
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
 		ph.idle += c
 	}
-	// The client's reads (status polls), priced in the bill.
-	next.Store(0)
-	for range e.conc {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n*e.reads {
-					return
-				}
-				if _, err := apiclient.New(e.s.APIURL, apiclient.WithToken(e.tokens[(i%n)%users])).GetJob(ctx, jobIDs[i%n]); err != nil {
-					errOnce.Do(func() { firstErr = err })
-				}
-			}
-		})
-	}
-	wg.Wait()
 	ph.jobIDs = jobIDs
-	ph.counts, ph.units = e.counter.Snapshot(), e.counter.Units()
-	ph.clientReads = map[string]int{}
-	for op, c := range ph.counts {
-		if d := c - raw[op]; d > 0 {
-			ph.clientReads[op] = d
-		}
-	}
 	ph.durations = e.durs.take()
 	ph.logs = e.logs.take()
 	ph.items = e.counter.Items()
 	return ph, firstErr
+}
+
+// settle waits until the requests stop (the idle pollers' receives
+// aside), at most 30 s: the relay's batching window is a second.
+func (e *env) settle() {
+	busy := func() int {
+		n := 0
+		for op, c := range e.counter.Snapshot() {
+			if op != "SQS.ReceiveMessage" {
+				n += c
+			}
+		}
+		return n
+	}
+	last := busy()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(1500 * time.Millisecond)
+		now := busy()
+		if now == last {
+			return
+		}
+		last = now
+	}
+}
+
+// client measures what a client's own calls cost beyond the pipeline's
+// (its status reads, its explicit confirm of an upload): the requests
+// function fn's invocations made while do ran (by the counter's labels),
+// their durations and log lines, for n jobs. DynamoDB's units are all the
+// window's (the counter does not label them): the recovery function's idle
+// queries, should a tick fall in the window, are counted with them.
+func (e *env) client(n int, fn string, do func() error) (phase, error) {
+	e.counter.Reset()
+	e.durs.take()
+	e.logs.take()
+	if err := do(); err != nil {
+		return phase{}, err
+	}
+	ph := phase{n: n, pipeline: map[string]int{}, pipelineUnits: e.counter.Units()}
+	for k, c := range e.counter.Labeled() {
+		if op, ok := strings.CutPrefix(k, fn+" "); ok {
+			ph.pipeline[op] += c
+		}
+	}
+	ph.durations = map[string][]time.Duration{fn: e.durs.take()[fn]}
+	ph.logs = map[string]int64{fn: e.logs.take()[fn]}
+	return ph, nil
+}
+
+// confirmed waits until upload id is settled confirmed (read uncounted).
+func (e *env) confirmed(ctx context.Context, id string) error {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		u, err := e.poll.GetUpload(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case u.Status == store.UploadConfirmed:
+			return nil
+		case u.Status != store.UploadPending:
+			return fmt.Errorf("upload %s %s: %s", id, u.Status, u.Reason)
+		case time.Now().After(deadline):
+			return fmt.Errorf("upload %s not confirmed by its S3 event within a minute", id)
+		}
+	}
+}
+
+// statusReads is the client's status reads: each of jobs read reads times
+// (GET /v1/jobs/{id}), as their owners.
+func (e *env) statusReads(ctx context.Context, jobs []string, reads int) (phase, error) {
+	return e.client(len(jobs), resources.FuncAPI, func() error {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var firstErr error
+		var once sync.Once
+		for range e.conc {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(jobs)*reads {
+						return
+					}
+					j := i % len(jobs)
+					// push submits job i as user i mod users.
+					if _, err := apiclient.New(e.s.APIURL, apiclient.WithToken(e.tokens[j%len(e.tokens)])).GetJob(ctx, jobs[j]); err != nil {
+						once.Do(func() { firstErr = err })
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return firstErr
+	})
 }
 
 // billed is the GB-seconds function fn's invocations cost (each rounded
@@ -922,30 +1031,65 @@ func httpGBs(durs map[string][]time.Duration) float64 {
 }
 
 // billInputs is what the bill needs beyond the phases: the environment it
-// prices and the storage the bench measured.
+// prices, the storage the bench measured and the client's own calls.
 type billInputs struct {
 	env billEnv
-	// tableBytesPerJob is the table's billed storage per job (tableBytesPerJob).
-	tableBytesPerJob float64
+	// tableBytesPerJob is the table's billed storage per job, its global
+	// secondary indexes included; baseTableBytesPerJob the table's alone,
+	// what PITR bills (table data and local secondary indexes).
+	tableBytesPerJob, baseTableBytesPerJob float64
 	// objectBytes is the size of the job's uploaded object.
 	objectBytes float64
+	// reads is the client's status reads, readsPerJob a job; confirm its
+	// explicit confirm of the job's upload (env.client; n 0: none).
+	reads       phase
+	readsPerJob int
+	confirm     phase
 }
+
+// The lines of the bill that are not a request class ("requests <svc>").
+const (
+	lineLambdaRequests = "lambda requests"
+	lineLambdaGBs      = "lambda gb-seconds"
+	lineAPIGateway     = "api gateway"
+	lineEvents         = "eventbridge events"
+	lineLogs           = "cloudwatch logs"
+	lineTraces         = "x-ray traces"
+	lineArchive        = "eventbridge archive"
+	lineStorage        = "dynamodb storage"
+	linePITR           = "dynamodb pitr"
+	lineS3Storage      = "s3 storage"
+	lineSchedules      = "scheduler + recovery (fixed, per 1M jobs/month)"
+	lineIdlePolls      = "idle esm polls (fixed, per 1M jobs/month)"
+	lineRetention      = "retention, days later (job.stale on the bus, its archive, relay, sweep time)"
+	lineRetentionDDB   = "requests dynamodb, retention days later (staling, the upload's expiry)"
+	lineClientReads    = "client: status reads"
+	lineClientConfirm  = "client: explicit upload confirm"
+)
+
+// clientPrices are the prices behind a line of the client's calls: an API
+// request, its invocation and time, its reads, its log lines.
+var clientPrices = []string{"APIGateway", "Lambda", "Lambda.GBs", "DynamoDB.read", "DynamoDB.write", "S3.read", "Logs.ingest", "Logs.store"}
 
 // billLineSources names the price (prices, storagePrices) behind each line
 // of the bill that is not a request class.
 var billLineSources = map[string][]string{
-	"lambda requests":    {"Lambda"},
-	"lambda gb-seconds":  {"Lambda.GBs"},
-	"api gateway":        {"APIGateway"},
-	"eventbridge events": {"EventBridge"},
-	"cloudwatch logs":    {"Logs.ingest", "Logs.store"},
-	"x-ray traces (fixed reservoir + sampled, per 1M jobs/month)": {"XRay.trace"},
-	"eventbridge archive": {"Archive.ingest", "Archive.store"},
-	"dynamodb storage":    {"DynamoDB.storage"},
-	"dynamodb pitr":       {"DynamoDB.pitr"},
-	"s3 storage":          {"S3.storage"},
-	"scheduler + recovery (fixed, per 1M jobs/month)": {"Scheduler", "Lambda", "Lambda.GBs"},
-	"idle esm polls (fixed, per 1M jobs/month)":       {"SQS"},
+	lineLambdaRequests: {"Lambda"},
+	lineLambdaGBs:      {"Lambda.GBs"},
+	lineAPIGateway:     {"APIGateway"},
+	lineEvents:         {"EventBridge"},
+	lineLogs:           {"Logs.ingest", "Logs.store"},
+	lineTraces:         {"XRay.trace"},
+	lineArchive:        {"Archive.ingest", "Archive.store"},
+	lineStorage:        {"DynamoDB.storage"},
+	linePITR:           {"DynamoDB.pitr"},
+	lineS3Storage:      {"S3.storage"},
+	lineSchedules:      {"Scheduler", "Lambda", "Lambda.GBs", "Logs.ingest"},
+	lineIdlePolls:      {"SQS"},
+	lineRetention:      {"EventBridge", "Archive.ingest", "Archive.store", "Lambda", "Lambda.GBs"},
+	lineRetentionDDB:   {"DynamoDB.write"},
+	lineClientReads:    clientPrices,
+	lineClientConfirm:  clientPrices,
 }
 
 // billSources is each line of the bill with the price sources behind it.
@@ -968,126 +1112,220 @@ func billSources() map[string]string {
 			out["requests "+strings.ToLower(svc)] = p.source
 		}
 	}
+	// DynamoDB's requests are billed by both read and write units.
+	out["requests dynamodb"] = prices["DynamoDB.write"].source + "; " + prices["DynamoDB.read"].source
 	return out
+}
+
+// requestsUSD prices counts (by "Service.Operation") and DynamoDB's units,
+// per job over per, into b's "requests <svc>" lines.
+func requestsUSD(b map[string]float64, counts map[string]int, units map[string]float64, per float64) {
+	for op, c := range counts {
+		class, n := priceOf(op)
+		if class == "" || strings.HasPrefix(class, "DynamoDB") {
+			continue
+		}
+		svc, _, _ := strings.Cut(class, ".")
+		b["requests "+strings.ToLower(svc)] += float64(c) / per * n * prices[class].usd * 1e6
+	}
+	// DynamoDB bills the capacity units each request consumed, its
+	// indexes' included, not the requests.
+	b["requests dynamodb"] += dynamoDBUSD(units, per)
 }
 
 // bill prices one job: its measured requests and Lambda time, one upload
 // (measured in up), API Gateway requests, events, the logs each function
-// wrote, traces, the event archive, storage, and the fixed costs spread
-// over a million jobs a month. USD per million jobs.
+// wrote, traces, the event archive, storage, the fixed costs spread over a
+// million jobs a month, and the client's own calls (in.reads, in.confirm)
+// on lines of their own. USD per million jobs.
 func bill(ph, up phase, in billInputs) map[string]float64 {
 	b := map[string]float64{}
 	n, un := float64(ph.n), float64(up.n)
-	req := func(counts map[string]int, units map[string]float64, per float64) {
-		for op, c := range counts {
-			class, units := priceOf(op)
-			if class == "" || strings.HasPrefix(class, "DynamoDB") {
+	def := resources.For(in.env.Env)
+	requestsUSD(b, ph.pipeline, ph.pipelineUnits, n)
+	requestsUSD(b, up.pipeline, up.pipelineUnits, un)
+	// The browser's presigned PUT is in up.pipeline: the counter's
+	// middleware sees PresignPutObject as an S3.PutObject, one per upload,
+	// as the PUT.
+
+	// Lambda: every invocation and its measured duration, per job. The
+	// recovery function's scheduled runs during a phase are left out: the
+	// fixed line below prices every run.
+	invocations, gbs := 0.0, 0.0
+	perFn, invByFn := map[string]float64{}, map[string]float64{}
+	recoveryRuns, recoveryLogs := 0, int64(0)
+	for _, p := range []phase{ph, up} {
+		per := float64(p.n)
+		for fn, ds := range p.durations {
+			if fn == resources.FuncRecovery {
+				recoveryRuns += len(ds)
+				recoveryLogs += p.logs[fn]
 				continue
 			}
-			svc, _, _ := strings.Cut(class, ".")
-			b["requests "+strings.ToLower(svc)] += float64(c) / per * units * prices[class].usd * 1e6
+			invocations += float64(len(ds)) / per
+			invByFn[fn] += float64(len(ds)) / per
+			gbs += billed(fn, ds) / per
+			perFn[fn] += billed(fn, ds) / per
 		}
-		// DynamoDB bills the capacity units each request consumed, its
-		// indexes' included, not the requests.
-		b["requests dynamodb"] += dynamoDBUSD(units, per)
-	}
-	req(ph.counts, ph.units, n)
-	req(up.counts, up.units, un)
-	// The browser's presigned PUT is in up.counts: the counter's middleware
-	// sees PresignPutObject as an S3.PutObject, one per upload, as the PUT.
-	invocations, gbs := 0.0, 0.0
-	perFn := map[string]float64{}
-	for fn, ds := range ph.durations {
-		invocations += float64(len(ds)) / n
-		gbs += billed(fn, ds) / n
-		perFn[fn] += billed(fn, ds) / n
-	}
-	for fn, ds := range up.durations {
-		invocations += float64(len(ds)) / un
-		gbs += billed(fn, ds) / un
-		perFn[fn] += billed(fn, ds) / un
 	}
 	for fn, v := range perFn {
 		b["lambda gb-seconds per job "+fn] = v
 	}
-	b["lambda requests"] = invocations * prices["Lambda"].usd * 1e6
-	b["lambda gb-seconds"] = gbs * prices["Lambda.GBs"].usd * 1e6
+	b[lineLambdaRequests] = invocations * prices["Lambda"].usd * 1e6
+	b[lineLambdaGBs] = gbs * prices["Lambda.GBs"].usd * 1e6
 	apiCalls := httpCalls(ph.durations)/n + httpCalls(up.durations)/un
-	b["api gateway"] = apiCalls * prices["APIGateway"].usd * 1e6
+	b[lineAPIGateway] = apiCalls * prices["APIGateway"].usd * 1e6
 	// EventBridge bills each event put (the relay's PutEvents entries).
 	busEvents := float64(ph.items["EventBridge.PutEvents"]) / n
 	busBytes := float64(ph.items["EventBridge.PutEvents bytes"]) / n
-	b["eventbridge events"] = busEvents * prices["EventBridge"].usd * 1e6
+	b[lineEvents] = busEvents * prices["EventBridge"].usd * 1e6
 	// A delivery's AWS requests and its system invocation are in the lines
 	// above (one user in 20 has an endpoint): nothing else to add.
 	b["webhook deliveries"] = 0
 
 	// CloudWatch Logs: what each function wrote (its log lines at Info and
-	// above, its EMF lines), Lambda's own START/END/REPORT lines per
-	// invocation, and the HTTP API's access log line per request; stored
-	// for the environment's retention (raw size: an upper bound, CloudWatch
-	// bills storage compressed).
-	logBytes := float64(platformLogBytes)*invocations + float64(accessLogBytes)*apiCalls
-	for fn, v := range ph.logs {
-		b["log bytes per job "+fn] += float64(v) / n
-		logBytes += float64(v) / n
-	}
-	for fn, v := range up.logs {
-		b["log bytes per job "+fn] += float64(v) / un
-		logBytes += float64(v) / un
-	}
+	// above, its EMF lines), Lambda's own lines per invocation at the
+	// environment's system log level, and the HTTP API's access log line
+	// per request; stored for the environment's retention (raw size: an
+	// upper bound, CloudWatch bills storage compressed).
 	retention := time.Duration(in.env.LogRetentionDays) * 24 * time.Hour
-	b["cloudwatch logs"] = logBytes * (storagePrices["Logs.ingest"].usd + months(retention)*storagePrices["Logs.store"].usd) * 1e6
+	logUSD := func(bytes float64) float64 {
+		return bytes * (storagePrices["Logs.ingest"].usd + months(retention)*storagePrices["Logs.store"].usd) * 1e6
+	}
+	platform := float64(platformLogBytes(in.env.systemLevel()))
+	logBytes := platform*invocations + float64(accessLogBytes)*apiCalls
+	b["log bytes per job lambda's own lines"] = platform * invocations
+	b["log bytes per job http api access log"] = float64(accessLogBytes) * apiCalls
+	for _, p := range []phase{ph, up} {
+		for fn, v := range p.logs {
+			if fn == resources.FuncRecovery {
+				continue
+			}
+			b["log bytes per job "+fn] += float64(v) / float64(p.n)
+			logBytes += float64(v) / float64(p.n)
+		}
+	}
+	b[lineLogs] = logUSD(logBytes)
 	b["log bytes per job"] = logBytes
 
-	// X-Ray: every function traces when the environment says so; the
-	// sampling rule keeps one a second and its rate of the rest. At a
-	// million jobs a month the reservoir dominates: a fixed cost.
-	if in.env.Tracing.Enabled {
-		traces := tracesPerMonth(invocations*1e6, in.env.Tracing.SamplingRate)
-		b["x-ray traces (fixed reservoir + sampled, per 1M jobs/month)"] = traces * storagePrices["XRay.trace"].usd
-		b["x-ray traces per job"] = traces / 1e6
-	} else {
-		b["x-ray traces (fixed reservoir + sampled, per 1M jobs/month)"] = 0
+	// The client's own calls, each on a line of its own: the API request,
+	// its invocation at AWS latencies (apiInvocation) whatever the
+	// emulators took, the requests it made, its log lines and access log
+	// line. They are what the bench's client does, not what a job needs.
+	clientCalls := map[string]float64{}
+	client := func(line string, c phase) {
+		if c.n == 0 {
+			b[line] = 0
+			return
+		}
+		per := float64(c.n)
+		lines := map[string]float64{}
+		requestsUSD(lines, c.pipeline, c.pipelineUnits, per)
+		usd := 0.0
+		for _, v := range lines {
+			usd += v
+		}
+		calls := httpCalls(c.durations) / per
+		usd += calls * (prices["APIGateway"].usd + prices["Lambda"].usd) * 1e6
+		usd += httpGBs(c.durations) / per * apiInvocation.Seconds() * prices["Lambda.GBs"].usd * 1e6
+		bytes := calls * (platform + float64(accessLogBytes))
+		for _, v := range c.logs {
+			bytes += float64(v) / per
+		}
+		usd += logUSD(bytes)
+		b[line] = usd
+		b[line+" calls per job"] = calls
+		b[line+" log bytes per job"] = bytes
+		for fn, ds := range c.durations {
+			clientCalls[fn] += float64(len(ds)) / per
+		}
 	}
-
-	// The bus's archive keeps every event put for the definition's
-	// retention.
-	def := resources.For(in.env.Env)
-	b["eventbridge archive"] = busBytes * (storagePrices["Archive.ingest"].usd + months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd) * 1e6
-	b["eventbridge events per job"] = busEvents
-
-	// The table holds a job (with its events, dedupe record and index
-	// copies) until TTL deletes it, CONVEYOR_DELETE_AFTER after it
-	// finished: at a million jobs a month, that many months of jobs.
-	held := months(resources.DeleteAfterDefault)
-	b["dynamodb storage"] = in.tableBytesPerJob * held * storagePrices["DynamoDB.storage"].usd * 1e6
-	if def.Table.PointInTimeRecovery {
-		b["dynamodb pitr"] = in.tableBytesPerJob * held * storagePrices["DynamoDB.pitr"].usd * 1e6
-	} else {
-		b["dynamodb pitr"] = 0
-	}
-	b["dynamodb bytes stored per job"] = in.tableBytesPerJob
-	// The job's object stays until no job may use it: its use window, or
-	// until its job goes stale, then the retention sweep deletes it.
-	kept := max(resources.UploadUseWindow, resources.StaleAfterDefault)
-	b["s3 storage"] = in.objectBytes * months(kept) * storagePrices["S3.storage"].usd * 1e6
-	b["s3 bytes stored per job"] = in.objectBytes
+	client(lineClientReads, in.reads)
+	client(lineClientConfirm, in.confirm)
 
 	// Fixed: the definition's schedules (release and retention every
 	// minute, recovery every 5 minutes), an idle run of about 100 ms each
-	// at its function's memory, spread over 1M jobs a month.
-	fixed := 0.0
+	// at its function's memory with its log lines (as the phases' runs
+	// wrote them) and Lambda's own, spread over 1M jobs a month.
+	fixed, fixedRuns := 0.0, map[string]float64{}
+	perRunLogs := float64(platform)
+	if recoveryRuns > 0 {
+		perRunLogs += float64(recoveryLogs) / float64(recoveryRuns)
+	}
 	for _, sc := range def.Schedules {
 		perMonth := float64(30*24*time.Hour) / float64(sc.Interval)
+		fixedRuns[sc.Function] += perMonth
 		gb := float64(resources.FunctionSizes[sc.Function].MemoryMB) / 1024
 		fixed += perMonth * (prices["Scheduler"].usd + prices["Lambda"].usd + 0.1*gb*prices["Lambda.GBs"].usd)
+		fixed += logUSD(perMonth*perRunLogs) / 1e6
 	}
-	b["scheduler + recovery (fixed, per 1M jobs/month)"] = fixed
+	b[lineSchedules] = fixed
 	// Fixed: the event source mappings' idle long polls, about 5 pollers
 	// per queue each receiving every 20 s, four queues.
-	b["idle esm polls (fixed, per 1M jobs/month)"] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
-	sum := 0.0
+	b[lineIdlePolls] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
+
+	// X-Ray: with active tracing, Lambda samples each function's
+	// invocations at its fixed rate (tracesPerMonth); without, nothing is
+	// traced (PassThrough: no trigger of ours sends a sampled header).
+	b[lineTraces] = 0
+	if in.env.Tracing.Enabled {
+		perMonth := map[string]float64{}
+		for fn, v := range invByFn {
+			perMonth[fn] += v * 1e6
+		}
+		for fn, v := range clientCalls {
+			perMonth[fn] += v * 1e6
+		}
+		for fn, v := range fixedRuns {
+			perMonth[fn] += v
+		}
+		traces := tracesPerMonth(perMonth)
+		b[lineTraces] = traces * storagePrices["XRay.trace"].usd
+		b["x-ray traces per job"] = traces / 1e6
+	}
+
+	// Retention, days after the job: the stale sweep marks it stale (its
+	// job.stale event goes on the bus and into the archive, relayed with
+	// others: a PutEvents per ten, an invocation per stream batch) and the
+	// media sweep expires its upload (S3's DELETE is free). Their time and
+	// table write units are the drain test's (sweepsMeasured, at AWS
+	// latencies); TTL deletes the items later for nothing.
+	stale, media := sweepsMeasured[recovery.SweepStale], sweepsMeasured[recovery.SweepMedia]
+	eventBytes := 0.0
+	if busEvents > 0 {
+		eventBytes = busBytes / busEvents
+	}
+	relayGB := float64(resources.FunctionSizes[def.EventStream.Function].MemoryMB) / 1024
+	recoveryGB := float64(resources.FunctionSizes[resources.FuncRecovery].MemoryMB) / 1024
+	retainGBs := (1/stale.ItemsPerS+1/media.ItemsPerS)*recoveryGB + (0.1*relayRequestLatency.Seconds()+awsRequestLatency.Seconds()/float64(def.EventStream.BatchSize))*relayGB
+	b[lineRetention] = (prices["EventBridge"].usd + prices["Lambda"].usd/float64(def.EventStream.BatchSize) + retainGBs*prices["Lambda.GBs"].usd +
+		eventBytes*(storagePrices["Archive.ingest"].usd+months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd)) * 1e6
+	b[lineRetentionDDB] = (stale.TableWCUPerItem + media.TableWCUPerItem) * prices["DynamoDB.write"].usd * 1e6
+
+	// The bus's archive keeps every event put for the definition's
+	// retention.
+	b[lineArchive] = busBytes * (storagePrices["Archive.ingest"].usd + months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd) * 1e6
+	b["eventbridge events per job"] = busEvents
+
+	// The table holds a job (with its events, dedupe record and index
+	// entries) until TTL deletes it, CONVEYOR_DELETE_AFTER after it
+	// finished: at a million jobs a month, that many months of jobs. PITR
+	// bills the table's size without its global secondary indexes.
+	held := months(resources.DeleteAfterDefault)
+	b[lineStorage] = in.tableBytesPerJob * held * storagePrices["DynamoDB.storage"].usd * 1e6
+	b[linePITR] = 0
+	if def.Table.PointInTimeRecovery {
+		b[linePITR] = in.baseTableBytesPerJob * held * storagePrices["DynamoDB.pitr"].usd * 1e6
+	}
+	b["dynamodb bytes stored per job"] = in.tableBytesPerJob
+	b["dynamodb bytes stored per job, table alone"] = in.baseTableBytesPerJob
+	// The job's object stays until no job may use it: its use window, or
+	// until its job goes stale, then the retention sweep deletes it.
+	kept := max(resources.UploadUseWindow, resources.StaleAfterDefault)
+	b[lineS3Storage] = in.objectBytes * months(kept) * storagePrices["S3.storage"].usd * 1e6
+	b["s3 bytes stored per job"] = in.objectBytes
+
+	sum, client0 := 0.0, b[lineClientReads]+b[lineClientConfirm]
 	for k, v := range b {
 		if !strings.Contains(k, "per job") {
 			sum += v
@@ -1102,13 +1340,15 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 		b["lambda gb-seconds per job at aws latencies "+fn] = v
 		awsGBs += v
 	}
-	b["total at aws latencies"] = b["total"] - b["lambda gb-seconds"] + awsGBs*prices["Lambda.GBs"].usd*1e6
+	b["total at aws latencies"] = b["total"] - b[lineLambdaGBs] + awsGBs*prices["Lambda.GBs"].usd*1e6
+	b["total at aws latencies without the client's calls"] = b["total at aws latencies"] - client0
 	b["lambda gb-seconds per job at aws latencies"] = awsGBs
 	b["api gateway requests per job"] = apiCalls
 	b["lambda gb-seconds per job"] = gbs
+	b["lambda invocations per job"] = invocations
 	b["events per job"] = ph.events
-	b["dynamodb write units per job"] = ph.units["write"] / n
-	b["dynamodb read units per job"] = ph.units["read"] / n
+	b["dynamodb write units per job"] = ph.pipelineUnits["write"] / n
+	b["dynamodb read units per job"] = ph.pipelineUnits["read"] / n
 	return b
 }
 
@@ -1173,7 +1413,7 @@ const (
 // request mix and external calls per job, priced in time with the AWS
 // latencies above and the phase's simulator latency; batches full (the
 // model is about saturation, when the queues have a backlog).
-func mixOf(ph, up phase, reads int) mix {
+func mixOf(ph, up, reads, confirm phase) mix {
 	n := float64(ph.n)
 	m := mix{TierShare: map[job.Tier]float64{}, ClaimsPerJob: 1, SweepWCUPerJob: 6, EventsPerJob: ph.events,
 		WriteUnitsPerJob: map[string]float64{}, Sweeps: sweepsMeasured}
@@ -1189,19 +1429,25 @@ func mixOf(ph, up phase, reads int) mix {
 		m.TierShare[job.Tier(t)] = float64(c) / n
 	}
 	total := 0
-	for _, c := range ph.counts {
+	for _, c := range ph.pipeline {
 		total += c
 	}
-	// The submit's two requests (its transaction, its send) and each
-	// read's one are the API's.
-	pubReqs := math.Max(float64(total)/n-2-float64(reads), 1)
+	// The submit's two requests (its transaction, its send) are the API's.
+	pubReqs := math.Max(float64(total)/n-2, 1)
 	job := time.Duration(pubReqs*float64(awsRequestLatency)) + time.Duration(ph.calls*float64(ph.latency))
 	const batch = 10 // resources' BatchSize; a batch's jobs run in parallel
 	m.PublisherBatchSeconds = job.Seconds()
 	m.JobsPerBatch = batch
 	m.PublisherSecondsPerJob = job.Seconds() / batch
 	m.StatsWritesPerJob = 1 // an Update in each finishing transaction
+	// The API's requests: the pipeline's and the client's own.
 	m.APIRequestsPerJob = httpCalls(ph.durations)/n + httpCalls(up.durations)/float64(up.n)
+	if reads.n > 0 {
+		m.APIRequestsPerJob += httpCalls(reads.durations) / float64(reads.n)
+	}
+	if confirm.n > 0 {
+		m.APIRequestsPerJob += httpCalls(confirm.durations) / float64(confirm.n)
+	}
 	m.APISecondsPerJob = m.APIRequestsPerJob * apiInvocation.Seconds()
 	return m
 }
@@ -1420,9 +1666,13 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		}
 		fmt.Fprintf(w, "  total\t%.2f\n", b["total"])
 		fmt.Fprintf(w, "  total with Lambda durations at AWS latencies (%.4f GB-s per job)\t%.2f\n", b["lambda gb-seconds per job at aws latencies"], b["total at aws latencies"])
-		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.4f Lambda GB-s, %.1f events in the table, %.2f on the bus, %.0f log bytes, %.0f bytes stored in DynamoDB, %.3f traces)\n",
-			b["api gateway requests per job"], b["lambda gb-seconds per job"], b["events per job"], b["eventbridge events per job"],
-			b["log bytes per job"], b["dynamodb bytes stored per job"], b["x-ray traces per job"])
+		fmt.Fprintf(w, "  the same without the client's calls (the pipeline's: sign, PUT, the S3 event's confirm, submit, the work)\t%.2f\n", b["total at aws latencies without the client's calls"])
+		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.2f invocations, %.4f Lambda GB-s, %.1f events in the table, %.2f on the bus, %.0f log bytes (Lambda's own %.0f, access log %.0f), %.0f bytes stored in DynamoDB (%.0f in the table alone), %.3f traces)\n",
+			b["api gateway requests per job"], b["lambda invocations per job"], b["lambda gb-seconds per job"], b["events per job"], b["eventbridge events per job"],
+			b["log bytes per job"], b["log bytes per job lambda's own lines"], b["log bytes per job http api access log"],
+			b["dynamodb bytes stored per job"], b["dynamodb bytes stored per job, table alone"], b["x-ray traces per job"])
+		fmt.Fprintf(w, "  (the client's: %.0f status reads and %.0f explicit confirm a job, %.0f and %.0f log bytes)\n",
+			b[lineClientReads+" calls per job"], b[lineClientConfirm+" calls per job"], b[lineClientReads+" log bytes per job"], b[lineClientConfirm+" log bytes per job"])
 		fmt.Fprintf(w, "  per function\tMB\tGB-s per job measured | at AWS latencies\tlog bytes per job\n")
 		for _, fn := range resources.For(job.Local).Functions {
 			fmt.Fprintf(w, "    %s\t%d\t%.5f | %.5f\t%.0f\n", fn, resources.FunctionSizes[fn].MemoryMB,
@@ -1433,15 +1683,15 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		}
 	}
 	if up.n > 0 {
-		fmt.Fprintf(w, "\nAWS requests per upload (sign, confirm by S3 event and by the client; %d uploads)\tcount\n", up.n)
-		ops := make([]string, 0, len(up.counts))
-		for op := range up.counts {
+		fmt.Fprintf(w, "\nAWS requests per upload (sign, PUT, the S3 event's confirm; %d uploads)\tcount\n", up.n)
+		ops := make([]string, 0, len(up.pipeline))
+		for op := range up.pipeline {
 			ops = append(ops, op)
 		}
 		sort.Strings(ops)
 		for _, op := range ops {
-			if up.counts[op] > 0 {
-				fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(up.counts[op])/float64(up.n))
+			if up.pipeline[op] > 0 {
+				fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(up.pipeline[op])/float64(up.n))
 			}
 		}
 	}
