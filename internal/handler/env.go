@@ -22,9 +22,8 @@ import (
 )
 
 // Env is what a function is built from at cold start: its configuration,
-// its AWS settings and the process-wide options. Each function's package
-// (internal/handler/<name>fn) creates from it only the clients and
-// services that function uses, so its binary links nothing else.
+// its AWS settings and the process-wide options. Each function's New
+// creates from it only the clients and services that function calls.
 type Env struct {
 	// Config is the validated configuration (config.FromEnv).
 	Config config.Config

@@ -92,11 +92,11 @@ func (shout) Work(ctx context.Context, a kind.Attempt) error {
 // A new kind implements kind.Kind (the front: Name, Normalize, Validate,
 // Prepare, Phases; and Work) and is registered where the graph is built:
 //
-//   - the deployed functions: one line in pipeline.Kinds
-//     (internal/handler/pipeline), the list the submitting functions (api,
-//     schedules, recovery) take their fronts from and the publisher's runner
-//     runs (TestSubmittersAcceptTheKindsThePublisherRuns);
-//   - the local stack and tests: app.Options{Kinds: …} or
+//   - the deployed functions: one line in handler.Kinds
+//     (internal/handler/pipeline.go), the list the submitting functions
+//     (api, schedules, recovery) take their fronts from and the publisher's
+//     runner runs (TestSubmittersAcceptTheKindsThePublisherRuns);
+//   - the local stack and tests: handler.AppOptions{Kinds: …} or
 //     stack.Options{Kinds: …}, which register the kind with the run loop and
 //     its front with submission, as this example does by hand.
 func ExampleKind() {

@@ -28,12 +28,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/adminfn"
-	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -147,7 +144,7 @@ type Stack struct {
 	// Endpoints are the emulators the stack talks to.
 	Endpoints awsclient.Endpoints
 	Config    config.Config
-	App       *app.App
+	App       *handler.App
 	// Schedules fires the users' recurring schedules (polling every
 	// ScheduleFirerInterval unless the pollers are disabled; tests call
 	// RunOnce with their clock).
@@ -338,7 +335,7 @@ func (s *Stack) configure(b *bringUp, opts Options) error {
 // serve wires the graph, starts the functions (in process or as their
 // binaries) and the local runtime that triggers them.
 func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
-	// The local stand-ins (adminfn.Local, apifn.Local): DLQs are redriven by
+	// The local stand-ins (handler.AdminLocal, handler.APILocal): DLQs are redriven by
 	// receive/send/delete (the emulator has no move tasks), no event source
 	// mapping is switched (the pollers read the tier flag) and the
 	// dashboard is plain HTTP.
@@ -346,8 +343,8 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	if opts.FunctionOutputs != nil && !opts.Binaries {
 		logger = slog.New(newFunctionLogs(opts.Logger.Handler(), opts.FunctionOutputs, b.def.Functions))
 	}
-	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
-		Mover: adminfn.LocalMover(b.clients.SQS, opts.Logger), Dashboard: apifn.LocalDashboard})
+	a, err := handler.NewApp(s.Config, b.awsCfg, handler.AppOptions{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+		Mover: handler.LocalMover(b.clients.SQS, opts.Logger), Dashboard: handler.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
 		return err
@@ -436,7 +433,7 @@ func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
 
 // serveStreams serves the stream function's URL: its own origin in binary
 // mode, as in AWS; in process the gateway's origin, still through the
-// stream function's handler (streamfn.Handler).
+// stream function's handler (handler.StreamHandler).
 func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
 	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout, Logger: opts.Logger}
 	if !opts.Binaries {
