@@ -16,7 +16,6 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awscall"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -134,8 +133,8 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 			env[s.arnVar] = arns[s.name]
 		}
 		if c.callLog != "" {
-			env[awscall.VarLog] = filepath.Join(c.callLog, name+".jsonl")
-			env[awscall.VarAccount] = lambdaruntime.AccountID
+			env[awsclient.VarLog] = filepath.Join(c.callLog, name+".jsonl")
+			env[awsclient.VarAccount] = lambdaruntime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {

@@ -115,7 +115,7 @@ type Options struct {
 	Observe func(function string, took time.Duration)
 	// CallLog, in binary mode, is a directory where each function records
 	// every AWS access its requests need, in <function>.jsonl
-	// (awscall.VarLog), for the IAM conformance check (docs/iam.md).
+	// (awsclient.VarLog), for the IAM conformance check (docs/iam.md).
 	CallLog string
 	// DataDir, when set, keeps the emulators' data there between runs
 	// (DynamoDB Local's database, moto's state file) when the stack starts

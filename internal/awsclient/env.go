@@ -1,9 +1,4 @@
-// Package awsenv reads a Lambda function's AWS settings from its
-// environment with nothing but the SDK's core: no shared-configuration
-// loader (profiles, SSO, STS, the instance metadata service) and no service
-// client. A function's binary links only the service clients it creates
-// itself, so this package must stay free of any service package.
-package awsenv
+package awsclient
 
 import (
 	"context"
@@ -21,16 +16,17 @@ const DefaultRegion = "us-east-1"
 // AWS_ENDPOINT_URL_DYNAMODB, before normalisation).
 const DynamoDBServiceID = "DynamoDB"
 
-// Lambda returns the SDK configuration of a Lambda function from the
+// LambdaEnv returns the SDK configuration of a Lambda function from the
 // variables Lambda sets — AWS_REGION and the execution role's
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN — and the
 // endpoint variables the SDK honours (AWS_ENDPOINT_URL, and
 // AWS_ENDPOINT_URL_DYNAMODB for DynamoDB). It does not use the SDK's
-// shared-configuration loader: a function never needs it, and leaving it
-// out takes its packages off every bootstrap and their work off every cold
-// start. With AWS_ENDPOINT_URL set and no keys, the emulators' dummy keys
-// are used. Outside Lambda (no keys, no emulator) it is an error.
-func Lambda() (aws.Config, error) {
+// shared-configuration loader (Load): a function never needs it, and
+// leaving it out takes its work (profiles, SSO, the instance metadata
+// service) off every cold start. With AWS_ENDPOINT_URL set and no keys,
+// the emulators' dummy keys are used. Outside Lambda (no keys, no emulator)
+// it is an error.
+func LambdaEnv() (aws.Config, error) {
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")

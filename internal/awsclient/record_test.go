@@ -1,4 +1,4 @@
-package awscall_test
+package awsclient_test
 
 import (
 	"bytes"
@@ -18,13 +18,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/awscall"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
-
-func TestMain(m *testing.M) { awstest.Main(m) }
 
 const account = "123456789012"
 
@@ -39,7 +37,7 @@ func TestRecorderRecordsWhatIAMAuthorises(t *testing.T) {
 	env := awstest.Provision(t)
 	def, res := env.Res.Definition, env.Res
 	var log bytes.Buffer
-	cfg := awscall.NewRecorder("api", account, &log).Attach(env.Config)
+	cfg := awsclient.NewRecorder("api", account, &log).Attach(env.Config)
 	ctx := context.Background()
 	region := env.Config.Region
 	table := "arn:aws:dynamodb:" + region + ":" + account + ":table/" + def.Table.Name
@@ -98,7 +96,7 @@ func TestRecorderRecordsWhatIAMAuthorises(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	calls, err := awscall.Read(&log)
+	calls, err := awsclient.Read(&log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,22 +152,22 @@ func TestAccessesOfOperationsNotSent(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		req  awscall.Request
-		want []awscall.Access
+		req  awsclient.Request
+		want []awsclient.Access
 	}{
-		{"move task", awscall.Request{Service: "SQS", Operation: "StartMessageMoveTask", Input: &moveTask{SourceArn: aws.String("arn:aws:sqs:r:1:dlq")}}, []awscall.Access{
+		{"move task", awsclient.Request{Service: "SQS", Operation: "StartMessageMoveTask", Input: &moveTask{SourceArn: aws.String("arn:aws:sqs:r:1:dlq")}}, []awsclient.Access{
 			{Action: "sqs:StartMessageMoveTask", Resource: "arn:aws:sqs:r:1:dlq"}, {Action: "sqs:ReceiveMessage", Resource: "arn:aws:sqs:r:1:dlq"},
 			{Action: "sqs:DeleteMessage", Resource: "arn:aws:sqs:r:1:dlq"}, {Action: "sqs:GetQueueAttributes", Resource: "arn:aws:sqs:r:1:dlq"}}},
-		{"mapping", awscall.Request{Service: "Lambda", Operation: "UpdateEventSourceMapping", Input: &esm{UUID: aws.String("u-1")}, Region: "r", Account: "1"},
-			[]awscall.Access{{Action: "lambda:UpdateEventSourceMapping", Resource: "arn:aws:lambda:r:1:event-source-mapping:u-1"}}},
-		{"schedule", awscall.Request{Service: "Scheduler", Operation: "CreateSchedule", Region: "r", Account: "1",
+		{"mapping", awsclient.Request{Service: "Lambda", Operation: "UpdateEventSourceMapping", Input: &esm{UUID: aws.String("u-1")}, Region: "r", Account: "1"},
+			[]awsclient.Access{{Action: "lambda:UpdateEventSourceMapping", Resource: "arn:aws:lambda:r:1:event-source-mapping:u-1"}}},
+		{"schedule", awsclient.Request{Service: "Scheduler", Operation: "CreateSchedule", Region: "r", Account: "1",
 			Input: &schedule{Name: aws.String("sch_1"), GroupName: aws.String("g"), Target: &target{RoleArn: aws.String("arn:aws:iam::1:role/x")}}},
-			[]awscall.Access{{Action: "scheduler:CreateSchedule", Resource: "arn:aws:scheduler:r:1:schedule/g/sch_1"},
+			[]awsclient.Access{{Action: "scheduler:CreateSchedule", Resource: "arn:aws:scheduler:r:1:schedule/g/sch_1"},
 				{Action: "iam:PassRole", Resource: "arn:aws:iam::1:role/x", Context: map[string]string{"iam:PassedToService": "scheduler.amazonaws.com"}}}},
-		{"unknown", awscall.Request{Service: "DynamoDB", Operation: "ListTables", Input: &struct{}{}},
-			[]awscall.Access{{Action: "dynamodb:ListTables", Unknown: "awscall does not know the resource of DynamoDB ListTables"}}},
+		{"unknown", awsclient.Request{Service: "DynamoDB", Operation: "ListTables", Input: &struct{}{}},
+			[]awsclient.Access{{Action: "dynamodb:ListTables", Unknown: "awsclient does not know the resource of DynamoDB ListTables"}}},
 	} {
-		if diff := cmp.Diff(tc.want, awscall.Accesses(tc.req)); diff != "" {
+		if diff := cmp.Diff(tc.want, awsclient.Accesses(tc.req)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}

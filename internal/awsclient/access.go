@@ -1,11 +1,4 @@
-// Package awscall says what each AWS request asks of IAM — the actions it is
-// authorised as, on which resource ARNs, with which condition keys (a KMS
-// call's encryption context, the prefix of an S3 list) — and records it per
-// function (Recorder), so that a test can hold every request a function
-// made against that function's role (docs/iam.md). It reads the requests'
-// inputs by reflection and imports no AWS service package, so a function's
-// binary can carry it without linking any client it does not create.
-package awscall
+package awsclient
 
 import (
 	"fmt"
@@ -15,8 +8,12 @@ import (
 	"strings"
 )
 
-// Access is one authorisation a request needs: IAM evaluates each of a
-// request's accesses, and the request fails if any is denied.
+// Access is one authorisation a request needs — the action it is authorised
+// as, on which resource ARN, with which condition keys (a KMS call's
+// encryption context, the prefix of an S3 list): IAM evaluates each of a
+// request's accesses, and the request fails if any is denied. Recorder
+// records them per function, so that a test can hold every request a
+// function made against that function's role (docs/iam.md).
 type Access struct {
 	// Action is the IAM action, "dynamodb:Query".
 	Action string `json:"action"`
@@ -72,7 +69,7 @@ func Accesses(r Request) []Access {
 	prefix, ok := servicePrefix[r.Service]
 	if !ok {
 		return []Access{{Action: strings.ToLower(strings.ReplaceAll(r.Service, " ", "")) + ":" + r.Operation,
-			Unknown: "service " + r.Service + " is not known to awscall"}}
+			Unknown: "service " + r.Service + " is not known to awsclient"}}
 	}
 	a := arns{region: r.Region, account: r.Account}
 	in, out := reflect.ValueOf(r.Input), reflect.ValueOf(r.Output)
@@ -96,11 +93,11 @@ func Accesses(r Request) []Access {
 		acc = a.secrets(r.Operation, in, out)
 	}
 	if len(acc) == 0 {
-		acc = []Access{{Action: prefix + ":" + r.Operation, Unknown: "awscall does not know the resource of " + r.Service + " " + r.Operation}}
+		acc = []Access{{Action: prefix + ":" + r.Operation, Unknown: "awsclient does not know the resource of " + r.Service + " " + r.Operation}}
 	}
 	for i := range acc {
 		if acc[i].Resource == "" && acc[i].Unknown == "" {
-			acc[i].Unknown = "the request names no resource awscall can read"
+			acc[i].Unknown = "the request names no resource awsclient can read"
 		}
 	}
 	return dedupe(acc)

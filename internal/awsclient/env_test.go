@@ -1,4 +1,4 @@
-package awsenv
+package awsclient
 
 import (
 	"context"
@@ -14,7 +14,7 @@ func TestLambdaReadsWhatLambdaSets(t *testing.T) {
 	t.Setenv("AWS_SESSION_TOKEN", "session")
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1")
-	cfg, err := Lambda()
+	cfg, err := LambdaEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func TestLambdaReadsWhatLambdaSets(t *testing.T) {
 		t.Error("path-style S3 without an endpoint of our own")
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	if _, err := Lambda(); err == nil {
+	if _, err := LambdaEnv(); err == nil {
 		t.Error("no credentials and no emulator: want an error")
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
-	cfg, err = Lambda()
+	cfg, err = LambdaEnv()
 	if err != nil {
 		t.Fatal(err)
 	}

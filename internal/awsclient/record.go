@@ -1,4 +1,4 @@
-package awscall
+package awsclient
 
 import (
 	"context"
