@@ -13,7 +13,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -158,7 +157,7 @@ func TestARebindingTargetIsRefusedAtDialTime(t *testing.T) {
 	tg := newTarget(t, status(200))
 	tu, _ := url.Parse(tg.srv.URL)
 	port := tu.Port()
-	rebinding := httpkind.New(httpkind.Config{Resolver: &netguardtest.Rebinding{}})
+	rebinding := httpkind.New(httpkind.Config{Resolver: &netguard.Rebinding{}})
 	_, err := rebinding.Send(ctx, "u-test", "job_test", httpkind.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
 	if !errors.Is(err, netguard.ErrForbidden) || retry.Classify(err) != retry.ClassPermanent {
 		t.Errorf("rebinding target: %v (class %v), want a permanent refusal", err, retry.Classify(err))

@@ -16,7 +16,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
+	"github.com/conveyor/conveyor/internal/netguard"
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
@@ -183,7 +183,7 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	var _ store.EventRecord
 }
 
-type rebinding = netguardtest.Rebinding
+type rebinding = netguard.Rebinding
 
 // TestRebindingIsRefusedAtConnectTime: a receiver name that passes the URL
 // check and then resolves to loopback is refused when the connection is

@@ -1,5 +1,4 @@
-// Package netguardtest holds resolvers for testing the SSRF guard.
-package netguardtest
+package netguard
 
 import (
 	"context"
@@ -7,14 +6,15 @@ import (
 	"sync"
 )
 
-// Rebinding answers a public address to the first lookup of a name and a
-// loopback one afterwards: a DNS rebinding attack.
+// Rebinding is a Resolver for tests of the guard: it answers a public
+// address to the first lookup of a name and a loopback one afterwards, a
+// DNS rebinding attack.
 type Rebinding struct {
 	mu    sync.Mutex
 	calls int
 }
 
-// LookupNetIP implements the guard's resolver.
+// LookupNetIP implements Resolver.
 func (r *Rebinding) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
