@@ -8,8 +8,8 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -67,7 +67,7 @@ func buildAdmin(env Env, platform func(Env, *queue.Client) AdminPlatform) (HTTPH
 	sender := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness)
 	// Restarts re-queue through the state machine (jobs.Service.Requeue);
 	// nothing here submits, so no kind of job is registered.
-	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &kind.Fronts{}, Env: env.Config.Env,
+	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &job.Fronts{}, Env: env.Config.Env,
 		MaxAttempts: env.Config.MaxAttempts, Now: env.Now, Logger: env.Log()})
 	breakers, err := env.Breaker(db, ids.New("wrk"), env.Emitter())
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -46,7 +45,7 @@ type AppOptions struct {
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
-	Kinds []kind.Kind
+	Kinds []job.Kind
 	// Mover redrives DLQs (nil: the receive/send/delete mover,
 	// queue.SQSMover; the admin function uses SQS move tasks in AWS,
 	// AdminOnAWS).

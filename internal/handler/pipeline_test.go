@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // TestFrontsAreTheBuiltInKinds: the functions that submit register the
@@ -26,7 +26,7 @@ func TestFrontsAreTheBuiltInKinds(t *testing.T) {
 		t.Errorf("Fronts = %v, Kinds = %v: submission and the run loop would know different kinds", fronts.Names(), names)
 	}
 	if f, _ := fronts.Get("publish"); f != nil {
-		if _, ok := f.(kind.Explainer); !ok {
+		if _, ok := f.(job.Explainer); !ok {
 			t.Error("the publish front does not explain refusals (422s would lose their cause)")
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -41,7 +40,7 @@ type RunnerConfig struct {
 	// Crash is the run loop's crash hook (tests; nil in production).
 	Crash func(point string, j *job.Job) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
-	Kinds []kind.Kind
+	Kinds []job.Kind
 	// OAuthClient, when set, gives the OAuth client credentials, read from
 	// their secret when a token first needs refreshing
 	// (secretref.OAuthClientFor); nil, they are the configuration's values.
@@ -61,13 +60,13 @@ type Runner struct {
 	// Publisher is the publisher function's run loop.
 	Publisher *worker.Worker
 	// Kinds are the kinds the run loop runs: publish, http and Config.Kinds.
-	Kinds *kind.Registry
+	Kinds *job.Registry
 }
 
 // NewRunner wires the runner; it fails on a configuration a service refuses.
 func NewRunner(c RunnerConfig) (*Runner, error) {
 	cfg, log, now := c.Env.Config, c.Env.Log(), c.Env.Now
-	r := &Runner{Worker: ids.New("wrk"), Kinds: &kind.Registry{}}
+	r := &Runner{Worker: ids.New("wrk"), Kinds: &job.Registry{}}
 	var err error
 	api := deviantart.Config{
 		BaseURL: cfg.DeviantArtURL, ClientID: cfg.DeviantArtClientID, ClientSecret: cfg.DeviantArtClientSecret,

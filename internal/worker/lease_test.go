@@ -20,7 +20,6 @@ import (
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -41,7 +40,7 @@ func newWorker(b *stacktest.Bundle, name string, api publish.API, now func() tim
 		Store:     app.Store,
 		Policy:    retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter},
 		Heartbeat: 30 * time.Second, Worker: name, Now: now, Logger: app.Logger,
-		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api, Logger: app.Logger})),
+		Kinds: job.NewRegistry(publish.New(publish.Config{Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api, Logger: app.Logger})),
 	})
 }
 
@@ -548,13 +547,13 @@ func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 // ran out during the write.
 type lateWrite struct{}
 
-func (lateWrite) Name() string                                               { return "late-write" }
-func (lateWrite) Phases() []string                                           { return []string{"work"} }
-func (lateWrite) Normalize(s kind.Spec) (kind.Spec, error)                   { return s, nil }
-func (lateWrite) Validate(context.Context, kind.Env, kind.Spec) error        { return nil }
-func (lateWrite) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
+func (lateWrite) Name() string                                                { return "late-write" }
+func (lateWrite) Phases() []string                                            { return []string{"work"} }
+func (lateWrite) Normalize(s job.Spec) (job.Spec, error)                      { return s, nil }
+func (lateWrite) Validate(context.Context, job.ValidationEnv, job.Spec) error { return nil }
+func (lateWrite) Prepare(context.Context, string, job.Spec, *job.Job) error   { return nil }
 
-func (lateWrite) Work(ctx context.Context, a kind.Attempt) error {
+func (lateWrite) Work(ctx context.Context, a job.Run) error {
 	ended, end := context.WithCancel(ctx)
 	end()
 	return a.Save(ended, func(j *job.Job) {
@@ -570,7 +569,7 @@ func (lateWrite) Work(ctx context.Context, a kind.Attempt) error {
 // success it could not write.
 func TestASuccessWhoseWriteFailedIsRecordedAsTheAttemptsFailure(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Kinds: []kind.Kind{lateWrite{}}})
+	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Kinds: []job.Kind{lateWrite{}}})
 	app := b.Stack.App
 	r := b.Must(b.Call("POST", "/v1/jobs", b.Token("u-late", "user", "pro"), map[string]any{"type": "late-write", "params": map[string]any{}}), 201)
 	id := r.Body["id"].(string)

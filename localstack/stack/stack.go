@@ -32,7 +32,6 @@ import (
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
@@ -82,7 +81,7 @@ type Options struct {
 	DisablePollers bool
 	// Kinds are kinds of job added to the built-in ones (in-process mode:
 	// the functions' binaries know only the built-in kinds).
-	Kinds []kind.Kind
+	Kinds []job.Kind
 	// Counter, when set, counts every AWS request the running stack makes
 	// (provisioning excluded; the S3 bridge's polls, which stand in for S3
 	// invoking a function and have no AWS counterpart; and in binary mode

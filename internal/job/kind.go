@@ -1,21 +1,4 @@
-// Package kind is the API a kind of job implements, and the registries the
-// core asks. The core (submission, the run loop, recovery, admin) knows a
-// job only through its kind: a name, params it may not read, phases, items,
-// and a Work step whose errors internal/retry classifies. Adding a kind is
-// writing one Kind and registering it (ExampleKind, and docs/kinds.md).
-//
-// A kind has two halves. Its Front (name, normalisation, validation,
-// preparation, phases) is all that submitting or checking a job needs, and
-// needs the table at most; the functions that only submit (the api, a
-// schedule's tick, admin's requeue) hold Fronts (a Fronts registry) and so
-// link none of what running a job takes. Its Work is the run loop's: a
-// Kind is a Front with Work, held in a Registry by the functions that run
-// jobs.
-//
-// The shape follows River's JobArgs/Worker[T] (a kind names itself and
-// works on its own args) and asynq's Handler (one method that runs the
-// work and says, by its error, what happens next), kept small.
-package kind
+package job
 
 import (
 	"context"
@@ -28,7 +11,6 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/invalid"
-	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 )
 
@@ -37,18 +19,18 @@ import (
 // canonical form that is hashed and stored).
 type Spec struct {
 	// Items name the job's inputs (for publish: confirmed uploads).
-	Items []Item `json:"items"`
+	Items []SpecItem `json:"items"`
 	// Params is the kind's own JSON object.
 	Params json.RawMessage `json:"params"`
 }
 
-// Item is one input a submission names.
-type Item struct {
+// SpecItem is one input a submission names.
+type SpecItem struct {
 	UploadID string `json:"uploadId"`
 }
 
-// Env is what validation may depend on.
-type Env struct {
+// ValidationEnv is what validation may depend on.
+type ValidationEnv struct {
 	// Local is the local environment: plain http and private targets are
 	// allowed there only.
 	Local bool
@@ -57,13 +39,13 @@ type Env struct {
 }
 
 // URLPolicy is the outbound URL policy of env (netguard).
-func (e Env) URLPolicy() netguard.Policy {
+func (e ValidationEnv) URLPolicy() netguard.Policy {
 	return netguard.Policy{AllowHTTP: e.Local, AllowPrivate: e.Local, Resolver: e.Resolver}
 }
 
 // Front is the half of a kind of job that submission needs: what the job's
 // "type" is, how a request is normalised (and so hashed), validated and
-// turned into a job. A Front may also be an Explainer.
+// turned into a  A Front may also be an Explainer.
 type Front interface {
 	// Name is the job's "type" in the API ("publish", "http"): lower case,
 	// stable, unique in a registry.
@@ -75,7 +57,7 @@ type Front interface {
 	Normalize(s Spec) (Spec, error)
 	// Validate checks a normalised Spec: shape and limits, and whatever
 	// needs the environment (a URL's policy). Errors are *invalid.FieldError (400).
-	Validate(ctx context.Context, env Env, s Spec) error
+	Validate(ctx context.Context, env ValidationEnv, s Spec) error
 	// Prepare fills a new job from a valid Spec, before it is stored: its
 	// items (j.Items), anything the kind looks up (I/O allowed, though a
 	// check the creating transaction can make costs no request: the uploads
@@ -83,7 +65,7 @@ type Front interface {
 	// j.NeedsAccount, and an Explainer says why it failed). Input that is
 	// well-formed but unusable (an upload not confirmed, no connected
 	// account) is an *UnusableError (422).
-	Prepare(ctx context.Context, owner string, s Spec, j *job.Job) error
+	Prepare(ctx context.Context, owner string, s Spec, j *Job) error
 	// Phases are the names of the job's phases, in order.
 	Phases() []string
 }
@@ -92,13 +74,13 @@ type Front interface {
 type Kind interface {
 	Front
 	// Work runs the job's unfinished phases for one attempt, resuming after
-	// what earlier attempts recorded (Attempt.Job, Attempt.Tried), and ends
-	// the job with job.Succeed when done. An error ends the attempt and is
+	// what earlier attempts recorded (Run.Job, Run.Tried), and ends
+	// the job with Succeed when done. An error ends the attempt and is
 	// classified by internal/retry: mark it with retry.Permanent,
 	// retry.Temporary (optionally with a delay) or retry.Snooze, or return
 	// an error that says Temporary()/StatusCode()/RetryAfter(). Wrap it in
 	// a *StepError to name the phase (and item) that failed.
-	Work(ctx context.Context, a Attempt) error
+	Work(ctx context.Context, a Run) error
 }
 
 // Explainer is what a kind whose jobs' creation checks their uploads or
@@ -110,12 +92,12 @@ type Explainer interface {
 	Explain(ctx context.Context, owner string, s Spec) error
 }
 
-// Attempt is one claimed run of a job, as the run loop hands it to Work.
+// Run is one claimed run of a job, as the run loop hands it to Work.
 // The loop keeps the lease (heartbeat) and records the failure; the kind
 // records its progress through Save.
-type Attempt interface {
+type Run interface {
 	// Job returns a copy of the job as last saved.
-	Job() job.Job
+	Job() Job
 	// Tried reports whether an earlier attempt may have done item i's
 	// external call without recording it (ask before repeating).
 	Tried(item int) bool
@@ -123,7 +105,7 @@ type Attempt interface {
 	// on a race with the heartbeat mutate is applied again to the fresh
 	// copy). It fails when the job stopped being this attempt's
 	// (cancelled, taken over): Work must then return that error.
-	Save(ctx context.Context, mutate func(*job.Job)) error
+	Save(ctx context.Context, mutate func(*Job)) error
 	// Hold must precede every call with a side effect outside the table
 	// (an upload, a publication, an outbound request): it checks, cheaply,
 	// that this attempt still holds the job's lease, and that the lease and
@@ -145,13 +127,13 @@ type Attempt interface {
 	// stopped being this attempt's, or the table failed) the facts are
 	// still written on the job as it is now, so what happened outside is
 	// never dropped. It returns the save's error.
-	Record(ctx context.Context, facts, mutate func(*job.Job)) error
+	Record(ctx context.Context, facts, mutate func(*Job)) error
 	// Defer applies facts and mutate (either may be nil) to the job as the
 	// attempt holds it, without a write: the next Save carries them. Facts
 	// are also carried by whatever the loop writes when the attempt ends
 	// without a save (a failure, a release), so a fact learnt and not yet
 	// saved is not lost.
-	Defer(facts, mutate func(*job.Job))
+	Defer(facts, mutate func(*Job))
 	// Loaded is what the job's kind read with it (Loader), or nil.
 	Loaded() any
 	// Crash is a test's crash point: a non-nil return (wrapping ErrCrash)
@@ -164,7 +146,7 @@ type Attempt interface {
 	Now() time.Time
 }
 
-// ErrCrash is what Attempt.Crash returns when a test's crash hook stops
+// ErrCrash is what Run.Crash returns when a test's crash hook stops
 // the run at a point.
 var ErrCrash = errors.New("injected crash")
 
@@ -187,10 +169,10 @@ type Delivery struct {
 // with that record in the same request (the publish kind: the owner's
 // connected account). A delivery does not name its job's kind, so the run
 // loop reads every delivery through its registry's Loader (the first by
-// name); Work finds the record in Attempt.Loaded when the job is of the
+// name); Work finds the record in Run.Loaded when the job is of the
 // Loader's kind.
 type Loader interface {
-	Load(ctx context.Context, d Delivery) (j job.Job, loaded any, err error)
+	Load(ctx context.Context, d Delivery) (j Job, loaded any, err error)
 }
 
 // ErrLostJob is what Hold and Save return once the job stopped being the
@@ -208,7 +190,7 @@ var ErrOutOfTime = errors.New("not enough time left in this invocation")
 // delivery back without spending an attempt. A kind that is not a
 // Budgeter is started whatever the time left.
 type Budgeter interface {
-	NextCall(j job.Job) time.Duration
+	NextCall(j Job) time.Duration
 }
 
 // Reconciler is what a kind whose calls may have an unknown outcome also
@@ -216,7 +198,7 @@ type Budgeter interface {
 // tried, and records it on them, whatever the job's status. The run loop
 // calls it for a finished job whose last run may have been cut mid-call.
 type Reconciler interface {
-	Reconcile(ctx context.Context, j job.Job) error
+	Reconcile(ctx context.Context, j Job) error
 }
 
 // UnusableError is well-formed input that cannot be used (422).
@@ -257,8 +239,8 @@ func NewRegistry(kinds ...Kind) *Registry {
 	return r
 }
 
-// ErrDuplicate is returned when a kind's name is already taken.
-var ErrDuplicate = errors.New("kind already registered")
+// ErrDuplicateKind is returned when a kind's name is already taken.
+var ErrDuplicateKind = errors.New("kind already registered")
 
 // Register adds k; a second kind with the same name is refused.
 func (r *Registry) Register(k Kind) error { return r.set.register(k) }
@@ -347,7 +329,7 @@ func (s *set[K]) register(k K) error {
 		s.kinds = map[string]K{}
 	}
 	if _, ok := s.kinds[k.Name()]; ok {
-		return fmt.Errorf("%w: %q", ErrDuplicate, k.Name())
+		return fmt.Errorf("%w: %q", ErrDuplicateKind, k.Name())
 	}
 	s.kinds[k.Name()] = k
 	return nil

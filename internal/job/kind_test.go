@@ -1,4 +1,4 @@
-package kind_test
+package job_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	"github.com/conveyor/conveyor/localstack/stacktest"
@@ -18,7 +17,7 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 
 func TestAKindRegisteredInATestRunsThroughThePipeline(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{Kinds: []kind.Kind{shout{}}})
+	b := stacktest.Setup(t, nil, stack.Options{Kinds: []job.Kind{shout{}}})
 	tok := b.Token("u-kind", "user", "pro")
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "shout", "params": map[string]any{"message": " hello "}}), 201)
 	id := r.Body["id"].(string)
@@ -35,8 +34,8 @@ func TestAKindRegisteredInATestRunsThroughThePipeline(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	t.Parallel()
-	r := kind.NewRegistry(shout{})
-	if err := r.Register(shout{}); !errors.Is(err, kind.ErrDuplicate) {
+	r := job.NewRegistry(shout{})
+	if err := r.Register(shout{}); !errors.Is(err, job.ErrDuplicateKind) {
 		t.Errorf("a second shout: %v, want ErrDuplicate", err)
 	}
 	if _, ok := r.Get("shout"); !ok {
@@ -48,7 +47,7 @@ func TestRegistry(t *testing.T) {
 	if got := r.Names(); len(got) != 1 || got[0] != "shout" {
 		t.Errorf("Names = %v", got)
 	}
-	var nilReg *kind.Registry
+	var nilReg *job.Registry
 	if _, ok := nilReg.Get("shout"); ok {
 		t.Error("a nil registry finds kinds")
 	}
@@ -57,24 +56,24 @@ func TestRegistry(t *testing.T) {
 func TestFronts(t *testing.T) {
 	t.Parallel()
 	// A kind is a front; a registry of kinds hands its fronts to submission.
-	kinds := kind.NewRegistry(shout{})
+	kinds := job.NewRegistry(shout{})
 	fronts := kinds.Fronts()
 	if f, ok := fronts.Get("shout"); !ok || f.Name() != "shout" {
 		t.Errorf("Fronts of a registry holding shout: %v, %v", f, ok)
 	}
-	if err := fronts.Register(shout{}); !errors.Is(err, kind.ErrDuplicate) {
+	if err := fronts.Register(shout{}); !errors.Is(err, job.ErrDuplicateKind) {
 		t.Errorf("a second shout front: %v, want ErrDuplicate", err)
 	}
 	// A front alone (no Work) registers where submission looks.
-	var front kind.Front = onlyFront{}
-	if _, isKind := front.(kind.Kind); isKind {
+	var front job.Front = onlyFront{}
+	if _, isKind := front.(job.Kind); isKind {
 		t.Fatal("onlyFront has Work")
 	}
-	fs := kind.NewFronts(front)
+	fs := job.NewFronts(front)
 	if got := fs.Names(); len(got) != 1 || got[0] != "only" {
 		t.Errorf("Names = %v", got)
 	}
-	var nilFronts *kind.Fronts
+	var nilFronts *job.Fronts
 	if _, ok := nilFronts.Get("only"); ok || nilFronts.Names() != nil {
 		t.Error("a nil Fronts finds fronts")
 	}
@@ -84,12 +83,12 @@ func TestFronts(t *testing.T) {
 // another name.
 type onlyFront struct{}
 
-func (onlyFront) Name() string                             { return "only" }
-func (onlyFront) Phases() []string                         { return shout{}.Phases() }
-func (onlyFront) Normalize(s kind.Spec) (kind.Spec, error) { return shout{}.Normalize(s) }
-func (onlyFront) Validate(ctx context.Context, e kind.Env, s kind.Spec) error {
+func (onlyFront) Name() string                           { return "only" }
+func (onlyFront) Phases() []string                       { return shout{}.Phases() }
+func (onlyFront) Normalize(s job.Spec) (job.Spec, error) { return shout{}.Normalize(s) }
+func (onlyFront) Validate(ctx context.Context, e job.ValidationEnv, s job.Spec) error {
 	return shout{}.Validate(ctx, e, s)
 }
-func (onlyFront) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+func (onlyFront) Prepare(ctx context.Context, owner string, s job.Spec, j *job.Job) error {
 	return shout{}.Prepare(ctx, owner, s, j)
 }

@@ -1,4 +1,4 @@
-package kind_test
+package job_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
@@ -20,9 +19,9 @@ import (
 // one through the API and lets the real run loop call its Work.
 //
 // A kind in the product is one package holding its front (Name … Phases,
-// plus an optional kind.Explainer) and its Work, with the hooks the run
-// loop (internal/worker) asks when it needs them (kind.Loader,
-// kind.Budgeter, kind.Reconciler), as internal/publish and
+// plus an optional job.Explainer) and its Work, with the hooks the run
+// loop (internal/worker) asks when it needs them (job.Loader,
+// job.Budgeter, job.Reconciler), as internal/publish and
 // internal/httpkind are.
 type shout struct{}
 
@@ -38,18 +37,18 @@ func (shout) Phases() []string { return []string{"shout"} }
 
 // Normalize trims the message, so " hi " and "hi" are the same job (the
 // same idempotency hash). No clock, no I/O.
-func (shout) Normalize(s kind.Spec) (kind.Spec, error) {
+func (shout) Normalize(s job.Spec) (job.Spec, error) {
 	var p shoutParams
 	if err := json.Unmarshal(s.Params, &p); err != nil {
 		return s, invalid.Field("params", "must be {\"message\":\"…\"}")
 	}
 	p.Message = strings.TrimSpace(p.Message)
 	b, err := json.Marshal(p)
-	return kind.Spec{Items: s.Items, Params: b}, err
+	return job.Spec{Items: s.Items, Params: b}, err
 }
 
 // Validate checks shape and limits: an *invalid.FieldError is a 400.
-func (shout) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
+func (shout) Validate(_ context.Context, _ job.ValidationEnv, s job.Spec) error {
 	var p shoutParams
 	_ = json.Unmarshal(s.Params, &p)
 	if p.Message == "" || len(p.Message) > 1000 {
@@ -62,21 +61,21 @@ func (shout) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 }
 
 // Prepare fills the new job before it is stored (its items, anything
-// looked up); a *kind.UnusableError is a 422. Shout needs nothing.
-func (shout) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
+// looked up); a *job.UnusableError is a 422. Shout needs nothing.
+func (shout) Prepare(context.Context, string, job.Spec, *job.Job) error { return nil }
 
 // Work is one attempt. Its error is classified by internal/retry:
 // retry.Permanent fails the job at once, retry.Temporary retries with
 // backoff (an attempt spent), retry.Snooze waits without spending one;
-// kind.Step names the phase that failed. Progress and the end are saved
+// job.Step names the phase that failed. Progress and the end are saved
 // through the Attempt.
-func (shout) Work(ctx context.Context, a kind.Attempt) error {
+func (shout) Work(ctx context.Context, a job.Run) error {
 	var p shoutParams
 	if err := a.Job().Params.Decode(&p); err != nil {
 		return retry.Permanent(err)
 	}
 	if strings.Contains(p.Message, "later") {
-		return kind.Step("shout", -1, retry.Temporary(errors.New("not now"), 0))
+		return job.Step("shout", -1, retry.Temporary(errors.New("not now"), 0))
 	}
 	result, err := job.DocOf(map[string]string{"shouted": strings.ToUpper(p.Message)})
 	if err != nil {
@@ -89,7 +88,7 @@ func (shout) Work(ctx context.Context, a kind.Attempt) error {
 	})
 }
 
-// A new kind implements kind.Kind (the front: Name, Normalize, Validate,
+// A new kind implements job.Kind (the front: Name, Normalize, Validate,
 // Prepare, Phases; and Work) and is registered where the graph is built:
 //
 //   - the deployed functions: one line in handler.Kinds
@@ -100,18 +99,18 @@ func (shout) Work(ctx context.Context, a kind.Attempt) error {
 //     stack.Options{Kinds: …}, which register the kind with the run loop and
 //     its front with submission, as this example does by hand.
 func ExampleKind() {
-	kinds := kind.NewRegistry(shout{}) // the run loop's: whole kinds
-	fronts := kinds.Fronts()           // submission's: the front halves
+	kinds := job.NewRegistry(shout{}) // the run loop's: whole kinds
+	fronts := kinds.Fronts()          // submission's: the front halves
 	fmt.Println("run loop knows:", kinds.Names())
 	fmt.Println("submission knows:", fronts.Names())
 
 	// What POST /v1/jobs does with {"type":"shout","params":{…}}.
 	f, _ := fronts.Get("shout")
-	spec, _ := f.Normalize(kind.Spec{Params: json.RawMessage(`{"message":"  hi  "}`)})
+	spec, _ := f.Normalize(job.Spec{Params: json.RawMessage(`{"message":"  hi  "}`)})
 	fmt.Println("normalised:", string(spec.Params))
-	fmt.Println("valid:", f.Validate(context.Background(), kind.Env{}, spec))
-	empty, _ := f.Normalize(kind.Spec{Params: json.RawMessage(`{"message":" "}`)})
-	err := f.Validate(context.Background(), kind.Env{}, empty)
+	fmt.Println("valid:", f.Validate(context.Background(), job.ValidationEnv{}, spec))
+	empty, _ := f.Normalize(job.Spec{Params: json.RawMessage(`{"message":" "}`)})
+	err := f.Validate(context.Background(), job.ValidationEnv{}, empty)
 	if fe, ok := invalid.As(err); ok {
 		fmt.Printf("400 on %s: %v\n", fe.Field, err)
 	}
