@@ -8,7 +8,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -17,7 +16,7 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 
 func TestAKindRegisteredInATestRunsThroughThePipeline(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{Kinds: []job.Kind{shout{}}})
+	b := awstest.Setup(t, nil, stack.Options{Kinds: []job.Kind{shout{}}})
 	tok := b.Token("u-kind", "user", "pro")
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "shout", "params": map[string]any{"message": " hello "}}), 201)
 	id := r.Body["id"].(string)

@@ -7,6 +7,13 @@
 // when its first test asks for them, and stops it after the last. If an
 // emulator cannot start, every test that needs it fails with the reason;
 // none skips.
+//
+// A test that needs the whole product gets a local stack of its own on
+// those emulators (Setup, stack.go) and talks to it the way a client does
+// (Bundle); ServeAdmin (admin.go) adds the admin routes and tier pollers
+// that honour the pause flags. The functions' tests build a function's
+// handler as its binary does (Handler, Env.Function) and call an HTTP one
+// as API Gateway does (HTTPFunction).
 package awstest
 
 import (

@@ -1,8 +1,4 @@
-package stacktest
-
-// The admin routes of a test's local stack, and tier pollers that honour
-// the pause flags, the way the local stack does once it wires the admin
-// service in.
+package awstest
 
 import (
 	"context"
@@ -96,13 +92,13 @@ func (s *AdminServer) WaitPaused(t testing.TB, tier job.Tier) {
 	t.Helper()
 	p, ok := s.pollers[tier]
 	if !ok {
-		t.Fatalf("stacktest: no poller of tier %s (call RunPollers first)", tier)
+		t.Fatalf("awstest: no poller of tier %s (call RunPollers first)", tier)
 	}
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)
 	for !s.Service.Paused(ctx, tier) || p.Receiving() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("stacktest: tier %s's poller still receiving a minute after the pause", tier)
+			t.Fatalf("awstest: tier %s's poller still receiving a minute after the pause", tier)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the condition above
 	}

@@ -1,8 +1,4 @@
-// Package stacktest runs the whole local stack inside a test and talks to it
-// the way a client does, through internal/apiclient: tokens, typed calls
-// (Client) and raw ones (Call), presigned uploads confirmed by the S3
-// event, connected accounts, waiting for a job's status.
-package stacktest
+package awstest
 
 import (
 	"context"
@@ -21,24 +17,29 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
-	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
 
-// bundle is one test's running stack and a way to call it.
+// Bundle is one test's running stack (Setup) and a way to call it the way
+// a client does, through internal/apiclient: tokens, typed calls (Client)
+// and raw ones (Call), presigned uploads confirmed by the S3 event,
+// connected accounts, waiting for a job's status.
 type Bundle struct {
 	T     *testing.T
 	Stack *stack.Stack
 }
 
+// Setup starts a local stack for t on freshly provisioned resources of the
+// emulators, with compressed timings (a 200 ms heartbeat, 100–500 ms
+// retries) under env's variables, and stops it when t ends.
 func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	t.Helper()
 	merged := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "100ms", "CONVEYOR_RETRY_MAX": "500ms"}
 	for k, v := range env {
 		merged[k] = v
 	}
-	opts.Endpoints, opts.Prefix, opts.APIAddr = awstest.Endpoints(t), awstest.Prefix(t), "127.0.0.1:0"
+	opts.Endpoints, opts.Prefix, opts.APIAddr = Endpoints(t), Prefix(t), "127.0.0.1:0"
 	opts.Getenv = func(k string) string { return merged[k] }
 	if opts.Logger == nil {
 		tail := &logTail{}
