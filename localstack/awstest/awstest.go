@@ -40,7 +40,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
-	"github.com/conveyor/conveyor/localstack/provision"
 )
 
 var (
@@ -147,7 +146,7 @@ func Prefix(t testing.TB) string {
 type Env struct {
 	Config  aws.Config
 	Clients awsclient.Clients
-	Res     provision.Result
+	Res     emulator.Provisioned
 }
 
 // Provision creates an isolated copy of the local environment's resources
@@ -159,7 +158,7 @@ func Provision(t testing.TB) Env {
 	def := resources.Named(job.Local, Prefix(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := provision.Apply(ctx, clients, def)
+	res, err := emulator.Provision(ctx, clients, def)
 	if err != nil {
 		t.Fatalf("provisioning the emulator: %v", err)
 	}

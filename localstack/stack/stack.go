@@ -36,7 +36,6 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
-	"github.com/conveyor/conveyor/localstack/provision"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/web"
 )
@@ -148,7 +147,7 @@ type Stack struct {
 	// ScheduleFirerInterval unless the pollers are disabled; tests call
 	// RunOnce with their clock).
 	Schedules   *lambdaruntime.ScheduleFirer
-	Provisioned provision.Result
+	Provisioned emulator.Provisioned
 	Simulator   *simulator.Server
 	// EmulatorStart is how long our own moto took to answer (0 when an
 	// existing emulator was used).
@@ -273,7 +272,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 	b := &bringUp{def: resources.Named(job.Local, opts.Prefix)}
 	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	b.uncounted = awsclient.New(b.uncountedCfg)
-	res, err := provision.Apply(ctx, b.uncounted, b.def)
+	res, err := emulator.Provision(ctx, b.uncounted, b.def)
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +539,7 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 
 // relayPoller is the local twin of the event stream mapping: the table's
 // stream, filtered, batched and retried as resources.EventStream says.
-func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
+func relayPoller(def resources.Definition, res emulator.Provisioned, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
 	m := def.EventStream
 	return &lambdaruntime.StreamPoller{
 		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
@@ -658,7 +657,7 @@ func (s *Stack) Close() {
 
 // LocalFunctionARN is the ARN a function named name would have in the
 // emulator's account (schedules name their target by it).
-func LocalFunctionARN(name string) string { return provision.LocalFunctionARN(name) }
+func LocalFunctionARN(name string) string { return emulator.LocalFunctionARN(name) }
 
 // ScheduleFirerInterval is how often the local runtime looks for the users'
 // schedules' ticks (a tick fires at most this late).

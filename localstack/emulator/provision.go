@@ -1,8 +1,4 @@
-// Package provision creates every resource of a resources.Definition on the
-// emulator, idempotently: running it twice changes nothing, and a second run
-// converges attributes that drifted. It is the offline twin of the CDK
-// stacks, reading the same definition.
-package provision
+package emulator
 
 import (
 	"context"
@@ -34,8 +30,8 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// Result names what was provisioned: the URLs and ids the functions need.
-type Result struct {
+// Provisioned names what was provisioned: the URLs and ids the functions need.
+type Provisioned struct {
 	Definition resources.Definition
 	// QueueURLs and DLQURLs by tier.
 	QueueURLs map[job.Tier]string
@@ -60,9 +56,12 @@ type Result struct {
 	NotificationQueueURL string
 }
 
-// Apply provisions def using clients. Safe to run any number of times.
-func Apply(ctx context.Context, c awsclient.Clients, def resources.Definition) (Result, error) {
-	r := Result{
+// Provision creates every resource of def on the emulators through c,
+// idempotently: running it twice changes nothing, and a second run
+// converges attributes that drifted. It is the offline twin of the CDK
+// stacks, reading the same definition.
+func Provision(ctx context.Context, c awsclient.Clients, def resources.Definition) (Provisioned, error) {
+	r := Provisioned{
 		Definition: def,
 		QueueURLs:  map[job.Tier]string{},
 		DLQURLs:    map[job.Tier]string{},
@@ -138,7 +137,7 @@ func ensureQueue(ctx context.Context, client *sqs.Client, name string, attrs map
 	return url, a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
 }
 
-func queue(ctx context.Context, client *sqs.Client, q resources.Queue, r *Result) error {
+func queue(ctx context.Context, client *sqs.Client, q resources.Queue, r *Provisioned) error {
 	dlqURL, dlqARN, err := ensureQueue(ctx, client, q.DLQName, map[string]string{
 		"FifoQueue":                 "true",
 		"ContentBasedDeduplication": "false",
@@ -421,7 +420,7 @@ func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def r
 	}); err != nil {
 		return "", fmt.Errorf("setting the lifecycle: %w", err)
 	}
-	// The local bridge for the ObjectCreated notification (see Result).
+	// The local bridge for the ObjectCreated notification (see Provisioned).
 	url, arn, err := ensureQueue(ctx, sqsClient, def.Prefix+"-s3-events", map[string]string{"VisibilityTimeout": "60"})
 	if err != nil {
 		return "", fmt.Errorf("notification bridge queue: %w", err)
@@ -544,7 +543,7 @@ func scheduleGroup(ctx context.Context, client *scheduler.Client, name string) e
 
 // Environ names the provisioned resources in the configuration's
 // variables, as the CDK stacks do for each function.
-func (res Result) Environ() map[string]string {
+func (res Provisioned) Environ() map[string]string {
 	def := res.Definition
 	env := map[string]string{
 		config.VarEnv:      string(job.Local),

@@ -1,4 +1,4 @@
-package provision_test
+package emulator_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/provision"
+	"github.com/conveyor/conveyor/localstack/emulator"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -135,7 +135,7 @@ func TestApplyCreatesTableWithIndexesAndTTL(t *testing.T) {
 func TestApplyTwiceChangesNothing(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
-	again, err := provision.Apply(context.Background(), env.Clients, env.Res.Definition)
+	again, err := emulator.Provision(context.Background(), env.Clients, env.Res.Definition)
 	if err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestApplySetsTheUploadLifecycleFromTheDefinition(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	bk := env.Res.Definition.Bucket
-	out, err := provision.S3(env.Config).GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bk.Name)})
+	out, err := emulator.S3(env.Config).GetBucketLifecycleConfiguration(context.Background(), &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(bk.Name)})
 	if err != nil {
 		t.Fatal(err)
 	}
