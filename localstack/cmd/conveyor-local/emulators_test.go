@@ -20,7 +20,7 @@ func TestRunsTheCommandAgainstEmulatorsItStops(t *testing.T) {
 	dir := t.TempDir()
 	seen := filepath.Join(dir, "endpoints")
 	var stderr bytes.Buffer
-	code := run([]string{"-logs", filepath.Join(dir, "logs"), "--", "sh", "-c",
+	code := withEmulators([]string{"-logs", filepath.Join(dir, "logs"), "--", "sh", "-c",
 		`echo "$AWS_ENDPOINT_URL $AWS_ENDPOINT_URL_DYNAMODB" > "$0"; exit 3`, seen}, &stderr)
 	if code != 3 {
 		t.Fatalf("status %d, want the command's 3; stderr:\n%s", code, &stderr)
@@ -54,10 +54,10 @@ func TestRunsTheCommandAgainstEmulatorsItStops(t *testing.T) {
 func TestWithoutACommandItSaysHowToUseIt(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	if code := run(nil, &stderr); code != 2 {
+	if code := withEmulators(nil, &stderr); code != 2 {
 		t.Errorf("status %d, want 2", code)
 	}
-	if !strings.Contains(stderr.String(), "usage: with-emulators") {
+	if !strings.Contains(stderr.String(), "usage: conveyor-local with-emulators") {
 		t.Errorf("stderr:\n%s", &stderr)
 	}
 }

@@ -1,16 +1,3 @@
-// Command with-emulators starts one moto and one DynamoDB Local, runs a
-// command with AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_DYNAMODB naming them,
-// stops both when the command ends (whatever its outcome, and on Ctrl-C),
-// and exits with the command's status.
-//
-//	go run ./localstack/cmd/with-emulators -- go test ./...
-//
-// make test runs the main module's tests through it: every test binary
-// then uses the one pair (awstest starts none when AWS_ENDPOINT_URL is
-// set) instead of starting its own, and each test still provisions its
-// resources under a name prefix of its own. The emulators' output goes to
-// moto.log and dynamodb-local.log in -logs (default: a new temporary
-// directory), named on stderr, with the processor time each used.
 package main
 
 import (
@@ -28,26 +15,36 @@ import (
 	"github.com/conveyor/conveyor/localstack/emulator"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+// runWithEmulators is the with-emulators subcommand: it starts one moto
+// and one DynamoDB Local, runs a command with AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_DYNAMODB naming them, stops both when the command ends
+// (whatever its outcome, and on Ctrl-C), and exits with the command's
+// status.
+//
+//	go run ./localstack/cmd/conveyor-local with-emulators -- go test ./...
+//
+// make test runs the main module's tests through it: every test binary
+// then uses the one pair (awstest starts none when AWS_ENDPOINT_URL is
+// set) instead of starting its own, and each test still provisions its
+// resources under a name prefix of its own. The emulators' output goes to
+// moto.log and dynamodb-local.log in -logs (default: a new temporary
+// directory), named on stderr, with the processor time each used.
+func runWithEmulators(args []string) int { return withEmulators(args, os.Stderr) }
 
-// run does the work of main and returns the exit status: the command's,
-// or 2 for a usage error, or 1 when the emulators cannot start.
-func run(args []string, stderr io.Writer) int {
+// withEmulators does the work of runWithEmulators, writing its own lines to
+// stderr, and returns the exit status: the command's, or 2 for a usage
+// error, or 1 when the emulators cannot start.
+func withEmulators(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("with-emulators", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	logs := fs.String("logs", "", "directory for moto.log and dynamodb-local.log (default: a new temporary directory)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: with-emulators [-logs DIR] -- command [args...]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parse(fs, args); done {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "usage: conveyor-local with-emulators [-logs DIR] -- command [args...]")
 		return 2
 	}
-	e, dir, err := start(*logs)
+	e, dir, err := startEmulators(*logs)
 	if err != nil {
 		fmt.Fprintf(stderr, "with-emulators: %v\n", err)
 		return 1
@@ -78,15 +75,15 @@ func run(args []string, stderr io.Writer) int {
 		case sig := <-sigs:
 			_ = cmd.Process.Signal(sig)
 		case err := <-done:
-			report(e, stderr)
-			return status(err, stderr, fs.Arg(0))
+			reportEmulatorCPU(e, stderr)
+			return exitStatus(err, stderr, fs.Arg(0))
 		}
 	}
 }
 
-// report says how much processor time each emulator used while the
-// command ran: what the run spent serving AWS calls.
-func report(e *emulator.Emulators, stderr io.Writer) {
+// reportEmulatorCPU says how much processor time each emulator used while
+// the command ran: what the run spent serving AWS calls.
+func reportEmulatorCPU(e *emulator.Emulators, stderr io.Writer) {
 	moto, err1 := e.Moto.CPUTime()
 	ddb, err2 := e.DynamoDB.CPUTime()
 	if err1 == nil && err2 == nil {
@@ -94,9 +91,9 @@ func report(e *emulator.Emulators, stderr io.Writer) {
 	}
 }
 
-// status is the exit status a shell gives for the command's end: its own,
-// or 128 + the signal that killed it.
-func status(err error, stderr io.Writer, name string) int {
+// exitStatus is the exit status a shell gives for the command's end: its
+// own, or 128 + the signal that killed it.
+func exitStatus(err error, stderr io.Writer, name string) int {
 	var exit *exec.ExitError
 	if err == nil {
 		return 0
@@ -112,9 +109,9 @@ func status(err error, stderr io.Writer, name string) int {
 	return exit.ExitCode()
 }
 
-// start starts both emulators, logging to files in dir (a new temporary
-// directory when empty), and returns them with the directory.
-func start(dir string) (*emulator.Emulators, string, error) {
+// startEmulators starts both emulators, logging to files in dir (a new
+// temporary directory when empty), and returns them with the directory.
+func startEmulators(dir string) (*emulator.Emulators, string, error) {
 	var err error
 	if dir == "" {
 		dir, err = os.MkdirTemp("", "conveyor-emulators-")
