@@ -21,7 +21,7 @@ func TestRelaysTheSampleStreamBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := awstest.Handler(t, resources.FuncRelay, nil, handler.NewRelay)
-	raw, err := os.ReadFile(filepath.Join("..", "..", "events", "dynamodb-stream-event.json"))
+	raw, err := os.ReadFile(filepath.Join(samplesDir, "dynamodb-stream-event.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
