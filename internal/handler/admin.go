@@ -37,8 +37,8 @@ func AdminRouter(env Env, adm *admin.Service) *httpapi.Router {
 
 // AdminPlatform is what the admin function does differently in AWS and
 // under the local stack: how DLQs are redriven and how tiers are paused.
-// The caller chooses (AdminOnAWS or AdminLocal); this package never looks
-// at the environment's name.
+// The caller chooses (AdminOnAWS or AdminLocal): the wiring never picks a
+// platform by the environment's name.
 type AdminPlatform struct {
 	// Mover redrives a tier's DLQ (nil: the receive/send/delete mover,
 	// queue.SQSMover).

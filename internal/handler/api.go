@@ -33,8 +33,8 @@ func APIRouter(env Env, s httpapi.UserServices, dash httpapi.DashboardOptions) *
 
 // APIPlatform is what the API function does differently in AWS and under
 // the local stack: how the dashboard is served. The caller chooses
-// (APIOnAWS or APILocal); this package never looks at the environment's
-// name. (The DLQ mover and the tier switch are the admin function's:
+// (APIOnAWS or APILocal): the wiring never picks a platform by the
+// environment's name. (The DLQ mover and the tier switch are the admin function's:
 // AdminPlatform.)
 type APIPlatform struct {
 	// Dashboard sets the dashboard's headers.
