@@ -82,8 +82,10 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 
 # infra/ is its own Go module (the CDK app; the Lambdas' module holds no CDK),
 # so ./... at the top leaves it out and each target that covers it says so.
-# The main module's tests run under with-emulators: one moto and one
-# DynamoDB Local for every package. go test's own vet pass (a subset of the
+# The main module's tests run under conveyor-local with-emulators: one moto
+# and one DynamoDB Local for every package. The tool is built with -race so
+# that it reuses the packages go vet -race just compiled (built without it,
+# it would compile the whole stack a second time). go test's own vet pass (a subset of the
 # analyzers go vet just ran) is off (docs/testing.md). go test starts
 # packages in the order it is given them, two at a time: GO_TEST_FIRST are
 # the longest (docs/testing.md's table), so that no long package starts
@@ -95,7 +97,7 @@ TEST_JOBS ?= 2
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
-	$(GO) run ./localstack/cmd/with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m $(GO_TEST_FIRST) ./...
+	$(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m $(GO_TEST_FIRST) ./...
 	@echo "the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
 	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-infra iam test-fuzz test-web
 

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // localCLI is a real local stack and the CLI pointed at it through an env
 // file, as `make run` leaves it.
 type localCLI struct {
-	b       *stacktest.Bundle
+	b       *awstest.Bundle
 	envFile string
 	home    map[string]string
 }
 
 func newLocalCLI(t *testing.T, opts stack.Options) *localCLI {
 	t.Helper()
-	b := stacktest.Setup(t, nil, opts)
+	b := awstest.Setup(t, nil, opts)
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "env")
 	if err := b.Stack.WriteEnv(envFile); err != nil {

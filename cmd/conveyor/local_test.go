@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestAgainstTwoLocalStacks runs the CLI against two real local stacks at
@@ -20,8 +20,8 @@ func TestAgainstTwoLocalStacks(t *testing.T) {
 	t.Parallel()
 	envs := map[string]any{}
 	for _, name := range []string{"local-a", "local-b"} {
-		b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
-		srv := stacktest.ServeAdmin(t, b.Stack)
+		b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
+		srv := awstest.ServeAdmin(t, b.Stack)
 		envs[name] = map[string]string{"url": srv.URL, "token": b.Token("conveyor-cli", "admin", "")}
 	}
 	down := httptest.NewServer(nil)

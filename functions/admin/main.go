@@ -4,19 +4,18 @@ package main
 
 import (
 	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/adminfn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 )
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.NewWith(platform)) }
+func main() { handler.Start(handler.Admin(platform)) }
 
 // platform is AWS's, except under the local stack, which runs this very
 // binary against an emulator that has neither SQS move tasks nor event
 // source mappings: there it injects the local stand-ins.
-func platform(env handler.Env, client *queue.Client) fn.Platform {
+func platform(env handler.Env, client *queue.Client) handler.AdminPlatform {
 	if env.Config.Env == job.Local {
-		return fn.Local(env, client)
+		return handler.AdminLocal(env, client)
 	}
-	return fn.AWS(env, client)
+	return handler.AdminOnAWS(env, client)
 }

@@ -5,17 +5,16 @@ package main
 
 import (
 	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
 )
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.NewWith(platform)) }
+func main() { handler.Start(handler.API(platform)) }
 
 // platform is AWS's, except under the local stack, which runs this very
 // binary on plain HTTP: there it injects the local stand-in.
-func platform(env handler.Env) fn.Platform {
+func platform(env handler.Env) handler.APIPlatform {
 	if env.Config.Env == job.Local {
-		return fn.Local(env)
+		return handler.APILocal(env)
 	}
-	return fn.AWS(env)
+	return handler.APIOnAWS(env)
 }

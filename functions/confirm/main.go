@@ -3,9 +3,6 @@
 // its upload.
 package main
 
-import (
-	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/confirmfn"
-)
+import "github.com/conveyor/conveyor/internal/handler"
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Confirm) }

@@ -3,9 +3,6 @@
 // job to the external API.
 package main
 
-import (
-	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/publisherfn"
-)
+import "github.com/conveyor/conveyor/internal/handler"
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Publisher) }

@@ -4,9 +4,6 @@
 // retention.
 package main
 
-import (
-	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/recoveryfn"
-)
+import "github.com/conveyor/conveyor/internal/handler"
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Recovery) }

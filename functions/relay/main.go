@@ -3,9 +3,6 @@
 // and queues the webhook deliveries they trigger (internal/relay).
 package main
 
-import (
-	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/relayfn"
-)
+import "github.com/conveyor/conveyor/internal/handler"
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Relay) }

@@ -11,7 +11,6 @@ import (
 	_ "time/tzdata"
 
 	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/schedulesfn"
 )
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Schedules) }

@@ -2,9 +2,6 @@
 // payload v2): the routes under /v1/uploads/ (sign, confirm, get).
 package main
 
-import (
-	"github.com/conveyor/conveyor/internal/handler"
-	fn "github.com/conveyor/conveyor/internal/handler/uploadsfn"
-)
+import "github.com/conveyor/conveyor/internal/handler"
 
-func main() { handler.Start(fn.Name, fn.Resolve, fn.New) }
+func main() { handler.Start(handler.Uploads) }

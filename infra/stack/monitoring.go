@@ -36,7 +36,7 @@ const (
 
 // BreakerHosts are the external hosts whose circuit gets an alarm: the
 // host of the external API the publisher calls (cfg.ExternalAPI.URL; the
-// publisher's breaker is keyed by it, internal/handler/publisherfn).
+// publisher's breaker is keyed by it, internal/handler.APIHost).
 func BreakerHosts(cfg Config) []string {
 	u, err := url.Parse(cfg.ExternalAPI.URL)
 	if err != nil || u.Host == "" {

@@ -26,21 +26,20 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
 // bundle is one test's stack and a connected user with a confirmed upload.
 type bundle struct {
-	*stacktest.Bundle
+	*awstest.Bundle
 	user     *apiclient.Client
 	uploadID string
 }
 
 func setup(t *testing.T, sub, plan string) *bundle {
 	t.Helper()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	user := b.Client(b.Token(sub, "user", plan))
 	ctx := context.Background()
 	if err := user.Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: "rt-" + sub}); err != nil {

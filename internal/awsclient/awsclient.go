@@ -1,8 +1,13 @@
-// Package awsclient builds the AWS SDK configuration and service clients the
-// same way for Lambda, the local runtime and tests. The only things that
-// differ between the emulators and AWS are the SDK's standard endpoint
-// variables (AWS_ENDPOINT_URL, and AWS_ENDPOINT_URL_DYNAMODB for DynamoDB
-// Local) and the region.
+// Package awsclient is how Conveyor talks to AWS: the SDK configuration a
+// Lambda function reads from its environment (LambdaEnv, env.go), the one
+// tools and tests load or point at the emulators (Load, ForEndpoint), the
+// service clients made once per cold start (New), the counting middleware
+// the benchmark reads requests and capacity from (Counter, count.go), and
+// each request as the IAM action and resource it is authorised as, recorded
+// per function for `make iam` (Recorder, record.go and access.go). The
+// only things that differ between the emulators and AWS are the SDK's
+// standard endpoint variables (AWS_ENDPOINT_URL, and
+// AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local) and the region.
 package awsclient
 
 import (
@@ -20,12 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/conveyor/conveyor/internal/awsenv"
 )
-
-// DefaultRegion is used when neither AWS_REGION nor AWS_DEFAULT_REGION is set.
-const DefaultRegion = awsenv.DefaultRegion
 
 // Load returns the SDK configuration from the environment, standard AWS
 // variables only: the SDK itself routes every service to AWS_ENDPOINT_URL
@@ -75,18 +75,10 @@ func ForEndpoint(ep Endpoints, region string) aws.Config {
 		RetryMaxAttempts: 3,
 	}
 	if ep.DynamoDB != "" {
-		cfg.ConfigSources = []any{awsenv.ServiceEndpoints{awsenv.DynamoDBServiceID: ep.DynamoDB}}
+		cfg.ConfigSources = []any{ServiceEndpoints{DynamoDBServiceID: ep.DynamoDB}}
 	}
 	return cfg
 }
-
-// Emulated reports whether AWS_ENDPOINT_URL redirects the SDK to an
-// emulator (awsenv.Emulated).
-func Emulated() bool { return awsenv.Emulated() }
-
-// LambdaEnv is awsenv.Lambda: a function's SDK configuration from the
-// variables Lambda sets.
-func LambdaEnv() (aws.Config, error) { return awsenv.Lambda() }
 
 // Clients holds one client per service, created once per cold start. S3 is
 // not among them: the upload bucket is internal/aws/bucket's, and a tool
@@ -124,7 +116,7 @@ func New(cfg aws.Config) Clients {
 // source mapping does).
 func Streams(cfg aws.Config) *dynamodbstreams.Client {
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
+		if ep, ok := DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
@@ -134,7 +126,7 @@ func Streams(cfg aws.Config) *dynamodbstreams.Client {
 // the client's base endpoint.
 func withDynamoDBEndpoint(cfg aws.Config) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
-		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
+		if ep, ok := DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 			// DynamoDB Local runs every transaction of a table under one
 			// table lock and answers a request that waited too long for it

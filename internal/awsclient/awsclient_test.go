@@ -147,7 +147,7 @@ func TestLoadReadsStandardEndpointVariables(t *testing.T) {
 }
 
 // TestLambdaEnvReachesDynamoDBLocal: the clients made from a function's
-// settings (awsenv.Lambda reads them; TestLambdaReadsWhatLambdaSets checks
+// settings (LambdaEnv reads them; TestLambdaReadsWhatLambdaSets checks
 // that) send DynamoDB to AWS_ENDPOINT_URL_DYNAMODB.
 func TestLambdaEnvReachesDynamoDBLocal(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")

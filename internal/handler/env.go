@@ -12,8 +12,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awscall"
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -22,9 +21,8 @@ import (
 )
 
 // Env is what a function is built from at cold start: its configuration,
-// its AWS settings and the process-wide options. Each function's package
-// (internal/handler/<name>fn) creates from it only the clients and
-// services that function uses, so its binary links nothing else.
+// its AWS settings and the process-wide options. Each function's New
+// creates from it only the clients and services that function calls.
 type Env struct {
 	// Config is the validated configuration (config.FromEnv).
 	Config config.Config
@@ -45,16 +43,16 @@ type Env struct {
 type Resolver func(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error
 
 // Load is what every function's main does at cold start: the AWS settings
-// Lambda gives the process (awsenv.Lambda), recorded when awscall.VarLog
+// Lambda gives the process (awsclient.Lambda), recorded when awsclient.VarLog
 // names a file, then FromConfig.
 func Load(ctx context.Context, fn string, resolve Resolver) (Env, error) {
-	awsCfg, err := awsenv.Lambda()
+	awsCfg, err := awsclient.LambdaEnv()
 	if err != nil {
 		return Env{}, err
 	}
 	// Under the local stack's conformance run, every request the function
 	// makes is recorded for the IAM check (docs/iam.md).
-	if awsCfg, err = awscall.FromEnv(awsCfg, fn); err != nil {
+	if awsCfg, err = awsclient.FromEnv(awsCfg, fn); err != nil {
 		return Env{}, err
 	}
 	return FromConfig(ctx, fn, awsCfg, resolve)

@@ -14,6 +14,11 @@ import (
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
+// SQSHandler is the handler of a queue consumer (the publisher, system):
+// an event source mapping's batch in, the messages to retry out
+// (ReportBatchItemFailures).
+type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
 // QueueURLs resolves a queue's URL from its name (the last part of both the
 // ARN and the URL), as a consumer needs it for ChangeMessageVisibility.
 type QueueURLs map[string]string

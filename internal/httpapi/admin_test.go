@@ -21,18 +21,18 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // adminBundle is a stack without its own pollers, the admin routes served
-// beside it (stacktest.ServeAdmin), and (when asked) tier pollers that honour the
+// beside it (awstest.ServeAdmin), and (when asked) tier pollers that honour the
 // pause flags.
 type adminBundle struct {
-	*stacktest.Bundle
+	*awstest.Bundle
 	svc      *admin.Service
-	srv      *stacktest.AdminServer
+	srv      *awstest.AdminServer
 	adminURL string
 	admin    string // admin token
 	service  string // service token
@@ -65,8 +65,8 @@ func (h *hooks) crash(point string, j *job.Job) error {
 func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle {
 	t.Helper()
 	h := &hooks{at: map[string]func(){}}
-	b := stacktest.Setup(t, env, stack.Options{DisablePollers: true, Crash: h.crash})
-	srv := stacktest.ServeAdmin(t, b.Stack)
+	b := awstest.Setup(t, env, stack.Options{DisablePollers: true, Crash: h.crash})
+	srv := awstest.ServeAdmin(t, b.Stack)
 	if pollers {
 		srv.RunPollers(t)
 	}
@@ -75,7 +75,7 @@ func setupAdmin(t *testing.T, env map[string]string, pollers bool) *adminBundle 
 }
 
 // call sends a request to the admin routes.
-func (ab *adminBundle) call(method, path, token string, body any) stacktest.Response {
+func (ab *adminBundle) call(method, path, token string, body any) awstest.Response {
 	ab.T.Helper()
 	return ab.CallAt(ab.adminURL, method, path, token, body)
 }
@@ -87,13 +87,13 @@ func (ab *adminBundle) submit(user, plan string, n int) (token, id string) {
 	ab.Connect(tok)
 	var items []any
 	for i := range n {
-		items = append(items, map[string]any{"uploadId": ab.Upload(tok, stacktest.PNG(ab.T, 8+i))})
+		items = append(items, map[string]any{"uploadId": ab.Upload(tok, awstest.PNG(ab.T, 8+i))})
 	}
 	r := ab.Must(ab.Call("POST", "/v1/jobs", tok, map[string]any{"items": items, "params": map[string]any{"title": user + " " + plan}}), 201)
 	return tok, r.Body["id"].(string)
 }
 
-func tierOf(ov stacktest.Response, tier string) map[string]any {
+func tierOf(ov awstest.Response, tier string) map[string]any {
 	tiers, _ := ov.Body["tiers"].(map[string]any)
 	m, _ := tiers[tier].(map[string]any)
 	return m

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestCursorMisuse: a cursor continues the list it came from and nothing
@@ -21,13 +21,13 @@ import (
 // (DynamoDB Local refuses an ExclusiveStartKey outside the key condition).
 func TestCursorMisuse(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	alice, bob := b.Token("u-cur-alice", "user", "pro"), b.Token("u-cur-bob", "user", "pro")
 	later := time.Now().Add(time.Hour).Format(time.RFC3339)
 	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
 	for _, tok := range []string{alice, bob} {
 		b.Connect(tok)
-		up := b.Upload(tok, stacktest.PNG(t, 8))
+		up := b.Upload(tok, awstest.PNG(t, 8))
 		for i := range 6 {
 			r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
 				"params": map[string]any{"title": fmt.Sprintf("cursor %d", i)}, "scheduleAt": later}), 201)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestEdgesThroughTheStack: the edges of the contract, as a client meets
@@ -17,9 +17,9 @@ import (
 // in the local mode's words, and the account connection readable.
 func TestEdgesThroughTheStack(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-edges", "user", "free")
-	errorOf := func(t *testing.T, r stacktest.Response) (code, field, msg string) {
+	errorOf := func(t *testing.T, r awstest.Response) (code, field, msg string) {
 		t.Helper()
 		e, ok := r.Body["error"].(map[string]any)
 		if !ok {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestIdempotencyKeyOnCreatingPosts: POST /v1/jobs, /v1/schedules and
@@ -16,10 +16,10 @@ import (
 // dedup of active jobs.
 func TestIdempotencyKeyOnCreatingPosts(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-idem", "user", "pro")
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 8))
+	up := b.Upload(tok, awstest.PNG(t, 8))
 	in := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	body := map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "once"}, "scheduleAt": in}
 
@@ -42,7 +42,7 @@ func TestIdempotencyKeyOnCreatingPosts(t *testing.T) {
 	// Another user's k-123 is theirs.
 	tok2 := b.Token("u-idem-2", "user", "pro")
 	b.Connect(tok2)
-	up2 := b.Upload(tok2, stacktest.PNG(t, 9))
+	up2 := b.Upload(tok2, awstest.PNG(t, 9))
 	b.Must(b.Call("POST", "/v1/jobs", tok2, map[string]any{"items": []any{map[string]any{"uploadId": up2}}, "params": map[string]any{"title": "once"}}, "Idempotency-Key", `"k-123"`), 201)
 
 	// Without a key: the body-hash dedup of active jobs stays.

@@ -15,11 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/adminfn"
-	"github.com/conveyor/conveyor/internal/handler/apifn"
-	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
-	"github.com/conveyor/conveyor/internal/handler/streamfn"
-	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -48,11 +44,11 @@ func TestEveryHTTPFunctionAcceptsTheIssuer(t *testing.T) {
 		}
 		return h
 	}
-	api := must(apifn.New(ctx, env(apifn.Name)))
-	admin := must(adminfn.New(ctx, env(adminfn.Name)))
-	uploads := must(uploadsfn.New(ctx, env(uploadsfn.Name)))
-	schedules := must(schedulesfn.New(ctx, env(schedulesfn.Name)))
-	stream, err := streamfn.New(ctx, env(streamfn.Name))
+	api := must(handler.NewAPI(ctx, env(resources.FuncAPI)))
+	admin := must(handler.NewAdmin(ctx, env(resources.FuncAdmin)))
+	uploads := must(handler.NewUploads(ctx, env(resources.FuncUploads)))
+	schedules := must(handler.NewSchedules(ctx, env(resources.FuncSchedules)))
+	stream, err := handler.NewStream(ctx, env(resources.FuncStream))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/handler/streamfn"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/stream"
 )
@@ -213,7 +213,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			t.Errorf("%s is routed but not in openapi.yaml", key)
 		}
 	}
-	stream := streamfn.Handler(openFake, func(context.Context, string) (auth.Claims, error) {
+	stream := handler.StreamHandler(openFake, func(context.Context, string) (auth.Claims, error) {
 		return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil
 	}, slog.New(slog.DiscardHandler))
 
@@ -371,7 +371,7 @@ func checkStreamServes(t *testing.T, stream func(context.Context, events.LambdaF
 // fakeSession knows every job and has nothing to stream.
 type fakeSession struct{}
 
-func openFake(context.Context, stream.Request) (streamfn.StreamSession, error) {
+func openFake(context.Context, stream.Request) (handler.StreamSession, error) {
 	return fakeSession{}, nil
 }
 

@@ -12,8 +12,8 @@ import (
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // The emulator checks neither the signature nor the expiry of a presigned
@@ -26,7 +26,7 @@ import (
 // refuses (SignatureDoesNotMatch).
 func TestPresignedPutSignsTypeSizeKeyAndExpiry(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_UPLOAD_EXPIRY": "3m"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_UPLOAD_EXPIRY": "3m"}, stack.Options{})
 	tok := b.Token("u-signed", "user", "free")
 	const size = 12345
 	r := b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "../holiday/My Photo?.jpg", "contentType": "image/jpeg", "size": size}), 201)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // who may call a route, per the contract (API.md): "user" and "admin" and
@@ -89,7 +89,7 @@ var params = map[string]string{
 // user tokens get 403 on every admin route.
 func TestRolesOnEveryRoute(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tokens := map[string]string{
 		"user":    b.Token("u-roles", "user", "pro"),
 		"admin":   b.Token("op-roles", "admin", ""),

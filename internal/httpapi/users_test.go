@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestSubmitPublishesThroughTheStack(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-happy", "user", "pro")
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 16))
+	up := b.Upload(tok, awstest.PNG(t, 16))
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{
 		"type": "publish", "items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "A cat", "tags": []string{"Cat", "cat "}},
 	}), 201)
@@ -45,10 +45,10 @@ func TestSubmitPublishesThroughTheStack(t *testing.T) {
 
 func TestIdenticalSubmitsCreateOneJob(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-idem", "user", "free")
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 8))
+	up := b.Upload(tok, awstest.PNG(t, 8))
 	body := map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "same", "tags": []string{"b", "a"}}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}
 	var wg sync.WaitGroup
 	statuses := make([]int, 20)
@@ -85,10 +85,10 @@ func TestIdenticalSubmitsCreateOneJob(t *testing.T) {
 
 func TestDifferentSubmitsCreateManyJobs(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-many", "user", "free")
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 8))
+	up := b.Upload(tok, awstest.PNG(t, 8))
 	later := time.Now().Add(time.Hour).Format(time.RFC3339)
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -128,11 +128,11 @@ func TestDifferentSubmitsCreateManyJobs(t *testing.T) {
 
 func TestContractErrors(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	alice := b.Token("u-alice", "user", "free")
 	bob := b.Token("u-bob", "user", "free")
 	b.Connect(alice)
-	up := b.Upload(alice, stacktest.PNG(t, 8))
+	up := b.Upload(alice, awstest.PNG(t, 8))
 	job := b.Must(b.Call("POST", "/v1/jobs", alice, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "mine"}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), 201)
 	jobID := job.Body["id"].(string)
 	pendingUpload := b.Must(b.Call("POST", "/v1/uploads/sign", alice, map[string]any{"filename": "x.png", "contentType": "image/png", "size": 10}), 201).Body["uploadId"].(string)

@@ -15,7 +15,6 @@ import (
 	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 )
 
 // Type is the kind's name.
@@ -114,7 +113,7 @@ func (*Kind) Phases() []string { return []string{PhaseRequest} }
 // Normalize upper-cases the method (POST when absent), canonicalises header
 // names, fills the default timeout, and sorts and de-duplicates the
 // expected statuses.
-func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
+func (*Kind) Normalize(s job.Spec) (job.Spec, error) {
 	var p Params
 	if len(s.Params) == 0 || string(s.Params) == "null" {
 		return s, invalid.Field("params", "is required")
@@ -145,12 +144,12 @@ func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 	if err != nil {
 		return s, err
 	}
-	return kind.Spec{Items: s.Items, Params: b}, nil
+	return job.Spec{Items: s.Items, Params: b}, nil
 }
 
 // Validate checks the request (400s): the URL under the environment's
 // policy, the method, the headers, the sizes, the timeout, the statuses.
-func (*Kind) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
+func (*Kind) Validate(ctx context.Context, env job.ValidationEnv, s job.Spec) error {
 	if len(s.Items) > 0 {
 		return invalid.Field("items", "must be empty for an http job")
 	}
@@ -198,7 +197,7 @@ func (*Kind) Validate(ctx context.Context, env kind.Env, s kind.Spec) error {
 // Prepare seals the header values into j.Sealed (under SealContext) and
 // leaves their names in j.Params, each value Redacted. A job without
 // headers has nothing to seal.
-func (f *Kind) Prepare(ctx context.Context, owner string, s kind.Spec, j *job.Job) error {
+func (f *Kind) Prepare(ctx context.Context, owner string, s job.Spec, j *job.Job) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
 		return fmt.Errorf("httpkind: reading validated params: %w", err)

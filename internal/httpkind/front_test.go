@@ -9,14 +9,14 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/invalid"
-	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestHTTPJobSubmissionIsValidated(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-http-bad", "user", "free")
 	big := make([]byte, httpkind.MaxRequestSize+1)
 	for i := range big {
@@ -72,9 +72,9 @@ func TestPrivateTargetsAreRefusedOutsideLocal(t *testing.T) {
 	t.Parallel()
 	k := httpkind.New(httpkind.Config{})
 	ctx := context.Background()
-	prod := kind.Env{Local: false}
+	prod := job.ValidationEnv{Local: false}
 	for _, u := range []string{"https://127.0.0.1/x", "https://10.0.0.8/x", "https://[::1]/x", "https://169.254.169.254/latest/meta-data", "http://93.184.216.34/x", "https://localhost/x"} {
-		spec, err := k.Normalize(kind.Spec{Params: json.RawMessage(`{"url":"` + u + `"}`)})
+		spec, err := k.Normalize(job.Spec{Params: json.RawMessage(`{"url":"` + u + `"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestPrivateTargetsAreRefusedOutsideLocal(t *testing.T) {
 		if err := k.Validate(ctx, prod, spec); !errors.As(err, &fe) || fe.Field != "params.url" {
 			t.Errorf("%s outside local: %v, want a params.url error", u, err)
 		}
-		if err := k.Validate(ctx, kind.Env{Local: true}, spec); err != nil {
+		if err := k.Validate(ctx, job.ValidationEnv{Local: true}, spec); err != nil {
 			t.Errorf("%s in local: %v, want it allowed", u, err)
 		}
 	}

@@ -52,7 +52,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/retry"
 )
@@ -139,21 +138,21 @@ func New(cfg Config) *Kind {
 }
 
 // Work sends the request once and records the response as the result.
-func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
+func (k *Kind) Work(ctx context.Context, a job.Run) error {
 	j := a.Job()
 	var p Params
 	if err := j.Params.Decode(&p); err != nil {
-		return kind.Step(PhaseRequest, -1, retry.Permanent(fmt.Errorf("reading the job's params: %w", err)))
+		return job.Step(PhaseRequest, -1, retry.Permanent(fmt.Errorf("reading the job's params: %w", err)))
 	}
 	u, err := url.Parse(p.URL)
 	if err != nil {
-		return kind.Step(PhaseRequest, -1, retry.Permanent(Redact(fmt.Errorf("params.url: %w", err), p.URL)))
+		return job.Step(PhaseRequest, -1, retry.Permanent(Redact(fmt.Errorf("params.url: %w", err), p.URL)))
 	}
 	if err := k.tooOld(j, a.Now(), a.Now()); err != nil {
-		return kind.Step(PhaseRequest, -1, err)
+		return job.Step(PhaseRequest, -1, err)
 	}
 	if p.Headers, err = k.headers(ctx, j, p.Headers); err != nil {
-		return kind.Step(PhaseRequest, -1, err)
+		return job.Step(PhaseRequest, -1, err)
 	}
 	if err := a.Save(ctx, func(j *job.Job) {
 		j.StartPhase(PhaseRequest, p.Method+" "+u.Host, a.Now())
@@ -182,7 +181,7 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 		if gaveUp := k.giveUp(j, err, a.Now()); gaveUp != nil {
 			err = gaveUp
 		}
-		return kind.Step(PhaseRequest, -1, err)
+		return job.Step(PhaseRequest, -1, err)
 	}
 	a.Logger().InfoContext(ctx, "http job delivered", "status", res.Status, "duration_ms", res.DurationMs)
 	return a.Save(ctx, func(j *job.Job) {

@@ -13,11 +13,9 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -72,7 +70,7 @@ func (tg *target) ok(body string) func(w http.ResponseWriter, r *http.Request) {
 // the machine's speed.
 func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 
-func submitHTTP(b *stacktest.Bundle, tok string, params map[string]any) string {
+func submitHTTP(b *awstest.Bundle, tok string, params map[string]any) string {
 	b.T.Helper()
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http", "params": params}), 201)
 	return r.Body["id"].(string)
@@ -80,7 +78,7 @@ func submitHTTP(b *stacktest.Bundle, tok string, params map[string]any) string {
 
 func TestHTTPJobRetriesServerErrorsToSuccess(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-http-retry", "user", "pro")
 	tg := newTarget(t, nil)
 	tg.script = []func(http.ResponseWriter, *http.Request){status(500), status(503), tg.ok(`{"ok":true}`)}
@@ -113,7 +111,7 @@ func TestHTTPJobRetriesServerErrorsToSuccess(t *testing.T) {
 
 func TestHTTPJobClientErrorFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-http-404", "user", "free")
 	tg := newTarget(t, status(404))
 	id := submitHTTP(b, tok, map[string]any{"url": tg.srv.URL + "/gone"})
@@ -135,7 +133,7 @@ func TestHTTPJobClientErrorFailsAtOnce(t *testing.T) {
 
 func TestHTTPJobTimeoutIsRetried(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-http-slow", "user", "standard")
 	tg := newTarget(t, nil)
 	tg.script = []func(http.ResponseWriter, *http.Request){hang, tg.ok("late but fine")}
@@ -158,7 +156,7 @@ func TestARebindingTargetIsRefusedAtDialTime(t *testing.T) {
 	tg := newTarget(t, status(200))
 	tu, _ := url.Parse(tg.srv.URL)
 	port := tu.Port()
-	rebinding := httpkind.New(httpkind.Config{Resolver: &netguardtest.Rebinding{}})
+	rebinding := httpkind.New(httpkind.Config{Resolver: &netguard.Rebinding{}})
 	_, err := rebinding.Send(ctx, "u-test", "job_test", httpkind.Params{Method: "GET", URL: "https://hooks.example.com:" + port + "/x", TimeoutMs: 2000})
 	if !errors.Is(err, netguard.ErrForbidden) || retry.Classify(err) != retry.ClassPermanent {
 		t.Errorf("rebinding target: %v (class %v), want a permanent refusal", err, retry.Classify(err))

@@ -19,9 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // syncBuffer is a log sink the stack's goroutines may write to at once.
@@ -42,9 +42,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func submitPublish(b *stacktest.Bundle, tok, title string) string {
+func submitPublish(b *awstest.Bundle, tok, title string) string {
 	b.T.Helper()
-	up := b.Upload(tok, stacktest.PNG(b.T, 4))
+	up := b.Upload(tok, awstest.PNG(b.T, 4))
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": title}}), 201)
 	return r.Body["id"].(string)
 }
@@ -63,7 +63,7 @@ func fired(sim *simulator.Server) int {
 // user's publish job.
 func TestFailingHTTPJobsLeaveThePublishingCircuitClosed(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_BREAKER_COOLDOWN": "30s"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_BREAKER_COOLDOWN": "30s"}, stack.Options{})
 	sim := b.Stack.Simulator
 	// Only the http jobs' paths fail; the publishing API's paths serve.
 	sim.AddFault(simulator.Fault{Path: "/hook-503", Status: 503})
@@ -117,7 +117,7 @@ func TestFailingHTTPJobsLeaveThePublishingCircuitClosed(t *testing.T) {
 // job to the same host goes through at once.
 func TestOneUsersFailuresDoNotOpenAnothersCircuit(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_BREAKER_COOLDOWN": "60s"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_BREAKER_COOLDOWN": "60s"}, stack.Options{})
 	var mu sync.Mutex
 	bad, good := 0, 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +171,7 @@ func TestCyclingHostsCreatesAtMostTheCapOfRecords(t *testing.T) {
 	const hosts, limit = 24, 5
 	// A high threshold: no circuit opens, so every job fails at its one
 	// attempt and records its failure.
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_MAX_ATTEMPTS": "1", "CONVEYOR_BREAKER_THRESHOLD": "1000",
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_MAX_ATTEMPTS": "1", "CONVEYOR_BREAKER_THRESHOLD": "1000",
 		"CONVEYOR_HTTP_BREAKERS_PER_USER": fmt.Sprint(limit)}, stack.Options{})
 	tok := b.Token("u-cycler", "user", "free")
 	var ids []string
@@ -205,7 +205,7 @@ func TestCyclingHostsCreatesAtMostTheCapOfRecords(t *testing.T) {
 }
 
 // ownerRecords counts owner's target circuit records.
-func ownerRecords(t *testing.T, b *stacktest.Bundle, owner string) int {
+func ownerRecords(t *testing.T, b *awstest.Bundle, owner string) int {
 	t.Helper()
 	recs, err := b.Stack.App.Breaker.Targets(0).List(context.Background(), owner)
 	if err != nil {
@@ -220,7 +220,7 @@ func ownerRecords(t *testing.T, b *stacktest.Bundle, owner string) int {
 // than CONVEYOR_HTTP_MAX_AGE.
 func TestAlways429EndsAfterTheMaxSnoozes(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HTTP_MAX_SNOOZES": "3", "CONVEYOR_BREAKER_COOLDOWN": "1s"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_HTTP_MAX_SNOOZES": "3", "CONVEYOR_BREAKER_COOLDOWN": "1s"}, stack.Options{})
 	tok := b.Token("u-429", "user", "standard")
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTooManyRequests) })
 	id := submitHTTP(b, tok, map[string]any{"url": tg.srv.URL + "/limited", "timeoutMs": 2000})
@@ -233,7 +233,7 @@ func TestAlways429EndsAfterTheMaxSnoozes(t *testing.T) {
 		t.Errorf("the target was called %d times, want 4 (three waits, then the give-up)", calls)
 	}
 
-	aged := stacktest.Setup(t, map[string]string{"CONVEYOR_HTTP_MAX_AGE": "3s", "CONVEYOR_BREAKER_COOLDOWN": "1s"}, stack.Options{})
+	aged := awstest.Setup(t, map[string]string{"CONVEYOR_HTTP_MAX_AGE": "3s", "CONVEYOR_BREAKER_COOLDOWN": "1s"}, stack.Options{})
 	tok = aged.Token("u-429-age", "user", "standard")
 	slow := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
@@ -253,7 +253,7 @@ func TestHTTPJobSecretsStayOutOfEverything(t *testing.T) {
 	t.Parallel()
 	const headerSecret, querySecret = "hv-s3cr3t-4f9a7c", "qs-s3cr3t-b81e2d"
 	logs := &syncBuffer{}
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_MAX_ATTEMPTS": "2"}, stack.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_MAX_ATTEMPTS": "2"}, stack.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	tok := b.Token("u-secrets", "user", "pro")
 	var mu sync.Mutex
 	var got []string
@@ -350,7 +350,7 @@ func TestHTTPJobSecretsStayOutOfEverything(t *testing.T) {
 }
 
 // scanTable returns every item of the stack's table, rendered.
-func scanTable(t *testing.T, b *stacktest.Bundle) []string {
+func scanTable(t *testing.T, b *awstest.Bundle) []string {
 	t.Helper()
 	db := b.Stack.App.Clients.DynamoDB
 	var out []string

@@ -1,6 +1,19 @@
 // Package job is Conveyor's public vocabulary: the Job, its statuses, phases
-// and items, and the state machine that says which transitions are allowed.
-// It does no I/O; the store persists what this package decides.
+// and items, the state machine that says which transitions are allowed, its
+// events, and the kinds' API (kind.go). It does no I/O; the store persists
+// what this package decides.
+//
+// A kind of job implements Kind: a Front (name, normalisation, validation,
+// preparation, phases), all that submitting or checking a job needs, and the
+// Work the run loop calls. The core (submission, the run loop, recovery,
+// admin) knows a job only through its kind: a name, params it may not read,
+// phases, items, and a Work step whose errors internal/retry classifies. The
+// functions that only submit hold a Fronts registry, those that run jobs a
+// Registry. Adding a kind is writing one Kind and registering it
+// (ExampleKind, and docs/kinds.md). The shape follows River's
+// JobArgs/Worker[T] (a kind names itself and works on its own args) and
+// asynq's Handler (one method that runs the work and says, by its error,
+// what happens next), kept small.
 package job
 
 import (
@@ -312,7 +325,7 @@ func (j *Job) DueSince() time.Time {
 }
 
 // NewPhases returns the initial (pending) phases named, in order: a kind
-// declares its phase names (kind.Kind.Phases).
+// declares its phase names (Kind.Phases).
 func NewPhases(names ...string) []Phase {
 	ps := make([]Phase, 0, len(names))
 	for _, n := range names {

@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 )
 
@@ -28,7 +28,7 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	svc := jobs.New(jobs.Config{Kinds: kind.NewFronts(publish.New(publish.Config{}))})
+	svc := jobs.New(jobs.Config{Kinds: job.NewFronts(publish.New(publish.Config{}))})
 	tagsOf := func(r jobs.SubmitRequest) []string {
 		var p publish.Params
 		_ = json.Unmarshal(r.Params, &p)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/httpkind"
-	"github.com/conveyor/conveyor/internal/kind"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 )
 
@@ -19,7 +19,7 @@ import (
 // these same requests.
 func TestHashesOfStoredJobsDoNotChange(t *testing.T) {
 	t.Parallel()
-	svc := New(Config{Kinds: kind.NewFronts(publish.New(publish.Config{}), httpkind.New(httpkind.Config{}))})
+	svc := New(Config{Kinds: job.NewFronts(publish.New(publish.Config{}), httpkind.New(httpkind.Config{}))})
 	at := time.Date(2026, 11, 23, 10, 0, 0, 123, time.FixedZone("MSK", 3*3600))
 	for _, tc := range []struct {
 		req        SubmitRequest

@@ -19,7 +19,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -34,7 +33,7 @@ const (
 )
 
 // UnusableError is well-formed input that cannot be used (422).
-type UnusableError = kind.UnusableError
+type UnusableError = job.UnusableError
 
 // ErrNotFound is returned for unknown jobs and for other users' jobs alike.
 var ErrNotFound = store.ErrNotFound
@@ -54,7 +53,7 @@ type Config struct {
 	Sender Sender
 	// Kinds are the kinds of job users may submit ("type"): their fronts
 	// only, since submitting runs nothing.
-	Kinds *kind.Fronts
+	Kinds *job.Fronts
 	// Env decides the webhook URL policy (http and private targets only locally).
 	Env job.Env
 	// MaxAttempts is each new job's attempt budget.
@@ -88,7 +87,7 @@ type Caller struct {
 }
 
 // SubmitItem names one input of a job (a confirmed upload).
-type SubmitItem = kind.Item
+type SubmitItem = job.SpecItem
 
 // SubmitRequest is the body of POST /v1/jobs.
 type SubmitRequest struct {
@@ -130,7 +129,7 @@ func (s *Service) normalize(r SubmitRequest) (SubmitRequest, error) {
 	if !ok {
 		return n, invalid.Field("type", "must be one of "+strings.Join(quoted(s.cfg.Kinds.Names()), ", "))
 	}
-	spec, err := k.Normalize(kind.Spec{Items: r.Items, Params: r.Params})
+	spec, err := k.Normalize(job.Spec{Items: r.Items, Params: r.Params})
 	if err != nil {
 		return n, err
 	}
@@ -154,10 +153,10 @@ func (s *Service) Hash(owner string, r SubmitRequest) (string, error) {
 
 // validate checks a normalised request (400s): the kind's rules, then the
 // core's (schedule, webhook URL).
-func (s *Service) validate(ctx context.Context, k kind.Front, r SubmitRequest) error {
+func (s *Service) validate(ctx context.Context, k job.Front, r SubmitRequest) error {
 	local := s.cfg.Env == job.Local
-	env := kind.Env{Local: local, Resolver: s.cfg.Resolver}
-	if err := k.Validate(ctx, env, kind.Spec{Items: r.Items, Params: r.Params}); err != nil {
+	env := job.ValidationEnv{Local: local, Resolver: s.cfg.Resolver}
+	if err := k.Validate(ctx, env, job.Spec{Items: r.Items, Params: r.Params}); err != nil {
 		return err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(s.cfg.Now().Add(MaxScheduleAhead)) {
@@ -247,7 +246,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		QueuedAt:    &now,
 		Enqueues:    1,
 	}
-	if err := k.Prepare(ctx, c.Owner, kind.Spec{Items: r.Items, Params: r.Params}, &j); err != nil {
+	if err := k.Prepare(ctx, c.Owner, job.Spec{Items: r.Items, Params: r.Params}, &j); err != nil {
 		return job.Job{}, false, err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
@@ -278,15 +277,15 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 // refused turns the store's refusal of a new job into what the submitter
 // should see: the transaction checked the uploads and the account without
 // reading them, so the kind reads them now to say which and why
-// (kind.Explainer). If it finds nothing wrong any more (a confirmation or a
+// (job.Explainer). If it finds nothing wrong any more (a confirmation or a
 // connection landed in between), the refusal stands, as the transaction saw it.
-func (s *Service) refused(ctx context.Context, k kind.Front, owner string, r SubmitRequest, err error) error {
+func (s *Service) refused(ctx context.Context, k job.Front, owner string, r SubmitRequest, err error) error {
 	var gone *store.UploadUnavailableError
 	if !errors.As(err, &gone) && !errors.Is(err, store.ErrNoAccount) {
 		return err
 	}
-	if e, ok := k.(kind.Explainer); ok {
-		if why := e.Explain(ctx, owner, kind.Spec{Items: r.Items, Params: r.Params}); why != nil {
+	if e, ok := k.(job.Explainer); ok {
+		if why := e.Explain(ctx, owner, job.Spec{Items: r.Items, Params: r.Params}); why != nil {
 			return why
 		}
 	}

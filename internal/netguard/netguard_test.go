@@ -3,7 +3,6 @@ package netguard
 import (
 	"context"
 	"errors"
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
 	"net"
 	"net/netip"
 	"testing"
@@ -174,8 +173,6 @@ func TestPublic(t *testing.T) {
 	}
 }
 
-type rebinding = netguardtest.Rebinding
-
 // TestDialContextRefusesRebinding: a name checked public by CheckURL and
 // resolving to loopback when the connection is made is refused at connect
 // time; the listener never sees a connection.
@@ -194,7 +191,7 @@ func TestDialContextRefusesRebinding(t *testing.T) {
 		}
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	p := Policy{Resolver: &rebinding{}}
+	p := Policy{Resolver: &Rebinding{}}
 	ctx := context.Background()
 	if _, err := p.CheckURL(ctx, "https://rebind.test:"+port+"/hook"); err != nil {
 		t.Fatalf("CheckURL: %v, want the first (public) answer to pass", err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestRejectedOAuthClientFailsVisibly: when the external API refuses
@@ -18,7 +17,7 @@ import (
 // fixes the credentials a retry of the job succeeds.
 func TestRejectedOAuthClientFailsVisibly(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	sim := b.Stack.Simulator
 	id := b.Stack.Config.DeviantArtClientID
 	sim.SetClient(id, "regenerated-at-the-provider")

@@ -12,7 +12,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -61,7 +60,7 @@ func (*Kind) Phases() []string { return slices.Clone(Phases) }
 
 // Normalize trims the text, collapses the title's whitespace, lower-cases,
 // de-duplicates and sorts the tags.
-func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
+func (*Kind) Normalize(s job.Spec) (job.Spec, error) {
 	var in Params
 	if len(s.Params) > 0 && string(s.Params) != "null" {
 		if err := strictDecode(s.Params, &in); err != nil {
@@ -83,9 +82,9 @@ func (*Kind) Normalize(s kind.Spec) (kind.Spec, error) {
 		}
 	}
 	slices.Sort(n.Tags)
-	out := kind.Spec{}
+	out := job.Spec{}
 	for _, it := range s.Items {
-		out.Items = append(out.Items, kind.Item{UploadID: strings.TrimSpace(it.UploadID)})
+		out.Items = append(out.Items, job.SpecItem{UploadID: strings.TrimSpace(it.UploadID)})
 	}
 	b, err := json.Marshal(n)
 	if err != nil {
@@ -117,7 +116,7 @@ func rawLimits(in Params) error {
 // Validate checks items and params (400s): the limits, and that the text
 // to be published holds no control or bidirectional characters
 // (invalid.Text).
-func (*Kind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
+func (*Kind) Validate(_ context.Context, _ job.ValidationEnv, s job.Spec) error {
 	var p Params
 	if err := json.Unmarshal(s.Params, &p); err != nil {
 		return invalid.Field("params", "must be an object")
@@ -173,7 +172,7 @@ func (*Kind) Validate(_ context.Context, _ kind.Env, s kind.Spec) error {
 // (it takes a reference on each) and that the owner has a connected account
 // (j.NeedsAccount); the worker that first claims the job describes the
 // items from the upload records (store.DescribeItems).
-func (f *Kind) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) error {
+func (f *Kind) Prepare(_ context.Context, _ string, s job.Spec, j *job.Job) error {
 	for _, it := range s.Items {
 		j.Items = append(j.Items, job.Item{ID: ids.New(ids.Item), UploadID: it.UploadID, Status: job.ItemPending})
 	}
@@ -181,12 +180,12 @@ func (f *Kind) Prepare(_ context.Context, _ string, s kind.Spec, j *job.Job) err
 	return nil
 }
 
-// Explain says why the creating transaction refused a job (kind.Explainer),
+// Explain says why the creating transaction refused a job (job.Explainer),
 // reading the uploads and the account in one request: the first upload that
 // does not exist or is someone else's, expired, or not confirmed, in the
 // order the items name them, then a missing account. nil means nothing is
 // wrong any more (the refusal raced a confirmation or a connection).
-func (f *Kind) Explain(ctx context.Context, owner string, s kind.Spec) error {
+func (f *Kind) Explain(ctx context.Context, owner string, s job.Spec) error {
 	if f.cfg.Store == nil {
 		return errors.New("publish: no store to explain a refusal with")
 	}
@@ -203,22 +202,22 @@ func (f *Kind) Explain(ctx context.Context, owner string, s kind.Spec) error {
 		field := fmt.Sprintf("items[%d].uploadId", i)
 		switch {
 		case !ok || u.Owner != owner:
-			return &kind.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
+			return &job.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
 		case u.Status == store.UploadExpired:
 			return ExpiredUpload(field, id)
 		case u.Status != store.UploadConfirmed:
-			return &kind.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
+			return &job.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
 		}
 	}
 	if !connected {
-		return &kind.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}
+		return &job.UnusableError{Code: "account_not_connected", Message: "connect a DeviantArt account first (PUT /v1/account/connection)"}
 	}
 	return nil
 }
 
 // ExpiredUpload is the 422 for an upload no new job may name.
 func ExpiredUpload(field, id string) error {
-	return &kind.UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
+	return &job.UnusableError{Code: "upload_expired", Field: field, Message: fmt.Sprintf("upload %s has expired; upload the file again", id)}
 }
 
 // strictDecode decodes b into v, refusing unknown fields.

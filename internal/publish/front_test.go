@@ -9,7 +9,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 )
 
@@ -20,10 +19,10 @@ const upl = "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 func TestValidateNamesTheField(t *testing.T) {
 	t.Parallel()
 	f := publish.New(publish.Config{})
-	items := func(ids ...string) []kind.Item {
-		out := make([]kind.Item, len(ids))
+	items := func(ids ...string) []job.SpecItem {
+		out := make([]job.SpecItem, len(ids))
 		for i, id := range ids {
-			out[i] = kind.Item{UploadID: id}
+			out[i] = job.SpecItem{UploadID: id}
 		}
 		return out
 	}
@@ -33,7 +32,7 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		items  []kind.Item
+		items  []job.SpecItem
 		params string
 		field  string
 	}{
@@ -59,9 +58,9 @@ func TestValidateNamesTheField(t *testing.T) {
 	} {
 		// A limit is checked on what was sent (Normalize) and on what
 		// normalising leaves (Validate): either names the field.
-		spec, err := f.Normalize(kind.Spec{Items: tc.items, Params: json.RawMessage(tc.params)})
+		spec, err := f.Normalize(job.Spec{Items: tc.items, Params: json.RawMessage(tc.params)})
 		if err == nil {
-			err = f.Validate(context.Background(), kind.Env{}, spec)
+			err = f.Validate(context.Background(), job.ValidationEnv{}, spec)
 		}
 		var fe *invalid.FieldError
 		switch {
@@ -71,7 +70,7 @@ func TestValidateNamesTheField(t *testing.T) {
 			t.Errorf("%s: %v, want a 400 on %s", tc.name, err, tc.field)
 		}
 	}
-	if _, err := f.Normalize(kind.Spec{Params: json.RawMessage(`{"title":"t","colour":"red"}`)}); err == nil {
+	if _, err := f.Normalize(job.Spec{Params: json.RawMessage(`{"title":"t","colour":"red"}`)}); err == nil {
 		t.Error("an unknown param was accepted")
 	}
 	// The limits hold for what was sent (openapi.yaml's maxItems and
@@ -83,7 +82,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		`{"title":"t","tags":[` + padded + `]}`:                     "params.tags[0]",
 		`{"title":` + padded[:1] + strings.Repeat(" ", 200) + `t"}`: "params.title",
 	} {
-		_, err := f.Normalize(kind.Spec{Params: json.RawMessage(params)})
+		_, err := f.Normalize(job.Spec{Params: json.RawMessage(params)})
 		if fe, ok := invalid.As(err); !ok || fe.Field != field {
 			t.Errorf("%.40s…: %v, want a 400 on %s", params, err, field)
 		}
@@ -96,14 +95,14 @@ func TestPrepareMakesAnItemPerUploadAndNeedsTheAccount(t *testing.T) {
 	t.Parallel()
 	var j job.Job
 	f := publish.New(publish.Config{Provider: "elsewhere"})
-	if err := f.Prepare(context.Background(), "u1", kind.Spec{Items: []kind.Item{{UploadID: upl}}}, &j); err != nil {
+	if err := f.Prepare(context.Background(), "u1", job.Spec{Items: []job.SpecItem{{UploadID: upl}}}, &j); err != nil {
 		t.Fatal(err)
 	}
 	if len(j.Items) != 1 || j.Items[0].UploadID != upl || j.Items[0].Status != job.ItemPending || j.NeedsAccount != "elsewhere" {
 		t.Errorf("job = %+v", j)
 	}
 	var byDefault job.Job
-	if err := publish.New(publish.Config{}).Prepare(context.Background(), "u1", kind.Spec{}, &byDefault); err != nil || byDefault.NeedsAccount != publish.ProviderDefault {
+	if err := publish.New(publish.Config{}).Prepare(context.Background(), "u1", job.Spec{}, &byDefault); err != nil || byDefault.NeedsAccount != publish.ProviderDefault {
 		t.Errorf("default provider = %q (%v), want %q", byDefault.NeedsAccount, err, publish.ProviderDefault)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // put sends data to a signed slot (as POST /v1/uploads/sign answered it)
@@ -37,10 +37,10 @@ func put(t *testing.T, slot map[string]any, data []byte) {
 // the external API never sees the replaced bytes.
 func TestObjectReplacedAfterConfirmationIsNeverPublished(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-replaced", "user", "standard")
 	b.Connect(tok)
-	checked := stacktest.PNG(t, 6)
+	checked := awstest.PNG(t, 6)
 	slot := b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "cat.png", "contentType": "image/png", "size": len(checked)}), 201).Body
 	up := slot["uploadId"].(string)
 	put(t, slot, checked)

@@ -3,7 +3,7 @@
 // publish job's params are and how a submission is normalised, validated
 // and turned into a job (front.go); its Work carries the job through its
 // phases, token → download → upload → publish → succeeded, through any
-// kind.Attempt. Each phase's state is persisted on the job, so a
+// job.Run. Each phase's state is persisted on the job, so a
 // redelivered or retried job resumes at its first unfinished phase and
 // item. Before repeating a call whose outcome was lost (the process died
 // after the call returned), it asks the API what already happened, so no
@@ -24,7 +24,6 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -62,7 +61,7 @@ type Objects interface {
 	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
 }
 
-// Crash points of the publish kind's Work (kind.Attempt.Crash): a test
+// Crash points of the publish kind's Work (job.Run.Crash): a test
 // hook may fail the run at each of them, the way a process dies between
 // two steps.
 const (
@@ -104,8 +103,8 @@ type Config struct {
 // default heartbeat.
 const CallTimeoutDefault = 45 * time.Second
 
-// Kind is the publish kind (kind.Kind, kind.Explainer, kind.Loader,
-// kind.Budgeter and kind.Reconciler).
+// Kind is the publish kind (job.Kind, job.Explainer, job.Loader,
+// job.Budgeter and job.Reconciler).
 type Kind struct{ cfg Config }
 
 // New returns the publish kind.
@@ -130,9 +129,9 @@ func (k *Kind) callTimeout(size int64) time.Duration {
 // Load reads a delivery's job with its items described (their uploads
 // read with it) and, when the message names the owner and the Tokens can
 // use it, the owner's account with it: one request, and the token phase
-// then needs no read of its own (kind.Loader; Attempt.Loaded is the
+// then needs no read of its own (job.Loader; Run.Loaded is the
 // *store.Account, nil when it was not read).
-func (k *Kind) Load(ctx context.Context, d kind.Delivery) (job.Job, any, error) {
+func (k *Kind) Load(ctx context.Context, d job.Delivery) (job.Job, any, error) {
 	if _, ok := k.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
 		j, err := k.cfg.Store.GetJob(ctx, d.JobID)
 		if err != nil {
@@ -144,8 +143,8 @@ func (k *Kind) Load(ctx context.Context, d kind.Delivery) (job.Job, any, error) 
 	return j, a, err
 }
 
-// Work runs the publish phases through a (kind.Kind).
-func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
+// Work runs the publish phases through a (job.Kind).
+func (k *Kind) Work(ctx context.Context, a job.Run) error {
 	r := &run{k: k, a: a, log: a.Logger()}
 	if acct, ok := a.Loaded().(*store.Account); ok && acct != nil {
 		r.account = acct
@@ -154,7 +153,7 @@ func (k *Kind) Work(ctx context.Context, a kind.Attempt) error {
 }
 
 // NextCall is the deadline of the job's next call to the external API:
-// the first unfinished item's upload, or its publication (kind.Budgeter).
+// the first unfinished item's upload, or its publication (job.Budgeter).
 func (k *Kind) NextCall(j job.Job) time.Duration {
 	for _, it := range j.Items {
 		switch it.Status {
@@ -168,7 +167,7 @@ func (k *Kind) NextCall(j job.Job) time.Duration {
 }
 
 // Reconcile asks the API what became of a finished job's items a run
-// marked tried and records it on them (kind.Reconciler).
+// marked tried and records it on them (job.Reconciler).
 func (k *Kind) Reconcile(ctx context.Context, j job.Job) error {
 	return k.reconcile(ctx, k.cfg.Logger.With("job_id", j.ID), j)
 }
@@ -176,7 +175,7 @@ func (k *Kind) Reconcile(ctx context.Context, j job.Job) error {
 // run is one publish Work: its attempt and what it learnt.
 type run struct {
 	k   *Kind
-	a   kind.Attempt
+	a   job.Run
 	log *slog.Logger
 	// token is the access token the run calls the API with; reauthed says
 	// whether a 401 has already forced a refresh in this run.
@@ -495,11 +494,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func (r *run) phaseErr(_ context.Context, phase string, err error) error {
-	return kind.Step(phase, -1, err)
+	return job.Step(phase, -1, err)
 }
 
 func (r *run) itemErr(_ context.Context, phase string, i int, err error) error {
-	return kind.Step(phase, i, err)
+	return job.Step(phase, i, err)
 }
 
 // reconcile asks the API what became of a finished job's unsettled items

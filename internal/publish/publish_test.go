@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -27,11 +26,11 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 func newClock() *clock.Simulated { return clock.NewSimulated(time.Now()) }
 
 // submit connects the user (once), uploads n images and submits a job.
-func submit(b *stacktest.Bundle, tok, title string, n int) string {
+func submit(b *awstest.Bundle, tok, title string, n int) string {
 	b.T.Helper()
 	var items []any
 	for i := range n {
-		items = append(items, map[string]any{"uploadId": b.Upload(tok, stacktest.PNG(b.T, 4+i))})
+		items = append(items, map[string]any{"uploadId": b.Upload(tok, awstest.PNG(b.T, 4+i))})
 	}
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": items, "params": map[string]any{"title": title}}), 201)
 	return r.Body["id"].(string)
@@ -53,7 +52,7 @@ func publicationsOf(sim *simulator.Server, j job.Job) map[string]int {
 
 func TestTemporaryErrorsAreRetriedToSuccess(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-retry", "user", "enterprise")
 	b.Connect(tok)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/submit", Status: 500, Count: 2})
@@ -69,7 +68,7 @@ func TestTemporaryErrorsAreRetriedToSuccess(t *testing.T) {
 
 func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-perm", "user", "free")
 	b.Connect(tok)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 400, Count: 1})
@@ -97,7 +96,7 @@ func TestCrashAtEveryBoundaryPublishesOnce(t *testing.T) {
 	clk := newClock()
 	var mu sync.Mutex
 	crashAt := map[string]string{} // job id → crash point (fires once)
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true, Now: clk.Now, Crash: func(point string, j *job.Job) error {
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true, Now: clk.Now, Crash: func(point string, j *job.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if crashAt[j.ID] == point {
@@ -172,7 +171,7 @@ func crossPoints(points []string, counts ...int) []crashCase {
 
 func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-dup", "user", "pro")
 	b.Connect(tok)
 	id := submit(b, tok, "twice", 1)
@@ -209,7 +208,7 @@ func TestSimultaneousDuplicateDeliveriesPublishOnce(t *testing.T) {
 // and the rotated refresh token is what is stored.
 func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-refresh", "user", "pro")
 	original := "rt-original-" + fmt.Sprint(time.Now().UnixNano())
 	b.Must(b.Call("PUT", "/v1/account/connection", tok, map[string]any{"provider": "deviantart", "refreshToken": original,
@@ -260,7 +259,7 @@ func TestConcurrentRefreshesRefreshOnce(t *testing.T) {
 // message group.
 func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{})
+	b := awstest.Setup(t, nil, stack.Options{})
 	tok := b.Token("u-groups", "user", "free")
 	b.Connect(tok)
 	b.Stack.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 429, RetryAfter: 300, Count: 1})
@@ -295,7 +294,7 @@ func TestFailingJobDoesNotHoldBackAnother(t *testing.T) {
 // once the storm ends.
 func TestRateLimitStormOpensTheCircuitAndNoJobFails(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{
+	b := awstest.Setup(t, map[string]string{
 		"CONVEYOR_BREAKER_THRESHOLD": "3", "CONVEYOR_BREAKER_WINDOW": "30s",
 		"CONVEYOR_BREAKER_COOLDOWN": "2s", "CONVEYOR_BREAKER_CACHE": "100ms", "CONVEYOR_MAX_ATTEMPTS": "3",
 	}, stack.Options{})
@@ -362,7 +361,7 @@ func TestRateLimitStormOpensTheCircuitAndNoJobFails(t *testing.T) {
 // starting. After the resume they all run.
 func TestPauseHoldsOnEveryCopyOfTheTierFlag(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-pause-copies", "user", "free") // the low tier
 	b.Connect(tok)
 	ctx := context.Background()

@@ -22,7 +22,6 @@ import (
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -75,7 +74,7 @@ func setupPublisher(t *testing.T) *pubBundle {
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: quiet})
 	b.pub = worker.New(worker.Config{Store: b.st,
 		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: quiet,
-		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, API: api, Logger: quiet}))})
+		Kinds: job.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, API: api, Logger: quiet}))})
 	return b
 }
 

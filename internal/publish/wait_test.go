@@ -12,7 +12,6 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
@@ -46,7 +45,7 @@ func setupGuarded(t *testing.T) *guardedBundle {
 	b.tokens = accounts.New(accounts.Config{Store: b.st, Sealer: b.sealer, Refresher: api, Now: b.clk.Now, Logger: log})
 	b.pub = worker.New(worker.Config{Store: b.st,
 		Policy: retry.Policy{Base: 2 * time.Second, Max: 15 * time.Minute, MaxAttempts: 7, ParkAfter: time.Minute}, Worker: "w-test", Now: b.clk.Now, Logger: log,
-		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, Logger: log,
+		Kinds: job.NewRegistry(publish.New(publish.Config{Store: b.st, Objects: b.objects, Tokens: b.tokens, Logger: log,
 			API: breaker.GuardedAPI{API: api, Breaker: br, HostKey: g.hostKey}}))})
 	return g
 }

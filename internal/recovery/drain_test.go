@@ -76,7 +76,7 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	counter := awsclient.NewCounter()
-	// The connections the recovery function keeps (recoveryfn.Connections).
+	// The connections the recovery function keeps (handler.Connections).
 	base := recoveryConnections(t, env.Config)
 	model := newLatencyClock(time.Now())
 	cfg := counter.Attach(model.Attach(base))

@@ -16,7 +16,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/clock"
-	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -85,7 +85,7 @@ func newKeepUpRig(t *testing.T, budget time.Duration, sweep string) (awstest.Env
 			}
 		},
 	})
-	r.fn = recoveryfn.Handler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", r.sim.Now), discard)
+	r.fn = handler.RecoveryHandler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", r.sim.Now), discard)
 	return env, r
 }
 

@@ -13,7 +13,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
+	"github.com/conveyor/conveyor/internal/handler"
 )
 
 // The round trips the capacity model assumes for AWS requests: 8 ms, as the
@@ -84,11 +84,11 @@ func (c *latencyClock) Attach(cfg aws.Config) aws.Config {
 }
 
 // recoveryConnections returns cfg with an HTTP client of its own that keeps
-// the connections the recovery function keeps (recoveryfn.Connections),
+// the connections the recovery function keeps (handler.Connections),
 // closed when the test ends.
 func recoveryConnections(t *testing.T, cfg aws.Config) aws.Config {
 	tr := awshttp.NewBuildableClient().GetTransport()
-	recoveryfn.KeepConnections(tr)
+	handler.KeepConnections(tr)
 	t.Cleanup(tr.CloseIdleConnections)
 	cfg.HTTPClient = &http.Client{Transport: tr}
 	return cfg

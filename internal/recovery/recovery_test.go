@@ -20,13 +20,12 @@ import (
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
 type bundle struct {
-	*stacktest.Bundle
+	*awstest.Bundle
 	clk     *clock.Simulated
 	counter *awsclient.Counter
 	tok     string
@@ -49,7 +48,7 @@ func setupEnv(t *testing.T, extra map[string]string) *bundle {
 	for k, v := range extra {
 		env[k] = v
 	}
-	b.Bundle = stacktest.Setup(t, env, stack.Options{
+	b.Bundle = awstest.Setup(t, env, stack.Options{
 		DisablePollers: true, Now: b.clk.Now, Counter: b.counter,
 		Crash: func(point string, j *job.Job) error {
 			b.mu.Lock()
@@ -84,7 +83,7 @@ func (b *bundle) submit(body map[string]any) string {
 	if body == nil {
 		body = map[string]any{}
 	}
-	body["items"] = []any{map[string]any{"uploadId": b.Upload(b.tok, stacktest.PNG(b.T, 5))}}
+	body["items"] = []any{map[string]any{"uploadId": b.Upload(b.tok, awstest.PNG(b.T, 5))}}
 	if body["params"] == nil {
 		body["params"] = map[string]any{"title": "recover me " + ids.New("x")}
 	}

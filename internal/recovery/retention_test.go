@@ -11,13 +11,13 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/worker"
-	"github.com/conveyor/conveyor/localstack/stacktest"
+	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
 // submitUpload submits a publish job naming uploadID (extra fields merged
 // into the body) with a token valid at the test clock, and returns the
 // response.
-func (b *bundle) submitUpload(uploadID string, extra map[string]any) stacktest.Response {
+func (b *bundle) submitUpload(uploadID string, extra map[string]any) awstest.Response {
 	b.T.Helper()
 	body := map[string]any{
 		"type":   "publish",
@@ -52,7 +52,7 @@ func TestRetentionKeepsSharedMediaUntilTheLastJobGoes(t *testing.T) {
 	b := setupEnv(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h"})
 	ctx := context.Background()
 	rec := b.Stack.App.Recoverer
-	up := b.Upload(b.tok, stacktest.PNG(t, 6))
+	up := b.Upload(b.tok, awstest.PNG(t, 6))
 
 	a := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
 	b.drain(job.Medium)
@@ -120,7 +120,7 @@ func TestSubmitRacingTheLastReleaseNeverGetsDeletedMedia(t *testing.T) {
 	const n = 6
 	var ups, keys []string
 	for range n {
-		up := b.Upload(b.tok, stacktest.PNG(t, 4))
+		up := b.Upload(b.tok, awstest.PNG(t, 4))
 		id := b.Must(b.submitUpload(up, nil), 201).Body["id"].(string)
 		if v, err := app.Publisher.Run(ctx, worker.Delivery{JobID: id}); err != nil || !v.Done {
 			t.Fatalf("run: %+v %v", v, err)
@@ -190,7 +190,7 @@ func TestCreateJobRefusesAnUploadThatExpiredAfterItWasRead(t *testing.T) {
 	t.Parallel()
 	b := setupEnv(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h"})
 	ctx := context.Background()
-	up := b.Upload(b.tok, stacktest.PNG(t, 4))
+	up := b.Upload(b.tok, awstest.PNG(t, 4))
 	read, err := b.Stack.App.Store.GetUpload(ctx, up)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@
 // environment: the tier FIFO queues and their DLQs, the DynamoDB table with
 // its indexes and TTL attribute, the upload bucket and its notification, the
 // KMS key alias and the event bus. The CDK stacks (infra/) and the emulator
-// provisioning (localstack/provision) both read it, so nothing is named twice
+// provisioning (emulator.Provision, localstack/emulator) both read it, so nothing is named twice
 // and local and cloud cannot drift.
 package resources
 

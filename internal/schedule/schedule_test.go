@@ -12,7 +12,6 @@ import (
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -35,7 +34,7 @@ func (c *clock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-func jobCount(b *stacktest.Bundle, tok string) int {
+func jobCount(b *awstest.Bundle, tok string) int {
 	b.T.Helper()
 	r := b.Must(b.Call("GET", "/v1/jobs?limit=0", tok, nil), 200)
 	var n int
@@ -55,7 +54,7 @@ func TestRateScheduleSubmitsOneJobPerTick(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now().UTC().Truncate(time.Second)
 	clk := &clock{t: t0}
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true, Now: clk.Now})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true, Now: clk.Now})
 	tok := b.Token("u-sched", "user", "enterprise")
 	ctx := context.Background()
 
@@ -144,7 +143,7 @@ func TestRateScheduleSubmitsOneJobPerTick(t *testing.T) {
 
 func TestScheduleRequestsAreValidated(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-sched-bad", "user", "free")
 	other := b.Token("u-sched-other", "user", "free")
 	for _, tc := range []struct {

@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestTemplateIsStoredAsAMap: a schedule's job template is a map attribute
@@ -17,7 +17,7 @@ import (
 // back as the template it was.
 func TestTemplateIsStoredAsAMap(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-sched-item", "user", "enterprise")
 	created := b.Must(b.Call("POST", "/v1/schedules", tok, map[string]any{"name": "stored", "rate": "1h", "job": template}), 201)
 	id := created.Body["id"].(string)

@@ -1,4 +1,4 @@
-package secretref
+package secretref_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package secretref
+package secretref_test
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
 // countingReader counts GetSecretValue calls on the emulator's client.
 type countingReader struct {
-	SecretReader
+	secretref.SecretReader
 	mu sync.Mutex
 	n  int
 }
@@ -51,7 +52,7 @@ func TestOAuthClientWaitsForTheSecret(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	c := NewOAuthClient(arn, reader, time.Minute, clock)
+	c := secretref.NewOAuthClient(arn, reader, time.Minute, clock)
 	if n := reader.reads(); n != 0 {
 		t.Fatalf("%d reads at construction, want 0", n)
 	}
@@ -59,8 +60,8 @@ func TestOAuthClientWaitsForTheSecret(t *testing.T) {
 	for range 20 {
 		wg.Go(func() {
 			_, _, err := c.Get(ctx)
-			var notSet *ClientNotSetError
-			if !errors.As(err, &notSet) || notSet.JobErrorCode() != CodeOAuthClientNotSet || !notSet.RetryAt.Equal(clock().Add(time.Minute)) {
+			var notSet *secretref.ClientNotSetError
+			if !errors.As(err, &notSet) || notSet.JobErrorCode() != secretref.CodeOAuthClientNotSet || !notSet.RetryAt.Equal(clock().Add(time.Minute)) {
 				t.Errorf("Get of the placeholder: %v", err)
 				return
 			}
@@ -103,17 +104,17 @@ func TestOAuthClientWaitsForTheSecret(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := NewOAuthClient(aws.ToString(o.ARN), sm, time.Minute, nil).Get(ctx); err == nil || !strings.Contains(err.Error(), why) {
+		if _, _, err := secretref.NewOAuthClient(aws.ToString(o.ARN), sm, time.Minute, nil).Get(ctx); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%s: %v, want %q", value, err, why)
 		}
 	}
 	missing := strings.Replace(arn, ":secret:", ":secret:never-created-", 1)
-	if _, _, err := NewOAuthClient(missing, sm, time.Minute, nil).Get(ctx); err == nil || !strings.Contains(err.Error(), "could not be read") {
+	if _, _, err := secretref.NewOAuthClient(missing, sm, time.Minute, nil).Get(ctx); err == nil || !strings.Contains(err.Error(), "could not be read") {
 		t.Errorf("a missing secret: %v", err)
 	}
 
 	// Values in the configuration: nothing to read.
-	if c := OAuthClientFor(config.Config{DeviantArtClientID: "a", DeviantArtClientSecret: "b", DeviantArtClientSecretARN: arn}, aws.Config{}, nil); c != nil {
+	if c := secretref.OAuthClientFor(config.Config{DeviantArtClientID: "a", DeviantArtClientSecret: "b", DeviantArtClientSecretARN: arn}, aws.Config{}, nil); c != nil {
 		t.Error("OAuthClientFor with the values set: want nil")
 	}
 }

@@ -1,4 +1,4 @@
-package secretref
+package secretref_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -88,7 +89,7 @@ func TestResolveSecrets(t *testing.T) {
 				arn = put(t, tt.value)
 			}
 			cfg := tt.cfg(arn)
-			err := Resolve(context.Background(), &cfg, sm)
+			err := secretref.Resolve(context.Background(), &cfg, sm)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

@@ -14,7 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/provision"
+	"github.com/conveyor/conveyor/localstack/emulator"
 )
 
 // TestMigrationFromTheRetiredIndexes follows docs/migrations.md on a table
@@ -38,7 +38,7 @@ func TestMigrationFromTheRetiredIndexes(t *testing.T) {
 	switchAt := slices.IndexFunc(stages, func(s resources.IndexStage) bool { return !s.ReadRetired })
 	both := def
 	both.Table.Indexes = stages[switchAt].Indexes
-	if _, err := provision.Apply(ctx, clients, both); err != nil {
+	if _, err := emulator.Provision(ctx, clients, both); err != nil {
 		t.Fatalf("provisioning the table with both index sets: %v", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)

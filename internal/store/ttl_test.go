@@ -17,7 +17,6 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -78,7 +77,7 @@ var noTTL = map[string]string{
 func TestEveryRecordTypeExpires(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewSimulated(time.Now().UTC())
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h", "CONVEYOR_RECOVERY_INTERVAL": "1h", "CONVEYOR_RETENTION_INTERVAL": "1h", "CONVEYOR_SCHEDULE_INTERVAL": "200ms"},
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_STALE_AFTER": "1h", "CONVEYOR_DELETE_AFTER": "2h", "CONVEYOR_RECOVERY_INTERVAL": "1h", "CONVEYOR_RETENTION_INTERVAL": "1h", "CONVEYOR_SCHEDULE_INTERVAL": "200ms"},
 		stack.Options{Now: clk.Now})
 	ctx := context.Background()
 	app := b.Stack.App
@@ -92,7 +91,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 	tok := b.Token("u-ttl", "user", "pro")
 	b.Must(b.Call("POST", "/v1/webhooks", tok, map[string]any{"url": "https://hooks.example.com/ttl", "events": []string{"job.stale"}}), 201)
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 4))
+	up := b.Upload(tok, awstest.PNG(t, 4))
 	b.Must(b.Call("POST", "/v1/uploads/sign", tok, map[string]any{"filename": "never.png", "contentType": "image/png", "size": 10}), 201)
 	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}},
 		"params": map[string]any{"title": "ttl"}, "webhookUrl": srv.URL + "/hook"}, "Idempotency-Key", "ttl-1"), 201).Body["id"].(string)
@@ -141,7 +140,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 
 // scan reads the test's table (a Scan is fine in a test, never in the
 // product), keeping the records of kind, or all when kind is "".
-func scan(t *testing.T, b *stacktest.Bundle, kind string) []map[string]types.AttributeValue {
+func scan(t *testing.T, b *awstest.Bundle, kind string) []map[string]types.AttributeValue {
 	t.Helper()
 	var out []map[string]types.AttributeValue
 	in := &dynamodb.ScanInput{TableName: aws.String(b.Stack.Config.Table), ConsistentRead: aws.Bool(true)}

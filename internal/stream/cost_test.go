@@ -13,13 +13,13 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/stream"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // storedJob stores a scheduled job of owner (nothing will run it: the
 // pollers are off) and returns its id.
-func storedJob(t *testing.T, b *stacktest.Bundle, owner string) string {
+func storedJob(t *testing.T, b *awstest.Bundle, owner string) string {
 	t.Helper()
 	now := time.Now()
 	j := &job.Job{ID: ids.New(ids.Job), Owner: owner, Status: job.Scheduled, Tier: "low", CreatedAt: now, UpdatedAt: now, Hash: ids.New("h")}
@@ -30,7 +30,7 @@ func storedJob(t *testing.T, b *stacktest.Bundle, owner string) string {
 }
 
 // progress appends a job.progress event to a job, as a worker would.
-func progress(t *testing.T, b *stacktest.Bundle, id string) {
+func progress(t *testing.T, b *awstest.Bundle, id string) {
 	t.Helper()
 	if _, err := b.Stack.App.Store.UpdateJob(context.Background(), id, func(j *job.Job) error {
 		now := time.Now()
@@ -54,7 +54,7 @@ func reads(c *awsclient.Counter) int {
 func TestIdleStreamReadsAtMostOncePerPoll(t *testing.T) {
 	t.Parallel()
 	counter := awsclient.NewCounter()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "1h"}, stack.Options{Counter: counter, DisablePollers: true})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "1h"}, stack.Options{Counter: counter, DisablePollers: true})
 	if poll := b.Stack.Config.StreamPoll; poll != time.Second {
 		t.Fatalf("default poll interval %s, want 1s", poll)
 	}
@@ -114,7 +114,7 @@ func status(t *testing.T, url, token string) (int, map[string]any) {
 // — while another user streams; closing a stream frees its slot.
 func TestStreamCapPerUser(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STREAM_MAX_PER_USER": "2"}, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_STREAM_MAX_PER_USER": "2"}, stack.Options{DisablePollers: true})
 	tok := b.Token("u-cap", "user", "pro")
 	url := b.Stack.StreamURL + "/v1/events"
 	ctx1, cancel1 := context.WithCancel(context.Background())
@@ -165,7 +165,7 @@ func TestStreamCapPerUser(t *testing.T) {
 // events; a service token may read them; a user token gets 403.
 func TestAdminStreams(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	admin := b.Token("ops", "admin", "enterprise")
 	svc := b.Token("monitor", "service", "enterprise")
 	user := b.Token("u-a", "user", "pro")

@@ -4,7 +4,7 @@
 // that is written in the same transaction as each change, so an event a
 // client sees always describes state that is already stored. In AWS it
 // runs behind a Lambda function URL in response-streaming mode
-// (streamfn.Handler, the only way in); the stream ends when the client goes
+// (handler.StreamHandler, the only way in); the stream ends when the client goes
 // away.
 //
 // Cost: an idle stream makes one DynamoDB read per PollInterval (1s by

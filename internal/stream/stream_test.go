@@ -12,12 +12,11 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-type frame = stacktest.SSEFrame
+type frame = awstest.SSEFrame
 
 // open connects to an SSE URL and returns a channel of frames.
 func open(t *testing.T, ctx context.Context, url, token, lastID string) (<-chan frame, *http.Response) {
@@ -31,7 +30,7 @@ func open(t *testing.T, ctx context.Context, url, token, lastID string) (<-chan 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := stacktest.ReadSSE(resp.Body)
+	ch := awstest.ReadSSE(resp.Body)
 	return ch, resp
 }
 
@@ -75,10 +74,10 @@ func ends(t *testing.T, ch <-chan frame, after string) {
 func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 	t.Parallel()
 	counter := awsclient.NewCounter()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "300ms"}, stack.Options{Counter: counter})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "300ms"}, stack.Options{Counter: counter})
 	tok := b.Token("u-sse", "user", "pro")
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 6))
+	up := b.Upload(tok, awstest.PNG(t, 6))
 	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "streamed"}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), 201).Body["id"].(string)
 
 	// Someone else's job: 404 before any stream.
@@ -189,7 +188,7 @@ func TestJobStreamSnapshotLiveResumeAndDisconnect(t *testing.T) {
 
 func TestAllJobsStream(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "1s"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_STREAM_PING": "1s"}, stack.Options{})
 	tok := b.Token("u-all", "user", "free")
 	b.Connect(tok)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -198,7 +197,7 @@ func TestAllJobsStream(t *testing.T) {
 	if f := next(t, ch, false); f.Event != "snapshot" {
 		t.Fatalf("first frame %+v", f)
 	}
-	up := b.Upload(tok, stacktest.PNG(t, 7))
+	up := b.Upload(tok, awstest.PNG(t, 7))
 	id := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "all"}}), 201).Body["id"].(string)
 	for {
 		f := next(t, ch, true)

@@ -23,7 +23,6 @@ import (
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // headers are a delivery's signing headers, as the deliverer sets them.
@@ -231,7 +230,7 @@ func TestRotationOverlap(t *testing.T) {
 // bad URLs and event types are 400s.
 func TestEndpointsCRUDAndRoles(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	user := b.Token("u-ep", "user", "pro")
 	other := b.Token("u-other", "user", "pro")
 	svc := b.Token("u-ep", "service", "pro")
@@ -311,7 +310,7 @@ func TestEndpointsCRUDAndRoles(t *testing.T) {
 // another user's endpoint, receive nothing.
 func TestEndpointReceivesSubscribedEvents(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
 	tok := b.Token("u-endpoint", "user", "pro")
 	otherTok := b.Token("u-endpoint-other", "user", "pro")
 	wh := ownerSecret(t, b, tok)

@@ -16,7 +16,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/conveyor/conveyor/internal/netguard/netguardtest"
+	"github.com/conveyor/conveyor/internal/netguard"
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
@@ -25,7 +25,6 @@ import (
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -70,7 +69,7 @@ func (r *receiver) delivered() int {
 
 // ownerSecret reads the caller's signing secret through the API and
 // returns the library's verifier for it.
-func ownerSecret(t *testing.T, b *stacktest.Bundle, tok string) *standardwebhooks.Webhook {
+func ownerSecret(t *testing.T, b *awstest.Bundle, tok string) *standardwebhooks.Webhook {
 	t.Helper()
 	r := b.Must(b.Call("GET", "/v1/webhooks/secret", tok, nil), 200)
 	secret, _ := r.Body["secret"].(string)
@@ -87,7 +86,7 @@ func ownerSecret(t *testing.T, b *stacktest.Bundle, tok string) *standardwebhook
 // failedJob stores a job of owner that has just failed, with webhookURL
 // (may be empty), as the publisher would: its job.failed event waits in
 // the outbox for the relay.
-func failedJob(t *testing.T, b *stacktest.Bundle, owner, webhookURL string) string {
+func failedJob(t *testing.T, b *awstest.Bundle, owner, webhookURL string) string {
 	t.Helper()
 	now := time.Now()
 	j := &job.Job{ID: ids.New(ids.Job), Owner: owner, Status: job.Queued, Tier: "low", WebhookURL: webhookURL,
@@ -106,7 +105,7 @@ func failedJob(t *testing.T, b *stacktest.Bundle, owner, webhookURL string) stri
 // webhook-id; the delivery and its webhook.delivered event are kept.
 func TestWebhookRetriedThenDelivered(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_SCHEDULE_INTERVAL": "200ms", "CONVEYOR_RECOVERY_INTERVAL": "1h"}, stack.Options{})
 	tok := b.Token("u-hook", "user", "pro")
 	rec := &receiver{fail: 2, wh: ownerSecret(t, b, tok)}
 	srv := httptest.NewServer(rec)
@@ -150,7 +149,7 @@ func TestWebhookRetriedThenDelivered(t *testing.T) {
 // loopback receiver is never called, whatever the URL's spelling.
 func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	hit := make(chan struct{}, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
 	defer srv.Close()
@@ -183,14 +182,14 @@ func TestTargetsThatAreNotPublicAreRefused(t *testing.T) {
 	var _ store.EventRecord
 }
 
-type rebinding = netguardtest.Rebinding
+type rebinding = netguard.Rebinding
 
 // TestRebindingIsRefusedAtConnectTime: a receiver name that passes the URL
 // check and then resolves to loopback is refused when the connection is
 // made; the loopback receiver never sees a connection.
 func TestRebindingIsRefusedAtConnectTime(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {

@@ -20,28 +20,27 @@ import (
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/worker"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // newWorker is one more publisher instance on the test's stack, as another
 // Lambda would be: its own name, the AWS heartbeat (30s: nothing notices a
 // cancel between two calls but the lease check), the default cancel
 // notice, and api as its API.
-func newWorker(b *stacktest.Bundle, name string, api publish.API, now func() time.Time) *worker.Worker {
+func newWorker(b *awstest.Bundle, name string, api publish.API, now func() time.Time) *worker.Worker {
 	app := b.Stack.App
 	cfg := app.Config
 	return worker.New(worker.Config{
 		Store:     app.Store,
 		Policy:    retry.Policy{Base: cfg.RetryBase, Max: cfg.RetryMax, MaxAttempts: cfg.MaxAttempts, ParkAfter: cfg.ParkAfter},
 		Heartbeat: 30 * time.Second, Worker: name, Now: now, Logger: app.Logger,
-		Kinds: kind.NewRegistry(publish.New(publish.Config{Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api, Logger: app.Logger})),
+		Kinds: job.NewRegistry(publish.New(publish.Config{Store: app.Store, Objects: app.Bucket, Tokens: app.Accounts, API: api, Logger: app.Logger})),
 	})
 }
 
@@ -66,7 +65,7 @@ func (g *gatedSubmit) Submit(ctx context.Context, tok string, s deviantart.Submi
 }
 
 // queued receives the messages visible on tier's queue now.
-func queued(t *testing.T, b *stacktest.Bundle, tier job.Tier) []queueMsg {
+func queued(t *testing.T, b *awstest.Bundle, tier job.Tier) []queueMsg {
 	t.Helper()
 	url := b.Stack.App.Config.QueueURLs[tier]
 	var out []queueMsg
@@ -97,7 +96,7 @@ type queueMsg struct {
 
 // run delivers m to pub as the consumer would: deleted when done, else
 // visible again at once (the test plays the time the queue would wait).
-func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *worker.Worker) worker.Verdict {
+func (m queueMsg) run(t *testing.T, b *awstest.Bundle, pub *worker.Worker) worker.Verdict {
 	t.Helper()
 	ctx := context.Background()
 	v, err := pub.Run(ctx, worker.Delivery{JobID: m.JobID, Owner: m.Owner, Uploads: m.Uploads, Receives: 1})
@@ -118,7 +117,7 @@ func (m queueMsg) run(t *testing.T, b *stacktest.Bundle, pub *worker.Worker) wor
 
 // drain delivers every message of tier's queue to pub until none is left
 // or rounds are spent; it returns the verdicts.
-func drain(t *testing.T, b *stacktest.Bundle, tier job.Tier, pub *worker.Worker, rounds int) []worker.Verdict {
+func drain(t *testing.T, b *awstest.Bundle, tier job.Tier, pub *worker.Worker, rounds int) []worker.Verdict {
 	t.Helper()
 	var out []worker.Verdict
 	for range rounds {
@@ -135,7 +134,7 @@ func drain(t *testing.T, b *stacktest.Bundle, tier job.Tier, pub *worker.Worker,
 
 // checkPublishedOnce checks that each of the job's items was published
 // exactly once on the API and that this publication is its recorded output.
-func checkPublishedOnce(t *testing.T, b *stacktest.Bundle, id string) job.Job {
+func checkPublishedOnce(t *testing.T, b *awstest.Bundle, id string) job.Job {
 	t.Helper()
 	j, err := b.Stack.App.Store.GetJob(context.Background(), id)
 	if err != nil {
@@ -167,7 +166,7 @@ func checkPublishedOnce(t *testing.T, b *stacktest.Bundle, id string) job.Job {
 // job; B then runs the retry, finds the upload, and publishes once.
 func TestCancelThenRetryWhileACallIsInFlightPublishesOnce(t *testing.T) {
 	t.Parallel()
-	testTwoWorkersOneHeldCall(t, true, func(b *stacktest.Bundle, tok, id string) {
+	testTwoWorkersOneHeldCall(t, true, func(b *awstest.Bundle, tok, id string) {
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", tok, nil), 200)
 	})
@@ -177,7 +176,7 @@ func TestCancelThenRetryWhileACallIsInFlightPublishesOnce(t *testing.T) {
 // operator's stop and restart.
 func TestStopThenRestartWhileACallIsInFlightPublishesOnce(t *testing.T) {
 	t.Parallel()
-	testTwoWorkersOneHeldCall(t, true, func(b *stacktest.Bundle, _, id string) {
+	testTwoWorkersOneHeldCall(t, true, func(b *awstest.Bundle, _, id string) {
 		admin := b.Token("ops", "admin", "enterprise")
 		r := b.Must(b.Call("POST", "/v1/admin/jobs/stop", admin, map[string]any{"jobIds": []string{id}}), 200)
 		if got := r.Body["stopped"].([]any); len(got) != 1 {
@@ -198,7 +197,7 @@ func TestStopThenRestartWhileACallIsInFlightPublishesOnce(t *testing.T) {
 // and B's retry finds the item published: one upload, one publication.
 func TestACancelWithinTheNoticeLetsTheNextCallGoAndPublishesOnce(t *testing.T) {
 	t.Parallel()
-	testTwoWorkersOneHeldCall(t, false, func(b *stacktest.Bundle, tok, id string) {
+	testTwoWorkersOneHeldCall(t, false, func(b *awstest.Bundle, tok, id string) {
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/cancel", tok, nil), 200)
 		b.Must(b.Call("POST", "/v1/jobs/"+id+"/retry", tok, nil), 200)
 	})
@@ -208,8 +207,8 @@ func TestACancelWithinTheNoticeLetsTheNextCallGoAndPublishesOnce(t *testing.T) {
 // interrupt cancels (or stops) and retries (or restarts) the job. late:
 // A's clock moves past the cancel notice during the call, so A checks the
 // job before it publishes; otherwise it stands still and A publishes.
-func testTwoWorkersOneHeldCall(t *testing.T, late bool, interrupt func(b *stacktest.Bundle, tok, id string)) {
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+func testTwoWorkersOneHeldCall(t *testing.T, late bool, interrupt func(b *awstest.Bundle, tok, id string)) {
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-held", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
@@ -313,7 +312,7 @@ func (l *lostResponse) RoundTrip(r *http.Request) (*http.Response, error) {
 // to let go, asks the API, and records the output on the cancelled job.
 func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, nil, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, nil, stack.Options{DisablePollers: true})
 	tok := b.Token("u-unknown", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
@@ -356,7 +355,7 @@ func TestUnknownOutcomeOnACancelledJobIsRecorded(t *testing.T) {
 // finishes in the next invocation, each item published once.
 func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "3s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_CALL_TIMEOUT": "3s", "CONVEYOR_DEADLINE_MARGIN": "1s"}, stack.Options{DisablePollers: true})
 	tok := b.Token("u-budget", "user", "pro")
 	b.Connect(tok)
 	app := b.Stack.App
@@ -440,7 +439,7 @@ func TestALongJobDoesNotTimeOutItsBatchMates(t *testing.T) {
 }
 
 // submitHTTP submits an http job that POSTs to url and returns its id.
-func submitHTTP(b *stacktest.Bundle, tok, url string) string {
+func submitHTTP(b *awstest.Bundle, tok, url string) string {
 	b.T.Helper()
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http",
 		"params": map[string]any{"method": "POST", "url": url, "timeoutMs": 2000}}), 201)
@@ -460,7 +459,7 @@ func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
 	var jumped atomic.Bool
 	// A heartbeat of a minute: none is written during the run, so the
 	// lease the check reads is the claim's.
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Now: clk.Now,
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Now: clk.Now,
 		Crash: func(point string, _ *job.Job) error {
 			if point == worker.AfterClaim && jumped.CompareAndSwap(false, true) {
 				clk.Advance(4 * time.Minute) // past the claim's lease of three heartbeats
@@ -501,7 +500,7 @@ func TestARunWhoseOwnLeaseLapsedTakesItBack(t *testing.T) {
 // delivery runs it.
 func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int32
@@ -548,13 +547,13 @@ func TestARunThatCannotRecordItsOutcomeLeavesTheJobClaimable(t *testing.T) {
 // ran out during the write.
 type lateWrite struct{}
 
-func (lateWrite) Name() string                                               { return "late-write" }
-func (lateWrite) Phases() []string                                           { return []string{"work"} }
-func (lateWrite) Normalize(s kind.Spec) (kind.Spec, error)                   { return s, nil }
-func (lateWrite) Validate(context.Context, kind.Env, kind.Spec) error        { return nil }
-func (lateWrite) Prepare(context.Context, string, kind.Spec, *job.Job) error { return nil }
+func (lateWrite) Name() string                                                { return "late-write" }
+func (lateWrite) Phases() []string                                            { return []string{"work"} }
+func (lateWrite) Normalize(s job.Spec) (job.Spec, error)                      { return s, nil }
+func (lateWrite) Validate(context.Context, job.ValidationEnv, job.Spec) error { return nil }
+func (lateWrite) Prepare(context.Context, string, job.Spec, *job.Job) error   { return nil }
 
-func (lateWrite) Work(ctx context.Context, a kind.Attempt) error {
+func (lateWrite) Work(ctx context.Context, a job.Run) error {
 	ended, end := context.WithCancel(ctx)
 	end()
 	return a.Save(ended, func(j *job.Job) {
@@ -570,7 +569,7 @@ func (lateWrite) Work(ctx context.Context, a kind.Attempt) error {
 // success it could not write.
 func TestASuccessWhoseWriteFailedIsRecordedAsTheAttemptsFailure(t *testing.T) {
 	t.Parallel()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Kinds: []kind.Kind{lateWrite{}}})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "1m"}, stack.Options{DisablePollers: true, Kinds: []job.Kind{lateWrite{}}})
 	app := b.Stack.App
 	r := b.Must(b.Call("POST", "/v1/jobs", b.Token("u-late", "user", "pro"), map[string]any{"type": "late-write", "params": map[string]any{}}), 201)
 	id := r.Body["id"].(string)

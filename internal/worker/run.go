@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-// run is one attempt at one job: the kind.Attempt its kind's Work acts
+// run is one attempt at one job: the job.Run its kind's Work acts
 // through.
 type run struct {
 	p   *Worker
@@ -24,7 +23,7 @@ type run struct {
 	tried []bool
 	// receives is the delivery's receive count (see Policy.Park).
 	receives int
-	// loaded is what the job's kind read with it (kind.Loader), or nil.
+	// loaded is what the job's kind read with it (job.Loader), or nil.
 	loaded any
 	mu     sync.Mutex // guards job against the heartbeat
 	job    job.Job
@@ -62,7 +61,7 @@ func (r *run) Save(ctx context.Context, mutate func(*job.Job)) error {
 }
 
 // Crash calls the crash hook at point, with the job as the run holds it
-// (kind.Attempt).
+// (job.Run).
 func (r *run) Crash(point string) error {
 	j := r.snapshot()
 	return r.p.crash(point, &j)
@@ -70,7 +69,7 @@ func (r *run) Crash(point string) error {
 
 // Defer applies facts and mutate to the job as the run holds it, written
 // by the next save; facts are also carried by a release or a Record's
-// fallback (kind.Attempt).
+// fallback (job.Run).
 func (r *run) Defer(facts, mutate func(*job.Job)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -84,7 +83,7 @@ func (r *run) Defer(facts, mutate func(*job.Job)) {
 }
 
 // Hold checks, before a call with a side effect, that the run still holds
-// the job for at least need (kind.Attempt): the invocation's time left, then
+// the job for at least need (job.Run): the invocation's time left, then
 // the job's lease, which must cover the call and a heartbeat's slack for the
 // clocks of other workers. Once the job is lost it answers so without
 // asking the table again.
@@ -110,7 +109,7 @@ func (r *run) Hold(ctx context.Context, need time.Duration) error {
 		return errLostLease
 	}
 	if r.p.outOfTime(r.end, need) {
-		return kind.ErrOutOfTime
+		return job.ErrOutOfTime
 	}
 	now := r.p.cfg.Now()
 	slack := r.p.cfg.Heartbeat
@@ -149,7 +148,7 @@ func (r *run) Hold(ctx context.Context, need time.Duration) error {
 }
 
 // Record persists facts about the outside world (what an external call
-// did for an item) together with this run's mutate (kind.Attempt). If that
+// did for an item) together with this run's mutate (job.Run). If that
 // save fails — the job stopped being this run's meanwhile (cancelled,
 // stopped, taken over: errLostLease), or the store failed — the facts are
 // still written on the job as it is now, so a publication that happened is

@@ -2,10 +2,10 @@
 // queue message names, claims it, holds its lease (heartbeat, Hold) while
 // the kind's Work runs within the invocation's budget, and records the
 // outcome through the retry policy — retry later, snooze, fail, park in the
-// table or hand back. It knows a job only through its kind (internal/kind):
-// what a kind reads with its jobs (kind.Loader), how long its next call
-// lasts (kind.Budgeter), how to settle a finished job's unknown outcomes
-// (kind.Reconciler), and its Work, which acts through kind.Attempt.
+// table or hand back. It knows a job only through its kind (job.Kind):
+// what a kind reads with its jobs (job.Loader), how long its next call
+// lasts (job.Budgeter), how to settle a finished job's unknown outcomes
+// (job.Reconciler), and its Work, which acts through job.Run.
 package worker
 
 import (
@@ -19,19 +19,18 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
 // AfterClaim is the loop's crash point: the job is claimed, nothing else
-// done. Kinds name their own (kind.Attempt.Crash).
+// done. Kinds name their own (job.Run.Crash).
 const AfterClaim = "after-claim"
 
 // ErrCrash is what a crash hook makes a run return; the run stops as if
-// killed (kind.ErrCrash).
-var ErrCrash = kind.ErrCrash
+// killed (job.ErrCrash).
+var ErrCrash = job.ErrCrash
 
 // Config configures a Worker.
 type Config struct {
@@ -49,7 +48,7 @@ type Config struct {
 	// Logger is where the runs log (default slog.Default()).
 	Logger *slog.Logger
 	// Crash, when set, is called at each crash point (AfterClaim, and the
-	// kinds' through kind.Attempt.Crash); a non-nil return aborts the run
+	// kinds' through job.Run.Crash); a non-nil return aborts the run
 	// without any further write (tests only; default none).
 	Crash func(point string, j *job.Job) error
 	// MaxReceives is the queues' maxReceiveCount (default
@@ -58,7 +57,7 @@ type Config struct {
 	MaxReceives int
 	// Kinds are the kinds of job the loop runs (default none). A job of a
 	// kind not in it fails, permanently.
-	Kinds *kind.Registry
+	Kinds *job.Registry
 	// DeadlineMargin is what a run leaves of its invocation: the work runs
 	// under the context's deadline less this margin, and a call that could
 	// not end before then is not started (default DeadlineMarginDefault).
@@ -134,7 +133,7 @@ func New(cfg Config) *Worker {
 		cfg.CancelNotice = CancelNoticeDefault
 	}
 	if cfg.Kinds == nil {
-		cfg.Kinds = &kind.Registry{}
+		cfg.Kinds = &job.Registry{}
 	}
 	return &Worker{cfg: cfg}
 }
@@ -150,7 +149,7 @@ type Verdict struct {
 }
 
 // Delivery is one message for a job, as the queue handed it over.
-type Delivery = kind.Delivery
+type Delivery = job.Delivery
 
 // leaseFor is how long a claim holds without a heartbeat.
 func (p *Worker) leaseFor() time.Duration { return 3 * p.cfg.Heartbeat }
@@ -227,7 +226,7 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	}
 	end := p.budgetEnd(ctx)
 	k, known := p.cfg.Kinds.Get(j.Type)
-	if b, ok := k.(kind.Budgeter); known && ok && p.outOfTime(end, b.NextCall(j)) {
+	if b, ok := k.(job.Budgeter); known && ok && p.outOfTime(end, b.NextCall(j)) {
 		// Its next call would outlive the invocation: not started, handed
 		// back at once, no attempt spent (nothing was claimed).
 		if p.cfg.Policy.Park(p.cfg.HandBack, d.Receives, p.cfg.MaxReceives) {
@@ -285,7 +284,7 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	if errors.Is(err, errLostLease) {
 		return r.unrecorded(ctx, err)
 	}
-	if errors.Is(err, kind.ErrOutOfTime) {
+	if errors.Is(err, job.ErrOutOfTime) {
 		return r.handBack(ctx)
 	}
 	if err == nil {
@@ -296,18 +295,18 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 
 // loaded is what a kind's Loader read with a delivery's job, and that kind.
 type loaded struct {
-	by    kind.Kind
+	by    job.Kind
 	value any
 }
 
 // load reads the delivery's job with its items described. A delivery does
-// not name its job's kind: when a kind of the registry is a kind.Loader
+// not name its job's kind: when a kind of the registry is a job.Loader
 // (the first by name), it reads the job, and what it reads beside it in
 // the same request goes to the run when the job is of that kind.
 func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) {
 	for _, n := range p.cfg.Kinds.Names() {
 		k, _ := p.cfg.Kinds.Get(n)
-		if l, ok := k.(kind.Loader); ok {
+		if l, ok := k.(job.Loader); ok {
 			j, v, err := l.Load(ctx, d)
 			return j, loaded{by: k, value: v}, err
 		}
@@ -322,7 +321,7 @@ func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) 
 // release lets go of the job when r's run ends without recording an
 // outcome, so that the next run may claim it at once instead of waiting
 // for r's lease to lapse, with what r learnt of its calls and had not
-// written yet (Attempt.Defer, a Record whose save failed):
+// written yet (job.Run.Defer, a Record whose save failed):
 //   - a job that stopped being r's (a cancel or a stop kept r's lease while
 //     r finished its call) is released (job.Release);
 //   - a job still running under r's lease, whose outcome r could not write
@@ -425,7 +424,7 @@ func (r *run) handBack(ctx context.Context) (Verdict, error) {
 
 // settleFinished answers a message for a job that will not run again. If
 // an earlier run may have reached the outside world without recording what
-// happened, its kind (a kind.Reconciler) asks first; when it cannot, the
+// happened, its kind (a job.Reconciler) asks first; when it cannot, the
 // message comes back (short of the DLQ); past that the items keep "tried",
 // so a retry by the owner asks again.
 //
@@ -435,7 +434,7 @@ func (r *run) handBack(ctx context.Context) (Verdict, error) {
 // is asked once it is gone.
 func (p *Worker) settleFinished(ctx context.Context, j job.Job, d Delivery) Verdict {
 	k, _ := p.cfg.Kinds.Get(j.Type)
-	rec, ok := k.(kind.Reconciler)
+	rec, ok := k.(job.Reconciler)
 	if !ok || !j.Unsettled() {
 		return Verdict{Done: true, Reason: "job is " + string(j.Status)}
 	}
@@ -477,9 +476,9 @@ func (p *Worker) crash(point string, j *job.Job) error {
 	return nil
 }
 
-// errLostLease is kind.ErrLostJob: Hold and save return it once the job
+// errLostLease is job.ErrLostJob: Hold and save return it once the job
 // stopped being the run's.
-var errLostLease = kind.ErrLostJob
+var errLostLease = job.ErrLostJob
 
 // settleFailure decides what a failed attempt means and records it:
 // snooze (circuit open, or the OAuth client not set yet: no attempt
@@ -490,7 +489,7 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	j := r.snapshot()
 	d := p.cfg.Policy.Decide(err, j.Attempts, now)
 	phase, item := "", -1
-	var se *kind.StepError
+	var se *job.StepError
 	if errors.As(err, &se) {
 		phase, item = se.Phase, se.Item
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
@@ -18,18 +17,18 @@ import (
 )
 
 // echo is a small kind for the loop's own tests: one phase, no items, its
-// next call as long as next (kind.Budgeter), and Work that succeeds.
+// next call as long as next (job.Budgeter), and Work that succeeds.
 type echo struct{ next time.Duration }
 
-func (echo) Name() string                                        { return "echo" }
-func (echo) Phases() []string                                    { return []string{"echo"} }
-func (echo) Normalize(s kind.Spec) (kind.Spec, error)            { return s, nil }
-func (echo) Validate(context.Context, kind.Env, kind.Spec) error { return nil }
-func (echo) Prepare(context.Context, string, kind.Spec, *job.Job) error {
+func (echo) Name() string                                                { return "echo" }
+func (echo) Phases() []string                                            { return []string{"echo"} }
+func (echo) Normalize(s job.Spec) (job.Spec, error)                      { return s, nil }
+func (echo) Validate(context.Context, job.ValidationEnv, job.Spec) error { return nil }
+func (echo) Prepare(context.Context, string, job.Spec, *job.Job) error {
 	return nil
 }
 func (e echo) NextCall(job.Job) time.Duration { return e.next }
-func (echo) Work(ctx context.Context, a kind.Attempt) error {
+func (echo) Work(ctx context.Context, a job.Run) error {
 	if err := a.Hold(ctx, time.Second); err != nil {
 		return err
 	}
@@ -41,11 +40,11 @@ func (echo) Work(ctx context.Context, a kind.Attempt) error {
 
 // setupLoop is a Worker running kinds on the test's own table, and a
 // queued job of typ in it.
-func setupLoop(t *testing.T, typ string, kinds ...kind.Kind) (*worker.Worker, *store.Store, job.Job) {
+func setupLoop(t *testing.T, typ string, kinds ...job.Kind) (*worker.Worker, *store.Store, job.Job) {
 	t.Helper()
 	env := awstest.Provision(t)
 	st := store.New(awsclient.New(env.Config).DynamoDB, env.Res.Definition.Table.Name, time.Now)
-	w := worker.New(worker.Config{Store: st, Worker: "w-loop", Kinds: kind.NewRegistry(kinds...),
+	w := worker.New(worker.Config{Store: st, Worker: "w-loop", Kinds: job.NewRegistry(kinds...),
 		Policy: retry.Policy{Base: time.Second, Max: time.Minute, MaxAttempts: 3, ParkAfter: time.Minute},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	j := testfactory.Build(testfactory.JobOpts{})
@@ -70,7 +69,7 @@ func TestATestKindRunsToSuccess(t *testing.T) {
 }
 
 // TestANextCallLongerThanTheTimeLeftIsNotClaimed: the loop asks the kind
-// how long its next call lasts (kind.Budgeter), not which kind it is.
+// how long its next call lasts (job.Budgeter), not which kind it is.
 func TestANextCallLongerThanTheTimeLeftIsNotClaimed(t *testing.T) {
 	t.Parallel()
 	w, st, j := setupLoop(t, "echo", echo{next: 40 * time.Second})

@@ -7,6 +7,13 @@
 // when its first test asks for them, and stops it after the last. If an
 // emulator cannot start, every test that needs it fails with the reason;
 // none skips.
+//
+// A test that needs the whole product gets a local stack of its own on
+// those emulators (Setup, stack.go) and talks to it the way a client does
+// (Bundle); ServeAdmin (admin.go) adds the admin routes and tier pollers
+// that honour the pause flags. The functions' tests build a function's
+// handler as its binary does (Handler, Env.Function) and call an HTTP one
+// as API Gateway does (HTTPFunction).
 package awstest
 
 import (
@@ -33,7 +40,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
-	"github.com/conveyor/conveyor/localstack/provision"
 )
 
 var (
@@ -140,7 +146,7 @@ func Prefix(t testing.TB) string {
 type Env struct {
 	Config  aws.Config
 	Clients awsclient.Clients
-	Res     provision.Result
+	Res     emulator.Provisioned
 }
 
 // Provision creates an isolated copy of the local environment's resources
@@ -152,7 +158,7 @@ func Provision(t testing.TB) Env {
 	def := resources.Named(job.Local, Prefix(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := provision.Apply(ctx, clients, def)
+	res, err := emulator.Provision(ctx, clients, def)
 	if err != nil {
 		t.Fatalf("provisioning the emulator: %v", err)
 	}

@@ -1,8 +1,10 @@
 // Package emulator starts and stops the offline AWS emulators on free
-// loopback ports: moto in server mode for every service but DynamoDB, and
-// DynamoDB Local (AWS's own DynamoDB emulator) for DynamoDB. The Makefile
-// installs moto into the project's git-ignored virtualenv (.venv) and
-// DynamoDB Local into .cache/dynamodb-local; this package finds them there.
+// loopback ports — moto in server mode for every service but DynamoDB, and
+// DynamoDB Local (AWS's own DynamoDB emulator) for DynamoDB — and provisions
+// on them every resource of the definition (Provision, provision.go). The
+// Makefile installs moto into the project's git-ignored virtualenv (.venv)
+// and DynamoDB Local into .cache/dynamodb-local; this package finds them
+// there.
 package emulator
 
 import (

@@ -16,7 +16,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/localstack/emulator"
-	"github.com/conveyor/conveyor/localstack/provision"
 )
 
 // TestKeptStateOutlivesARestart writes to every kind of state `make run`
@@ -42,7 +41,7 @@ func TestKeptStateOutlivesARestart(t *testing.T) {
 	}
 
 	e, c := start()
-	objects := provision.S3(c.Config)
+	objects := emulator.S3(c.Config)
 	if _, err := c.DynamoDB.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String("kept"),
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
@@ -82,7 +81,7 @@ func TestKeptStateOutlivesARestart(t *testing.T) {
 	}
 
 	_, c = start()
-	objects = provision.S3(c.Config)
+	objects = emulator.S3(c.Config)
 	item, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("kept"), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "job-1"}}})
 	if err != nil || item.Item["status"] == nil {
 		t.Fatalf("the item after a restart: %v %v", item, err)

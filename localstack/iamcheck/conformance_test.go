@@ -28,7 +28,6 @@ import (
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -207,11 +206,11 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	t.Helper()
 	var out bytes.Buffer
 	var outMu sync.Mutex
-	b := stacktest.Setup(t, map[string]string{
+	b := awstest.Setup(t, map[string]string{
 		"CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_RECOVERY_INTERVAL": "300ms", "CONVEYOR_RETENTION_INTERVAL": "300ms", "CONVEYOR_STREAM_PING": "1s",
 		// Finished jobs go stale (retention: their media deleted) soon.
 		"CONVEYOR_STALE_AFTER": "4s", "CONVEYOR_DELETE_AFTER": "1h",
-	}, stack.Options{Binaries: true, Bootstraps: stacktest.Bootstraps(t), CallLog: logs,
+	}, stack.Options{Binaries: true, Bootstraps: awstest.Bootstraps(t), CallLog: logs,
 		FunctionOutput: writerFunc(func(p []byte) (int, error) { outMu.Lock(); defer outMu.Unlock(); return out.Write(p) })})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -230,8 +229,8 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	user, op := b.Token("u-iam", "user", "pro"), b.Token("op-iam", "admin", "")
 
 	// Streams: the user's, a job's and the operators' (stream function).
-	frames := stacktest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/events", user))
-	adminFrames := stacktest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/admin/events", op))
+	frames := awstest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/events", user))
+	adminFrames := awstest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/admin/events", op))
 	go drain(frames)
 	go drain(adminFrames)
 
@@ -252,8 +251,8 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 
 	// Uploads: signed, PUT, confirmed by the S3 event; and one confirmed on
 	// demand before its PUT landed (the object is missing: 422), then after.
-	up := b.Upload(user, stacktest.PNG(t, 6))
-	png := stacktest.PNG(t, 7)
+	up := b.Upload(user, awstest.PNG(t, 6))
+	png := awstest.PNG(t, 7)
 	signed := b.Must(b.Call("POST", "/v1/uploads/sign", user, map[string]any{"filename": "early.png", "contentType": "image/png", "size": len(png)}), 201)
 	early := signed.Body["uploadId"].(string)
 	if r := b.Call("POST", "/v1/uploads/"+early+"/confirm", user, nil); r.Status != http.StatusUnprocessableEntity {
@@ -313,7 +312,7 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	// (One 503 first: the publisher retries with backoff.)
 	s.Simulator.AddFault(simulator.Fault{Path: "/api/v1/oauth2/stash/publish", Status: 503, Count: 1})
 	ok := submit("Published", up, map[string]any{"webhookUrl": srv.URL + "/job"})
-	go drain(stacktest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/jobs/"+ok+"/events", user)))
+	go drain(awstest.ReadSSE(openStream(t, ctx, s.StreamURL+"/v1/jobs/"+ok+"/events", user)))
 	b.WaitStatus(user, ok, "succeeded")
 	b.Must(b.Call("GET", "/v1/jobs?limit=10", user, nil), 200)
 	b.Must(b.Call("GET", "/v1/jobs?status=succeeded&limit=0", user, nil), 200)
@@ -323,7 +322,7 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	// finds no summary of theirs and builds it from the endpoint items.
 	other := b.Token("u-iam-free", "user", "free")
 	b.Connect(other)
-	otherUp := b.Upload(other, stacktest.PNG(t, 5))
+	otherUp := b.Upload(other, awstest.PNG(t, 5))
 	or := b.Call("POST", "/v1/jobs", other, map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": otherUp}}, "params": map[string]any{"title": "Free"},
 		// A first delivery for a user with no secret yet (sealed by the
 		// system function), answered 503 once (retried).
@@ -439,7 +438,7 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	return scenarioRun{Prefix: s.Provisioned.Definition.Prefix, KMSKeyID: s.Provisioned.KMSKeyID, Env: s.Env()}
 }
 
-func firstEndpoint(b *stacktest.Bundle, token string) string {
+func firstEndpoint(b *awstest.Bundle, token string) string {
 	r := b.Must(b.Call("GET", "/v1/webhooks", token, nil), 200)
 	list, _ := r.Body["webhooks"].([]any)
 	if len(list) == 0 {
@@ -449,7 +448,7 @@ func firstEndpoint(b *stacktest.Bundle, token string) string {
 }
 
 // putSigned PUTs data to a signed upload URL with its signed headers.
-func putSigned(t *testing.T, signed stacktest.Response, data []byte) {
+func putSigned(t *testing.T, signed awstest.Response, data []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, signed.Body["url"].(string), bytes.NewReader(data))
 	if h, ok := signed.Body["headers"].(map[string]any); ok {
@@ -484,7 +483,7 @@ func openStream(t *testing.T, ctx context.Context, url, token string) io.ReadClo
 	return resp.Body
 }
 
-func drain(ch <-chan stacktest.SSEFrame) {
+func drain(ch <-chan awstest.SSEFrame) {
 	for range ch {
 	}
 }

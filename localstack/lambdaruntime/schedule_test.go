@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
-	"github.com/conveyor/conveyor/localstack/provision"
 )
 
 // TestTickerDeliversSchedulerEvents: each tick invokes the function with
@@ -74,7 +74,7 @@ func TestS3BridgeHandsTheGenuineEventOver(t *testing.T) {
 	go func() { br.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	if _, err := provision.S3(env.Config).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+	if _, err := emulator.S3(env.Config).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 		Body: bytes.NewReader([]byte("png")), ContentType: aws.String("image/png")}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -56,11 +55,11 @@ func (o *output) tail(n int) string {
 }
 
 // setupBinaries starts a stack whose functions run as their own binaries.
-func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *stacktest.Bundle {
+func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *awstest.Bundle {
 	t.Helper()
 	out := &output{}
-	opts.Binaries, opts.Bootstraps, opts.FunctionOutput = true, stacktest.Bootstraps(t), out
-	b := stacktest.Setup(t, env, opts)
+	opts.Binaries, opts.Bootstraps, opts.FunctionOutput = true, awstest.Bootstraps(t), out
+	b := awstest.Setup(t, env, opts)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the functions' output, last lines:\n%s", out.tail(6000))
@@ -69,7 +68,7 @@ func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *sta
 	return b
 }
 
-type frame = stacktest.SSEFrame
+type frame = awstest.SSEFrame
 
 // openSSE reads an event stream's frames into a channel until ctx ends.
 func openSSE(t *testing.T, ctx context.Context, url, token string) <-chan frame {
@@ -85,7 +84,7 @@ func openSSE(t *testing.T, ctx context.Context, url, token string) <-chan frame 
 		resp.Body.Close()
 		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
 	}
-	ch := stacktest.ReadSSE(resp.Body)
+	ch := awstest.ReadSSE(resp.Body)
 	return ch
 }
 
@@ -151,7 +150,7 @@ func TestJobThroughEveryFunctionBinary(t *testing.T) {
 	frames := openSSE(t, ctx, s.StreamURL+"/v1/events", tok)
 
 	b.Connect(tok)
-	up := b.Upload(tok, stacktest.PNG(t, 6))
+	up := b.Upload(tok, awstest.PNG(t, 6))
 	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
 	r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": up}},
 		"params": map[string]any{"title": "Through the binaries"}, "scheduleAt": at, "webhookUrl": srv.URL + "/hook"}), 201)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestAQuietOwnerIsNotHeldBackByANoisyOne: a noisy owner queues hundreds
@@ -34,7 +34,7 @@ func TestAQuietOwnerIsNotHeldBackByANoisyOne(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer target.Close()
-	b := stacktest.Setup(t, map[string]string{"CONVEYOR_FAIR_SLOTS": "free=2"}, stack.Options{})
+	b := awstest.Setup(t, map[string]string{"CONVEYOR_FAIR_SLOTS": "free=2"}, stack.Options{})
 	noisy, quiet := b.Token("u-noisy", "user", "free"), b.Token("u-quiet", "user", "free")
 	submit := func(tok string, n int) string {
 		r := b.Must(b.Call("POST", "/v1/jobs", tok, map[string]any{"type": "http",

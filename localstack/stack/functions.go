@@ -15,22 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
-	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awscall"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/adminfn"
-	"github.com/conveyor/conveyor/internal/handler/apifn"
-	"github.com/conveyor/conveyor/internal/handler/confirmfn"
-	"github.com/conveyor/conveyor/internal/handler/publisherfn"
-	"github.com/conveyor/conveyor/internal/handler/recoveryfn"
-	"github.com/conveyor/conveyor/internal/handler/relayfn"
-	"github.com/conveyor/conveyor/internal/handler/schedulesfn"
-	"github.com/conveyor/conveyor/internal/handler/streamfn"
-	"github.com/conveyor/conveyor/internal/handler/systemfn"
-	"github.com/conveyor/conveyor/internal/handler/uploadsfn"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -56,23 +44,23 @@ func (f *Functions) close() {
 }
 
 // inProcess invokes in this process each function's handler
-// (internal/handler/<name>fn) over the services of a; emf is the metrics
-// emitter of each function that emits per invocation.
-func inProcess(a *app.App, emf func(function string) *metrics.Emitter) *Functions {
+// (internal/handler) over the services of a; emf is the metrics emitter of
+// each function that emits per invocation.
+func inProcess(a *handler.App, emf func(function string) *metrics.Emitter) *Functions {
 	log := a.Logger
 	return &Functions{
 		Invokers: map[string]lambdaruntime.Invoker{
-			apifn.Name:       lambdaruntime.InProcess(apifn.Name, apifn.Handler(a.Router)),
-			adminfn.Name:     lambdaruntime.InProcess(adminfn.Name, adminfn.Handler(a.AdminRouter)),
-			uploadsfn.Name:   lambdaruntime.InProcess(uploadsfn.Name, a.UploadsRouter.Serve),
-			schedulesfn.Name: lambdaruntime.InProcess(schedulesfn.Name, a.SchedulesRouter.Serve),
-			confirmfn.Name:   lambdaruntime.InProcess(confirmfn.Name, confirmfn.Handler(a.Uploads)),
-			publisherfn.Name: lambdaruntime.InProcess(publisherfn.Name, publisherfn.Handler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
-			systemfn.Name:    lambdaruntime.InProcess(systemfn.Name, systemfn.Handler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
-			recoveryfn.Name:  lambdaruntime.InProcess(recoveryfn.Name, recoveryfn.Handler(a.Recoverer, a.Breaker, a.Schedules, emf(recoveryfn.Name), log)),
-			relayfn.Name:     lambdaruntime.InProcess(relayfn.Name, relayfn.Handler(a.Relay, emf(relayfn.Name), log)),
+			resources.FuncAPI:       lambdaruntime.InProcess(resources.FuncAPI, a.Router.Serve),
+			resources.FuncAdmin:     lambdaruntime.InProcess(resources.FuncAdmin, a.AdminRouter.Serve),
+			resources.FuncUploads:   lambdaruntime.InProcess(resources.FuncUploads, a.UploadsRouter.Serve),
+			resources.FuncSchedules: lambdaruntime.InProcess(resources.FuncSchedules, a.SchedulesRouter.Serve),
+			resources.FuncConfirm:   lambdaruntime.InProcess(resources.FuncConfirm, handler.ConfirmHandler(a.Uploads)),
+			resources.FuncPublisher: lambdaruntime.InProcess(resources.FuncPublisher, handler.PublisherHandler(a.Publisher, a.Clients.SQS, a.QueueURLs, log)),
+			resources.FuncSystem:    lambdaruntime.InProcess(resources.FuncSystem, handler.SystemHandler(a.Webhooks, a.Clients.SQS, a.QueueURLs, log)),
+			resources.FuncRecovery:  lambdaruntime.InProcess(resources.FuncRecovery, handler.RecoveryHandler(a.Recoverer, a.Breaker, a.Schedules, emf(resources.FuncRecovery), log)),
+			resources.FuncRelay:     lambdaruntime.InProcess(resources.FuncRelay, handler.RelayHandler(a.Relay, emf(resources.FuncRelay), log)),
 		},
-		Stream: lambdaruntime.InProcessStream(streamfn.Name, streamfn.Handler(streamfn.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
+		Stream: lambdaruntime.InProcessStream(resources.FuncStream, handler.StreamHandler(handler.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}
 }
 
@@ -145,8 +133,8 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 			env[s.arnVar] = arns[s.name]
 		}
 		if c.callLog != "" {
-			env[awscall.VarLog] = filepath.Join(c.callLog, name+".jsonl")
-			env[awscall.VarAccount] = lambdaruntime.AccountID
+			env[awsclient.VarLog] = filepath.Join(c.callLog, name+".jsonl")
+			env[awsclient.VarAccount] = lambdaruntime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {

@@ -28,19 +28,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/handler/adminfn"
-	"github.com/conveyor/conveyor/internal/handler/apifn"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/kind"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
-	"github.com/conveyor/conveyor/localstack/provision"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/web"
 )
@@ -85,7 +80,7 @@ type Options struct {
 	DisablePollers bool
 	// Kinds are kinds of job added to the built-in ones (in-process mode:
 	// the functions' binaries know only the built-in kinds).
-	Kinds []kind.Kind
+	Kinds []job.Kind
 	// Counter, when set, counts every AWS request the running stack makes
 	// (provisioning excluded; the S3 bridge's polls, which stand in for S3
 	// invoking a function and have no AWS counterpart; and in binary mode
@@ -118,7 +113,7 @@ type Options struct {
 	Observe func(function string, took time.Duration)
 	// CallLog, in binary mode, is a directory where each function records
 	// every AWS access its requests need, in <function>.jsonl
-	// (awscall.VarLog), for the IAM conformance check (docs/iam.md).
+	// (awsclient.VarLog), for the IAM conformance check (docs/iam.md).
 	CallLog string
 	// DataDir, when set, keeps the emulators' data there between runs
 	// (DynamoDB Local's database, moto's state file) when the stack starts
@@ -147,12 +142,12 @@ type Stack struct {
 	// Endpoints are the emulators the stack talks to.
 	Endpoints awsclient.Endpoints
 	Config    config.Config
-	App       *app.App
+	App       *handler.App
 	// Schedules fires the users' recurring schedules (polling every
 	// ScheduleFirerInterval unless the pollers are disabled; tests call
 	// RunOnce with their clock).
 	Schedules   *lambdaruntime.ScheduleFirer
-	Provisioned provision.Result
+	Provisioned emulator.Provisioned
 	Simulator   *simulator.Server
 	// EmulatorStart is how long our own moto took to answer (0 when an
 	// existing emulator was used).
@@ -277,7 +272,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 	b := &bringUp{def: resources.Named(job.Local, opts.Prefix)}
 	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
 	b.uncounted = awsclient.New(b.uncountedCfg)
-	res, err := provision.Apply(ctx, b.uncounted, b.def)
+	res, err := emulator.Provision(ctx, b.uncounted, b.def)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +333,7 @@ func (s *Stack) configure(b *bringUp, opts Options) error {
 // serve wires the graph, starts the functions (in process or as their
 // binaries) and the local runtime that triggers them.
 func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
-	// The local stand-ins (adminfn.Local, apifn.Local): DLQs are redriven by
+	// The local stand-ins (handler.AdminLocal, handler.APILocal): DLQs are redriven by
 	// receive/send/delete (the emulator has no move tasks), no event source
 	// mapping is switched (the pollers read the tier flag) and the
 	// dashboard is plain HTTP.
@@ -346,8 +341,8 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	if opts.FunctionOutputs != nil && !opts.Binaries {
 		logger = slog.New(newFunctionLogs(opts.Logger.Handler(), opts.FunctionOutputs, b.def.Functions))
 	}
-	a, err := app.New(s.Config, b.awsCfg, app.Options{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
-		Mover: adminfn.LocalMover(b.clients.SQS, opts.Logger), Dashboard: apifn.LocalDashboard})
+	a, err := handler.NewApp(s.Config, b.awsCfg, handler.AppOptions{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+		Mover: handler.LocalMover(b.clients.SQS, opts.Logger), Dashboard: handler.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
 		return err
@@ -436,7 +431,7 @@ func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
 
 // serveStreams serves the stream function's URL: its own origin in binary
 // mode, as in AWS; in process the gateway's origin, still through the
-// stream function's handler (streamfn.Handler).
+// stream function's handler (handler.StreamHandler).
 func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
 	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout, Logger: opts.Logger}
 	if !opts.Binaries {
@@ -544,7 +539,7 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 
 // relayPoller is the local twin of the event stream mapping: the table's
 // stream, filtered, batched and retried as resources.EventStream says.
-func relayPoller(def resources.Definition, res provision.Result, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
+func relayPoller(def resources.Definition, res emulator.Provisioned, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
 	m := def.EventStream
 	return &lambdaruntime.StreamPoller{
 		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
@@ -662,7 +657,7 @@ func (s *Stack) Close() {
 
 // LocalFunctionARN is the ARN a function named name would have in the
 // emulator's account (schedules name their target by it).
-func LocalFunctionARN(name string) string { return provision.LocalFunctionARN(name) }
+func LocalFunctionARN(name string) string { return emulator.LocalFunctionARN(name) }
 
 // ScheduleFirerInterval is how often the local runtime looks for the users'
 // schedules' ticks (a tick fires at most this late).

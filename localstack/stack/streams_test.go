@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
-	"github.com/conveyor/conveyor/localstack/stacktest"
 )
 
 // TestClosedStreamsFreeTheirSlotsAtOnce runs the stream function as its
@@ -43,7 +43,7 @@ func TestClosedStreamsFreeTheirSlotsAtOnce(t *testing.T) {
 				t.Fatalf("round %d, stream %d: %s %s, want 200 (the previous round's streams were closed)", round, i, resp.Status, body)
 			}
 			// Read the snapshot, so the stream is really running.
-			frames := stacktest.ReadSSE(resp.Body)
+			frames := awstest.ReadSSE(resp.Body)
 			select {
 			case f := <-frames:
 				if f.Event != "snapshot" {

@@ -20,7 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/localstack/awstest"
-	"github.com/conveyor/conveyor/localstack/provision"
+	"github.com/conveyor/conveyor/localstack/emulator"
 )
 
 type testBundle struct {
@@ -34,7 +34,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	cfg := awstest.Config(t)
 	name := awstest.Name(t, "media")
-	if _, err := provision.S3(cfg).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	if _, err := emulator.S3(cfg).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("creating bucket %s: %v", name, err)
 	}
 	return &testBundle{cfg: cfg, name: name, b: bucket.New(cfg, name)}

@@ -27,6 +27,7 @@ var commands = []command{
 	{"invoke", "a sample event to one function against the running stack (make invoke)", runInvoke},
 	{"simulator", "the external-API simulator on its own", runSimulator},
 	{"shape", "figures of the code's shape: long functions, packages without tests (make shape)", runShape},
+	{"with-emulators", "one moto and one DynamoDB Local around a command, stopped when it ends (make test)", runWithEmulators},
 }
 
 func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }

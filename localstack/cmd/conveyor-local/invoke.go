@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/conveyor/conveyor/internal/app"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -27,7 +26,7 @@ import (
 // environment; -in-process calls its handler in this process instead.
 func runInvoke(args []string) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	fn := fs.String("fn", "", "function: "+strings.Join(app.Names(), ", "))
+	fn := fs.String("fn", "", "function: "+strings.Join(handler.Names(), ", "))
 	event := fs.String("event", "", "path of the event JSON")
 	inProcess := fs.Bool("in-process", false, "call the handler in this process instead of running the function's binary")
 	if code, done := parse(fs, args); done {
@@ -52,10 +51,10 @@ func runInvoke(args []string) int {
 }
 
 // invokeInProcess builds the function's handler the way its binary does
-// (internal/app.Functions), with the SDK's usual configuration, and
-// calls it in this process; a stream's response is copied to stdout.
+// (handler.Lookup), with the SDK's usual configuration, and calls it in
+// this process; a stream's response is copied to stdout.
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
-	f, err := app.Lookup(fn)
+	f, err := handler.Lookup(fn)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +89,7 @@ func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, er
 func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error) {
 	size, ok := resources.FunctionSizes[fn]
 	if !ok {
-		return nil, fmt.Errorf("unknown function %q (one of %v)", fn, app.Names())
+		return nil, fmt.Errorf("unknown function %q (one of %v)", fn, handler.Names())
 	}
 	if os.Getenv("CONVEYOR_TABLE") == "" {
 		return nil, fmt.Errorf("no stack environment: run `make run` first (invoke reads .local/env)")

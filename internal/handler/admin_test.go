@@ -1,0 +1,99 @@
+package handler_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/aws/esm"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/localstack/awstest"
+)
+
+// TestServesTheAdminRoutes wires the function as its binary does, against
+// the emulator: the overview answers an admin, a service token may read
+// but not write, a user token and a missing one are refused, and the
+// users' routes are not this function's.
+func TestServesTheAdminRoutes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key := strings.Repeat("k", 32)
+	env := awstest.Provision(t).Function(t, resources.FuncAdmin, map[string]string{config.VarJWTSecret: key})
+	h, err := handler.NewAdmin(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(role string) string {
+		if role == "" {
+			return ""
+		}
+		s, err := auth.Mint([]byte(key), auth.Claims{Subject: "op-" + role, Role: auth.Role(role), ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	call := func(method, path, tok string) int {
+		req := events.APIGatewayV2HTTPRequest{RawPath: path, Headers: map[string]string{},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{
+				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}}}
+		if tok != "" {
+			req.Headers["authorization"] = "Bearer " + tok
+		}
+		resp, err := h(ctx, req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		method, path, role string
+		want               int
+	}{
+		{http.MethodGet, "/v1/admin/overview", "admin", http.StatusOK},
+		{http.MethodGet, "/v1/admin/overview", "service", http.StatusOK},
+		{http.MethodGet, "/v1/admin/overview", "user", http.StatusForbidden},
+		{http.MethodGet, "/v1/admin/overview", "", http.StatusUnauthorized},
+		{http.MethodPost, "/v1/admin/tiers/low/pause", "service", http.StatusForbidden},
+		{http.MethodGet, "/v1/jobs", "admin", http.StatusNotFound},
+	} {
+		if got := call(c.method, c.path, token(c.role)); got != c.want {
+			t.Errorf("%s %s as %q: %d, want %d", c.method, c.path, c.role, got, c.want)
+		}
+	}
+}
+
+// TestPlatforms: in AWS, DLQs are redriven by move tasks (a selection by
+// receive/send/delete) and tiers switched through their mappings; the
+// local stand-ins have neither. Which one a function gets is its caller's
+// choice, whatever the configuration says.
+func TestAdminPlatforms(t *testing.T) {
+	t.Parallel()
+	uuids := map[job.Tier]string{job.Low: "uuid-low"}
+	env := handler.Env{Config: config.Config{Env: "prod-en", ESMUUIDs: uuids}}.WithDefaults()
+	aws := handler.AdminOnAWS(env, nil)
+	if m, ok := aws.Mover.(queue.TaskMover); !ok {
+		t.Errorf("AWS mover %T, want queue.TaskMover", aws.Mover)
+	} else if _, ok := m.Fallback.(queue.SQSMover); !ok {
+		t.Errorf("AWS mover's fallback %T, want queue.SQSMover", m.Fallback)
+	}
+	if sw, ok := aws.Switch.(esm.Switch); !ok || sw.UUIDs[job.Low] != "uuid-low" {
+		t.Errorf("AWS switch %#v, want esm.Switch with the configured mappings", aws.Switch)
+	}
+	local := handler.AdminLocal(env, nil)
+	if _, ok := local.Mover.(queue.SQSMover); !ok {
+		t.Errorf("local mover %T, want queue.SQSMover", local.Mover)
+	}
+	if local.Switch != nil {
+		t.Errorf("local switch %T, want none", local.Switch)
+	}
+}

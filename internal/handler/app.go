@@ -1,0 +1,142 @@
+package handler
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
+	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/stream"
+	"github.com/conveyor/conveyor/internal/uploads"
+	"github.com/conveyor/conveyor/internal/webhook"
+	"github.com/conveyor/conveyor/internal/worker"
+)
+
+// AppOptions adjusts the graph.
+type AppOptions struct {
+	// Now replaces the clock everywhere (tests).
+	Now func() time.Time
+	// Logger defaults to JSON on stderr.
+	Logger *slog.Logger
+	// HTTPClient is used for the external API (default a fresh client).
+	HTTPClient *http.Client
+	// Metrics receives EMF metric lines (default stdout).
+	Metrics io.Writer
+	// Crash is the publisher's crash hook (tests).
+	Crash func(point string, j *job.Job) error
+	// Kinds are kinds of job added to publish and http (tests, forks).
+	Kinds []job.Kind
+	// Mover redrives DLQs (nil: the receive/send/delete mover,
+	// queue.SQSMover; the admin function uses SQS move tasks in AWS,
+	// AdminOnAWS).
+	Mover admin.Mover
+	// Switch turns a tier's consumer off and on (nil: none, the local
+	// pollers read the tier flag; in AWS the event source mappings).
+	Switch admin.Switch
+	// Dashboard sets the dashboard's headers (LocalDashboard for the local
+	// stack's plain HTTP).
+	Dashboard httpapi.DashboardOptions
+}
+
+// App is Conveyor's whole object graph at once, every service wired, for
+// the local stack and the tests that drive its services directly. Each
+// function's binary builds only its own part (its Function's New) from the
+// same builders (Env, Submission, Runner, the functions' own, the adapters'
+// constructors), so the two are wired one way. App knows no environment:
+// the caller injects what differs (the DLQ mover, the tier switch).
+type App struct {
+	Config  config.Config
+	Clients awsclient.Clients
+	// Bucket is the upload bucket (internal/aws/bucket).
+	Bucket    *bucket.Bucket
+	Logger    *slog.Logger
+	Store     *store.Store
+	Sender    *queue.Sender
+	Uploads   *uploads.Service
+	Accounts  *accounts.Service
+	Jobs      *jobs.Service
+	API       *deviantart.Client
+	Publisher *worker.Worker
+	Breaker   *breaker.Breaker
+	Relay     *relay.Relay
+	Webhooks  *webhook.Deliverer
+	// WebhookKeys / WebhookEndpoints are the users' signing secrets and
+	// endpoints.
+	WebhookKeys      *webhook.Keys
+	WebhookEndpoints *webhook.Endpoints
+	Streams          *stream.Server
+	Metrics          *metrics.Emitter
+	Recoverer        *recovery.Recoverer
+	Admin            *admin.Service
+	Schedules        *schedule.Service
+	// Router is the api function's routes; AdminRouter, UploadsRouter and
+	// SchedulesRouter are the admin, uploads and schedules functions'
+	// (resources.HTTPRoutes).
+	Router          *httpapi.Router
+	AdminRouter     *httpapi.Router
+	UploadsRouter   *httpapi.Router
+	SchedulesRouter *httpapi.Router
+	QueueURLs       QueueURLs
+}
+
+// NewApp wires the graph: the configuration cfg, the clients made from
+// awsCfg.
+func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error) {
+	env := Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
+	clients := awsclient.New(awsCfg)
+	a := &App{Config: cfg, Clients: clients, Bucket: bucket.New(awsCfg, cfg.Bucket), Logger: env.Log(),
+		Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
+	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
+	// Both halves in one process: the runner's kinds whole, and a
+	// submission that accepts exactly those kinds (their fronts).
+	r, err := NewRunner(RunnerConfig{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
+		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(clients.DynamoDB, owner, a.Metrics) }})
+	if err != nil {
+		return nil, err
+	}
+	sub := NewSubmission(env, a.Store, clients.SQS, r.Kinds.Fronts())
+	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = sub.Sender, r.API, r.Breaker, r.Accounts, r.Publisher, sub.Jobs
+	a.Uploads = UploadsService(env, a.Store, a.Bucket)
+	if a.Admin, err = env.Admin(AdminParts{Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, Breakers: a.Breaker, SQS: clients.SQS,
+		Mover: opts.Mover, Switch: opts.Switch}); err != nil {
+		return nil, err
+	}
+	a.Recoverer = Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
+	if a.WebhookKeys, a.WebhookEndpoints, err = Webhooks(env, a.Store); err != nil {
+		return nil, err
+	}
+	if a.Relay, err = EventRelay(env, EventBus(env), a.Sender, a.WebhookEndpoints); err != nil {
+		return nil, err
+	}
+	a.Webhooks = NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
+	if a.Streams, err = StreamServer(env, a.Store); err != nil {
+		return nil, err
+	}
+	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	a.Router = APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: IdempotencyFor(env, a.Store)}, opts.Dashboard)
+	a.AdminRouter = AdminRouter(env, a.Admin)
+	a.UploadsRouter = UploadsRouter(env, a.Uploads)
+	a.SchedulesRouter = SchedulesRouter(env, a.Schedules, a.Store)
+	return a, nil
+}

@@ -1,0 +1,35 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/secretref"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// HTTPHandler is the handler of a function behind the HTTP API (payload
+// v2): api, admin, uploads and schedules (resources.HTTPRoutes). Each
+// starts from RouterFor and registers its route group, so every group
+// answers alike.
+type HTTPHandler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// ResolveHTTP, the HTTP functions' cold start, reads no secret: the JWT
+// key is read in the background (secretref.JWTKey) and the first request
+// that needs it waits.
+var ResolveHTTP Resolver = secretref.ExceptJWT
+
+// RouterFor returns a router without routes that verifies tokens with env's
+// JWT key (read in the background from now on) and, when configured, with
+// env's OIDC issuer (Env.Verifier), and logs with env's logger.
+func RouterFor(env Env) *httpapi.Router {
+	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log()})
+}
+
+// IdempotencyFor is the creating routes' Idempotency-Key guard, keeping its
+// keys in st for CONVEYOR_IDEMPOTENCY_WINDOW.
+func IdempotencyFor(env Env, st *store.Store) httpapi.Idempotency {
+	return httpapi.Idempotency{Records: st, Window: env.Config.IdempotencyWindow, Now: env.Now, Logger: env.Log()}
+}

@@ -1,0 +1,82 @@
+package handler_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
+)
+
+// linkedByAll is what every function's binary links: the AWS SDK services
+// whose packages its imports reach (each costs the binary the service's
+// package inits at every cold start, called or not; a service's calls are
+// linked only where a function creates its client). Every function's main
+// imports internal/handler, which holds every function's wiring and the
+// local stack's whole graph (App, through internal/awsclient: the SDK's
+// shared-configuration loader, with SSO, SSO OIDC, sign-in and STS, and
+// the DynamoDB Streams client), so every function links the services of
+// all of them. A function that starts linking another service — through an
+// import that drags a client for a type or a constant — fails here, naming
+// it; `go list -deps` shows the import chain.
+//
+// Bootstraps (`make build`, linux/arm64, stripped, MB): before the
+// function packages were merged into this one, each linked only its own
+// clients' services, 8.39 (stream) to 10.35 (publisher); now 11.47
+// (confirm, uploads) to 12.39 (admin, publisher), and each cold start's
+// init is 2.2–4.1 ms longer (stream at hello + 5.5 ms, over the + 5 goal).
+// docs/performance.md, "Bootstraps and cold start", gives every function's
+// size and cold start, before and after.
+var linkedByAll = []string{"dynamodb", "dynamodbstreams", "eventbridge", "kms", "lambda", "s3", "scheduler",
+	"secretsmanager", "signin", "sqs", "sso", "ssooidc", "sts"}
+
+// tzdataLinkers are the functions whose main embeds the time zone database
+// (0.45 MB): the one that loads zones.
+var tzdataLinkers = []string{resources.FuncSchedules}
+
+// TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
+// as `make build` builds it (linux/arm64, resources.LambdaBuildTags): the SDK
+// services of linkedByAll, and time/tzdata for tzdataLinkers.
+func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	for _, fn := range resources.For(job.Local).Functions {
+		t.Run(fn, func(t *testing.T) {
+			t.Parallel()
+			want := slices.Clone(linkedByAll)
+			if slices.Contains(tzdataLinkers, fn) {
+				want = append(want, "time/tzdata")
+			}
+			slices.Sort(want)
+			cmd := exec.Command(goTool, "list", "-tags", resources.LambdaBuildTags, "-deps", "github.com/conveyor/conveyor/functions/"+fn)
+			cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps functions/%s: %v", fn, err)
+			}
+			var got []string
+			for _, pkg := range strings.Fields(string(out)) {
+				if svc, ok := strings.CutPrefix(pkg, "github.com/aws/aws-sdk-go-v2/service/"); ok && !strings.Contains(svc, "/") {
+					got = append(got, svc)
+				}
+				if pkg == "time/tzdata" {
+					got = append(got, pkg)
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("functions/%s links (-budget +linked):\n%s", fn, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package handler
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/aws/bus"
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/relay"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/webhook"
+)
+
+// Relayer relays a stream batch of event items to the bus.
+type Relayer interface {
+	Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, relay.Result)
+}
+
+// RelayHandler is the relay function's handler, fed by the DynamoDB
+// Streams event source mapping on the table (filtered to new event items,
+// with ReportBatchItemFailures): it answers the records to retry, so the
+// mapping resumes at the first of them. It never returns an error for a
+// record; an error would make the mapping retry (and bisect) the batch.
+func RelayHandler(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return func(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		resp, res := r.Handle(ctx, batch)
+		// The metric line is the batch's record (its counts are queryable
+		// in the log group too); a batch with failures gets a warning
+		// with every count, ignored records included.
+		emf.Emit(map[string]float64{"EventsRelayed": float64(res.Relayed), "EventsFailed": float64(res.Failed),
+			"WebhooksQueued": float64(res.Webhooks), "EventLagMaxMs": float64(res.MaxLag.Milliseconds())}, nil)
+		if res.Failed > 0 {
+			log.WarnContext(ctx, "relayed a stream batch with failures", "records", len(batch.Records), "relayed", res.Relayed,
+				"failed", res.Failed, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
+		}
+		return resp, nil
+	}
+}
+
+// Relay is the function the DynamoDB Streams event source mapping on the
+// table feeds: it puts the new event items on the environment's EventBridge
+// bus and queues the webhook deliveries they trigger (internal/relay). It
+// reads no secret at cold start.
+var Relay = Function[func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)]{Name: resources.FuncRelay, New: NewRelay}
+
+// NewRelay wires the relay function: the bus, the users' webhook endpoints
+// (the deliveries an event triggers) and the system queue.
+func NewRelay(_ context.Context, env Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	cfg := env.Config
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: env.Store(store.NewClient(env.AWS)), Local: cfg.Env == job.Local, Now: env.Now})
+	if err != nil {
+		return nil, err
+	}
+	rel, err := EventRelay(env, EventBus(env), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return RelayHandler(rel, env.Emitter(), env.Log()), nil
+}
+
+// EventBus is env's event bus (CONVEYOR_EVENT_BUS) on EventBridge.
+func EventBus(env Env) *bus.Bus { return bus.New(env.AWS, env.Config.EventBus) }
+
+// EventRelay puts the events on b, env's bus, and queues the webhook
+// deliveries they trigger through sender.
+func EventRelay(env Env, b relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
+	cfg := env.Config
+	return relay.New(relay.Config{Bus: b, Source: resources.EventSource(cfg.Env), BusEvents: cfg.BusEvents,
+		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: env.Now, Logger: env.Log()})
+}

@@ -1,0 +1,44 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/conveyor/conveyor/internal/aws/scheduler"
+	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/store"
+)
+
+// Schedules is the schedules function behind API Gateway (HTTP API,
+// payload v2): resources.SchedulesPath and every path under it (API.md,
+// "Recurring schedules": create, list, get, pause, resume, delete). Its
+// handler is a router with only those routes (httpapi.RegisterSchedules),
+// verified exactly as the api function verifies. It is the only HTTP
+// function that creates a Scheduler client and may call EventBridge
+// Scheduler, and the only one that loads time zones (its main embeds the
+// zone database). Its ticks are not its own: Scheduler invokes the recovery
+// function with them. It reads no secret at cold start (ResolveHTTP).
+var Schedules = Function[HTTPHandler]{Name: resources.FuncSchedules, Resolve: ResolveHTTP, New: NewSchedules}
+
+// SchedulesRouter registers the schedules' routes on a new router; st
+// keeps their Idempotency-Keys.
+func SchedulesRouter(env Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
+	rt := RouterFor(env)
+	httpapi.RegisterSchedules(rt, svc, IdempotencyFor(env, st))
+	return rt
+}
+
+// NewSchedules wires the schedules function from env: the table, the queues (the
+// job service a template is checked by) and Scheduler. A template is
+// validated as a submission would be, which reads only the table: the
+// pipeline gets no bucket (nothing here streams media) and no sealer
+// (nothing here opens or seals a token), so the function creates neither
+// an S3 nor a KMS client and its role has neither.
+func NewSchedules(_ context.Context, env Env) (HTTPHandler, error) {
+	db, sqsc := env.DynamoDB(), env.SQS()
+	st := env.Store(db)
+	sub := NewSubmission(env, st, sqsc, Fronts(st, nil))
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	return SchedulesRouter(env, schedules, st).Serve, nil
+}

@@ -1,9 +1,0 @@
-package schedulesfn
-
-import (
-	"testing"
-
-	"github.com/conveyor/conveyor/localstack/awstest"
-)
-
-func TestMain(m *testing.M) { awstest.Main(m) }

@@ -1,0 +1,72 @@
+package handler
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/webhook"
+)
+
+// Deliverer makes one webhook delivery attempt.
+type Deliverer interface {
+	Deliver(ctx context.Context, m queue.Message, attempt int) (webhook.Verdict, error)
+}
+
+// SystemHandler is the system tier's consumer: webhook deliveries now,
+// e-mail and billing work later (unknown kinds are dropped loudly). A delivery to
+// retry gets its message delayed by the backoff and is reported failed.
+func SystemHandler(d Deliverer, client VisibilityChanger, urls QueueURLs, log *slog.Logger) SQSHandler {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		accept := func(m queue.Message) bool { return m.Kind == queue.KindWebhook }
+		return ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (Outcome, error) {
+			v, err := d.Deliver(ctx, msg, max(receives, 1))
+			return Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
+		}), nil
+	}
+}
+
+// System is the function consuming the system tier's FIFO queue: webhook
+// deliveries (and, later, e-mail and billing work). It reads no secret at
+// cold start: webhooks are signed with each user's own secret, sealed in
+// the table.
+var System = Function[SQSHandler]{Name: resources.FuncSystem, New: NewSystem}
+
+// NewSystem wires the system function: the table, the users' webhook
+// secrets (KMS) and endpoints, and the queues (to delay a retry).
+func NewSystem(_ context.Context, env Env) (SQSHandler, error) {
+	st := env.Store(store.NewClient(env.AWS))
+	keys, endpoints, err := Webhooks(env, st)
+	if err != nil {
+		return nil, err
+	}
+	return SystemHandler(NewDeliverer(env, st, keys, endpoints), env.SQS(), env.QueueURLs(), env.Log()), nil
+}
+
+// NewDeliverer delivers the webhooks, signed with the users' keys, reading
+// the events and keeping the deliveries in st.
+func NewDeliverer(env Env, st *store.Store, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
+	return webhook.New(webhook.Config{Store: st, Keys: keys, Endpoints: endpoints,
+		Local: env.Config.Env == job.Local, Now: env.Now, Logger: env.Log()})
+}
+
+// Webhooks are the users' signing secrets and endpoints, kept in st (the
+// api function manages them, the system function delivers with them).
+func Webhooks(env Env, st *store.Store) (*webhook.Keys, *webhook.Endpoints, error) {
+	cfg := env.Config
+	keys, err := webhook.NewKeys(webhook.KeysConfig{Store: st, Sealer: sealer.For(env.AWS, env.Config.KMSKeyID), Overlap: cfg.WebhookSecretOverlap, Now: env.Now})
+	if err != nil {
+		return nil, nil, err
+	}
+	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: st, Local: cfg.Env == job.Local, Now: env.Now})
+	if err != nil {
+		return nil, nil, err
+	}
+	return keys, endpoints, nil
+}
