@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -10,12 +11,12 @@ import (
 
 func main() { handler.Start(handler.Admin(platform)) }
 
-// platform is AWS's, except under the local stack, which runs this very
-// binary against an emulator that has neither SQS move tasks nor event
-// source mappings: there it injects the local stand-ins.
+// platform is where the admin function runs: under the local stack its
+// stand-ins, in AWS move tasks and the tiers' event source mappings (the
+// only function that links the Lambda client).
 func platform(env handler.Env, client *queue.Client) handler.AdminPlatform {
 	if env.Config.Env == job.Local {
 		return handler.AdminLocal(env, client)
 	}
-	return handler.AdminOnAWS(env, client)
+	return handler.AdminOnAWS(env, client, esm.New(env.AWS, env.Config.ESMUUIDs))
 }

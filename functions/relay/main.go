@@ -3,6 +3,14 @@
 // and queues the webhook deliveries they trigger (internal/relay).
 package main
 
-import "github.com/conveyor/conveyor/internal/handler"
+import (
+	"github.com/conveyor/conveyor/internal/aws/bus"
+	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/relay"
+)
 
-func main() { handler.Start(handler.Relay) }
+func main() { handler.Start(handler.Relay(eventBus)) }
+
+// eventBus is the environment's bus (CONVEYOR_EVENT_BUS) on EventBridge:
+// the only function that links the EventBridge client.
+func eventBus(env handler.Env) relay.Bus { return bus.New(env.AWS, env.Config.EventBus) }

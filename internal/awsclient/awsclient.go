@@ -1,13 +1,14 @@
-// Package awsclient is how Conveyor talks to AWS: the SDK configuration a
-// Lambda function reads from its environment (LambdaEnv, env.go), the one
-// tools and tests load or point at the emulators (Load, ForEndpoint), the
-// service clients made once per cold start (New), the counting middleware
-// the benchmark reads requests and capacity from (Counter, count.go), and
-// each request as the IAM action and resource it is authorised as, recorded
-// per function for `make iam` (Recorder, record.go and access.go). The
-// only things that differ between the emulators and AWS are the SDK's
-// standard endpoint variables (AWS_ENDPOINT_URL, and
-// AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local) and the region.
+// Package awsclient is how the local runtime, tools and tests talk to AWS:
+// the SDK configuration they load or point at the emulators (Load,
+// ForEndpoint), every service client at once (New), and the counting
+// middleware the benchmark reads requests and capacity from (Counter,
+// count.go; TxPricer, txunits.go). A deployed function reads its
+// configuration from its environment through internal/awsenv instead, so
+// that no function links the SDK's shared-configuration loader (STS, SSO)
+// or a service client it does not call. The only things that differ
+// between the emulators and AWS are the SDK's standard endpoint variables
+// (AWS_ENDPOINT_URL, and AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local) and
+// the region.
 package awsclient
 
 import (
@@ -25,6 +26,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // Load returns the SDK configuration from the environment, standard AWS
@@ -36,9 +39,9 @@ import (
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{}
 	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		opts = append(opts, config.WithRegion(DefaultRegion))
+		opts = append(opts, config.WithRegion(awsenv.DefaultRegion))
 	}
-	if Emulated() && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+	if awsenv.Emulated() && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	}
 	opts = append(opts, optFns...)
@@ -66,7 +69,7 @@ type Endpoints struct {
 // dynamodb.NewFromConfig) uses it.
 func ForEndpoint(ep Endpoints, region string) aws.Config {
 	if region == "" {
-		region = DefaultRegion
+		region = awsenv.DefaultRegion
 	}
 	cfg := aws.Config{
 		Region:           region,
@@ -75,7 +78,7 @@ func ForEndpoint(ep Endpoints, region string) aws.Config {
 		RetryMaxAttempts: 3,
 	}
 	if ep.DynamoDB != "" {
-		cfg.ConfigSources = []any{ServiceEndpoints{DynamoDBServiceID: ep.DynamoDB}}
+		cfg.ConfigSources = []any{awsenv.ServiceEndpoints{awsenv.DynamoDBServiceID: ep.DynamoDB}}
 	}
 	return cfg
 }
@@ -116,7 +119,7 @@ func New(cfg aws.Config) Clients {
 // source mapping does).
 func Streams(cfg aws.Config) *dynamodbstreams.Client {
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		if ep, ok := DynamoDBEndpoint(cfg); ok {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
@@ -126,7 +129,7 @@ func Streams(cfg aws.Config) *dynamodbstreams.Client {
 // the client's base endpoint.
 func withDynamoDBEndpoint(cfg aws.Config) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
-		if ep, ok := DynamoDBEndpoint(cfg); ok {
+		if ep, ok := awsenv.DynamoDBEndpoint(cfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 			// DynamoDB Local runs every transaction of a table under one
 			// table lock and answers a request that waited too long for it

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // recorder is an endpoint that answers every JSON-protocol call with an
@@ -111,7 +112,7 @@ func TestLoadReadsStandardEndpointVariables(t *testing.T) {
 	t.Setenv("AWS_DEFAULT_REGION", "")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-	if !awsclient.Emulated() {
+	if !awsenv.Emulated() {
 		t.Fatal("Emulated() = false with AWS_ENDPOINT_URL set")
 	}
 	cfg, err := awsclient.Load(context.Background())
@@ -122,8 +123,8 @@ func TestLoadReadsStandardEndpointVariables(t *testing.T) {
 	if err != nil || creds.AccessKeyID != "test" {
 		t.Fatalf("credentials = %q, %v; want the dummy key", creds.AccessKeyID, err)
 	}
-	if cfg.Region != awsclient.DefaultRegion {
-		t.Errorf("region %q, want %q", cfg.Region, awsclient.DefaultRegion)
+	if cfg.Region != awsenv.DefaultRegion {
+		t.Errorf("region %q, want %q", cfg.Region, awsenv.DefaultRegion)
 	}
 	call(t, awsclient.New(cfg))
 	if got, want := ddb.seen(), "DynamoDB_20120810.ListTables"; got != want {
@@ -154,7 +155,7 @@ func TestLambdaEnvReachesDynamoDBLocal(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1")
-	cfg, err := awsclient.LambdaEnv()
+	cfg, err := awsenv.LambdaEnv()
 	if err != nil {
 		t.Fatal(err)
 	}

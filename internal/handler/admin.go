@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
@@ -48,11 +47,6 @@ type AdminPlatform struct {
 	Switch admin.Switch
 }
 
-// NewAdmin wires the admin function from env for AWS.
-func NewAdmin(ctx context.Context, env Env) (HTTPHandler, error) {
-	return NewAdminWith(AdminOnAWS)(ctx, env)
-}
-
 // NewAdminWith wires the admin function from env on the platform made by
 // platform.
 func NewAdminWith(platform func(Env, *queue.Client) AdminPlatform) func(context.Context, Env) (HTTPHandler, error) {
@@ -82,13 +76,15 @@ func buildAdmin(env Env, platform func(Env, *queue.Client) AdminPlatform) (HTTPH
 }
 
 // AdminOnAWS is the admin function's platform in AWS: DLQs redriven by SQS
-// move tasks (receive/send/delete for a selection), tiers switched through
-// their event source mappings (config.Config.ESMUUIDs).
-func AdminOnAWS(env Env, client *queue.Client) AdminPlatform {
+// move tasks (receive/send/delete for a selection), tiers switched by sw —
+// in AWS their event source mappings (internal/aws/esm, with
+// config.Config.ESMUUIDs), which the admin function's main makes, so that
+// no other function links the Lambda client.
+func AdminOnAWS(env Env, client *queue.Client, sw admin.Switch) AdminPlatform {
 	log := env.Log()
 	return AdminPlatform{
 		Mover:  queue.TaskMover{SQS: client, Fallback: queue.SQSMover{SQS: client, Logger: log}, Logger: log},
-		Switch: esm.New(env.AWS, env.Config.ESMUUIDs),
+		Switch: sw,
 	}
 }
 

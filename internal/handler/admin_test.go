@@ -28,7 +28,7 @@ func TestServesTheAdminRoutes(t *testing.T) {
 	ctx := context.Background()
 	key := strings.Repeat("k", 32)
 	env := awstest.Provision(t).Function(t, resources.FuncAdmin, map[string]string{config.VarJWTSecret: key})
-	h, err := handler.NewAdmin(ctx, env)
+	h, err := handler.NewAdminWith(onAWS)(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,11 @@ func TestServesTheAdminRoutes(t *testing.T) {
 	}
 }
 
+// onAWS is the admin function's platform in AWS, as its main makes it.
+func onAWS(env handler.Env, client *queue.Client) handler.AdminPlatform {
+	return handler.AdminOnAWS(env, client, esm.New(env.AWS, env.Config.ESMUUIDs))
+}
+
 // TestPlatforms: in AWS, DLQs are redriven by move tasks (a selection by
 // receive/send/delete) and tiers switched through their mappings; the
 // local stand-ins have neither. Which one a function gets is its caller's
@@ -80,7 +85,7 @@ func TestAdminPlatforms(t *testing.T) {
 	t.Parallel()
 	uuids := map[job.Tier]string{job.Low: "uuid-low"}
 	env := handler.Env{Config: config.Config{Env: "prod-en", ESMUUIDs: uuids}}.WithDefaults()
-	aws := handler.AdminOnAWS(env, nil)
+	aws := onAWS(env, nil)
 	if m, ok := aws.Mover.(queue.TaskMover); !ok {
 		t.Errorf("AWS mover %T, want queue.TaskMover", aws.Mover)
 	} else if _, ok := m.Fallback.(queue.SQSMover); !ok {

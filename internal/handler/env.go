@@ -12,7 +12,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/metrics"
@@ -43,16 +43,16 @@ type Env struct {
 type Resolver func(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error
 
 // Load is what every function's main does at cold start: the AWS settings
-// Lambda gives the process (awsclient.Lambda), recorded when awsclient.VarLog
+// Lambda gives the process (awsclient.Lambda), recorded when awsenv.VarLog
 // names a file, then FromConfig.
 func Load(ctx context.Context, fn string, resolve Resolver) (Env, error) {
-	awsCfg, err := awsclient.LambdaEnv()
+	awsCfg, err := awsenv.LambdaEnv()
 	if err != nil {
 		return Env{}, err
 	}
 	// Under the local stack's conformance run, every request the function
 	// makes is recorded for the IAM check (docs/iam.md).
-	if awsCfg, err = awsclient.FromEnv(awsCfg, fn); err != nil {
+	if awsCfg, err = awsenv.FromEnv(awsCfg, fn); err != nil {
 		return Env{}, err
 	}
 	return FromConfig(ctx, fn, awsCfg, resolve)

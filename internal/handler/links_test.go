@@ -19,23 +19,26 @@ import (
 // whose packages its imports reach (each costs the binary the service's
 // package inits at every cold start, called or not; a service's calls are
 // linked only where a function creates its client). Every function's main
-// imports internal/handler, which holds every function's wiring and the
-// local stack's whole graph (App, through internal/awsclient: the SDK's
-// shared-configuration loader, with SSO, SSO OIDC, sign-in and STS, and
-// the DynamoDB Streams client), so every function links the services of
-// all of them. A function that starts linking another service — through an
-// import that drags a client for a type or a constant — fails here, naming
-// it; `go list -deps` shows the import chain.
+// imports internal/handler, which holds every function's wiring, so every
+// function links the services the wiring of any of them reaches: DynamoDB,
+// SQS, S3, Scheduler, KMS and Secrets Manager. The adapters of one function
+// alone are chosen by its main (mainLinks): the admin function's tier
+// switch (Lambda's event source mappings) and the relay's bus
+// (EventBridge), whose service packages' inits are the costliest (0.65 and
+// 0.4 ms). Nothing of a function imports internal/awsclient (the SDK's
+// shared-configuration loader, with SSO, SSO OIDC, sign-in and STS): a
+// deployed function's configuration comes from internal/awsenv. A function
+// that starts linking another service — through an import that drags a
+// client for a type or a constant — fails here, naming it; `go list -deps`
+// shows the import chain.
 //
-// Bootstraps (`make build`, linux/arm64, stripped, MB): before the
-// function packages were merged into this one, each linked only its own
-// clients' services, 8.39 (stream) to 10.35 (publisher); now 11.47
-// (confirm, uploads) to 12.39 (admin, publisher), and each cold start's
-// init is 2.2–4.1 ms longer (stream at hello + 5.5 ms, over the + 5 goal).
-// docs/performance.md, "Bootstraps and cold start", gives every function's
-// size and cold start, before and after.
-var linkedByAll = []string{"dynamodb", "dynamodbstreams", "eventbridge", "kms", "lambda", "s3", "scheduler",
-	"secretsmanager", "signin", "sqs", "sso", "ssooidc", "sts"}
+// Bootstraps (`make build`, linux/arm64, stripped, MB) and cold starts:
+// docs/performance.md, "Bootstraps and cold start".
+var linkedByAll = []string{"dynamodb", "kms", "s3", "scheduler", "secretsmanager", "sqs"}
+
+// mainLinks are the services a function's main adds, for the adapter only
+// it uses.
+var mainLinks = map[string][]string{resources.FuncAdmin: {"lambda"}, resources.FuncRelay: {"eventbridge"}}
 
 // tzdataLinkers are the functions whose main embeds the time zone database
 // (0.45 MB): the one that loads zones.
@@ -43,7 +46,8 @@ var tzdataLinkers = []string{resources.FuncSchedules}
 
 // TestEachFunctionLinksOnlyWhatItUses lists each function's dependencies
 // as `make build` builds it (linux/arm64, resources.LambdaBuildTags): the SDK
-// services of linkedByAll, and time/tzdata for tzdataLinkers.
+// services of linkedByAll and its mainLinks, and time/tzdata for
+// tzdataLinkers.
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -53,7 +57,7 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	for _, fn := range resources.For(job.Local).Functions {
 		t.Run(fn, func(t *testing.T) {
 			t.Parallel()
-			want := slices.Clone(linkedByAll)
+			want := slices.Concat(linkedByAll, mainLinks[fn])
 			if slices.Contains(tzdataLinkers, fn) {
 				want = append(want, "time/tzdata")
 			}

@@ -78,7 +78,7 @@ func TestWaitsForTheOAuthClientSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminH, err := handler.NewAdmin(ctx, res.Function(t, resources.FuncAdmin, vars))
+	adminH, err := handler.NewAdminWith(onAWS)(ctx, res.Function(t, resources.FuncAdmin, vars))
 	if err != nil {
 		t.Fatal(err)
 	}

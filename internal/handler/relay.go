@@ -6,7 +6,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -42,29 +41,35 @@ func RelayHandler(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(contex
 	}
 }
 
-// Relay is the function the DynamoDB Streams event source mapping on the
-// table feeds: it puts the new event items on the environment's EventBridge
-// bus and queues the webhook deliveries they trigger (internal/relay). It
-// reads no secret at cold start.
-var Relay = Function[func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)]{Name: resources.FuncRelay, New: NewRelay}
+// RelayFunc is the relay function's handler.
+type RelayFunc = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
-// NewRelay wires the relay function: the bus, the users' webhook endpoints
-// (the deliveries an event triggers) and the system queue.
-func NewRelay(_ context.Context, env Env) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
-	cfg := env.Config
-	endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: env.Store(store.NewClient(env.AWS)), Local: cfg.Env == job.Local, Now: env.Now})
-	if err != nil {
-		return nil, err
-	}
-	rel, err := EventRelay(env, EventBus(env), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
-	if err != nil {
-		return nil, err
-	}
-	return RelayHandler(rel, env.Emitter(), env.Log()), nil
+// Relay is the function the DynamoDB Streams event source mapping on the
+// table feeds: it puts the new event items on the bus newBus makes (the
+// environment's EventBridge bus, internal/aws/bus, chosen by its main) and
+// queues the webhook deliveries they trigger (internal/relay). It reads no
+// secret at cold start.
+func Relay(newBus func(Env) relay.Bus) Function[RelayFunc] {
+	return Function[RelayFunc]{Name: resources.FuncRelay, New: NewRelay(newBus)}
 }
 
-// EventBus is env's event bus (CONVEYOR_EVENT_BUS) on EventBridge.
-func EventBus(env Env) *bus.Bus { return bus.New(env.AWS, env.Config.EventBus) }
+// NewRelay wires the relay function: the bus newBus makes, the users'
+// webhook endpoints (the deliveries an event triggers) and the system
+// queue.
+func NewRelay(newBus func(Env) relay.Bus) func(context.Context, Env) (RelayFunc, error) {
+	return func(_ context.Context, env Env) (RelayFunc, error) {
+		cfg := env.Config
+		endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: env.Store(store.NewClient(env.AWS)), Local: cfg.Env == job.Local, Now: env.Now})
+		if err != nil {
+			return nil, err
+		}
+		rel, err := EventRelay(env, newBus(env), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
+		if err != nil {
+			return nil, err
+		}
+		return RelayHandler(rel, env.Emitter(), env.Log()), nil
+	}
+}
 
 // EventRelay puts the events on b, env's bus, and queues the webhook
 // deliveries they trigger through sender.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/relay"
@@ -26,7 +27,7 @@ import (
 func TestRelaysTheSampleStreamBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := awstest.Handler(t, resources.FuncRelay, nil, handler.NewRelay)
+	h := awstest.Handler(t, resources.FuncRelay, nil, handler.NewRelay(func(env handler.Env) relay.Bus { return bus.New(env.AWS, env.Config.EventBus) }))
 	raw, err := os.ReadFile(filepath.Join(samplesDir, "dynamodb-stream-event.json"))
 	if err != nil {
 		t.Fatal(err)

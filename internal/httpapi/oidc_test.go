@@ -45,7 +45,7 @@ func TestEveryHTTPFunctionAcceptsTheIssuer(t *testing.T) {
 		return h
 	}
 	api := must(handler.NewAPI(ctx, env(resources.FuncAPI)))
-	admin := must(handler.NewAdmin(ctx, env(resources.FuncAdmin)))
+	admin := must(handler.NewAdminWith(handler.AdminLocal)(ctx, env(resources.FuncAdmin)))
 	uploads := must(handler.NewUploads(ctx, env(resources.FuncUploads)))
 	schedules := must(handler.NewSchedules(ctx, env(resources.FuncSchedules)))
 	stream, err := handler.NewStream(ctx, env(resources.FuncStream))

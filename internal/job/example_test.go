@@ -95,7 +95,7 @@ func (shout) Work(ctx context.Context, a job.Run) error {
 //     (internal/handler/pipeline.go), the list the submitting functions
 //     (api, schedules, recovery) take their fronts from and the publisher's
 //     runner runs (TestSubmittersAcceptTheKindsThePublisherRuns);
-//   - the local stack and tests: handler.AppOptions{Kinds: …} or
+//   - the local stack and tests: stack.AppOptions{Kinds: …} or
 //     stack.Options{Kinds: …}, which register the kind with the run loop and
 //     its front with submission, as this example does by hand.
 func ExampleKind() {

@@ -4,7 +4,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // Client is the DynamoDB client the table is reached through: the wiring
@@ -17,7 +17,7 @@ type Client = dynamodb.Client
 // AWS_ENDPOINT_URL is set.
 func NewClient(awsCfg aws.Config) *Client {
 	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if ep, ok := awsclient.DynamoDBEndpoint(awsCfg); ok {
+		if ep, ok := awsenv.DynamoDBEndpoint(awsCfg); ok {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})

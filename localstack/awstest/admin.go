@@ -11,7 +11,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -73,7 +73,7 @@ func (s *AdminServer) RunPollers(t testing.TB) {
 		q, _ := s.stack.Provisioned.Definition.Queue(tier)
 		p := &lambdaruntime.Poller{
 			SQS: a.Clients.SQS, QueueURL: a.Config.QueueURLs[tier],
-			QueueARN: "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + q.Name, Region: awsclient.DefaultRegion,
+			QueueARN: "arn:aws:sqs:" + awsenv.DefaultRegion + ":123456789012:" + q.Name, Region: awsenv.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: 2, Timeout: resources.ConsumerTimeout, Wait: 200 * time.Millisecond,
 			Paused: s.Service.PausedFunc(tier), Function: s.stack.Functions.Invokers[resources.FuncPublisher], Logger: quietAdmin,
 		}

@@ -35,6 +35,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
@@ -128,7 +129,7 @@ func Endpoints(t testing.TB) awsclient.Endpoints {
 // Config returns an SDK configuration for the emulators.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	cfg := awsclient.ForEndpoint(Endpoints(t), awsclient.DefaultRegion)
+	cfg := awsclient.ForEndpoint(Endpoints(t), awsenv.DefaultRegion)
 	// As the SDK's own client: redirects are answers, not followed.
 	cfg.HTTPClient = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return cfg

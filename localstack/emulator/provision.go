@@ -25,6 +25,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -366,7 +367,7 @@ func indexesIdle(ctx context.Context, client *dynamodb.Client, table string) err
 // addressing them by path when cfg names an endpoint (the emulator needs
 // it). The product reaches its bucket through internal/aws/bucket.
 func S3(cfg aws.Config) *s3.Client {
-	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = awsclient.PathStyle(cfg) })
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = awsenv.PathStyle(cfg) })
 }
 
 func bucket(ctx context.Context, client *s3.Client, sqsClient *sqs.Client, def resources.Definition) (string, error) {

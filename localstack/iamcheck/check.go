@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // Evaluator runs infra/iam/simulate.mjs.
@@ -96,7 +96,7 @@ func (f Finding) String() string {
 // and returns those not allowed, one per function, action, resource and
 // context, sorted. A call whose resource the recorder could not derive,
 // or a function the template has no role for, is a finding too.
-func Denied(ev Evaluator, t *Template, account string, calls []awsclient.Call) ([]Finding, error) {
+func Denied(ev Evaluator, t *Template, account string, calls []awsenv.Call) ([]Finding, error) {
 	type key struct{ fn, action, resource, ctx string }
 	ops := map[key][]string{}
 	var order []key
@@ -170,7 +170,7 @@ func IsSealing(action string) bool { return action == "kms:Decrypt" || action ==
 func withPurpose(action, purpose string) string { return action + " (purpose " + purpose + ")" }
 
 // used is the grant a call exercises.
-func used(c awsclient.Call) Grant {
+func used(c awsenv.Call) Grant {
 	if p, ok := c.Context[PurposeKey]; ok && IsSealing(c.Action) {
 		return Grant{c.Function, withPurpose(c.Action, p)}
 	}
@@ -303,7 +303,7 @@ func (l AllowList) covers(fn, action string) (string, bool) {
 // for (missing), the allow-list's pairs that are not granted-and-unused
 // (stale: the list must stay exact), and the granted-and-unused actions
 // with their reasons (listed).
-func Unexercised(t *Template, calls []awsclient.Call, functions []string, l AllowList) (missing, stale []Grant, listed map[Grant]string) {
+func Unexercised(t *Template, calls []awsenv.Call, functions []string, l AllowList) (missing, stale []Grant, listed map[Grant]string) {
 	exercised := map[Grant]bool{}
 	for _, c := range calls {
 		// A purpose-scoped grant is exercised per purpose; an unscoped one
@@ -351,18 +351,18 @@ func pairs(m map[string]string) string {
 }
 
 // ReadCalls reads every *.jsonl log in dir.
-func ReadCalls(dir string) ([]awsclient.Call, error) {
+func ReadCalls(dir string) ([]awsenv.Call, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	var all []awsclient.Call
+	var all []awsenv.Call
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
 			return nil, err
 		}
-		calls, err := awsclient.Read(fh)
+		calls, err := awsenv.Read(fh)
 		fh.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)

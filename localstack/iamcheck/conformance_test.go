@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -113,8 +113,8 @@ func TestIAMConformance(t *testing.T) {
 	for _, env := range job.CloudEnvs {
 		t.Run(string(env), func(t *testing.T) {
 			tmpl, err := iamcheck.LoadTemplate(filepath.Join(templates, "Conveyor-"+string(env)+".template.json"), iamcheck.Mapping{
-				Cloud: resources.For(env), Local: local, Account: lambdaruntime.AccountID, Region: awsclient.DefaultRegion,
-				KMSKeyARN: "arn:aws:kms:" + awsclient.DefaultRegion + ":" + lambdaruntime.AccountID + ":key/" + run.KMSKeyID, LocalEnv: run.Env,
+				Cloud: resources.For(env), Local: local, Account: lambdaruntime.AccountID, Region: awsenv.DefaultRegion,
+				KMSKeyARN: "arn:aws:kms:" + awsenv.DefaultRegion + ":" + lambdaruntime.AccountID + ":key/" + run.KMSKeyID, LocalEnv: run.Env,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -269,7 +269,7 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	// a key whose object is gone by the time the confirm function reads it.
 	gone := b.Must(b.Call("POST", "/v1/uploads/sign", user, map[string]any{"filename": "gone.png", "contentType": "image/png", "size": len(png)}), 201)
 	var ev events.S3Event
-	ev.Records = []events.S3EventRecord{{EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: awsclient.DefaultRegion, EventTime: time.Now().UTC(),
+	ev.Records = []events.S3EventRecord{{EventVersion: "2.1", EventSource: "aws:s3", AWSRegion: awsenv.DefaultRegion, EventTime: time.Now().UTC(),
 		EventName: "ObjectCreated:Put", S3: events.S3Entity{Bucket: events.S3Bucket{Name: s.Provisioned.Definition.Bucket.Name},
 			Object: events.S3Object{Key: gone.Body["key"].(string), Size: int64(len(png))}}}}
 	payload, _ := json.Marshal(ev)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/iamcheck"
@@ -79,9 +79,9 @@ func TestTemplateResolvesIntoLocalARNs(t *testing.T) {
 func TestUnexercisedAndUnscoped(t *testing.T) {
 	t.Parallel()
 	tmpl, local := parse(t)
-	calls := []awsclient.Call{
-		{Function: "relay", Access: awsclient.Access{Action: "dynamodb:Query", Resource: "x"}},
-		{Function: "relay", Access: awsclient.Access{Action: "kms:Decrypt", Resource: keyARN, Context: map[string]string{iamcheck.PurposeKey: "webhook-signing"}}},
+	calls := []awsenv.Call{
+		{Function: "relay", Access: awsenv.Access{Action: "dynamodb:Query", Resource: "x"}},
+		{Function: "relay", Access: awsenv.Access{Action: "kms:Decrypt", Resource: keyARN, Context: map[string]string{iamcheck.PurposeKey: "webhook-signing"}}},
 	}
 	allow := iamcheck.AllowList{
 		{Functions: []string{"relay"}, Actions: []string{"s3:GetObject", "dynamodb:Query", "sqs:SendMessage"}, Reason: "test"},
@@ -119,10 +119,10 @@ func TestDeniedEvaluatesWithIAMSimulate(t *testing.T) {
 	}
 	tmpl, _ := parse(t)
 	table := "arn:aws:dynamodb:us-east-1:123456789012:table/t-local"
-	call := func(action, resource string, ctx map[string]string) awsclient.Call {
-		return awsclient.Call{Function: "relay", Operation: "Op", Access: awsclient.Access{Action: action, Resource: resource, Context: ctx}}
+	call := func(action, resource string, ctx map[string]string) awsenv.Call {
+		return awsenv.Call{Function: "relay", Operation: "Op", Access: awsenv.Access{Action: action, Resource: resource, Context: ctx}}
 	}
-	calls := []awsclient.Call{
+	calls := []awsenv.Call{
 		call("dynamodb:Query", table, nil),
 		call("dynamodb:Query", table+"/index/byOwner", nil),
 		call("dynamodb:Query", table+"/index/bySweep", nil),
@@ -130,7 +130,7 @@ func TestDeniedEvaluatesWithIAMSimulate(t *testing.T) {
 		call("kms:Decrypt", keyARN, map[string]string{iamcheck.PurposeKey: "account-token", "kms:EncryptionContext:user": "u1"}),
 		call("s3:GetObject", "arn:aws:s3:::t-local-uploads/uploads/u1/x.png", nil),
 		call("s3:GetObject", "arn:aws:s3:::t-local-uploads/other/x.png", nil),
-		{Function: "relay", Operation: "ListTables", Access: awsclient.Access{Action: "dynamodb:ListTables", Unknown: "not known"}},
+		{Function: "relay", Operation: "ListTables", Access: awsenv.Access{Action: "dynamodb:ListTables", Unknown: "not known"}},
 	}
 	denied, err := iamcheck.Denied(ev, tmpl, lambdaruntime.AccountID, calls)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/conveyor/conveyor/internal/auth"
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
@@ -46,7 +46,7 @@ func (f *Functions) close() {
 // inProcess invokes in this process each function's handler
 // (internal/handler) over the services of a; emf is the metrics emitter of
 // each function that emits per invocation.
-func inProcess(a *handler.App, emf func(function string) *metrics.Emitter) *Functions {
+func inProcess(a *App, emf func(function string) *metrics.Emitter) *Functions {
 	log := a.Logger
 	return &Functions{
 		Invokers: map[string]lambdaruntime.Invoker{
@@ -133,8 +133,8 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 			env[s.arnVar] = arns[s.name]
 		}
 		if c.callLog != "" {
-			env[awsclient.VarLog] = filepath.Join(c.callLog, name+".jsonl")
-			env[awsclient.VarAccount] = lambdaruntime.AccountID
+			env[awsenv.VarLog] = filepath.Join(c.callLog, name+".jsonl")
+			env[awsenv.VarAccount] = lambdaruntime.AccountID
 		}
 		size, ok := resources.FunctionSizes[name]
 		if !ok {
@@ -143,7 +143,7 @@ func startBinaries(ctx context.Context, c binaryConfig) (*Functions, error) {
 		}
 		fn, err := lambdaruntime.NewFunction(lambdaruntime.FunctionConfig{
 			Name: c.def.Prefix + "-" + name, Bootstrap: paths[name], Env: env,
-			MemoryMB: size.MemoryMB, Timeout: size.Timeout, Region: awsclient.DefaultRegion,
+			MemoryMB: size.MemoryMB, Timeout: size.Timeout, Region: awsenv.DefaultRegion,
 			Output: c.outputOf(name), Logger: c.logger,
 		})
 		if err != nil {

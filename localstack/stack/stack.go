@@ -29,6 +29,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
@@ -113,7 +114,7 @@ type Options struct {
 	Observe func(function string, took time.Duration)
 	// CallLog, in binary mode, is a directory where each function records
 	// every AWS access its requests need, in <function>.jsonl
-	// (awsclient.VarLog), for the IAM conformance check (docs/iam.md).
+	// (awsenv.VarLog), for the IAM conformance check (docs/iam.md).
 	CallLog string
 	// DataDir, when set, keeps the emulators' data there between runs
 	// (DynamoDB Local's database, moto's state file) when the stack starts
@@ -142,7 +143,7 @@ type Stack struct {
 	// Endpoints are the emulators the stack talks to.
 	Endpoints awsclient.Endpoints
 	Config    config.Config
-	App       *handler.App
+	App       *App
 	// Schedules fires the users' recurring schedules (polling every
 	// ScheduleFirerInterval unless the pollers are disabled; tests call
 	// RunOnce with their clock).
@@ -270,7 +271,7 @@ func (s *Stack) emulate(ctx context.Context, opts Options) (*bringUp, error) {
 		s.Endpoints.DynamoDB = s.Endpoints.Default
 	}
 	b := &bringUp{def: resources.Named(job.Local, opts.Prefix)}
-	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsclient.DefaultRegion)
+	b.uncountedCfg = awsclient.ForEndpoint(s.Endpoints, awsenv.DefaultRegion)
 	b.uncounted = awsclient.New(b.uncountedCfg)
 	res, err := emulator.Provision(ctx, b.uncounted, b.def)
 	if err != nil {
@@ -341,7 +342,7 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	if opts.FunctionOutputs != nil && !opts.Binaries {
 		logger = slog.New(newFunctionLogs(opts.Logger.Handler(), opts.FunctionOutputs, b.def.Functions))
 	}
-	a, err := handler.NewApp(s.Config, b.awsCfg, handler.AppOptions{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+	a, err := NewApp(s.Config, b.awsCfg, AppOptions{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
 		Mover: handler.LocalMover(b.clients.SQS, opts.Logger), Dashboard: handler.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()
@@ -463,7 +464,7 @@ func (s *Stack) startPollers(ctx context.Context, b *bringUp, opts Options) {
 	res, fns := s.Provisioned, s.Functions
 	for _, q := range b.def.Queues {
 		p := &lambdaruntime.Poller{
-			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsclient.DefaultRegion,
+			SQS: b.clients.SQS, QueueURL: res.QueueURLs[q.Tier], QueueARN: queueARN(q.Name), Region: awsenv.DefaultRegion,
 			BatchSize: q.BatchSize, Concurrency: min(q.MaxConcurrency, opts.PollerConcurrency), MinPollers: opts.MinPollers,
 			Timeout: resources.ConsumerTimeout, Function: fns.Invokers[q.Consumer], Logger: opts.Logger.With("tier", q.Tier),
 			// A disabled mapping in AWS: Lambda stops receiving, and no
@@ -542,8 +543,8 @@ func (s *Stack) startEmulators(ctx context.Context) error {
 func relayPoller(def resources.Definition, res emulator.Provisioned, cfg aws.Config, clients awsclient.Clients, fn lambdaruntime.Invoker, log *slog.Logger) *lambdaruntime.StreamPoller {
 	m := def.EventStream
 	return &lambdaruntime.StreamPoller{
-		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsclient.DefaultRegion,
-		FunctionARN: "arn:aws:lambda:" + awsclient.DefaultRegion + ":" + lambdaruntime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
+		Streams: awsclient.Streams(cfg), StreamARN: res.TableStreamARN, Region: awsenv.DefaultRegion,
+		FunctionARN: "arn:aws:lambda:" + awsenv.DefaultRegion + ":" + lambdaruntime.AccountID + ":function:" + def.Prefix + "-" + m.Function,
 		BatchSize:   m.BatchSize, BatchingWindow: m.BatchingWindow, MaxRetries: m.MaxRetries, BisectOnError: m.BisectOnError,
 		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: clients.SQS, FailureQueueURL: res.RelayFailureQueueURL,
@@ -553,7 +554,7 @@ func relayPoller(def resources.Definition, res emulator.Provisioned, cfg aws.Con
 
 // queueARN is the ARN moto gives a queue in the default account and region.
 func queueARN(name string) string {
-	return "arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + name
+	return "arn:aws:sqs:" + awsenv.DefaultRegion + ":123456789012:" + name
 }
 
 func waitHealthy(ctx context.Context, base string) error {
@@ -592,7 +593,7 @@ func (s *Stack) Env() map[string]string {
 	m[config.VarDeviantArtClientSecret] = s.Config.DeviantArtClientSecret
 	m["AWS_ENDPOINT_URL"] = s.Endpoints.Default
 	m["AWS_ENDPOINT_URL_DYNAMODB"] = s.Endpoints.DynamoDB
-	m["AWS_REGION"] = awsclient.DefaultRegion
+	m["AWS_REGION"] = awsenv.DefaultRegion
 	m["AWS_ACCESS_KEY_ID"] = "test"
 	m["AWS_SECRET_ACCESS_KEY"] = "test"
 	return m

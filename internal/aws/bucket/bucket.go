@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 )
 
 // ErrNotFound means the object (or the version asked for) is not in the
@@ -51,13 +51,13 @@ type options struct{ pathStyle bool }
 
 // PathStyle addresses the bucket by path (https://host/bucket/key) rather
 // than by virtual host; the default is by path exactly when cfg names an
-// endpoint of its own (the emulators need it: awsclient.PathStyle).
+// endpoint of its own (the emulators need it: awsenv.PathStyle).
 func PathStyle(on bool) Option { return func(o *options) { o.pathStyle = on } }
 
 // New returns the bucket named name, reached with cfg (one S3 client per
 // Bucket: make it once per cold start).
 func New(cfg aws.Config, name string, opts ...Option) *Bucket {
-	o := options{pathStyle: awsclient.PathStyle(cfg)}
+	o := options{pathStyle: awsenv.PathStyle(cfg)}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -46,10 +46,11 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/recovery"
+	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
@@ -454,7 +455,7 @@ func run(o opts) error {
 	counter.LabelWith(lambdaruntime.FunctionOf)
 	// DynamoDB Local counts a transaction's items of equal size once: each
 	// transaction is priced item by item, by DynamoDB's rules, instead.
-	counter.PriceTransactions(awsclient.NewTxPricer(awsclient.New(awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)).DynamoDB))
+	counter.PriceTransactions(awsclient.NewTxPricer(awsclient.New(awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)).DynamoDB))
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
 	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
@@ -469,7 +470,7 @@ func run(o opts) error {
 	defer s.Close()
 
 	progress("measuring the emulator's floor")
-	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsclient.DefaultRegion)
+	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)
 	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, awsclient.New(floorCfg), s)
 	if err != nil {
 		return err
@@ -1916,7 +1917,7 @@ func tapBus(ctx context.Context, c awsclient.Clients, s *stack.Stack) (string, e
 		return "", err
 	}
 	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("bench-tap"), EventBusName: aws.String(def.EventBus),
-		Targets: []ebtypes.Target{{Id: aws.String("tap"), Arn: aws.String("arn:aws:sqs:" + awsclient.DefaultRegion + ":123456789012:" + name),
+		Targets: []ebtypes.Target{{Id: aws.String("tap"), Arn: aws.String("arn:aws:sqs:" + awsenv.DefaultRegion + ":123456789012:" + name),
 			// Only the detail: moto renders a target's input with a JSONPath
 			// parse per path per event, eight for a target without a
 			// transformer (about 4 ms of its one process an event, as much as

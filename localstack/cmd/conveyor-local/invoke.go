@@ -26,7 +26,7 @@ import (
 // environment; -in-process calls its handler in this process instead.
 func runInvoke(args []string) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	fn := fs.String("fn", "", "function: "+strings.Join(handler.Names(), ", "))
+	fn := fs.String("fn", "", "function: "+strings.Join(stack.FunctionNames(), ", "))
 	event := fs.String("event", "", "path of the event JSON")
 	inProcess := fs.Bool("in-process", false, "call the handler in this process instead of running the function's binary")
 	if code, done := parse(fs, args); done {
@@ -51,10 +51,10 @@ func runInvoke(args []string) int {
 }
 
 // invokeInProcess builds the function's handler the way its binary does
-// (handler.Lookup), with the SDK's usual configuration, and calls it in
+// (stack.LookupFunction), with the SDK's usual configuration, and calls it in
 // this process; a stream's response is copied to stdout.
 func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, error) {
-	f, err := handler.Lookup(fn)
+	f, err := stack.LookupFunction(fn)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func invokeInProcess(ctx context.Context, fn string, payload []byte) ([]byte, er
 func invokeBinary(ctx context.Context, fn string, payload []byte) ([]byte, error) {
 	size, ok := resources.FunctionSizes[fn]
 	if !ok {
-		return nil, fmt.Errorf("unknown function %q (one of %v)", fn, handler.Names())
+		return nil, fmt.Errorf("unknown function %q (one of %v)", fn, stack.FunctionNames())
 	}
 	if os.Getenv("CONVEYOR_TABLE") == "" {
 		return nil, fmt.Errorf("no stack environment: run `make run` first (invoke reads .local/env)")

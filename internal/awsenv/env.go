@@ -1,4 +1,13 @@
-package awsclient
+// Package awsenv is the AWS environment of a deployed function: the SDK
+// configuration Lambda's variables give it (LambdaEnv; the emulators'
+// endpoints through the SDK's standard AWS_ENDPOINT_URL variables), and each
+// request recorded as the IAM action and resource it is authorised as, per
+// function, for `make iam` (Recorder, record.go and access.go). It imports
+// no service client and not the SDK's shared-configuration loader, so every
+// function's binary links only the clients its wiring makes; the local
+// runtime, tools and tests load their configuration through
+// internal/awsclient.
+package awsenv
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package handler
+package stack
 
 import (
 	"io"
@@ -16,6 +16,7 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/jobs"
@@ -48,7 +49,7 @@ type AppOptions struct {
 	Kinds []job.Kind
 	// Mover redrives DLQs (nil: the receive/send/delete mover,
 	// queue.SQSMover; the admin function uses SQS move tasks in AWS,
-	// AdminOnAWS).
+	// handler.AdminOnAWS).
 	Mover admin.Mover
 	// Switch turns a tier's consumer off and on (nil: none, the local
 	// pollers read the tier flag; in AWS the event source mappings).
@@ -61,8 +62,9 @@ type AppOptions struct {
 // App is Conveyor's whole object graph at once, every service wired, for
 // the local stack and the tests that drive its services directly. Each
 // function's binary builds only its own part (its Function's New) from the
-// same builders (Env, Submission, Runner, the functions' own, the adapters'
-// constructors), so the two are wired one way. App knows no environment:
+// same builders (internal/handler: Env, Submission, Runner, the
+// functions' own, the adapters' constructors), so the two are wired one
+// way. App knows no environment:
 // the caller injects what differs (the DLQ mover, the tier switch).
 type App struct {
 	Config  config.Config
@@ -96,47 +98,47 @@ type App struct {
 	AdminRouter     *httpapi.Router
 	UploadsRouter   *httpapi.Router
 	SchedulesRouter *httpapi.Router
-	QueueURLs       QueueURLs
+	QueueURLs       handler.QueueURLs
 }
 
 // NewApp wires the graph: the configuration cfg, the clients made from
 // awsCfg.
 func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error) {
-	env := Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
+	env := handler.Env{Config: cfg, AWS: awsCfg, Logger: opts.Logger, Now: opts.Now, HTTPClient: opts.HTTPClient, Metrics: opts.Metrics}.WithDefaults()
 	clients := awsclient.New(awsCfg)
 	a := &App{Config: cfg, Clients: clients, Bucket: bucket.New(awsCfg, cfg.Bucket), Logger: env.Log(),
 		Store: env.Store(clients.DynamoDB), Metrics: env.Emitter(), QueueURLs: env.QueueURLs()}
 	sealer := sealer.For(env.AWS, env.Config.KMSKeyID)
 	// Both halves in one process: the runner's kinds whole, and a
 	// submission that accepts exactly those kinds (their fronts).
-	r, err := NewRunner(RunnerConfig{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
+	r, err := handler.NewRunner(handler.RunnerConfig{Env: env, Store: a.Store, Bucket: a.Bucket, Sealer: sealer, Crash: opts.Crash, Kinds: opts.Kinds,
 		Breaker: func(owner string) (*breaker.Breaker, error) { return env.Breaker(clients.DynamoDB, owner, a.Metrics) }})
 	if err != nil {
 		return nil, err
 	}
-	sub := NewSubmission(env, a.Store, clients.SQS, r.Kinds.Fronts())
+	sub := handler.NewSubmission(env, a.Store, clients.SQS, r.Kinds.Fronts())
 	a.Sender, a.API, a.Breaker, a.Accounts, a.Publisher, a.Jobs = sub.Sender, r.API, r.Breaker, r.Accounts, r.Publisher, sub.Jobs
-	a.Uploads = UploadsService(env, a.Store, a.Bucket)
-	if a.Admin, err = env.Admin(AdminParts{Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, Breakers: a.Breaker, SQS: clients.SQS,
+	a.Uploads = handler.UploadsService(env, a.Store, a.Bucket)
+	if a.Admin, err = env.Admin(handler.AdminParts{Store: a.Store, Jobs: a.Jobs, Sender: a.Sender, Breakers: a.Breaker, SQS: clients.SQS,
 		Mover: opts.Mover, Switch: opts.Switch}); err != nil {
 		return nil, err
 	}
-	a.Recoverer = Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
-	if a.WebhookKeys, a.WebhookEndpoints, err = Webhooks(env, a.Store); err != nil {
+	a.Recoverer = handler.Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
+	if a.WebhookKeys, a.WebhookEndpoints, err = handler.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}
-	if a.Relay, err = EventRelay(env, EventBus(env), a.Sender, a.WebhookEndpoints); err != nil {
+	if a.Relay, err = handler.EventRelay(env, EventBus(env), a.Sender, a.WebhookEndpoints); err != nil {
 		return nil, err
 	}
-	a.Webhooks = NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
-	if a.Streams, err = StreamServer(env, a.Store); err != nil {
+	a.Webhooks = handler.NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)
+	if a.Streams, err = handler.StreamServer(env, a.Store); err != nil {
 		return nil, err
 	}
 	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
-	a.Router = APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: IdempotencyFor(env, a.Store)}, opts.Dashboard)
-	a.AdminRouter = AdminRouter(env, a.Admin)
-	a.UploadsRouter = UploadsRouter(env, a.Uploads)
-	a.SchedulesRouter = SchedulesRouter(env, a.Schedules, a.Store)
+	a.Router = handler.APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard)
+	a.AdminRouter = handler.AdminRouter(env, a.Admin)
+	a.UploadsRouter = handler.UploadsRouter(env, a.Uploads)
+	a.SchedulesRouter = handler.SchedulesRouter(env, a.Schedules, a.Store)
 	return a, nil
 }

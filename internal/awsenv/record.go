@@ -1,4 +1,4 @@
-package awsclient
+package awsenv
 
 import (
 	"context"

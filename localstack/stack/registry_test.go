@@ -1,4 +1,4 @@
-package handler_test
+package stack_test
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
+	"github.com/conveyor/conveyor/localstack/stack"
 )
 
 // TestEveryFunctionOfTheDefinitionIsRegistered: make invoke reaches every
@@ -22,11 +22,11 @@ func TestEveryFunctionOfTheDefinitionIsRegistered(t *testing.T) {
 	t.Parallel()
 	want := slices.Clone(resources.For(job.Local).Functions)
 	slices.Sort(want)
-	if diff := cmp.Diff(want, handler.Names()); diff != "" {
+	if diff := cmp.Diff(want, stack.FunctionNames()); diff != "" {
 		t.Errorf("registered functions (-definition +registry):\n%s", diff)
 	}
-	for _, name := range handler.Names() {
-		f, err := handler.Lookup(name)
+	for _, name := range stack.FunctionNames() {
+		f, err := stack.LookupFunction(name)
 		if err != nil || f.Name != name {
 			t.Fatalf("Lookup(%q) = %q, %v", name, f.Name, err)
 		}
@@ -38,7 +38,7 @@ func TestEveryFunctionOfTheDefinitionIsRegistered(t *testing.T) {
 			t.Errorf("%s resolves secrets at cold start: %v, want %v", name, got, reads)
 		}
 	}
-	if _, err := handler.Lookup("nope"); err == nil || !strings.Contains(err.Error(), resources.FuncRelay) {
+	if _, err := stack.LookupFunction("nope"); err == nil || !strings.Contains(err.Error(), resources.FuncRelay) {
 		t.Errorf("an unknown name: %v, want an error listing the functions", err)
 	}
 }
@@ -50,8 +50,8 @@ func TestEveryFunctionBuildsFromItsConfiguration(t *testing.T) {
 	e := awstest.Provision(t)
 	extra := map[string]string{config.VarJWTSecret: strings.Repeat("k", 32),
 		config.VarDeviantArtClientID: "id", config.VarDeviantArtClientSecret: "secret"}
-	for _, name := range handler.Names() {
-		f, err := handler.Lookup(name)
+	for _, name := range stack.FunctionNames() {
+		f, err := stack.LookupFunction(name)
 		if err != nil {
 			t.Fatal(err)
 		}

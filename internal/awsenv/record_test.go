@@ -1,4 +1,4 @@
-package awsclient_test
+package awsenv_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -37,7 +37,7 @@ func TestRecorderRecordsWhatIAMAuthorises(t *testing.T) {
 	env := awstest.Provision(t)
 	def, res := env.Res.Definition, env.Res
 	var log bytes.Buffer
-	cfg := awsclient.NewRecorder("api", account, &log).Attach(env.Config)
+	cfg := awsenv.NewRecorder("api", account, &log).Attach(env.Config)
 	ctx := context.Background()
 	region := env.Config.Region
 	table := "arn:aws:dynamodb:" + region + ":" + account + ":table/" + def.Table.Name
@@ -96,7 +96,7 @@ func TestRecorderRecordsWhatIAMAuthorises(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	calls, err := awsclient.Read(&log)
+	calls, err := awsenv.Read(&log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,22 +152,22 @@ func TestAccessesOfOperationsNotSent(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		req  awsclient.Request
-		want []awsclient.Access
+		req  awsenv.Request
+		want []awsenv.Access
 	}{
-		{"move task", awsclient.Request{Service: "SQS", Operation: "StartMessageMoveTask", Input: &moveTask{SourceArn: aws.String("arn:aws:sqs:r:1:dlq")}}, []awsclient.Access{
+		{"move task", awsenv.Request{Service: "SQS", Operation: "StartMessageMoveTask", Input: &moveTask{SourceArn: aws.String("arn:aws:sqs:r:1:dlq")}}, []awsenv.Access{
 			{Action: "sqs:StartMessageMoveTask", Resource: "arn:aws:sqs:r:1:dlq"}, {Action: "sqs:ReceiveMessage", Resource: "arn:aws:sqs:r:1:dlq"},
 			{Action: "sqs:DeleteMessage", Resource: "arn:aws:sqs:r:1:dlq"}, {Action: "sqs:GetQueueAttributes", Resource: "arn:aws:sqs:r:1:dlq"}}},
-		{"mapping", awsclient.Request{Service: "Lambda", Operation: "UpdateEventSourceMapping", Input: &esm{UUID: aws.String("u-1")}, Region: "r", Account: "1"},
-			[]awsclient.Access{{Action: "lambda:UpdateEventSourceMapping", Resource: "arn:aws:lambda:r:1:event-source-mapping:u-1"}}},
-		{"schedule", awsclient.Request{Service: "Scheduler", Operation: "CreateSchedule", Region: "r", Account: "1",
+		{"mapping", awsenv.Request{Service: "Lambda", Operation: "UpdateEventSourceMapping", Input: &esm{UUID: aws.String("u-1")}, Region: "r", Account: "1"},
+			[]awsenv.Access{{Action: "lambda:UpdateEventSourceMapping", Resource: "arn:aws:lambda:r:1:event-source-mapping:u-1"}}},
+		{"schedule", awsenv.Request{Service: "Scheduler", Operation: "CreateSchedule", Region: "r", Account: "1",
 			Input: &schedule{Name: aws.String("sch_1"), GroupName: aws.String("g"), Target: &target{RoleArn: aws.String("arn:aws:iam::1:role/x")}}},
-			[]awsclient.Access{{Action: "scheduler:CreateSchedule", Resource: "arn:aws:scheduler:r:1:schedule/g/sch_1"},
+			[]awsenv.Access{{Action: "scheduler:CreateSchedule", Resource: "arn:aws:scheduler:r:1:schedule/g/sch_1"},
 				{Action: "iam:PassRole", Resource: "arn:aws:iam::1:role/x", Context: map[string]string{"iam:PassedToService": "scheduler.amazonaws.com"}}}},
-		{"unknown", awsclient.Request{Service: "DynamoDB", Operation: "ListTables", Input: &struct{}{}},
-			[]awsclient.Access{{Action: "dynamodb:ListTables", Unknown: "awsclient does not know the resource of DynamoDB ListTables"}}},
+		{"unknown", awsenv.Request{Service: "DynamoDB", Operation: "ListTables", Input: &struct{}{}},
+			[]awsenv.Access{{Action: "dynamodb:ListTables", Unknown: "awsclient does not know the resource of DynamoDB ListTables"}}},
 	} {
-		if diff := cmp.Diff(tc.want, awsclient.Accesses(tc.req)); diff != "" {
+		if diff := cmp.Diff(tc.want, awsenv.Accesses(tc.req)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
