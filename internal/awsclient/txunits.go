@@ -275,29 +275,13 @@ func valueSize(v dynamodbtypes.AttributeValue) int {
 	case *dynamodbtypes.AttributeValueMemberBOOL, *dynamodbtypes.AttributeValueMemberNULL:
 		return 1
 	case *dynamodbtypes.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
+		return sum(v.Value, func(s string) int { return len(s) })
 	case *dynamodbtypes.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
+		return sum(v.Value, numberSize)
 	case *dynamodbtypes.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
+		return sum(v.Value, func(b []byte) int { return len(b) })
 	case *dynamodbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
+		return 3 + sum(v.Value, func(e dynamodbtypes.AttributeValue) int { return 1 + valueSize(e) })
 	case *dynamodbtypes.AttributeValueMemberM:
 		n := 3
 		for k, e := range v.Value {
@@ -306,6 +290,15 @@ func valueSize(v dynamodbtypes.AttributeValue) int {
 		return n
 	}
 	return 0
+}
+
+// sum adds size over xs.
+func sum[T any](xs []T, size func(T) int) int {
+	n := 0
+	for _, x := range xs {
+		n += size(x)
+	}
+	return n
 }
 
 // numberSize: one byte per two significant digits, plus one.

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
@@ -210,48 +210,7 @@ func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue
 
 // itemSize is an item's size as DynamoDB counts it: the UTF-8 bytes of
 // each attribute's name plus its value's (docs: "Item sizes and formats").
-func itemSize(it map[string]ddbtypes.AttributeValue) int {
-	n := 0
-	for k, v := range it {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v ddbtypes.AttributeValue) int {
-	switch v := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		digits := len(strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(v.Value), "0"))
-		return (digits+1)/2 + 1
-	case *ddbtypes.AttributeValueMemberB:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
-		return 1
-	case *ddbtypes.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += valueSize(&ddbtypes.AttributeValueMemberN{Value: s})
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberM:
-		return 3 + len(v.Value) + itemSize(v.Value)
-	}
-	return 0
-}
+var itemSize = awsclient.ItemSize
 
 // tableBytesPerJob scans the bench's table (uncounted: the bench's own
 // reading) and returns the storage it bills per job: every item, in the
