@@ -117,7 +117,7 @@ func (b *builder) dlqArns() []*string {
 }
 
 // permissions gives each function exactly the actions its code calls
-// (internal/app wires which services each function runs) on exactly the
+// (internal/handler wires which services each function runs) on exactly the
 // resources it uses them on. Grant methods are used where they are exact
 // (events:PutEvents on the bus, the event sources' consume grants);
 // elsewhere statements are written out, since the table and secret grants

@@ -1097,7 +1097,7 @@ func TestLeastPrivilege(t *testing.T) {
 	rw := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem",
 		"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-	// What each function's code calls (internal/app wires it), as the IAM
+	// What each function's code calls (internal/handler wires it), as the IAM
 	// conformance check (localstack/iamcheck, docs/iam.md) finds it: the
 	// api seals tokens but never opens one (it opens webhook signing
 	// secrets), and touches neither S3 nor Scheduler (the uploads and
