@@ -27,17 +27,29 @@ type received struct {
 func receiveAll(t *testing.T, c *sqs.Client, url string) []received {
 	t.Helper()
 	var out []received
+	empties := 0
 	for {
+		var wait int32
+		if empties > 0 {
+			wait = 1
+		}
 		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: wait,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
 			t.Fatalf("receiving: %v", err)
 		}
 		if len(r.Messages) == 0 {
-			return out
+			// moto may answer a receive empty while messages are still
+			// on their way in; two long polls in a row that find none
+			// end the read.
+			if empties++; empties == 3 {
+				return out
+			}
+			continue
 		}
+		empties = 0
 		for _, m := range r.Messages {
 			out = append(out, received{aws.ToString(m.Body), m.Attributes["MessageGroupId"], m.Attributes["MessageDeduplicationId"]})
 		}
