@@ -2,11 +2,15 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
@@ -145,16 +149,16 @@ func TestAWriteOfManyEventsIsOneItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var types []string
+	var kinds []string
 	for i, ev := range evs {
 		if ev.Seq != int64(i+1) || ev.Job == "" || ev.Owner != j.Owner {
 			t.Errorf("event %d: %+v", i+1, ev)
 		}
-		types = append(types, ev.Type)
+		kinds = append(kinds, ev.Type)
 	}
 	want := []string{job.EventEnqueued, job.EventProgress, job.EventProgress, job.EventProgress, job.EventCancelled}
-	if !slices.Equal(types, want) {
-		t.Errorf("events %v, want %v", types, want)
+	if !slices.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
 	}
 	if evs, err := st.Events(ctx, j.ID, 3, 1); err != nil || len(evs) != 1 || evs[0].Seq != 4 {
 		t.Errorf("one event after 3: %v, %v", evs, err)
@@ -171,5 +175,55 @@ func TestAWriteOfManyEventsIsOneItem(t *testing.T) {
 	}
 	if _, err := st.GetEvent(ctx, j.ID, 6); err != store.ErrNotFound {
 		t.Errorf("event 6 of 5: %v, want ErrNotFound", err)
+	}
+}
+
+// TestEventItemsOfOneEventAreReadAsBefore: a table written before a write's
+// events shared one item holds an item per event, the write's last in the
+// feed naming the first (feedFrom). The event log, GetEvent and the feed
+// read them as they read one item per write.
+func TestEventItemsOfOneEventAreReadAsBefore(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	db := dynamodb.NewFromConfig(env.Config)
+	table := env.Res.Definition.Table.Name
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	st := store.New(db, table, func() time.Time { return now })
+	ctx := context.Background()
+	const id = "job_oldeventitemsaaaaaaaaaaaa"
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	for seq, typ := range map[int]string{1: job.EventProgress, 2: job.EventSucceeded} {
+		at := now.Add(time.Duration(seq) * time.Millisecond)
+		item := map[string]types.AttributeValue{
+			resources.AttrPK: s("JOB#" + id), resources.AttrSK: s(fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq)),
+			"jobId": s(id), "eventOwner": s("usr_old"), "seq": &types.AttributeValueMemberN{Value: strconv.Itoa(seq)},
+			"type": s(typ), "at": s(at.Format(time.RFC3339Nano)), "tier": s("low"), "job": s(`{"id":"` + id + `"}`),
+		}
+		if seq == 2 {
+			// The write's last item stands for both in the feed.
+			item[resources.AttrFeedKey] = s("feed#0")
+			item[resources.AttrFeedAt] = s(store.FeedKey(store.EventRecord{JobID: id, Seq: 2, At: at}))
+			item[resources.AttrFeedFrom] = &types.AttributeValueMemberN{Value: "1"}
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := st.Events(ctx, id, 0, 10)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 1 || evs[1].Seq != 2 || evs[1].Job == "" {
+		t.Errorf("the event log: %+v, %v", evs, err)
+	}
+	if ev, err := st.GetEvent(ctx, id, 1); err != nil || ev.Type != job.EventProgress {
+		t.Errorf("event 1: %+v, %v", ev, err)
+	}
+	feed, err := st.Feed(ctx, 0, store.FeedTime(now.Add(-time.Minute)), 100)
+	var seqs []int64
+	for _, ev := range feed {
+		if ev.JobID == id {
+			seqs = append(seqs, ev.Seq)
+		}
+	}
+	if err != nil || !slices.Equal(seqs, []int64{1, 2}) {
+		t.Errorf("the feed gave %v (%v), want 1 and 2", seqs, err)
 	}
 }
