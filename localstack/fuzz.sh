@@ -27,6 +27,7 @@ token=$(./conveyor token --sub fuzz-admin --role admin --ttl 1h)
 # Every check, every operation (the event streams included: the stack's
 # stream function URL times out after CONVEYOR_STREAM_TIMEOUT, and a stream
 # ends cleanly before it, so each answer is whole); nothing filtered.
-# localstack/schemathesis.toml says why 422 is an acceptable answer.
+# localstack/schemathesis.toml says why 422 is an acceptable answer to a
+# request the schema allows, and 413 to one it forbids.
 "$repo/.venv/bin/schemathesis" --config-file "$repo/localstack/schemathesis.toml" run "$repo/openapi.yaml" --url "$CONVEYOR_API_URL" \
   -H "Authorization: Bearer $token" --checks all --max-examples "${FUZZ_EXAMPLES:-20}" "$@"
