@@ -111,9 +111,10 @@ func (c *Counter) add(stack *middleware.Stack) error {
 			if priced != nil && err == nil {
 				units = priced()
 			}
-			if used := consumed(out.Result); units != nil {
+			switch used := consumed(out.Result); {
+			case units != nil:
 				c.addPriced(units)
-			} else if len(used) > 0 {
+			case len(used) > 0:
 				c.addUnits(op, used)
 			}
 			return out, md, err

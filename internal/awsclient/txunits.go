@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -127,21 +128,28 @@ func (p *TxPricer) actions(ctx context.Context, in *dynamodb.TransactWriteItemsI
 }
 
 // begin reads the items tx writes, before it is sent, and returns what
-// prices it once it succeeded (reading them again); nil when the items
-// could not be read (the emulator's report is kept then).
+// prices it once it succeeded; nil when the items could not be read (the
+// emulator's report is kept then). A Put's item after it is the item it
+// wrote and a ConditionCheck's is unchanged, so only the items an Update
+// or a Delete changes are read again.
 func (p *TxPricer) begin(ctx context.Context, tx *dynamodb.TransactWriteItemsInput) func() map[string]float64 {
 	acts, err := p.actions(ctx, tx)
 	if err != nil {
 		return nil
 	}
-	before, err := p.read(ctx, acts)
+	before, err := p.read(ctx, acts, func(txAction) bool { return true })
 	if err != nil {
 		return nil
 	}
 	return func() map[string]float64 {
-		after, err := p.read(ctx, acts)
+		after, err := p.read(ctx, acts, func(a txAction) bool { return a.put == nil && !a.check })
 		if err != nil {
 			return nil
+		}
+		for i, a := range acts {
+			if a.put != nil {
+				after[i] = a.put
+			}
 		}
 		units, err := p.price(ctx, acts, before, after)
 		if err != nil {
@@ -151,10 +159,14 @@ func (p *TxPricer) begin(ctx context.Context, tx *dynamodb.TransactWriteItemsInp
 	}
 }
 
-// read returns the current item of every action (nil where there is none).
-func (p *TxPricer) read(ctx context.Context, acts []txAction) ([]map[string]dynamodbtypes.AttributeValue, error) {
+// read returns the current item of every action that wants it (nil where
+// there is none, or it was not read).
+func (p *TxPricer) read(ctx context.Context, acts []txAction, wants func(txAction) bool) ([]map[string]dynamodbtypes.AttributeValue, error) {
 	out := make([]map[string]dynamodbtypes.AttributeValue, len(acts))
 	for i, a := range acts {
+		if !wants(a) {
+			continue
+		}
 		got, err := p.db.GetItem(Uncounted(ctx), &dynamodb.GetItemInput{TableName: aws.String(a.table), Key: a.key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return nil, fmt.Errorf("reading an item of a transaction to price it: %w", err)
@@ -173,9 +185,6 @@ func (p *TxPricer) price(ctx context.Context, acts []txAction, before, after []m
 			return nil, err
 		}
 		old, cur := before[i], after[i]
-		if a.put != nil && cur == nil {
-			cur = a.put
-		}
 		size := ItemSize(old)
 		if !a.check {
 			size = max(size, ItemSize(cur))
@@ -249,10 +258,9 @@ func projected(tableKeys []string, ix indexShape, item map[string]dynamodbtypes.
 	return out
 }
 
-func equalValue(a, b dynamodbtypes.AttributeValue) bool {
-	return ItemSize(map[string]dynamodbtypes.AttributeValue{"": a}) == ItemSize(map[string]dynamodbtypes.AttributeValue{"": b}) &&
-		fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
-}
+// equalValue compares two attribute values by what they hold (a list's or
+// a map's elements are pointers too).
+func equalValue(a, b dynamodbtypes.AttributeValue) bool { return reflect.DeepEqual(a, b) }
 
 // ItemSize is an item's size in bytes as DynamoDB counts it for capacity:
 // every attribute's name and value.
