@@ -6,11 +6,8 @@ package main
 import (
 	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/relay"
 )
 
-func main() { handler.Start(handler.Relay(eventBus)) }
-
-// eventBus is the environment's bus (CONVEYOR_EVENT_BUS) on EventBridge:
-// the only function that links the EventBridge client.
-func eventBus(env handler.Env) relay.Bus { return bus.New(env.AWS, env.Config.EventBus) }
+// The environment's bus on EventBridge: the only function that links the
+// EventBridge client.
+func main() { handler.Start(handler.Relay(bus.For)) }

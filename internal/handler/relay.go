@@ -5,7 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -45,25 +47,25 @@ func RelayHandler(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(contex
 type RelayFunc = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // Relay is the function the DynamoDB Streams event source mapping on the
-// table feeds: it puts the new event items on the bus newBus makes (the
-// environment's EventBridge bus, internal/aws/bus, chosen by its main) and
-// queues the webhook deliveries they trigger (internal/relay). It reads no
-// secret at cold start.
-func Relay(newBus func(Env) relay.Bus) Function[RelayFunc] {
+// table feeds: it puts the new event items on the bus newBus makes from the
+// function's AWS settings and configuration (bus.For, the environment's
+// EventBridge bus, chosen by its main) and queues the webhook deliveries
+// they trigger (internal/relay). It reads no secret at cold start.
+func Relay(newBus func(aws.Config, config.Config) relay.Bus) Function[RelayFunc] {
 	return Function[RelayFunc]{Name: resources.FuncRelay, New: NewRelay(newBus)}
 }
 
 // NewRelay wires the relay function: the bus newBus makes, the users'
 // webhook endpoints (the deliveries an event triggers) and the system
 // queue.
-func NewRelay(newBus func(Env) relay.Bus) func(context.Context, Env) (RelayFunc, error) {
+func NewRelay(newBus func(aws.Config, config.Config) relay.Bus) func(context.Context, Env) (RelayFunc, error) {
 	return func(_ context.Context, env Env) (RelayFunc, error) {
 		cfg := env.Config
 		endpoints, err := webhook.NewEndpoints(webhook.EndpointsConfig{Store: env.Store(store.NewClient(env.AWS)), Local: cfg.Env == job.Local, Now: env.Now})
 		if err != nil {
 			return nil, err
 		}
-		rel, err := EventRelay(env, newBus(env), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
+		rel, err := EventRelay(env, newBus(env.AWS, cfg), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ import (
 func TestRelaysTheSampleStreamBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h := awstest.Handler(t, resources.FuncRelay, nil, handler.NewRelay(func(env handler.Env) relay.Bus { return bus.New(env.AWS, env.Config.EventBus) }))
+	h := awstest.Handler(t, resources.FuncRelay, nil, handler.NewRelay(bus.For))
 	raw, err := os.ReadFile(filepath.Join(samplesDir, "dynamodb-stream-event.json"))
 	if err != nil {
 		t.Fatal(err)

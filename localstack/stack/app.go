@@ -11,6 +11,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/breaker"
@@ -127,7 +128,7 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 	if a.WebhookKeys, a.WebhookEndpoints, err = handler.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}
-	if a.Relay, err = handler.EventRelay(env, EventBus(env), a.Sender, a.WebhookEndpoints); err != nil {
+	if a.Relay, err = handler.EventRelay(env, bus.For(env.AWS, cfg), a.Sender, a.WebhookEndpoints); err != nil {
 		return nil, err
 	}
 	a.Webhooks = handler.NewDeliverer(env, a.Store, a.WebhookKeys, a.WebhookEndpoints)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/relay"
 )
 
 // functions are every deployed function by name, typed alike, for the
@@ -21,7 +20,7 @@ func functions() map[string]handler.Function[any] {
 	fs := []handler.Function[any]{
 		anyFunction(handler.API(handler.APILocal)), anyFunction(handler.Admin(handler.AdminLocal)), anyFunction(handler.Uploads),
 		anyFunction(handler.Schedules), anyFunction(handler.Confirm), anyFunction(handler.Publisher), anyFunction(handler.System),
-		anyFunction(handler.Recovery), anyFunction(handler.Relay(EventBus)), anyFunction(handler.Stream),
+		anyFunction(handler.Recovery), anyFunction(handler.Relay(bus.For)), anyFunction(handler.Stream),
 	}
 	m := make(map[string]handler.Function[any], len(fs))
 	for _, f := range fs {
@@ -29,10 +28,6 @@ func functions() map[string]handler.Function[any] {
 	}
 	return m
 }
-
-// EventBus is env's event bus (CONVEYOR_EVENT_BUS) on EventBridge, as the
-// relay function's main makes it.
-func EventBus(env handler.Env) relay.Bus { return bus.New(env.AWS, env.Config.EventBus) }
 
 // anyFunction is f with its handler typed any (lambda.Start takes any).
 func anyFunction[H any](f handler.Function[H]) handler.Function[any] {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/relay"
 )
 
@@ -30,6 +31,10 @@ type Bus struct {
 func New(awsCfg aws.Config, name string) *Bus {
 	return &Bus{client: eventbridge.NewFromConfig(awsCfg), name: name}
 }
+
+// For is the environment's bus (cfg.EventBus, CONVEYOR_EVENT_BUS), with an
+// EventBridge client made from awsCfg: what the relay function puts on.
+func For(awsCfg aws.Config, cfg config.Config) relay.Bus { return New(awsCfg, cfg.EventBus) }
 
 // Put implements relay.Bus: entries go in one PutEvents request, each
 // entry's refusal reported as its error code and message.
