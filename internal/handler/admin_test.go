@@ -1,15 +1,9 @@
 package handler_test
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/aws/esm"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
@@ -25,36 +19,7 @@ import (
 // users' routes are not this function's.
 func TestServesTheAdminRoutes(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	key := strings.Repeat("k", 32)
-	env := awstest.Provision(t).Function(t, resources.FuncAdmin, map[string]string{config.VarJWTSecret: key})
-	h, err := handler.NewAdminWith(onAWS)(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := func(role string) string {
-		if role == "" {
-			return ""
-		}
-		s, err := auth.Mint([]byte(key), auth.Claims{Subject: "op-" + role, Role: auth.Role(role), ExpiresAt: time.Now().Add(time.Hour)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	call := func(method, path, tok string) int {
-		req := events.APIGatewayV2HTTPRequest{RawPath: path, Headers: map[string]string{},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path}}}
-		if tok != "" {
-			req.Headers["authorization"] = "Bearer " + tok
-		}
-		resp, err := h(ctx, req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		return resp.StatusCode
-	}
+	f := awstest.Provision(t).HTTPFunc(t, resources.FuncAdmin, handler.NewAdminWith(onAWS))
 	for _, c := range []struct {
 		method, path, role string
 		want               int
@@ -66,7 +31,7 @@ func TestServesTheAdminRoutes(t *testing.T) {
 		{http.MethodPost, "/v1/admin/tiers/low/pause", "service", http.StatusForbidden},
 		{http.MethodGet, "/v1/jobs", "admin", http.StatusNotFound},
 	} {
-		if got := call(c.method, c.path, token(c.role)); got != c.want {
+		if got := f.Call(c.method, c.path, f.Token("op-"+c.role, c.role), "").StatusCode; got != c.want {
 			t.Errorf("%s %s as %q: %d, want %d", c.method, c.path, c.role, got, c.want)
 		}
 	}

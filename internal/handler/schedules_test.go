@@ -1,13 +1,10 @@
 package handler_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -20,13 +17,7 @@ import (
 // groups' routes are not this function's.
 func TestServesTheSchedulesRoutes(t *testing.T) {
 	t.Parallel()
-	key := strings.Repeat("k", 32)
-	env := awstest.Provision(t).Function(t, resources.FuncSchedules, map[string]string{config.VarJWTSecret: key})
-	h, err := handler.NewSchedules(context.Background(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := awstest.HTTPFunction{T: t, Handler: h, Key: key}
+	f := awstest.Provision(t).HTTPFunc(t, resources.FuncSchedules, handler.NewSchedules)
 	user, service := f.Token("u-schedules", "user"), f.Token("mon", "service")
 	created := f.Call(http.MethodPost, "/v1/schedules", user,
 		`{"name":"hourly ping","cron":"0 * * * *","timezone":"Europe/Moscow","job":{"type":"http","params":{"method":"POST","url":"https://example.com/hook"}}}`)

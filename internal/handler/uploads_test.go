@@ -1,13 +1,10 @@
 package handler_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -20,13 +17,7 @@ import (
 // not this function's.
 func TestServesTheUploadsRoutes(t *testing.T) {
 	t.Parallel()
-	key := strings.Repeat("k", 32)
-	env := awstest.Provision(t).Function(t, resources.FuncUploads, map[string]string{config.VarJWTSecret: key})
-	h, err := handler.NewUploads(context.Background(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := awstest.HTTPFunction{T: t, Handler: h, Key: key}
+	f := awstest.Provision(t).HTTPFunc(t, resources.FuncUploads, handler.NewUploads)
 	user := f.Token("u-uploads", "user")
 	signed := f.Call(http.MethodPost, "/v1/uploads/sign", user, `{"filename":"cat.png","contentType":"image/png","size":12345}`)
 	var s struct {

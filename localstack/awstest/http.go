@@ -2,12 +2,15 @@ package awstest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/handler"
 )
 
 // HTTPFunction calls an HTTP API function's handler (payload v2) as API
@@ -18,6 +21,18 @@ type HTTPFunction struct {
 	Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	// Key is the JWT key the function was configured with.
 	Key string
+}
+
+// HTTPFunc builds the HTTP function fn with build, as its binary builds
+// it, on e's resources and a JWT key of its own.
+func (e Env) HTTPFunc(t testing.TB, fn string, build func(context.Context, handler.Env) (handler.HTTPHandler, error)) HTTPFunction {
+	t.Helper()
+	key := strings.Repeat("k", 32)
+	h, err := build(context.Background(), e.Function(t, fn, map[string]string{config.VarJWTSecret: key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return HTTPFunction{T: t, Handler: h, Key: key}
 }
 
 // Token is a token of role (user, admin, service; "" for none) for sub.
