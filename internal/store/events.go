@@ -144,7 +144,7 @@ func gunzipped(b []byte) ([]byte, error) {
 // eventItems assigns sequence numbers to j's pending events and renders
 // them as the write's one event item: the last event's header at the top
 // (its key, EVT#<seq>, and what the feed index projects), the earlier
-// ones in attrEarlier, the job as it is after the write once, gzipped.
+// ones in attrEarlierGz, the job as it is after the write once, gzipped.
 // Written once and never changed, it reaches the event bus through the
 // table's stream (internal/relay) and expires with the job. One item per
 // write, not per event: a write of six events (a finish's phases and
