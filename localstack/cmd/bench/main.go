@@ -451,11 +451,14 @@ func run(o opts) error {
 	}
 	defer emu.Stop()
 	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
+	// The bench's own clients, which no counter counts.
+	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)
+	plain := awsclient.New(floorCfg)
 	counter := awsclient.NewCounter()
 	counter.LabelWith(lambdaruntime.FunctionOf)
 	// DynamoDB Local counts a transaction's items of equal size once: each
 	// transaction is priced item by item, by DynamoDB's rules, instead.
-	counter.PriceTransactions(awsclient.NewTxPricer(awsclient.New(awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)).DynamoDB))
+	counter.PriceTransactions(awsclient.NewTxPricer(plain.DynamoDB))
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
 	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
@@ -470,14 +473,13 @@ func run(o opts) error {
 	defer s.Close()
 
 	progress("measuring the emulator's floor")
-	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)
-	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, awsclient.New(floorCfg), s)
+	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, plain, s)
 	if err != nil {
 		return err
 	}
 
 	e := &env{s: s, counter: counter, durs: durs, logs: logs, conc: o.conc, rate: o.rate,
-		poll: store.New(awsclient.New(floorCfg).DynamoDB, s.Config.Table, nil)}
+		poll: store.New(plain.DynamoDB, s.Config.Table, nil)}
 	progress("preparing %d users", o.users)
 	e.tokens = make([]string, o.users)
 	e.uploads = make([]string, o.users)
@@ -543,14 +545,14 @@ func run(o opts) error {
 		return fmt.Errorf("registering a webhook endpoint: %w", err)
 	}
 
-	tapURL, err := tapBus(ctx, awsclient.New(floorCfg), s)
+	tapURL, err := tapBus(ctx, plain, s)
 	if err != nil {
 		return err
 	}
 	res.EventArchive = o.archive
 	if !o.archive {
 		name := s.Provisioned.Definition.EventArchive.Name
-		if _, err := awsclient.New(floorCfg).EventBridge.DeleteArchive(ctx, &eventbridge.DeleteArchiveInput{ArchiveName: aws.String(name)}); err != nil {
+		if _, err := plain.EventBridge.DeleteArchive(ctx, &eventbridge.DeleteArchiveInput{ArchiveName: aws.String(name)}); err != nil {
 			return fmt.Errorf("deleting the event archive %s: %w", name, err)
 		}
 	}
@@ -562,7 +564,7 @@ func run(o opts) error {
 	tapCtx, stopTap := context.WithCancel(ctx)
 	defer stopTap()
 	for range tapReaders {
-		go tap.drain(tapCtx, awsclient.New(floorCfg), tapURL)
+		go tap.drain(tapCtx, plain, tapURL)
 	}
 	if o.warmup {
 		// Steady state: each user's access token is refreshed once an
@@ -668,7 +670,7 @@ func run(o opts) error {
 	}
 	progress("measuring the table's storage per job")
 	bi := billInputs{env: o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide))), reads: reads, readsPerJob: o.reads, confirm: confirm}
-	if bi.tableBytesPerJob, bi.baseTableBytesPerJob, err = tableBytesPerJob(ctx, awsclient.New(floorCfg).DynamoDB, s.Provisioned.Definition.Table); err != nil {
+	if bi.tableBytesPerJob, bi.baseTableBytesPerJob, err = tableBytesPerJob(ctx, plain.DynamoDB, s.Provisioned.Definition.Table); err != nil {
 		return err
 	}
 	res.BillZero = bill(main, upload, bi)
