@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
 // drain receives and deletes every message of tier's queue and returns the
@@ -21,23 +22,15 @@ func (ab *adminBundle) drain(tier job.Tier) []string {
 	a := ab.Stack.App
 	q := a.Config.QueueURLs[tier]
 	var got []string
-	for {
-		res, err := a.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q), MaxNumberOfMessages: 10})
-		if err != nil {
+	for _, m := range awstest.ReceiveAll(ab.T, a.Clients.SQS, q, 0) {
+		if msg, err := queue.Decode(aws.ToString(m.Body)); err == nil {
+			got = append(got, msg.JobID)
+		}
+		if _, err := a.Clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
 			ab.T.Fatal(err)
 		}
-		if len(res.Messages) == 0 {
-			return got
-		}
-		for _, m := range res.Messages {
-			if msg, err := queue.Decode(aws.ToString(m.Body)); err == nil {
-				got = append(got, msg.JobID)
-			}
-			if _, err := a.Clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				ab.T.Fatal(err)
-			}
-		}
 	}
+	return got
 }
 
 // park makes a queued job wait in the table for reason (breaker's circuit

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
@@ -27,33 +26,10 @@ type received struct {
 func receiveAll(t *testing.T, c *sqs.Client, url string) []received {
 	t.Helper()
 	var out []received
-	empties := 0
-	for {
-		var wait int32
-		if empties > 0 {
-			wait = 1
-		}
-		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: wait,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			t.Fatalf("receiving: %v", err)
-		}
-		if len(r.Messages) == 0 {
-			// moto may answer a receive empty while messages are still
-			// on their way in; two long polls in a row that find none
-			// end the read.
-			if empties++; empties == 3 {
-				return out
-			}
-			continue
-		}
-		empties = 0
-		for _, m := range r.Messages {
-			out = append(out, received{aws.ToString(m.Body), m.Attributes["MessageGroupId"], m.Attributes["MessageDeduplicationId"]})
-		}
+	for _, m := range awstest.ReceiveAll(t, c, url, 60) {
+		out = append(out, received{aws.ToString(m.Body), m.Attributes["MessageGroupId"], m.Attributes["MessageDeduplicationId"]})
 	}
+	return out
 }
 
 // TestSendGroupsEachSendApart: every send of a job is its own message

@@ -75,22 +75,14 @@ func (b *rescueBundle) get(t *testing.T, id string) job.Job {
 func (b *rescueBundle) sent(t *testing.T, tier job.Tier) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
-	for {
-		r, err := b.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.queues[tier]), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	for _, m := range awstest.ReceiveAll(t, b.sqs, b.queues[tier], 60) {
+		msg, err := queue.Decode(aws.ToString(m.Body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			msg, err := queue.Decode(aws.ToString(m.Body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[msg.JobID] = append(out[msg.JobID], msg.Send)
-		}
+		out[msg.JobID] = append(out[msg.JobID], msg.Send)
 	}
+	return out
 }
 
 // TestRunRescuesWhatIsStuckAndOnlyThat: one run over a table that holds

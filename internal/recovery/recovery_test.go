@@ -111,22 +111,11 @@ func (b *bundle) job(id string) job.Job {
 // drain receives every message of the tier's queue and returns their count.
 func (b *bundle) drain(tier job.Tier) int {
 	b.T.Helper()
-	n := 0
-	for {
-		out, err := b.Stack.App.Clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(b.Stack.Config.QueueURLs[tier]), MaxNumberOfMessages: 10,
-		})
-		if err != nil {
-			b.T.Fatal(err)
-		}
-		if len(out.Messages) == 0 {
-			return n
-		}
-		for _, m := range out.Messages {
-			n++
-			_, _ = b.Stack.App.Clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(b.Stack.Config.QueueURLs[tier]), ReceiptHandle: m.ReceiptHandle})
-		}
+	ms := awstest.ReceiveAll(b.T, b.Stack.App.Clients.SQS, b.Stack.Config.QueueURLs[tier], 0)
+	for _, m := range ms {
+		_, _ = b.Stack.App.Clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(b.Stack.Config.QueueURLs[tier]), ReceiptHandle: m.ReceiptHandle})
 	}
+	return len(ms)
 }
 
 func TestDeadWorkerIsRequeuedAndPublishesOnce(t *testing.T) {
