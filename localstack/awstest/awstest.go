@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"io"
 	"log/slog"
 	"maps"
@@ -136,11 +137,34 @@ func Config(t testing.TB) aws.Config {
 }
 
 // Prefix returns a unique, bucket-safe resource name prefix for one test.
+// When the test ends (after what it started later has stopped), its table
+// is deleted: one DynamoDB Local serves the whole suite, and every table
+// it keeps makes each later request dearer.
 func Prefix(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
-	return "t" + hex.EncodeToString(b)
+	prefix := "t" + hex.EncodeToString(b)
+	t.Cleanup(func() { dropTable(resources.Named(job.Local, prefix).Table.Name) })
+	return prefix
+}
+
+// dropTable deletes a test's table from the shared DynamoDB Local, if the
+// test made one there; it is best effort (a test on emulators of its own
+// made none there).
+func dropTable(name string) {
+	mu.Lock()
+	ep, ok := endpoints, running && startErr == nil && endpoints.DynamoDB != ""
+	mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := awsclient.ForEndpoint(ep, awsenv.DefaultRegion)
+	cfg.HTTPClient = &http.Client{Transport: transport}
+	c := dynamodb.NewFromConfig(cfg)
+	_, _ = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 }
 
 // Env is one test's isolated, provisioned copy of the resources.
