@@ -42,13 +42,7 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	opts.Endpoints, opts.Prefix, opts.APIAddr = Endpoints(t), Prefix(t), "127.0.0.1:0"
 	opts.Getenv = func(k string) string { return merged[k] }
 	if opts.Logger == nil {
-		tail := &logTail{}
-		opts.Logger = slog.New(slog.NewJSONHandler(tail, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("the stack's last %d log lines:\n%s", tailLines, tail.String())
-			}
-		})
+		opts.Logger = slog.New(slog.NewJSONHandler(LogTail(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = io.Discard
@@ -66,6 +60,18 @@ const tailLines = 200
 
 // logTail keeps the last tailLines lines written to it: the stack's logs,
 // printed when its test fails and discarded when it passes.
+// LogTail is a log destination for a stack the test starts: its last
+// lines are printed if the test fails.
+func LogTail(t testing.TB) io.Writer {
+	tail := &logTail{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the stack's last %d log lines:\n%s", tailLines, tail.String())
+		}
+	})
+	return tail
+}
+
 type logTail struct {
 	mu    sync.Mutex
 	lines []string

@@ -22,7 +22,7 @@ func TestSmallChaos(t *testing.T) {
 	rep, err := chaos.Run(context.Background(), chaos.Options{
 		Prefix: awstest.Prefix(t), Jobs: 12,
 		CrashRate: 0.15, DuplicateRate: 0.3, FaultRate: 0.2, MidCallCancelRate: 0.3, Timeout: 150 * time.Second, Seed: 7,
-		Outages: 2,
+		Outages: 2, Log: awstest.LogTail(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestLongHaulChaos(t *testing.T) {
 	t.Parallel()
 	rep, err := chaos.Run(context.Background(), chaos.Options{
 		Endpoints: awstest.Endpoints(t), Prefix: awstest.Prefix(t), Jobs: 16,
-		CrashRate: 0.1, DuplicateRate: 0.2, FaultRate: 0.1, Timeout: 240 * time.Second, Seed: 11, LongHaul: true,
+		CrashRate: 0.1, DuplicateRate: 0.2, FaultRate: 0.1, Timeout: 240 * time.Second, Seed: 11, LongHaul: true, Log: awstest.LogTail(t),
 	})
 	if err != nil {
 		t.Fatal(err)
