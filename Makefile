@@ -21,7 +21,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help run test test-go test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
+.PHONY: help run test test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -82,17 +82,6 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 
 # infra/ is its own Go module (the CDK app; the Lambdas' module holds no CDK),
 # so ./... at the top leaves it out and each target that covers it says so.
-# make test runs five independent steps, TEST_JOBS at a time (TEST_JOBS=1:
-# one after the other), each one's output printed when it ends: the Go
-# suite (test-go) beside schemathesis, the CDK tests, IAM conformance and
-# the browser test, which are mostly one process each and wait on the
-# network or the stack as much as they compute.
-TEST_JOBS ?= 3
-test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
-	$(MAKE) --no-print-directory openapi
-	@echo "the Go suite, schemathesis, the CDK tests, IAM conformance and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
-	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-go test-fuzz test-infra iam test-web
-
 # The main module's tests run under conveyor-local with-emulators: one moto
 # and one DynamoDB Local for every package. The tool is built with -race so
 # that it reuses the packages go vet -race just compiled (built without it,
@@ -100,11 +89,17 @@ test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, u
 # analyzers go vet just ran) is off (docs/testing.md). go test starts
 # packages in the order it is given them, two at a time: GO_TEST_FIRST are
 # the longest (docs/testing.md's table), so that no long package starts
-# last and runs alone.
+# last and runs alone. The four steps after it are independent, each mostly
+# one process; they run two at a time, each one's output printed when it
+# ends (TEST_JOBS=1: one after the other).
 GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/store ./internal/worker ./internal/publish
-test-go: $(EMULATORS) ## the main module's vet and tests (race detector on), on one moto and one DynamoDB Local
+TEST_JOBS ?= 2
+test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
+	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
 	$(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m $(GO_TEST_FIRST) ./...
+	@echo "the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-infra iam test-fuzz test-web
 
 test-infra: ## the CDK app's vet and tests (infra/, its own module)
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -vet=off -timeout 12m ./...
