@@ -26,7 +26,8 @@ import (
 // "write" in all, and "write table" and "write <index>" for where the
 // write units went. DynamoDB bills on-demand tables by these units, not by
 // requests: one write of an item costs a unit per KB in the table and again
-// in every index it enters or leaves, twice in a transaction.
+// in every index it enters or leaves; in a transaction, the table's units
+// twice (TxPricer).
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int

@@ -749,10 +749,10 @@ func inspectorIndex(name, attr string, withStatus bool) Index {
 
 // SweepShards is how many partitions the sparse sweep index spreads each
 // status over, so no single partition gets hot; sweeps query each shard.
-// Each status partition takes about 3–4 WCU per job passing through it (a
-// one-unit entry in and out, twice in a transaction), and an index
-// partition takes 1,000 WCU/s: 16 shards carry about 4,800 jobs/s (see the
-// capacity model of `make bench`). Raising it is safe: a job's shard is its hash modulo this
+// Each status partition takes about 2 WCU per job passing through it (a
+// one-unit entry in and out), and an index partition takes 1,000 WCU/s:
+// 16 shards carry several thousand jobs/s (see the capacity model of
+// `make bench`). Raising it is safe: a job's shard is its hash modulo this
 // number, and sweeps query every shard up to it, old ones included;
 // lowering it would hide the jobs in the dropped shards.
 const SweepShards = 16
