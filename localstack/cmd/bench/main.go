@@ -64,7 +64,7 @@ import (
 
 // price is the list price of one request in USD, us-east-1, with its source
 // and the day it was read. DynamoDB prices assume each request consumes one
-// capacity unit (items ≤ 1 KB write / 4 KB read; transactions count double);
+// capacity unit (items ≤ 1 KB write / 4 KB read; a transaction counts its items twice, their index entries once);
 // Conveyor's job items are 2–4 KB, so writes are undercounted by that factor.
 type price struct {
 	usd    float64
