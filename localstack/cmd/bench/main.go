@@ -837,10 +837,12 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 	}
 	released := start
 	if e.held != nil {
+		// The release begins with the first tier's resume: a job of the
+		// first tier may start before the last tier is resumed.
+		released = time.Now()
 		if err := e.held(ctx); err != nil {
 			return ph, err
 		}
-		released = time.Now()
 	}
 	progress("waiting for every job to finish")
 	var last, first time.Time
