@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,35 +83,37 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 
 	// jobs submit --http-url: followed live on the user's and the admin's
 	// streams; then one scheduled in an hour, to stop.
-	streamed := func(admin bool) chan string {
-		ch := make(chan string, 1)
+	streamed := func(admin bool) (chan string, *lockedBuffer) {
+		ch, out := make(chan string, 1), &lockedBuffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		args := []string{"events", "tail", "--count", "1"}
+		args := []string{"events", "tail", "--count", "1", "--env-file", l.envFile}
 		if admin {
 			args = append(args, "--admin")
 		}
 		go func() {
 			defer cancel()
-			out, stderr, _ := l.runCtx(ctx, args...)
-			ch <- out + stderr
+			var stderr strings.Builder
+			testCLI(l.home, out, &stderr, false).main(ctx, args)
+			ch <- out.String() + stderr.String()
 		}()
-		return ch
+		return ch, out
 	}
-	user, admin := streamed(false), streamed(true)
-	time.Sleep(time.Second) // both streams open
+	user, userOut := streamed(false)
+	admin, adminOut := streamed(true)
+	// Both streams are open once each printed its snapshot: the job
+	// submitted next is news to both.
+	l.b.Eventually(func() bool {
+		return strings.HasPrefix(userOut.String(), "snapshot") && strings.HasPrefix(adminOut.String(), "snapshot")
+	}, "the streams did not open")
 	out, stderr, code = l.run(t, "jobs", "submit", "--http-url", l.b.Stack.SimulatorURL+"/_sim/stats", "--method", "GET", "--json")
 	var now struct{ ID, Status string }
 	if err := json.Unmarshal([]byte(out), &now); code != 0 || err != nil || now.Status != "queued" {
 		t.Fatalf("submit --http-url: exit %d %v\n%s\n%s", code, err, out, stderr)
 	}
 	for name, ch := range map[string]chan string{"user": user, "admin": admin} {
-		// The job's first event on the stream: job.enqueued, or, when the
-		// CLI took longer than the second above to open its stream (a
-		// loaded machine) and the job was already in its snapshot, the
-		// next one, job.started.
+		// The job's first event on the stream, live: job.enqueued.
 		got := <-ch
-		live := strings.Contains(got, "job.enqueued") || strings.Contains(got, "job.started")
-		if !strings.HasPrefix(got, "snapshot") || !live || !strings.Contains(got, now.ID) {
+		if !strings.HasPrefix(got, "snapshot") || !strings.Contains(got, "job.enqueued") || !strings.Contains(got, now.ID) {
 			t.Errorf("%s stream:\n%s", name, got)
 		}
 	}
@@ -172,4 +175,22 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 	if out, _, _ = l.run(t, "webhooks", "list"); strings.Contains(out, ep.ID) {
 		t.Errorf("deleted, still listed:\n%s", out)
 	}
+}
+
+// lockedBuffer is an output a test reads while the CLI still writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
