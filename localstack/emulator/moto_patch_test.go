@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -115,6 +116,69 @@ func TestPatchedMotoAnswersAsMotoDoes(t *testing.T) {
 		t.Errorf("a fresh message within retention: %v, %d messages", err, len(r.Messages))
 	}
 
+	if strings.Contains(log.String(), "conveyor moto patches") {
+		t.Errorf("a patch did not apply:\n%s", log.String())
+	}
+}
+
+// TestALongPollOnABusyFIFOGroupWaits: a long poll on a FIFO queue whose only
+// visible message belongs to a group with a message in flight answers as SQS
+// does — nothing at the end of its wait, the group's next message once the
+// one in flight is deleted — and waits without spinning: stock moto's
+// receive loop spins a core for the whole wait, so over a blocked two-second
+// poll moto's processor time would be about the poll's length (a bound far
+// above the patched wait's, so a loaded machine cannot fail it).
+func TestALongPollOnABusyFIFOGroupWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var log lockedBuffer
+	m, err := emulator.Start(ctx, emulator.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	c := awsclient.New(awsclient.ForEndpoint(awsclient.Endpoints{Default: m.Endpoint}, "")).SQS
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("busy.fifo"),
+		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"first", "second"} {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body), MessageGroupId: aws.String("g")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 1, VisibilityTimeout: 600})
+	if err != nil || len(first.Messages) != 1 || aws.ToString(first.Messages[0].Body) != "first" {
+		t.Fatalf("first receive: %v, %+v", err, first)
+	}
+
+	before, err := m.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 2})
+	if err != nil || len(blocked.Messages) != 0 {
+		t.Fatalf("a long poll while the group is in flight: %v, %d messages, want none", err, len(blocked.Messages))
+	}
+	after, err := m.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent := after - before; spent > time.Second {
+		t.Errorf("moto used %s of processor time over a blocked two-second poll: it spins", spent)
+	}
+
+	// The group freed: the next receive gets its next message. (A poll
+	// already waiting does not see it in moto, which reads the groups in
+	// flight once per receive; SQS would deliver it to that poll.)
+	if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: first.Messages[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 5})
+	if err != nil || len(next.Messages) != 1 || aws.ToString(next.Messages[0].Body) != "second" {
+		t.Errorf("a receive once the group is freed: %v, %d messages, want the second message", err, len(next.Messages))
+	}
 	if strings.Contains(log.String(), "conveyor moto patches") {
 		t.Errorf("a patch did not apply:\n%s", log.String())
 	}

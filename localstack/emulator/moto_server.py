@@ -36,7 +36,10 @@ What this changes, and only this (every answer is the same):
   disk (a directory listing and ~200 ``isdir``) for every request while
   holding the lock every request takes, is read once;
 - the access log (a line per request, 14% of moto's time under `make bench`
-  once the above was gone) is off unless CONVEYOR_MOTO_ACCESS_LOG=1.
+  once the above was gone) is off unless CONVEYOR_MOTO_ACCESS_LOG=1;
+- a long poll that finds only messages of FIFO groups in flight waits on the
+  queue's condition (50 ms at most, a send wakes it) instead of spinning a
+  core for its whole WaitTimeSeconds (``_patch_sqs_wait``).
 
 Apart from the patches, CONVEYOR_MOTO_STATE names a file moto's state is
 kept in between runs (``_keep_state``): `make run` keeps its data, as AWS
@@ -144,6 +147,37 @@ def _patch_sqs() -> None:
         return int(queue.message_retention_period) + message.sent_timestamp / 1000 > time.time()
 
     Backend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+
+
+def _patch_sqs_wait() -> None:
+    """A long poll on a FIFO queue whose visible messages all belong to groups
+    in flight waits instead of spinning.
+
+    moto's ReceiveMessage, having taken nothing, calls
+    ``queue.wait_for_messages(1)``, which returns at once while any message is
+    visible, so the loop spins for the whole WaitTimeSeconds at a full core
+    (a poller on an owner's slot with a job in flight: twenty seconds a
+    receive). Here it waits on the queue's condition, which a send notifies,
+    for at most 50 ms: a group freed by a delete or a visibility change (which
+    notify nothing) is seen within that, a new message at once.
+    """
+    from moto.sqs import models
+
+    Queue = models.Queue
+    if not callable(getattr(Queue, "wait_for_messages", None)):
+        raise AttributeError("Queue.wait_for_messages is missing")
+    import inspect
+    if "_messages_lock" not in inspect.getsource(Queue.wait_for_messages):
+        raise AttributeError("Queue.wait_for_messages does not wait on _messages_lock")
+
+    def wait_for_messages(self, timeout):
+        with self._messages_lock:
+            if self.messages:
+                self._messages_lock.wait(timeout=min(timeout, 0.05))
+            else:
+                self._messages_lock.wait_for(lambda: self.messages, timeout=timeout)
+
+    Queue.wait_for_messages = wait_for_messages
 
 
 def _patch_jsonpath() -> None:
@@ -260,7 +294,7 @@ def _keep_state() -> None:
 
 
 def main() -> None:
-    for what, patch in (("SQS", _patch_sqs), ("JSONPath parsing", _patch_jsonpath),
+    for what, patch in (("SQS", _patch_sqs), ("SQS long polls", _patch_sqs_wait), ("JSONPath parsing", _patch_jsonpath),
                         ("the service dispatcher", _patch_dispatch), ("the access log", _quiet_access_log)):
         try:
             patch()
