@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,8 +82,8 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 
 	// jobs submit --http-url: followed live on the user's and the admin's
 	// streams; then one scheduled in an hour, to stop.
-	streamed := func(admin bool) (chan string, *lockedBuffer) {
-		ch, out := make(chan string, 1), &lockedBuffer{}
+	streamed := func(admin bool) (chan string, *awstest.Buffer) {
+		ch, out := make(chan string, 1), &awstest.Buffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		args := []string{"events", "tail", "--count", "1", "--env-file", l.envFile}
 		if admin {
@@ -175,22 +174,4 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 	if out, _, _ = l.run(t, "webhooks", "list"); strings.Contains(out, ep.ID) {
 		t.Errorf("deleted, still listed:\n%s", out)
 	}
-}
-
-// lockedBuffer is an output a test reads while the CLI still writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

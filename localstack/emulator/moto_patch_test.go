@@ -1,11 +1,9 @@
 package emulator_test
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,21 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/emulator"
 )
 
-// lockedBuffer collects the emulator's output, written from its own goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// startMoto starts moto the way every stack does (moto_server.py) and
+// returns it, its SQS client, and its output.
+func startMoto(t *testing.T) (*emulator.Process, *sqs.Client, *awstest.Buffer) {
+	t.Helper()
+	var log awstest.Buffer
+	m, err := emulator.Start(context.Background(), emulator.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop() })
+	return m, awsclient.New(awsclient.ForEndpoint(awsclient.Endpoints{Default: m.Endpoint}, "")).SQS, &log
 }
 
 // TestPatchedMotoAnswersAsMotoDoes starts moto the way every stack does
@@ -43,13 +37,7 @@ func (l *lockedBuffer) String() string {
 func TestPatchedMotoAnswersAsMotoDoes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var log lockedBuffer
-	m, err := emulator.Start(ctx, emulator.Options{Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Stop() })
-	c := awsclient.New(awsclient.ForEndpoint(awsclient.Endpoints{Default: m.Endpoint}, "")).SQS
+	_, c, log := startMoto(t)
 
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("patched")})
 	if err != nil {
@@ -131,13 +119,7 @@ func TestPatchedMotoAnswersAsMotoDoes(t *testing.T) {
 func TestALongPollOnABusyFIFOGroupWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var log lockedBuffer
-	m, err := emulator.Start(ctx, emulator.Options{Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Stop() })
-	c := awsclient.New(awsclient.ForEndpoint(awsclient.Endpoints{Default: m.Endpoint}, "")).SQS
+	m, c, log := startMoto(t)
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("busy.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
 	if err != nil {
