@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,8 +39,14 @@ func (l *localCLI) run(t *testing.T, args ...string) (string, string, int) {
 
 func (l *localCLI) runCtx(ctx context.Context, args ...string) (string, string, int) {
 	var out, errOut strings.Builder
-	code := testCLI(l.home, &out, &errOut, false).main(ctx, append(args, "--env-file", l.envFile))
+	code := l.runTo(ctx, &out, &errOut, args...)
 	return out.String(), errOut.String(), code
+}
+
+// runTo runs the CLI against the local stack, writing to stdout and
+// stderr as it goes.
+func (l *localCLI) runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) int {
+	return testCLI(l.home, stdout, stderr, false).main(ctx, append(args, "--env-file", l.envFile))
 }
 
 // TestDeveloperCommandsOnTheLocalStack: jobs submit (a file published, an
@@ -85,14 +92,14 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 	streamed := func(admin bool) (chan string, *awstest.Buffer) {
 		ch, out := make(chan string, 1), &awstest.Buffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		args := []string{"events", "tail", "--count", "1", "--env-file", l.envFile}
+		args := []string{"events", "tail", "--count", "1"}
 		if admin {
 			args = append(args, "--admin")
 		}
 		go func() {
 			defer cancel()
 			var stderr strings.Builder
-			testCLI(l.home, out, &stderr, false).main(ctx, args)
+			l.runTo(ctx, out, &stderr, args...)
 			ch <- out.String() + stderr.String()
 		}()
 		return ch, out

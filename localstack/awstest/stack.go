@@ -58,8 +58,6 @@ func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 // tailLines is how many of the stack's last log lines a failed test prints.
 const tailLines = 200
 
-// logTail keeps the last tailLines lines written to it: the stack's logs,
-// printed when its test fails and discarded when it passes.
 // LogTail is a log destination for a stack the test starts: its last
 // lines are printed if the test fails.
 func LogTail(t testing.TB) io.Writer {
@@ -72,6 +70,8 @@ func LogTail(t testing.TB) io.Writer {
 	return tail
 }
 
+// logTail keeps the last tailLines lines written to it: the stack's logs,
+// printed when its test fails and discarded when it passes.
 type logTail struct {
 	mu    sync.Mutex
 	lines []string

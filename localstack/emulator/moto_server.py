@@ -54,6 +54,7 @@ Run as: python moto_server.py [moto_server arguments]
 
 import atexit
 import functools
+import inspect
 import io
 import os
 import pickle
@@ -166,7 +167,6 @@ def _patch_sqs_wait() -> None:
     Queue = models.Queue
     if not callable(getattr(Queue, "wait_for_messages", None)):
         raise AttributeError("Queue.wait_for_messages is missing")
-    import inspect
     if "_messages_lock" not in inspect.getsource(Queue.wait_for_messages):
         raise AttributeError("Queue.wait_for_messages does not wait on _messages_lock")
 

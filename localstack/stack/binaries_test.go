@@ -32,37 +32,16 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// output collects the functions' processes' output (their logs).
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) tail(n int) string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	b := o.buf.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
 // setupBinaries starts a stack whose functions run as their own binaries.
 func setupBinaries(t *testing.T, env map[string]string, opts stack.Options) *awstest.Bundle {
 	t.Helper()
-	out := &output{}
+	out := &awstest.Buffer{}
 	opts.Binaries, opts.Bootstraps, opts.FunctionOutput = true, awstest.Bootstraps(t), out
 	b := awstest.Setup(t, env, opts)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the functions' output, last lines:\n%s", out.tail(6000))
+			all := out.String()
+			t.Logf("the functions' output, last lines:\n%s", all[max(0, len(all)-6000):])
 		}
 	})
 	return b

@@ -188,7 +188,7 @@ func tracesPerMonth(invocations map[string]float64) float64 {
 // 100 bytes): all.
 func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue) (all, base float64) {
 	for _, it := range items {
-		base += float64(itemSize(it)) + 100
+		base += float64(awsclient.ItemSize(it)) + 100
 		for _, ix := range def.Indexes {
 			if it[ix.PartitionKey.Name] == nil || (ix.SortKey.Name != "" && it[ix.SortKey.Name] == nil) {
 				continue // not in this (sparse) index
@@ -202,15 +202,11 @@ func storedBytes(def resources.Table, items []map[string]ddbtypes.AttributeValue
 					}
 				}
 			}
-			all += float64(itemSize(p)) + 100
+			all += float64(awsclient.ItemSize(p)) + 100
 		}
 	}
 	return all + base, base
 }
-
-// itemSize is an item's size as DynamoDB counts it: the UTF-8 bytes of
-// each attribute's name plus its value's (docs: "Item sizes and formats").
-var itemSize = awsclient.ItemSize
 
 // tableBytesPerJob scans the bench's table (uncounted: the bench's own
 // reading) and returns the storage it bills per job: every item, in the

@@ -8,6 +8,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -84,7 +85,7 @@ func TestStoredBytes(t *testing.T) {
 		item[indexed.SortKey.Name] = &ddbtypes.AttributeValueMemberS{Value: "s"}
 	}
 	all, base := storedBytes(def, []map[string]ddbtypes.AttributeValue{item})
-	if want := float64(itemSize(item) + 100); base != want {
+	if want := float64(awsclient.ItemSize(item) + 100); base != want {
 		t.Errorf("base %v, want the item and its 100 bytes, %v", base, want)
 	}
 	if all <= base+100 || all >= 2*base {
