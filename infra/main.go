@@ -34,6 +34,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -77,6 +78,13 @@ func main() {
 		props := stack.Props{Env: env, FunctionsDir: dir}
 		if arn, ok := app.Node().TryGetContext(jsii.String(stack.OAuthClientSecretContextKey(env))).(string); ok {
 			props.OAuthClientSecretARN = arn
+		}
+		switch v, _ := app.Node().TryGetContext(jsii.String(stack.JobItemsContextKey(env))).(string); v {
+		case "", config.JobItemsCompact:
+		case config.JobItemsAttributes:
+			props.WriteJobAttributes = true
+		default:
+			fail(fmt.Errorf("%s must be %s or %s, got %q", stack.JobItemsContextKey(env), config.JobItemsCompact, config.JobItemsAttributes, v))
 		}
 		props.Config = configs[env]
 		if os.Getenv("CONVEYOR_CDK_EMULATOR") == "1" {

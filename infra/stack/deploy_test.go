@@ -401,3 +401,24 @@ func TestAlarmsToAnExistingTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteJobAttributesReachesEveryFunction: the first deploy of compact
+// job items (Props.WriteJobAttributes, from JobItemsContextKey) tells every
+// function to write job items with every attribute; without it, none is
+// told, and they write compact items (docs/migrations.md).
+func TestWriteJobAttributesReachesEveryFunction(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	for name, s := range map[string]*synthesized{"staging (configured, attributes)": byARN, "staging": stacks(t)[job.Staging]} {
+		want := map[bool]any{true: "attributes", false: nil}[s == byARN]
+		for _, fn := range s.def.Functions {
+			vars := s.res[s.functionID(t, fn)].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if got := vars["CONVEYOR_JOB_ITEMS"]; got != want {
+				t.Errorf("%s: %s: CONVEYOR_JOB_ITEMS = %v, want %v", name, fn, got, want)
+			}
+		}
+	}
+	if got, want := stack.JobItemsContextKey(job.ProdEN), "conveyor:prod-en:jobItems"; got != want {
+		t.Errorf("JobItemsContextKey = %q, want %q", got, want)
+	}
+}

@@ -69,6 +69,10 @@ func (b *builder) commonEnv() map[string]*string {
 		// A migration's stage before every replacement index exists.
 		env[config.VarTableIndexes] = jsii.String(config.TableIndexesRetired)
 	}
+	if b.props.WriteJobAttributes {
+		// The first deploy of compact job items: older code still runs.
+		env[config.VarJobItems] = jsii.String(config.JobItemsAttributes)
+	}
 	for _, q := range b.def.Queues {
 		env[config.VarQueueURL(q.Tier)] = b.queues[q.Tier].QueueUrl()
 		env[config.VarDLQURL(q.Tier)] = b.dlqs[q.Tier].QueueUrl()

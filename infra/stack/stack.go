@@ -46,6 +46,11 @@ type Props struct {
 	// the secret, OAuthClientSecretName(env), with an empty clientId that
 	// an operator replaces (the publisher refuses to start until then).
 	OAuthClientSecretARN string
+	// WriteJobAttributes makes the functions write job items with every
+	// attribute (CONVEYOR_JOB_ITEMS=attributes): the first deploy of the
+	// change to compact job items, before which code reads only those
+	// (docs/migrations.md#compact-job-items). Default false: compact.
+	WriteJobAttributes bool
 	// Config is the environment's deploy-time configuration
 	// (LoadConfig: infra/env/<env>.json), validated again by New.
 	Config Config
@@ -89,6 +94,10 @@ func OAuthClientSecretName(env job.Env) string {
 func OAuthClientSecretContextKey(env job.Env) string {
 	return "conveyor:" + string(env) + ":oauthClientSecretArn"
 }
+
+// JobItemsContextKey is the CDK context key (cdk deploy -c
+// key=attributes) the app reads Props.WriteJobAttributes of env from.
+func JobItemsContextKey(env job.Env) string { return "conveyor:" + string(env) + ":jobItems" }
 
 // StackID is the construct id (and CloudFormation stack name) of env's stack.
 func StackID(env job.Env) string { return "Conveyor-" + string(env) }

@@ -119,7 +119,7 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 			sts[env] = stack.New(app, stack.StackID(env), stack.Props{Env: env, FunctionsDir: functionsDir, Config: configs[env]})
 		}
 		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: job.Staging, FunctionsDir: functionsDir,
-			OAuthClientSecretARN: oauthClientARN, Config: configuredStaging})
+			OAuthClientSecretARN: oauthClientARN, Config: configuredStaging, WriteJobAttributes: true})
 		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: withAlarmTopic(configs[job.ProdEN])})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.

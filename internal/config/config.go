@@ -32,6 +32,10 @@ type Config struct {
 	// (CONVEYOR_TABLE_INDEXES): TableIndexesCurrent, or TableIndexesRetired
 	// while a migration adds the current ones (docs/migrations.md).
 	TableIndexes string
+	// JobItems is how the writers store a job (CONVEYOR_JOB_ITEMS):
+	// JobItemsCompact, or JobItemsAttributes on the first deploy of the
+	// change to compact items (docs/migrations.md).
+	JobItems string
 	// Bucket is the upload bucket (CONVEYOR_BUCKET).
 	Bucket string
 	// QueueURLs and DLQURLs per tier (CONVEYOR_QUEUE_URL_HIGH, CONVEYOR_DLQ_URL_HIGH, …).
@@ -205,6 +209,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 	c := Config{
 		Table:                     getenv(VarTable),
 		TableIndexes:              r.str(VarTableIndexes),
+		JobItems:                  r.str(VarJobItems),
 		Bucket:                    getenv(VarBucket),
 		KMSKeyID:                  getenv(VarKMSKeyID),
 		EventBus:                  getenv(VarEventBus),
@@ -412,6 +417,9 @@ func (c Config) validate(deadlines bool) error {
 	if c.TableIndexes != TableIndexesCurrent && c.TableIndexes != TableIndexesRetired {
 		bad("%s must be %s or %s, got %q", VarTableIndexes, TableIndexesCurrent, TableIndexesRetired, c.TableIndexes)
 	}
+	if c.JobItems != JobItemsCompact && c.JobItems != JobItemsAttributes {
+		bad("%s must be %s or %s, got %q", VarJobItems, JobItemsCompact, JobItemsAttributes, c.JobItems)
+	}
 	if c.StreamMaxPerUser < 1 {
 		bad("%s must be at least 1", VarStreamMaxPerUser)
 	}
@@ -493,6 +501,12 @@ const (
 	TableIndexesRetired = "retired"
 )
 
+// Values of CONVEYOR_JOB_ITEMS.
+const (
+	JobItemsCompact    = "compact"
+	JobItemsAttributes = "attributes"
+)
+
 // Environ renders the resource part of the configuration as environment
 // variables (the inverse of From), for the local runtime and tests.
 func (c Config) Environ() map[string]string {
@@ -500,6 +514,7 @@ func (c Config) Environ() map[string]string {
 		VarEnv:           string(c.Env),
 		VarTable:         c.Table,
 		VarTableIndexes:  c.TableIndexes,
+		VarJobItems:      c.JobItems,
 		VarBucket:        c.Bucket,
 		VarKMSKeyID:      c.KMSKeyID,
 		VarEventBus:      c.EventBus,

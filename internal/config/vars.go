@@ -19,6 +19,7 @@ const (
 	VarEnv                       = "CONVEYOR_ENV"
 	VarTable                     = "CONVEYOR_TABLE"
 	VarTableIndexes              = "CONVEYOR_TABLE_INDEXES"
+	VarJobItems                  = "CONVEYOR_JOB_ITEMS"
 	VarBucket                    = "CONVEYOR_BUCKET"
 	VarKMSKeyID                  = "CONVEYOR_KMS_KEY_ID"
 	VarEventBus                  = "CONVEYOR_EVENT_BUS"
@@ -170,6 +171,7 @@ var Vars = []Var{
 	{Name: VarOIDCJWKSMinRefresh, Default: time.Minute, Meaning: "the least time between two fetches of the key set: a token naming an unknown key refetches only this long after the last fetch", Rule: "> 0, ≤ `CONVEYOR_OIDC_JWKS_TTL`"},
 	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call (docs/local-stack.md)"},
 	{Name: VarTableIndexes, Default: TableIndexesCurrent, Meaning: "which of the table's indexes the functions query: `retired` while a migration adds their replacements ([migrations](docs/migrations.md); CDK sets it per stage)", Rule: "`current` or `retired`"},
+	{Name: VarJobItems, Default: JobItemsCompact, Meaning: "how the functions write a job item: `attributes` (every attribute, as code before compact items reads them) on the first deploy of the change, then `compact` ([migrations](docs/migrations.md#compact-job-items); CDK sets it from the context)", Rule: "`compact` or `attributes`"},
 	{Name: VarTable + "`, `" + VarBucket + "`, `" + VarKMSKeyID + "`, `" + VarEventBus + "`, `" + VarQueueURLPrefix + "<TIER>`, `" + VarDLQURLPrefix + "<TIER>`, `" + VarESMUUIDPrefix + "<TIER>", DefaultText: "set by CDK / the local stack", Meaning: "resource names (the ESM UUIDs: the admin function's, to pause a tier)"},
 	{Name: VarScheduleGroup + "`, `" + VarScheduleTargetARN + "`, `" + VarScheduleRoleARN, DefaultText: "set by CDK / the local stack", Meaning: "recurring schedules: the EventBridge Scheduler group, the function a tick invokes (recovery) and the role Scheduler assumes; unset: schedules are kept in the table only"},
 	{Name: "AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION", DefaultText: "— / — / `us-east-1`", Meaning: "the emulators, if any (the SDK's own variables: the second sends DynamoDB elsewhere than the first); the only thing that differs from AWS"},

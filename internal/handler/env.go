@@ -126,11 +126,14 @@ func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
 func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 
 // Store is the table, read through the indexes CONVEYOR_TABLE_INDEXES
-// names.
+// names, its jobs written as CONVEYOR_JOB_ITEMS says.
 func (e Env) Store(db *store.Client) *store.Store {
 	st := store.New(db, e.Config.Table, e.Now)
 	if e.Config.TableIndexes == config.TableIndexesRetired {
 		st.ReadRetiredIndexes()
+	}
+	if e.Config.JobItems == config.JobItemsAttributes {
+		st.WriteJobAttributes()
 	}
 	return st
 }

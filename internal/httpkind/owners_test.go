@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -332,7 +333,8 @@ func TestHTTPJobSecretsStayOutOfEverything(t *testing.T) {
 	}
 }
 
-// scanTable returns every item of the stack's table, rendered.
+// scanTable returns every item of the stack's table, rendered, a compact
+// job item with its jobZ expanded.
 func scanTable(t *testing.T, b *awstest.Bundle) []string {
 	t.Helper()
 	db := b.Stack.App.Clients.DynamoDB
@@ -344,6 +346,11 @@ func scanTable(t *testing.T, b *awstest.Bundle) []string {
 			t.Fatal(err)
 		}
 		for _, it := range res.Items {
+			// A compact job's phases, items and params are in jobZ.
+			it, err := store.ExpandJobItem(it)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var m map[string]any
 			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
 				t.Fatal(err)

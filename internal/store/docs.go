@@ -95,7 +95,11 @@ func marshalJob(j *job.Job) (map[string]types.AttributeValue, error) {
 
 // unmarshalJob reads a job item into j.
 func unmarshalJob(item map[string]types.AttributeValue, j *job.Job) error {
-	item, err := DecodeDocs(item, jobDocs...)
+	item, err := expandJob(item)
+	if err != nil {
+		return err
+	}
+	item, err = DecodeDocs(item, jobDocs...)
 	if err != nil {
 		return err
 	}

@@ -18,14 +18,17 @@ import (
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
-// TestDocsAreStoredAsMaps: a job's params and result are map attributes in
-// the table (NULL when empty, the result left out when absent) and read back
-// as the JSON they were.
+// TestDocsAreStoredAsMaps: a job's params and result are map attributes
+// (NULL when empty, the result left out when absent) in an item with every
+// attribute (WriteJobAttributes), and in a compact item's jobZ, and read
+// back from either as the JSON they were.
 func TestDocsAreStoredAsMaps(t *testing.T) {
 	t.Parallel()
 	env := awstest.Provision(t)
 	table := env.Res.Definition.Table.Name
 	st := store.New(env.Clients.DynamoDB, table, nil)
+	st.WriteJobAttributes()
+	compact := store.New(env.Clients.DynamoDB, table, nil)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	for _, tc := range []struct {
@@ -72,6 +75,16 @@ func TestDocsAreStoredAsMaps(t *testing.T) {
 			}
 			if !jsonEqual(t, back.Params, tc.params) || !jsonEqual(t, back.Result, tc.result) {
 				t.Errorf("read back params %s, result %s; want %s, %s", back.Params, back.Result, tc.params, tc.result)
+			}
+			j.ID = ids.New(ids.Job)
+			if err := compact.ImportJobs(ctx, []job.Job{*j}); err != nil {
+				t.Fatal(err)
+			}
+			if back, err = compact.GetJob(ctx, j.ID); err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(t, back.Params, tc.params) || !jsonEqual(t, back.Result, tc.result) {
+				t.Errorf("read back from a compact item params %s, result %s; want %s, %s", back.Params, back.Result, tc.params, tc.result)
 			}
 		})
 	}

@@ -21,7 +21,7 @@ import (
 func (s *Store) ImportJobs(ctx context.Context, jobs []job.Job) error {
 	items := make([]map[string]types.AttributeValue, 0, len(jobs))
 	for i := range jobs {
-		item, err := jobItem(&jobs[i])
+		item, err := s.jobItem(&jobs[i])
 		if err != nil {
 			return err
 		}

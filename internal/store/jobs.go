@@ -116,9 +116,13 @@ func sweepAt(j *job.Job) string {
 	return sortTime(j.UpdatedAt)
 }
 
-// jobItem renders j with its table and index keys.
-func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
+// jobItem renders j with its table and index keys, compact unless s
+// writes job items with every attribute (WriteJobAttributes).
+func (s *Store) jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item, err := marshalJob(j)
+	if err == nil && !s.jobAttributes {
+		err = compactJob(item, j.Status)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
@@ -127,7 +131,11 @@ func jobItem(j *job.Job) (map[string]types.AttributeValue, error) {
 	item[resources.AttrOwner] = str(j.Owner)
 	item[resources.AttrCreatedKey] = str(sortTime(j.CreatedAt) + "#" + j.ID)
 	item[resources.AttrUpdatedKey] = str(sortTime(j.UpdatedAt) + "#" + j.ID)
-	item[resources.AttrOwnerStatus] = str(jobStatusIndexKey(j.Owner, j.Status))
+	if s.jobAttributes {
+		// The retired byOwnerStatus's key, for a rollback to code from
+		// before the narrow indexes (docs/migrations.md).
+		item[resources.AttrOwnerStatus] = str(jobStatusIndexKey(j.Owner, j.Status))
+	}
 	// The inspector's indexes (see inspect.go).
 	item[resources.AttrEntity] = str(resources.EntityJob)
 	item[resources.AttrJobStatus] = str(string(j.Status))
@@ -269,7 +277,7 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 		}
 	}
 	j.EventSeq += int64(len(j.Pending))
-	if c.item, err = jobItem(j); err != nil {
+	if c.item, err = s.jobItem(j); err != nil {
 		return jobCreation{}, err
 	}
 	due := j.CreatedAt
@@ -378,7 +386,7 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 		return err
 	}
 	j.EventSeq += int64(len(j.Pending))
-	item, err := jobItem(j)
+	item, err := s.jobItem(j)
 	if err != nil {
 		j.Version, j.EventSeq = prev, prevSeq
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/ids"
@@ -45,37 +46,7 @@ func TestMigrationFromTheRetiredIndexes(t *testing.T) {
 	st := store.New(clients.DynamoDB, def.Table.Name, func() time.Time { return now })
 	st.ReadRetiredIndexes()
 	owner := "u-" + ids.New("o")
-	var jobs []job.Job
-	for i, status := range []job.Status{job.Scheduled, job.Queued, job.Running, job.Succeeded, job.Running, job.Failed} {
-		at := now.Add(time.Duration(i-20) * time.Minute)
-		j := job.Job{ID: ids.New(ids.Job), Type: "publish", Status: job.Queued, Tier: job.Low, Owner: owner, Hash: ids.New("h"),
-			CreatedAt: at, UpdatedAt: at, QueuedAt: &at, MaxAttempts: 3, Phases: job.NewPhases("publish")}
-		if status == job.Scheduled {
-			due := now.Add(-time.Minute)
-			j.Status, j.QueuedAt, j.ScheduleAt = job.Scheduled, nil, &due
-		} else {
-			j.Emit(job.EventEnqueued, at, nil)
-		}
-		if _, _, err := st.CreateJob(ctx, &j); err != nil {
-			t.Fatal(err)
-		}
-		if status != job.Scheduled && status != job.Queued {
-			if _, err := j.Claim("worker-1", at.Add(time.Minute), at); err != nil {
-				t.Fatal(err)
-			}
-			switch status {
-			case job.Succeeded:
-				_ = j.Apply(job.Succeed, at)
-			case job.Failed:
-				j.Error = &job.Error{Code: "attempts_exhausted"}
-				_ = j.Apply(job.Fail, at)
-			}
-			if err := st.SaveJob(ctx, &j); err != nil {
-				t.Fatal(err)
-			}
-		}
-		jobs = append(jobs, j)
-	}
+	jobs := jobsInFlight(t, st, owner, now)
 	// Before the switch: the retired indexes answer.
 	everyReaderFinds(t, st, owner, jobs, now, false)
 
@@ -196,5 +167,78 @@ func everyReaderFinds(t *testing.T, st *store.Store, owner string, jobs []job.Jo
 		if !seen[j.ID] {
 			t.Errorf("the feed has no event of job %s (%s)", j.ID, j.Status)
 		}
+	}
+}
+
+// jobsInFlight writes six jobs of owner through st as the pipeline does:
+// scheduled, queued, running, succeeded, running and failed.
+func jobsInFlight(t *testing.T, st *store.Store, owner string, now time.Time) []job.Job {
+	t.Helper()
+	ctx := context.Background()
+	var jobs []job.Job
+	for i, status := range []job.Status{job.Scheduled, job.Queued, job.Running, job.Succeeded, job.Running, job.Failed} {
+		at := now.Add(time.Duration(i-20) * time.Minute)
+		j := job.Job{ID: ids.New(ids.Job), Type: "publish", Status: job.Queued, Tier: job.Low, Owner: owner, Hash: ids.New("h"),
+			CreatedAt: at, UpdatedAt: at, QueuedAt: &at, MaxAttempts: 3, Phases: job.NewPhases("publish")}
+		if status == job.Scheduled {
+			due := now.Add(-time.Minute)
+			j.Status, j.QueuedAt, j.ScheduleAt = job.Scheduled, nil, &due
+		} else {
+			j.Emit(job.EventEnqueued, at, nil)
+		}
+		if _, _, err := st.CreateJob(ctx, &j); err != nil {
+			t.Fatal(err)
+		}
+		if status != job.Scheduled && status != job.Queued {
+			if _, err := j.Claim("worker-1", at.Add(time.Minute), at); err != nil {
+				t.Fatal(err)
+			}
+			switch status {
+			case job.Succeeded:
+				_ = j.Apply(job.Succeed, at)
+			case job.Failed:
+				j.Error = &job.Error{Code: "attempts_exhausted"}
+				_ = j.Apply(job.Fail, at)
+			}
+			if err := st.SaveJob(ctx, &j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// TestCompactJobItemsMigration follows docs/migrations.md's compact job
+// items: jobs in flight written with every attribute (the first deploy's
+// CONVEYOR_JOB_ITEMS=attributes) are found by every reader once the
+// functions write compact items, a job written again compact is too, and
+// a store that writes every attribute (a rollback to the first deploy)
+// reads the compact job whole.
+func TestCompactJobItemsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := awstest.Provision(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	table := env.Res.Definition.Table.Name
+	attrs := store.New(env.Clients.DynamoDB, table, func() time.Time { return now })
+	attrs.WriteJobAttributes()
+	owner := "u-" + ids.New("o")
+	jobs := jobsInFlight(t, attrs, owner, now)
+
+	st := store.New(env.Clients.DynamoDB, table, func() time.Time { return now })
+	beat := now.Add(-time.Second)
+	jobs[4].HeartbeatAt, jobs[4].UpdatedAt = &beat, beat
+	if err := st.SaveJob(ctx, &jobs[4]); err != nil {
+		t.Fatal(err)
+	}
+	everyReaderFinds(t, st, owner, jobs, now, true)
+
+	back, err := attrs.GetJob(ctx, jobs[4].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jobs[4], back, cmpopts.IgnoreFields(job.Job{}, "Pending")); diff != "" {
+		t.Errorf("the compact job read by a store writing every attribute (-want +got):\n%s", diff)
 	}
 }

@@ -70,7 +70,8 @@ func (s *Store) ParkedFor(ctx context.Context, reason, breaker string, tier job.
 	if tier != "" {
 		cond = cond.And(expression.Name("tier").Equal(expression.Value(string(tier))))
 	}
-	proj := expression.NamesList(expression.Name("id"), expression.Name("tier"), expression.Name(resources.AttrExpiresAt))
+	// The key too: a compact job item's id is its key's.
+	proj := expression.NamesList(expression.Name("id"), expression.Name(resources.AttrPK), expression.Name("tier"), expression.Name(resources.AttrExpiresAt))
 	var tiers []job.Tier
 	if tier != "" {
 		tiers = []job.Tier{tier} // a tier's parked jobs are keyed by it

@@ -156,7 +156,7 @@ func (s *Store) StaleJob(ctx context.Context, seen job.Job, now time.Time, fn fu
 			return job.Job{}, err
 		}
 		j.EventSeq += int64(len(j.Pending))
-		item, err := jobItem(&j)
+		item, err := s.jobItem(&j)
 		if err != nil {
 			return job.Job{}, err
 		}

@@ -44,6 +44,9 @@ type Store struct {
 	// retired makes the readers query the retired indexes
 	// (ReadRetiredIndexes).
 	retired bool
+	// jobAttributes makes the writers store jobs with every attribute
+	// (WriteJobAttributes).
+	jobAttributes bool
 }
 
 // ReadRetiredIndexes makes s query, in place of each index that replaced a
