@@ -141,6 +141,29 @@ func TestAPublishedJobWritesNarrowIndexEntries(t *testing.T) {
 	if int64(len(seqs)) != j.EventSeq || !slices.IsSorted(seqs) {
 		t.Errorf("the feed gave the job's events %v, want 1 to %d in order", seqs, j.EventSeq)
 	}
+
+	// Retention, days later: the stale sweep's one transaction (the job
+	// stale, its job.stale event, the upload's release) and the media
+	// sweep's expiry of the upload. The job leaves the sweep index, its
+	// status indexes are re-keyed once more.
+	counter.Reset()
+	later := now.Add(8 * 24 * time.Hour)
+	if _, err := st.StaleJob(ctx, j, later, func(cur *job.Job) error { return cur.Apply(job.Expire, later) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.ExpireUpload(ctx, up.ID, later, time.Hour); err != nil || !ok {
+		t.Fatalf("expiring the upload: %v, %v", ok, err)
+	}
+	r := counter.Units()
+	t.Logf("write units of its retention: %v", r)
+	// The table: the job (1 KB) and its event item, doubled, and the
+	// upload's release in the transaction; the upload's expiry.
+	if got, most := r["write table"], 2.0*(1+1+1)+1; got > most {
+		t.Errorf("retention, table: %.1f write units, want at most %.0f", got, most)
+	}
+	if got, most := r["write"]-r["write table"], 9.0; got > most {
+		t.Errorf("retention, indexes: %.1f write units, want at most %.0f", got, most)
+	}
 }
 
 // TestAWriteOfManyEventsIsOneItem: the finish's events (its phases, its

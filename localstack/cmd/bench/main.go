@@ -1067,7 +1067,7 @@ const (
 	lineSchedules      = "scheduler + recovery (fixed, per 1M jobs/month)"
 	lineIdlePolls      = "idle esm polls (fixed, per 1M jobs/month)"
 	lineRetention      = "retention, days later (job.stale on the bus, its archive, relay, sweep time)"
-	lineRetentionDDB   = "requests dynamodb, retention days later (staling, the upload's expiry)"
+	lineRetentionDDB   = "requests dynamodb, retention days later (staling, the upload's expiry; table and indexes)"
 	lineClientReads    = "client: status reads"
 	lineClientConfirm  = "client: explicit upload confirm"
 )
@@ -1292,9 +1292,10 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 	// Retention, days after the job: the stale sweep marks it stale (its
 	// job.stale event goes on the bus and into the archive, relayed with
 	// others: a PutEvents per ten, an invocation per stream batch) and the
-	// media sweep expires its upload (S3's DELETE is free). Their time and
-	// table write units are the drain test's (sweepsMeasured, at AWS
-	// latencies); TTL deletes the items later for nothing.
+	// media sweep expires its upload (S3's DELETE is free). Their time is
+	// the drain test's (sweepsMeasured, at AWS latencies), their write
+	// units, the table's and every index's, the units test's; TTL deletes
+	// the items later for nothing.
 	stale, media := sweepsMeasured[recovery.SweepStale], sweepsMeasured[recovery.SweepMedia]
 	eventBytes := 0.0
 	if busEvents > 0 {
@@ -1305,7 +1306,7 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 	retainGBs := (1/stale.ItemsPerS+1/media.ItemsPerS)*recoveryGB + (0.1*relayRequestLatency.Seconds()+awsRequestLatency.Seconds()/float64(def.EventStream.BatchSize))*relayGB
 	b[lineRetention] = (prices["EventBridge"].usd + prices["Lambda"].usd/float64(def.EventStream.BatchSize) + retainGBs*prices["Lambda.GBs"].usd +
 		eventBytes*(storagePrices["Archive.ingest"].usd+months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd)) * 1e6
-	b[lineRetentionDDB] = (stale.TableWCUPerItem + media.TableWCUPerItem) * prices["DynamoDB.write"].usd * 1e6
+	b[lineRetentionDDB] = (max(stale.WCUPerItem, stale.TableWCUPerItem) + max(media.WCUPerItem, media.TableWCUPerItem)) * prices["DynamoDB.write"].usd * 1e6
 
 	// The bus's archive keeps every event put for the definition's
 	// retention.
