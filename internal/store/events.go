@@ -41,24 +41,31 @@ type EventRecord struct {
 	WebhookURL string   `dynamodbav:"webhookUrl,omitempty" json:"-"`
 }
 
-// attrJobGz is the event item's attribute holding the job's JSON, gzipped:
-// about a third of its size, so that an event item stays under the 1 KB of
-// one write unit.
+// attrJobZ (jobZ) is the event item's attribute holding the job's JSON,
+// compressed with the job dictionary (compressed): about a sixth of its
+// size, so that an event item stays well under the 1 KB of one write unit.
+// attrJobGz (jobGz) held it gzipped, about a third: what a store told
+// WriteJobAttributes writes, as code before jobZ reads only it.
 const attrJobGz = "jobGz"
 
-// eventItem renders rec as an item (without its keys), its job compressed.
-func eventItem(rec EventRecord) (map[string]types.AttributeValue, error) {
+// eventItem renders rec as an item (without its keys), its job compressed:
+// in jobZ, or in jobGz when gz.
+func eventItem(rec EventRecord, gz bool) (map[string]types.AttributeValue, error) {
 	view := rec.Job
 	rec.Job = ""
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
 		return nil, err
 	}
-	gz, err := gzipped([]byte(view))
+	attr, z := attrJobZ, compressed
+	if gz {
+		attr, z = attrJobGz, gzipped
+	}
+	b, err := z([]byte(view))
 	if err != nil {
 		return nil, err
 	}
-	item[attrJobGz] = &types.AttributeValueMemberB{Value: gz}
+	item[attr] = &types.AttributeValueMemberB{Value: b}
 	return item, nil
 }
 
@@ -74,19 +81,21 @@ var gzipWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// decodeEvent reads an event item, its job from jobGz or, in an item
+// decodeEvent reads an event item, its job from jobZ, jobGz or, in an item
 // written before events were compressed, from job.
 func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
 	var r EventRecord
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return r, fmt.Errorf("decoding an event item: %w", err)
 	}
-	if gz, ok := item[attrJobGz].(*types.AttributeValueMemberB); ok {
-		view, err := gunzipped(gz.Value)
-		if err != nil {
-			return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
+	for attr, unz := range map[string]func([]byte) ([]byte, error){attrJobZ: decompressed, attrJobGz: gunzipped} {
+		if b, ok := item[attr].(*types.AttributeValueMemberB); ok {
+			view, err := unz(b.Value)
+			if err != nil {
+				return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
+			}
+			r.Job = string(view)
 		}
-		r.Job = string(view)
 	}
 	return r, nil
 }
@@ -103,11 +112,16 @@ func (e EventRecord) Body() job.EventBody {
 
 func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }
 
-// attrEarlierGz is an event item's list of the write's events before its
-// last one (each seq, type, at, detail), as gzipped JSON: one item per
-// write of a job, however many events the write made, keyed by its last
-// event's sequence, and under the 1 KB of one write unit.
-const attrEarlierGz = "earlierGz"
+// attrEarlierZ is an event item's list of the write's events before its
+// last one (each seq, type, at, detail), as JSON compressed with the job
+// dictionary: one item per write of a job, however many events the write
+// made, keyed by its last event's sequence, and under the 1 KB of one
+// write unit. attrEarlierGz holds it gzipped (WriteJobAttributes, and
+// items written before jobZ).
+const (
+	attrEarlierZ  = "earlierZ"
+	attrEarlierGz = "earlierGz"
+)
 
 // earlierEvent is one event of attrEarlierGz.
 type earlierEvent struct {
@@ -144,7 +158,8 @@ func gunzipped(b []byte) ([]byte, error) {
 // eventItems assigns sequence numbers to j's pending events and renders
 // them as the write's one event item: the last event's header at the top
 // (its key, EVT#<seq>, and what the feed index projects), the earlier
-// ones in attrEarlierGz, the job as it is after the write once, gzipped.
+// ones in attrEarlierZ, the job as it is after the write once, compressed
+// (gzipped, in jobGz and earlierGz, when s writes job attributes).
 // Written once and never changed, it reaches the event bus through the
 // table's stream (internal/relay) and expires with the job. One item per
 // write, not per event: a write of six events (a finish's phases and
@@ -170,7 +185,7 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	seq++
 	last := j.Pending[len(j.Pending)-1]
 	rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: last.Type, At: last.At, Detail: last.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
-	item, err := eventItem(rec)
+	item, err := eventItem(rec, s.jobAttributes)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +194,14 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 		if err != nil {
 			return nil, err
 		}
-		if b, err = gzipped(b); err != nil {
+		attr, z := attrEarlierZ, compressed
+		if s.jobAttributes {
+			attr, z = attrEarlierGz, gzipped
+		}
+		if b, err = z(b); err != nil {
 			return nil, err
 		}
-		item[attrEarlierGz] = &types.AttributeValueMemberB{Value: b}
+		item[attr] = &types.AttributeValueMemberB{Value: b}
 	}
 	item[resources.AttrPK] = str(jobPK(j.ID))
 	item[resources.AttrSK] = str(eventSK(seq))
@@ -201,13 +220,15 @@ func decodeEvents(item map[string]types.AttributeValue) ([]EventRecord, error) {
 		return nil, err
 	}
 	var earlier []earlierEvent
-	if gz, ok := item[attrEarlierGz].(*types.AttributeValueMemberB); ok {
-		b, err := gunzipped(gz.Value)
-		if err == nil {
-			err = json.Unmarshal(b, &earlier)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding the earlier events of event %d of %s: %w", last.Seq, last.JobID, err)
+	for attr, unz := range map[string]func([]byte) ([]byte, error){attrEarlierZ: decompressed, attrEarlierGz: gunzipped} {
+		if z, ok := item[attr].(*types.AttributeValueMemberB); ok {
+			b, err := unz(z.Value)
+			if err == nil {
+				err = json.Unmarshal(b, &earlier)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("decoding the earlier events of event %d of %s: %w", last.Seq, last.JobID, err)
+			}
 		}
 	}
 	out := make([]EventRecord, 0, len(earlier)+1)

@@ -2,16 +2,13 @@ package store
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -24,7 +21,8 @@ import (
 // filter or projection reads — stay attributes, and the rest of the job
 // (its phases, items, params, result, error, counts and most times) is one
 // binary attribute, jobZ: those attributes as typed JSON (see jsonValue),
-// DEFLATE-compressed. The id is the table key's (JOB#id), not repeated.
+// compressed with a dictionary of such documents (compressed, jobDict).
+// The id is the table key's (JOB#id), not repeated.
 // A published job's claim and finish then write under the 1 KB of one
 // write unit (2 units in a transaction) instead of 2 KB (4):
 // docs/performance.md. Items written with every attribute (before, or by
@@ -78,11 +76,12 @@ func compactJob(item map[string]types.AttributeValue, st job.Status) error {
 			delete(item, k)
 		}
 	}
+	delete(rest, "id") // the key's
 	b, err := json.Marshal(jsonMap(rest))
 	if err != nil {
 		return err
 	}
-	z, err := deflated(b)
+	z, err := compressed(b)
 	if err != nil {
 		return err
 	}
@@ -111,7 +110,7 @@ func expandJob(item map[string]types.AttributeValue) (map[string]types.Attribute
 		return withIDFromKey(maps.Clone(item)), nil
 	}
 	bad := func(err error) error { return fmt.Errorf("decoding a job's %s: %w", attrJobZ, err) }
-	b, err := io.ReadAll(flate.NewReader(bytes.NewReader(z.Value)))
+	b, err := decompressed(z.Value)
 	if err != nil {
 		return nil, bad(err)
 	}
@@ -140,30 +139,6 @@ func withIDFromKey(item map[string]types.AttributeValue) map[string]types.Attrib
 		}
 	}
 	return item
-}
-
-// flateWriters reuse the compressors of job items (see gzipWriters).
-var flateWriters = sync.Pool{New: func() any {
-	w, err := flate.NewWriter(io.Discard, flate.BestCompression)
-	if err != nil {
-		panic(err) // only for an invalid level
-	}
-	return w
-}}
-
-// deflated compresses b (raw DEFLATE: jobZ needs no gzip header).
-func deflated(b []byte) ([]byte, error) {
-	var out bytes.Buffer
-	w := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(w)
-	w.Reset(&out)
-	if _, err := w.Write(b); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
 }
 
 // typedKey marks, as the one key of a JSON object, a value of a type JSON

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"reflect"
 	"testing"
 	"time"
@@ -101,5 +103,21 @@ func TestACompactJobKeepsWhatItsReadersName(t *testing.T) {
 	}
 	if back.ID != j.ID || back.QueuedAt == nil || !back.QueuedAt.Equal(now) || len(back.Phases) != 1 || len(back.Items) != 1 || string(back.Params) != `{"title":"t"}` {
 		t.Errorf("read back %+v", back)
+	}
+}
+
+// TestJobDictNeverChanges: every compressed jobZ and earlierZ ever stored
+// needs jobDict, byte for byte, to be read.
+func TestJobDictNeverChanges(t *testing.T) {
+	sum := sha256.Sum256(jobDict)
+	if got, want := hex.EncodeToString(sum[:]), "b8716563eaaed59e49a947e1205c268ffb4f16d16947cd2c6977f822184132f0"; got != want {
+		t.Fatalf("jobdict.v1 has SHA-256 %s, want %s: stored items need the dictionary they were written with", got, want)
+	}
+	b, err := compressed([]byte(`{"phases":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := decompressed(b); err != nil || string(back) != `{"phases":[]}` {
+		t.Fatalf("round trip: %q, %v", back, err)
 	}
 }
