@@ -471,6 +471,12 @@ func timeOr(t *time.Time) string {
 // webhooksCmd manages your webhook endpoints and signing secret.
 func (c *cli) webhooksCmd() *cobra.Command {
 	cmd := group("webhooks", "List, add and delete your webhook endpoints; show or rotate the signing secret", "webhook")
+	cmd.AddCommand(c.webhooksListCmd(), c.webhooksAddCmd(), c.webhooksDeleteCmd(), c.webhooksSecretCmd())
+	return cmd
+}
+
+// webhooksListCmd lists your webhook endpoints, as a table or JSON.
+func (c *cli) webhooksListCmd() *cobra.Command {
 	var (
 		listJSON bool
 		lo       *common
@@ -501,7 +507,12 @@ func (c *cli) webhooksCmd() *cobra.Command {
 	}
 	lo = c.addUser(list)
 	list.Flags().BoolVar(&listJSON, "json", false, `print {"webhooks":[…]}`)
+	return list
+}
 
+// webhooksAddCmd adds an endpoint for the given event types (by default
+// every type that triggers webhooks).
+func (c *cli) webhooksAddCmd() *cobra.Command {
 	var (
 		url     string
 		events  []string
@@ -542,7 +553,11 @@ func (c *cli) webhooksCmd() *cobra.Command {
 	add.Flags().StringVar(&url, "url", "", "the endpoint (https; http only locally)")
 	add.Flags().StringArrayVar(&events, "event", nil, "an event type (repeat; default every type that triggers webhooks)")
 	add.Flags().BoolVar(&addJSON, "json", false, "print the endpoint")
+	return add
+}
 
+// webhooksDeleteCmd deletes one of your endpoints.
+func (c *cli) webhooksDeleteCmd() *cobra.Command {
 	var do *common
 	del := &cobra.Command{
 		Use:   "delete <webhookId>",
@@ -561,7 +576,11 @@ func (c *cli) webhooksCmd() *cobra.Command {
 		},
 	}
 	do = c.addUser(del)
+	return del
+}
 
+// webhooksSecretCmd prints your signing secret, or rotates it with --rotate.
+func (c *cli) webhooksSecretCmd() *cobra.Command {
 	var (
 		rotate, secJSON bool
 		so              *common
@@ -593,6 +612,5 @@ func (c *cli) webhooksCmd() *cobra.Command {
 	so = c.addUser(secret)
 	secret.Flags().BoolVar(&rotate, "rotate", false, "rotate the secret")
 	secret.Flags().BoolVar(&secJSON, "json", false, `print {"secret","previousExpiresAt"}`)
-	cmd.AddCommand(list, add, del, secret)
-	return cmd
+	return secret
 }
