@@ -47,19 +47,26 @@ const (
 	pollInterval       = 200 * time.Millisecond
 )
 
+// submitFlags holds the flags of jobs submit.
+type submitFlags struct {
+	files                  []string
+	title, description     string
+	tags                   []string
+	httpURL, method, body  string
+	headers                []string
+	expect                 []int
+	timeout                time.Duration
+	scheduleAt, webhookURL string
+	wait                   time.Duration
+	asJSON                 bool
+}
+
+// jobsSubmitCmd submits a job: a publish job of uploaded files, or an http
+// job.
 func (c *cli) jobsSubmitCmd() *cobra.Command {
 	var (
-		files                  []string
-		title, description     string
-		tags                   []string
-		httpURL, method, body  string
-		headers                []string
-		expect                 []int
-		timeout                time.Duration
-		scheduleAt, webhookURL string
-		wait                   time.Duration
-		asJSON                 bool
-		o                      *common
+		f submitFlags
+		o *common
 	)
 	cmd := &cobra.Command{
 		Use:   "submit (--file PATH… --title T | --http-url URL)",
@@ -68,97 +75,123 @@ func (c *cli) jobsSubmitCmd() *cobra.Command {
   conveyor jobs submit --http-url https://example.com/hook --method POST --body '{"a":1}' --header 'Content-Type: application/json'`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (len(files) > 0) == (httpURL != "") {
-				return usagef("give --file (a publish job) or --http-url (an http job), not both")
-			}
-			req := jobs.SubmitRequest{WebhookURL: webhookURL}
-			if scheduleAt != "" {
-				at, err := time.Parse(time.RFC3339, scheduleAt)
-				if err != nil {
-					return usagef("--schedule-at must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", scheduleAt)
-				}
-				req.ScheduleAt = &at
-			}
-			if httpURL != "" {
-				p := httpkind.Params{Method: method, URL: httpURL, Body: body, ExpectStatus: expect, TimeoutMs: int(timeout / time.Millisecond)}
-				for _, h := range headers {
-					k, v, ok := strings.Cut(h, ":")
-					if !ok || strings.TrimSpace(k) == "" {
-						return usagef("--header must be 'Name: value' (got %q)", h)
-					}
-					if p.Headers == nil {
-						p.Headers = map[string]string{}
-					}
-					p.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
-				}
-				raw, _ := json.Marshal(p)
-				req.Type, req.Params = "http", raw
-			} else if title == "" {
-				return usagef("a publish job needs --title")
+			req, err := f.request()
+			if err != nil {
+				return err
 			}
 			t, err := c.one(o)
 			if err != nil {
 				return err
 			}
-			api := c.api(t)
-			ctx := cmd.Context()
-			if len(files) > 0 {
-				var ids []string
-				for _, f := range files {
-					u, err := c.uploadFile(ctx, api, f)
-					if err != nil {
-						return fmt.Errorf("%s: uploading %s: %w", t.name, f, err)
-					}
-					ids = append(ids, u.ID)
-				}
-				req = withPublish(req, publish.Params{Title: title, Description: description, Tags: tags}, ids)
-			}
-			j, created, err := api.SubmitJob(ctx, req)
-			if err != nil {
-				return fmt.Errorf("%s: submitting: %w", t.name, err)
-			}
-			if !created {
-				fmt.Fprintf(c.stderr, "an active job of yours has the same request: %s\n", j.ID)
-			}
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				j, err = api.WaitJob(wctx, j.ID, pollInterval, func(j job.Job) bool { return j.Status.Finished() })
-				cancel()
-				if err != nil {
-					return fmt.Errorf("%s: waiting for %s: %w", t.name, j.ID, err)
-				}
-			}
-			if asJSON {
-				if err := c.printJSON(j); err != nil {
-					return err
-				}
-			} else {
-				c.printJobLine(j)
-			}
-			if wait > 0 && j.Status != job.Succeeded {
-				return errPartial
-			}
-			return nil
+			return c.submit(cmd.Context(), t, req, f)
 		},
 	}
 	o = c.addUser(cmd)
 	fs := cmd.Flags()
-	fs.StringArrayVar(&files, "file", nil, "an image to publish (png, jpeg, gif, webp); repeat for several items")
-	fs.StringVar(&title, "title", "", "publish: the title")
-	fs.StringVar(&description, "description", "", "publish: the description")
-	fs.StringArrayVar(&tags, "tag", nil, "publish: a tag (repeat)")
-	fs.StringVar(&httpURL, "http-url", "", "http: the URL to call")
-	fs.StringVar(&method, "method", "POST", "http: the method")
-	fs.StringVar(&body, "body", "", "http: the request body")
-	fs.StringArrayVar(&headers, "header", nil, "http: a header 'Name: value' (repeat)")
-	fs.IntSliceVar(&expect, "expect-status", nil, "http: statuses that count as success (default any 2xx)")
-	fs.DurationVar(&timeout, "timeout", 10*time.Second, "http: bound of the whole request")
-	fs.StringVar(&scheduleAt, "schedule-at", "", "run at this time (RFC 3339)")
-	fs.StringVar(&webhookURL, "webhook-url", "", "a URL told of the job's events (Standard Webhooks)")
-	fs.DurationVar(&wait, "wait", 0, "wait up to this long for the job to finish (exit 1 unless it succeeds)")
-	fs.BoolVar(&asJSON, "json", false, "print the job")
+	fs.StringArrayVar(&f.files, "file", nil, "an image to publish (png, jpeg, gif, webp); repeat for several items")
+	fs.StringVar(&f.title, "title", "", "publish: the title")
+	fs.StringVar(&f.description, "description", "", "publish: the description")
+	fs.StringArrayVar(&f.tags, "tag", nil, "publish: a tag (repeat)")
+	fs.StringVar(&f.httpURL, "http-url", "", "http: the URL to call")
+	fs.StringVar(&f.method, "method", "POST", "http: the method")
+	fs.StringVar(&f.body, "body", "", "http: the request body")
+	fs.StringArrayVar(&f.headers, "header", nil, "http: a header 'Name: value' (repeat)")
+	fs.IntSliceVar(&f.expect, "expect-status", nil, "http: statuses that count as success (default any 2xx)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "http: bound of the whole request")
+	fs.StringVar(&f.scheduleAt, "schedule-at", "", "run at this time (RFC 3339)")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "a URL told of the job's events (Standard Webhooks)")
+	fs.DurationVar(&f.wait, "wait", 0, "wait up to this long for the job to finish (exit 1 unless it succeeds)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the job")
 	_ = cmd.MarkFlagFilename("file", "png", "jpg", "jpeg", "gif", "webp")
 	return cmd
+}
+
+// request checks the flags and builds the submission they describe: an
+// http job, or a publish job whose items the files become once uploaded.
+func (f submitFlags) request() (jobs.SubmitRequest, error) {
+	if (len(f.files) > 0) == (f.httpURL != "") {
+		return jobs.SubmitRequest{}, usagef("give --file (a publish job) or --http-url (an http job), not both")
+	}
+	req := jobs.SubmitRequest{WebhookURL: f.webhookURL}
+	if f.scheduleAt != "" {
+		at, err := time.Parse(time.RFC3339, f.scheduleAt)
+		if err != nil {
+			return jobs.SubmitRequest{}, usagef("--schedule-at must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", f.scheduleAt)
+		}
+		req.ScheduleAt = &at
+	}
+	if f.httpURL != "" {
+		p, err := f.httpParams()
+		if err != nil {
+			return jobs.SubmitRequest{}, err
+		}
+		raw, _ := json.Marshal(p)
+		req.Type, req.Params = "http", raw
+	} else if f.title == "" {
+		return jobs.SubmitRequest{}, usagef("a publish job needs --title")
+	}
+	return req, nil
+}
+
+// httpParams returns the params of the http job the flags describe; a
+// header not written 'Name: value' is a usage error.
+func (f submitFlags) httpParams() (httpkind.Params, error) {
+	p := httpkind.Params{Method: f.method, URL: f.httpURL, Body: f.body, ExpectStatus: f.expect, TimeoutMs: int(f.timeout / time.Millisecond)}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return httpkind.Params{}, usagef("--header must be 'Name: value' (got %q)", h)
+		}
+		if p.Headers == nil {
+			p.Headers = map[string]string{}
+		}
+		p.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return p, nil
+}
+
+// submit uploads the files (a publish job), submits req, waits for the job
+// to finish when asked and prints it; errPartial when a waited-for job did
+// not succeed.
+func (c *cli) submit(ctx context.Context, t target, req jobs.SubmitRequest, f submitFlags) error {
+	api := c.api(t)
+	if len(f.files) > 0 {
+		var ids []string
+		for _, file := range f.files {
+			u, err := c.uploadFile(ctx, api, file)
+			if err != nil {
+				return fmt.Errorf("%s: uploading %s: %w", t.name, file, err)
+			}
+			ids = append(ids, u.ID)
+		}
+		req = withPublish(req, publish.Params{Title: f.title, Description: f.description, Tags: f.tags}, ids)
+	}
+	j, created, err := api.SubmitJob(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: submitting: %w", t.name, err)
+	}
+	if !created {
+		fmt.Fprintf(c.stderr, "an active job of yours has the same request: %s\n", j.ID)
+	}
+	if f.wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, f.wait)
+		j, err = api.WaitJob(wctx, j.ID, pollInterval, func(j job.Job) bool { return j.Status.Finished() })
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: waiting for %s: %w", t.name, j.ID, err)
+		}
+	}
+	if f.asJSON {
+		if err := c.printJSON(j); err != nil {
+			return err
+		}
+	} else {
+		c.printJobLine(j)
+	}
+	if f.wait > 0 && j.Status != job.Succeeded {
+		return errPartial
+	}
+	return nil
 }
 
 // withPublish makes req a publish job of the uploads.
