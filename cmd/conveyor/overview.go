@@ -154,6 +154,17 @@ var jobColumns = []string{"scheduled", "queued", "running", "succeeded", "failed
 // line per environment that failed, with its error.
 func renderOverview(w io.Writer, res map[string]envOverview) {
 	envs := sortedKeys(res)
+	renderTiers(w, envs, res)
+	fmt.Fprintln(w)
+	renderJobs(w, envs, res)
+	renderBreakers(w, envs, res)
+	renderBlocked(w, envs, res)
+	renderErrors(w, envs, res)
+}
+
+// renderTiers prints the queues of every tier of the environments that
+// answered, a row per environment and tier.
+func renderTiers(w io.Writer, envs []string, res map[string]envOverview) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENVIRONMENT\tTIER\tWAITING\tIN FLIGHT\tDELAYED\tDLQ\tPAUSED")
 	for _, e := range envs {
@@ -171,9 +182,12 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w)
+}
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+// renderJobs prints the jobs of every environment that answered, a row
+// each, with a TOTAL row when more than one did.
+func renderJobs(w io.Writer, envs []string, res map[string]envOverview) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENVIRONMENT\tSCHEDULED\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tORPHANS\tOK 24H\tFAILED 24H\tOPEN BREAKERS")
 	total := make([]int, len(jobColumns)+4)
 	ok := 0
@@ -183,19 +197,8 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 			continue
 		}
 		ok++
-		row := make([]int, 0, len(total))
-		for _, st := range jobColumns {
-			row = append(row, ov.Jobs[st])
-		}
-		open := 0
-		for _, b := range ov.Breakers {
-			if b.State != breaker.Closed {
-				open++
-			}
-		}
-		row = append(row, ov.Orphans, ov.Stats.Succeeded, ov.Stats.Failed, open)
 		fmt.Fprint(tw, e)
-		for i, n := range row {
+		for i, n := range jobRow(ov, len(total)) {
 			total[i] += n
 			fmt.Fprintf(tw, "\t%d", n)
 		}
@@ -209,7 +212,27 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
 
+// jobRow returns an environment's counts in the columns of renderJobs: jobs
+// by status, orphans, the last 24 h's outcomes and the breakers not closed.
+func jobRow(ov *admin.Overview, columns int) []int {
+	row := make([]int, 0, columns)
+	for _, st := range jobColumns {
+		row = append(row, ov.Jobs[st])
+	}
+	open := 0
+	for _, b := range ov.Breakers {
+		if b.State != breaker.Closed {
+			open++
+		}
+	}
+	return append(row, ov.Orphans, ov.Stats.Succeeded, ov.Stats.Failed, open)
+}
+
+// renderBreakers prints the breakers of the environments that answered,
+// after a blank line; nothing when there are none.
+func renderBreakers(w io.Writer, envs []string, res map[string]envOverview) {
 	var brk [][]string
 	for _, e := range envs {
 		if ov := res[e].Overview; ov != nil {
@@ -224,15 +247,18 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 	}
 	if len(brk) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ENVIRONMENT\tBREAKER\tSTATE\tFAILURES\tOPEN UNTIL")
 		for _, r := range brk {
 			fmt.Fprintln(tw, joinTab(r))
 		}
 		tw.Flush()
 	}
+}
 
-	// Work that waits for an operator, said in words.
+// renderBlocked prints the work that waits for an operator, said in words,
+// a line each after a blank line; nothing when none waits.
+func renderBlocked(w io.Writer, envs []string, res map[string]envOverview) {
 	first := true
 	for _, e := range envs {
 		if ov := res[e].Overview; ov != nil {
@@ -245,8 +271,12 @@ func renderOverview(w io.Writer, res map[string]envOverview) {
 			}
 		}
 	}
+}
 
-	first = true
+// renderErrors prints why each environment that failed did, a line each
+// after a blank line; nothing when all answered.
+func renderErrors(w io.Writer, envs []string, res map[string]envOverview) {
+	first := true
 	for _, e := range envs {
 		if msg := res[e].Error; msg != "" {
 			if first {
