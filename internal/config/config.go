@@ -205,90 +205,19 @@ func FromEnv(fns ...string) (Config, error) { return From(os.Getenv, fns...) }
 // that refresh tokens, as values or as CONVEYOR_DEVIANTART_CLIENT_SECRET_ARN
 // (a secret read when first needed: until it holds credentials, jobs wait).
 func From(getenv func(string) string, fns ...string) (Config, error) {
+	// Each reader appends the malformed values it finds to r.errs: the
+	// order of the calls is the order of the problems reported.
 	r := reader{get: getenv}
-	c := Config{
-		Table:                     getenv(VarTable),
-		TableIndexes:              r.str(VarTableIndexes),
-		JobItems:                  r.str(VarJobItems),
-		Bucket:                    getenv(VarBucket),
-		KMSKeyID:                  getenv(VarKMSKeyID),
-		EventBus:                  getenv(VarEventBus),
-		JWTSecret:                 []byte(getenv(VarJWTSecret)),
-		JWTSecretARN:              getenv(VarJWTSecretARN),
-		DeviantArtURL:             r.str(VarDeviantArtURL),
-		DeviantArtClientID:        getenv(VarDeviantArtClientID),
-		DeviantArtClientSecret:    getenv(VarDeviantArtClientSecret),
-		DeviantArtClientSecretARN: getenv(VarDeviantArtClientSecretARN),
-		OAuthClientRecheck:        r.dur(VarOAuthClientRecheck),
-		APIAddr:                   r.str(VarAPIAddr),
-		MaxAttempts:               r.int(VarMaxAttempts),
-		RetryBase:                 r.dur(VarRetryBase),
-		RetryMax:                  r.dur(VarRetryMax),
-		ParkAfter:                 r.dur(VarParkAfter),
-		BreakerWindow:             r.dur(VarBreakerWindow),
-		BreakerThreshold:          r.int(VarBreakerThreshold),
-		BreakerCooldown:           r.dur(VarBreakerCooldown),
-		BreakerProbeLease:         r.dur(VarBreakerProbeLease),
-		BreakerCache:              r.dur(VarBreakerCache),
-		CallTimeout:               r.dur(VarCallTimeout),
-		UploadRateMin:             r.int64(VarUploadRateMin),
-		RecoveryInterval:          r.dur(VarRecoveryInterval),
-		StuckAfter:                r.dur(VarStuckAfter),
-		SweepBudget:               r.dur(VarSweepBudget),
-		ScheduleInterval:          r.dur(VarScheduleInterval),
-		RetentionInterval:         r.dur(VarRetentionInterval),
-		HeartbeatInterval:         r.dur(VarHeartbeatInterval),
-		DeadlineMargin:            r.dur(VarDeadlineMargin),
-		CancelNotice:              r.dur(VarCancelNotice),
-		IdempotencyWindow:         r.dur(VarIdempotencyWindow),
-		StaleAfter:                r.dur(VarStaleAfter),
-		DeleteAfter:               r.dur(VarDeleteAfter),
-		StreamPing:                r.dur(VarStreamPing),
-		StreamPoll:                r.dur(VarStreamPoll),
-		StreamMaxPerUser:          r.int(VarStreamMaxPerUser),
-		Fairness:                  queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)},
-		BusEvents:                 r.busEvents(VarBusEvents),
-		WebhookSecretOverlap:      r.dur(VarWebhookSecretOverlap),
-		UploadExpiry:              r.dur(VarUploadExpiry),
-		MaxUploadSize:             r.int64(VarMaxUploadSize),
-		OIDC: OIDC{
-			Issuer: getenv(VarOIDCIssuer), Audiences: list(getenv(VarOIDCAudience)),
-			RoleClaim: r.str(VarOIDCRoleClaim), PlanClaim: r.str(VarOIDCPlanClaim), JWKSURL: getenv(VarOIDCJWKSURL),
-			JWKSTTL: r.dur(VarOIDCJWKSTTL), JWKSMinRefresh: r.dur(VarOIDCJWKSMinRefresh),
-		},
-		ScheduleGroup:       getenv(VarScheduleGroup),
-		ScheduleTargetARN:   getenv(VarScheduleTargetARN),
-		ScheduleRoleARN:     getenv(VarScheduleRoleARN),
-		QueueURLs:           map[job.Tier]string{},
-		DLQURLs:             map[job.Tier]string{},
-		ESMUUIDs:            map[job.Tier]string{},
-		HTTPMaxSnoozes:      r.int(VarHTTPMaxSnoozes),
-		HTTPMaxAge:          r.dur(VarHTTPMaxAge),
-		HTTPTimeoutFloor:    r.dur(VarHTTPTimeoutFloor),
-		HTTPBreakersPerUser: r.int(VarHTTPBreakersPerUser),
-	}
-	if name := getenv(VarEnv); name == "" {
-		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
-	} else if env, err := job.ParseEnv(name); err != nil {
-		r.errs = append(r.errs, fmt.Errorf("CONVEYOR_ENV: %w", err))
-	} else {
-		c.Env = env
-	}
-	for _, t := range job.Tiers {
-		if v := getenv(VarQueueURL(t)); v != "" {
-			c.QueueURLs[t] = v
-		}
-		if v := getenv(VarDLQURL(t)); v != "" {
-			c.DLQURLs[t] = v
-		}
-		if v := getenv(VarESMUUID(t)); v != "" {
-			c.ESMUUIDs[t] = v
-		}
-	}
-	if getenv(VarBreakerProbeLease) == "" && c.BreakerCooldown > 0 {
-		// A cooldown shorter than the lease (tests, chaos) shortens it.
-		c.BreakerProbeLease = min(c.BreakerProbeLease, c.BreakerCooldown)
-	}
+	var c Config
+	r.names(&c)
+	r.oauthClient(&c)
+	r.retries(&c)
+	r.sweeps(&c)
+	r.delivery(&c)
+	r.uploads(&c)
+	c.OIDC = r.oidc()
+	r.httpKind(&c)
+	c.Env = r.env()
 	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
 		r.errs = append(r.errs, err)
 	}
@@ -299,6 +228,136 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 		return c, fmt.Errorf("configuration: %w", errors.Join(r.errs...))
 	}
 	return c, nil
+}
+
+// names reads the names of what the process works with: the table,
+// bucket, key, bus, JWT secret, the tiers' queues, the local gateway's
+// address and the schedules' group.
+func (r *reader) names(c *Config) {
+	c.Table = r.get(VarTable)
+	c.TableIndexes = r.str(VarTableIndexes)
+	c.JobItems = r.str(VarJobItems)
+	c.Bucket = r.get(VarBucket)
+	c.KMSKeyID = r.get(VarKMSKeyID)
+	c.EventBus = r.get(VarEventBus)
+	c.JWTSecret = []byte(r.get(VarJWTSecret))
+	c.JWTSecretARN = r.get(VarJWTSecretARN)
+	c.APIAddr = r.str(VarAPIAddr)
+	c.ScheduleGroup = r.get(VarScheduleGroup)
+	c.ScheduleTargetARN = r.get(VarScheduleTargetARN)
+	c.ScheduleRoleARN = r.get(VarScheduleRoleARN)
+	c.QueueURLs = map[job.Tier]string{}
+	c.DLQURLs = map[job.Tier]string{}
+	c.ESMUUIDs = map[job.Tier]string{}
+	for _, t := range job.Tiers {
+		if v := r.get(VarQueueURL(t)); v != "" {
+			c.QueueURLs[t] = v
+		}
+		if v := r.get(VarDLQURL(t)); v != "" {
+			c.DLQURLs[t] = v
+		}
+		if v := r.get(VarESMUUID(t)); v != "" {
+			c.ESMUUIDs[t] = v
+		}
+	}
+}
+
+// oauthClient reads the external API's address and OAuth client
+// credentials, and how often a missing secret is re-read.
+func (r *reader) oauthClient(c *Config) {
+	c.DeviantArtURL = r.str(VarDeviantArtURL)
+	c.DeviantArtClientID = r.get(VarDeviantArtClientID)
+	c.DeviantArtClientSecret = r.get(VarDeviantArtClientSecret)
+	c.DeviantArtClientSecretARN = r.get(VarDeviantArtClientSecretARN)
+	c.OAuthClientRecheck = r.dur(VarOAuthClientRecheck)
+}
+
+// retries reads how a failing call is retried and bounded: attempts,
+// backoff, parking, the breakers and the calls' timeouts.
+func (r *reader) retries(c *Config) {
+	c.MaxAttempts = r.int(VarMaxAttempts)
+	c.RetryBase = r.dur(VarRetryBase)
+	c.RetryMax = r.dur(VarRetryMax)
+	c.ParkAfter = r.dur(VarParkAfter)
+	c.BreakerWindow = r.dur(VarBreakerWindow)
+	c.BreakerThreshold = r.int(VarBreakerThreshold)
+	c.BreakerCooldown = r.dur(VarBreakerCooldown)
+	c.BreakerProbeLease = r.dur(VarBreakerProbeLease)
+	c.BreakerCache = r.dur(VarBreakerCache)
+	c.CallTimeout = r.dur(VarCallTimeout)
+	c.UploadRateMin = r.int64(VarUploadRateMin)
+	if r.get(VarBreakerProbeLease) == "" && c.BreakerCooldown > 0 {
+		// A cooldown shorter than the lease (tests, chaos) shortens it.
+		c.BreakerProbeLease = min(c.BreakerProbeLease, c.BreakerCooldown)
+	}
+}
+
+// sweeps reads the timings of the background work: recovery, schedules,
+// retention, heartbeats, a run's deadline margin and cancel notice, and
+// the idempotency window.
+func (r *reader) sweeps(c *Config) {
+	c.RecoveryInterval = r.dur(VarRecoveryInterval)
+	c.StuckAfter = r.dur(VarStuckAfter)
+	c.SweepBudget = r.dur(VarSweepBudget)
+	c.ScheduleInterval = r.dur(VarScheduleInterval)
+	c.RetentionInterval = r.dur(VarRetentionInterval)
+	c.HeartbeatInterval = r.dur(VarHeartbeatInterval)
+	c.DeadlineMargin = r.dur(VarDeadlineMargin)
+	c.CancelNotice = r.dur(VarCancelNotice)
+	c.IdempotencyWindow = r.dur(VarIdempotencyWindow)
+	c.StaleAfter = r.dur(VarStaleAfter)
+	c.DeleteAfter = r.dur(VarDeleteAfter)
+}
+
+// delivery reads how jobs and their events reach their consumers: the SSE
+// streams, the queues' fairness, the bus's events and the webhook
+// secrets' overlap.
+func (r *reader) delivery(c *Config) {
+	c.StreamPing = r.dur(VarStreamPing)
+	c.StreamPoll = r.dur(VarStreamPoll)
+	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
+	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)}
+	c.BusEvents = r.busEvents(VarBusEvents)
+	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
+}
+
+// uploads reads the presigned URLs' lifetime and the largest upload.
+func (r *reader) uploads(c *Config) {
+	c.UploadExpiry = r.dur(VarUploadExpiry)
+	c.MaxUploadSize = r.int64(VarMaxUploadSize)
+}
+
+// oidc reads the OpenID Connect issuer whose tokens are accepted.
+func (r *reader) oidc() OIDC {
+	return OIDC{
+		Issuer: r.get(VarOIDCIssuer), Audiences: list(r.get(VarOIDCAudience)),
+		RoleClaim: r.str(VarOIDCRoleClaim), PlanClaim: r.str(VarOIDCPlanClaim), JWKSURL: r.get(VarOIDCJWKSURL),
+		JWKSTTL: r.dur(VarOIDCJWKSTTL), JWKSMinRefresh: r.dur(VarOIDCJWKSMinRefresh),
+	}
+}
+
+// httpKind reads the http kind's limits.
+func (r *reader) httpKind(c *Config) {
+	c.HTTPMaxSnoozes = r.int(VarHTTPMaxSnoozes)
+	c.HTTPMaxAge = r.dur(VarHTTPMaxAge)
+	c.HTTPTimeoutFloor = r.dur(VarHTTPTimeoutFloor)
+	c.HTTPBreakersPerUser = r.int(VarHTTPBreakersPerUser)
+}
+
+// env reads CONVEYOR_ENV, which has no default: unset or unknown, it is an
+// error and the environment is empty.
+func (r *reader) env() job.Env {
+	name := r.get(VarEnv)
+	if name == "" {
+		r.errs = append(r.errs, errors.New("CONVEYOR_ENV is not set: name the environment explicitly (local, staging, prod-ru or prod-en)"))
+		return ""
+	}
+	env, err := job.ParseEnv(name)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("CONVEYOR_ENV: %w", err))
+		return ""
+	}
+	return env
 }
 
 // Complete reports, naming every gap and never a value, what the functions
