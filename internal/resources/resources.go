@@ -817,69 +817,95 @@ func For(env job.Env) Definition { return Named(env, "conveyor-"+string(env)) }
 // provision isolated copies side by side on one emulator. Prefix must be a
 // valid start of a bucket name (lowercase letters, digits, hyphens).
 func Named(env job.Env, prefix string) Definition {
-	d := Definition{
+	return Definition{
 		Env:      env,
 		Prefix:   prefix,
 		KMSAlias: "alias/" + prefix,
 		EventBus: prefix,
 		// The users' recurring schedules (internal/schedule).
-		ScheduleGroup: prefix,
-		Table: Table{
-			Name:         prefix,
-			PartitionKey: Key{AttrPK, String},
-			SortKey:      Key{AttrSK, String},
-			Indexes: []Index{
-				inspectorIndex(IndexByOwner, AttrOwner, true),
-				{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}, Include: OwnerUpdatedAttrs},
-				{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}, Include: SweepAttrs},
-				{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}, Include: FeedAttrs},
-				inspectorIndex(IndexByStatusCreated, AttrJobStatus, true),
-				inspectorIndex(IndexByTierCreated, AttrJobTier, false),
-				inspectorIndex(IndexByTypeCreated, AttrJobType, false),
-				inspectorIndex(IndexByErrorCreated, AttrJobError, true),
-				inspectorIndex(IndexByCreated, AttrEntity, false),
-			},
-			TTLAttribute:        AttrExpiresAt,
-			PointInTimeRecovery: env != job.Local,
-			DeletionProtection:  env.Production(),
-			StreamView:          StreamViewNewImage,
-		},
-		// Events must keep up with the transitions: no batching window (a
-		// second of it would be a second of lag for every event at low
-		// load; under load batches fill anyway), and four batches per shard
-		// at once, each a job-ordered lane of the shard (see
-		// ParallelizationFactor). A batch of 100 events is about ten
-		// PutEvents calls.
-		EventStream: EventStream{
-			Function:              FuncRelay,
-			BatchSize:             100,
-			BatchingWindow:        time.Second,
-			ParallelizationFactor: 4,
-			MaxRetries:            10,
-			BisectOnError:         true,
-			StartingPosition:      "TRIM_HORIZON",
-			Filter:                EventStreamFilter,
-			FailureQueueName:      prefix + "-relay-failures",
-			FailureRetention:      14 * 24 * time.Hour,
-		},
-		EventArchive: EventArchive{Name: prefix + "-events", Retention: archiveRetention(env)},
-		Bucket: Bucket{
-			Name:               prefix + "-uploads",
-			UploadPrefix:       "uploads/",
-			NotifyFunction:     FuncConfirm,
-			UploadObjectExpiry: time.Duration(UploadObjectExpiryDays()) * 24 * time.Hour,
-			CORSOrigins:        corsOrigins(env),
-		},
-		Schedules: []Schedule{{
-			Name:       prefix + "-recovery",
-			Function:   FuncRecovery,
-			Expression: "rate(5 minutes)",
-			Interval:   5 * time.Minute,
-			Task:       TaskRecover,
-		}},
+		ScheduleGroup:     prefix,
+		Table:             jobTable(env, prefix),
+		EventStream:       eventStream(prefix),
+		EventArchive:      EventArchive{Name: prefix + "-events", Retention: archiveRetention(env)},
+		Bucket:            uploadBucket(env, prefix),
+		Schedules:         sweepSchedules(prefix),
 		Functions:         []string{FuncAPI, FuncAdmin, FuncUploads, FuncSchedules, FuncConfirm, FuncPublisher, FuncSystem, FuncRecovery, FuncStream, FuncRelay},
 		AsyncFailureQueue: prefix + "-async-failures",
+		Queues:            tierQueues(prefix),
 	}
+}
+
+// jobTable returns the environment's table: its keys, its indexes, its
+// TTL and stream, and the protections of the environment.
+func jobTable(env job.Env, prefix string) Table {
+	return Table{
+		Name:         prefix,
+		PartitionKey: Key{AttrPK, String},
+		SortKey:      Key{AttrSK, String},
+		Indexes: []Index{
+			inspectorIndex(IndexByOwner, AttrOwner, true),
+			{Name: IndexByOwnerUpdated, PartitionKey: Key{AttrOwner, String}, SortKey: Key{AttrUpdatedKey, String}, Include: OwnerUpdatedAttrs},
+			{Name: IndexBySweep, PartitionKey: Key{AttrSweepKey, String}, SortKey: Key{AttrSweepAt, String}, Include: SweepAttrs},
+			{Name: IndexByFeed, PartitionKey: Key{AttrFeedKey, String}, SortKey: Key{AttrFeedAt, String}, Include: FeedAttrs},
+			inspectorIndex(IndexByStatusCreated, AttrJobStatus, true),
+			inspectorIndex(IndexByTierCreated, AttrJobTier, false),
+			inspectorIndex(IndexByTypeCreated, AttrJobType, false),
+			inspectorIndex(IndexByErrorCreated, AttrJobError, true),
+			inspectorIndex(IndexByCreated, AttrEntity, false),
+		},
+		TTLAttribute:        AttrExpiresAt,
+		PointInTimeRecovery: env != job.Local,
+		DeletionProtection:  env.Production(),
+		StreamView:          StreamViewNewImage,
+	}
+}
+
+// eventStream returns the mapping of the table's stream to the relay,
+// which puts the jobs' events on the bus.
+func eventStream(prefix string) EventStream {
+	// Events must keep up with the transitions: no batching window (a
+	// second of it would be a second of lag for every event at low
+	// load; under load batches fill anyway), and four batches per shard
+	// at once, each a job-ordered lane of the shard (see
+	// ParallelizationFactor). A batch of 100 events is about ten
+	// PutEvents calls.
+	return EventStream{
+		Function:              FuncRelay,
+		BatchSize:             100,
+		BatchingWindow:        time.Second,
+		ParallelizationFactor: 4,
+		MaxRetries:            10,
+		BisectOnError:         true,
+		StartingPosition:      "TRIM_HORIZON",
+		Filter:                EventStreamFilter,
+		FailureQueueName:      prefix + "-relay-failures",
+		FailureRetention:      14 * 24 * time.Hour,
+	}
+}
+
+// uploadBucket returns the bucket of the users' uploads, whose objects
+// expire once no job may still need them.
+func uploadBucket(env job.Env, prefix string) Bucket {
+	return Bucket{
+		Name:               prefix + "-uploads",
+		UploadPrefix:       "uploads/",
+		NotifyFunction:     FuncConfirm,
+		UploadObjectExpiry: time.Duration(UploadObjectExpiryDays()) * 24 * time.Hour,
+		CORSOrigins:        corsOrigins(env),
+	}
+}
+
+// sweepSchedules returns the schedules of the recovery function: recovery
+// every five minutes, then the release and retention tasks' parts every
+// minute.
+func sweepSchedules(prefix string) []Schedule {
+	schedules := []Schedule{{
+		Name:       prefix + "-recovery",
+		Function:   FuncRecovery,
+		Expression: "rate(5 minutes)",
+		Interval:   5 * time.Minute,
+		Task:       TaskRecover,
+	}}
 	// Scheduled jobs start within a minute after their time, and parked
 	// jobs within a minute after their wait; finished jobs go stale, and
 	// unreferenced uploads expire. Each at the rate the pipeline takes
@@ -888,7 +914,7 @@ func Named(env job.Env, prefix string) Definition {
 	for _, task := range []struct{ name, task string }{{"release", TaskRelease}, {"retention", TaskRetain}} {
 		parts := Parts(task.task)
 		for p := range parts {
-			d.Schedules = append(d.Schedules, Schedule{
+			schedules = append(schedules, Schedule{
 				Name:       fmt.Sprintf("%s-%s-%d", prefix, task.name, p),
 				Function:   FuncRecovery,
 				Expression: "rate(1 minute)",
@@ -898,6 +924,12 @@ func Named(env job.Env, prefix string) Definition {
 			})
 		}
 	}
+	return schedules
+}
+
+// tierQueues returns each tier's FIFO queue and DLQ, with its consumer
+// and the consumer's reserved concurrency.
+func tierQueues(prefix string) []Queue {
 	// Weights 4:2:1 between the publish tiers; sized by the capacity model
 	// of `make bench` (about 6–8 jobs/s per instance with a 300 ms external
 	// API): with a third of the jobs in each tier, low binds first at about
@@ -906,12 +938,13 @@ func Named(env job.Env, prefix string) Definition {
 	// (one account per environment, as AWS recommends; environments that
 	// share an account need a concurrency quota raise).
 	concurrency := map[job.Tier]int{job.High: 300, job.Medium: 150, job.Low: 75, job.System: 20}
+	var queues []Queue
 	for _, t := range job.Tiers {
 		consumer := FuncPublisher
 		if t == job.System {
 			consumer = FuncSystem
 		}
-		d.Queues = append(d.Queues, Queue{
+		queues = append(queues, Queue{
 			Tier:              t,
 			Name:              fmt.Sprintf("%s-%s.fifo", prefix, t),
 			DLQName:           fmt.Sprintf("%s-%s-dlq.fifo", prefix, t),
@@ -928,7 +961,7 @@ func Named(env job.Env, prefix string) Definition {
 			FifoThroughputLimit: FifoThroughputLimitPerMessageGroup,
 		})
 	}
-	return d
+	return queues
 }
 
 func corsOrigins(env job.Env) []string {
