@@ -202,27 +202,8 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{}, err
 	}
 	now := p.cfg.Now()
-	switch {
-	case j.Status == job.Queued && j.Waiting != "" && j.RetryAt != nil && j.RetryAt.After(now):
-		// A leftover message of a parked job: the release sweep sends a
-		// fresh one when it is due.
-		return Verdict{Done: true, Reason: "waiting in the table"}, nil
-	case j.Status == job.Queued && j.RetryAt != nil && j.RetryAt.After(now):
-		wait := j.RetryAt.Sub(now)
-		if p.cfg.Policy.Park(wait, d.Receives, p.cfg.MaxReceives) {
-			return p.park(ctx, log, id, "not_due", *j.RetryAt)
-		}
-		return Verdict{RetryIn: wait, Reason: "backing off"}, nil
-	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
-		return Verdict{Done: true, Reason: "running elsewhere"}, nil
-	case j.Status != job.Queued && j.Status != job.Running:
-		return p.settleFinished(ctx, j, d), nil
-	}
-	if until, held := j.HeldBy(p.cfg.Worker, now); held {
-		// A cancelled or stopped run is finishing its last call: the
-		// retry waits until it released the job or its lease ended,
-		// spending nothing.
-		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the previous run still holds the job"}, nil
+	if v, answered, err := p.notClaimable(ctx, log, j, d, now); answered {
+		return v, err
 	}
 	end := p.budgetEnd(ctx)
 	k, known := p.cfg.Kinds.Get(j.Type)
@@ -261,23 +242,70 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	r.job = j
 	r.seen = now // the claim's write, conditional on the version it read
 	r.noteLease()
+	err = r.withHeartbeat(ctx, func(workCtx context.Context) error {
+		if known {
+			return k.Work(workCtx, r)
+		}
+		return retry.Permanent(fmt.Errorf("no kind %q is registered with this worker", j.Type))
+	})
+	return r.outcome(ctx, err)
+}
+
+// notClaimable answers a delivery whose job is not to be claimed now: a
+// parked job's leftover message, a job backing off (parked when its wait
+// is long), one running elsewhere or still held by a run finishing its
+// last call, or a finished one (settleFinished). answered is false when
+// the job may be claimed.
+func (p *Worker) notClaimable(ctx context.Context, log *slog.Logger, j job.Job, d Delivery, now time.Time) (v Verdict, answered bool, err error) {
+	switch {
+	case j.Status == job.Queued && j.Waiting != "" && j.RetryAt != nil && j.RetryAt.After(now):
+		// A leftover message of a parked job: the release sweep sends a
+		// fresh one when it is due.
+		return Verdict{Done: true, Reason: "waiting in the table"}, true, nil
+	case j.Status == job.Queued && j.RetryAt != nil && j.RetryAt.After(now):
+		wait := j.RetryAt.Sub(now)
+		if p.cfg.Policy.Park(wait, d.Receives, p.cfg.MaxReceives) {
+			v, err := p.park(ctx, log, d.JobID, "not_due", *j.RetryAt)
+			return v, true, err
+		}
+		return Verdict{RetryIn: wait, Reason: "backing off"}, true, nil
+	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
+		return Verdict{Done: true, Reason: "running elsewhere"}, true, nil
+	case j.Status != job.Queued && j.Status != job.Running:
+		return p.settleFinished(ctx, j, d), true, nil
+	}
+	if until, held := j.HeldBy(p.cfg.Worker, now); held {
+		// A cancelled or stopped run is finishing its last call: the
+		// retry waits until it released the job or its lease ended,
+		// spending nothing.
+		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the previous run still holds the job"}, true, nil
+	}
+	return Verdict{}, false, nil
+}
+
+// withHeartbeat runs work under the run's budget while the heartbeat keeps
+// the job's lease, and returns work's error once the heartbeat stopped.
+func (r *run) withHeartbeat(ctx context.Context, work func(context.Context) error) error {
 	hbCtx, stopHB := context.WithCancel(ctx)
 	// The work ends with the budget; what is left of the invocation
 	// records the outcome.
 	workCtx, cancelWork := context.WithCancel(ctx)
-	if !end.IsZero() {
-		workCtx, cancelWork = context.WithDeadline(ctx, end)
+	if !r.end.IsZero() {
+		workCtx, cancelWork = context.WithDeadline(ctx, r.end)
 	}
 	var hb sync.WaitGroup
 	hb.Go(func() { r.heartbeat(hbCtx) })
-	if known {
-		err = k.Work(workCtx, r)
-	} else {
-		err = retry.Permanent(fmt.Errorf("no kind %q is registered with this worker", j.Type))
-	}
+	err := work(workCtx)
 	stopHB()
 	hb.Wait()
 	cancelWork()
+	return err
+}
+
+// outcome answers the queue for a run whose Work returned err: a crash
+// aborts, a lost job is let go (unrecorded), a run out of time hands the
+// job back, success is done, and a failure is settled (settleFailure).
+func (r *run) outcome(ctx context.Context, err error) (Verdict, error) {
 	if errors.Is(err, ErrCrash) {
 		return Verdict{}, err
 	}
