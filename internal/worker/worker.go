@@ -524,64 +524,21 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 	msg := err.Error()
 	code := errorCode(err, d.Class)
 	log := r.log.With("phase", phase, "error", msg, "class", d.Reason)
+	f := failure{err: err, d: d, phase: phase, item: item, msg: msg, code: code, now: now}
 	var verdict Verdict
 	saveErr := r.save(ctx, func(j *job.Job) {
 		e := &job.Error{Code: code, Message: msg, Retryable: d.Class != retry.ClassPermanent}
 		at := now.Add(d.Delay)
 		switch {
 		case d.Class == retry.ClassSnooze:
-			// The reason it waits is the error's code: circuit_open, or
-			// what else was not ready (secretref.CodeOAuthClientNotSet).
-			_ = j.Snooze(code, at, now)
-			note := "circuit open; waiting"
-			if code != job.WaitCircuitOpen {
-				note, j.Error = "waiting: "+msg, e
-			}
-			j.Wait.Detail, j.Wait.Breaker = msg, breakerKey(err)
-			if phase != "" {
-				if i := j.PhaseIndex(phase); i >= 0 {
-					j.Phases[i].Message = note
-				}
-			}
-			verdict = Verdict{RetryIn: d.Delay, Reason: strings.ReplaceAll(code, "_", " ")}
+			verdict = f.snooze(j, e, at)
 		case d.Retry:
-			j.FailPhase(phase, e)
-			if phase != "" {
-				if i := j.PhaseIndex(phase); i >= 0 {
-					j.Phases[i].Status = job.PhasePending
-				}
-			}
-			if d.Spent {
-				_ = j.RetryLater(e, at, now)
-			} else {
-				_ = j.Snooze(job.WaitRateLimited, at, now)
-				j.Error, j.Phase = e, "retrying"
-				j.Wait.Detail, j.Wait.Breaker = rateLimitDetail(err, msg), breakerKey(err)
-			}
-			verdict = Verdict{RetryIn: d.Delay, Reason: "temporary error"}
-			if !d.Spent {
-				verdict.Reason = "rate limited"
-			}
+			verdict = f.retry(j, e, at)
 		default:
-			if d.Exhausted {
-				e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, msg)
-			}
-			j.FailPhase(phase, e)
-			if item >= 0 && item < len(j.Items) {
-				j.Items[item].Status, j.Items[item].Error = job.ItemFailed, e
-			}
-			j.Error = e
-			_ = j.Apply(job.Fail, now)
-			verdict = Verdict{Done: true, Reason: "failed"}
+			verdict = f.fail(j, e)
 		}
 		if !verdict.Done && p.cfg.Policy.Park(d.Delay, r.receives, p.cfg.MaxReceives) {
-			reason := "backoff"
-			if d.Class == retry.ClassSnooze {
-				reason = code
-			} else if !d.Spent {
-				reason = "rate_limited"
-			}
-			_ = j.Park(reason, at, now)
+			_ = j.Park(f.parkReason(), at, now)
 			verdict = Verdict{Done: true, Reason: verdict.Reason + "; parked until due"}
 		}
 	})
@@ -606,6 +563,87 @@ func (r *run) settleFailure(ctx context.Context, err error) (Verdict, error) {
 		log.WarnContext(ctx, "job failed")
 	}
 	return verdict, nil
+}
+
+// failure is a failed attempt as settleFailure records it: the error, the
+// policy's decision, the phase and item it names (item -1: none), its
+// message and code, and when it is recorded.
+type failure struct {
+	err       error
+	d         retry.Decision
+	phase     string
+	item      int
+	msg, code string
+	now       time.Time
+}
+
+// snooze makes j wait until at, spending no attempt, and notes why on its
+// phase; the verdict brings the message back after the delay.
+func (f failure) snooze(j *job.Job, e *job.Error, at time.Time) Verdict {
+	// The reason it waits is the error's code: circuit_open, or
+	// what else was not ready (secretref.CodeOAuthClientNotSet).
+	_ = j.Snooze(f.code, at, f.now)
+	note := "circuit open; waiting"
+	if f.code != job.WaitCircuitOpen {
+		note, j.Error = "waiting: "+f.msg, e
+	}
+	j.Wait.Detail, j.Wait.Breaker = f.msg, breakerKey(f.err)
+	if f.phase != "" {
+		if i := j.PhaseIndex(f.phase); i >= 0 {
+			j.Phases[i].Message = note
+		}
+	}
+	return Verdict{RetryIn: f.d.Delay, Reason: strings.ReplaceAll(f.code, "_", " ")}
+}
+
+// retry sets j to try again at at, its failed phase pending again: an
+// attempt spent (job.RetryLater), or for a 429 a wait that spends none.
+func (f failure) retry(j *job.Job, e *job.Error, at time.Time) Verdict {
+	j.FailPhase(f.phase, e)
+	if f.phase != "" {
+		if i := j.PhaseIndex(f.phase); i >= 0 {
+			j.Phases[i].Status = job.PhasePending
+		}
+	}
+	if f.d.Spent {
+		_ = j.RetryLater(e, at, f.now)
+	} else {
+		_ = j.Snooze(job.WaitRateLimited, at, f.now)
+		j.Error, j.Phase = e, "retrying"
+		j.Wait.Detail, j.Wait.Breaker = rateLimitDetail(f.err, f.msg), breakerKey(f.err)
+	}
+	verdict := Verdict{RetryIn: f.d.Delay, Reason: "temporary error"}
+	if !f.d.Spent {
+		verdict.Reason = "rate limited"
+	}
+	return verdict
+}
+
+// fail fails j with e, and the phase and item the error names
+// (attempts_exhausted when the attempts ran out).
+func (f failure) fail(j *job.Job, e *job.Error) Verdict {
+	if f.d.Exhausted {
+		e.Code, e.Message = "attempts_exhausted", fmt.Sprintf("gave up after %d attempts: %s", j.Attempts, f.msg)
+	}
+	j.FailPhase(f.phase, e)
+	if f.item >= 0 && f.item < len(j.Items) {
+		j.Items[f.item].Status, j.Items[f.item].Error = job.ItemFailed, e
+	}
+	j.Error = e
+	_ = j.Apply(job.Fail, f.now)
+	return Verdict{Done: true, Reason: "failed"}
+}
+
+// parkReason is why a job that waits parks in the table: its snooze's
+// code, rate_limited for a 429, else backoff.
+func (f failure) parkReason() string {
+	reason := "backoff"
+	if f.d.Class == retry.ClassSnooze {
+		reason = f.code
+	} else if !f.d.Spent {
+		reason = "rate_limited"
+	}
+	return reason
 }
 
 // breakerKey is the key of the circuit breaker that refused or flagged
