@@ -20,10 +20,10 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
@@ -108,27 +108,27 @@ func (c *cli) jobsSubmitCmd() *cobra.Command {
 
 // request checks the flags and builds the submission they describe: an
 // http job, or a publish job whose items the files become once uploaded.
-func (f submitFlags) request() (jobs.SubmitRequest, error) {
+func (f submitFlags) request() (submission.SubmitRequest, error) {
 	if (len(f.files) > 0) == (f.httpURL != "") {
-		return jobs.SubmitRequest{}, usagef("give --file (a publish job) or --http-url (an http job), not both")
+		return submission.SubmitRequest{}, usagef("give --file (a publish job) or --http-url (an http job), not both")
 	}
-	req := jobs.SubmitRequest{WebhookURL: f.webhookURL}
+	req := submission.SubmitRequest{WebhookURL: f.webhookURL}
 	if f.scheduleAt != "" {
 		at, err := time.Parse(time.RFC3339, f.scheduleAt)
 		if err != nil {
-			return jobs.SubmitRequest{}, usagef("--schedule-at must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", f.scheduleAt)
+			return submission.SubmitRequest{}, usagef("--schedule-at must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", f.scheduleAt)
 		}
 		req.ScheduleAt = &at
 	}
 	if f.httpURL != "" {
 		p, err := f.httpParams()
 		if err != nil {
-			return jobs.SubmitRequest{}, err
+			return submission.SubmitRequest{}, err
 		}
 		raw, _ := json.Marshal(p)
 		req.Type, req.Params = "http", raw
 	} else if f.title == "" {
-		return jobs.SubmitRequest{}, usagef("a publish job needs --title")
+		return submission.SubmitRequest{}, usagef("a publish job needs --title")
 	}
 	return req, nil
 }
@@ -153,7 +153,7 @@ func (f submitFlags) httpParams() (httpkind.Params, error) {
 // submit uploads the files (a publish job), submits req, waits for the job
 // to finish when asked and prints it; errPartial when a waited-for job did
 // not succeed.
-func (c *cli) submit(ctx context.Context, t target, req jobs.SubmitRequest, f submitFlags) error {
+func (c *cli) submit(ctx context.Context, t target, req submission.SubmitRequest, f submitFlags) error {
 	api := c.api(t)
 	if len(f.files) > 0 {
 		var ids []string
@@ -195,7 +195,7 @@ func (c *cli) submit(ctx context.Context, t target, req jobs.SubmitRequest, f su
 }
 
 // withPublish makes req a publish job of the uploads.
-func withPublish(req jobs.SubmitRequest, p publish.Params, uploadIDs []string) jobs.SubmitRequest {
+func withPublish(req submission.SubmitRequest, p publish.Params, uploadIDs []string) submission.SubmitRequest {
 	pr := apiclient.PublishRequest(p, uploadIDs...)
 	pr.ScheduleAt, pr.WebhookURL = req.ScheduleAt, req.WebhookURL
 	return pr

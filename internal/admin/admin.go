@@ -63,12 +63,12 @@ type Mover interface {
 }
 
 // Requeuer re-queues a job through the state machine and sends its message,
-// and stops one (jobs.Service).
+// and stops one (submission.Service).
 type Requeuer interface {
 	Requeue(ctx context.Context, id string, a job.Action) (job.Job, error)
 	// Stop cancels the job with why as its error; a run in progress
 	// keeps its lease until its call ended, and what it may have done is
-	// reconciled (jobs.Service.Stop).
+	// reconciled (submission.Service.Stop).
 	Stop(ctx context.Context, id string, why *job.Error) (job.Job, error)
 }
 

@@ -18,10 +18,10 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -90,7 +90,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Errorf("GetJob = %s %s, %v", got.ID, got.Status, err)
 	}
 
-	page, err := b.user.ListJobs(ctx, jobs.ListRequest{Status: "succeeded"})
+	page, err := b.user.ListJobs(ctx, submission.ListRequest{Status: "succeeded"})
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Errorf("ListJobs = total %d, %d jobs, cursor %q", page.Total, len(page.Jobs), page.NextCursor)
 	}
 	zero := 0
-	count, err := b.user.ListJobs(ctx, jobs.ListRequest{Limit: &zero})
+	count, err := b.user.ListJobs(ctx, submission.ListRequest{Limit: &zero})
 	if err != nil || count.Total != 1 || len(count.Jobs) != 0 {
 		t.Errorf("ListJobs(limit 0) = total %d, %d jobs, %v; want the count alone", count.Total, len(count.Jobs), err)
 	}

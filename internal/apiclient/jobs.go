@@ -13,9 +13,9 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
 
@@ -93,7 +93,7 @@ func (c *Client) Connect(ctx context.Context, req accounts.ConnectRequest) error
 // SubmitJob calls POST /v1/jobs. created is false when the answer is an
 // active job of the caller with the same canonical request (200 instead of
 // 201).
-func (c *Client) SubmitJob(ctx context.Context, req jobs.SubmitRequest) (j job.Job, created bool, err error) {
+func (c *Client) SubmitJob(ctx context.Context, req submission.SubmitRequest) (j job.Job, created bool, err error) {
 	r, err := c.do(ctx, c.base, http.MethodPost, "/v1/jobs", req, nil)
 	if err != nil {
 		return job.Job{}, false, err
@@ -141,7 +141,7 @@ type JobPage struct {
 
 // ListJobs calls GET /v1/jobs with q's filters (a nil Limit: the API's
 // default; 0: the count alone).
-func (c *Client) ListJobs(ctx context.Context, q jobs.ListRequest) (JobPage, error) {
+func (c *Client) ListJobs(ctx context.Context, q submission.ListRequest) (JobPage, error) {
 	v := url.Values{}
 	set(v, "status", q.Status)
 	set(v, "updatedSince", q.UpdatedSince)
@@ -191,14 +191,14 @@ func (c *Client) WaitJob(ctx context.Context, id string, interval time.Duration,
 
 // PublishRequest is the submission of a publish job of the uploads with p
 // (type publish; set ScheduleAt or WebhookURL on the result as needed).
-func PublishRequest(p publish.Params, uploadIDs ...string) jobs.SubmitRequest {
+func PublishRequest(p publish.Params, uploadIDs ...string) submission.SubmitRequest {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		panic("encoding publish params: " + err.Error()) // strings only: always encodes
 	}
-	items := make([]jobs.SubmitItem, len(uploadIDs))
+	items := make([]submission.SubmitItem, len(uploadIDs))
 	for i, id := range uploadIDs {
-		items[i] = jobs.SubmitItem{UploadID: id}
+		items[i] = submission.SubmitItem{UploadID: id}
 	}
-	return jobs.SubmitRequest{Type: publish.Type, Items: items, Params: raw}
+	return submission.SubmitRequest{Type: publish.Type, Items: items, Params: raw}
 }

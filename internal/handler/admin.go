@@ -8,9 +8,9 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // Admin is the admin function behind API Gateway (HTTP API, payload v2) on
@@ -59,9 +59,9 @@ func buildAdmin(env Env, platform func(Env, *queue.Client) AdminPlatform) (HTTPH
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sender := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness)
-	// Restarts re-queue through the state machine (jobs.Service.Requeue);
+	// Restarts re-queue through the state machine (submission.Service.Requeue);
 	// nothing here submits, so no kind of job is registered.
-	js := jobs.New(jobs.Config{Store: st, Sender: sender, Kinds: &job.Fronts{}, Env: env.Config.Env,
+	js := submission.New(submission.Config{Store: st, Sender: sender, Kinds: &job.Fronts{}, Env: env.Config.Env,
 		MaxAttempts: env.Config.MaxAttempts, Now: env.Now, Logger: env.Log()})
 	breakers, err := env.Breaker(db, ids.New("wrk"), env.Emitter())
 	if err != nil {

@@ -3,10 +3,10 @@ package handler
 import (
 	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // Submission is the half of the pipeline that submits and re-queues jobs:
@@ -20,7 +20,7 @@ type Submission struct {
 	Sender *queue.Sender
 	// Fronts are the kinds of job users may submit.
 	Fronts *job.Fronts
-	Jobs   *jobs.Service
+	Jobs   *submission.Service
 }
 
 // KindConfigs configure the built-in kinds: a function that only submits
@@ -56,7 +56,7 @@ func Fronts(st *store.Store, s httpkind.Sealer) *job.Fronts {
 func NewSubmission(env Env, st *store.Store, client *queue.Client, fronts *job.Fronts) *Submission {
 	cfg := env.Config
 	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs, cfg.Fairness), Fronts: fronts}
-	s.Jobs = jobs.New(jobs.Config{
+	s.Jobs = submission.New(submission.Config{
 		Store: st, Sender: s.Sender, Kinds: fronts, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: env.Now, Logger: env.Log(),
 	})
 	return s

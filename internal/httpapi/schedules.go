@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // RegisterSchedules adds the recurring schedules' routes of the contract
@@ -30,7 +30,7 @@ func (h scheduleRoutes) create(r *Request) (Response, error) {
 	if err := Decode(r, &req); err != nil {
 		return Response{}, err
 	}
-	sc, err := h.svc.Create(r.Ctx, jobs.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
+	sc, err := h.svc.Create(r.Ctx, submission.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
 	if err != nil {
 		return Response{}, clientError(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"net/http"
 
 	"github.com/conveyor/conveyor/internal/accounts"
-	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // UserServices are what the users' routes call.
 type UserServices struct {
-	Jobs     *jobs.Service
+	Jobs     *submission.Service
 	Accounts *accounts.Service
 	// Keys and Endpoints are the users' webhook secrets and endpoints.
 	Keys      *webhook.Keys
@@ -71,11 +71,11 @@ func (s UserServices) getConnection(r *Request) (Response, error) {
 }
 
 func (s UserServices) submitJob(r *Request) (Response, error) {
-	var req jobs.SubmitRequest
+	var req submission.SubmitRequest
 	if err := Decode(r, &req); err != nil {
 		return Response{}, err
 	}
-	j, created, err := s.Jobs.Submit(r.Ctx, jobs.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
+	j, created, err := s.Jobs.Submit(r.Ctx, submission.Caller{Owner: r.Claims.Subject, Plan: r.Claims.Plan}, req)
 	if err != nil {
 		return Response{}, clientError(err)
 	}
@@ -112,7 +112,7 @@ func (s UserServices) listJobs(r *Request) (Response, error) {
 	if err := checkCursorShape(v["cursor"]); err != nil {
 		return Response{}, err
 	}
-	q := jobs.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
+	q := submission.ListRequest{Status: v["status"], UpdatedSince: v["updatedSince"], Cursor: v["cursor"]}
 	if q.Limit, err = r.OptionalInt("limit"); err != nil {
 		return Response{}, err
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // Prefix of schedule ids.
@@ -101,17 +101,17 @@ func (s Schedule) Expr() (Expr, error) {
 
 // Request is the body of POST /v1/schedules.
 type Request struct {
-	Name     string             `json:"name"`
-	Cron     string             `json:"cron"`
-	Rate     string             `json:"rate"`
-	Timezone string             `json:"timezone"`
-	Job      jobs.SubmitRequest `json:"job"`
+	Name     string                   `json:"name"`
+	Cron     string                   `json:"cron"`
+	Rate     string                   `json:"rate"`
+	Timezone string                   `json:"timezone"`
+	Job      submission.SubmitRequest `json:"job"`
 }
 
 // Jobs is what a schedule needs of the job service.
 type Jobs interface {
-	Check(ctx context.Context, req jobs.SubmitRequest) error
-	SubmitWith(ctx context.Context, c jobs.Caller, req jobs.SubmitRequest, o jobs.SubmitOptions) (job.Job, bool, error)
+	Check(ctx context.Context, req submission.SubmitRequest) error
+	SubmitWith(ctx context.Context, c submission.Caller, req submission.SubmitRequest, o submission.SubmitOptions) (job.Job, bool, error)
 }
 
 // Backend makes the schedule fire: EventBridge Scheduler in AWS (and in
@@ -169,7 +169,7 @@ func (e *LimitError) Error() string {
 }
 
 // Create validates r and creates an active schedule for c.
-func (s *Service) Create(ctx context.Context, c jobs.Caller, r Request) (Schedule, error) {
+func (s *Service) Create(ctx context.Context, c submission.Caller, r Request) (Schedule, error) {
 	now := s.cfg.Now().UTC().Truncate(time.Second)
 	sc := Schedule{
 		ID: ids.New(Prefix), Name: strings.TrimSpace(r.Name), Cron: strings.Join(strings.Fields(r.Cron), " "), Rate: strings.TrimSpace(r.Rate),
@@ -381,14 +381,14 @@ func (s *Service) Fire(ctx context.Context, t Tick) (FireResult, error) {
 		log.InfoContext(ctx, "tick skipped: it fell before the schedule was active")
 		return FireResult{Skipped: "before active"}, nil
 	}
-	var req jobs.SubmitRequest
+	var req submission.SubmitRequest
 	if err := json.Unmarshal(sc.Job, &req); err != nil {
 		return FireResult{}, fmt.Errorf("reading schedule %s's job: %w", sc.ID, err)
 	}
 	key := sc.ID + "@" + at.Format(time.RFC3339)
-	j, created, err := s.cfg.Jobs.SubmitWith(ctx, jobs.Caller{Owner: sc.Owner, Plan: sc.Plan}, req,
-		jobs.SubmitOptions{JobID: TickJobID(sc.Seed, at), HashKey: key})
-	var ue *jobs.UnusableError
+	j, created, err := s.cfg.Jobs.SubmitWith(ctx, submission.Caller{Owner: sc.Owner, Plan: sc.Plan}, req,
+		submission.SubmitOptions{JobID: TickJobID(sc.Seed, at), HashKey: key})
+	var ue *submission.UnusableError
 	if _, bad := invalid.As(err); bad || errors.As(err, &ue) {
 		// The template stopped being usable (an upload expired, the
 		// account was disconnected): nothing to retry.

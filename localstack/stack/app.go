@@ -20,7 +20,6 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -29,6 +28,7 @@ import (
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
+	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/internal/worker"
@@ -77,7 +77,7 @@ type App struct {
 	Sender    *queue.Sender
 	Uploads   *uploads.Service
 	Accounts  *accounts.Service
-	Jobs      *jobs.Service
+	Jobs      *submission.Service
 	API       *deviantart.Client
 	Publisher *worker.Worker
 	Breaker   *breaker.Breaker

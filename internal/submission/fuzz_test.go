@@ -1,4 +1,4 @@
-package jobs_test
+package submission_test
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/jobs"
 	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // FuzzDecodeAndHash feeds arbitrary bodies through the API's strict
@@ -28,14 +28,14 @@ func FuzzDecodeAndHash(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	svc := jobs.New(jobs.Config{Kinds: job.NewFronts(publish.New(publish.Config{}))})
-	tagsOf := func(r jobs.SubmitRequest) []string {
+	svc := submission.New(submission.Config{Kinds: job.NewFronts(publish.New(publish.Config{}))})
+	tagsOf := func(r submission.SubmitRequest) []string {
 		var p publish.Params
 		_ = json.Unmarshal(r.Params, &p)
 		return p.Tags
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req jobs.SubmitRequest
+		var req submission.SubmitRequest
 		r := &httpapi.Request{Raw: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"content-type": "application/json"}, Body: string(body)}}
 		if err := decode(r, &req); err != nil {
 			return
@@ -61,7 +61,7 @@ func FuzzDecodeAndHash(f *testing.F) {
 		}
 		// Re-encoding with keys in another order decodes to the same hash.
 		b, _ := json.Marshal(n)
-		var again jobs.SubmitRequest
+		var again submission.SubmitRequest
 		if err := json.Unmarshal(b, &again); err == nil {
 			if h4, _ := svc.Hash("u1", again); h4 != h1 {
 				t.Fatalf("round trip changed the hash")

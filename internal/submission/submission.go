@@ -1,8 +1,8 @@
-// Package jobs is what users do with jobs: submit one (validated,
+// Package submission is what users do with jobs: submit one (validated,
 // idempotent, stored before it is enqueued), read and list them, cancel and
 // retry. Every state change goes through the job state machine and a
 // conditional write.
-package jobs
+package submission
 
 import (
 	"context"

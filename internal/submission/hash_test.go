@@ -1,4 +1,4 @@
-package jobs
+package submission
 
 import (
 	"encoding/json"
