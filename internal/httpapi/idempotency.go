@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/canonical"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/submission"
 )
 
 // The Idempotency-Key guard's defaults and bounds.
@@ -141,11 +141,11 @@ func idempotencyFingerprint(scope string, body []byte) string {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err == nil && !dec.More() {
-		if h, err := canonical.Hash(scope, v); err == nil {
+		if h, err := submission.CanonicalHash(scope, v); err == nil {
 			return h
 		}
 	}
-	h, _ := canonical.Hash(scope, string(body))
+	h, _ := submission.CanonicalHash(scope, string(body))
 	return "raw:" + h
 }
 

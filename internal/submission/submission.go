@@ -1,7 +1,9 @@
 // Package submission is what users do with jobs: submit one (validated,
 // idempotent, stored before it is enqueued), read and list them, cancel and
 // retry. Every state change goes through the job state machine and a
-// conditional write.
+// conditional write. A submission's idempotency hash is the hash of its
+// canonical JSON (canonical.go), which the API's Idempotency-Key guard
+// uses for request bodies too.
 package submission
 
 import (
@@ -15,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/canonical"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -148,7 +149,7 @@ func quoted(names []string) []string {
 // Hash is the request's idempotency hash for owner: SHA-256 over the
 // canonical JSON of the normalised request.
 func (s *Service) Hash(owner string, r SubmitRequest) (string, error) {
-	return canonical.Hash(owner, s.Normalize(r))
+	return CanonicalHash(owner, s.Normalize(r))
 }
 
 // validate checks a normalised request (400s): the kind's rules, then the
@@ -219,7 +220,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 			Key string `json:"idempotencyKey"`
 		}{r, o.HashKey}
 	}
-	hash, err := canonical.Hash(c.Owner, hashed)
+	hash, err := CanonicalHash(c.Owner, hashed)
 	if err != nil {
 		return job.Job{}, false, fmt.Errorf("hashing the request: %w", err)
 	}

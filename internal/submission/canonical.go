@@ -1,12 +1,13 @@
-// Package canonical renders values as canonical JSON and hashes them, so
-// that two requests that mean the same thing get the same idempotency key
-// and two that differ get different ones.
+// Canonical JSON and its hash: two requests that mean the same thing get
+// the same hash and two that differ get different ones. Submission hashes
+// and the API's Idempotency-Key body hashes are both this hash.
 //
 // The canonical form: object keys sorted, object members whose value is
 // null dropped at every depth, numbers in one spelling of their exact
 // value, strings escaped as encoding/json does minus HTML escaping, no
-// insignificant whitespace. The package is pure: no I/O.
-package canonical
+// insignificant whitespace. This file is pure: no I/O.
+
+package submission
 
 import (
 	"bytes"
@@ -38,7 +39,7 @@ const (
 // errNumberRange is returned for a number whose exponent is out of range.
 var errNumberRange = errors.New("number exponent out of range")
 
-// JSON returns the canonical JSON of v. v is first marshalled with
+// CanonicalJSON returns the canonical JSON of v. v is first marshalled with
 // encoding/json (so struct tags, omitempty and Marshalers apply), then
 // decoded with UseNumber and re-encoded canonically:
 //
@@ -59,8 +60,9 @@ var errNumberRange = errors.New("number exponent out of range")
 //     and & are not HTML-escaped.
 //   - No insignificant whitespace.
 //
-// JSON is idempotent: JSON of a canonical document returns it unchanged.
-func JSON(v any) ([]byte, error) {
+// CanonicalJSON is idempotent: CanonicalJSON of a canonical document
+// returns it unchanged.
+func CanonicalJSON(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("canonical: %w", err)
@@ -78,13 +80,14 @@ func JSON(v any) ([]byte, error) {
 	return out, nil
 }
 
-// Hash returns the hex SHA-256 of scope, a newline and JSON(v). The scope
-// (the user id) makes equal requests of different users hash differently.
+// CanonicalHash returns the hex SHA-256 of scope, a newline and
+// CanonicalJSON(v). The scope (the user id) makes equal requests of
+// different users hash differently.
 // Canonical JSON never contains a raw newline, so the last newline of the
 // hashed bytes always separates scope from document: no two (scope, v)
 // pairs with different canonical forms share their hashed bytes.
-func Hash(scope string, v any) (string, error) {
-	b, err := JSON(v)
+func CanonicalHash(scope string, v any) (string, error) {
+	b, err := CanonicalJSON(v)
 	if err != nil {
 		return "", err
 	}

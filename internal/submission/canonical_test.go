@@ -1,4 +1,4 @@
-package canonical
+package submission
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestJSON(t *testing.T) {
+func TestCanonicalJSON(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, in, want string }{
 		{"keys sorted", `{"b":1,"a":2,"c":3}`, `{"a":2,"b":1,"c":3}`},
@@ -43,18 +43,18 @@ func TestJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := JSON(json.RawMessage(tt.in))
+			got, err := CanonicalJSON(json.RawMessage(tt.in))
 			if err != nil {
-				t.Fatalf("JSON(%s): %v", tt.in, err)
+				t.Fatalf("CanonicalJSON(%s): %v", tt.in, err)
 			}
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("JSON(%s) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("CanonicalJSON(%s) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
 }
 
-func TestJSONNumbers(t *testing.T) {
+func TestCanonicalJSONNumbers(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"0", "0"},
@@ -96,18 +96,18 @@ func TestJSONNumbers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			got, err := JSON(json.RawMessage(tt.in))
+			got, err := CanonicalJSON(json.RawMessage(tt.in))
 			if err != nil {
-				t.Fatalf("JSON(%s): %v", tt.in, err)
+				t.Fatalf("CanonicalJSON(%s): %v", tt.in, err)
 			}
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("JSON(%s) (-want +got):\n%s", tt.in, diff)
+				t.Errorf("CanonicalJSON(%s) (-want +got):\n%s", tt.in, diff)
 			}
 		})
 	}
 }
 
-func TestJSONErrors(t *testing.T) {
+func TestCanonicalJSONErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -124,7 +124,7 @@ func TestJSONErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := JSON(tt.v)
+			got, err := CanonicalJSON(tt.v)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "canonical: ") {
 				t.Errorf("JSON = %s, %v; want an error containing %q", got, err, tt.want)
 			}
@@ -134,7 +134,7 @@ func TestJSONErrors(t *testing.T) {
 
 // TestJSONOfGoValues: v is marshalled with encoding/json first, so tags,
 // omitempty, maps and times behave as they do there.
-func TestJSONOfGoValues(t *testing.T) {
+func TestCanonicalJSONOfGoValues(t *testing.T) {
 	t.Parallel()
 	type item struct {
 		UploadID string  `json:"uploadId"`
@@ -167,7 +167,7 @@ func TestJSONOfGoValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := JSON(tt.v)
+			got, err := CanonicalJSON(tt.v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,11 +178,11 @@ func TestJSONOfGoValues(t *testing.T) {
 	}
 }
 
-func TestHash(t *testing.T) {
+func TestCanonicalHash(t *testing.T) {
 	t.Parallel()
 	hash := func(scope, doc string) string {
 		t.Helper()
-		h, err := Hash(scope, json.RawMessage(doc))
+		h, err := CanonicalHash(scope, json.RawMessage(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestHash(t *testing.T) {
 			t.Parallel()
 			got := hash(tt.scope, tt.doc)
 			if (got == base) != tt.same {
-				t.Errorf("Hash(%q, %s) = %s, base %s; want same=%v", tt.scope, tt.doc, got, base, tt.same)
+				t.Errorf("CanonicalHash(%q, %s) = %s, base %s; want same=%v", tt.scope, tt.doc, got, base, tt.same)
 			}
 			if len(got) != 64 || strings.Trim(got, "0123456789abcdef") != "" {
 				t.Errorf("Hash = %q, not lowercase hex SHA-256", got)
@@ -220,10 +220,10 @@ func TestHash(t *testing.T) {
 	}
 }
 
-func TestHashIsStable(t *testing.T) {
+func TestCanonicalHashIsStable(t *testing.T) {
 	t.Parallel()
 	// Pinned: a change here changes every stored idempotency hash.
-	got, err := Hash("user_1", map[string]any{"b": []any{1.5, "x", nil}, "a": nil})
+	got, err := CanonicalHash("user_1", map[string]any{"b": []any{1.5, "x", nil}, "a": nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,10 +234,10 @@ func TestHashIsStable(t *testing.T) {
 	}
 }
 
-func TestHashError(t *testing.T) {
+func TestCanonicalHashError(t *testing.T) {
 	t.Parallel()
-	if h, err := Hash("u", make(chan int)); err == nil || h != "" {
-		t.Errorf("Hash(chan) = %q, %v; want an error", h, err)
+	if h, err := CanonicalHash("u", make(chan int)); err == nil || h != "" {
+		t.Errorf("CanonicalHash(chan) = %q, %v; want an error", h, err)
 	}
 }
 
@@ -365,12 +365,12 @@ func FuzzCanonical(f *testing.F) {
 		if !json.Valid(in) {
 			return
 		}
-		once, err := JSON(json.RawMessage(in))
+		once, err := CanonicalJSON(json.RawMessage(in))
 		if errors.Is(err, errNumberRange) {
 			return
 		}
 		if err != nil {
-			t.Fatalf("JSON(%q): %v", in, err)
+			t.Fatalf("CanonicalJSON(%q): %v", in, err)
 		}
 		if !json.Valid(once) {
 			t.Fatalf("invalid output %q for %q", once, in)
@@ -378,11 +378,11 @@ func FuzzCanonical(f *testing.F) {
 		if bytes.ContainsAny(once, "\n\r\t") {
 			t.Fatalf("whitespace in %q", once)
 		}
-		twice, err := JSON(json.RawMessage(once))
+		twice, err := CanonicalJSON(json.RawMessage(once))
 		if err != nil || !bytes.Equal(once, twice) {
 			t.Fatalf("not idempotent: %q → %q (%v)", once, twice, err)
 		}
-		reordered, err := JSON(json.RawMessage(reorder(t, in)))
+		reordered, err := CanonicalJSON(json.RawMessage(reorder(t, in)))
 		if err != nil || !bytes.Equal(once, reordered) {
 			t.Fatalf("key order changed the output: %q → %q, reordered %q (%v)", in, once, reordered, err)
 		}
@@ -412,23 +412,23 @@ var benchRequest = map[string]any{
 	"webhookUrl": "https://example.com/hooks/conveyor",
 }
 
-func BenchmarkJSON(b *testing.B) {
+func BenchmarkCanonicalJSON(b *testing.B) {
 	for b.Loop() {
-		if _, err := JSON(benchRequest); err != nil {
+		if _, err := CanonicalJSON(benchRequest); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkHash(b *testing.B) {
+func BenchmarkCanonicalHash(b *testing.B) {
 	for b.Loop() {
-		if _, err := Hash("user_123", benchRequest); err != nil {
+		if _, err := CanonicalHash("user_123", benchRequest); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkNumber(b *testing.B) {
+func BenchmarkCanonicalNumber(b *testing.B) {
 	var buf []byte
 	for b.Loop() {
 		buf, _ = appendNumber(buf[:0], "-12345.67890e-3")
