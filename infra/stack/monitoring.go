@@ -20,7 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// The breaker metric the publisher emits (EMF, internal/metrics): per
+// The breaker metric the publisher emits (EMF, internal/handler): per
 // external host, BreakerOpen is 1 on a transition to open, 0 on a
 // transition to closed, and 1 again as a gauge on every recovery run while
 // the host's circuit stays open. Its dimensions are exactly Environment

@@ -7,7 +7,7 @@ import (
 )
 
 // Metric names and dimensions the breakers report (CloudWatch, through
-// internal/metrics). The alarms in infra/ watch MetricOpen by
+// the functions' EMF lines). The alarms in infra/ watch MetricOpen by
 // DimensionHost: only a host's circuit pages anyone. A token's circuit (one
 // user's 429) reports MetricTokenOpen, which no alarm watches.
 const (
@@ -29,7 +29,7 @@ const (
 	DimensionTo = "To"
 )
 
-// Sink receives metric values with extra dimensions (a *metrics.Emitter).
+// Sink receives metric values with extra dimensions (the functions' *handler.Emitter).
 type Sink interface {
 	Emit(values map[string]float64, dims map[string]string)
 }

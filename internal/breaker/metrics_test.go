@@ -12,7 +12,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/clock"
-	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/handler"
 )
 
 // datapoint is one metric value of an EMF line with its dimensions.
@@ -45,7 +45,7 @@ func datapoints(t *testing.T, out []byte) []datapoint {
 			t.Fatalf("EMF line without one metric directive: %s", sc.Text())
 		}
 		d := meta.CloudWatchMetrics[0]
-		if d.Namespace != metrics.Namespace || len(d.Dimensions) != 1 {
+		if d.Namespace != handler.MetricsNamespace || len(d.Dimensions) != 1 {
 			t.Fatalf("EMF directive %+v", d)
 		}
 		dims := map[string]string{}
@@ -77,7 +77,7 @@ func env(extra ...string) map[string]string {
 func TestTransitionsReportOpenByHostAndTokensApart(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	emf := metrics.New(&buf, "prod-en", nil)
+	emf := handler.NewEmitter(&buf, "prod-en", nil)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	breaker.ReportTransition(emf, breaker.Transition{Key: breaker.Key("host", "www.deviantart.com"), From: breaker.Closed, To: breaker.Open, At: now})
 	breaker.ReportTransition(emf, breaker.Transition{Key: breaker.TokenKey("acc-1"), From: breaker.Closed, To: breaker.Open, At: now})
@@ -103,7 +103,7 @@ func TestGaugeReportsEveryOpenHostCircuit(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	emf := metrics.New(&buf, "prod-en", func() time.Time { return now })
+	emf := handler.NewEmitter(&buf, "prod-en", func() time.Time { return now })
 	records := []breaker.Record{
 		{Key: "host:a.example", State: breaker.Open, OpenUntil: now.Add(time.Minute)},
 		{Key: "host:b.example", State: breaker.Open, OpenUntil: now.Add(-time.Minute)}, // half-open
@@ -140,7 +140,7 @@ func TestReportOpenReadsTheSharedRecords(t *testing.T) {
 	for _, at := range []time.Duration{0, 4 * time.Minute} {
 		clk.Advance(at)
 		var buf bytes.Buffer
-		n, err := bs[1].ReportOpen(ctx, metrics.New(&buf, "prod-en", clk.Now))
+		n, err := bs[1].ReportOpen(ctx, handler.NewEmitter(&buf, "prod-en", clk.Now))
 		if err != nil || n != 1 {
 			t.Fatalf("ReportOpen = %d, %v; want 1 open host circuit", n, err)
 		}

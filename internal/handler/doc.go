@@ -8,7 +8,8 @@
 // the queue consumers share (sqs.go), the HTTP functions' router and
 // Idempotency-Key guard (http.go), the half of the pipeline that submits
 // jobs and the one list of the built-in kinds (pipeline.go), the half that
-// runs them (runner.go), and the whole graph at once for the local stack and
+// runs them (runner.go), the functions' CloudWatch metrics as Embedded
+// Metric Format log lines (metrics.go), and the whole graph at once for the local stack and
 // the tests (App, app.go; every function by name, functions.go).
 //
 // A function's main (functions/<name>) is Start(itsFunction); the local

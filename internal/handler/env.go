@@ -15,7 +15,6 @@ import (
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -140,7 +139,7 @@ func (e Env) Store(db *store.Client) *store.Store {
 
 // Breaker is the shared circuit breaker over the table, as owner (this
 // instance, in probe leases), reporting its transitions to m.
-func (e Env) Breaker(db *store.Client, owner string, m *metrics.Emitter) (*breaker.Breaker, error) {
+func (e Env) Breaker(db *store.Client, owner string, m *Emitter) (*breaker.Breaker, error) {
 	cfg := e.Config
 	return breaker.New(breaker.Options{
 		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
@@ -183,8 +182,8 @@ func (e Env) Admin(p AdminParts) (*admin.Service, error) {
 }
 
 // Emitter writes the function's EMF metrics.
-func (e Env) Emitter() *metrics.Emitter {
-	return metrics.New(e.Metrics, string(e.Config.Env), e.Now)
+func (e Env) Emitter() *Emitter {
+	return NewEmitter(e.Metrics, string(e.Config.Env), e.Now)
 }
 
 // QueueURLs indexes the tier queues' URLs by name, as the consumers need

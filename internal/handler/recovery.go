@@ -17,7 +17,6 @@ import (
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -51,7 +50,7 @@ type Firer interface {
 // (resources.Schedule.Detail) —, "schedule" (a user's recurring schedule
 // ticked: submit its job) or "recover" (stuck jobs; the default). Release,
 // retain and recover also send the breakers' open gauge.
-func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task   string `json:"task"`
@@ -168,7 +167,7 @@ func KeepConnections(tr *http.Transport) {
 // expired uploads' objects from objects; paused says which tiers wait
 // (their queued jobs are not stuck). Each sweep's figures go to emf
 // (dimension Sweep), when it is not nil.
-func Recoverer(env Env, st *store.Store, sender *queue.Sender, objects *bucket.Bucket, paused func(context.Context, job.Tier) bool, emf *metrics.Emitter) *recovery.Recoverer {
+func Recoverer(env Env, st *store.Store, sender *queue.Sender, objects *bucket.Bucket, paused func(context.Context, job.Tier) bool, emf *Emitter) *recovery.Recoverer {
 	cfg := env.Config
 	return recovery.New(recovery.Config{
 		Store: st, Sender: sender, Objects: objects, StuckAfter: cfg.StuckAfter,
@@ -179,7 +178,7 @@ func Recoverer(env Env, st *store.Store, sender *queue.Sender, objects *bucket.B
 
 // SweepMetrics emits one EMF line per sweep and run (dimension Sweep):
 // SweepDone, SweepLost, SweepRead, SweepQueries, SweepLeft and SweepMs.
-func SweepMetrics(emf *metrics.Emitter) func(context.Context, recovery.SweepStats) {
+func SweepMetrics(emf *Emitter) func(context.Context, recovery.SweepStats) {
 	return func(_ context.Context, st recovery.SweepStats) {
 		emf.Emit(map[string]float64{"SweepDone": float64(st.Done + st.Failed), "SweepLost": float64(st.Lost),
 			"SweepRead": float64(st.Read), "SweepQueries": float64(st.Queries), "SweepLeft": float64(st.Left),

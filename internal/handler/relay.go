@@ -9,7 +9,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -27,7 +26,7 @@ type Relayer interface {
 // with ReportBatchItemFailures): it answers the records to retry, so the
 // mapping resumes at the first of them. It never returns an error for a
 // record; an error would make the mapping retry (and bisect) the batch.
-func RelayHandler(r Relayer, emf *metrics.Emitter, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+func RelayHandler(r Relayer, emf *Emitter, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	return func(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		resp, res := r.Handle(ctx, batch)
 		// The metric line is the batch's record (its counts are queryable

@@ -15,7 +15,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/handler"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -65,7 +64,7 @@ func TestABatchLogsItsMetricsAndWarnsOnFailures(t *testing.T) {
 		{"with failures", relay.Result{Relayed: 2, Failed: 1}, `"level":"WARN","msg":"relayed a stream batch with failures"`},
 	} {
 		var logs, emf bytes.Buffer
-		h := handler.RelayHandler(relayed(c.res), metrics.New(&emf, "test", time.Now), slog.New(slog.NewJSONHandler(&logs, nil)))
+		h := handler.RelayHandler(relayed(c.res), handler.NewEmitter(&emf, "test", time.Now), slog.New(slog.NewJSONHandler(&logs, nil)))
 		if _, err := h(context.Background(), events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, 3)}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -85,7 +84,7 @@ func newKeepUpRig(t *testing.T, budget time.Duration, sweep string) (awstest.Env
 			}
 		},
 	})
-	r.fn = handler.RecoveryHandler(rec, noOpenCircuits{}, nil, metrics.New(io.Discard, "test", r.sim.Now), discard)
+	r.fn = handler.RecoveryHandler(rec, noOpenCircuits{}, nil, handler.NewEmitter(io.Discard, "test", r.sim.Now), discard)
 	return env, r
 }
 

@@ -30,7 +30,6 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -105,7 +104,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 		BatchSize: batchSize, BatchingWindow: 100 * time.Millisecond, MaxRetries: maxRetries, BisectOnError: m.BisectOnError,
 		ParallelizationFactor: m.ParallelizationFactor, PartitionKey: def.Table.PartitionKey.Name,
 		StartingPosition: m.StartingPosition, Filter: m.Filter, SQS: env.Clients.SQS, FailureQueueURL: env.Res.RelayFailureQueueURL,
-		Function: lambdaruntime.InProcess("relay", handler.RelayHandler(r, metrics.New(io.Discard, "local", time.Now), log)),
+		Function: lambdaruntime.InProcess("relay", handler.RelayHandler(r, handler.NewEmitter(io.Discard, "local", time.Now), log)),
 		Timeout:  time.Minute, PollInterval: 50 * time.Millisecond, RetryWait: 20 * time.Millisecond, Logger: log,
 	}
 	return b

@@ -20,7 +20,6 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/relay"
@@ -88,7 +87,7 @@ type App struct {
 	WebhookKeys      *webhook.Keys
 	WebhookEndpoints *webhook.Endpoints
 	Streams          *stream.Server
-	Metrics          *metrics.Emitter
+	Metrics          *handler.Emitter
 	Recoverer        *recovery.Recoverer
 	Admin            *admin.Service
 	Schedules        *schedule.Service

@@ -20,7 +20,6 @@ import (
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )
@@ -46,7 +45,7 @@ func (f *Functions) close() {
 // inProcess invokes in this process each function's handler
 // (internal/handler) over the services of a; emf is the metrics emitter of
 // each function that emits per invocation.
-func inProcess(a *App, emf func(function string) *metrics.Emitter) *Functions {
+func inProcess(a *App, emf func(function string) *handler.Emitter) *Functions {
 	log := a.Logger
 	return &Functions{
 		Invokers: map[string]lambdaruntime.Invoker{

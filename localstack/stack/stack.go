@@ -33,7 +33,6 @@ import (
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/metrics"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
@@ -370,10 +369,10 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 // startFunctions makes the functions' invokers: their handlers in process,
 // or each its own binary under the local Runtime API.
 func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) error {
-	emf := func(string) *metrics.Emitter { return s.App.Metrics }
+	emf := func(string) *handler.Emitter { return s.App.Metrics }
 	if opts.FunctionOutputs != nil {
-		emf = func(fn string) *metrics.Emitter {
-			return metrics.New(opts.FunctionOutputs(fn), string(s.Config.Env), opts.Now)
+		emf = func(fn string) *handler.Emitter {
+			return handler.NewEmitter(opts.FunctionOutputs(fn), string(s.Config.Env), opts.Now)
 		}
 	}
 	fns := inProcess(s.App, emf)

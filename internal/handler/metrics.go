@@ -1,7 +1,4 @@
-// Package metrics emits CloudWatch metrics as Embedded Metric Format log
-// lines: in Lambda, CloudWatch Logs turns each line into metric data points
-// with no API call; locally they are plain JSON on stdout.
-package metrics
+package handler
 
 import (
 	"encoding/json"
@@ -12,10 +9,12 @@ import (
 	"time"
 )
 
-// Namespace of every Conveyor metric.
-const Namespace = "Conveyor"
+// MetricsNamespace is the CloudWatch namespace of every Conveyor metric.
+const MetricsNamespace = "Conveyor"
 
-// Emitter writes EMF lines.
+// Emitter writes the functions' CloudWatch metrics as Embedded Metric
+// Format log lines: in Lambda, CloudWatch Logs turns each line into metric
+// data points with no API call; locally they are plain JSON on stdout.
 type Emitter struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -23,9 +22,9 @@ type Emitter struct {
 	now func() time.Time
 }
 
-// New returns an Emitter writing to w (default stdout) with the
+// NewEmitter returns an Emitter writing to w (default stdout) with the
 // Environment dimension env.
-func New(w io.Writer, env string, now func() time.Time) *Emitter {
+func NewEmitter(w io.Writer, env string, now func() time.Time) *Emitter {
 	if w == nil {
 		w = os.Stdout
 	}
@@ -68,7 +67,7 @@ func (e *Emitter) Emit(values map[string]float64, dims map[string]string) {
 	}
 	line["_aws"] = map[string]any{
 		"Timestamp":         e.now().UnixMilli(),
-		"CloudWatchMetrics": []any{map[string]any{"Namespace": Namespace, "Dimensions": [][]string{dimNames}, "Metrics": defs}},
+		"CloudWatchMetrics": []any{map[string]any{"Namespace": MetricsNamespace, "Dimensions": [][]string{dimNames}, "Metrics": defs}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {

@@ -1,4 +1,4 @@
-package metrics_test
+package handler_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/internal/clock"
-	"github.com/conveyor/conveyor/internal/metrics"
+	"github.com/conveyor/conveyor/internal/handler"
 )
 
 // emfLine is one Embedded Metric Format line as CloudWatch Logs reads it.
@@ -53,7 +53,7 @@ func TestEmitWritesOneEMFLine(t *testing.T) {
 	at := time.Date(2026, 11, 23, 17, 0, 0, 123_000_000, time.UTC)
 	clk := clock.NewSimulated(at)
 	var buf bytes.Buffer
-	e := metrics.New(&buf, "prod-ru", clk.Now)
+	e := handler.NewEmitter(&buf, "prod-ru", clk.Now)
 
 	e.Emit(map[string]float64{"Published": 3, "Failed": 1, "AWSRequests": 12.5}, map[string]string{"Tier": "high", "Function": "publisher"})
 
@@ -69,7 +69,7 @@ func TestEmitWritesOneEMFLine(t *testing.T) {
 		t.Fatalf("directives = %d, want 1", len(l.AWS.CloudWatchMetrics))
 	}
 	d := l.AWS.CloudWatchMetrics[0]
-	if d.Namespace != metrics.Namespace || metrics.Namespace != "Conveyor" {
+	if d.Namespace != handler.MetricsNamespace || handler.MetricsNamespace != "Conveyor" {
 		t.Errorf("Namespace = %q", d.Namespace)
 	}
 	if diff := cmp.Diff([][]string{{"Environment", "Function", "Tier"}}, d.Dimensions); diff != "" {
@@ -90,7 +90,7 @@ func TestEmitReadsTheClockAtEachLine(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewSimulated(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var buf bytes.Buffer
-	e := metrics.New(&buf, "staging", clk.Now)
+	e := handler.NewEmitter(&buf, "staging", clk.Now)
 	e.Emit(map[string]float64{"A": 1}, nil)
 	clk.Advance(90 * time.Second)
 	e.Emit(map[string]float64{"A": 2}, nil)
@@ -117,7 +117,7 @@ func TestEmitIsDeterministicAndKeepsTheEnvironment(t *testing.T) {
 	var first string
 	for i := range 20 {
 		var buf bytes.Buffer
-		metrics.New(&buf, "prod-en", clk.Now).Emit(values, dims)
+		handler.NewEmitter(&buf, "prod-en", clk.Now).Emit(values, dims)
 		if i == 0 {
 			first = buf.String()
 			continue
@@ -140,7 +140,7 @@ func TestEmitIsDeterministicAndKeepsTheEnvironment(t *testing.T) {
 func TestConcurrentEmitsWriteWholeLines(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	e := metrics.New(&buf, "local", nil)
+	e := handler.NewEmitter(&buf, "local", nil)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
