@@ -414,35 +414,44 @@ type env struct {
 	held func(context.Context) error
 }
 
+// bench is one run of the benchmark: its options, the result it fills, the
+// stack's emulators and the bench's own clients, and the phases measured.
+type bench struct {
+	o   opts
+	res result
+	emu *emulator.Emulators
+	// floorCfg and plain are the bench's own clients, which no counter
+	// counts.
+	floorCfg aws.Config
+	plain    awsclient.Clients
+	e        *env
+	// hostBins are the host binaries the cold starts run (nil: not built).
+	hostBins map[string]string
+	// hooks and tap receive the measured jobs' webhooks and bus events.
+	hooks *hookReceiver
+	tap   *busTap
+	// upload and confirm are the users' uploads and the client's explicit
+	// confirms of them; main the jobs at simulator latency 0, reads the
+	// client's status reads of them, slow the jobs at -sim-latency.
+	upload, confirm, main, reads, slow phase
+	// bi is what the bill prices beside a phase's requests.
+	bi billInputs
+}
+
+// run builds the bootstraps, starts the emulators and the stack, measures
+// every phase in turn and prints the report.
 func run(o opts) error {
 	ctx := context.Background()
-	var res result
-	res.Jobs = o.n
-	res.ESMPollers = o.pollers
-	res.LoadAverage = loadAverage()
-	var hostBins map[string]string
+	b := &bench{o: o}
+	b.res.Jobs = o.n
+	b.res.ESMPollers = o.pollers
+	b.res.LoadAverage = loadAverage()
 	if !o.skipBuild {
-		progress("building the bootstraps (linux/arm64)")
-		sizes, err := buildBootstraps()
+		remove, err := b.buildBinaries()
 		if err != nil {
 			return err
 		}
-		res.BootstrapBytes = sizes
-		if hostBins, err = buildHostBinaries(); err != nil {
-			return err
-		}
-		defer os.RemoveAll(filepath.Dir(filepath.Dir(hostBins["hello"])))
-		if o.coldBase != "" && o.coldRuns > 0 {
-			progress("building the functions of %s for the cold-start baseline", o.coldBase)
-			base, err := buildBaseline(o.coldBase)
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(base.dir)
-			for name, bin := range base.bins {
-				hostBins[name+"@"+o.coldBase] = bin
-			}
-		}
+		defer remove()
 	}
 	progress("starting private emulators (moto, DynamoDB Local), simulator and stack")
 	emu, err := emulator.StartAll(ctx, emulator.AllOptions{})
@@ -450,40 +459,121 @@ func run(o opts) error {
 		return err
 	}
 	defer emu.Stop()
-	res.EmulatorStartMs, res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
-	// The bench's own clients, which no counter counts.
-	floorCfg := awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)
-	plain := awsclient.New(floorCfg)
-	counter := awsclient.NewCounter()
-	counter.LabelWith(lambdaruntime.FunctionOf)
-	// DynamoDB Local counts a transaction's items of equal size once: each
-	// transaction is priced item by item, by DynamoDB's rules, instead.
-	counter.PriceTransactions(awsclient.NewTxPricer(plain.DynamoDB))
-	durs := &durations{by: map[string][]time.Duration{}}
-	logs := newLogBytes()
-	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
-	s, err := stack.Start(ctx, stack.Options{
-		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
-		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, MinPollers: o.pollers, Observe: durs.observe, FunctionOutputs: logs.writer,
-		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
-	})
+	s, err := b.startStack(ctx, emu)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
 	progress("measuring the emulator's floor")
-	res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, plain, s)
-	if err != nil {
+	res := &b.res
+	if res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, b.plain, s); err != nil {
+		return err
+	}
+	if err := b.prepareUsers(ctx); err != nil {
+		return err
+	}
+	if err := b.measureUploads(ctx); err != nil {
 		return err
 	}
 
-	e := &env{s: s, counter: counter, durs: durs, logs: logs, conc: o.conc, rate: o.rate,
-		poll: store.New(plain.DynamoDB, s.Config.Table, nil)}
-	progress("preparing %d users", o.users)
-	e.tokens = make([]string, o.users)
-	e.uploads = make([]string, o.users)
-	for i := range o.users {
+	b.hooks = newHookReceiver()
+	hookSrv := httptest.NewServer(b.hooks)
+	defer hookSrv.Close()
+	if err := b.subscribeWebhook(ctx, hookSrv.URL); err != nil {
+		return err
+	}
+	stopTap, err := b.startTap(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTap()
+
+	if err := b.measureJobs(ctx); err != nil {
+		return err
+	}
+	if err := b.measureLaterPhases(ctx); err != nil {
+		return err
+	}
+	b.sizeCapacity()
+	if err := b.measureColdStarts(ctx); err != nil {
+		return err
+	}
+	report(b.res, b.main.pipeline, o.n, b.main, b.slow, b.upload)
+	return nil
+}
+
+// buildBinaries builds the bootstraps (their sizes in the result), the
+// host binaries the cold starts run and, with -coldstart-baseline, the
+// baseline revision's functions; remove deletes the host binaries.
+func (b *bench) buildBinaries() (remove func(), err error) {
+	progress("building the bootstraps (linux/arm64)")
+	sizes, err := buildBootstraps()
+	if err != nil {
+		return nil, err
+	}
+	b.res.BootstrapBytes = sizes
+	hostBins, err := buildHostBinaries()
+	if err != nil {
+		return nil, err
+	}
+	hostDir := filepath.Dir(filepath.Dir(hostBins["hello"]))
+	remove = func() { os.RemoveAll(hostDir) }
+	if o := b.o; o.coldBase != "" && o.coldRuns > 0 {
+		progress("building the functions of %s for the cold-start baseline", o.coldBase)
+		base, err := buildBaseline(o.coldBase)
+		if err != nil {
+			remove()
+			return nil, err
+		}
+		for name, bin := range base.bins {
+			hostBins[name+"@"+o.coldBase] = bin
+		}
+		remove = func() {
+			os.RemoveAll(base.dir)
+			os.RemoveAll(hostDir)
+		}
+	}
+	b.hostBins = hostBins
+	return remove, nil
+}
+
+// startStack makes the bench's own clients and the counters and starts
+// the local stack on emu, every AWS request it makes counted.
+func (b *bench) startStack(ctx context.Context, emu *emulator.Emulators) (*stack.Stack, error) {
+	b.emu = emu
+	b.res.EmulatorStartMs, b.res.DynamoDBStartMs = ms(emu.Moto.Started), ms(emu.DynamoDB.Started)
+	// The bench's own clients, which no counter counts.
+	b.floorCfg = awsclient.ForEndpoint(emu.Endpoints(), awsenv.DefaultRegion)
+	b.plain = awsclient.New(b.floorCfg)
+	counter := awsclient.NewCounter()
+	counter.LabelWith(lambdaruntime.FunctionOf)
+	// DynamoDB Local counts a transaction's items of equal size once: each
+	// transaction is priced item by item, by DynamoDB's rules, instead.
+	counter.PriceTransactions(awsclient.NewTxPricer(b.plain.DynamoDB))
+	durs := &durations{by: map[string][]time.Duration{}}
+	logs := newLogBytes()
+	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
+	s, err := stack.Start(ctx, stack.Options{
+		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
+		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, MinPollers: b.o.pollers, Observe: durs.observe, FunctionOutputs: logs.writer,
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.e = &env{s: s, counter: counter, durs: durs, logs: logs, conc: b.o.conc, rate: b.o.rate,
+		poll: store.New(b.plain.DynamoDB, s.Config.Table, nil)}
+	return s, nil
+}
+
+// prepareUsers mints each bench user's token and connects its account.
+func (b *bench) prepareUsers(ctx context.Context) error {
+	e, s := b.e, b.e.s
+	progress("preparing %d users", b.o.users)
+	e.tokens = make([]string, b.o.users)
+	e.uploads = make([]string, b.o.users)
+	for i := range b.o.users {
 		tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: fmt.Sprintf("bench-u%d", i), Role: auth.RoleUser, Plan: []string{"free", "pro", "enterprise"}[i%3], ExpiresAt: time.Now().Add(2 * time.Hour)})
 		if err != nil {
 			return err
@@ -493,15 +583,20 @@ func run(o opts) error {
 			return err
 		}
 	}
-	// One upload per user, measured: a real job needs its own. The
-	// pipeline's part is the sign, the PUT and the S3 event's confirm; the
-	// client's explicit confirm (POST /v1/uploads/{id}/confirm) is the
-	// client's choice, measured apart: whichever of the two comes first
-	// checks the object, the other finds the upload settled.
+	return nil
+}
+
+// measureUploads gives each user one upload, measured: a real job needs
+// its own. The pipeline's part is the sign, the PUT and the S3 event's
+// confirm; the client's explicit confirm (POST /v1/uploads/{id}/confirm)
+// is the client's choice, measured apart: whichever of the two comes first
+// checks the object, the other finds the upload settled.
+func (b *bench) measureUploads(ctx context.Context) error {
+	e, s, counter := b.e, b.e.s, b.e.counter
 	counter.Reset()
-	durs.take()
-	logs.take()
-	for i := range o.users {
+	e.durs.take()
+	e.logs.take()
+	for i := range b.o.users {
 		c := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i]))
 		data := simulator.PNG(uploadSide)
 		sg, err := c.SignUpload(ctx, uploads.SignRequest{Filename: "image.png", ContentType: "image/png", Size: int64(len(data))})
@@ -519,11 +614,12 @@ func run(o opts) error {
 		}
 	}
 	e.settle()
-	upload := phase{n: o.users, pipeline: counter.Snapshot(), pipelineUnits: counter.Units(), items: counter.Items(), durations: durs.take(), logs: logs.take()}
+	b.upload = phase{n: b.o.users, pipeline: counter.Snapshot(), pipelineUnits: counter.Units(), items: counter.Items(), durations: e.durs.take(), logs: e.logs.take()}
 	for op, c := range counter.Empty() {
-		upload.pipeline[op] -= c
+		b.upload.pipeline[op] -= c
 	}
-	confirm, err := e.client(o.users, resources.FuncUploads, func() error {
+	var err error
+	b.confirm, err = e.client(b.o.users, resources.FuncUploads, func() error {
 		for i, id := range e.uploads {
 			if _, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[i])).ConfirmUpload(ctx, id); err != nil {
 				return err
@@ -531,91 +627,156 @@ func run(o opts) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
 
-	hooks := newHookReceiver()
-	hookSrv := httptest.NewServer(hooks)
-	defer hookSrv.Close()
-	// One user of the bench subscribes an endpoint: its jobs measure the
-	// webhook lag, and the request mix stays mostly that of jobs whose owner
-	// has no endpoint (a delivery adds a system-tier message and its writes).
-	if _, err := apiclient.New(s.APIURL, apiclient.WithToken(e.tokens[0])).CreateWebhook(ctx, webhook.CreateRequest{URL: hookSrv.URL, Events: []string{"job.succeeded"}}); err != nil {
+// subscribeWebhook subscribes url as the first user's endpoint for
+// job.succeeded: its jobs measure the webhook lag, and the request mix
+// stays mostly that of jobs whose owner has no endpoint (a delivery adds a
+// system-tier message and its writes).
+func (b *bench) subscribeWebhook(ctx context.Context, url string) error {
+	if _, err := apiclient.New(b.e.s.APIURL, apiclient.WithToken(b.e.tokens[0])).CreateWebhook(ctx, webhook.CreateRequest{URL: url, Events: []string{"job.succeeded"}}); err != nil {
 		return fmt.Errorf("registering a webhook endpoint: %w", err)
 	}
+	return nil
+}
 
-	tapURL, err := tapBus(ctx, plain, s)
+// startTap subscribes a tap queue to the bus, deletes the bus's archive
+// without -event-archive, and drains the tap until stop. The tap is
+// drained while the jobs run, by several readers: left to fill, the
+// emulator's delivery into it slows with its depth (moto's SQS send is
+// O(queue)), which would be measured as the relay's lag — one reader (ten
+// messages a receive) fell behind a relay that keeps up.
+func (b *bench) startTap(ctx context.Context) (stop func(), err error) {
+	s := b.e.s
+	tapURL, err := tapBus(ctx, b.plain, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res.EventArchive = o.archive
-	if !o.archive {
+	b.res.EventArchive = b.o.archive
+	if !b.o.archive {
 		name := s.Provisioned.Definition.EventArchive.Name
-		if _, err := plain.EventBridge.DeleteArchive(ctx, &eventbridge.DeleteArchiveInput{ArchiveName: aws.String(name)}); err != nil {
-			return fmt.Errorf("deleting the event archive %s: %w", name, err)
+		if _, err := b.plain.EventBridge.DeleteArchive(ctx, &eventbridge.DeleteArchiveInput{ArchiveName: aws.String(name)}); err != nil {
+			return nil, fmt.Errorf("deleting the event archive %s: %w", name, err)
 		}
 	}
-	// The tap is drained while the jobs run, by several readers: left to
-	// fill, the emulator's delivery into it slows with its depth (moto's
-	// SQS send is O(queue)), which would be measured as the relay's lag —
-	// one reader (ten messages a receive) fell behind a relay that keeps up.
-	tap := newBusTap()
-	tapCtx, stopTap := context.WithCancel(ctx)
-	defer stopTap()
+	b.tap = newBusTap()
+	tapCtx, stop := context.WithCancel(ctx)
 	for range tapReaders {
-		go tap.drain(tapCtx, plain, tapURL)
+		go b.tap.drain(tapCtx, b.plain, tapURL)
 	}
-	if o.warmup {
-		// Steady state: each user's access token is refreshed once an
-		// hour, not once per bench. Without this, the first jobs of every
-		// user wait together for one refresh (re-reading the account while
-		// they wait), a cost a long-running system pays once per user per
-		// token lifetime.
-		progress("warming up: one job per user (not measured)")
-		if _, err := e.push(ctx, o.users, "bench warm-up"); err != nil {
+	return stop, nil
+}
+
+// measureJobs pushes the measured jobs at simulator latency 0 (after the
+// warm-up), then measures their status reads, event lags, requests and
+// bill.
+func (b *bench) measureJobs(ctx context.Context) error {
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
+	if err := b.pushMain(ctx); err != nil {
+		return err
+	}
+	if err := b.readStatuses(ctx); err != nil {
+		return err
+	}
+	if err := b.measureEventLags(ctx); err != nil {
+		return err
+	}
+	b.priceRequests()
+	return b.billAtZeroLatency(ctx)
+}
+
+// measureLaterPhases runs the phases after the measured jobs, each when its
+// flag asks: a backlog, a noisy neighbour, the jobs at -sim-latency.
+func (b *bench) measureLaterPhases(ctx context.Context) error {
+	if b.o.backlog > 0 {
+		if err := b.e.backlogPhase(ctx, b.o.backlog, &b.res); err != nil {
 			return err
 		}
 	}
-	counter.Reset()
-	durs.take()
-	logs.take()
+	if b.o.noisy > 0 {
+		nr, err := b.e.noisyPhase(ctx, b.o.noisy, 10, 100*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		b.res.Noisy = &nr
+	}
+	return b.pushSlow(ctx)
+}
+
+// warmUp, with -warmup, pushes one unmeasured job per user. Steady state:
+// each user's access token is refreshed once an hour, not once per bench.
+// Without this, the first jobs of every user wait together for one refresh
+// (re-reading the account while they wait), a cost a long-running system
+// pays once per user per token lifetime.
+func (b *bench) warmUp(ctx context.Context) error {
+	if !b.o.warmup {
+		return nil
+	}
+	progress("warming up: one job per user (not measured)")
+	_, err := b.e.push(ctx, b.o.users, "bench warm-up")
+	return err
+}
+
+// pushMain pushes the -jobs measured jobs at simulator latency 0 and
+// records their processor time, idle receives, throughput and latencies.
+func (b *bench) pushMain(ctx context.Context) error {
+	o, e, res := b.o, b.e, &b.res
+	e.counter.Reset()
+	e.durs.take()
+	e.logs.take()
 	if o.rate > 0 {
 		progress("submitting %d jobs at %.1f jobs/s, open loop (simulator latency 0)", o.n, o.rate)
 	} else {
 		progress("submitting %d jobs with %d submitters (simulator latency 0)", o.n, o.conc)
 	}
-	cpu0 := cpuNow(emu)
+	cpu0 := cpuNow(b.emu)
 	main, err := e.push(ctx, o.n, "bench job")
 	if err != nil {
 		return err
 	}
-	res.CPUMsPerJob = cpuNow(emu).perJob(cpu0, o.n)
-	counts := main.pipeline
+	b.main = main
+	res.CPUMsPerJob = cpuNow(b.emu).perJob(cpu0, o.n)
 	res.IdleReceivesPerJob = float64(main.idle) / float64(o.n)
-	// The client's status reads, measured apart and priced in the bill as
-	// the client's (whatever the external API's latency, a read costs the
-	// same).
-	reads, err := e.statusReads(ctx, main.jobIDs, o.reads)
-	if err != nil {
-		return err
-	}
-	res.ClientReadsPerJob = map[string]float64{}
-	for op, c := range reads.pipeline {
-		res.ClientReadsPerJob[op] = float64(c) / float64(o.n)
-	}
 	res.Throughput = main.throughput
 	res.OfferedRate = o.rate
 	res.SubmitP50, res.SubmitP95 = pct(main.submitLat, 50), pct(main.submitLat, 95)
 	res.E2EP50, res.E2EP95 = pct(main.e2e, 50), pct(main.e2e, 95)
+	return nil
+}
+
+// readStatuses makes the client's status reads of the measured jobs,
+// measured apart and priced in the bill as the client's (whatever the
+// external API's latency, a read costs the same).
+func (b *bench) readStatuses(ctx context.Context) error {
+	reads, err := b.e.statusReads(ctx, b.main.jobIDs, b.o.reads)
+	if err != nil {
+		return err
+	}
+	b.reads = reads
+	b.res.ClientReadsPerJob = map[string]float64{}
+	for op, c := range reads.pipeline {
+		b.res.ClientReadsPerJob[op] = float64(c) / float64(b.o.n)
+	}
+	return nil
+}
+
+// measureEventLags waits for the measured jobs' webhooks, counts the reads
+// of idle SSE streams and reads the events the bus delivered. A late
+// webhook or event is the relay's lag, not the jobs': it is reported and
+// counts as the limit (its p95 then a lower bound).
+func (b *bench) measureEventLags(ctx context.Context) error {
+	res := &b.res
 	progress("waiting for every job.succeeded webhook")
 	var hooked []string
-	for i, id := range main.jobIDs {
-		if i%o.users == 0 {
+	for i, id := range b.main.jobIDs {
+		if i%b.o.users == 0 {
 			hooked = append(hooked, id)
 		}
 	}
-	lags, err := hooks.wait(hooked, 3*time.Minute)
+	lags, err := b.hooks.wait(hooked, 3*time.Minute)
 	if err != nil {
 		// The relay's lag, not the jobs': report it and go on (the
 		// missing ones count as the limit, so the p95 is a lower bound).
@@ -624,11 +785,11 @@ func run(o opts) error {
 	}
 	res.WebhookLagP50, res.WebhookLagP95 = pct(lags, 50), pct(lags, 95)
 	progress("counting the reads of idle SSE streams")
-	if res.SSEReadsPerIdleClientPerMin, err = idleStreamReads(ctx, floorCfg, s, main.jobIDs[0], 0); err != nil {
+	if res.SSEReadsPerIdleClientPerMin, err = idleStreamReads(ctx, b.floorCfg, b.e.s, b.main.jobIDs[0], 0); err != nil {
 		return err
 	}
 	progress("reading the events the bus delivered")
-	lags, err = tap.wait(main.jobIDs, 3*time.Minute)
+	lags, err = b.tap.wait(b.main.jobIDs, 3*time.Minute)
 	// The tap stays drained through the later phases (until run returns):
 	// left to fill, moto's deliveries into it slow the whole emulator, the
 	// backlog's and the latency phase's jobs with it.
@@ -637,21 +798,29 @@ func run(o opts) error {
 		res.LateEvents = append(res.LateEvents, err.Error())
 	}
 	res.EventLagBusP50, res.EventLagBusP95 = pct(lags, 50), pct(lags, 95)
+	return nil
+}
+
+// priceRequests turns the measured jobs' requests into requests and
+// capacity units per job, their request charges per million jobs, and
+// submit p95 over the emulator's floors.
+func (b *bench) priceRequests() {
+	n, main, res := float64(b.o.n), b.main, &b.res
 	res.RequestsPerJob = map[string]float64{}
 	res.RequestsByFunction = map[string]float64{}
 	for k, c := range main.byFunction {
-		res.RequestsByFunction[k] = float64(c) / float64(o.n)
+		res.RequestsByFunction[k] = float64(c) / n
 	}
 	res.DynamoDBUnitsPerJob = map[string]float64{}
 	for k, u := range main.pipelineUnits {
-		res.DynamoDBUnitsPerJob[k] = u / float64(o.n)
+		res.DynamoDBUnitsPerJob[k] = u / n
 	}
-	usd := dynamoDBUSD(main.pipelineUnits, float64(o.n))
-	for op, c := range counts {
+	usd := dynamoDBUSD(main.pipelineUnits, n)
+	for op, c := range main.pipeline {
 		if c <= 0 {
 			continue
 		}
-		per := float64(c) / float64(o.n)
+		per := float64(c) / n
 		svc, _, _ := strings.Cut(op, ".")
 		res.RequestsPerJob[svc] += per
 		res.RequestsTotal += per
@@ -668,72 +837,80 @@ func run(o opts) error {
 	if own := res.FloorSubmitTxP50 + res.FloorSendP50; own > 0 {
 		res.SubmitP95OverOwnFloor = res.SubmitP95 / own
 	}
+}
+
+// billAtZeroLatency measures the table's storage per job and prices the
+// measured jobs' whole bill (simulator latency 0).
+func (b *bench) billAtZeroLatency(ctx context.Context) error {
 	progress("measuring the table's storage per job")
-	bi := billInputs{env: o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide))), reads: reads, readsPerJob: o.reads, confirm: confirm}
-	if bi.tableBytesPerJob, bi.baseTableBytesPerJob, err = tableBytesPerJob(ctx, plain.DynamoDB, s.Provisioned.Definition.Table); err != nil {
+	b.bi = billInputs{env: b.o.billEnv, objectBytes: float64(len(simulator.PNG(uploadSide))), reads: b.reads, readsPerJob: b.o.reads, confirm: b.confirm}
+	var err error
+	if b.bi.tableBytesPerJob, b.bi.baseTableBytesPerJob, err = tableBytesPerJob(ctx, b.plain.DynamoDB, b.e.s.Provisioned.Definition.Table); err != nil {
 		return err
 	}
-	res.BillZero = bill(main, upload, bi)
+	res := &b.res
+	res.BillZero = bill(b.main, b.upload, b.bi)
 	res.BillSources = billSources()
-	res.BillEnv = string(o.billEnv.Env)
+	res.BillEnv = string(b.o.billEnv.Env)
 	res.USDPerMillionTotalZero = res.BillZero["total"]
-
-	if o.backlog > 0 {
-		if err := e.backlogPhase(ctx, o.backlog, &res); err != nil {
-			return err
-		}
-	}
-
-	if o.noisy > 0 {
-		nr, err := e.noisyPhase(ctx, o.noisy, 10, 100*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		res.Noisy = &nr
-	}
-
-	var slow phase
-	if o.latencyJobs > 0 {
-		res.SimLatencyMs = ms(o.simLatency)
-		set := s.Simulator.Settings()
-		set.LatencyMs = int(o.simLatency / time.Millisecond)
-		if !s.Simulator.SetSettings(set) {
-			return fmt.Errorf("the simulator refused latency %s", o.simLatency)
-		}
-		counter.Reset()
-		durs.take()
-		logs.take()
-		progress("submitting %d jobs with the simulator's latency at %s", o.latencyJobs, o.simLatency)
-		if slow, err = e.push(ctx, o.latencyJobs, "bench slow job"); err != nil {
-			return err
-		}
-		set.LatencyMs = 0
-		s.Simulator.SetSettings(set)
-		res.Bill = bill(slow, upload, bi)
-		res.USDPerMillionTotal = res.Bill["total"]
-		res.USDPerMillionTotalAWS = res.Bill["total at aws latencies"]
-		res.USDPerMillionPipelineAWS = res.Bill["total at aws latencies without the client's calls"]
-	} else {
-		res.Bill, res.USDPerMillionTotal = res.BillZero, res.USDPerMillionTotalZero
-	}
-
-	model := slow
-	if model.n == 0 {
-		model = main
-	}
-	res.Capacity = capacity(mixOf(model, upload, reads, confirm), currentDesign())
-	if len(res.Capacity) > 0 {
-		res.CapacityJobsPerS, res.CapacityBottleneck = res.Capacity[0].JobsPerS, res.Capacity[0].Name
-	}
-
-	if hostBins != nil && o.coldRuns > 0 {
-		progress("cold starts: %d interleaved runs of every function and a hello world", o.coldRuns)
-		if res.InitMs, res.ColdFirstResponseMs, err = coldStarts(ctx, emu.Endpoints(), hostBins, o.coldRuns); err != nil {
-			return err
-		}
-	}
-	report(res, counts, o.n, main, slow, upload)
 	return nil
+}
+
+// pushSlow, with -latency-jobs, pushes that many jobs with the simulator's
+// latency at -sim-latency and prices their bill; without, the bill is the
+// zero-latency one.
+func (b *bench) pushSlow(ctx context.Context) error {
+	o, e, res := b.o, b.e, &b.res
+	if o.latencyJobs <= 0 {
+		res.Bill, res.USDPerMillionTotal = res.BillZero, res.USDPerMillionTotalZero
+		return nil
+	}
+	res.SimLatencyMs = ms(o.simLatency)
+	set := e.s.Simulator.Settings()
+	set.LatencyMs = int(o.simLatency / time.Millisecond)
+	if !e.s.Simulator.SetSettings(set) {
+		return fmt.Errorf("the simulator refused latency %s", o.simLatency)
+	}
+	e.counter.Reset()
+	e.durs.take()
+	e.logs.take()
+	progress("submitting %d jobs with the simulator's latency at %s", o.latencyJobs, o.simLatency)
+	var err error
+	if b.slow, err = e.push(ctx, o.latencyJobs, "bench slow job"); err != nil {
+		return err
+	}
+	set.LatencyMs = 0
+	e.s.Simulator.SetSettings(set)
+	res.Bill = bill(b.slow, b.upload, b.bi)
+	res.USDPerMillionTotal = res.Bill["total"]
+	res.USDPerMillionTotalAWS = res.Bill["total at aws latencies"]
+	res.USDPerMillionPipelineAWS = res.Bill["total at aws latencies without the client's calls"]
+	return nil
+}
+
+// sizeCapacity estimates the deployed design's capacity from the slow
+// jobs' request mix (the measured jobs' without a latency phase).
+func (b *bench) sizeCapacity() {
+	model := b.slow
+	if model.n == 0 {
+		model = b.main
+	}
+	b.res.Capacity = capacity(mixOf(model, b.upload, b.reads, b.confirm), currentDesign())
+	if len(b.res.Capacity) > 0 {
+		b.res.CapacityJobsPerS, b.res.CapacityBottleneck = b.res.Capacity[0].JobsPerS, b.res.Capacity[0].Name
+	}
+}
+
+// measureColdStarts, with the host binaries built and -coldstart-runs,
+// times interleaved cold starts of every function and a hello world.
+func (b *bench) measureColdStarts(ctx context.Context) error {
+	if b.hostBins == nil || b.o.coldRuns <= 0 {
+		return nil
+	}
+	progress("cold starts: %d interleaved runs of every function and a hello world", b.o.coldRuns)
+	var err error
+	b.res.InitMs, b.res.ColdFirstResponseMs, err = coldStarts(ctx, b.emu.Endpoints(), b.hostBins, b.o.coldRuns)
+	return err
 }
 
 // backlogPhase pauses the job tiers through the admin API, submits n
