@@ -1321,64 +1321,124 @@ func requestsUSD(b map[string]float64, counts map[string]int, units map[string]f
 // million jobs a month, and the client's own calls (in.reads, in.confirm)
 // on lines of their own. USD per million jobs.
 func bill(ph, up phase, in billInputs) map[string]float64 {
-	b := map[string]float64{}
-	n, un := float64(ph.n), float64(up.n)
-	def := resources.For(in.env.Env)
-	requestsUSD(b, ph.pipeline, ph.pipelineUnits, n)
-	requestsUSD(b, up.pipeline, up.pipelineUnits, un)
+	d := newBillDraft(ph, up, in)
+	requestsUSD(d.b, ph.pipeline, ph.pipelineUnits, d.n)
+	requestsUSD(d.b, up.pipeline, up.pipelineUnits, d.un)
 	// The browser's presigned PUT is in up.pipeline: the counter's
 	// middleware sees PresignPutObject as an S3.PutObject, one per upload,
 	// as the PUT.
+	d.lambda()
+	d.apiAndEvents()
+	d.logs()
+	d.client(lineClientReads, in.reads)
+	d.client(lineClientConfirm, in.confirm)
+	d.fixed()
+	d.traces()
+	d.retention()
+	d.storage()
+	d.totals()
+	return d.b
+}
 
-	// Lambda: every invocation and its measured duration, per job. The
-	// recovery function's scheduled runs during a phase are left out: the
-	// fixed line below prices every run.
-	invocations, gbs := 0.0, 0.0
-	perFn, invByFn := map[string]float64{}, map[string]float64{}
-	recoveryRuns, recoveryLogs := 0, int64(0)
-	for _, p := range []phase{ph, up} {
+// billDraft is a bill being drawn up (bill): its lines so far, what it
+// prices, and the figures a line works out that later lines reuse.
+type billDraft struct {
+	// b is the bill's lines.
+	b      map[string]float64
+	ph, up phase
+	in     billInputs
+	def    resources.Definition
+	// n and un are ph's and up's jobs.
+	n, un float64
+	// platform is Lambda's own log bytes per invocation at the
+	// environment's system log level.
+	platform float64
+	// invocations and gbs are Lambda's per job, invByFn the invocations
+	// per job by function, recoveryRuns and recoveryLogs the recovery
+	// function's scheduled runs and their log bytes (lambda).
+	invocations, gbs float64
+	invByFn          map[string]float64
+	recoveryRuns     int
+	recoveryLogs     int64
+	// apiCalls is the HTTP API's requests per job, busEvents and busBytes
+	// the events put on the bus per job and their bytes (apiAndEvents).
+	apiCalls, busEvents, busBytes float64
+	// clientCalls is the client's calls per job by function (client).
+	clientCalls map[string]float64
+	// fixedRuns is the scheduled runs a month by function (fixed).
+	fixedRuns map[string]float64
+}
+
+// newBillDraft starts an empty bill of ph and up in in's environment.
+func newBillDraft(ph, up phase, in billInputs) *billDraft {
+	return &billDraft{
+		b: map[string]float64{}, ph: ph, up: up, in: in, def: resources.For(in.env.Env),
+		n: float64(ph.n), un: float64(up.n),
+		platform:    float64(platformLogBytes(in.env.systemLevel())),
+		clientCalls: map[string]float64{}, fixedRuns: map[string]float64{},
+	}
+}
+
+// logUSD prices bytes of logs per job: ingested, then stored for the
+// environment's retention.
+func (d *billDraft) logUSD(bytes float64) float64 {
+	retention := time.Duration(d.in.env.LogRetentionDays) * 24 * time.Hour
+	return bytes * (storagePrices["Logs.ingest"].usd + months(retention)*storagePrices["Logs.store"].usd) * 1e6
+}
+
+// lambda prices every invocation and its measured duration, per job. The
+// recovery function's scheduled runs during a phase are left out: the
+// fixed line (fixed) prices every run.
+func (d *billDraft) lambda() {
+	b := d.b
+	perFn := map[string]float64{}
+	d.invByFn = map[string]float64{}
+	for _, p := range []phase{d.ph, d.up} {
 		per := float64(p.n)
 		for fn, ds := range p.durations {
 			if fn == resources.FuncRecovery {
-				recoveryRuns += len(ds)
-				recoveryLogs += p.logs[fn]
+				d.recoveryRuns += len(ds)
+				d.recoveryLogs += p.logs[fn]
 				continue
 			}
-			invocations += float64(len(ds)) / per
-			invByFn[fn] += float64(len(ds)) / per
-			gbs += billed(fn, ds) / per
+			d.invocations += float64(len(ds)) / per
+			d.invByFn[fn] += float64(len(ds)) / per
+			d.gbs += billed(fn, ds) / per
 			perFn[fn] += billed(fn, ds) / per
 		}
 	}
 	for fn, v := range perFn {
 		b["lambda gb-seconds per job "+fn] = v
 	}
-	b[lineLambdaRequests] = invocations * prices["Lambda"].usd * 1e6
-	b[lineLambdaGBs] = gbs * prices["Lambda.GBs"].usd * 1e6
-	apiCalls := httpCalls(ph.durations)/n + httpCalls(up.durations)/un
-	b[lineAPIGateway] = apiCalls * prices["APIGateway"].usd * 1e6
-	// EventBridge bills each event put (the relay's PutEvents entries).
-	busEvents := float64(ph.items["EventBridge.PutEvents"]) / n
-	busBytes := float64(ph.items["EventBridge.PutEvents bytes"]) / n
-	b[lineEvents] = busEvents * prices["EventBridge"].usd * 1e6
+	b[lineLambdaRequests] = d.invocations * prices["Lambda"].usd * 1e6
+	b[lineLambdaGBs] = d.gbs * prices["Lambda.GBs"].usd * 1e6
+}
+
+// apiAndEvents prices the HTTP API's requests and the events put on the
+// bus (EventBridge bills each: the relay's PutEvents entries).
+func (d *billDraft) apiAndEvents() {
+	b := d.b
+	d.apiCalls = httpCalls(d.ph.durations)/d.n + httpCalls(d.up.durations)/d.un
+	b[lineAPIGateway] = d.apiCalls * prices["APIGateway"].usd * 1e6
+	d.busEvents = float64(d.ph.items["EventBridge.PutEvents"]) / d.n
+	d.busBytes = float64(d.ph.items["EventBridge.PutEvents bytes"]) / d.n
+	b[lineEvents] = d.busEvents * prices["EventBridge"].usd * 1e6
 	// A delivery's AWS requests and its system invocation are in the lines
 	// above (one user in 20 has an endpoint): nothing else to add.
 	b["webhook deliveries"] = 0
+}
 
-	// CloudWatch Logs: what each function wrote (its log lines at Info and
-	// above, its EMF lines), Lambda's own lines per invocation at the
-	// environment's system log level, and the HTTP API's access log line
-	// per request; stored for the environment's retention (raw size: an
-	// upper bound, CloudWatch bills storage compressed).
-	retention := time.Duration(in.env.LogRetentionDays) * 24 * time.Hour
-	logUSD := func(bytes float64) float64 {
-		return bytes * (storagePrices["Logs.ingest"].usd + months(retention)*storagePrices["Logs.store"].usd) * 1e6
-	}
-	platform := float64(platformLogBytes(in.env.systemLevel()))
-	logBytes := platform*invocations + float64(accessLogBytes)*apiCalls
-	b["log bytes per job lambda's own lines"] = platform * invocations
-	b["log bytes per job http api access log"] = float64(accessLogBytes) * apiCalls
-	for _, p := range []phase{ph, up} {
+// logs prices CloudWatch Logs: what each function wrote (its log lines at
+// Info and above, its EMF lines), Lambda's own lines per invocation at the
+// environment's system log level, and the HTTP API's access log line per
+// request; stored for the environment's retention (raw size: an upper
+// bound, CloudWatch bills storage compressed).
+func (d *billDraft) logs() {
+	b := d.b
+	logBytes := d.platform*d.invocations + float64(accessLogBytes)*d.apiCalls
+	b["log bytes per job lambda's own lines"] = d.platform * d.invocations
+	b["log bytes per job http api access log"] = float64(accessLogBytes) * d.apiCalls
+	for _, p := range []phase{d.ph, d.up} {
 		for fn, v := range p.logs {
 			if fn == resources.FuncRecovery {
 				continue
@@ -1387,96 +1447,104 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 			logBytes += float64(v) / float64(p.n)
 		}
 	}
-	b[lineLogs] = logUSD(logBytes)
+	b[lineLogs] = d.logUSD(logBytes)
 	b["log bytes per job"] = logBytes
+}
 
-	// The client's own calls, each on a line of its own: the API request,
-	// its invocation at AWS latencies (apiInvocation) whatever the
-	// emulators took, the requests it made, its log lines and access log
-	// line. They are what the bench's client does, not what a job needs.
-	clientCalls := map[string]float64{}
-	client := func(line string, c phase) {
-		if c.n == 0 {
-			b[line] = 0
-			return
-		}
-		per := float64(c.n)
-		lines := map[string]float64{}
-		requestsUSD(lines, c.pipeline, c.pipelineUnits, per)
-		usd := 0.0
-		for _, v := range lines {
-			usd += v
-		}
-		calls := httpCalls(c.durations) / per
-		usd += calls * (prices["APIGateway"].usd + prices["Lambda"].usd) * 1e6
-		usd += httpGBs(c.durations) / per * apiInvocation.Seconds() * prices["Lambda.GBs"].usd * 1e6
-		bytes := calls * (platform + float64(accessLogBytes))
-		for _, v := range c.logs {
-			bytes += float64(v) / per
-		}
-		usd += logUSD(bytes)
-		b[line] = usd
-		b[line+" calls per job"] = calls
-		b[line+" log bytes per job"] = bytes
-		for fn, ds := range c.durations {
-			clientCalls[fn] += float64(len(ds)) / per
-		}
+// client prices the client's own calls c on line, a line of their own: the
+// API request, its invocation at AWS latencies (apiInvocation) whatever
+// the emulators took, the requests it made, its log lines and access log
+// line. They are what the bench's client does, not what a job needs.
+func (d *billDraft) client(line string, c phase) {
+	b := d.b
+	if c.n == 0 {
+		b[line] = 0
+		return
 	}
-	client(lineClientReads, in.reads)
-	client(lineClientConfirm, in.confirm)
+	per := float64(c.n)
+	lines := map[string]float64{}
+	requestsUSD(lines, c.pipeline, c.pipelineUnits, per)
+	usd := 0.0
+	for _, v := range lines {
+		usd += v
+	}
+	calls := httpCalls(c.durations) / per
+	usd += calls * (prices["APIGateway"].usd + prices["Lambda"].usd) * 1e6
+	usd += httpGBs(c.durations) / per * apiInvocation.Seconds() * prices["Lambda.GBs"].usd * 1e6
+	bytes := calls * (d.platform + float64(accessLogBytes))
+	for _, v := range c.logs {
+		bytes += float64(v) / per
+	}
+	usd += d.logUSD(bytes)
+	b[line] = usd
+	b[line+" calls per job"] = calls
+	b[line+" log bytes per job"] = bytes
+	for fn, ds := range c.durations {
+		d.clientCalls[fn] += float64(len(ds)) / per
+	}
+}
 
-	// Fixed: the definition's schedules (release and retention every
-	// minute, recovery every 5 minutes), an idle run of about 100 ms each
-	// at its function's memory with its log lines (as the phases' runs
-	// wrote them) and Lambda's own, spread over 1M jobs a month.
-	fixed, fixedRuns := 0.0, map[string]float64{}
-	perRunLogs := float64(platform)
-	if recoveryRuns > 0 {
-		perRunLogs += float64(recoveryLogs) / float64(recoveryRuns)
+// fixed prices the fixed costs. The definition's schedules (release and
+// retention every minute, recovery every 5 minutes): an idle run of about
+// 100 ms each at its function's memory with its log lines (as the phases'
+// runs wrote them) and Lambda's own, spread over 1M jobs a month. The
+// event source mappings' idle long polls: about 5 pollers per queue each
+// receiving every 20 s, four queues.
+func (d *billDraft) fixed() {
+	fixed := 0.0
+	perRunLogs := float64(d.platform)
+	if d.recoveryRuns > 0 {
+		perRunLogs += float64(d.recoveryLogs) / float64(d.recoveryRuns)
 	}
-	for _, sc := range def.Schedules {
+	for _, sc := range d.def.Schedules {
 		perMonth := float64(30*24*time.Hour) / float64(sc.Interval)
-		fixedRuns[sc.Function] += perMonth
+		d.fixedRuns[sc.Function] += perMonth
 		gb := float64(resources.FunctionSizes[sc.Function].MemoryMB) / 1024
 		fixed += perMonth * (prices["Scheduler"].usd + prices["Lambda"].usd + 0.1*gb*prices["Lambda.GBs"].usd)
-		fixed += logUSD(perMonth*perRunLogs) / 1e6
+		fixed += d.logUSD(perMonth*perRunLogs) / 1e6
 	}
-	b[lineSchedules] = fixed
-	// Fixed: the event source mappings' idle long polls, about 5 pollers
-	// per queue each receiving every 20 s, four queues.
-	b[lineIdlePolls] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
+	d.b[lineSchedules] = fixed
+	d.b[lineIdlePolls] = 4 * 5 * 3 * 60 * 24 * 30 * prices["SQS"].usd
+}
 
-	// X-Ray: with active tracing, Lambda samples each function's
-	// invocations at its fixed rate (tracesPerMonth); without, nothing is
-	// traced (PassThrough: no trigger of ours sends a sampled header).
+// traces prices X-Ray: with active tracing, Lambda samples each function's
+// invocations at its fixed rate (tracesPerMonth); without, nothing is
+// traced (PassThrough: no trigger of ours sends a sampled header).
+func (d *billDraft) traces() {
+	b := d.b
 	b[lineTraces] = 0
-	if in.env.Tracing.Enabled {
-		perMonth := map[string]float64{}
-		for fn, v := range invByFn {
-			perMonth[fn] += v * 1e6
-		}
-		for fn, v := range clientCalls {
-			perMonth[fn] += v * 1e6
-		}
-		for fn, v := range fixedRuns {
-			perMonth[fn] += v
-		}
-		traces := tracesPerMonth(perMonth)
-		b[lineTraces] = traces * storagePrices["XRay.trace"].usd
-		b["x-ray traces per job"] = traces / 1e6
+	if !d.in.env.Tracing.Enabled {
+		return
 	}
+	perMonth := map[string]float64{}
+	for fn, v := range d.invByFn {
+		perMonth[fn] += v * 1e6
+	}
+	for fn, v := range d.clientCalls {
+		perMonth[fn] += v * 1e6
+	}
+	for fn, v := range d.fixedRuns {
+		perMonth[fn] += v
+	}
+	traces := tracesPerMonth(perMonth)
+	b[lineTraces] = traces * storagePrices["XRay.trace"].usd
+	b["x-ray traces per job"] = traces / 1e6
+}
 
-	// Retention, days after the job: the stale sweep marks it stale (its
-	// job.stale event goes on the bus and into the archive, relayed with
-	// others: a PutEvents per ten, an invocation per stream batch) and the
-	// media sweep expires its upload (S3's DELETE is free). Their time is
-	// the drain test's (sweepsMeasured, at AWS latencies), their write
-	// units, the table's and every index's, the units test's; TTL deletes
-	// the items later for nothing.
+// retention prices what happens days after the job: the stale sweep marks
+// it stale (its job.stale event goes on the bus and into the archive,
+// relayed with others: a PutEvents per ten, an invocation per stream
+// batch) and the media sweep expires its upload (S3's DELETE is free).
+// Their time is the drain test's (sweepsMeasured, at AWS latencies), their
+// write units, the table's and every index's, the units test's; TTL
+// deletes the items later for nothing. It prices the bus's archive too,
+// which keeps every event put for the definition's retention.
+func (d *billDraft) retention() {
+	b, def := d.b, d.def
 	stale, media := sweepsMeasured[recovery.SweepStale], sweepsMeasured[recovery.SweepMedia]
 	eventBytes := 0.0
-	if busEvents > 0 {
-		eventBytes = busBytes / busEvents
+	if d.busEvents > 0 {
+		eventBytes = d.busBytes / d.busEvents
 	}
 	relayGB := float64(resources.FunctionSizes[def.EventStream.Function].MemoryMB) / 1024
 	recoveryGB := float64(resources.FunctionSizes[resources.FuncRecovery].MemoryMB) / 1024
@@ -1485,29 +1553,38 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 		eventBytes*(storagePrices["Archive.ingest"].usd+months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd)) * 1e6
 	b[lineRetentionDDB] = (max(stale.WCUPerItem, stale.TableWCUPerItem) + max(media.WCUPerItem, media.TableWCUPerItem)) * prices["DynamoDB.write"].usd * 1e6
 
-	// The bus's archive keeps every event put for the definition's
-	// retention.
-	b[lineArchive] = busBytes * (storagePrices["Archive.ingest"].usd + months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd) * 1e6
-	b["eventbridge events per job"] = busEvents
+	b[lineArchive] = d.busBytes * (storagePrices["Archive.ingest"].usd + months(def.EventArchive.Retention)*storagePrices["Archive.store"].usd) * 1e6
+	b["eventbridge events per job"] = d.busEvents
+}
 
-	// The table holds a job (with its events, dedupe record and index
-	// entries) until TTL deletes it, CONVEYOR_DELETE_AFTER after it
-	// finished: at a million jobs a month, that many months of jobs. PITR
-	// bills the table's size without its global secondary indexes.
+// storage prices what the job keeps stored. The table holds a job (with
+// its events, dedupe record and index entries) until TTL deletes it,
+// CONVEYOR_DELETE_AFTER after it finished: at a million jobs a month, that
+// many months of jobs. PITR bills the table's size without its global
+// secondary indexes. The job's object stays until no job may use it: its
+// use window, or until its job goes stale, then the retention sweep
+// deletes it.
+func (d *billDraft) storage() {
+	b, in := d.b, d.in
 	held := months(resources.DeleteAfterDefault)
 	b[lineStorage] = in.tableBytesPerJob * held * storagePrices["DynamoDB.storage"].usd * 1e6
 	b[linePITR] = 0
-	if def.Table.PointInTimeRecovery {
+	if d.def.Table.PointInTimeRecovery {
 		b[linePITR] = in.baseTableBytesPerJob * held * storagePrices["DynamoDB.pitr"].usd * 1e6
 	}
 	b["dynamodb bytes stored per job"] = in.tableBytesPerJob
 	b["dynamodb bytes stored per job, table alone"] = in.baseTableBytesPerJob
-	// The job's object stays until no job may use it: its use window, or
-	// until its job goes stale, then the retention sweep deletes it.
 	kept := max(resources.UploadUseWindow, resources.StaleAfterDefault)
 	b[lineS3Storage] = in.objectBytes * months(kept) * storagePrices["S3.storage"].usd * 1e6
 	b["s3 bytes stored per job"] = in.objectBytes
+}
 
+// totals sums the bill's priced lines ("per job" lines are figures, not
+// charges), then the same bill with Lambda's duration at AWS latencies
+// instead of the emulators' (awsGBsPerJob), with and without the client's
+// calls, and the per-job figures the report prints.
+func (d *billDraft) totals() {
+	b := d.b
 	sum, client0 := 0.0, b[lineClientReads]+b[lineClientConfirm]
 	for k, v := range b {
 		if !strings.Contains(k, "per job") {
@@ -1515,9 +1592,7 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 		}
 	}
 	b["total"] = sum
-	// The same bill with Lambda's duration at AWS latencies instead of the
-	// emulators' (awsGBsPerJob).
-	aws := awsGBsPerJob(ph, up)
+	aws := awsGBsPerJob(d.ph, d.up)
 	awsGBs := 0.0
 	for fn, v := range aws {
 		b["lambda gb-seconds per job at aws latencies "+fn] = v
@@ -1526,13 +1601,12 @@ func bill(ph, up phase, in billInputs) map[string]float64 {
 	b["total at aws latencies"] = b["total"] - b[lineLambdaGBs] + awsGBs*prices["Lambda.GBs"].usd*1e6
 	b["total at aws latencies without the client's calls"] = b["total at aws latencies"] - client0
 	b["lambda gb-seconds per job at aws latencies"] = awsGBs
-	b["api gateway requests per job"] = apiCalls
-	b["lambda gb-seconds per job"] = gbs
-	b["lambda invocations per job"] = invocations
-	b["events per job"] = ph.events
-	b["dynamodb write units per job"] = ph.pipelineUnits["write"] / n
-	b["dynamodb read units per job"] = ph.pipelineUnits["read"] / n
-	return b
+	b["api gateway requests per job"] = d.apiCalls
+	b["lambda gb-seconds per job"] = d.gbs
+	b["lambda invocations per job"] = d.invocations
+	b["events per job"] = d.ph.events
+	b["dynamodb write units per job"] = d.ph.pipelineUnits["write"] / d.n
+	b["dynamodb read units per job"] = d.ph.pipelineUnits["read"] / d.n
 }
 
 // awsGBsPerJob is each function's GB-seconds per job with its durations at
