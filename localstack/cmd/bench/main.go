@@ -1828,6 +1828,32 @@ func buildBootstraps() (map[string]int64, error) {
 func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "Conveyor bench — %d jobs, one item each, through the local gateway, pollers and simulator\n\n", n)
+	printRequests(w, r, counts, n)
+	if r.Noisy != nil {
+		r.Noisy.print(w)
+	}
+	printBacklog(w, r)
+	printUnits(w, r.DynamoDBUnitsPerJob)
+	printCPU(w, r.CPUMsPerJob)
+	printLatencies(w, r)
+	printEmulator(w, r)
+	printUploads(w, up)
+	printBill(w, r, "the whole bill, simulator at zero latency", r.BillZero)
+	if slow.n > 0 {
+		printBill(w, r, fmt.Sprintf("the whole bill, simulator at %.0f ms per call (%d jobs)", r.SimLatencyMs, slow.n), r.Bill)
+	}
+	printColdStarts(w, r.InitMs, r.ColdFirstResponseMs)
+	printCapacity(w, r)
+	fmt.Fprintf(w, "\nload average at start\t%s\n", r.LoadAverage)
+	printPrices(w)
+	w.Flush()
+	printJSON(r)
+}
+
+// printRequests prints the AWS requests per job by operation (counts over
+// n jobs), what they leave out (idle receives, the client's status reads),
+// and the same by the function whose invocation made them.
+func printRequests(w io.Writer, r result, counts map[string]int, n int) {
 	fmt.Fprintln(w, "AWS requests per job\tcount")
 	ops := make([]string, 0, len(counts))
 	for op := range counts {
@@ -1860,23 +1886,37 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 		fmt.Fprintf(w, "    %s %s\t%.3f\n", fn, op, r.RequestsByFunction[k])
 	}
 	fmt.Fprintln(w)
-	if r.Noisy != nil {
-		r.Noisy.print(w)
+}
+
+// printBacklog prints the backlog phase's requests per job and drain, if
+// it ran.
+func printBacklog(w io.Writer, r result) {
+	if r.BacklogJobs <= 0 {
+		return
 	}
-	if r.BacklogJobs > 0 {
-		fmt.Fprintf(w, "A backlog: %d jobs submitted to paused tiers, then resumed (the mappings receive full batches)\n", r.BacklogJobs)
-		fmt.Fprintf(w, "  AWS requests per job\t%.3f (receive %.3f, delete %.3f, PutEvents %.3f)\n", r.BacklogRequestsTotal,
-			r.BacklogRequests["SQS.ReceiveMessage"], r.BacklogRequests["SQS.DeleteMessageBatch"], r.BacklogRequests["EventBridge.PutEvents"])
-		fmt.Fprintf(w, "  drained at\t%.1f jobs/s from the resume (the first job started %.0f ms after it)\n\n", r.BacklogDrainPerS, r.BacklogFirstStartMs)
+	fmt.Fprintf(w, "A backlog: %d jobs submitted to paused tiers, then resumed (the mappings receive full batches)\n", r.BacklogJobs)
+	fmt.Fprintf(w, "  AWS requests per job\t%.3f (receive %.3f, delete %.3f, PutEvents %.3f)\n", r.BacklogRequestsTotal,
+		r.BacklogRequests["SQS.ReceiveMessage"], r.BacklogRequests["SQS.DeleteMessageBatch"], r.BacklogRequests["EventBridge.PutEvents"])
+	fmt.Fprintf(w, "  drained at\t%.1f jobs/s from the resume (the first job started %.0f ms after it)\n\n", r.BacklogDrainPerS, r.BacklogFirstStartMs)
+}
+
+// printCPU prints the processor time per job of each part of the stack and
+// the jobs a second this machine's cores could hold at that cost, if
+// measured.
+func printCPU(w io.Writer, c map[string]float64) {
+	if len(c) == 0 {
+		return
 	}
-	printUnits(w, r.DynamoDBUnitsPerJob)
-	if c := r.CPUMsPerJob; len(c) > 0 {
-		all := c["dynamodb_local"] + c["moto"] + c["go"]
-		fmt.Fprintf(w, "CPU per job: DynamoDB Local / moto / Go (gateway, functions, simulator, bench)\t%.1f / %.1f / %.1f ms\n", c["dynamodb_local"], c["moto"], c["go"])
-		if all > 0 {
-			fmt.Fprintf(w, "  → on %d cores, at most\t%.0f jobs/s (the emulators' share: %.0f%%)\n\n", goruntime.NumCPU(), float64(goruntime.NumCPU())*1000/all, 100*(c["dynamodb_local"]+c["moto"])/all)
-		}
+	all := c["dynamodb_local"] + c["moto"] + c["go"]
+	fmt.Fprintf(w, "CPU per job: DynamoDB Local / moto / Go (gateway, functions, simulator, bench)\t%.1f / %.1f / %.1f ms\n", c["dynamodb_local"], c["moto"], c["go"])
+	if all > 0 {
+		fmt.Fprintf(w, "  → on %d cores, at most\t%.0f jobs/s (the emulators' share: %.0f%%)\n\n", goruntime.NumCPU(), float64(goruntime.NumCPU())*1000/all, 100*(c["dynamodb_local"]+c["moto"])/all)
 	}
+}
+
+// printLatencies prints the request charges per million jobs, the submit
+// and end-to-end latencies, the throughput and the event lags.
+func printLatencies(w io.Writer, r result) {
 	fmt.Fprintf(w, "$ per million jobs (request charges; DynamoDB by capacity units)\t%.2f\n", r.USDPerMillion)
 	fmt.Fprintf(w, "submit p50 / p95\t%.1f / %.1f ms\n", r.SubmitP50, r.SubmitP95)
 	fmt.Fprintf(w, "end-to-end p50 / p95\t%.1f / %.1f ms\n", r.E2EP50, r.E2EP95)
@@ -1893,6 +1933,11 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	if !r.EventArchive {
 		fmt.Fprintf(w, "  (measured without the bus's event archive: -event-archive=false)\n")
 	}
+}
+
+// printEmulator prints the emulator's floors, submit p95 over them, the
+// emulators' start times and the bootstraps' sizes.
+func printEmulator(w io.Writer, r result) {
 	fmt.Fprintf(w, "emulator floor p50: PutItem / SendMessage / ReceiveMessage\t%.2f / %.2f / %.2f ms\n", r.FloorPutItemP50, r.FloorSendP50, r.FloorReceiveP50)
 	fmt.Fprintf(w, "emulator floor p50: submission's TransactWriteItems (4 items)\t%.2f ms\n", r.FloorSubmitTxP50)
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
@@ -1906,79 +1951,97 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	for _, k := range names {
 		fmt.Fprintf(w, "bootstrap %s\t%.1f MB\n", k, float64(r.BootstrapBytes[k])/1e6)
 	}
-	printBill := func(title string, b map[string]float64) {
-		if b == nil {
-			return
-		}
-		fmt.Fprintf(w, "\n%s (%s's configuration)\tUSD per million jobs\tprice source\n", title, r.BillEnv)
-		keys := make([]string, 0, len(b))
-		for k := range b {
-			if !strings.HasPrefix(k, "total") && !strings.Contains(k, "per job") {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %s\t%.2f\t%s\n", k, b[k], r.BillSources[k])
-		}
-		fmt.Fprintf(w, "  total\t%.2f\n", b["total"])
-		fmt.Fprintf(w, "  total with Lambda durations at AWS latencies (%.4f GB-s per job)\t%.2f\n", b["lambda gb-seconds per job at aws latencies"], b["total at aws latencies"])
-		fmt.Fprintf(w, "  the same without the client's calls (the pipeline's: sign, PUT, the S3 event's confirm, submit, the work)\t%.2f\n", b["total at aws latencies without the client's calls"])
-		fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.2f invocations, %.4f Lambda GB-s, %.1f events in the table, %.2f on the bus, %.0f log bytes (Lambda's own %.0f, access log %.0f), %.0f bytes stored in DynamoDB (%.0f in the table alone), %.3f traces)\n",
-			b["api gateway requests per job"], b["lambda invocations per job"], b["lambda gb-seconds per job"], b["events per job"], b["eventbridge events per job"],
-			b["log bytes per job"], b["log bytes per job lambda's own lines"], b["log bytes per job http api access log"],
-			b["dynamodb bytes stored per job"], b["dynamodb bytes stored per job, table alone"], b["x-ray traces per job"])
-		fmt.Fprintf(w, "  (the client's: %.0f status reads and %.0f explicit confirm a job, %.0f and %.0f log bytes)\n",
-			b[lineClientReads+" calls per job"], b[lineClientConfirm+" calls per job"], b[lineClientReads+" log bytes per job"], b[lineClientConfirm+" log bytes per job"])
-		fmt.Fprintf(w, "  per function\tMB\tGB-s per job measured | at AWS latencies\tlog bytes per job\n")
-		for _, fn := range resources.For(job.Local).Functions {
-			fmt.Fprintf(w, "    %s\t%d\t%.5f | %.5f\t%.0f\n", fn, resources.FunctionSizes[fn].MemoryMB,
-				b["lambda gb-seconds per job "+fn], b["lambda gb-seconds per job at aws latencies "+fn], b["log bytes per job "+fn])
-		}
-		if v := b["log bytes per job "]; v > 0 {
-			fmt.Fprintf(w, "    (outside any invocation)\t\t\t%.0f\n", v)
+}
+
+// printUploads prints the AWS requests per upload, if there were uploads.
+func printUploads(w io.Writer, up phase) {
+	if up.n <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nAWS requests per upload (sign, PUT, the S3 event's confirm; %d uploads)\tcount\n", up.n)
+	ops := make([]string, 0, len(up.pipeline))
+	for op := range up.pipeline {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		if up.pipeline[op] > 0 {
+			fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(up.pipeline[op])/float64(up.n))
 		}
 	}
-	if up.n > 0 {
-		fmt.Fprintf(w, "\nAWS requests per upload (sign, PUT, the S3 event's confirm; %d uploads)\tcount\n", up.n)
-		ops := make([]string, 0, len(up.pipeline))
-		for op := range up.pipeline {
-			ops = append(ops, op)
-		}
-		sort.Strings(ops)
-		for _, op := range ops {
-			if up.pipeline[op] > 0 {
-				fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(up.pipeline[op])/float64(up.n))
-			}
+}
+
+// printBill prints bill b under title, if there is one: its priced lines
+// with their sources, its totals, its figures per job and per function.
+func printBill(w io.Writer, r result, title string, b map[string]float64) {
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n%s (%s's configuration)\tUSD per million jobs\tprice source\n", title, r.BillEnv)
+	keys := make([]string, 0, len(b))
+	for k := range b {
+		if !strings.HasPrefix(k, "total") && !strings.Contains(k, "per job") {
+			keys = append(keys, k)
 		}
 	}
-	printBill("the whole bill, simulator at zero latency", r.BillZero)
-	if slow.n > 0 {
-		printBill(fmt.Sprintf("the whole bill, simulator at %.0f ms per call (%d jobs)", r.SimLatencyMs, slow.n), r.Bill)
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s\t%.2f\t%s\n", k, b[k], r.BillSources[k])
 	}
-	if len(r.InitMs) > 0 {
-		fmt.Fprintln(w, "\ncold start, medians: process start → first invocation/next (init) | → first answer posted\tms")
-		names := make([]string, 0, len(r.InitMs))
-		for k := range r.InitMs {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Fprintf(w, "  %s\t%.1f | %.1f\n", k, r.InitMs[k], r.ColdFirstResponseMs[k])
-		}
+	fmt.Fprintf(w, "  total\t%.2f\n", b["total"])
+	fmt.Fprintf(w, "  total with Lambda durations at AWS latencies (%.4f GB-s per job)\t%.2f\n", b["lambda gb-seconds per job at aws latencies"], b["total at aws latencies"])
+	fmt.Fprintf(w, "  the same without the client's calls (the pipeline's: sign, PUT, the S3 event's confirm, submit, the work)\t%.2f\n", b["total at aws latencies without the client's calls"])
+	fmt.Fprintf(w, "  (per job: %.2f API Gateway requests, %.2f invocations, %.4f Lambda GB-s, %.1f events in the table, %.2f on the bus, %.0f log bytes (Lambda's own %.0f, access log %.0f), %.0f bytes stored in DynamoDB (%.0f in the table alone), %.3f traces)\n",
+		b["api gateway requests per job"], b["lambda invocations per job"], b["lambda gb-seconds per job"], b["events per job"], b["eventbridge events per job"],
+		b["log bytes per job"], b["log bytes per job lambda's own lines"], b["log bytes per job http api access log"],
+		b["dynamodb bytes stored per job"], b["dynamodb bytes stored per job, table alone"], b["x-ray traces per job"])
+	fmt.Fprintf(w, "  (the client's: %.0f status reads and %.0f explicit confirm a job, %.0f and %.0f log bytes)\n",
+		b[lineClientReads+" calls per job"], b[lineClientConfirm+" calls per job"], b[lineClientReads+" log bytes per job"], b[lineClientConfirm+" log bytes per job"])
+	fmt.Fprintf(w, "  per function\tMB\tGB-s per job measured | at AWS latencies\tlog bytes per job\n")
+	for _, fn := range resources.For(job.Local).Functions {
+		fmt.Fprintf(w, "    %s\t%d\t%.5f | %.5f\t%.0f\n", fn, resources.FunctionSizes[fn].MemoryMB,
+			b["lambda gb-seconds per job "+fn], b["lambda gb-seconds per job at aws latencies "+fn], b["log bytes per job "+fn])
 	}
-	if len(r.Capacity) > 0 {
-		fmt.Fprintln(w, "\ncapacity model (sustained jobs/s at which each limit saturates)\tjobs/s")
-		for _, l := range r.Capacity {
-			v := "unbounded"
-			if !math.IsInf(l.JobsPerS, 1) {
-				v = fmt.Sprintf("%.0f", l.JobsPerS)
-			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, v, l.Reasoning)
-		}
-		fmt.Fprintf(w, "  first bottleneck\t%s at %.0f jobs/s\n", r.CapacityBottleneck, r.CapacityJobsPerS)
+	if v := b["log bytes per job "]; v > 0 {
+		fmt.Fprintf(w, "    (outside any invocation)\t\t\t%.0f\n", v)
 	}
-	fmt.Fprintf(w, "\nload average at start\t%s\n", r.LoadAverage)
+}
+
+// printColdStarts prints the cold starts' medians by binary, if measured.
+func printColdStarts(w io.Writer, initMs, firstMs map[string]float64) {
+	if len(initMs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncold start, medians: process start → first invocation/next (init) | → first answer posted\tms")
+	names := make([]string, 0, len(initMs))
+	for k := range initMs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "  %s\t%.1f | %.1f\n", k, initMs[k], firstMs[k])
+	}
+}
+
+// printCapacity prints the capacity model's limits and its first
+// bottleneck, if it has limits.
+func printCapacity(w io.Writer, r result) {
+	if len(r.Capacity) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncapacity model (sustained jobs/s at which each limit saturates)\tjobs/s")
+	for _, l := range r.Capacity {
+		v := "unbounded"
+		if !math.IsInf(l.JobsPerS, 1) {
+			v = fmt.Sprintf("%.0f", l.JobsPerS)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, v, l.Reasoning)
+	}
+	fmt.Fprintf(w, "  first bottleneck\t%s at %.0f jobs/s\n", r.CapacityBottleneck, r.CapacityJobsPerS)
+}
+
+// printPrices prints every price class's source.
+func printPrices(w io.Writer) {
 	fmt.Fprintln(w, "\nprices (us-east-1):")
 	classes := make([]string, 0, len(prices))
 	for k := range prices {
@@ -1988,7 +2051,11 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	for _, k := range classes {
 		fmt.Fprintf(w, "  %s\t%s\n", k, prices[k].source)
 	}
-	w.Flush()
+}
+
+// printJSON prints r as one JSON line, an unbounded limit's jobs a second
+// as -1 (JSON has no infinity).
+func printJSON(r result) {
 	for i := range r.Capacity {
 		if math.IsInf(r.Capacity[i].JobsPerS, 1) {
 			r.Capacity[i].JobsPerS = -1 // unbounded: not job-bound
