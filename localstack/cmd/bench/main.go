@@ -961,21 +961,58 @@ func (e *env) backlogPhase(ctx context.Context, n int, res *result) error {
 // push submits n jobs, waits for all, reads each reads times through the
 // API as a client would, and returns what it cost.
 func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
-	users := len(e.tokens)
 	ph := phase{n: n, submitLat: make([]time.Duration, n), tiers: map[string]int{}}
+	start := time.Now()
+	stamp := time.Now().UnixNano()
+	callsBefore := simCalls(e.s)
+	jobIDs, err := e.submitAll(ctx, &ph, fmt.Sprintf("%s %d", title, stamp), start)
+	if err != nil {
+		return ph, err
+	}
+	released := start
+	if e.held != nil {
+		// The release begins with the first tier's resume: a job of the
+		// first tier may start before the last tier is resumed.
+		released = time.Now()
+		if err := e.held(ctx); err != nil {
+			return ph, err
+		}
+	}
+	progress("waiting for every job to finish")
+	first, last, events, err := e.waitFinished(ctx, &ph, jobIDs)
+	if err != nil {
+		return ph, err
+	}
+	ph.throughput = float64(n) / last.Sub(start).Seconds()
+	ph.drainRate = float64(n) / last.Sub(released).Seconds()
+	ph.firstStart = first.Sub(released)
+	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
+	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
+	ph.events = float64(events) / float64(n)
+	// The relay puts the last jobs' events on the bus after they finish:
+	// the phase ends when the pipeline's requests stop.
+	e.settle()
+	e.takeCounts(&ph)
+	ph.jobIDs = jobIDs
+	return ph, nil
+}
+
+// submitAll submits ph.n jobs titled "<prefix> <i>", job i as user i mod
+// users, recording each submit's latency in ph.submitLat: from start on,
+// open loop at e.rate if set, else by e.conc submitters as fast as they
+// go. It returns the jobs' IDs or the first error.
+func (e *env) submitAll(ctx context.Context, ph *phase, prefix string, start time.Time) ([]string, error) {
+	n, users := ph.n, len(e.tokens)
 	jobIDs := make([]string, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr error
 	var errOnce sync.Once
-	start := time.Now()
-	stamp := time.Now().UnixNano()
-	callsBefore := simCalls(e.s)
 	submit := func(i int) bool {
 		u := i % users
 		t0 := time.Now()
 		j, _, err := apiclient.New(e.s.APIURL, apiclient.WithToken(e.tokens[u])).SubmitJob(ctx,
-			apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("%s %d %d", title, stamp, i)}, e.uploads[u]))
+			apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("%s %d", prefix, i)}, e.uploads[u]))
 		ph.submitLat[i] = time.Since(t0)
 		if err != nil {
 			errOnce.Do(func() { firstErr = err })
@@ -1009,31 +1046,25 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 		}
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return ph, firstErr
-	}
-	released := start
-	if e.held != nil {
-		// The release begins with the first tier's resume: a job of the
-		// first tier may start before the last tier is resumed.
-		released = time.Now()
-		if err := e.held(ctx); err != nil {
-			return ph, err
-		}
-	}
-	progress("waiting for every job to finish")
-	var last, first time.Time
-	var events int64
+	return jobIDs, firstErr
+}
+
+// waitFinished polls each of jobIDs until it has succeeded, at most 10
+// minutes in all, recording its submit→finish time and tier in ph. It
+// returns the first start and the last finish among them and their events
+// in all; a failed job is an error.
+func (e *env) waitFinished(ctx context.Context, ph *phase, jobIDs []string) (first, last time.Time, events int64, err error) {
+	n := len(jobIDs)
 	deadline := time.Now().Add(10 * time.Minute)
 	for i, id := range jobIDs {
 		for {
 			j, err := e.poll.GetJob(ctx, id)
 			if err != nil {
-				return ph, err
+				return first, last, events, err
 			}
 			if j.Status == "succeeded" || j.Status == "failed" {
 				if j.Status == "failed" {
-					return ph, fmt.Errorf("job %s failed: %+v", id, j.Error)
+					return first, last, events, fmt.Errorf("job %s failed: %+v", id, j.Error)
 				}
 				ph.e2e = append(ph.e2e, j.FinishedAt.Sub(j.CreatedAt))
 				if j.FinishedAt.After(last) {
@@ -1047,7 +1078,7 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 				break
 			}
 			if time.Now().After(deadline) {
-				return ph, fmt.Errorf("job %s still %s after 10 minutes", id, j.Status)
+				return first, last, events, fmt.Errorf("job %s still %s after 10 minutes", id, j.Status)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -1055,26 +1086,23 @@ func (e *env) push(ctx context.Context, n int, title string) (phase, error) {
 			progress("finished %d/%d", i+1, n)
 		}
 	}
-	ph.throughput = float64(n) / last.Sub(start).Seconds()
-	ph.drainRate = float64(n) / last.Sub(released).Seconds()
-	ph.firstStart = first.Sub(released)
-	ph.calls = float64(simCalls(e.s)-callsBefore) / float64(n)
-	ph.latency = time.Duration(e.s.Simulator.Settings().LatencyMs) * time.Millisecond
-	ph.events = float64(events) / float64(n)
-	// The relay puts the last jobs' events on the bus after they finish:
-	// the phase ends when the pipeline's requests stop.
-	e.settle()
+	return first, last, events, nil
+}
+
+// takeCounts records in ph what the counters hold since their last reset:
+// the pipeline's requests without the empty receives (counted apart as
+// idle), by function, DynamoDB's units and the billed items, and every
+// function's durations and log bytes.
+func (e *env) takeCounts(ph *phase) {
 	ph.pipeline, ph.pipelineUnits = e.counter.Snapshot(), e.counter.Units()
 	ph.byFunction = e.counter.Labeled()
 	for op, c := range e.counter.Empty() {
 		ph.pipeline[op] -= c
 		ph.idle += c
 	}
-	ph.jobIDs = jobIDs
 	ph.durations = e.durs.take()
 	ph.logs = e.logs.take()
 	ph.items = e.counter.Items()
-	return ph, firstErr
 }
 
 // settle waits until the requests stop (the idle pollers' receives
