@@ -156,22 +156,47 @@ func currentDesign() design {
 // capacity computes, for each limit, the sustained jobs/s at which it
 // saturates, sorted lowest first: the first is the bottleneck.
 func capacity(m mix, d design) []limit {
-	var out []limit
-	add := func(name string, v float64, why string) {
-		if math.IsNaN(v) || v <= 0 {
-			v = math.Inf(1)
-		}
-		out = append(out, limit{name, v, why})
+	var out limits
+	out.addQueues(m)
+	out.addConcurrency(m, d)
+	for _, l := range sweepLines(m, d) {
+		out.add(l.Name, l.JobsPerS, l.Reasoning)
 	}
-	// SQS FIFO: one message per job per tier queue; a group per job.
+	out.addHotKeys(m, d)
+	out.addThroughputQuotas(m)
+	out.addServiceQuotas(m)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].JobsPerS < out[j].JobsPerS })
+	return out
+}
+
+// limits is the limits capacity finds, in the order it finds them.
+type limits []limit
+
+// add appends a limit; a rate that is not a positive number is unbounded.
+func (ls *limits) add(name string, v float64, why string) {
+	if math.IsNaN(v) || v <= 0 {
+		v = math.Inf(1)
+	}
+	*ls = append(*ls, limit{name, v, why})
+}
+
+// addQueues adds the SQS FIFO limits: one message per job per tier queue;
+// a group per job.
+func (ls *limits) addQueues(m mix) {
 	for _, t := range []job.Tier{job.High, job.Medium, job.Low} {
 		if s := m.TierShare[t]; s > 0 {
-			add("sqs fifo "+string(t)+" queue", sqsFIFOPerQueue/s,
+			ls.add("sqs fifo "+string(t)+" queue", sqsFIFOPerQueue/s,
 				fmt.Sprintf("high-throughput FIFO %.0f msg/s per queue, %.0f%% of jobs; message group per job (%.0f/s per group never binds)", sqsFIFOPerQueue, 100*s, sqsPerGroup))
 		}
 	}
-	// Lambda concurrency per tier: each instance works one batch at a time,
-	// its jobs in parallel.
+}
+
+// addConcurrency adds Lambda's concurrency limits: per tier, each instance
+// works one batch at a time, its jobs in parallel; per account, the
+// functions' seconds per job, retention's included (every job goes stale
+// and its upload expires: an invocation's budget holds a minute's worth of
+// what it keeps up with by its round trips).
+func (ls *limits) addConcurrency(m mix, d design) {
 	if m.PublisherBatchSeconds > 0 {
 		for _, t := range []job.Tier{job.High, job.Medium, job.Low} {
 			s := m.TierShare[t]
@@ -179,80 +204,86 @@ func capacity(m mix, d design) []limit {
 				continue
 			}
 			perInstance := m.JobsPerBatch / m.PublisherBatchSeconds
-			add("lambda concurrency "+string(t), float64(d.TierConcurrency[t])*perInstance/s,
+			ls.add("lambda concurrency "+string(t), float64(d.TierConcurrency[t])*perInstance/s,
 				fmt.Sprintf("ESM MaximumConcurrency %d × %.1f jobs per %.2f s batch, %.0f%% of jobs", d.TierConcurrency[t], m.JobsPerBatch, m.PublisherBatchSeconds, 100*s))
 		}
 	}
-	sweeps := sweepLines(m, d)
-	// Retention's execution seconds per job (every job goes stale and its
-	// upload expires): an invocation's budget holds a minute's worth of
-	// what it keeps up with by its round trips.
 	retainBusy := 0.0
 	if r := retainPerRun(m, d); r > 0 {
 		retainBusy = d.SweepBudget.Seconds() / (60 * r)
 	}
 	if busy := m.PublisherSecondsPerJob + m.APISecondsPerJob + retainBusy; busy > 0 {
-		add("lambda account concurrency", lambdaAccountConcurrency/busy,
+		ls.add("lambda account concurrency", lambdaAccountConcurrency/busy,
 			fmt.Sprintf("%.0f concurrent executions per region; %.3f s of functions per job (retention %.4f)", lambdaAccountConcurrency, busy, retainBusy))
 	}
-	for _, l := range sweeps {
-		add(l.Name, l.JobsPerS, l.Reasoning)
-	}
-	// Hot keys.
+}
+
+// addHotKeys adds the limits of DynamoDB's hot keys: the tier flags, the
+// hourly stats counter, the sweep index's shards.
+func (ls *limits) addHotKeys(m mix, d design) {
 	if m.ClaimsPerJob > 0 {
 		maxShare := 0.0
 		for _, s := range m.TierShare {
 			maxShare = math.Max(maxShare, s)
 		}
-		add("dynamodb tier flag", dynamoPartitionWCU*float64(d.TierFlagShards)/(2*m.ClaimsPerJob*maxShare),
+		ls.add("dynamodb tier flag", dynamoPartitionWCU*float64(d.TierFlagShards)/(2*m.ClaimsPerJob*maxShare),
 			fmt.Sprintf("each claim's ConditionCheck: 2 WCU on one of %d copies of its tier's flag (1,000 WCU/s each), busiest tier %.0f%%", d.TierFlagShards, 100*maxShare))
 	}
 	if m.StatsWritesPerJob > 0 {
-		add("dynamodb hourly stats counter", dynamoPartitionWCU*float64(d.StatsShards)/m.StatsWritesPerJob,
+		ls.add("dynamodb hourly stats counter", dynamoPartitionWCU*float64(d.StatsShards)/m.StatsWritesPerJob,
 			fmt.Sprintf("%.2f counter writes per job (an Update in the finishing transaction) over %d shards", m.StatsWritesPerJob, d.StatsShards))
 	}
 	if m.SweepWCUPerJob > 0 {
-		add("dynamodb sweep index shard", dynamoPartitionWCU*float64(d.SweepShards)/m.SweepWCUPerJob,
+		ls.add("dynamodb sweep index shard", dynamoPartitionWCU*float64(d.SweepShards)/m.SweepWCUPerJob,
 			fmt.Sprintf("%.0f WCU per job in a status's bySweep partition, %d shards", m.SweepWCUPerJob, d.SweepShards))
 	}
-	// The table's and each index's on-demand throughput quota.
-	if u := m.WriteUnitsPerJob; len(u) > 0 {
-		names := make([]string, 0, len(u))
-		for k := range u {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		busiest := ""
-		for _, k := range names {
-			if k != "table" && (busiest == "" || u[k] > u[busiest]) {
-				busiest = k
-			}
-		}
-		if u["table"] > 0 {
-			why := fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"])
-			r := m.Sweeps[recovery.SweepStale].TableWCUPerItem + m.Sweeps[recovery.SweepMedia].TableWCUPerItem
-			if r > 0 {
-				why += fmt.Sprintf(" + %.1f of retention (staling, the upload's expiry)", r)
-			}
-			add("dynamodb on-demand table throughput", dynamoOnDemandWRU/(u["table"]+r), why)
-		}
-		if busiest != "" && u[busiest] > 0 {
-			add("dynamodb on-demand index throughput ("+busiest+")", dynamoOnDemandWRU/u[busiest],
-				fmt.Sprintf("default quota %.0f write units/s per index (adjustable); %.1f per job in %s, the busiest index (measured)", dynamoOnDemandWRU, u[busiest], busiest))
+}
+
+// addThroughputQuotas adds the table's and its busiest index's on-demand
+// throughput quotas.
+func (ls *limits) addThroughputQuotas(m mix) {
+	u := m.WriteUnitsPerJob
+	if len(u) == 0 {
+		return
+	}
+	names := make([]string, 0, len(u))
+	for k := range u {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	busiest := ""
+	for _, k := range names {
+		if k != "table" && (busiest == "" || u[k] > u[busiest]) {
+			busiest = k
 		}
 	}
-	add("dynamodb breaker partition", math.Inf(1),
+	if u["table"] > 0 {
+		why := fmt.Sprintf("default quota %.0f write units/s (adjustable); %.1f per job in the table (measured)", dynamoOnDemandWRU, u["table"])
+		r := m.Sweeps[recovery.SweepStale].TableWCUPerItem + m.Sweeps[recovery.SweepMedia].TableWCUPerItem
+		if r > 0 {
+			why += fmt.Sprintf(" + %.1f of retention (staling, the upload's expiry)", r)
+		}
+		ls.add("dynamodb on-demand table throughput", dynamoOnDemandWRU/(u["table"]+r), why)
+	}
+	if busiest != "" && u[busiest] > 0 {
+		ls.add("dynamodb on-demand index throughput ("+busiest+")", dynamoOnDemandWRU/u[busiest],
+			fmt.Sprintf("default quota %.0f write units/s per index (adjustable); %.1f per job in %s, the busiest index (measured)", dynamoOnDemandWRU, u[busiest], busiest))
+	}
+}
+
+// addServiceQuotas adds the breaker's partition (not job-bound), API
+// Gateway's throttle and EventBridge's PutEvents quota.
+func (ls *limits) addServiceQuotas(m mix) {
+	ls.add("dynamodb breaker partition", math.Inf(1),
 		fmt.Sprintf("not job-bound: one Query per instance per cache period (5 s) — %.0f RCU/s allow 15,000 instances; writes only on failures", dynamoPartitionRCU))
 	if m.APIRequestsPerJob > 0 {
-		add("api gateway throttle", apiGatewayRPS/m.APIRequestsPerJob,
+		ls.add("api gateway throttle", apiGatewayRPS/m.APIRequestsPerJob,
 			fmt.Sprintf("HTTP API %.0f requests/s per account and region, %.1f per job", apiGatewayRPS, m.APIRequestsPerJob))
 	}
 	if m.EventsPerJob > 0 {
-		add("eventbridge putevents", eventBridgePutEventsTPS*10/m.EventsPerJob,
+		ls.add("eventbridge putevents", eventBridgePutEventsTPS*10/m.EventsPerJob,
 			fmt.Sprintf("%.0f PutEvents/s of 10 entries, %.1f events per job", eventBridgePutEventsTPS, m.EventsPerJob))
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].JobsPerS < out[j].JobsPerS })
-	return out
 }
 
 // retainPerRun is the rate of finished jobs, each with one upload, that one
