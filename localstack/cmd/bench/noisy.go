@@ -41,92 +41,118 @@ func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Dur
 		return r, fmt.Errorf("the simulator refused latency %s", latency)
 	}
 	defer func() { set.LatencyMs = 0; s.Simulator.SetSettings(set) }()
-	client := func(sub string) (*apiclient.Client, string, error) {
-		tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: sub, Role: auth.RoleUser, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
-		if err != nil {
-			return nil, "", err
-		}
-		c := apiclient.New(s.APIURL, apiclient.WithToken(tok))
-		if err := c.Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: fmt.Sprintf("rt-%s-%d", sub, time.Now().UnixNano())}); err != nil {
-			return nil, "", err
-		}
-		up, err := c.Upload(ctx, "image.png", "image/png", simulator.PNG(64))
-		if err != nil {
-			return nil, "", err
-		}
-		return c, up.ID, nil
-	}
-	qc, qup, err := client("bench-quiet")
+	qc, qup, err := e.freeOwner(ctx, "bench-quiet")
 	if err != nil {
 		return r, err
 	}
-	nc, nup, err := client("bench-noisy")
+	nc, nup, err := e.freeOwner(ctx, "bench-noisy")
 	if err != nil {
 		return r, err
-	}
-	quietRun := func(label string) ([]time.Duration, error) {
-		var ds []time.Duration
-		for i := range quiet {
-			start := time.Now()
-			j, _, err := qc.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("quiet %s %d", label, i)}, qup))
-			if err != nil {
-				return nil, err
-			}
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			j, err = qc.WaitJob(wctx, j.ID, 20*time.Millisecond, func(j job.Job) bool { return j.Finished() })
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("the quiet owner's job %s: %w", j.ID, err)
-			}
-			ds = append(ds, time.Since(start))
-		}
-		return ds, nil
 	}
 	progress("noisy neighbour: %d quiet jobs alone (simulator latency %s)", quiet, latency)
-	alone, err := quietRun("alone")
+	alone, err := timeQuietJobs(ctx, qc, qup, quiet, "alone")
 	if err != nil {
 		return r, err
 	}
 	progress("noisy neighbour: %d noisy jobs queued at once, then %d quiet jobs", noisy, quiet)
-	ids := make([]string, noisy)
-	sem := make(chan struct{}, 16)
-	errs := make(chan error, noisy)
-	for i := range noisy {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			j, _, err := nc.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("noisy %d", i)}, nup))
-			ids[i] = j.ID
-			errs <- err
-		}()
-	}
-	for range noisy {
-		if err := <-errs; err != nil {
-			return r, err
-		}
-	}
-	with, err := quietRun("beside a backlog")
+	ids, err := queueNoisyJobs(ctx, nc, nup, noisy)
 	if err != nil {
 		return r, err
 	}
-	for _, id := range ids {
-		if j, err := nc.GetJob(ctx, id); err == nil && !j.Finished() {
-			r.NoisyLeft++
-		}
+	with, err := timeQuietJobs(ctx, qc, qup, quiet, "beside a backlog")
+	if err != nil {
+		return r, err
 	}
-	// The backlog drains before the next phase counts its requests.
-	progress("noisy neighbour: waiting for the %d noisy jobs still queued", r.NoisyLeft)
-	for _, id := range ids {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		_, err := nc.WaitJob(wctx, id, 100*time.Millisecond, func(j job.Job) bool { return j.Finished() })
-		cancel()
-		if err != nil {
-			return r, fmt.Errorf("the noisy owner's job %s: %w", id, err)
-		}
+	if r.NoisyLeft, err = drainNoisyJobs(ctx, nc, ids); err != nil {
+		return r, err
 	}
 	r.AloneP50, r.AloneP95 = pct(alone, 50), pct(alone, 95)
 	r.NoisyP50, r.NoisyP95 = pct(with, 50), pct(with, 95)
 	return r, nil
+}
+
+// freeOwner makes owner sub on the free plan, with a connected account and
+// one upload, and returns its client and the upload's ID.
+func (e *env) freeOwner(ctx context.Context, sub string) (*apiclient.Client, string, error) {
+	s := e.s
+	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: sub, Role: auth.RoleUser, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		return nil, "", err
+	}
+	c := apiclient.New(s.APIURL, apiclient.WithToken(tok))
+	if err := c.Connect(ctx, accounts.ConnectRequest{Provider: "deviantart", RefreshToken: fmt.Sprintf("rt-%s-%d", sub, time.Now().UnixNano())}); err != nil {
+		return nil, "", err
+	}
+	up, err := c.Upload(ctx, "image.png", "image/png", simulator.PNG(64))
+	if err != nil {
+		return nil, "", err
+	}
+	return c, up.ID, nil
+}
+
+// timeQuietJobs submits n jobs on upload up as the quiet owner c, one
+// after another, each waited for, and returns their submit→finish times.
+func timeQuietJobs(ctx context.Context, c *apiclient.Client, up string, n int, label string) ([]time.Duration, error) {
+	var ds []time.Duration
+	for i := range n {
+		start := time.Now()
+		j, _, err := c.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("quiet %s %d", label, i)}, up))
+		if err != nil {
+			return nil, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		j, err = c.WaitJob(wctx, j.ID, 20*time.Millisecond, func(j job.Job) bool { return j.Finished() })
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the quiet owner's job %s: %w", j.ID, err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	return ds, nil
+}
+
+// queueNoisyJobs submits n jobs on upload up as the noisy owner c at once
+// (16 at a time) and returns their IDs.
+func queueNoisyJobs(ctx context.Context, c *apiclient.Client, up string, n int) ([]string, error) {
+	ids := make([]string, n)
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			j, _, err := c.SubmitJob(ctx, apiclient.PublishRequest(publish.Params{Title: fmt.Sprintf("noisy %d", i)}, up))
+			ids[i] = j.ID
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// drainNoisyJobs counts the noisy owner c's jobs ids still queued, then
+// waits for every one to finish: the backlog drains before the next phase
+// counts its requests. It returns the count.
+func drainNoisyJobs(ctx context.Context, c *apiclient.Client, ids []string) (left int, err error) {
+	for _, id := range ids {
+		if j, err := c.GetJob(ctx, id); err == nil && !j.Finished() {
+			left++
+		}
+	}
+	progress("noisy neighbour: waiting for the %d noisy jobs still queued", left)
+	for _, id := range ids {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		_, err := c.WaitJob(wctx, id, 100*time.Millisecond, func(j job.Job) bool { return j.Finished() })
+		cancel()
+		if err != nil {
+			return left, fmt.Errorf("the noisy owner's job %s: %w", id, err)
+		}
+	}
+	return left, nil
 }
 
 // print writes the figure.
