@@ -86,6 +86,24 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, fmt.Errorf("reading the template: %w", err)
 	}
+	r := newResolver(t, m)
+	out := &Template{Roles: map[string]*Role{}, ResourcePolicies: map[string]map[string]any{}}
+	byRole, err := out.addRoles(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.attachPolicies(byRole); err != nil {
+		return nil, err
+	}
+	if err := out.addResourcePolicies(r); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// newResolver returns t's resolver under m, with the local ARN of every
+// role a function is given by ARN in its environment.
+func newResolver(t cfnTemplate, m Mapping) *resolver {
 	r := &resolver{t: t, m: m, roles: map[string]string{}}
 	for _, id := range t.ids("AWS::Lambda::Function") {
 		vars := asMap(asMap(t.Resources[id].Properties["Environment"])["Variables"])
@@ -95,11 +113,16 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 			}
 		}
 	}
-	out := &Template{Roles: map[string]*Role{}, ResourcePolicies: map[string]map[string]any{}}
-	// The functions and their roles.
+	return r
+}
+
+// addRoles adds each mapped function's role, with its inline and managed
+// policies, to t.Roles; it returns the roles by logical ID.
+func (t *Template) addRoles(r *resolver) (map[string]*Role, error) {
+	m := r.m
 	byRole := map[string]*Role{}
 	for _, fn := range m.Cloud.Functions {
-		id, res, ok := t.find("AWS::Lambda::Function", "FunctionName", m.Cloud.Prefix+"-"+fn)
+		id, res, ok := r.t.find("AWS::Lambda::Function", "FunctionName", m.Cloud.Prefix+"-"+fn)
 		if !ok {
 			return nil, fmt.Errorf("the template has no function %s-%s", m.Cloud.Prefix, fn)
 		}
@@ -108,7 +131,7 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 			return nil, fmt.Errorf("function %s (%s): its Role is not a Fn::GetAtt of a role in the template", fn, id)
 		}
 		role := &Role{Function: fn, LogicalID: roleID, ARN: "arn:aws:iam::" + m.Account + ":role/" + roleID}
-		rp := t.Resources[roleID].Properties
+		rp := r.t.Resources[roleID].Properties
 		for _, p := range asList(rp["Policies"]) {
 			doc, err := r.resolve(asMap(p)["PolicyDocument"])
 			if err != nil {
@@ -123,11 +146,17 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 			}
 			role.Managed = append(role.Managed, fmt.Sprint(s))
 		}
-		out.Roles[fn] = role
+		t.Roles[fn] = role
 		byRole[roleID] = role
 	}
-	for _, id := range t.ids("AWS::IAM::Policy") {
-		p := t.Resources[id].Properties
+	return byRole, nil
+}
+
+// attachPolicies appends every AWS::IAM::Policy of the template to the
+// roles in byRole (by logical ID) it names.
+func (r *resolver) attachPolicies(byRole map[string]*Role) error {
+	for _, id := range r.t.ids("AWS::IAM::Policy") {
+		p := r.t.Resources[id].Properties
 		for _, ref := range asList(p["Roles"]) {
 			role, ok := byRole[refTarget(ref)]
 			if !ok {
@@ -135,44 +164,49 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 			}
 			doc, err := r.resolve(p["PolicyDocument"])
 			if err != nil {
-				return nil, fmt.Errorf("policy %s: %w", id, err)
+				return fmt.Errorf("policy %s: %w", id, err)
 			}
 			role.Policies = append(role.Policies, r.renamed(doc).(map[string]any))
 		}
 	}
-	// Resource policies: buckets, queues, keys.
-	for _, id := range t.ids("AWS::S3::BucketPolicy") {
-		p := t.Resources[id].Properties
+	return nil
+}
+
+// addResourcePolicies adds the resource policies of the template's
+// buckets, queues and keys, by their local ARNs.
+func (t *Template) addResourcePolicies(r *resolver) error {
+	for _, id := range r.t.ids("AWS::S3::BucketPolicy") {
+		p := r.t.Resources[id].Properties
 		arn, err := r.getAtt(refTarget(p["Bucket"]), "Arn")
 		if err != nil {
-			return nil, fmt.Errorf("bucket policy %s: %w", id, err)
+			return fmt.Errorf("bucket policy %s: %w", id, err)
 		}
-		if err := out.addResourcePolicy(r, r.rename(arn), p["PolicyDocument"]); err != nil {
-			return nil, err
+		if err := t.addResourcePolicy(r, r.rename(arn), p["PolicyDocument"]); err != nil {
+			return err
 		}
 	}
-	for _, id := range t.ids("AWS::SQS::QueuePolicy") {
-		p := t.Resources[id].Properties
+	for _, id := range r.t.ids("AWS::SQS::QueuePolicy") {
+		p := r.t.Resources[id].Properties
 		for _, q := range asList(p["Queues"]) {
 			arn, err := r.getAtt(refTarget(q), "Arn")
 			if err != nil {
-				return nil, fmt.Errorf("queue policy %s: %w", id, err)
+				return fmt.Errorf("queue policy %s: %w", id, err)
 			}
-			if err := out.addResourcePolicy(r, r.rename(arn), p["PolicyDocument"]); err != nil {
-				return nil, err
+			if err := t.addResourcePolicy(r, r.rename(arn), p["PolicyDocument"]); err != nil {
+				return err
 			}
 		}
 	}
-	for _, id := range t.ids("AWS::KMS::Key") {
+	for _, id := range r.t.ids("AWS::KMS::Key") {
 		arn, err := r.getAtt(id, "Arn")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := out.addResourcePolicy(r, arn, t.Resources[id].Properties["KeyPolicy"]); err != nil {
-			return nil, err
+		if err := t.addResourcePolicy(r, arn, r.t.Resources[id].Properties["KeyPolicy"]); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (t *Template) addResourcePolicy(r *resolver, arn string, doc any) error {
