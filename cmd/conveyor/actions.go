@@ -179,62 +179,91 @@ func (c *cli) bulkMatching(ctx context.Context, t target, verb string, f admin.F
 	if limit > 0 {
 		req.Limit = &limit
 	}
-	call := func() ([]string, []admin.Skipped, *admin.Selection, error) {
-		if verb == "restart" {
-			r, err := c.api(t).RestartMatching(ctx, req)
-			return r.Restarted, r.Skipped, r.Selection, err
-		}
-		r, err := c.api(t).StopMatching(ctx, req)
-		return r.Stopped, r.Skipped, r.Selection, err
+	o, err := c.bulkCalls(ctx, t, verb, req, all, dry)
+	if err != nil {
+		return err
 	}
-	past := map[string]string{"restart": "restarted", "stop": "stopped"}[verb]
+	return c.printBulk(t, verb, f, o, dry, asJSON)
+}
+
+// bulkOutcome is what a bulk action's calls did: the jobs acted on, the
+// jobs skipped (each once) and the first call's selection.
+type bulkOutcome struct {
+	done    []string
+	skipped []admin.Skipped
+	first   *admin.Selection
+}
+
+// callBulk makes one restart (verb "restart") or stop call of req and
+// returns the jobs it acted on, those it skipped and its selection.
+func (c *cli) callBulk(ctx context.Context, t target, verb string, req apiclient.BulkFilter) ([]string, []admin.Skipped, *admin.Selection, error) {
+	if verb == "restart" {
+		r, err := c.api(t).RestartMatching(ctx, req)
+		return r.Restarted, r.Skipped, r.Selection, err
+	}
+	r, err := c.api(t).StopMatching(ctx, req)
+	return r.Stopped, r.Skipped, r.Selection, err
+}
+
+// bulkCalls makes one call of req or, with all and not dry, calls until
+// every job that matched at the first call is dealt with, nothing matches,
+// or a call neither acts on a job nor skips a new one (it never spins on a
+// job the API keeps refusing); a bar shows their progress.
+func (c *cli) bulkCalls(ctx context.Context, t target, verb string, req apiclient.BulkFilter, all, dry bool) (bulkOutcome, error) {
 	var (
-		done    []string
-		skipped []admin.Skipped
-		first   *admin.Selection
-		bar     *bar
+		o   bulkOutcome
+		bar *bar
 	)
 	seen := map[string]bool{}
 	for {
-		got, sk, sel, err := call()
+		got, sk, sel, err := c.callBulk(ctx, t, verb, req)
 		if err != nil {
 			if bar != nil {
 				bar.finish()
 			}
-			return fmt.Errorf("%s: %w", t.name, friendly(err))
+			return o, fmt.Errorf("%s: %w", t.name, friendly(err))
 		}
 		if sel == nil {
 			sel = &admin.Selection{}
 		}
-		if first == nil {
-			first = sel
+		if o.first == nil {
+			o.first = sel
 			if all && !dry {
 				bar = c.progress(verb, sel.Matched)
 			}
 		}
-		done = append(done, got...)
+		o.done = append(o.done, got...)
 		again := false
 		for _, s := range sk {
 			if !seen[s.ID] {
-				skipped = append(skipped, s)
+				o.skipped = append(o.skipped, s)
 				seen[s.ID] = true
 				again = true
 			}
 		}
 		if bar != nil {
-			bar.set(len(done) + len(skipped))
+			bar.set(len(o.done) + len(o.skipped))
 		}
 		// Every job that matched at the first call is dealt with: jobs
 		// entering the status meanwhile wait for the next command.
-		if dry || !all || sel.Matched == 0 || (len(got) == 0 && !again) || len(done)+len(skipped) >= first.Matched {
+		if dry || !all || sel.Matched == 0 || (len(got) == 0 && !again) || len(o.done)+len(o.skipped) >= o.first.Matched {
 			break
 		}
 	}
 	if bar != nil {
 		bar.finish()
 	}
+	return o, nil
+}
+
+// printBulk prints a bulk action's outcome o, as JSON with asJSON: for a
+// dry run what matches, else each job acted on or skipped and the counts.
+// Skipped jobs make the outcome partial.
+func (c *cli) printBulk(t target, verb string, f admin.Filter, o bulkOutcome, dry, asJSON bool) error {
+	past := map[string]string{"restart": "restarted", "stop": "stopped"}[verb]
+	first := o.first
 	if asJSON {
-		out := map[string]any{"environment": t.name, "filter": f, "matched": first.Matched, past: nonNil(done), "skipped": nonNilSkipped(skipped)}
+		out := map[string]any{"environment": t.name, "filter": f, "matched": first.Matched, past: nonNil(o.done), "skipped": nonNilSkipped(o.skipped)}
 		if dry {
 			out = map[string]any{"environment": t.name, "filter": f, "dryRun": true, "matched": first.Matched, "limit": first.Limit, "jobIds": nonNil(first.JobIDs)}
 		}
@@ -248,15 +277,15 @@ func (c *cli) bulkMatching(ctx context.Context, t target, verb string, f admin.F
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	for _, id := range done {
+	for _, id := range o.done {
 		fmt.Fprintf(tw, "%s\t%s\n", past, id)
 	}
-	for _, s := range skipped {
+	for _, s := range o.skipped {
 		fmt.Fprintf(tw, "skipped\t%s\t%s\n", s.ID, s.Reason)
 	}
 	tw.Flush()
-	fmt.Fprintf(c.stdout, "%s: %d matched %s, %d %s, %d skipped\n", t.name, first.Matched, f, len(done), past, len(skipped))
-	if len(skipped) > 0 {
+	fmt.Fprintf(c.stdout, "%s: %d matched %s, %d %s, %d skipped\n", t.name, first.Matched, f, len(o.done), past, len(o.skipped))
+	if len(o.skipped) > 0 {
 		return errPartial
 	}
 	return nil
