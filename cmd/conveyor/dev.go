@@ -403,6 +403,13 @@ func orNull(s string) string {
 // (The API has no "run now": a tick is only the schedule's own.)
 func (c *cli) schedulesCmd() *cobra.Command {
 	cmd := group("schedules", "List, pause, resume and delete your recurring schedules", "schedule")
+	cmd.AddCommand(c.schedulesListCmd(), c.schedulesGetCmd(), c.schedulesPauseCmd(), c.schedulesResumeCmd(), c.schedulesDeleteCmd())
+	return cmd
+}
+
+// schedulesListCmd lists your schedules with their next run, as a table
+// or JSON.
+func (c *cli) schedulesListCmd() *cobra.Command {
 	var (
 		listJSON bool
 		lo       *common
@@ -433,58 +440,94 @@ func (c *cli) schedulesCmd() *cobra.Command {
 	}
 	lo = c.addUser(list)
 	list.Flags().BoolVar(&listJSON, "json", false, `print {"schedules":[…]}`)
-	cmd.AddCommand(list)
-	for _, verb := range []string{"get", "pause", "resume", "delete"} {
-		var (
-			asJSON bool
-			o      *common
-		)
-		sub := &cobra.Command{
-			Use:   verb + " <scheduleId>",
-			Short: map[string]string{"get": "Show a schedule with its last runs and their jobs", "pause": "Pause a schedule (ticks while paused are not replayed)", "resume": "Resume a paused schedule", "delete": "Delete a schedule"}[verb],
-			Args:  args(cobra.ExactArgs(1)),
-			RunE: func(cmd *cobra.Command, pos []string) error {
-				t, err := c.one(o)
-				if err != nil {
-					return err
-				}
-				api, ctx, id := c.api(t), cmd.Context(), pos[0]
-				var s schedule.Schedule
-				switch verb {
-				case "get":
-					s, err = api.GetSchedule(ctx, id)
-				case "pause":
-					s, err = api.PauseSchedule(ctx, id)
-				case "resume":
-					s, err = api.ResumeSchedule(ctx, id)
-				case "delete":
-					if err = api.DeleteSchedule(ctx, id); err == nil {
-						if asJSON {
-							return c.printJSON(map[string]any{"id": id, "deleted": true})
-						}
-						_, err = fmt.Fprintf(c.stdout, "%s: schedule %s deleted\n", t.name, id)
-						return err
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("%s: %w", t.name, err)
-				}
-				if asJSON {
-					return c.printJSON(s)
-				}
-				fmt.Fprintf(c.stdout, "%s  %s  %s  %s  next run %s\n", s.ID, s.Name, s.Status, scheduleExpr(s), timeOr(s.NextRunAt))
-				for _, r := range s.LastRuns {
-					raw, _ := json.Marshal(r)
-					fmt.Fprintf(c.stdout, "  run %s\n", raw)
-				}
-				return nil
-			},
-		}
-		o = c.addUser(sub)
-		sub.Flags().BoolVar(&asJSON, "json", false, "print the schedule as the API answers")
-		cmd.AddCommand(sub)
+	return list
+}
+
+// schedulesGetCmd shows a schedule with its last runs and their jobs.
+func (c *cli) schedulesGetCmd() *cobra.Command {
+	return c.scheduleActionCmd("get", "Show a schedule with its last runs and their jobs", (*apiclient.Client).GetSchedule)
+}
+
+// schedulesPauseCmd pauses a schedule and shows it.
+func (c *cli) schedulesPauseCmd() *cobra.Command {
+	return c.scheduleActionCmd("pause", "Pause a schedule (ticks while paused are not replayed)", (*apiclient.Client).PauseSchedule)
+}
+
+// schedulesResumeCmd resumes a paused schedule and shows it.
+func (c *cli) schedulesResumeCmd() *cobra.Command {
+	return c.scheduleActionCmd("resume", "Resume a paused schedule", (*apiclient.Client).ResumeSchedule)
+}
+
+// scheduleActionCmd is the subcommand verb <scheduleId>: it calls act on
+// the schedule and shows the schedule act answers, as JSON with --json.
+func (c *cli) scheduleActionCmd(verb, short string, act func(*apiclient.Client, context.Context, string) (schedule.Schedule, error)) *cobra.Command {
+	var (
+		asJSON bool
+		o      *common
+	)
+	sub := &cobra.Command{
+		Use:   verb + " <scheduleId>",
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			t, err := c.one(o)
+			if err != nil {
+				return err
+			}
+			s, err := act(c.api(t), cmd.Context(), pos[0])
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if asJSON {
+				return c.printJSON(s)
+			}
+			c.printSchedule(s)
+			return nil
+		},
 	}
-	return cmd
+	o = c.addUser(sub)
+	sub.Flags().BoolVar(&asJSON, "json", false, "print the schedule as the API answers")
+	return sub
+}
+
+// printSchedule prints s on a line, then each of its last runs as JSON.
+func (c *cli) printSchedule(s schedule.Schedule) {
+	fmt.Fprintf(c.stdout, "%s  %s  %s  %s  next run %s\n", s.ID, s.Name, s.Status, scheduleExpr(s), timeOr(s.NextRunAt))
+	for _, r := range s.LastRuns {
+		raw, _ := json.Marshal(r)
+		fmt.Fprintf(c.stdout, "  run %s\n", raw)
+	}
+}
+
+// schedulesDeleteCmd deletes a schedule.
+func (c *cli) schedulesDeleteCmd() *cobra.Command {
+	var (
+		asJSON bool
+		o      *common
+	)
+	del := &cobra.Command{
+		Use:   "delete <scheduleId>",
+		Short: "Delete a schedule",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			t, err := c.one(o)
+			if err != nil {
+				return err
+			}
+			id := pos[0]
+			if err := c.api(t).DeleteSchedule(cmd.Context(), id); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if asJSON {
+				return c.printJSON(map[string]any{"id": id, "deleted": true})
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s: schedule %s deleted\n", t.name, id)
+			return err
+		},
+	}
+	o = c.addUser(del)
+	del.Flags().BoolVar(&asJSON, "json", false, "print the schedule as the API answers")
+	return del
 }
 
 func scheduleExpr(s schedule.Schedule) string {
