@@ -256,75 +256,113 @@ func streamSpec(t resources.Table) *ddbtypes.StreamSpecification {
 	return &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(t.StreamView)}
 }
 
+// ensureTable brings table t to its definition: created if missing, else
+// its missing indexes added and its retired ones dropped; then, the table
+// existing, its TTL enabled on the definition's attribute.
 func ensureTable(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
 	var missing *ddbtypes.ResourceNotFoundException
 	switch {
 	case errors.As(err, &missing):
-		var gsis []ddbtypes.GlobalSecondaryIndex
-		for _, ix := range t.Indexes {
-			gsis = append(gsis, gsi(ix))
-		}
-		_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
-			TableName:                 aws.String(t.Name),
-			KeySchema:                 keySchema(t.PartitionKey, t.SortKey),
-			AttributeDefinitions:      attributeDefinitions(t),
-			GlobalSecondaryIndexes:    gsis,
-			BillingMode:               ddbtypes.BillingModePayPerRequest,
-			DeletionProtectionEnabled: aws.Bool(t.DeletionProtection),
-			StreamSpecification:       streamSpec(t),
-		})
-		var inUse *ddbtypes.ResourceInUseException
-		if err != nil && !errors.As(err, &inUse) {
-			return err
-		}
-	case err != nil:
+		err = createTable(ctx, client, t)
+	case err == nil:
+		err = updateIndexes(ctx, client, t, desc.Table)
+	}
+	if err != nil {
 		return err
-	default:
-		have := map[string]bool{}
-		for _, g := range desc.Table.GlobalSecondaryIndexes {
-			have[aws.ToString(g.IndexName)] = true
-		}
-		for _, ix := range t.Indexes {
-			if have[ix.Name] {
-				continue
-			}
-			g := gsi(ix)
-			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-				TableName:            aws.String(t.Name),
-				AttributeDefinitions: attributeDefinitions(t),
-				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Create: &ddbtypes.CreateGlobalSecondaryIndexAction{
-					IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
-				}}},
-			}); err != nil {
-				return fmt.Errorf("adding index %s: %w", ix.Name, err)
-			}
-			// DynamoDB builds one index of a table at a time.
-			if err := indexesIdle(ctx, client, t.Name); err != nil {
-				return err
-			}
-		}
-		// The migration's last step (docs/migrations.md): the indexes the
-		// definition retired go once their replacements are active and
-		// filled, since the readers use only those.
-		for _, ix := range resources.RetiredIndexes {
-			if !have[ix.Name] || slices.ContainsFunc(t.Indexes, func(d resources.Index) bool { return d.Name == ix.Name }) {
-				continue
-			}
-			if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-				TableName:                   aws.String(t.Name),
-				GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Delete: &ddbtypes.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(ix.Name)}}},
-			}); err != nil {
-				return fmt.Errorf("dropping the retired index %s: %w", ix.Name, err)
-			}
-			if err := indexesIdle(ctx, client, t.Name); err != nil {
-				return err
-			}
-		}
 	}
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}, 2*time.Minute); err != nil {
 		return err
 	}
+	return ensureTTL(ctx, client, t)
+}
+
+// createTable creates table t with its indexes and stream, on demand; a
+// table another provisioner created meanwhile is no error.
+func createTable(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
+	var gsis []ddbtypes.GlobalSecondaryIndex
+	for _, ix := range t.Indexes {
+		gsis = append(gsis, gsi(ix))
+	}
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:                 aws.String(t.Name),
+		KeySchema:                 keySchema(t.PartitionKey, t.SortKey),
+		AttributeDefinitions:      attributeDefinitions(t),
+		GlobalSecondaryIndexes:    gsis,
+		BillingMode:               ddbtypes.BillingModePayPerRequest,
+		DeletionProtectionEnabled: aws.Bool(t.DeletionProtection),
+		StreamSpecification:       streamSpec(t),
+	})
+	var inUse *ddbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return err
+	}
+	return nil
+}
+
+// updateIndexes adds to the existing table (as described) each index of
+// definition t it lacks, then drops the indexes the definition retired.
+func updateIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table, table *ddbtypes.TableDescription) error {
+	have := map[string]bool{}
+	for _, g := range table.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	if err := addIndexes(ctx, client, t, have); err != nil {
+		return err
+	}
+	return dropRetiredIndexes(ctx, client, t, have)
+}
+
+// addIndexes adds each index of t not in have, waiting after each until
+// the table's indexes are idle.
+func addIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table, have map[string]bool) error {
+	for _, ix := range t.Indexes {
+		if have[ix.Name] {
+			continue
+		}
+		g := gsi(ix)
+		if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName:            aws.String(t.Name),
+			AttributeDefinitions: attributeDefinitions(t),
+			GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Create: &ddbtypes.CreateGlobalSecondaryIndexAction{
+				IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
+			}}},
+		}); err != nil {
+			return fmt.Errorf("adding index %s: %w", ix.Name, err)
+		}
+		// DynamoDB builds one index of a table at a time.
+		if err := indexesIdle(ctx, client, t.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropRetiredIndexes is the migration's last step (docs/migrations.md):
+// the indexes the definition retired (in have, no longer in t) go once
+// their replacements are active and filled, since the readers use only
+// those.
+func dropRetiredIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table, have map[string]bool) error {
+	for _, ix := range resources.RetiredIndexes {
+		if !have[ix.Name] || slices.ContainsFunc(t.Indexes, func(d resources.Index) bool { return d.Name == ix.Name }) {
+			continue
+		}
+		if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName:                   aws.String(t.Name),
+			GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Delete: &ddbtypes.DeleteGlobalSecondaryIndexAction{IndexName: aws.String(ix.Name)}}},
+		}); err != nil {
+			return fmt.Errorf("dropping the retired index %s: %w", ix.Name, err)
+		}
+		if err := indexesIdle(ctx, client, t.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureTTL enables the table's TTL on the definition's attribute unless
+// it is enabled on it already.
+func ensureTTL(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.Name)})
 	if err != nil {
 		return err
