@@ -228,39 +228,12 @@ func (p *StreamPoller) readShard(ctx context.Context, shard string, from types.S
 // lanes, in order. It reports whether it reached the shard's end (or the
 // shard is gone).
 func (p *StreamPoller) readRecords(ctx context.Context, shard string, from types.ShardIteratorType, log *slog.Logger, lanes []chan []types.Record) bool {
-	var iter *string
-	lastRead := ""
-	getIterator := func() bool {
-		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(p.StreamARN), ShardId: aws.String(shard), ShardIteratorType: from}
-		if lastRead != "" {
-			in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(lastRead)
-		}
-		for ctx.Err() == nil {
-			out, err := p.Streams.GetShardIterator(ctx, in)
-			if err == nil {
-				iter = out.ShardIterator
-				return true
-			}
-			var gone *types.ResourceNotFoundException
-			var trimmed *types.TrimmedDataAccessException
-			if errors.As(err, &trimmed) && in.SequenceNumber != nil {
-				in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
-				continue
-			}
-			if errors.As(err, &gone) {
-				log.WarnContext(ctx, "the shard is gone", "error", err)
-				return false
-			}
-			log.WarnContext(ctx, "getting a shard iterator failed", "error", err)
-			sleep(ctx, time.Second)
-		}
-		return false
-	}
-	if !getIterator() {
+	sr := &shardReader{p: p, shard: shard, from: from, log: log, lanes: lanes}
+	if !sr.getIterator(ctx) {
 		return ctx.Err() == nil
 	}
 	for ctx.Err() == nil {
-		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sr.iter, Limit: aws.Int32(1000)})
 		var expired *types.ExpiredIteratorException
 		var trimmed *types.TrimmedDataAccessException
 		switch {
@@ -270,7 +243,7 @@ func (p *StreamPoller) readRecords(ctx context.Context, shard string, from types
 			if trimmed != nil {
 				log.WarnContext(ctx, "the iterator points at trimmed records; starting again after the last record read", "error", err)
 			}
-			if !getIterator() {
+			if !sr.getIterator(ctx) {
 				return ctx.Err() == nil
 			}
 			continue
@@ -281,34 +254,89 @@ func (p *StreamPoller) readRecords(ctx context.Context, shard string, from types
 			}
 			continue
 		}
-		read := make([][]types.Record, len(lanes))
-		for _, r := range out.Records {
-			lastRead = aws.ToString(r.Dynamodb.SequenceNumber)
-			if !p.matches(r) {
-				continue // filtered out: acknowledged, never delivered
-			}
-			i := p.lane(r)
-			read[i] = append(read[i], r)
-		}
-		for i, recs := range read {
-			if len(recs) == 0 {
-				continue
-			}
-			select {
-			case lanes[i] <- recs:
-			case <-ctx.Done():
-				return false
-			}
+		if !sr.deliver(ctx, out.Records) {
+			return false
 		}
 		if out.NextShardIterator == nil {
 			return true
 		}
-		iter = out.NextShardIterator
+		sr.iter = out.NextShardIterator
 		if len(out.Records) == 0 {
 			sleep(ctx, p.PollInterval)
 		}
 	}
 	return false
+}
+
+// shardReader is one reading of a shard by readRecords: where it starts,
+// its current iterator and the last record it read.
+type shardReader struct {
+	p     *StreamPoller
+	shard string
+	from  types.ShardIteratorType
+	log   *slog.Logger
+	lanes []chan []types.Record
+	// iter is the iterator of the next read; lastRead the sequence number
+	// of the last record read ("": none yet).
+	iter     *string
+	lastRead string
+}
+
+// getIterator gets a fresh iterator: after the last record read, or at
+// the start position if none was read (from the oldest record left when
+// the last one read aged out of the stream), retrying a second apart. It
+// reports false if the shard is gone or ctx ends.
+func (sr *shardReader) getIterator(ctx context.Context) bool {
+	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(sr.p.StreamARN), ShardId: aws.String(sr.shard), ShardIteratorType: sr.from}
+	if sr.lastRead != "" {
+		in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(sr.lastRead)
+	}
+	for ctx.Err() == nil {
+		out, err := sr.p.Streams.GetShardIterator(ctx, in)
+		if err == nil {
+			sr.iter = out.ShardIterator
+			return true
+		}
+		var gone *types.ResourceNotFoundException
+		var trimmed *types.TrimmedDataAccessException
+		if errors.As(err, &trimmed) && in.SequenceNumber != nil {
+			in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
+			continue
+		}
+		if errors.As(err, &gone) {
+			sr.log.WarnContext(ctx, "the shard is gone", "error", err)
+			return false
+		}
+		sr.log.WarnContext(ctx, "getting a shard iterator failed", "error", err)
+		sleep(ctx, time.Second)
+	}
+	return false
+}
+
+// deliver records every record of a read as read and hands those the
+// poller's filter matches to their lanes, one batch per lane, in order. It
+// reports false if ctx ends first.
+func (sr *shardReader) deliver(ctx context.Context, records []types.Record) bool {
+	read := make([][]types.Record, len(sr.lanes))
+	for _, r := range records {
+		sr.lastRead = aws.ToString(r.Dynamodb.SequenceNumber)
+		if !sr.p.matches(r) {
+			continue // filtered out: acknowledged, never delivered
+		}
+		i := sr.p.lane(r)
+		read[i] = append(read[i], r)
+	}
+	for i, recs := range read {
+		if len(recs) == 0 {
+			continue
+		}
+		select {
+		case sr.lanes[i] <- recs:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // lane is the lane of a record: a hash of its partition key.
