@@ -7,6 +7,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
+	"github.com/conveyor/conveyor/web"
 )
 
 // API is the API function behind API Gateway (HTTP API, payload v2) on the
@@ -21,13 +22,13 @@ func API(platform func(Env) APIPlatform) Function[HTTPHandler] {
 	return Function[HTTPHandler]{Name: resources.FuncAPI, Resolve: ResolveHTTP, New: NewAPIWith(platform)}
 }
 
-// APIRouter registers the users' API and the dashboard (served with dash's
-// headers) on a new router.
+// APIRouter registers the users' API and the dashboard (the embedded app,
+// web.Files, served with dash's headers) on a new router.
 func APIRouter(env Env, s httpapi.UserServices, dash httpapi.DashboardOptions) *httpapi.Router {
 	rt := RouterFor(env)
 	httpapi.RegisterUsers(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
-	httpapi.RegisterDashboard(rt, dash)
+	httpapi.RegisterDashboard(rt, web.Files(), dash)
 	return rt
 }
 

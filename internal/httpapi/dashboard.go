@@ -8,8 +8,6 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/conveyor/conveyor/web"
 )
 
 // DashboardOptions configures the dashboard's headers per environment.
@@ -34,12 +32,13 @@ const (
 	dashboardNotFound = "no such file in the dashboard"
 )
 
-// RegisterDashboard serves the embedded operations dashboard (package web)
-// under /dashboard/ from the router the api function runs, so AWS (API
-// Gateway → api Lambda) and the local stack serve it identically: GET and
-// HEAD only, /dashboard redirected to /dashboard/, with security headers.
-func RegisterDashboard(rt *Router, o DashboardOptions) {
-	d := dashboard{files: web.Files(), headers: dashboardHeaders(o)}
+// RegisterDashboard serves the operations dashboard's files (index.html at
+// their root; the wiring hands it web.Files, the embedded app) under
+// /dashboard/ from the router the api function runs, so AWS (API Gateway →
+// api Lambda) and the local stack serve it identically: GET and HEAD only,
+// /dashboard redirected to /dashboard/, with security headers.
+func RegisterDashboard(rt *Router, files fs.FS, o DashboardOptions) {
+	d := dashboard{files: files, headers: dashboardHeaders(o)}
 	rt.Handle(http.MethodGet, dashboardPrefix+"/{file...}", Public, d.serve)
 	rt.Handle(http.MethodHead, dashboardPrefix+"/{file...}", Public, d.serve)
 }

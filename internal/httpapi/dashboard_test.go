@@ -12,11 +12,12 @@ import (
 
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/web"
 )
 
 func dashboardRouter(local bool) *httpapi.Router {
 	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier([]byte("secret-for-the-dashboard-test-32b"), time.Now), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	httpapi.RegisterDashboard(rt, httpapi.DashboardOptions{Local: local})
+	httpapi.RegisterDashboard(rt, web.Files(), httpapi.DashboardOptions{Local: local})
 	return rt
 }
 

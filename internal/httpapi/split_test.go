@@ -13,6 +13,7 @@ import (
 	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/web"
 )
 
 // splitRouters are the HTTP API's functions' routers, each with its group
@@ -23,7 +24,7 @@ func splitRouters() map[string]*httpapi.Router {
 		rts[fn] = newRouter()
 	}
 	httpapi.RegisterUsers(rts[resources.FuncAPI], httpapi.UserServices{})
-	httpapi.RegisterDashboard(rts[resources.FuncAPI], httpapi.DashboardOptions{})
+	httpapi.RegisterDashboard(rts[resources.FuncAPI], web.Files(), httpapi.DashboardOptions{})
 	httpapi.RegisterAdmin(rts[resources.FuncAdmin], nil)
 	httpapi.RegisterUploads(rts[resources.FuncUploads], nil)
 	httpapi.RegisterSchedules(rts[resources.FuncSchedules], nil, httpapi.Idempotency{})
@@ -54,7 +55,7 @@ func TestSplitRoutersAnswerAsOne(t *testing.T) {
 	t.Parallel()
 	one := newRouter()
 	registerAll(one)
-	httpapi.RegisterDashboard(one, httpapi.DashboardOptions{})
+	httpapi.RegisterDashboard(one, web.Files(), httpapi.DashboardOptions{})
 	split := splitRouters()
 	service, err := auth.Mint([]byte("route-test-secret-route-test-secret"), auth.Claims{Subject: "mon", Role: auth.RoleService, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
