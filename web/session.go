@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 )
 
@@ -71,7 +71,7 @@ func SessionHandler(cfg LocalSession) http.Handler {
 			return
 		}
 		exp := cfg.Now().Add(cfg.TTL)
-		tok, err := auth.Mint(cfg.Secret, auth.Claims{Subject: LocalUser, Role: auth.RoleAdmin, Plan: "pro", ExpiresAt: exp})
+		tok, err := httpapi.Mint(cfg.Secret, httpapi.Claims{Subject: LocalUser, Role: httpapi.RoleAdmin, Plan: "pro", ExpiresAt: exp})
 		if err != nil {
 			http.Error(w, `{"error":{"code":"internal","message":"minting the local token failed"}}`, http.StatusInternalServerError)
 			return

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 )
 
@@ -51,8 +51,8 @@ func TestSessionOnlyOnTheLocalStack(t *testing.T) {
 		if s.EventsBase != "http://127.0.0.1:8081" || s.ExpiresAt != "2026-01-03T03:00:00Z" || r.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("session %+v, Cache-Control %q", s, r.Header.Get("Cache-Control"))
 		}
-		c, err := auth.NewVerifier(secret, func() time.Time { return now }).Verify("Bearer " + s.Token)
-		if err != nil || c.Subject != LocalUser || c.Role != auth.RoleAdmin {
+		c, err := httpapi.NewVerifier(secret, func() time.Time { return now }).Verify("Bearer " + s.Token)
+		if err != nil || c.Subject != LocalUser || c.Role != httpapi.RoleAdmin {
 			t.Errorf("token: %+v %v", c, err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -421,10 +421,10 @@ func TestDLQTierAndBreakerCommands(t *testing.T) {
 func TestLocalEnvironmentFromEnvFile(t *testing.T) {
 	t.Parallel()
 	secret := "s3cret-s3cret-s3cret-s3cret-s3cret"
-	var got auth.Claims
+	var got httpapi.Claims
 	var verr error
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, verr = auth.NewVerifier([]byte(secret), time.Now).Verify(r.Header.Get("Authorization"))
+		got, verr = httpapi.NewVerifier([]byte(secret), time.Now).Verify(r.Header.Get("Authorization"))
 		io.WriteString(w, `{"tier":"low","paused":false}`)
 	}))
 	t.Cleanup(srv.Close)
@@ -435,7 +435,7 @@ func TestLocalEnvironmentFromEnvFile(t *testing.T) {
 	if err != nil || out != "local: tier low is running\n" {
 		t.Fatalf("%q %v", out, err)
 	}
-	if verr != nil || got.Role != auth.RoleAdmin {
+	if verr != nil || got.Role != httpapi.RoleAdmin {
 		t.Errorf("the minted token: %+v %v", got, verr)
 	}
 	_, _, err = runCLI(t, map[string]string{"HOME": home}, "overview", "--env-file", filepath.Join(home, "missing"))
@@ -451,8 +451,8 @@ func TestTokenStillMintsLocalTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := auth.NewVerifier([]byte(secret), time.Now).Verify("Bearer " + strings.TrimSpace(out))
-	if err != nil || c.Subject != "u1" || c.Plan != "pro" || c.Role != auth.RoleUser {
+	c, err := httpapi.NewVerifier([]byte(secret), time.Now).Verify("Bearer " + strings.TrimSpace(out))
+	if err != nil || c.Subject != "u1" || c.Plan != "pro" || c.Role != httpapi.RoleUser {
 		t.Errorf("%+v %v", c, err)
 	}
 	if _, _, err := runCLI(t, map[string]string{}, "token", "--env-file", "/nonexistent"); err == nil {

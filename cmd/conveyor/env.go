@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 )
 
 // localEnv is the environment `make run` starts; it needs no config entry.
@@ -245,7 +245,7 @@ func (c *cli) local(o *common) target {
 	if sub == "" {
 		sub = localUser
 	}
-	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: sub, Role: auth.RoleAdmin, Plan: "pro", ExpiresAt: c.now().Add(time.Hour)})
+	tok, err := httpapi.Mint([]byte(secret), httpapi.Claims{Subject: sub, Role: httpapi.RoleAdmin, Plan: "pro", ExpiresAt: c.now().Add(time.Hour)})
 	if err != nil {
 		t.err = err
 	}

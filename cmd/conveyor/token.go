@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secretref"
@@ -89,7 +89,7 @@ identity provider (docs/identity.md).`,
 // the flags not given: a service token, for deployedTTLDefault, with no plan.
 func (f *tokenFlags) deployedDefaults(cmd *cobra.Command) {
 	if !cmd.Flags().Changed("role") {
-		f.role = string(auth.RoleService)
+		f.role = string(httpapi.RoleService)
 	}
 	if !cmd.Flags().Changed("ttl") {
 		f.ttl = deployedTTLDefault
@@ -102,18 +102,18 @@ func (f *tokenFlags) deployedDefaults(cmd *cobra.Command) {
 // checkRole returns the token's role once the role and lifetime are
 // allowed (for a deployed environment, no user token and a shorter admin
 // one); else a usage error.
-func (f tokenFlags) checkRole(deployed bool) (auth.Role, error) {
-	r := auth.Role(f.role)
+func (f tokenFlags) checkRole(deployed bool) (httpapi.Role, error) {
+	r := httpapi.Role(f.role)
 	switch {
 	case !r.Valid():
 		return "", usagef("--role must be user, admin or service (got %q)", f.role)
-	case deployed && r == auth.RoleUser:
+	case deployed && r == httpapi.RoleUser:
 		return "", usagef("--env %s mints service or admin tokens; users get theirs from the identity provider (docs/identity.md)", f.env)
 	case f.ttl <= 0:
 		return "", usagef("--ttl must be positive (got %s)", f.ttl)
 	case f.ttl > maxTokenTTL:
 		return "", usagef("--ttl must be at most %s (got %s)", maxTokenTTL, f.ttl)
-	case deployed && r == auth.RoleAdmin && f.ttl > maxAdminTTL:
+	case deployed && r == httpapi.RoleAdmin && f.ttl > maxAdminTTL:
 		return "", usagef("an admin token for a deployed environment lives at most %s (got --ttl %s)", maxAdminTTL, f.ttl)
 	}
 	return r, nil
@@ -138,9 +138,9 @@ func (c *cli) tokenKey(cmd *cobra.Command, f tokenFlags, deployed bool) (string,
 
 // mintToken signs the token with secret and prints it, alone or (--json)
 // with its claims.
-func (c *cli) mintToken(f tokenFlags, r auth.Role, secret string, deployed bool) error {
+func (c *cli) mintToken(f tokenFlags, r httpapi.Role, secret string, deployed bool) error {
 	exp := c.now().Add(f.ttl)
-	tok, err := auth.Mint([]byte(secret), auth.Claims{Subject: f.sub, Role: r, Plan: f.plan, ExpiresAt: exp})
+	tok, err := httpapi.Mint([]byte(secret), httpapi.Claims{Subject: f.sub, Role: r, Plan: f.plan, ExpiresAt: exp})
 	if err != nil {
 		return fmt.Errorf("minting the token: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -59,9 +59,9 @@ func TestTokenForADeployedEnvironment(t *testing.T) {
 		err := c.run(ctx, args)
 		return out.String(), errOut.String(), err
 	}
-	verify := func(key, tok string) auth.Claims {
+	verify := func(key, tok string) httpapi.Claims {
 		t.Helper()
-		c, err := auth.NewVerifier([]byte(key), time.Now).Verify("Bearer " + strings.TrimSpace(tok))
+		c, err := httpapi.NewVerifier([]byte(key), time.Now).Verify("Bearer " + strings.TrimSpace(tok))
 		if err != nil {
 			t.Fatalf("the environment refuses the minted token: %v", err)
 		}
@@ -72,7 +72,7 @@ func TestTokenForADeployedEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := verify(stagingKey, out); c.Role != auth.RoleService || c.Subject != "uptime-monitor" || c.Plan != "" ||
+	if c := verify(stagingKey, out); c.Role != httpapi.RoleService || c.Subject != "uptime-monitor" || c.Plan != "" ||
 		c.ExpiresAt.Before(time.Now().Add(719*time.Hour)) {
 		t.Errorf("default role service, no plan, 720h: %+v", c)
 	}
@@ -85,11 +85,11 @@ func TestTokenForADeployedEnvironment(t *testing.T) {
 		t.Fatalf("--json: %v: %s", err, out)
 	}
 	exp, _ := time.Parse(time.RFC3339, js.ExpiresAt)
-	if c := verify(otherKey, js.Token); c.Role != auth.RoleAdmin || js.Env != "eu-canary" || js.Role != "admin" ||
+	if c := verify(otherKey, js.Token); c.Role != httpapi.RoleAdmin || js.Env != "eu-canary" || js.Role != "admin" ||
 		exp.After(time.Now().Add(time.Hour+time.Minute)) {
 		t.Errorf("admin token of the default hour: %+v %+v", c, js)
 	}
-	if _, err := auth.NewVerifier([]byte(stagingKey), time.Now).Verify("Bearer " + js.Token); err == nil {
+	if _, err := httpapi.NewVerifier([]byte(stagingKey), time.Now).Verify("Bearer " + js.Token); err == nil {
 		t.Error("a token of one environment is accepted by another")
 	}
 

@@ -28,8 +28,8 @@ import (
 // relative to infra/ (where the CDK CLI runs the app): infra/env/<env>.json.
 const ConfigDirDefault = "env"
 
-// The OIDC variables the HTTP-serving functions read (internal/auth). The
-// stack sets each one only when the environment's configuration does.
+// The OIDC variables the HTTP-serving functions read (httpapi.OIDCConfig).
+// The stack sets each one only when the environment's configuration does.
 const (
 	VarOIDCIssuer    = config.VarOIDCIssuer
 	VarOIDCAudience  = config.VarOIDCAudience

@@ -85,7 +85,7 @@ var (
 	// SuppressAPIAuth: the HTTP API's routes carry no API Gateway authorizer.
 	SuppressAPIAuth = Suppression{
 		Rule: "AwsSolutions-APIG4",
-		Reason: "The api function authenticates every non-public route itself with HS256 JWTs (internal/auth), " +
+		Reason: "The api function authenticates every non-public route itself with HS256 JWTs (internal/httpapi), " +
 			"including admin role checks; API Gateway JWT authorizers only accept asymmetric keys from an OIDC issuer.",
 	}
 	// SuppressAccessLogBucket: the access log bucket does not log itself.

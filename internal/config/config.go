@@ -57,7 +57,7 @@ type Config struct {
 	// environment.
 	JWTSecretARN string
 	// OIDC, when Issuer is set, accepts the tokens of that OpenID Connect
-	// issuer beside the HS256 ones (CONVEYOR_OIDC_*; see auth.OIDCConfig).
+	// issuer beside the HS256 ones (CONVEYOR_OIDC_*; see httpapi.OIDCConfig).
 	OIDC OIDC
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
@@ -171,7 +171,7 @@ type Config struct {
 	HTTPBreakersPerUser int
 }
 
-// OIDC configures an OpenID Connect issuer (auth.OIDCConfig).
+// OIDC configures an OpenID Connect issuer (httpapi.OIDCConfig).
 type OIDC struct {
 	// Issuer is the issuer, exactly as its tokens' iss say it
 	// (CONVEYOR_OIDC_ISSUER; empty: HS256 tokens only).

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -108,13 +108,13 @@ func (e Env) DynamoDB() *store.Client { return store.NewClient(e.AWS) }
 // its first token arrives (its key set is then cached), so a cold start
 // pays nothing for it. config.From validated the issuer's settings; a
 // Verifier that cannot be built from them is a bug, and panics.
-func (e Env) Verifier(key auth.KeyFunc) *auth.Verifier {
-	o := auth.Options{Key: key, Now: e.Now}
+func (e Env) Verifier(key httpapi.KeyFunc) *httpapi.Verifier {
+	o := httpapi.VerifierOptions{Key: key, Now: e.Now}
 	if c := e.Config.OIDC; c.Issuer != "" {
-		o.OIDC = &auth.OIDCConfig{Issuer: c.Issuer, Audiences: c.Audiences, RoleClaim: c.RoleClaim, PlanClaim: c.PlanClaim,
+		o.OIDC = &httpapi.OIDCConfig{Issuer: c.Issuer, Audiences: c.Audiences, RoleClaim: c.RoleClaim, PlanClaim: c.PlanClaim,
 			JWKSURL: c.JWKSURL, CacheTTL: c.JWKSTTL, MinRefresh: c.JWKSMinRefresh}
 	}
-	v, err := auth.New(o)
+	v, err := httpapi.NewVerifierWith(o)
 	if err != nil {
 		panic("handler: the token verifier: " + err.Error())
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/store"
@@ -41,7 +41,7 @@ func OpenStreams(s *stream.Server) StreamOpener {
 // caller's open streams), then streams into the response body until the
 // client disconnects (the context ends), or, cleanly, shortly before the
 // invocation's deadline (EndBefore).
-func StreamHandler(open StreamOpener, verify func(context.Context, string) (auth.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+func StreamHandler(open StreamOpener, verify func(context.Context, string) (httpapi.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
 		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 		h := map[string]string{"Content-Type": "application/json"}
@@ -60,7 +60,7 @@ func StreamHandler(open StreamOpener, verify func(context.Context, string) (auth
 			return ""
 		}
 		claims, err := verify(ctx, header("Authorization"))
-		if errors.Is(err, auth.ErrKeyUnavailable) {
+		if errors.Is(err, httpapi.ErrKeyUnavailable) {
 			log.ErrorContext(ctx, "token key unavailable", "error", err.Error())
 			return jsonErr(http.StatusServiceUnavailable, "auth_unavailable", "tokens cannot be verified right now; try again shortly"), nil
 		}
@@ -95,7 +95,7 @@ func StreamHandler(open StreamOpener, verify func(context.Context, string) (auth
 			resp.Headers["Allow"] = http.MethodGet
 			return resp, nil
 		}
-		if sr.Admin && claims.Role != auth.RoleAdmin && claims.Role != auth.RoleService {
+		if sr.Admin && claims.Role != httpapi.RoleAdmin && claims.Role != httpapi.RoleService {
 			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
 		}
 		sess, err := open(ctx, sr)

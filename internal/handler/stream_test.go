@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/stream"
 )
 
@@ -37,15 +37,15 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 		}
 		return nopSession{}, nil
 	}
-	tokens := map[string]auth.Claims{"user": {Subject: "u1", Role: auth.RoleUser}, "admin": {Subject: "ops", Role: auth.RoleAdmin},
-		"service": {Subject: "mon", Role: auth.RoleService}}
-	verify := func(_ context.Context, h string) (auth.Claims, error) {
+	tokens := map[string]httpapi.Claims{"user": {Subject: "u1", Role: httpapi.RoleUser}, "admin": {Subject: "ops", Role: httpapi.RoleAdmin},
+		"service": {Subject: "mon", Role: httpapi.RoleService}}
+	verify := func(_ context.Context, h string) (httpapi.Claims, error) {
 		if h == "keyless" {
-			return auth.Claims{}, fmt.Errorf("%w: reading secret arn:jwt: timeout", auth.ErrKeyUnavailable)
+			return httpapi.Claims{}, fmt.Errorf("%w: reading secret arn:jwt: timeout", httpapi.ErrKeyUnavailable)
 		}
 		c, ok := tokens[h]
 		if !ok {
-			return auth.Claims{}, errors.New("bad token")
+			return httpapi.Claims{}, errors.New("bad token")
 		}
 		return c, nil
 	}
@@ -121,8 +121,8 @@ func (deadlined) Close() {}
 // timeout.
 func TestStreamEndsBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
-	verify := func(context.Context, string) (auth.Claims, error) {
-		return auth.Claims{Subject: "u1", Role: auth.RoleUser}, nil
+	verify := func(context.Context, string) (httpapi.Claims, error) {
+		return httpapi.Claims{Subject: "u1", Role: httpapi.RoleUser}, nil
 	}
 	sess := deadlined{deadline: make(chan time.Time, 1)}
 	open := func(context.Context, stream.Request) (handler.StreamSession, error) { return sess, nil }

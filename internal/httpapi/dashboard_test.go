@@ -10,13 +10,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/web"
 )
 
 func dashboardRouter(local bool) *httpapi.Router {
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier([]byte("secret-for-the-dashboard-test-32b"), time.Now), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: httpapi.NewVerifier([]byte("secret-for-the-dashboard-test-32b"), time.Now), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	httpapi.RegisterDashboard(rt, web.Files(), httpapi.DashboardOptions{Local: local})
 	return rt
 }

@@ -19,8 +19,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/conveyor/conveyor/internal/auth"
 )
 
 var secret = []byte("s3cret-for-httpapi-tests")
@@ -82,8 +80,8 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	b := &testBundle{log: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(b.log, nil))
-	b.rt = NewRouter(Options{Verifier: auth.NewVerifier(secret, nil), Logger: logger, MaxBody: 128})
-	b.user, b.admin, b.service = token(t, auth.RoleUser), token(t, auth.RoleAdmin), token(t, auth.RoleService)
+	b.rt = NewRouter(Options{Verifier: NewVerifier(secret, nil), Logger: logger, MaxBody: 128})
+	b.user, b.admin, b.service = token(t, RoleUser), token(t, RoleAdmin), token(t, RoleService)
 
 	b.rt.Handle(http.MethodPost, "/things", Writer, func(r *Request) (Response, error) {
 		var v thing
@@ -131,9 +129,9 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
-func token(t *testing.T, role auth.Role) string {
+func token(t *testing.T, role Role) string {
 	t.Helper()
-	s, err := auth.Mint(secret, auth.Claims{Subject: "u-" + string(role), Role: role, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
+	s, err := Mint(secret, Claims{Subject: "u-" + string(role), Role: role, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +289,7 @@ func TestServeErrors(t *testing.T) {
 
 func mintWith(t *testing.T, key []byte, ttl time.Duration) string {
 	t.Helper()
-	s, err := auth.Mint(key, auth.Claims{Subject: "u1", Role: auth.RoleUser, ExpiresAt: time.Now().Add(ttl)})
+	s, err := Mint(key, Claims{Subject: "u1", Role: RoleUser, ExpiresAt: time.Now().Add(ttl)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +573,7 @@ type outer struct {
 func TestHandleRefusesWiringMistakes(t *testing.T) {
 	t.Parallel()
 	ok := func(*Request) (Response, error) { return NoContent(), nil }
-	withVerifier := func() *Router { return NewRouter(Options{Verifier: auth.NewVerifier(secret, nil)}) }
+	withVerifier := func() *Router { return NewRouter(Options{Verifier: NewVerifier(secret, nil)}) }
 	tests := []struct {
 		name     string
 		rt       *Router
@@ -729,7 +727,7 @@ func FuzzDecode(f *testing.F) {
 func TestKeyUnavailable(t *testing.T) {
 	t.Parallel()
 	var asked atomic.Int32
-	v := auth.NewVerifierFunc(func(context.Context) ([]byte, error) {
+	v := NewVerifierFunc(func(context.Context) ([]byte, error) {
 		asked.Add(1)
 		return nil, errors.New("reading secret arn:aws:secretsmanager:eu-west-1:123456789012:secret:jwt: timeout")
 	}, nil)
@@ -746,7 +744,7 @@ func TestKeyUnavailable(t *testing.T) {
 	if n := asked.Load(); n != 0 {
 		t.Errorf("the key was asked for %d times by requests that need none", n)
 	}
-	resp := serve(t, rt, event(http.MethodGet, "/mine", token(t, auth.RoleUser), ""))
+	resp := serve(t, rt, event(http.MethodGet, "/mine", token(t, RoleUser), ""))
 	if got := errorOf(t, resp); resp.StatusCode != http.StatusServiceUnavailable || got.Code != CodeAuthUnavailable {
 		t.Errorf("key unavailable: %d %+v, want 503 %s", resp.StatusCode, got, CodeAuthUnavailable)
 	}

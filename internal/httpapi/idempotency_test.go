@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/store"
@@ -72,7 +71,7 @@ func (b *bundle) post(t *testing.T, user, key, body string) (int, string, httpap
 	if key != "" {
 		h["idempotency-key"] = key
 	}
-	r := &httpapi.Request{Ctx: t.Context(), Raw: events.APIGatewayV2HTTPRequest{Headers: h, Body: body}, RequestID: "req", Claims: auth.Claims{Subject: user}}
+	r := &httpapi.Request{Ctx: t.Context(), Raw: events.APIGatewayV2HTTPRequest{Headers: h, Body: body}, RequestID: "req", Claims: httpapi.Claims{Subject: user}}
 	resp, err := b.h(r)
 	if err != nil {
 		e, ok := err.(*httpapi.Error)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
@@ -81,7 +81,7 @@ func TestEveryHTTPFunctionAcceptsTheIssuer(t *testing.T) {
 	user := idp.Token(t, false, map[string]any{"sub": "idp-user-1", "aud": "conveyor-test"})
 	userES := idp.Token(t, true, map[string]any{"sub": "idp-user-2", "aud": []string{"x", "conveyor-test"}})
 	admin1 := idp.Token(t, true, map[string]any{"sub": "idp-ops", "aud": "conveyor-test", "https://conveyor.example/role": "admin"})
-	hs, err := auth.Mint([]byte(hsKey), auth.Claims{Subject: "svc", Role: auth.RoleService, ExpiresAt: jwtExp()})
+	hs, err := httpapi.Mint([]byte(hsKey), httpapi.Claims{Subject: "svc", Role: httpapi.RoleService, ExpiresAt: jwtExp()})
 	if err != nil {
 		t.Fatal(err)
 	}

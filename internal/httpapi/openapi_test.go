@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"gopkg.in/yaml.v3"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/stream"
@@ -167,7 +166,7 @@ func loadSpec(t *testing.T) []specOp {
 // newRouter is a router as the HTTP functions make theirs, with a test key.
 func newRouter() *httpapi.Router {
 	return httpapi.NewRouter(httpapi.Options{
-		Verifier: auth.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
+		Verifier: httpapi.NewVerifier([]byte("route-test-secret-route-test-secret"), time.Now),
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 }
@@ -213,8 +212,8 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			t.Errorf("%s is routed but not in openapi.yaml", key)
 		}
 	}
-	stream := handler.StreamHandler(openFake, func(context.Context, string) (auth.Claims, error) {
-		return auth.Claims{Subject: "u1", Role: auth.RoleAdmin}, nil
+	stream := handler.StreamHandler(openFake, func(context.Context, string) (httpapi.Claims, error) {
+		return httpapi.Claims{Subject: "u1", Role: httpapi.RoleAdmin}, nil
 	}, slog.New(slog.DiscardHandler))
 
 	var planned []string

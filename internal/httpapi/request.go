@@ -19,8 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/conveyor/conveyor/internal/auth"
 )
 
 // Request is one request as a handler sees it.
@@ -32,7 +30,7 @@ type Request struct {
 	// Params are the route's path parameters, unescaped ({id} → Params["id"]).
 	Params map[string]string
 	// Claims are the verified token's claims; zero on Public routes.
-	Claims auth.Claims
+	Claims Claims
 	// RequestID identifies the request in logs and in the X-Request-Id header.
 	RequestID string
 

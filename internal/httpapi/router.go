@@ -13,6 +13,16 @@
 // decodes its request, calls a domain service and renders the answer;
 // clientError (errors.go) maps what the services refuse to the contract's
 // statuses. No rule of the domain lives here.
+//
+// The API's bearer tokens are verified and minted here too (token.go,
+// oidc.go, jwks.go), for the router and for the stream function and the CLI:
+// HS256 JWTs signed with the environment's secret, carrying sub, role, plan
+// and exp, and, when an OpenID Connect issuer is configured (OIDCConfig),
+// the RS256 and ES256 tokens of that issuer, verified with its published
+// key set. Every other algorithm (none included), a bad signature, a missing
+// or past exp, a missing subject or an unknown role or plan is refused; so
+// is an HS256 token that claims to come from the issuer, and an issuer's
+// token whose key is not of its algorithm's type.
 package httpapi
 
 import (
@@ -32,7 +42,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/ids"
 )
 
@@ -83,19 +92,19 @@ func (a Access) String() string {
 // Whatever the rule, a service token never passes a method that writes: the
 // contract makes service read-only, and this keeps it so even for a route
 // registered with the wrong rule.
-func (a Access) allows(r auth.Role, method string) bool {
-	if r == auth.RoleService && !safeMethod(method) {
+func (a Access) allows(r Role, method string) bool {
+	if r == RoleService && !safeMethod(method) {
 		return false
 	}
 	switch a {
 	case AnyUser:
 		return r.Valid()
 	case ReadOnly:
-		return r == auth.RoleAdmin || r == auth.RoleService
+		return r == RoleAdmin || r == RoleService
 	case AdminOnly:
-		return r == auth.RoleAdmin
+		return r == RoleAdmin
 	case Writer:
-		return r == auth.RoleUser || r == auth.RoleAdmin
+		return r == RoleUser || r == RoleAdmin
 	}
 	return false
 }
@@ -134,7 +143,7 @@ type HandlerFunc func(r *Request) (Response, error)
 type Options struct {
 	// Verifier checks bearer tokens. Required as soon as one route is not
 	// Public.
-	Verifier *auth.Verifier
+	Verifier *Verifier
 	// Logger receives the access log and the details of 500s. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -469,13 +478,13 @@ func (rt *Router) admit(r *Request, a Access, method string) *Error {
 	}
 	c, err := rt.opts.Verifier.VerifyContext(r.Ctx, r.Header("Authorization"))
 	if err != nil {
-		if errors.Is(err, auth.ErrKeyUnavailable) {
+		if errors.Is(err, ErrKeyUnavailable) {
 			// Not the caller's fault: the key (read in the background since
 			// cold start) could not be had; a later request reads it again.
 			rt.opts.Logger.ErrorContext(r.Ctx, "token key unavailable", "error", err.Error(), "request_id", r.RequestID)
 			return KeyUnavailable()
 		}
-		var ae *auth.Error
+		var ae *TokenError
 		if errors.As(err, &ae) {
 			return Unauthorized(ae.Reason)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/web"
@@ -57,7 +56,7 @@ func TestSplitRoutersAnswerAsOne(t *testing.T) {
 	registerAll(one)
 	httpapi.RegisterDashboard(one, web.Files(), httpapi.DashboardOptions{})
 	split := splitRouters()
-	service, err := auth.Mint([]byte("route-test-secret-route-test-secret"), auth.Claims{Subject: "mon", Role: auth.RoleService, ExpiresAt: time.Now().Add(time.Hour)})
+	service, err := httpapi.Mint([]byte("route-test-secret-route-test-secret"), httpapi.Claims{Subject: "mon", Role: httpapi.RoleService, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

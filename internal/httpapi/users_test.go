@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 )
@@ -136,8 +136,8 @@ func TestContractErrors(t *testing.T) {
 	job := b.Must(b.Call("POST", "/v1/jobs", alice, map[string]any{"items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "mine"}, "scheduleAt": time.Now().Add(time.Hour).Format(time.RFC3339)}), 201)
 	jobID := job.Body["id"].(string)
 	pendingUpload := b.Must(b.Call("POST", "/v1/uploads/sign", alice, map[string]any{"filename": "x.png", "contentType": "image/png", "size": 10}), 201).Body["uploadId"].(string)
-	expired, _ := auth.Mint(b.Stack.Config.JWTSecret, auth.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(-time.Hour)})
-	forged, _ := auth.Mint([]byte("not-the-secret"), auth.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
+	expired, _ := httpapi.Mint(b.Stack.Config.JWTSecret, httpapi.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(-time.Hour)})
+	forged, _ := httpapi.Mint([]byte("not-the-secret"), httpapi.Claims{Subject: "u-alice", Role: "user", Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
 	item := func(id string) []any { return []any{map[string]any{"uploadId": id}} }
 
 	tests := []struct {

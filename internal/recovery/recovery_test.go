@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/clock"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -92,7 +92,7 @@ func (b *bundle) submit(body map[string]any) string {
 
 // freshToken is valid at the test clock's now.
 func (b *bundle) freshToken() string {
-	tok, err := auth.Mint(b.Stack.Config.JWTSecret, auth.Claims{Subject: "u-rec", Role: auth.RoleUser, Plan: "standard", ExpiresAt: b.clk.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint(b.Stack.Config.JWTSecret, httpapi.Claims{Subject: "u-rec", Role: httpapi.RoleUser, Plan: "standard", ExpiresAt: b.clk.Now().Add(time.Hour)})
 	if err != nil {
 		b.T.Fatal(err)
 	}

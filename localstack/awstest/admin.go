@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
@@ -53,7 +52,7 @@ func NewAdminService(t testing.TB, s *stack.Stack) *admin.Service {
 func ServeAdmin(t testing.TB, s *stack.Stack) *AdminServer {
 	t.Helper()
 	svc := NewAdminService(t, s)
-	rt := httpapi.NewRouter(httpapi.Options{Verifier: auth.NewVerifier(s.Config.JWTSecret, time.Now), Logger: s.App.Logger})
+	rt := httpapi.NewRouter(httpapi.Options{Verifier: httpapi.NewVerifier(s.Config.JWTSecret, time.Now), Logger: s.App.Logger})
 	httpapi.RegisterAdmin(rt, svc)
 	srv := httptest.NewServer(lambdaruntime.Gateway(lambdaruntime.InProcess(resources.FuncAdmin, rt.Serve), quietAdmin))
 	t.Cleanup(srv.Close)

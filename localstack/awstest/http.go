@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
 )
 
 // HTTPFunction calls an HTTP API function's handler (payload v2) as API
@@ -40,7 +40,7 @@ func (f HTTPFunction) Token(sub, role string) string {
 	if role == "" {
 		return ""
 	}
-	s, err := auth.Mint([]byte(f.Key), auth.Claims{Subject: sub, Role: auth.Role(role), Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
+	s, err := httpapi.Mint([]byte(f.Key), httpapi.Claims{Subject: sub, Role: httpapi.Role(role), Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		f.T.Fatal(err)
 	}

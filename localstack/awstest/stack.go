@@ -14,7 +14,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -118,7 +118,7 @@ func Bootstraps(t testing.TB) map[string]string {
 // token mints a JWT for user with plan and role.
 func (b *Bundle) Token(sub, role, plan string) string {
 	b.T.Helper()
-	tok, err := auth.Mint(b.Stack.Config.JWTSecret, auth.Claims{Subject: sub, Role: auth.Role(role), Plan: plan, ExpiresAt: time.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint(b.Stack.Config.JWTSecret, httpapi.Claims{Subject: sub, Role: httpapi.Role(role), Plan: plan, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		b.T.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -290,7 +290,7 @@ func (c *runner) midCall(point, id string) bool {
 // one's owner's token.
 func (c *runner) submit(ctx context.Context) (ids, owners []string, err error) {
 	s := c.s
-	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: "chaos", Role: auth.RoleUser, Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint(s.Config.JWTSecret, httpapi.Claims{Subject: "chaos", Role: httpapi.RoleUser, Plan: "pro", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -52,15 +52,15 @@ type longHaul struct {
 
 func startLongHaul(ctx context.Context, s *stack.Stack, o Options, rep *Report, chance func(float64) bool) (*longHaul, error) {
 	lh := &longHaul{s: s, rep: rep, chance: chance, held: map[string]bool{}, cancelled: map[string]bool{}, finished: make(chan struct{})}
-	mint := func(c auth.Claims) (string, error) {
+	mint := func(c httpapi.Claims) (string, error) {
 		c.ExpiresAt = time.Now().Add(2 * time.Hour)
-		return auth.Mint(s.Config.JWTSecret, c)
+		return httpapi.Mint(s.Config.JWTSecret, c)
 	}
 	var err error
-	if lh.admin, err = mint(auth.Claims{Subject: "chaos-ops", Role: auth.RoleAdmin, Plan: "enterprise"}); err != nil {
+	if lh.admin, err = mint(httpapi.Claims{Subject: "chaos-ops", Role: httpapi.RoleAdmin, Plan: "enterprise"}); err != nil {
 		return nil, err
 	}
-	if lh.freeTok, err = mint(auth.Claims{Subject: "chaos-free", Role: auth.RoleUser, Plan: "free"}); err != nil {
+	if lh.freeTok, err = mint(httpapi.Claims{Subject: "chaos-free", Role: httpapi.RoleUser, Plan: "free"}); err != nil {
 		return nil, err
 	}
 	lh.api = apiclient.New(s.APIURL)

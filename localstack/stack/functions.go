@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsenv"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
@@ -59,7 +59,7 @@ func inProcess(a *App, emf func(function string) *handler.Emitter) *Functions {
 			resources.FuncRecovery:  lambdaruntime.InProcess(resources.FuncRecovery, handler.RecoveryHandler(a.Recoverer, a.Breaker, a.Schedules, emf(resources.FuncRecovery), log)),
 			resources.FuncRelay:     lambdaruntime.InProcess(resources.FuncRelay, handler.RelayHandler(a.Relay, emf(resources.FuncRelay), log)),
 		},
-		Stream: lambdaruntime.InProcessStream(resources.FuncStream, handler.StreamHandler(handler.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(auth.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
+		Stream: lambdaruntime.InProcessStream(resources.FuncStream, handler.StreamHandler(handler.OpenStreams(a.Streams), handler.Env{Config: a.Config}.WithDefaults().Verifier(httpapi.StaticKey(a.Config.JWTSecret)).VerifyContext, log)),
 	}
 }
 

@@ -44,9 +44,9 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/auth"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/recovery"
@@ -574,7 +574,7 @@ func (b *bench) prepareUsers(ctx context.Context) error {
 	e.tokens = make([]string, b.o.users)
 	e.uploads = make([]string, b.o.users)
 	for i := range b.o.users {
-		tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: fmt.Sprintf("bench-u%d", i), Role: auth.RoleUser, Plan: []string{"free", "pro", "enterprise"}[i%3], ExpiresAt: time.Now().Add(2 * time.Hour)})
+		tok, err := httpapi.Mint(s.Config.JWTSecret, httpapi.Claims{Subject: fmt.Sprintf("bench-u%d", i), Role: httpapi.RoleUser, Plan: []string{"free", "pro", "enterprise"}[i%3], ExpiresAt: time.Now().Add(2 * time.Hour)})
 		if err != nil {
 			return err
 		}
@@ -918,7 +918,7 @@ func (b *bench) measureColdStarts(ctx context.Context) error {
 // mappings then receive full batches, as they do in AWS whenever a queue
 // holds a backlog (after a pause, an outage of the external API, a burst).
 func (e *env) backlogPhase(ctx context.Context, n int, res *result) error {
-	tok, err := auth.Mint(e.s.Config.JWTSecret, auth.Claims{Subject: "bench-ops", Role: auth.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint(e.s.Config.JWTSecret, httpapi.Claims{Subject: "bench-ops", Role: httpapi.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		return err
 	}
@@ -2452,8 +2452,8 @@ func coldRequest(name string) ([]byte, error) {
 	if !resources.ReadsJWTSecret(name) {
 		return []byte(`{}`), nil
 	}
-	tok, err := auth.Mint([]byte("cold-start-probe-not-the-deployment-key"), auth.Claims{
-		Subject: "cold-start-probe", Role: auth.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint([]byte("cold-start-probe-not-the-deployment-key"), httpapi.Claims{
+		Subject: "cold-start-probe", Role: httpapi.RoleAdmin, ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/auth"
+	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -75,7 +75,7 @@ func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Dur
 // one upload, and returns its client and the upload's ID.
 func (e *env) freeOwner(ctx context.Context, sub string) (*apiclient.Client, string, error) {
 	s := e.s
-	tok, err := auth.Mint(s.Config.JWTSecret, auth.Claims{Subject: sub, Role: auth.RoleUser, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
+	tok, err := httpapi.Mint(s.Config.JWTSecret, httpapi.Claims{Subject: sub, Role: httpapi.RoleUser, Plan: "free", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		return nil, "", err
 	}

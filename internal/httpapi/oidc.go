@@ -1,4 +1,4 @@
-package auth
+package httpapi
 
 import (
 	"context"
@@ -166,7 +166,7 @@ func (o *oidcVerifier) verify(ctx context.Context, raw string) (Claims, error) {
 		return k, err
 	})
 	if err != nil {
-		var ae *Error
+		var ae *TokenError
 		switch {
 		case keyErr != nil:
 			return Claims{}, keyErr

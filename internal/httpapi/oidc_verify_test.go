@@ -1,4 +1,4 @@
-package auth
+package httpapi
 
 import (
 	"context"
@@ -135,7 +135,7 @@ func setupOIDC(t *testing.T, mutate func(*OIDCConfig)) *oidcBundle {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	v, err := New(Options{Key: func(context.Context) ([]byte, error) { return secret, nil }, OIDC: &cfg, Now: c.now})
+	v, err := NewVerifierWith(VerifierOptions{Key: func(context.Context) ([]byte, error) { return tokenSecret, nil }, OIDC: &cfg, Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func (b *oidcBundle) verify(tok string) (Claims, error) {
 
 func wantRefused(t *testing.T, err error, reason string) {
 	t.Helper()
-	var ae *Error
+	var ae *TokenError
 	if !errors.As(err, &ae) || !errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrKeyUnavailable) {
 		t.Fatalf("error %v, want a refusal (%q)", err, reason)
 	}
@@ -218,7 +218,7 @@ func TestOIDCAcceptsRS256AndES256(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("ES256 claims (-want +got):\n%s", diff)
 			}
-			if _, err := b.verify(signed(t, jwt.SigningMethodHS256, secret, claims(nil))); err != nil {
+			if _, err := b.verify(signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil))); err != nil {
 				t.Errorf("an HS256 token beside the issuer: %v", err)
 			}
 			wantDisc := int32(1)
@@ -338,9 +338,9 @@ func TestOIDCRefuses(t *testing.T) {
 			forged(`{"alg":"HS256","typ":"JWT","kid":"r1"}`, hsPayload(b.userClaims(map[string]any{"iss": nil, "role": "admin"})), pubDER),
 			"bad signature"},
 		{"HS256 with the environment's secret but the issuer's iss",
-			sign(t, jwt.SigningMethodHS256, "", secret, b.userClaims(nil)), "unacceptable signing method"},
+			sign(t, jwt.SigningMethodHS256, "", tokenSecret, b.userClaims(nil)), "unacceptable signing method"},
 		{"RS256 header, HMAC signature made with the HS256 secret",
-			forged(`{"alg":"RS256","typ":"JWT","kid":"r1"}`, hsPayload(b.userClaims(nil)), secret), "bad signature"},
+			forged(`{"alg":"RS256","typ":"JWT","kid":"r1"}`, hsPayload(b.userClaims(nil)), tokenSecret), "bad signature"},
 		{"ES256 token whose kid names the RSA key",
 			sign(t, jwt.SigningMethodES256, "r1", ek, b.userClaims(nil)), "the signing key does not match the token's algorithm"},
 		{"RS256 token whose kid names the EC key",
@@ -466,7 +466,7 @@ func TestOIDCIssuerUnreachable(t *testing.T) {
 	}
 }
 
-// TestOIDCConfigRefused: what New refuses, and keys a set holds that are
+// TestOIDCConfigRefused: what NewVerifierWith refuses, and keys a set holds that are
 // never used.
 func TestOIDCConfigRefused(t *testing.T) {
 	t.Parallel()
@@ -478,11 +478,11 @@ func TestOIDCConfigRefused(t *testing.T) {
 		"negative TTL":      {Issuer: "https://idp.example", Audiences: []string{"a"}, CacheTTL: -time.Second},
 		"an empty audience": {Issuer: "https://idp.example", Audiences: []string{" "}},
 	} {
-		if _, err := New(Options{OIDC: &c}); err == nil {
+		if _, err := NewVerifierWith(VerifierOptions{OIDC: &c}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := New(Options{OIDC: &OIDCConfig{Issuer: "http://127.0.0.1:9", Audiences: []string{"a"}}}); err != nil {
+	if _, err := NewVerifierWith(VerifierOptions{OIDC: &OIDCConfig{Issuer: "http://127.0.0.1:9", Audiences: []string{"a"}}}); err != nil {
 		t.Errorf("http on loopback: %v", err)
 	}
 
@@ -494,7 +494,7 @@ func TestOIDCConfigRefused(t *testing.T) {
 	b384, _ := p384.PublicKey.Bytes()
 	big := rsaKey(t)
 	for name, k := range map[string]map[string]string{
-		"symmetric":     {"kty": "oct", "kid": "x", "k": enc(secret)},
+		"symmetric":     {"kty": "oct", "kid": "x", "k": enc(tokenSecret)},
 		"RSA 1024":      rsaJWK("x", small),
 		"encryption":    func() map[string]string { m := rsaJWK("x", big); m["use"] = "enc"; return m }(),
 		"P-384":         {"kty": "EC", "kid": "x", "crv": "P-384", "x": enc(b384[1:49]), "y": enc(b384[49:])},

@@ -1,4 +1,4 @@
-package auth
+package httpapi
 
 import (
 	"context"
@@ -76,7 +76,7 @@ type jwk struct {
 var errUnknownKid = refuse("unknown signing key")
 
 // key returns the public key named kid, usable with alg (RS256 or ES256).
-// Its errors are refusals (*Error) or match ErrKeyUnavailable (the set
+// Its errors are refusals (*TokenError) or match ErrKeyUnavailable (the set
 // could not be had: the token was not judged).
 func (s *keySet) key(ctx context.Context, kid, alg string) (any, error) {
 	for {

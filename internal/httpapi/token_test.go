@@ -1,4 +1,4 @@
-package auth
+package httpapi
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 )
 
 var (
-	secret = []byte("test-secret-0123456789abcdef")
-	now    = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tokenSecret = []byte("test-secret-0123456789abcdef")
+	now         = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 )
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
@@ -55,7 +55,7 @@ func claims(changes map[string]any) jwt.MapClaims {
 
 func TestVerifyRefuses(t *testing.T) {
 	t.Parallel()
-	valid := signed(t, jwt.SigningMethodHS256, secret, claims(nil))
+	valid := signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil))
 	parts := strings.Split(valid, ".")
 	payload := `{"sub":"u1","role":"user","plan":"pro","exp":` + strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + `}`
 
@@ -74,27 +74,27 @@ func TestVerifyRefuses(t *testing.T) {
 		{"oversized", "Bearer " + strings.Repeat("a", MaxTokenLength+1), "malformed token"},
 		{"alg none unsigned", "Bearer " + b64(`{"alg":"none","typ":"JWT"}`) + "." + parts[1] + ".", "unacceptable signing method"},
 		{"alg none with signature", "Bearer " + b64(`{"alg":"none","typ":"JWT"}`) + "." + parts[1] + "." + parts[2], "unacceptable signing method"},
-		{"RS256 header with HMAC signature", "Bearer " + forged(`{"alg":"RS256","typ":"JWT"}`, payload, secret), "unacceptable signing method"},
-		{"HS512 with the secret", "Bearer " + signed(t, jwt.SigningMethodHS512, secret, claims(nil)), "unacceptable signing method"},
-		{"HS384 with the secret", "Bearer " + signed(t, jwt.SigningMethodHS384, secret, claims(nil)), "unacceptable signing method"},
+		{"RS256 header with HMAC signature", "Bearer " + forged(`{"alg":"RS256","typ":"JWT"}`, payload, tokenSecret), "unacceptable signing method"},
+		{"HS512 with the secret", "Bearer " + signed(t, jwt.SigningMethodHS512, tokenSecret, claims(nil)), "unacceptable signing method"},
+		{"HS384 with the secret", "Bearer " + signed(t, jwt.SigningMethodHS384, tokenSecret, claims(nil)), "unacceptable signing method"},
 		{"tampered payload", "Bearer " + parts[0] + "." + b64(`{"sub":"u1","role":"admin","exp":9999999999}`) + "." + parts[2], "bad signature"},
 		{"tampered signature", "Bearer " + parts[0] + "." + parts[1] + "." + b64("not the signature at all, 32 b!"), "bad signature"},
 		{"wrong secret", "Bearer " + signed(t, jwt.SigningMethodHS256, []byte("another-secret"), claims(nil)), "bad signature"},
-		{"expired beyond the leeway", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"exp": now.Add(-Leeway - time.Second).Unix()})), "token expired"},
-		{"not valid yet", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), "token not valid yet"},
-		{"issued in the future", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"iat": now.Add(Leeway + time.Minute).Unix()})), "token issued in the future"},
-		{"missing exp", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"exp": nil})), "exp is required"},
-		{"exp not a number", "Bearer " + forged(`{"alg":"HS256","typ":"JWT"}`, `{"sub":"u1","role":"user","exp":"tomorrow"}`, secret), "malformed token"},
-		{"missing sub", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"sub": nil})), "sub is required"},
-		{"sub with a key separator", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"sub": "u1#admin"})), "invalid sub"},
-		{"sub too long", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"sub": strings.Repeat("u", 129)})), "invalid sub"},
-		{"missing role", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": nil})), "unknown role"},
-		{"unknown role", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": "root"})), "unknown role"},
-		{"role in another case", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": "Admin"})), "unknown role"},
-		{"unknown plan", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"plan": "platinum"})), "unknown plan"},
-		{"admin with an unknown plan", "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": "admin", "plan": "gold"})), "unknown plan"},
+		{"expired beyond the leeway", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"exp": now.Add(-Leeway - time.Second).Unix()})), "token expired"},
+		{"not valid yet", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"nbf": now.Add(time.Hour).Unix()})), "token not valid yet"},
+		{"issued in the future", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"iat": now.Add(Leeway + time.Minute).Unix()})), "token issued in the future"},
+		{"missing exp", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"exp": nil})), "exp is required"},
+		{"exp not a number", "Bearer " + forged(`{"alg":"HS256","typ":"JWT"}`, `{"sub":"u1","role":"user","exp":"tomorrow"}`, tokenSecret), "malformed token"},
+		{"missing sub", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"sub": nil})), "sub is required"},
+		{"sub with a key separator", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"sub": "u1#admin"})), "invalid sub"},
+		{"sub too long", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"sub": strings.Repeat("u", 129)})), "invalid sub"},
+		{"missing role", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": nil})), "unknown role"},
+		{"unknown role", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": "root"})), "unknown role"},
+		{"role in another case", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": "Admin"})), "unknown role"},
+		{"unknown plan", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"plan": "platinum"})), "unknown plan"},
+		{"admin with an unknown plan", "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": "admin", "plan": "gold"})), "unknown plan"},
 	}
-	v := NewVerifier(secret, func() time.Time { return now })
+	v := NewVerifier(tokenSecret, func() time.Time { return now })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -102,9 +102,9 @@ func TestVerifyRefuses(t *testing.T) {
 			if !errors.Is(err, ErrUnauthorized) {
 				t.Fatalf("Verify = %+v, %v; want an error matching ErrUnauthorized", c, err)
 			}
-			var ae *Error
+			var ae *TokenError
 			if !errors.As(err, &ae) {
-				t.Fatalf("Verify error %T is not an *Error", err)
+				t.Fatalf("Verify error %T is not a *TokenError", err)
 			}
 			if diff := cmp.Diff(tt.reason, ae.Reason); diff != "" {
 				t.Errorf("reason (-want +got):\n%s", diff)
@@ -128,42 +128,44 @@ func TestVerifyAccepts(t *testing.T) {
 		want   Claims
 	}{
 		{
-			name:   "user with a plan",
-			header: func(t *testing.T) string { return "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(nil)) },
-			want:   Claims{Subject: "u1", Role: RoleUser, Plan: "pro", ExpiresAt: exp},
+			name: "user with a plan",
+			header: func(t *testing.T) string {
+				return "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil))
+			},
+			want: Claims{Subject: "u1", Role: RoleUser, Plan: "pro", ExpiresAt: exp},
 		},
 		{
 			name: "user without a plan is on free",
 			header: func(t *testing.T) string {
-				return "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"plan": nil}))
+				return "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"plan": nil}))
 			},
 			want: Claims{Subject: "u1", Role: RoleUser, Plan: "free", ExpiresAt: exp},
 		},
 		{
 			name: "admin without a plan",
 			header: func(t *testing.T) string {
-				return "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": "admin", "plan": nil}))
+				return "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": "admin", "plan": nil}))
 			},
 			want: Claims{Subject: "u1", Role: RoleAdmin, ExpiresAt: exp},
 		},
 		{
 			name: "service with a plan",
 			header: func(t *testing.T) string {
-				return "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"role": "service", "plan": "enterprise"}))
+				return "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"role": "service", "plan": "enterprise"}))
 			},
 			want: Claims{Subject: "u1", Role: RoleService, Plan: "enterprise", ExpiresAt: exp},
 		},
 		{
 			name: "expired inside the leeway",
 			header: func(t *testing.T) string {
-				return "Bearer " + signed(t, jwt.SigningMethodHS256, secret, claims(map[string]any{"exp": now.Add(-10 * time.Second).Unix()}))
+				return "Bearer " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(map[string]any{"exp": now.Add(-10 * time.Second).Unix()}))
 			},
 			want: Claims{Subject: "u1", Role: RoleUser, Plan: "pro", ExpiresAt: now.Add(-10 * time.Second)},
 		},
 		{
 			name: "lower-case scheme and extra spaces",
 			header: func(t *testing.T) string {
-				return " bearer   " + signed(t, jwt.SigningMethodHS256, secret, claims(nil)) + " "
+				return " bearer   " + signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil)) + " "
 			},
 			want: Claims{Subject: "u1", Role: RoleUser, Plan: "pro", ExpiresAt: exp},
 		},
@@ -189,7 +191,7 @@ func TestVerifyAccepts(t *testing.T) {
 			want: Claims{Subject: "ops", Role: RoleAdmin, ExpiresAt: exp},
 		},
 	}
-	v := NewVerifier(secret, func() time.Time { return now })
+	v := NewVerifier(tokenSecret, func() time.Time { return now })
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -206,7 +208,7 @@ func TestVerifyAccepts(t *testing.T) {
 
 func mint(t *testing.T, c Claims) string {
 	t.Helper()
-	s, err := Mint(secret, c)
+	s, err := Mint(tokenSecret, c)
 	if err != nil {
 		t.Fatalf("Mint: %v", err)
 	}
@@ -218,7 +220,7 @@ func TestVerifierWithoutSecretRefusesAll(t *testing.T) {
 	for _, key := range [][]byte{nil, {}} {
 		v := NewVerifier(key, func() time.Time { return now })
 		forgedEmpty := forged(`{"alg":"HS256","typ":"JWT"}`, `{"sub":"u1","role":"admin","exp":9999999999}`, key)
-		for _, tok := range []string{forgedEmpty, signed(t, jwt.SigningMethodHS256, secret, claims(nil))} {
+		for _, tok := range []string{forgedEmpty, signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil))} {
 			if c, err := v.Verify("Bearer " + tok); !errors.Is(err, ErrUnauthorized) {
 				t.Errorf("Verify with secret %q = %+v, %v; want ErrUnauthorized", key, c, err)
 			}
@@ -246,12 +248,12 @@ func TestMintRefuses(t *testing.T) {
 		c      Claims
 	}{
 		{"no secret", nil, Claims{Subject: "u1", Role: RoleUser, ExpiresAt: exp}},
-		{"no subject", secret, Claims{Role: RoleUser, ExpiresAt: exp}},
-		{"subject with a slash", secret, Claims{Subject: "u/1", Role: RoleUser, ExpiresAt: exp}},
-		{"no role", secret, Claims{Subject: "u1", ExpiresAt: exp}},
-		{"unknown role", secret, Claims{Subject: "u1", Role: "root", ExpiresAt: exp}},
-		{"unknown plan", secret, Claims{Subject: "u1", Role: RoleUser, Plan: "gold", ExpiresAt: exp}},
-		{"no expiry", secret, Claims{Subject: "u1", Role: RoleUser}},
+		{"no subject", tokenSecret, Claims{Role: RoleUser, ExpiresAt: exp}},
+		{"subject with a slash", tokenSecret, Claims{Subject: "u/1", Role: RoleUser, ExpiresAt: exp}},
+		{"no role", tokenSecret, Claims{Subject: "u1", ExpiresAt: exp}},
+		{"unknown role", tokenSecret, Claims{Subject: "u1", Role: "root", ExpiresAt: exp}},
+		{"unknown plan", tokenSecret, Claims{Subject: "u1", Role: RoleUser, Plan: "gold", ExpiresAt: exp}},
+		{"no expiry", tokenSecret, Claims{Subject: "u1", Role: RoleUser}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,7 +277,7 @@ func TestMintedTokenIsHS256(t *testing.T) {
 	}
 	// A past expiry mints (tests need expired tokens) and is then refused.
 	old := mint(t, Claims{Subject: "u1", Role: RoleUser, ExpiresAt: now.Add(-time.Hour)})
-	if _, err := NewVerifier(secret, func() time.Time { return now }).Verify("Bearer " + old); !errors.Is(err, ErrUnauthorized) {
+	if _, err := NewVerifier(tokenSecret, func() time.Time { return now }).Verify("Bearer " + old); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("expired minted token: %v", err)
 	}
 }
@@ -290,7 +292,7 @@ func TestVerifierFuncAsksForTheKeyOnlyWhenNeeded(t *testing.T) {
 	keyErr := errors.New("reading secret arn:jwt: timeout")
 	var answer func() ([]byte, error)
 	v := NewVerifierFunc(func(context.Context) ([]byte, error) { asked++; return answer() }, func() time.Time { return now })
-	tok := signed(t, jwt.SigningMethodHS256, secret, claims(nil))
+	tok := signed(t, jwt.SigningMethodHS256, tokenSecret, claims(nil))
 
 	for _, h := range []string{"", "Bearer ", "Basic abc", "Bearer " + strings.Repeat("a", MaxTokenLength+1)} {
 		if _, err := v.VerifyContext(context.Background(), h); !errors.Is(err, ErrUnauthorized) {
@@ -307,7 +309,7 @@ func TestVerifierFuncAsksForTheKeyOnlyWhenNeeded(t *testing.T) {
 		t.Errorf("key unavailable: %v, want ErrKeyUnavailable wrapping the read's error, not ErrUnauthorized", err)
 	}
 
-	answer = func() ([]byte, error) { return secret, nil }
+	answer = func() ([]byte, error) { return tokenSecret, nil }
 	c, err := v.VerifyContext(context.Background(), "Bearer "+tok)
 	if err != nil || c.Subject != "u1" {
 		t.Errorf("with the key: %+v, %v", c, err)

@@ -1,12 +1,4 @@
-// Package auth verifies and mints the API's bearer tokens: HS256 JWTs signed
-// with the environment's secret, carrying sub, role, plan and exp, and, when
-// an OpenID Connect issuer is configured (OIDCConfig), the RS256 and ES256
-// tokens of that issuer, verified with its published key set. Every other
-// algorithm (none included), a bad signature, a missing or past exp, a
-// missing subject or an unknown role or plan is refused; so is an HS256
-// token that claims to come from the issuer, and an issuer's token whose
-// key is not of its algorithm's type.
-package auth
+package httpapi
 
 import (
 	"context"
@@ -76,18 +68,18 @@ type Claims struct {
 // ErrUnauthorized matches (errors.Is) every error Verify returns.
 var ErrUnauthorized = errors.New("unauthorized")
 
-// Error is a refused token. Reason says why in words that are safe to show
+// TokenError is a refused token. Reason says why in words that are safe to show
 // the caller; it never contains the token.
-type Error struct {
+type TokenError struct {
 	Reason string
 }
 
-func (e *Error) Error() string { return "unauthorized: " + e.Reason }
+func (e *TokenError) Error() string { return "unauthorized: " + e.Reason }
 
 // Is makes errors.Is(err, ErrUnauthorized) true.
-func (e *Error) Is(target error) bool { return target == ErrUnauthorized }
+func (e *TokenError) Is(target error) bool { return target == ErrUnauthorized }
 
-func refuse(reason string) error { return &Error{Reason: reason} }
+func refuse(reason string) error { return &TokenError{Reason: reason} }
 
 // tokenClaims is the JWT payload.
 type tokenClaims struct {
@@ -109,8 +101,8 @@ type Verifier struct {
 	oidc *oidcVerifier
 }
 
-// Options configure a Verifier.
-type Options struct {
+// VerifierOptions configure a Verifier.
+type VerifierOptions struct {
 	// Key is the HS256 key (nil or empty: every HS256 token is refused).
 	Key KeyFunc
 	// OIDC, when set, accepts the tokens of that issuer too.
@@ -120,10 +112,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New returns a Verifier for o; it fails, saying why, on an OIDC
+// NewVerifierWith returns a Verifier for o; it fails, saying why, on an OIDC
 // configuration that cannot work. Nothing is fetched before the first
 // token of the issuer arrives.
-func New(o Options) (*Verifier, error) {
+func NewVerifierWith(o VerifierOptions) (*Verifier, error) {
 	v := NewVerifierFunc(o.Key, o.Now)
 	if o.OIDC != nil {
 		ov, err := newOIDC(*o.OIDC, v.now)
@@ -188,7 +180,7 @@ func NewVerifierFunc(key KeyFunc, now func() time.Time) *Verifier {
 // case-insensitive) and returns the token's claims. HS256 with the
 // Verifier's secret is accepted, and RS256/ES256 from the OIDC issuer when
 // one is configured; every refusal matches ErrUnauthorized and is an
-// *Error. It is VerifyContext without a deadline.
+// *TokenError. It is VerifyContext without a deadline.
 func (v *Verifier) Verify(bearerHeader string) (Claims, error) {
 	return v.VerifyContext(context.Background(), bearerHeader)
 }
