@@ -33,10 +33,19 @@ var zWriters = sync.Pool{New: func() any {
 }}
 
 // compressed is b as raw DEFLATE with jobDict.
-func compressed(b []byte) ([]byte, error) {
+func compressed(b []byte) ([]byte, error) { return compressWith(&zWriters, b) }
+
+// resetWriter is a compressor a pool reuses (gzip.Writer, flate.Writer).
+type resetWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressWith compresses b with a writer of pool.
+func compressWith(pool *sync.Pool, b []byte) ([]byte, error) {
 	var out bytes.Buffer
-	w := zWriters.Get().(*flate.Writer)
-	defer zWriters.Put(w)
+	w := pool.Get().(resetWriter)
+	defer pool.Put(w)
 	w.Reset(&out)
 	if _, err := w.Write(b); err != nil {
 		return nil, err

@@ -132,19 +132,7 @@ type earlierEvent struct {
 }
 
 // gzipped compresses b with a pooled writer.
-func gzipped(b []byte) ([]byte, error) {
-	var out bytes.Buffer
-	w := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(w)
-	w.Reset(&out)
-	if _, err := w.Write(b); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
+func gzipped(b []byte) ([]byte, error) { return compressWith(&gzipWriters, b) }
 
 // gunzipped reverses gzipped.
 func gunzipped(b []byte) ([]byte, error) {

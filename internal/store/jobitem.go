@@ -120,12 +120,11 @@ func expandJob(item map[string]types.AttributeValue) (map[string]types.Attribute
 	if err := d.Decode(&rest); err != nil {
 		return nil, bad(err)
 	}
-	out := make(map[string]types.AttributeValue, len(item)+len(rest))
-	for k, v := range rest {
-		if out[k], err = fromJSONValue(v); err != nil {
-			return nil, bad(fmt.Errorf("%s: %w", k, err))
-		}
+	m, err := fromJSONMap(rest)
+	if err != nil {
+		return nil, bad(err)
 	}
+	out := m.Value
 	maps.Copy(out, item)
 	delete(out, attrJobZ)
 	return withIDFromKey(out), nil
@@ -224,17 +223,22 @@ func fromJSONValue(v any) (types.AttributeValue, error) {
 				}
 			}
 		}
-		m := make(map[string]types.AttributeValue, len(v))
-		for k, e := range v {
-			av, err := fromJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = av
-		}
-		return &types.AttributeValueMemberM{Value: m}, nil
+		return fromJSONMap(v)
 	}
 	return nil, fmt.Errorf("a JSON value of type %T", v)
+}
+
+// fromJSONMap reads a JSON object as an M.
+func fromJSONMap(v map[string]any) (*types.AttributeValueMemberM, error) {
+	m := make(map[string]types.AttributeValue, len(v))
+	for k, e := range v {
+		av, err := fromJSONValue(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		m[k] = av
+	}
+	return &types.AttributeValueMemberM{Value: m}, nil
 }
 
 // fromTyped reads the value of a marked object of type typ.
@@ -260,15 +264,7 @@ func fromTyped(typ string, v any) (types.AttributeValue, error) {
 		if !ok {
 			return nil, errors.New("a marked map that is not an object")
 		}
-		out := make(map[string]types.AttributeValue, len(m))
-		for k, e := range m {
-			av, err := fromJSONValue(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = av
-		}
-		return &types.AttributeValueMemberM{Value: out}, nil
+		return fromJSONMap(m)
 	case "B":
 		s, ok := v.(string)
 		b, err := base64.StdEncoding.DecodeString(s)
@@ -280,19 +276,8 @@ func fromTyped(typ string, v any) (types.AttributeValue, error) {
 		ss, err := strs()
 		return &types.AttributeValueMemberSS{Value: ss}, err
 	case "NS":
-		l, ok := v.([]any)
-		ns := make([]string, len(l))
-		for i, e := range l {
-			n, isNum := e.(string)
-			if !isNum {
-				return nil, errors.New("an NS that is not a list of numbers")
-			}
-			ns[i] = n
-		}
-		if !ok && v != nil {
-			return nil, errors.New("an NS that is not a list")
-		}
-		return &types.AttributeValueMemberNS{Value: ns}, nil
+		ns, err := strs()
+		return &types.AttributeValueMemberNS{Value: ns}, err
 	case "BS":
 		ss, err := strs()
 		if err != nil {
