@@ -297,43 +297,9 @@ func ParseConfig(env job.Env, data []byte) (Config, error) {
 func (cfg Config) Validate(env job.Env) error {
 	var bad []string
 	fail := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
-
-	seen := map[string]bool{}
-	for i, o := range cfg.AllowedOrigins {
-		if err := checkOrigin(o, env); err != nil {
-			fail("allowedOrigins[%d] %q: %v", i, o, err)
-		}
-		if seen[o] {
-			fail("allowedOrigins[%d] %q: listed twice", i, o)
-		}
-		seen[o] = true
-	}
-	if n := len(cfg.AllowedOrigins); n > maxOrigins {
-		fail("allowedOrigins: %d origins, at most %d (a function URL's CORS takes 100, one is the dashboard's)", n, maxOrigins)
-	}
-
-	if cfg.ExternalAPI.URL == "" {
-		fail("externalApi.url: required (the publishing API's base URL, e.g. https://%s)", LiveExternalAPIHost)
-	} else if host, err := checkHTTPSURL(cfg.ExternalAPI.URL); err != nil {
-		fail("externalApi.url %q: %v", cfg.ExternalAPI.URL, err)
-	} else if host == LiveExternalAPIHost && !env.Production() && !cfg.ExternalAPI.Live {
-		fail("externalApi.url %q is the live API: point %s at a sandbox, or set externalApi.live to true to call the live API on purpose", cfg.ExternalAPI.URL, env)
-	}
-
-	for i, s := range cfg.Alarms.Subscribers {
-		if err := checkSubscriber(s); err != nil {
-			fail("alarms.subscribers[%d] %q: %v", i, s, err)
-		}
-	}
-	if arn := cfg.Alarms.TopicARN; arn != "" {
-		if !snsTopicARN.MatchString(arn) {
-			fail("alarms.topicArn %q: want an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", arn)
-		}
-		if len(cfg.Alarms.Subscribers) > 0 {
-			fail("alarms: give subscribers (to the stack's own topic) or topicArn (an existing topic), not both")
-		}
-	}
-
+	bad = append(bad, cfg.checkOrigins(env)...)
+	bad = append(bad, cfg.checkExternalAPI(env)...)
+	bad = append(bad, cfg.checkAlarms()...)
 	if cfg.Account != "" && !accountID.MatchString(cfg.Account) {
 		fail("account %q: want a 12-digit AWS account id", cfg.Account)
 	}
@@ -351,18 +317,7 @@ func (cfg Config) Validate(env job.Env) error {
 	if l := cfg.SystemLogLevel; l != "" && !slices.Contains(SystemLogLevels, l) {
 		fail("systemLogLevel %q: want one of %v", l, SystemLogLevels)
 	}
-
-	if o := cfg.OIDC; o.Issuer != "" {
-		if _, err := checkHTTPSURL(o.Issuer); err != nil {
-			fail("oidc.issuer %q: %v", o.Issuer, err)
-		}
-		if strings.TrimSpace(o.Audience) == "" {
-			fail("oidc.audience: required with oidc.issuer (the aud your provider puts in Conveyor's tokens)")
-		}
-	} else if o.Audience != "" || o.RoleClaim != "" || o.PlanClaim != "" {
-		fail("oidc: audience, roleClaim and planClaim need oidc.issuer")
-	}
-
+	bad = append(bad, cfg.checkOIDC()...)
 	bad = append(bad, cfg.Fairness.check()...)
 	if cfg.BusEvents != "" {
 		if _, err := job.ParseBusEvents(cfg.BusEvents); err != nil {
@@ -374,6 +329,75 @@ func (cfg Config) Validate(env job.Env) error {
 		return fmt.Errorf("invalid %s configuration:\n  %s", env, strings.Join(bad, "\n  "))
 	}
 	return nil
+}
+
+// checkOrigins reports what is wrong with the allowed origins: each must be
+// an origin env may serve, listed once, and they must fit a function URL's
+// CORS beside the dashboard's.
+func (cfg Config) checkOrigins(env job.Env) (bad []string) {
+	seen := map[string]bool{}
+	for i, o := range cfg.AllowedOrigins {
+		if err := checkOrigin(o, env); err != nil {
+			bad = append(bad, fmt.Sprintf("allowedOrigins[%d] %q: %v", i, o, err))
+		}
+		if seen[o] {
+			bad = append(bad, fmt.Sprintf("allowedOrigins[%d] %q: listed twice", i, o))
+		}
+		seen[o] = true
+	}
+	if n := len(cfg.AllowedOrigins); n > maxOrigins {
+		bad = append(bad, fmt.Sprintf("allowedOrigins: %d origins, at most %d (a function URL's CORS takes 100, one is the dashboard's)", n, maxOrigins))
+	}
+	return bad
+}
+
+// checkExternalAPI reports what is wrong with the external API's URL: it is
+// required, https, and the live API only in production or on purpose.
+func (cfg Config) checkExternalAPI(env job.Env) []string {
+	switch host, err := checkHTTPSURL(cfg.ExternalAPI.URL); {
+	case cfg.ExternalAPI.URL == "":
+		return []string{fmt.Sprintf("externalApi.url: required (the publishing API's base URL, e.g. https://%s)", LiveExternalAPIHost)}
+	case err != nil:
+		return []string{fmt.Sprintf("externalApi.url %q: %v", cfg.ExternalAPI.URL, err)}
+	case host == LiveExternalAPIHost && !env.Production() && !cfg.ExternalAPI.Live:
+		return []string{fmt.Sprintf("externalApi.url %q is the live API: point %s at a sandbox, or set externalApi.live to true to call the live API on purpose", cfg.ExternalAPI.URL, env)}
+	}
+	return nil
+}
+
+// checkAlarms reports what is wrong with where alarms go: subscribers an
+// SNS topic can take, or an existing topic's ARN, not both.
+func (cfg Config) checkAlarms() (bad []string) {
+	for i, s := range cfg.Alarms.Subscribers {
+		if err := checkSubscriber(s); err != nil {
+			bad = append(bad, fmt.Sprintf("alarms.subscribers[%d] %q: %v", i, s, err))
+		}
+	}
+	if arn := cfg.Alarms.TopicARN; arn != "" {
+		if !snsTopicARN.MatchString(arn) {
+			bad = append(bad, fmt.Sprintf("alarms.topicArn %q: want an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", arn))
+		}
+		if len(cfg.Alarms.Subscribers) > 0 {
+			bad = append(bad, "alarms: give subscribers (to the stack's own topic) or topicArn (an existing topic), not both")
+		}
+	}
+	return bad
+}
+
+// checkOIDC reports what is wrong with the OpenID Connect issuer: an https
+// issuer with an audience, and no claim settings without an issuer.
+func (cfg Config) checkOIDC() (bad []string) {
+	if o := cfg.OIDC; o.Issuer != "" {
+		if _, err := checkHTTPSURL(o.Issuer); err != nil {
+			bad = append(bad, fmt.Sprintf("oidc.issuer %q: %v", o.Issuer, err))
+		}
+		if strings.TrimSpace(o.Audience) == "" {
+			bad = append(bad, "oidc.audience: required with oidc.issuer (the aud your provider puts in Conveyor's tokens)")
+		}
+	} else if o.Audience != "" || o.RoleClaim != "" || o.PlanClaim != "" {
+		bad = append(bad, "oidc: audience, roleClaim and planClaim need oidc.issuer")
+	}
+	return bad
 }
 
 // maxOrigins leaves room for the dashboard's own origin in a function URL's

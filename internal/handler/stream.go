@@ -42,14 +42,6 @@ func OpenStreams(s *stream.Server) StreamOpener {
 // client disconnects (the context ends), or, cleanly, shortly before the
 // invocation's deadline (EndBefore).
 func StreamHandler(open StreamOpener, verify func(context.Context, string) (httpapi.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
-	jsonErr := func(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
-		b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-		h := map[string]string{"Content-Type": "application/json"}
-		if status == http.StatusTooManyRequests {
-			h["Retry-After"] = "5"
-		}
-		return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: h, Body: strings.NewReader(string(b))}
-	}
 	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 		header := func(name string) string {
 			for k, v := range req.Headers {
@@ -62,73 +54,99 @@ func StreamHandler(open StreamOpener, verify func(context.Context, string) (http
 		claims, err := verify(ctx, header("Authorization"))
 		if errors.Is(err, httpapi.ErrKeyUnavailable) {
 			log.ErrorContext(ctx, "token key unavailable", "error", err.Error())
-			return jsonErr(http.StatusServiceUnavailable, "auth_unavailable", "tokens cannot be verified right now; try again shortly"), nil
+			return streamError(http.StatusServiceUnavailable, "auth_unavailable", "tokens cannot be verified right now; try again shortly"), nil
 		}
 		if err != nil {
-			return jsonErr(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"), nil
+			return streamError(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"), nil
 		}
-		path := req.RawPath
 		sr := stream.Request{Caller: claims.Subject, LastEventID: header("Last-Event-ID")}
-		jobEvents := func(prefix string) (string, bool) {
-			rest, ok := strings.CutPrefix(path, prefix)
-			if !ok {
-				return "", false
-			}
-			id, ok := strings.CutSuffix(rest, "/events")
-			return id, ok && id != "" && !strings.Contains(id, "/")
-		}
-		switch {
-		case path == "/v1/events":
-		case path == "/v1/admin/events":
-			sr.Admin = true
-		default:
-			if id, ok := jobEvents("/v1/admin/jobs/"); ok {
-				sr.JobID, sr.Admin = id, true
-			} else if id, ok := jobEvents("/v1/jobs/"); ok {
-				sr.JobID = id
-			} else {
-				return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
-			}
+		if !streamRoute(req.RawPath, &sr) {
+			return streamError(http.StatusNotFound, "not_found", "no such resource"), nil
 		}
 		if method := req.RequestContext.HTTP.Method; method != "" && method != http.MethodGet {
-			resp := jsonErr(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only")
+			resp := streamError(http.StatusMethodNotAllowed, "method_not_allowed", "the event streams answer GET only")
 			resp.Headers["Allow"] = http.MethodGet
 			return resp, nil
 		}
 		if sr.Admin && claims.Role != httpapi.RoleAdmin && claims.Role != httpapi.RoleService {
-			return jsonErr(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
+			return streamError(http.StatusForbidden, "forbidden", "the admin event streams need an admin or service token"), nil
 		}
 		sess, err := open(ctx, sr)
 		switch {
 		case errors.Is(err, stream.ErrNotFound):
-			return jsonErr(http.StatusNotFound, "not_found", "no such resource"), nil
+			return streamError(http.StatusNotFound, "not_found", "no such resource"), nil
 		case errors.Is(err, stream.ErrTooMany):
-			return jsonErr(http.StatusTooManyRequests, "too_many_streams", "this user already has the most open event streams allowed; close one and retry"), nil
+			return streamError(http.StatusTooManyRequests, "too_many_streams", "this user already has the most open event streams allowed; close one and retry"), nil
 		case err != nil:
 			log.ErrorContext(ctx, "opening a stream failed", "error", err)
-			return jsonErr(http.StatusInternalServerError, "internal", "could not open the stream"), nil
+			return streamError(http.StatusInternalServerError, "internal", "could not open the stream"), nil
 		}
-		pr, pw := io.Pipe()
-		// The stream ends cleanly before the invocation's deadline (the
-		// function's timeout), so the client sees the stream's end and
-		// resumes with Last-Event-ID, rather than a connection cut.
-		runCtx, cancel := context.WithCancel(ctx)
-		if dl, ok := ctx.Deadline(); ok {
-			runCtx, cancel = context.WithDeadline(ctx, EndBefore(dl, time.Now()))
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			err := sess.Run(runCtx, pw, nil)
-			if err != nil && runCtx.Err() == nil && !errors.Is(err, io.ErrClosedPipe) {
-				log.WarnContext(ctx, "stream ended", "error", err)
-			}
-			pw.CloseWithError(err)
-		}()
-		body := &streamBody{PipeReader: pr, cancel: cancel, done: done}
-		return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: body,
-			Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}, nil
+		return streamResponse(ctx, sess, log), nil
 	}
+}
+
+// streamError is the stream function's JSON error answer (with
+// Retry-After on a 429).
+func streamError(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	h := map[string]string{"Content-Type": "application/json"}
+	if status == http.StatusTooManyRequests {
+		h["Retry-After"] = "5"
+	}
+	return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: h, Body: strings.NewReader(string(b))}
+}
+
+// streamRoute sets in sr the stream path names — the caller's events
+// (/v1/events), every user's (/v1/admin/events), a job's
+// (/v1/jobs/{id}/events, /v1/admin/jobs/{id}/events) — and reports
+// whether path is one of them.
+func streamRoute(path string, sr *stream.Request) bool {
+	jobEvents := func(prefix string) (string, bool) {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			return "", false
+		}
+		id, ok := strings.CutSuffix(rest, "/events")
+		return id, ok && id != "" && !strings.Contains(id, "/")
+	}
+	switch {
+	case path == "/v1/events":
+	case path == "/v1/admin/events":
+		sr.Admin = true
+	default:
+		if id, ok := jobEvents("/v1/admin/jobs/"); ok {
+			sr.JobID, sr.Admin = id, true
+		} else if id, ok := jobEvents("/v1/jobs/"); ok {
+			sr.JobID = id
+		} else {
+			return false
+		}
+	}
+	return true
+}
+
+// streamResponse runs sess into the response's body until the client
+// disconnects (ctx ends) or, cleanly, shortly before the invocation's
+// deadline (EndBefore), so the client sees the stream's end and resumes
+// with Last-Event-ID rather than a connection cut.
+func streamResponse(ctx context.Context, sess StreamSession, log *slog.Logger) *events.LambdaFunctionURLStreamingResponse {
+	pr, pw := io.Pipe()
+	runCtx, cancel := context.WithCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		runCtx, cancel = context.WithDeadline(ctx, EndBefore(dl, time.Now()))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := sess.Run(runCtx, pw, nil)
+		if err != nil && runCtx.Err() == nil && !errors.Is(err, io.ErrClosedPipe) {
+			log.WarnContext(ctx, "stream ended", "error", err)
+		}
+		pw.CloseWithError(err)
+	}()
+	body := &streamBody{PipeReader: pr, cancel: cancel, done: done}
+	return &events.LambdaFunctionURLStreamingResponse{StatusCode: http.StatusOK, Body: body,
+		Headers: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}}
 }
 
 // EndMarginDefault is how long before the invocation's deadline a stream
