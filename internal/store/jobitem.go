@@ -94,6 +94,9 @@ func compactJob(item map[string]types.AttributeValue, st job.Status) error {
 // them; any other item as it is. It is for tools and tests that read the
 // table's items themselves (a search of every stored byte for a secret).
 func ExpandJobItem(item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	if sk, ok := item[resources.AttrSK].(*types.AttributeValueMemberS); !ok || sk.Value != jobSK {
+		return item, nil
+	}
 	return expandJob(item)
 }
 
