@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -391,12 +393,20 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 		j.Version, j.EventSeq = prev, prevSeq
 		return err
 	}
+	// The write's own id: a write whose answer was lost and whose retry
+	// (the SDK's) then failed the version condition it had itself moved
+	// on is recognised as landed (landed), not taken for another writer's.
+	writeID := newWriteID()
+	item[attrWriteID] = str(writeID)
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
 	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
 		})
+		if isConditionFailed(err) && s.landed(ctx, j.ID, writeID) {
+			err = nil
+		}
 	} else {
 		// The events and the change they describe: one transaction.
 		tx := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(s.table), Item: item,
@@ -408,6 +418,9 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 		tx = append(tx, counters...)
 		tx = append(tx, checks...)
 		err = s.transact(ctx, tx, len(checks))
+		if errors.Is(err, ErrConflict) && s.landed(ctx, j.ID, writeID) {
+			err = nil
+		}
 		if errors.Is(err, ErrPaused) || errors.Is(err, ErrConflict) {
 			j.Version, j.EventSeq = prev, prevSeq
 			return err
@@ -422,6 +435,32 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 	}
 	j.Pending = nil
 	return nil
+}
+
+// attrWriteID is the job item's attribute naming the write that wrote it.
+const attrWriteID = "writeId"
+
+// newWriteID is a fresh write id: 64 random bits.
+func newWriteID() string {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// landed reports whether the job item with id is the one the write
+// writeID put (one strongly consistent read of that attribute): a write
+// whose condition failed only because an earlier attempt of the same
+// write had already landed.
+func (s *Store) landed(ctx context.Context, id, writeID string) bool {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String(attrWriteID),
+	})
+	if err != nil {
+		return false
+	}
+	got, ok := res.Item[attrWriteID].(*types.AttributeValueMemberS)
+	return ok && got.Value == writeID
 }
 
 // txConflictAttempts bounds how often a transaction cancelled only by
