@@ -103,5 +103,12 @@ func unmarshalJob(item map[string]types.AttributeValue, j *job.Job) error {
 	if err != nil {
 		return err
 	}
-	return attributevalue.UnmarshalMap(item, j)
+	if err := attributevalue.UnmarshalMap(item, j); err != nil {
+		return err
+	}
+	if j.ID == "" {
+		// A compact item and its index entries name the job by key only.
+		j.ID, _ = jobIDOf(item)
+	}
+	return nil
 }

@@ -97,20 +97,26 @@ func ExpandJobItem(item map[string]types.AttributeValue) (map[string]types.Attri
 	if sk, ok := item[resources.AttrSK].(*types.AttributeValueMemberS); !ok || sk.Value != jobSK {
 		return item, nil
 	}
-	return expandJob(item)
+	if _, compact := item[attrJobZ]; !compact {
+		return item, nil
+	}
+	out, err := expandJob(item)
+	if err != nil {
+		return nil, err
+	}
+	if id, ok := jobIDOf(out); ok {
+		out["id"] = str(id)
+	}
+	return out, nil
 }
 
-// expandJob returns item with jobZ's attributes back in place and, when
-// it has no id (a compact item or its index entries), the id read from its
-// key; item itself when it has neither to add (an item with every
-// attribute). item is not changed.
+// expandJob returns item with jobZ's attributes back in place (a new map),
+// or item itself when it has no jobZ (an item with every attribute, or an
+// index entry). item is not changed. The id stays the key's (jobIDOf).
 func expandJob(item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	z, ok := item[attrJobZ].(*types.AttributeValueMemberB)
 	if !ok {
-		if _, hasID := item["id"]; hasID {
-			return item, nil
-		}
-		return withIDFromKey(maps.Clone(item)), nil
+		return item, nil
 	}
 	bad := func(err error) error { return fmt.Errorf("decoding a job's %s: %w", attrJobZ, err) }
 	b, err := decompressed(z.Value)
@@ -130,17 +136,7 @@ func expandJob(item map[string]types.AttributeValue) (map[string]types.Attribute
 	out := m.Value
 	maps.Copy(out, item)
 	delete(out, attrJobZ)
-	return withIDFromKey(out), nil
-}
-
-// withIDFromKey sets item's id from its table key (JOB#id), if it has one.
-func withIDFromKey(item map[string]types.AttributeValue) map[string]types.AttributeValue {
-	if pk, ok := item[resources.AttrPK].(*types.AttributeValueMemberS); ok {
-		if id, ok := strings.CutPrefix(pk.Value, jobPK("")); ok {
-			item["id"] = &types.AttributeValueMemberS{Value: id}
-		}
-	}
-	return item
+	return out, nil
 }
 
 // typedKey marks, as the one key of a JSON object, a value of a type JSON
@@ -247,17 +243,16 @@ func fromJSONMap(v map[string]any) (*types.AttributeValueMemberM, error) {
 // fromTyped reads the value of a marked object of type typ.
 func fromTyped(typ string, v any) (types.AttributeValue, error) {
 	strs := func() ([]string, error) {
+		notStrings := fmt.Errorf("a %s that is not a list of strings", typ)
 		l, ok := v.([]any)
+		if !ok && v != nil {
+			return nil, notStrings
+		}
 		out := make([]string, len(l))
 		for i, e := range l {
-			var s string
-			if s, ok = e.(string); !ok {
-				break
+			if out[i], ok = e.(string); !ok {
+				return nil, notStrings
 			}
-			out[i] = s
-		}
-		if !ok && v != nil {
-			return nil, fmt.Errorf("a %s that is not a list of strings", typ)
 		}
 		return out, nil
 	}

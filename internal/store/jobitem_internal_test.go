@@ -47,11 +47,12 @@ func TestJobZKeepsEveryType(t *testing.T) {
 	if _, ok := item["m"]; ok {
 		t.Fatalf("compacted item still has the attribute m: %v", item)
 	}
-	back, err := expandJob(item)
+	item["sk"] = s(jobSK) // the table key, which jobItem adds after compacting
+	back, err := ExpandJobItem(item)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]types.AttributeValue{"pk": s(jobPK("job_1")), "version": n("3"), "id": s("job_1")}
+	want := map[string]types.AttributeValue{"pk": s(jobPK("job_1")), "sk": s(jobSK), "version": n("3"), "id": s("job_1")}
 	for k, v := range rest {
 		want[k] = v
 	}
