@@ -41,31 +41,48 @@ type EventRecord struct {
 	WebhookURL string   `dynamodbav:"webhookUrl,omitempty" json:"-"`
 }
 
-// attrJobZ (jobZ) is the event item's attribute holding the job's JSON,
-// compressed with the job dictionary (compressed): about a sixth of its
-// size, so that an event item stays well under the 1 KB of one write unit.
-// attrJobGz (jobGz) held it gzipped, about a third: what a store told
-// WriteJobAttributes writes, as code before jobZ reads only it.
+// eventCodec is how an event item keeps its compressed parts: the job's
+// JSON in job, the write's earlier events in earlier.
+type eventCodec struct {
+	job, earlier string
+	zip, unzip   func([]byte) ([]byte, error)
+}
+
+// eventCodecs are the two ways, in the order a reader tries them: jobZ
+// and earlierZ, compressed with the job dictionary (about a sixth of the
+// job's JSON, so that an event item stays well under the 1 KB of one write
+// unit), and jobGz and earlierGz, gzipped (about a third): what a store
+// told WriteJobAttributes writes, as code before jobZ reads only them.
+var eventCodecs = []eventCodec{
+	{job: attrJobZ, earlier: attrEarlierZ, zip: compressed, unzip: decompressed},
+	{job: attrJobGz, earlier: attrEarlierGz, zip: gzipped, unzip: gunzipped},
+}
+
+// attrJobGz is the event item's gzipped job (eventCodecs).
 const attrJobGz = "jobGz"
 
-// eventItem renders rec as an item (without its keys), its job compressed:
-// in jobZ, or in jobGz when gz.
-func eventItem(rec EventRecord, gz bool) (map[string]types.AttributeValue, error) {
+// writeCodec is the way s writes event items.
+func (s *Store) writeCodec() eventCodec {
+	if s.jobAttributes {
+		return eventCodecs[1]
+	}
+	return eventCodecs[0]
+}
+
+// eventItem renders rec as an item (without its keys), its job compressed
+// by c.
+func eventItem(rec EventRecord, c eventCodec) (map[string]types.AttributeValue, error) {
 	view := rec.Job
 	rec.Job = ""
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
 		return nil, err
 	}
-	attr, z := attrJobZ, compressed
-	if gz {
-		attr, z = attrJobGz, gzipped
-	}
-	b, err := z([]byte(view))
+	b, err := c.zip([]byte(view))
 	if err != nil {
 		return nil, err
 	}
-	item[attr] = &types.AttributeValueMemberB{Value: b}
+	item[c.job] = &types.AttributeValueMemberB{Value: b}
 	return item, nil
 }
 
@@ -88,13 +105,14 @@ func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return r, fmt.Errorf("decoding an event item: %w", err)
 	}
-	for attr, unz := range map[string]func([]byte) ([]byte, error){attrJobZ: decompressed, attrJobGz: gunzipped} {
-		if b, ok := item[attr].(*types.AttributeValueMemberB); ok {
-			view, err := unz(b.Value)
+	for _, c := range eventCodecs {
+		if b, ok := item[c.job].(*types.AttributeValueMemberB); ok {
+			view, err := c.unzip(b.Value)
 			if err != nil {
 				return r, fmt.Errorf("decoding the job of event %d of %s: %w", r.Seq, r.JobID, err)
 			}
 			r.Job = string(view)
+			break
 		}
 	}
 	return r, nil
@@ -173,7 +191,8 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	seq++
 	last := j.Pending[len(j.Pending)-1]
 	rec := EventRecord{JobID: j.ID, Owner: j.Owner, Seq: seq, Type: last.Type, At: last.At, Detail: last.Detail, Job: string(view), Tier: j.Tier, WebhookURL: j.WebhookURL}
-	item, err := eventItem(rec, s.jobAttributes)
+	c := s.writeCodec()
+	item, err := eventItem(rec, c)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +201,10 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 		if err != nil {
 			return nil, err
 		}
-		attr, z := attrEarlierZ, compressed
-		if s.jobAttributes {
-			attr, z = attrEarlierGz, gzipped
-		}
-		if b, err = z(b); err != nil {
+		if b, err = c.zip(b); err != nil {
 			return nil, err
 		}
-		item[attr] = &types.AttributeValueMemberB{Value: b}
+		item[c.earlier] = &types.AttributeValueMemberB{Value: b}
 	}
 	item[resources.AttrPK] = str(jobPK(j.ID))
 	item[resources.AttrSK] = str(eventSK(seq))
@@ -208,15 +223,16 @@ func decodeEvents(item map[string]types.AttributeValue) ([]EventRecord, error) {
 		return nil, err
 	}
 	var earlier []earlierEvent
-	for attr, unz := range map[string]func([]byte) ([]byte, error){attrEarlierZ: decompressed, attrEarlierGz: gunzipped} {
-		if z, ok := item[attr].(*types.AttributeValueMemberB); ok {
-			b, err := unz(z.Value)
+	for _, c := range eventCodecs {
+		if z, ok := item[c.earlier].(*types.AttributeValueMemberB); ok {
+			b, err := c.unzip(z.Value)
 			if err == nil {
 				err = json.Unmarshal(b, &earlier)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("decoding the earlier events of event %d of %s: %w", last.Seq, last.JobID, err)
 			}
+			break
 		}
 	}
 	out := make([]EventRecord, 0, len(earlier)+1)
