@@ -144,16 +144,8 @@ func setupOIDC(t *testing.T, mutate func(*OIDCConfig)) *oidcBundle {
 
 // userClaims are an issuer's valid claims, changed by changes (nil deletes).
 func (b *oidcBundle) userClaims(changes map[string]any) jwt.MapClaims {
-	c := jwt.MapClaims{"iss": b.iss, "aud": []string{audience}, "sub": "auth0|u42",
-		"exp": b.clock.now().Add(time.Hour).Unix(), "iat": b.clock.now().Unix()}
-	for k, v := range changes {
-		if v == nil {
-			delete(c, k)
-			continue
-		}
-		c[k] = v
-	}
-	return c
+	return changed(jwt.MapClaims{"iss": b.iss, "aud": []string{audience}, "sub": "auth0|u42",
+		"exp": b.clock.now().Add(time.Hour).Unix(), "iat": b.clock.now().Unix()}, changes)
 }
 
 func sign(t *testing.T, m jwt.SigningMethod, kid string, key any, claims jwt.MapClaims) string {

@@ -42,7 +42,12 @@ func forged(header, payload string, key []byte) string {
 
 // claims returns a valid user payload with the changes applied (nil deletes).
 func claims(changes map[string]any) jwt.MapClaims {
-	c := jwt.MapClaims{"sub": "u1", "role": "user", "plan": "pro", "exp": now.Add(time.Hour).Unix()}
+	return changed(jwt.MapClaims{"sub": "u1", "role": "user", "plan": "pro", "exp": now.Add(time.Hour).Unix()}, changes)
+}
+
+// changed is c with changes applied: each key set to its value, or
+// deleted when the value is nil.
+func changed(c jwt.MapClaims, changes map[string]any) jwt.MapClaims {
 	for k, v := range changes {
 		if v == nil {
 			delete(c, k)

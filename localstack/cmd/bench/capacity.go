@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -246,11 +248,7 @@ func (ls *limits) addThroughputQuotas(m mix) {
 	if len(u) == 0 {
 		return
 	}
-	names := make([]string, 0, len(u))
-	for k := range u {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(u))
 	busiest := ""
 	for _, k := range names {
 		if k != "table" && (busiest == "" || u[k] > u[busiest]) {

@@ -1883,24 +1883,14 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 // and the same by the function whose invocation made them.
 func printRequests(w io.Writer, r result, counts map[string]int, n int) {
 	fmt.Fprintln(w, "AWS requests per job\tcount")
-	ops := make([]string, 0, len(counts))
-	for op := range counts {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
-	for _, op := range ops {
+	for _, op := range slices.Sorted(maps.Keys(counts)) {
 		if counts[op] > 0 {
 			fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(counts[op])/float64(n))
 		}
 	}
 	fmt.Fprintf(w, "  total\t%.3f\n", r.RequestsTotal)
 	fmt.Fprintf(w, "  (left out: %.3f receives that found the queue empty — idle long polls, a fixed cost in the bill", r.IdleReceivesPerJob)
-	ops = ops[:0]
-	for op := range r.ClientReadsPerJob {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
-	for _, op := range ops {
+	for _, op := range slices.Sorted(maps.Keys(r.ClientReadsPerJob)) {
 		fmt.Fprintf(w, "; client status reads %s %.3f", op, r.ClientReadsPerJob[op])
 	}
 	fmt.Fprintf(w, ")\n")
@@ -1971,11 +1961,7 @@ func printEmulator(w io.Writer, r result) {
 	fmt.Fprintf(w, "submit p95 ÷ PutItem floor\t%.1f×\n", r.SubmitP95OverFloor)
 	fmt.Fprintf(w, "submit p95 ÷ floor of its own requests (TransactWriteItems + SendMessage)\t%.1f×\n", r.SubmitP95OverOwnFloor)
 	fmt.Fprintf(w, "emulator start: moto / DynamoDB Local\t%.0f / %.0f ms\n", r.EmulatorStartMs, r.DynamoDBStartMs)
-	names := make([]string, 0, len(r.BootstrapBytes))
-	for k := range r.BootstrapBytes {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r.BootstrapBytes))
 	for _, k := range names {
 		fmt.Fprintf(w, "bootstrap %s\t%.1f MB\n", k, float64(r.BootstrapBytes[k])/1e6)
 	}
@@ -1987,11 +1973,7 @@ func printUploads(w io.Writer, up phase) {
 		return
 	}
 	fmt.Fprintf(w, "\nAWS requests per upload (sign, PUT, the S3 event's confirm; %d uploads)\tcount\n", up.n)
-	ops := make([]string, 0, len(up.pipeline))
-	for op := range up.pipeline {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
+	ops := slices.Sorted(maps.Keys(up.pipeline))
 	for _, op := range ops {
 		if up.pipeline[op] > 0 {
 			fmt.Fprintf(w, "  %s\t%.3f\n", op, float64(up.pipeline[op])/float64(up.n))
@@ -2041,12 +2023,7 @@ func printColdStarts(w io.Writer, initMs, firstMs map[string]float64) {
 		return
 	}
 	fmt.Fprintln(w, "\ncold start, medians: process start → first invocation/next (init) | → first answer posted\tms")
-	names := make([]string, 0, len(initMs))
-	for k := range initMs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(initMs)) {
 		fmt.Fprintf(w, "  %s\t%.1f | %.1f\n", k, initMs[k], firstMs[k])
 	}
 }
@@ -2071,11 +2048,7 @@ func printCapacity(w io.Writer, r result) {
 // printPrices prints every price class's source.
 func printPrices(w io.Writer) {
 	fmt.Fprintln(w, "\nprices (us-east-1):")
-	classes := make([]string, 0, len(prices))
-	for k := range prices {
-		classes = append(classes, k)
-	}
-	sort.Strings(classes)
+	classes := slices.Sorted(maps.Keys(prices))
 	for _, k := range classes {
 		fmt.Fprintf(w, "  %s\t%s\n", k, prices[k].source)
 	}
@@ -2403,11 +2376,7 @@ func coldStarts(ctx context.Context, ep awsclient.Endpoints, bins map[string]str
 	}
 	cfgs["hello"] = lambdaruntime.FunctionConfig{Name: "hello", Bootstrap: bins["hello"], MemoryMB: 128, Timeout: 10 * time.Second, Output: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	names := make([]string, 0, len(cfgs))
-	for name := range cfgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(cfgs))
 	samples, answers := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for r := range runs {
 		for k := range names {
