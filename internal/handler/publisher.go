@@ -3,11 +3,13 @@ package handler
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -23,11 +25,62 @@ import (
 func PublisherHandler(pub *worker.Worker, client VisibilityChanger, urls QueueURLs, log *slog.Logger) SQSHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		accept := func(queue.Message) bool { return true } // a tier queue carries jobs only
+		pre := preloadFirsts(ctx, pub, ev)
 		return ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (Outcome, error) {
-			v, err := pub.Run(ctx, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives})
+			d := worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives}
+			d.Preload = pre.take(msg.JobID)
+			v, err := pub.Run(ctx, d)
 			return Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
 		}), nil
 	}
+}
+
+// preloads are the jobs a batch read before its runs, by job id; each is
+// taken once.
+type preloads struct {
+	mu   sync.Mutex
+	byID map[string]*job.Preload
+}
+
+// take returns the preload of job id and forgets it (nil when there is
+// none, or it was taken).
+func (p *preloads) take(id string) *job.Preload {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl := p.byID[id]
+	delete(p.byID, id)
+	return pl
+}
+
+// preloadFirsts reads in one request (worker.Preload) the jobs of the
+// first message of each group of the batch: ConsumeFIFO starts those runs
+// at once (a batch holds at most ten messages, GroupConcurrency groups run
+// side by side), so each read is as fresh as the run's own. A later
+// message of a group runs only after the one before it, perhaps long
+// after: it reads its job itself, as does any run whose job's preload
+// another message took.
+func preloadFirsts(ctx context.Context, pub *worker.Worker, ev events.SQSEvent) *preloads {
+	var ds []worker.Delivery
+	groups := map[string]bool{}
+	for _, m := range ev.Records {
+		g := m.Attributes["MessageGroupId"]
+		if groups[g] || len(groups) >= GroupConcurrency {
+			continue
+		}
+		groups[g] = true
+		msg, err := queue.Decode(m.Body)
+		if err != nil || msg.JobID == "" {
+			continue
+		}
+		ds = append(ds, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads})
+	}
+	p := &preloads{byID: map[string]*job.Preload{}}
+	for _, d := range pub.Preload(ctx, ds) {
+		if d.Preload != nil {
+			p.byID[d.JobID] = d.Preload
+		}
+	}
+	return p
 }
 
 // Publisher is the publisher function, consuming the publish tiers' FIFO

@@ -162,6 +162,20 @@ type Delivery struct {
 	// Uploads are the uploads the message names (queue.Message.Uploads):
 	// read with the job, they describe its items.
 	Uploads []string
+	// Preload is what a batch read for this delivery just before its run
+	// (BatchLoader, through the run loop's Preload): the run reads nothing
+	// more. Nil: the run reads the job itself.
+	Preload *Preload
+}
+
+// Preload is one delivery's job as a BatchLoader read it, its items
+// described, with what the kind reads beside it (Loader's loaded), or why
+// it could not be read (Err: the store's ErrNotFound when the job does not
+// exist).
+type Preload struct {
+	Job    Job
+	Loaded any
+	Err    error
 }
 
 // Loader is what a kind whose Work needs a record beside its job also
@@ -173,6 +187,17 @@ type Delivery struct {
 // Loader's kind.
 type Loader interface {
 	Load(ctx context.Context, d Delivery) (j Job, loaded any, err error)
+}
+
+// BatchLoader is a Loader that also reads the jobs of several deliveries,
+// and what it reads beside each, in as few requests as it can: the jobs of
+// a batch whose runs start side by side, read before they start, so that a
+// batch of ten costs one read request instead of ten. It returns one
+// Preload per delivery, in order; an error means none was read (each run
+// then reads its own).
+type BatchLoader interface {
+	Loader
+	LoadBatch(ctx context.Context, ds []Delivery) ([]Preload, error)
 }
 
 // ErrLostJob is what Hold and Save return once the job stopped being the

@@ -103,7 +103,7 @@ type Config struct {
 // default heartbeat.
 const CallTimeoutDefault = 45 * time.Second
 
-// Kind is the publish kind (job.Kind, job.Explainer, job.Loader,
+// Kind is the publish kind (job.Kind, job.Explainer, job.BatchLoader,
 // job.Budgeter and job.Reconciler).
 type Kind struct{ cfg Config }
 
@@ -141,6 +141,32 @@ func (k *Kind) Load(ctx context.Context, d job.Delivery) (job.Job, any, error) {
 	}
 	j, a, err := k.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, k.cfg.Provider, d.Uploads)
 	return j, a, err
+}
+
+// LoadBatch is Load for the jobs of a batch, in one request for up to 100
+// keys: every job, each owner's account (when the Tokens can use it) and
+// every upload the messages name (job.BatchLoader).
+func (k *Kind) LoadBatch(ctx context.Context, ds []job.Delivery) ([]job.Preload, error) {
+	_, accounts := k.cfg.Tokens.(AccountTokens)
+	reads := make([]store.JobRead, len(ds))
+	for i, d := range ds {
+		reads[i] = store.JobRead{ID: d.JobID, Uploads: d.Uploads}
+		if accounts {
+			reads[i].Owner = d.Owner
+		}
+	}
+	got, err := k.cfg.Store.GetJobsAndAccounts(ctx, k.cfg.Provider, reads)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]job.Preload, len(got))
+	for i, g := range got {
+		out[i] = job.Preload{Job: g.Job, Err: g.Err}
+		if reads[i].Owner != "" {
+			out[i].Loaded = g.Account
+		}
+	}
+	return out, nil
 }
 
 // Work runs the publish phases through a (job.Kind).

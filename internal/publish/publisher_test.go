@@ -3,6 +3,8 @@ package publish_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/google/go-cmp/cmp"
@@ -21,8 +24,10 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/deviantart"
+	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
+	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
@@ -251,5 +256,59 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	other := b.jobOf(t, firstB.Owner, job.High, 1)
 	if n := run(other.ID, first.Owner)["DynamoDB.GetItem"]; n != 1 {
 		t.Errorf("GetItem requests = %d, want 1 (the job's own owner's account)", n)
+	}
+}
+
+// TestABatchReadsItsJobsInOneRequest: the jobs of a batch whose runs start
+// side by side (the first message of each group) are read, each with its
+// owner's account and its uploads, in one BatchGetItem for the batch, not
+// one per job; a later message of a group reads its own job, since it runs
+// only after the message before it; a message for a job that does not
+// exist is dropped as before.
+func TestABatchReadsItsJobsInOneRequest(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	first, second := b.job(t, job.High, 1), b.job(t, job.High, 2)
+	for _, j := range []job.Job{first, second} { // the owners' tokens refreshed
+		if v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Owner: j.Owner, Receives: 1}); err != nil || !v.Done {
+			t.Fatalf("run: %+v, %v", v, err)
+		}
+	}
+	jobs := []job.Job{b.jobOf(t, first.Owner, job.High, 1), b.jobOf(t, second.Owner, job.High, 2), b.jobOf(t, first.Owner, job.High, 1)}
+	behind := b.jobOf(t, second.Owner, job.High, 1)
+	var ev events.SQSEvent
+	add := func(m queue.Message, group string) {
+		body, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", len(ev.Records)), Body: string(body),
+			Attributes: map[string]string{"MessageGroupId": group, "ApproximateReceiveCount": "1"}})
+	}
+	for _, j := range jobs {
+		add(queue.ForJob(j), j.ID)
+	}
+	add(queue.ForJob(behind), jobs[0].ID) // second in the first job's group
+	add(queue.Message{Kind: queue.KindJob, JobID: "job_missing", Owner: first.Owner}, "job_missing")
+
+	b.requests.Reset()
+	resp, err := handler.PublisherHandler(b.pub, nil, handler.NewQueueURLs(), quiet)(ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch: %+v, %v", resp, err)
+	}
+	made := b.requests.Snapshot()
+	for _, j := range append(jobs, behind) {
+		if got := b.get(t, j.ID); got.Status != job.Succeeded || got.Attempts != 1 {
+			t.Errorf("job %s: %s after %d attempts, want succeeded after 1", j.ID, got.Status, got.Attempts)
+		}
+	}
+	// One read for the four runs that started at once, one for the run
+	// behind the first; no account read apart (GetItem): each came with
+	// its job.
+	if made["DynamoDB.BatchGetItem"] != 2 || made["DynamoDB.GetItem"] != 0 {
+		t.Errorf("reads of a batch of six messages in five groups: %d BatchGetItem, %d GetItem; want 2 and 0 (%v)",
+			made["DynamoDB.BatchGetItem"], made["DynamoDB.GetItem"], made)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,59 +204,101 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 // has none (or it expired); the job is ErrNotFound when it does not exist.
 // An account is returned only when the job belongs to owner.
 func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *Account, error) {
-	jobKey, acctKey := jobPK(id), accountPK(owner)
-	named := distinct(uploads)
-	keys := []ItemKey{{jobKey, jobSK}, {acctKey, provider}}
-	for _, u := range named {
-		keys = append(keys, ItemKey{uploadPK(u), uploadSK})
+	got, err := s.GetJobsAndAccounts(ctx, provider, []JobRead{{ID: id, Owner: owner, Uploads: uploads}})
+	if err != nil {
+		return job.Job{}, nil, err
 	}
-	var (
-		j     job.Job
-		a     *Account
-		found bool
-		// Each upload asked for has an entry, empty until read: one that
-		// is gone is not asked for again (DescribeItems).
-		ups = map[string]Upload{}
-	)
-	for _, u := range named {
-		ups[u] = Upload{}
+	return got[0].Job, got[0].Account, got[0].Err
+}
+
+// JobRead is one job GetJobsAndAccounts reads: its id, the owner whose
+// account is read with it (none when empty) and the uploads its message
+// names.
+type JobRead struct {
+	ID, Owner string
+	Uploads   []string
+}
+
+// JobAndAccount is what GetJobsAndAccounts read for one JobRead: the job
+// with its items described and its owner's account (nil when the owner has
+// none, or the job is not the owner's), or Err (ErrNotFound when the job
+// does not exist).
+type JobAndAccount struct {
+	Job     job.Job
+	Account *Account
+	Err     error
+}
+
+// GetJobsAndAccounts is GetJobAndAccount for several jobs at once: every
+// job, every owner's account for provider and every upload the reads name,
+// each key once, in strongly consistent BatchGetItems of up to 100 keys —
+// one request for a batch of ten one-item jobs. It returns one
+// JobAndAccount per read, in order; the error is for the request (nothing
+// read).
+func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads []JobRead) ([]JobAndAccount, error) {
+	var keys []ItemKey
+	seen := map[ItemKey]bool{}
+	want := func(k ItemKey) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
 	}
+	// Each upload asked for has an entry, empty until read: one that is
+	// gone is not asked for again (DescribeItems).
+	ups := map[string]Upload{}
+	for _, r := range reads {
+		want(ItemKey{jobPK(r.ID), jobSK})
+		if r.Owner != "" {
+			want(ItemKey{accountPK(r.Owner), provider})
+		}
+		for _, u := range r.Uploads {
+			want(ItemKey{uploadPK(u), uploadSK})
+			ups[u] = Upload{}
+		}
+	}
+	jobs, accounts := map[string]job.Job{}, map[string]*Account{}
 	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
-		var err error
-		switch pk := k.PK; {
-		case pk == jobKey:
-			if err = unmarshalJob(item, &j); err != nil {
-				return fmt.Errorf("decoding job %s: %w", id, err)
-			}
-			found = true
-		case pk == acctKey:
+		switch {
+		case strings.HasPrefix(k.PK, accountPK("")):
 			var acct Account
-			if err = attributevalue.UnmarshalMap(item, &acct); err != nil {
-				return fmt.Errorf("decoding the account of %s: %w", owner, err)
+			if err := attributevalue.UnmarshalMap(item, &acct); err != nil {
+				return fmt.Errorf("decoding the account %s: %w", k.PK, err)
 			}
-			a = &acct
-		default:
+			accounts[k.PK] = &acct
+		case k.SK == jobSK:
+			var j job.Job
+			if err := unmarshalJob(item, &j); err != nil {
+				return fmt.Errorf("decoding job %s: %w", k.PK, err)
+			}
+			jobs[k.PK] = j
+		case k.SK == uploadSK:
 			var u Upload
-			if err = attributevalue.UnmarshalMap(item, &u); err != nil {
-				return fmt.Errorf("decoding upload %s: %w", pk, err)
+			if err := attributevalue.UnmarshalMap(item, &u); err != nil {
+				return fmt.Errorf("decoding upload %s: %w", k.PK, err)
 			}
 			ups[u.ID] = u
 		}
 		return nil
 	})
 	if err != nil {
-		return job.Job{}, nil, fmt.Errorf("reading job %s and its account: %w", id, err)
+		return nil, fmt.Errorf("reading %d jobs and their accounts: %w", len(reads), err)
 	}
-	if !found {
-		return job.Job{}, nil, ErrNotFound
+	out := make([]JobAndAccount, len(reads))
+	for i, r := range reads {
+		j, found := jobs[jobPK(r.ID)]
+		if !found {
+			out[i].Err = ErrNotFound
+			continue
+		}
+		if j.Owner == r.Owner {
+			out[i].Account = accounts[accountPK(r.Owner)]
+		}
+		if out[i].Err = s.DescribeItems(ctx, &j, ups); out[i].Err == nil {
+			out[i].Job = j
+		}
 	}
-	if j.Owner != owner {
-		a = nil
-	}
-	if err := s.DescribeItems(ctx, &j, ups); err != nil {
-		return job.Job{}, nil, err
-	}
-	return j, a, nil
+	return out, nil
 }
 
 // ItemKey names one item of the table.

@@ -332,18 +332,57 @@ type loaded struct {
 // (the first by name), it reads the job, and what it reads beside it in
 // the same request goes to the run when the job is of that kind.
 func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) {
-	for _, n := range p.cfg.Kinds.Names() {
-		k, _ := p.cfg.Kinds.Get(n)
-		if l, ok := k.(job.Loader); ok {
-			j, v, err := l.Load(ctx, d)
-			return j, loaded{by: k, value: v}, err
-		}
+	k, l := p.loader()
+	if d.Preload != nil && l != nil {
+		return d.Preload.Job, loaded{by: k, value: d.Preload.Loaded}, d.Preload.Err
+	}
+	if l != nil {
+		j, v, err := l.Load(ctx, d)
+		return j, loaded{by: k, value: v}, err
 	}
 	j, err := p.cfg.Store.GetJob(ctx, d.JobID)
 	if err != nil {
 		return j, loaded{}, err
 	}
 	return j, loaded{}, p.cfg.Store.DescribeItems(ctx, &j, nil)
+}
+
+// loader is the registry's Loader (the first kind by name that is one)
+// and its kind; nil when no kind is.
+func (p *Worker) loader() (job.Kind, job.Loader) {
+	for _, n := range p.cfg.Kinds.Names() {
+		k, _ := p.cfg.Kinds.Get(n)
+		if l, ok := k.(job.Loader); ok {
+			return k, l
+		}
+	}
+	return nil, nil
+}
+
+// Preload reads the jobs of deliveries whose runs are about to start side
+// by side (the first message of each group of a batch) through the
+// registry's Loader when it is a job.BatchLoader — one request for the
+// batch instead of one per run — and returns the deliveries with what was
+// read for each (Delivery.Preload), for Run. The read is as fresh as each
+// run's own would be: made just before the runs start, and every claim is
+// conditional on the version read. With no BatchLoader, or when the read
+// fails, the deliveries come back unchanged and each run reads its own.
+func (p *Worker) Preload(ctx context.Context, ds []Delivery) []Delivery {
+	_, l := p.loader()
+	bl, ok := l.(job.BatchLoader)
+	if !ok || len(ds) < 2 {
+		return ds
+	}
+	got, err := bl.LoadBatch(ctx, ds)
+	if err != nil || len(got) != len(ds) {
+		p.cfg.Logger.WarnContext(ctx, "reading a batch's jobs failed; each run reads its own", "jobs", len(ds), "error", err)
+		return ds
+	}
+	out := slices.Clone(ds)
+	for i := range out {
+		out[i].Preload = &got[i]
+	}
+	return out
 }
 
 // release lets go of the job when r's run ends without recording an
