@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -310,5 +312,44 @@ func TestABatchReadsItsJobsInOneRequest(t *testing.T) {
 	if made["DynamoDB.BatchGetItem"] != 2 || made["DynamoDB.GetItem"] != 0 {
 		t.Errorf("reads of a batch of six messages in five groups: %d BatchGetItem, %d GetItem; want 2 and 0 (%v)",
 			made["DynamoDB.BatchGetItem"], made["DynamoDB.GetItem"], made)
+	}
+}
+
+// TestAnUnreadableJobFailsOnlyItsOwnMessage: a batch whose read finds one
+// job that does not decode runs its other jobs from that one read; the
+// unreadable job's message comes back (reported failed) and nothing is
+// written to it.
+func TestAnUnreadableJobFailsOnlyItsOwnMessage(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	good, bad := b.job(t, job.High, 1), b.job(t, job.High, 1)
+	if _, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.table,
+		Key:                       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "JOB#" + bad.ID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "JOB"}},
+		UpdateExpression:          aws.String("SET jobZ = :z"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":z": &ddbtypes.AttributeValueMemberB{Value: []byte("not a job")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	for i, j := range []job.Job{good, bad} {
+		body, _ := json.Marshal(queue.ForJob(j))
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", i), Body: string(body),
+			Attributes: map[string]string{"MessageGroupId": j.ID, "ApproximateReceiveCount": "1"}})
+	}
+	b.requests.Reset()
+	resp, err := handler.PublisherHandler(b.pub, nil, handler.NewQueueURLs(), quiet)(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+		t.Errorf("failures %+v, want the unreadable job's message (m1) only", resp.BatchItemFailures)
+	}
+	if got := b.get(t, good.ID); got.Status != job.Succeeded {
+		t.Errorf("the readable job: %s, want succeeded", got.Status)
+	}
+	if n := b.requests.Get("DynamoDB.BatchGetItem"); n != 1 {
+		t.Errorf("%d BatchGetItem, want the batch's one", n)
 	}
 }

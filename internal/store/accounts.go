@@ -257,7 +257,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 			ups[u] = Upload{}
 		}
 	}
-	jobs, accounts := map[string]job.Job{}, map[string]*Account{}
+	jobs, accounts, unreadable := map[string]job.Job{}, map[string]*Account{}, map[string]error{}
 	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		switch {
 		case strings.HasPrefix(k.PK, accountPK("")):
@@ -267,9 +267,12 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 			}
 			accounts[k.PK] = &acct
 		case k.SK == jobSK:
+			// A job that does not decode fails its own read, not its
+			// batch-mates'.
 			var j job.Job
 			if err := unmarshalJob(item, &j); err != nil {
-				return fmt.Errorf("decoding job %s: %w", k.PK, err)
+				unreadable[k.PK] = fmt.Errorf("decoding job %s: %w", k.PK, err)
+				return nil
 			}
 			jobs[k.PK] = j
 		case k.SK == uploadSK:
@@ -287,6 +290,10 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 	out := make([]JobAndAccount, len(reads))
 	for i, r := range reads {
 		j, found := jobs[jobPK(r.ID)]
+		if err := unreadable[jobPK(r.ID)]; err != nil {
+			out[i].Err = err
+			continue
+		}
 		if !found {
 			out[i].Err = ErrNotFound
 			continue
