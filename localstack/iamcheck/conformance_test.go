@@ -364,13 +364,16 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	b.WaitStatus(user, bad, "succeeded")
 
 	// Jobs scheduled ahead: one cancelled by its owner, one stopped by an
-	// operator; one released by recovery's schedule.
-	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	cancelled := submit("Cancelled", up, map[string]any{"scheduleAt": later})
+	// operator; one released by recovery's schedule. They name an upload of
+	// their own: the first one's jobs went stale 4 s after they finished
+	// (CONVEYOR_STALE_AFTER) and its media with them, however long the
+	// steps above took.
+	later, fresh := time.Now().Add(time.Hour).UTC().Format(time.RFC3339), b.Upload(user, awstest.PNG(t, 7))
+	cancelled := submit("Cancelled", fresh, map[string]any{"scheduleAt": later})
 	b.Must(b.Call("POST", "/v1/jobs/"+cancelled+"/cancel", user, nil), 200)
-	stopped := submit("Stopped", up, map[string]any{"scheduleAt": later, "params": map[string]any{"title": "Stopped", "description": "x"}})
+	stopped := submit("Stopped", fresh, map[string]any{"scheduleAt": later, "params": map[string]any{"title": "Stopped", "description": "x"}})
 	b.Must(b.Call("POST", "/v1/admin/jobs/stop", op, map[string]any{"jobIds": []string{stopped}}), 200)
-	soon := submit("Released", up, map[string]any{"scheduleAt": time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)})
+	soon := submit("Released", fresh, map[string]any{"scheduleAt": time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)})
 	b.WaitStatus(user, soon, "succeeded")
 	j := b.Must(b.Call("GET", "/v1/admin/jobs/"+soon, op, nil), 200)
 	if items, _ := j.Body["items"].([]any); len(items) > 0 {
