@@ -96,17 +96,20 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 # that it reuses the packages go vet -race just compiled (built without it,
 # it would compile the whole stack a second time). go test's own vet pass (a subset of the
 # analyzers go vet just ran) is off (docs/testing.md). go test starts
-# packages in the order it is given them, two at a time: GO_TEST_FIRST are
-# the longest (docs/testing.md's table), so that no long package starts
-# last and runs alone. The four steps after it are independent, each mostly
+# packages in the order it is given them, GO_TEST_P at a time: four on two
+# cores, since a package's tests wait on the stacks they run as much as
+# they compute (docs/testing.md: 322 s at two, 272 at three, 206 at four).
+# GO_TEST_FIRST are the longest (docs/testing.md's table), so that no long
+# package starts last and runs alone. The four steps after it are independent, each mostly
 # one process; they run two at a time, each one's output printed when it
 # ends (TEST_JOBS=1: one after the other).
+GO_TEST_P ?= 4
 GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/store ./internal/worker ./internal/publish
 TEST_JOBS ?= 2
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
-	$(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -timeout 12m $(GO_TEST_FIRST) ./...
+	$(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -p $(GO_TEST_P) -timeout 12m $(GO_TEST_FIRST) ./...
 	@echo "the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
 	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-infra iam test-fuzz test-web
 
