@@ -20,6 +20,12 @@ OPENAPI_VALIDATOR := $(VENV)/bin/openapi-spec-validator
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Every go command make runs (and the tools and tests it starts) builds with
+# -trimpath, as the deployed bootstraps are built: no checkout path in a
+# binary, so the build cache serves every clone of the repository alike — a
+# fresh clone's make test compiles nothing this machine compiled before
+# (docs/testing.md).
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
 .PHONY: help run test test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
 

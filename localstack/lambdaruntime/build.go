@@ -17,7 +17,8 @@ import (
 // Build compiles the named functions (their main packages,
 // ./functions/<name> under moduleRoot) for this host into
 // dir/<name>/bootstrap, as Lambda's provided runtime runs them: one
-// `go build -tags` resources.LambdaBuildTags with CGO off for the host's GOOS/GOARCH.
+// `go build -tags` resources.LambdaBuildTags `-trimpath` (as make build
+// builds what deploys) with CGO off for the host's GOOS/GOARCH.
 // The build goes to dir/.build first, where go skips the link of a binary
 // that is up to date, so a rebuild of unchanged code takes about a second;
 // each bootstrap is then replaced atomically (a hard link renamed over it),
@@ -31,7 +32,7 @@ func Build(ctx context.Context, moduleRoot, dir string, names []string) (map[str
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return nil, fmt.Errorf("building the functions: %w", err)
 	}
-	args := []string{"build", "-tags", resources.LambdaBuildTags, "-o", stage + string(filepath.Separator)}
+	args := []string{"build", "-tags", resources.LambdaBuildTags, "-trimpath", "-o", stage + string(filepath.Separator)}
 	for _, n := range names {
 		args = append(args, "./functions/"+n)
 	}
