@@ -357,7 +357,8 @@ func (c *runner) outages() <-chan struct{} {
 
 // wait returns, by the deadline, the jobs that finished: it waits until
 // the index counts every job finished (a few Count queries per poll,
-// whatever the number of jobs), then reads each job once.
+// whatever the number of jobs), then reads each job, again until each
+// one read finished.
 func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map[string]job.Job {
 	for time.Now().Before(deadline) {
 		if c.lh != nil && !c.lh.done() {
@@ -380,12 +381,25 @@ func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map
 	if c.lh != nil {
 		c.lh.wait()
 	}
+	// The count can reach every job while one of them is between a
+	// cancel and its owner's retry (midCall): that job is read queued
+	// again, and waited for until it finishes, or the deadline.
 	final := map[string]job.Job{}
-	for _, id := range ids {
-		j, err := c.s.App.Store.GetJob(ctx, id)
-		if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
-			final[id] = j
+	pending := ids
+	for {
+		var left []string
+		for _, id := range pending {
+			j, err := c.s.App.Store.GetJob(ctx, id)
+			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
+				final[id] = j
+				continue
+			}
+			left = append(left, id)
 		}
+		if pending = left; len(pending) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	c.settle(ctx, final, deadline)
 	return final
