@@ -353,3 +353,35 @@ func TestAnUnreadableJobFailsOnlyItsOwnMessage(t *testing.T) {
 		t.Errorf("%d BatchGetItem, want the batch's one", n)
 	}
 }
+
+// TestALapsedLastAttemptIsNotRunAgain: a job whose last allowed run
+// stopped without recording its outcome (its worker died: running, lease
+// lapsed, every attempt spent) fails `stuck` (retryable) when its message
+// comes back, as recovery fails such a job; it is not claimed for an
+// attempt beyond maxAttempts, and the API hears nothing.
+func TestALapsedLastAttemptIsNotRunAgain(t *testing.T) {
+	t.Parallel()
+	b := setupPublisher(t)
+	ctx := context.Background()
+	owner := testfactory.Owner()
+	testfactory.Account(t, b.st, testfactory.AccountOpts{Owner: owner, Sealer: b.sealer, At: b.clk.Now()})
+	img := pngOf(t, 4)
+	u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Size: int64(len(img)), At: b.clk.Now()})
+	if _, err := b.objects.Put(ctx, u.Key, bytes.NewReader(img), bucket.Headers{ContentType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	lapsed := b.clk.Now().Add(-time.Minute)
+	j := testfactory.Job(t, b.st, testfactory.JobOpts{Owner: owner, Tier: job.High, UploadIDs: []string{u.ID}, At: b.clk.Now().Add(-time.Hour),
+		Status: job.Running, Attempts: 7, MaxAttempts: 7, LeaseOwner: "w-dead", LeaseUntil: &lapsed})
+	v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Owner: owner, Receives: 2})
+	if err != nil || !v.Done {
+		t.Fatalf("run: %+v, %v", v, err)
+	}
+	got := b.get(t, j.ID)
+	if got.Status != job.Failed || got.Attempts != 7 || got.Error == nil || got.Error.Code != "stuck" || !got.Error.Retryable {
+		t.Errorf("job: %s after %d of %d attempts, error %+v; want failed stuck (retryable) after 7", got.Status, got.Attempts, got.MaxAttempts, got.Error)
+	}
+	if calls := b.sim.Stats().Calls; len(calls["/api/v1/oauth2/stash/submit"])+len(calls["/api/v1/oauth2/stash/publish"]) != 0 {
+		t.Errorf("the API heard of a job whose attempts were spent: %v", calls)
+	}
+}

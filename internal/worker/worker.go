@@ -205,6 +205,9 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	if v, answered, err := p.notClaimable(ctx, log, j, d, now); answered {
 		return v, err
 	}
+	if j.Attempts >= j.MaxAttempts && j.MaxAttempts > 0 {
+		return p.failSpent(ctx, log, j, d)
+	}
 	end := p.budgetEnd(ctx)
 	k, known := p.cfg.Kinds.Get(j.Type)
 	if b, ok := k.(job.Budgeter); known && ok && p.outOfTime(end, b.NextCall(j)) {
@@ -487,6 +490,36 @@ func (r *run) handBack(ctx context.Context) (Verdict, error) {
 	}
 	r.log.InfoContext(ctx, "job handed back: its next call would outlive the invocation", "retry_in", p.cfg.HandBack.String())
 	return verdict, nil
+}
+
+// failSpent fails a claimable job whose attempts are all spent: its last
+// run stopped without recording an outcome (its worker died and its lease
+// lapsed, so the message came back), and a claim would start an attempt
+// beyond MaxAttempts. It fails `stuck` (retryable: the owner may retry it),
+// as recovery fails a running job whose worker went silent once its runs
+// are spent, and what that run may have done is then asked of the API
+// (settleFinished).
+func (p *Worker) failSpent(ctx context.Context, log *slog.Logger, j job.Job, d Delivery) (Verdict, error) {
+	now := p.cfg.Now()
+	got, err := p.cfg.Store.UpdateJob(ctx, j.ID, func(cur *job.Job) error {
+		if cur.Attempts < cur.MaxAttempts || cur.Status != job.Queued && cur.Status != job.Running {
+			return errNothing
+		}
+		if cur.Status == job.Running && cur.LeaseUntil != nil && cur.LeaseUntil.After(now) {
+			return errNothing // taken over meanwhile
+		}
+		cur.Error = &job.Error{Code: "stuck", Retryable: true,
+			Message: fmt.Sprintf("the last of %d attempts stopped without recording its outcome", cur.Attempts)}
+		return cur.Apply(job.Fail, now)
+	})
+	switch {
+	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
+		return Verdict{Done: true, Reason: "job changed meanwhile"}, nil
+	case err != nil:
+		return Verdict{}, err
+	}
+	log.WarnContext(ctx, "job failed: its attempts are spent and the last one stopped without recording its outcome", "attempts", got.Attempts)
+	return p.settleFinished(ctx, got, d), nil
 }
 
 // settleFinished answers a message for a job that will not run again. If
