@@ -630,8 +630,14 @@ func (s *Stack) PauseEmulator(d time.Duration) {
 func (s *Stack) Close() {
 	s.closed.Do(func() {
 		if s.server != nil {
+			// Shutdown leaves a connection that has not sent its first
+			// request for up to 5 s (net/http treats it as idle only
+			// then): past the wait, Close cuts whatever is left, or its
+			// goroutine outlives the stack.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.server.Shutdown(ctx)
+			if err := s.server.Shutdown(ctx); err != nil {
+				_ = s.server.Close()
+			}
 			cancel()
 		}
 		if s.streams != nil {
