@@ -97,16 +97,22 @@ func (b *pubBundle) job(t *testing.T, tier job.Tier, n int) job.Job {
 // jobOf makes owner's queued job of n items whose images are in the bucket.
 func (b *pubBundle) jobOf(t *testing.T, owner string, tier job.Tier, n int) job.Job {
 	t.Helper()
-	var ids []string
+	return b.jobWith(t, testfactory.JobOpts{Owner: owner, Tier: tier, At: b.clk.Now()}, n)
+}
+
+// jobWith makes the job opts describe, of n items whose images are in the
+// bucket, on new uploads of opts.Owner.
+func (b *pubBundle) jobWith(t *testing.T, opts testfactory.JobOpts, n int) job.Job {
+	t.Helper()
 	for i := range n {
 		img := pngOf(t, 4+i)
-		u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Size: int64(len(img)), At: b.clk.Now()})
+		u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: opts.Owner, Size: int64(len(img)), At: b.clk.Now()})
 		if _, err := b.objects.Put(context.Background(), u.Key, bytes.NewReader(img), bucket.Headers{ContentType: "image/png"}); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, u.ID)
+		opts.UploadIDs = append(opts.UploadIDs, u.ID)
 	}
-	return testfactory.Job(t, b.st, testfactory.JobOpts{Owner: owner, Tier: tier, UploadIDs: ids, At: b.clk.Now()})
+	return testfactory.Job(t, b.st, opts)
 }
 
 func pngOf(t *testing.T, n int) []byte {
@@ -261,6 +267,33 @@ func TestMessageWithTheOwnerReadsJobAndAccountOnce(t *testing.T) {
 	}
 }
 
+// grouped is a queue message and the message group it was sent to.
+type grouped struct {
+	msg   queue.Message
+	group string
+}
+
+// consume hands msgs to the publisher function's handler as one batch of
+// the event source mapping (message ids m0, m1, …), with b's run loop.
+func (b *pubBundle) consume(t *testing.T, msgs []grouped) events.SQSEventResponse {
+	t.Helper()
+	var ev events.SQSEvent
+	for i, m := range msgs {
+		body, err := json.Marshal(m.msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", i), Body: string(body),
+			Attributes: map[string]string{"MessageGroupId": m.group, "ApproximateReceiveCount": "1"}})
+	}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	resp, err := handler.PublisherHandler(b.pub, nil, handler.NewQueueURLs(), quiet)(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // TestABatchReadsItsJobsInOneRequest: the jobs of a batch whose runs start
 // side by side (the first message of each group) are read, each with its
 // owner's account and its uploads, in one BatchGetItem for the batch, not
@@ -271,7 +304,6 @@ func TestABatchReadsItsJobsInOneRequest(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
 	ctx := context.Background()
-	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	first, second := b.job(t, job.High, 1), b.job(t, job.High, 2)
 	for _, j := range []job.Job{first, second} { // the owners' tokens refreshed
 		if v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Owner: j.Owner, Receives: 1}); err != nil || !v.Done {
@@ -280,25 +312,16 @@ func TestABatchReadsItsJobsInOneRequest(t *testing.T) {
 	}
 	jobs := []job.Job{b.jobOf(t, first.Owner, job.High, 1), b.jobOf(t, second.Owner, job.High, 2), b.jobOf(t, first.Owner, job.High, 1)}
 	behind := b.jobOf(t, second.Owner, job.High, 1)
-	var ev events.SQSEvent
-	add := func(m queue.Message, group string) {
-		body, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", len(ev.Records)), Body: string(body),
-			Attributes: map[string]string{"MessageGroupId": group, "ApproximateReceiveCount": "1"}})
-	}
+	var batch []grouped
 	for _, j := range jobs {
-		add(queue.ForJob(j), j.ID)
+		batch = append(batch, grouped{queue.ForJob(j), j.ID})
 	}
-	add(queue.ForJob(behind), jobs[0].ID) // second in the first job's group
-	add(queue.Message{Kind: queue.KindJob, JobID: "job_missing", Owner: first.Owner}, "job_missing")
+	batch = append(batch, grouped{queue.ForJob(behind), jobs[0].ID}, // second in the first job's group
+		grouped{queue.Message{Kind: queue.KindJob, JobID: "job_missing", Owner: first.Owner}, "job_missing"})
 
 	b.requests.Reset()
-	resp, err := handler.PublisherHandler(b.pub, nil, handler.NewQueueURLs(), quiet)(ctx, ev)
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("batch: %+v, %v", resp, err)
+	if resp := b.consume(t, batch); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch failures: %+v", resp.BatchItemFailures)
 	}
 	made := b.requests.Snapshot()
 	for _, j := range append(jobs, behind) {
@@ -323,7 +346,6 @@ func TestAnUnreadableJobFailsOnlyItsOwnMessage(t *testing.T) {
 	t.Parallel()
 	b := setupPublisher(t)
 	ctx := context.Background()
-	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	good, bad := b.job(t, job.High, 1), b.job(t, job.High, 1)
 	if _, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.table,
 		Key:                       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "JOB#" + bad.ID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "JOB"}},
@@ -332,17 +354,8 @@ func TestAnUnreadableJobFailsOnlyItsOwnMessage(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var ev events.SQSEvent
-	for i, j := range []job.Job{good, bad} {
-		body, _ := json.Marshal(queue.ForJob(j))
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m", i), Body: string(body),
-			Attributes: map[string]string{"MessageGroupId": j.ID, "ApproximateReceiveCount": "1"}})
-	}
 	b.requests.Reset()
-	resp, err := handler.PublisherHandler(b.pub, nil, handler.NewQueueURLs(), quiet)(ctx, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := b.consume(t, []grouped{{queue.ForJob(good), good.ID}, {queue.ForJob(bad), bad.ID}})
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
 		t.Errorf("failures %+v, want the unreadable job's message (m1) only", resp.BatchItemFailures)
 	}
@@ -365,14 +378,9 @@ func TestALapsedLastAttemptIsNotRunAgain(t *testing.T) {
 	ctx := context.Background()
 	owner := testfactory.Owner()
 	testfactory.Account(t, b.st, testfactory.AccountOpts{Owner: owner, Sealer: b.sealer, At: b.clk.Now()})
-	img := pngOf(t, 4)
-	u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Size: int64(len(img)), At: b.clk.Now()})
-	if _, err := b.objects.Put(ctx, u.Key, bytes.NewReader(img), bucket.Headers{ContentType: "image/png"}); err != nil {
-		t.Fatal(err)
-	}
 	lapsed := b.clk.Now().Add(-time.Minute)
-	j := testfactory.Job(t, b.st, testfactory.JobOpts{Owner: owner, Tier: job.High, UploadIDs: []string{u.ID}, At: b.clk.Now().Add(-time.Hour),
-		Status: job.Running, Attempts: 7, MaxAttempts: 7, LeaseOwner: "w-dead", LeaseUntil: &lapsed})
+	j := b.jobWith(t, testfactory.JobOpts{Owner: owner, Tier: job.High, At: b.clk.Now().Add(-time.Hour),
+		Status: job.Running, Attempts: 7, MaxAttempts: 7, LeaseOwner: "w-dead", LeaseUntil: &lapsed}, 1)
 	v, err := b.pub.Run(ctx, worker.Delivery{JobID: j.ID, Owner: owner, Receives: 2})
 	if err != nil || !v.Done {
 		t.Fatalf("run: %+v, %v", v, err)
