@@ -472,7 +472,7 @@ func (c *runner) check(ctx context.Context, ids []string, final map[string]job.J
 			if err != nil {
 				rep.Lost = append(rep.Lost, id)
 			} else {
-				rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (%s)", id, cur.Status))
+				rep.Stuck = append(rep.Stuck, fmt.Sprintf("%s (%s)", id, describeStuck(cur)))
 			}
 			continue
 		}
@@ -530,4 +530,18 @@ func (c *runner) failed(ctx context.Context, j job.Job) {
 		}
 		rep.FirstFailure = j.ID + ": " + b.String()
 	}
+}
+
+// describeStuck is what a job left unfinished at the deadline says of
+// where it waits: its status, and the fields the run loop and the sweeps
+// decide by (a parking, a backoff, a lease, the messages sent for it).
+func describeStuck(j job.Job) string {
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format("15:04:05.000")
+	}
+	return fmt.Sprintf("%s; waiting %q, retryAt %s, queuedAt %s, lease %q until %s, attempts %d/%d, enqueues %d, updated %s",
+		j.Status, j.Waiting, at(j.RetryAt), at(j.QueuedAt), j.LeaseOwner, at(j.LeaseUntil), j.Attempts, j.MaxAttempts, j.Enqueues, j.UpdatedAt.UTC().Format("15:04:05.000"))
 }
