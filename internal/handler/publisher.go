@@ -61,15 +61,10 @@ func (p *preloads) take(id string) *job.Preload {
 // another message took.
 func preloadFirsts(ctx context.Context, pub *worker.Worker, ev events.SQSEvent) *preloads {
 	var ds []worker.Delivery
-	groups := map[string]bool{}
-	for _, m := range ev.Records {
-		g := m.Attributes["MessageGroupId"]
-		if groups[g] || len(groups) >= GroupConcurrency {
-			continue
-		}
-		groups[g] = true
-		msg, err := queue.Decode(m.Body)
-		if err != nil || msg.JobID == "" {
+	order, groups := fifoGroups(ev)
+	for _, g := range order[:min(len(order), GroupConcurrency)] {
+		msg, err := queue.Decode(groups[g][0].Body)
+		if err != nil { // dropped loudly by ConsumeMessages
 			continue
 		}
 		ds = append(ds, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads})

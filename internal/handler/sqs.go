@@ -50,15 +50,7 @@ const GroupConcurrency = 10
 // later message of that group are reported failed. process returns whether
 // the message may be deleted.
 func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
-	var order []string
-	groups := map[string][]events.SQSMessage{}
-	for _, m := range ev.Records {
-		g := m.Attributes["MessageGroupId"]
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], m)
-	}
+	order, groups := fifoGroups(ev)
 	failed := make([][]string, len(order))
 	sem := make(chan struct{}, GroupConcurrency)
 	var wg sync.WaitGroup
@@ -83,6 +75,20 @@ func ConsumeFIFO(ctx context.Context, ev events.SQSEvent, process func(context.C
 		}
 	}
 	return resp
+}
+
+// fifoGroups splits a batch by message group: the groups in the order
+// their first message comes, and each group's messages in order.
+func fifoGroups(ev events.SQSEvent) (order []string, groups map[string][]events.SQSMessage) {
+	groups = map[string][]events.SQSMessage{}
+	for _, m := range ev.Records {
+		g := m.Attributes["MessageGroupId"]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], m)
+	}
+	return order, groups
 }
 
 // Delay makes a message visible again after d (at least the next second);

@@ -535,6 +535,23 @@ func (e *LeaseHeldError) Error() string {
 // Unwrap makes errors.Is(err, ErrLeaseHeld) true.
 func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
 
+// RunningUnderLease reports whether a run is running the job under a lease
+// that has not ended at now: no other run may take it.
+func (j *Job) RunningUnderLease(now time.Time) bool {
+	return j.Status == Running && j.LeaseUntil != nil && j.LeaseUntil.After(now)
+}
+
+// CodeStuck is the error code of a job failed because its runs are spent
+// and the last one stopped without recording its outcome (its worker went
+// silent): retryable, since the owner may run it again.
+const CodeStuck = "stuck"
+
+// FailStuck fails the job CodeStuck (retryable), message saying why.
+func (j *Job) FailStuck(message string, now time.Time) error {
+	j.Error = &Error{Code: CodeStuck, Message: message, Retryable: true}
+	return j.Apply(Fail, now)
+}
+
 // HeldBy reports whether a run other than worker holds the job's lease at
 // now, and until when. A cancelled, stopped or retried job stays held by
 // its last run until that run releases it or the lease expires.

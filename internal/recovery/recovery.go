@@ -262,8 +262,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 			// at the claim. Fail it only when the runs are spent.
 			if cur.Attempts >= cur.MaxAttempts {
 				failed = true
-				cur.Error = &job.Error{Code: "stuck", Message: fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), Retryable: true}
-				return cur.Apply(job.Fail, now)
+				return cur.FailStuck(fmt.Sprintf("no progress for %s after %d attempts", r.cfg.StuckAfter, cur.Attempts), now)
 			}
 			return cur.Apply(job.Requeue, now)
 		})

@@ -272,7 +272,7 @@ func (p *Worker) notClaimable(ctx context.Context, log *slog.Logger, j job.Job, 
 			return v, true, err
 		}
 		return Verdict{RetryIn: wait, Reason: "backing off"}, true, nil
-	case j.Status == job.Running && j.LeaseUntil != nil && j.LeaseUntil.After(now):
+	case j.RunningUnderLease(now):
 		return Verdict{Done: true, Reason: "running elsewhere"}, true, nil
 	case j.Status != job.Queued && j.Status != job.Running:
 		return p.settleFinished(ctx, j, d), true, nil
@@ -505,12 +505,10 @@ func (p *Worker) failSpent(ctx context.Context, log *slog.Logger, j job.Job, d D
 		if cur.Attempts < cur.MaxAttempts || cur.Status != job.Queued && cur.Status != job.Running {
 			return errNothing
 		}
-		if cur.Status == job.Running && cur.LeaseUntil != nil && cur.LeaseUntil.After(now) {
+		if cur.RunningUnderLease(now) {
 			return errNothing // taken over meanwhile
 		}
-		cur.Error = &job.Error{Code: "stuck", Retryable: true,
-			Message: fmt.Sprintf("the last of %d attempts stopped without recording its outcome", cur.Attempts)}
-		return cur.Apply(job.Fail, now)
+		return cur.FailStuck(fmt.Sprintf("the last of %d attempts stopped without recording its outcome", cur.Attempts), now)
 	})
 	switch {
 	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):

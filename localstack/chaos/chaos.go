@@ -118,7 +118,7 @@ func reconcile(ctx context.Context, s *stack.Stack, ids, owners []string, final 
 	var retried []string
 	for i, id := range ids {
 		j, ok := final[id]
-		if !ok || j.Status != job.Failed || j.Error == nil || j.Error.Code != "stuck" || !j.Error.Retryable {
+		if !ok || j.Status != job.Failed || j.Error == nil || j.Error.Code != job.CodeStuck || !j.Error.Retryable {
 			continue
 		}
 		if _, err := apiclient.New(s.APIURL, apiclient.WithToken(owners[i])).RetryJob(ctx, id); err != nil {
@@ -390,7 +390,7 @@ func (c *runner) wait(ctx context.Context, ids []string, deadline time.Time) map
 		var left []string
 		for _, id := range pending {
 			j, err := c.s.App.Store.GetJob(ctx, id)
-			if err == nil && (j.Status == job.Succeeded || j.Status == job.Failed || j.Status == job.Cancelled) {
+			if err == nil && j.Status.Finished() {
 				final[id] = j
 				continue
 			}
