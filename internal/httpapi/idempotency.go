@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/submission"
 )
@@ -157,7 +156,7 @@ func (g Idempotency) serve(r *Request, scope, key string, h HandlerFunc) (Respon
 	owner := r.Claims.Subject
 	now := g.Now()
 	rec := store.KeyRecord{Owner: owner, Scope: scope, Key: key, Fingerprint: idempotencyFingerprint(scope, body),
-		State: store.KeyInFlight, Token: idempotencyToken(), StartedMs: now.UnixMilli(), ExpiresAt: now.Add(g.Window).Unix()}
+		State: store.KeyInFlight, Token: ids.Hex(16), StartedMs: now.UnixMilli(), ExpiresAt: now.Add(g.Window).Unix()}
 	held, claimed, err := g.Records.ClaimKey(r.Ctx, rec, now.Add(-g.InFlight))
 	if errors.Is(err, store.ErrConflict) {
 		held, claimed, err = g.Records.ClaimKey(r.Ctx, rec, now.Add(-g.InFlight))
@@ -210,10 +209,4 @@ func replayKept(rec store.KeyRecord) Response {
 		resp.StatusCode = http.StatusOK
 	}
 	return resp
-}
-
-func idempotencyToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

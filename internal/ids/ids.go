@@ -5,6 +5,7 @@ package ids
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/hex"
 	"strings"
 )
 
@@ -24,6 +25,15 @@ func New(kind string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return kind + "_" + enc.EncodeToString(b[:])
+}
+
+// Hex returns n random bytes from crypto/rand, hex-encoded: a token that
+// is not one of the contract's identifiers (a write's id, an idempotency
+// token, a schedule's seed).
+func Hex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
 }
 
 // Valid reports whether s looks like an id of kind: the prefix and 26

@@ -17,7 +17,6 @@ package schedule
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
@@ -428,8 +427,4 @@ func TickJobID(seed string, at time.Time) string {
 
 var enc = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-func newSeed() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newSeed() string { return ids.Hex(32) }

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -396,7 +395,7 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 	// The write's own id: a write whose answer was lost and whose retry
 	// (the SDK's) then failed the version condition it had itself moved
 	// on is recognised as landed (landed), not taken for another writer's.
-	writeID := newWriteID()
+	writeID := ids.Hex(8)
 	item[attrWriteID] = str(writeID)
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
 	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 {
@@ -439,13 +438,6 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 
 // attrWriteID is the job item's attribute naming the write that wrote it.
 const attrWriteID = "writeId"
-
-// newWriteID is a fresh write id: 64 random bits.
-func newWriteID() string {
-	var b [8]byte
-	_, _ = crand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // landed reports whether the job item with id is the one the write
 // writeID put (one strongly consistent read of that attribute): a write
