@@ -93,6 +93,16 @@ func (ab *adminBundle) submit(user, plan string, n int) (token, id string) {
 	return tok, r.Body["id"].(string)
 }
 
+// overviewPoll is how often a test waiting on the overview reads it: one
+// read is about 550 COUNT queries (awstest.EventuallyEvery).
+const overviewPoll = 250 * time.Millisecond
+
+// waitOverview waits until the overview, read as the admin, satisfies cond.
+func (ab *adminBundle) waitOverview(cond func(ov awstest.Response) bool, format string, args ...any) {
+	ab.T.Helper()
+	ab.EventuallyEvery(overviewPoll, func() bool { return cond(ab.call("GET", "/v1/admin/overview", ab.admin, nil)) }, format, args...)
+}
+
 func tierOf(ov awstest.Response, tier string) map[string]any {
 	tiers, _ := ov.Body["tiers"].(map[string]any)
 	m, _ := tiers[tier].(map[string]any)
@@ -184,9 +194,7 @@ func TestAdminRoles(t *testing.T) {
 	if jobs["queued"] != 1.0 || tierOf(ov, "low")["waiting"] != 1.0 {
 		t.Errorf("the queued job is not counted: %s", ov.Raw)
 	}
-	ab.Eventually(func() bool {
-		return ab.call("GET", "/v1/admin/overview", ab.admin, nil).Body["orphans"] == 1.0
-	}, "job %s counted as an orphan", queuedJob)
+	ab.waitOverview(func(ov awstest.Response) bool { return ov.Body["orphans"] == 1.0 }, "job %s counted as an orphan", queuedJob)
 	ab.Must(ab.call("POST", "/v1/admin/tiers/low/pause", ab.admin, nil), 200)
 	ov = ab.Must(ab.call("GET", "/v1/admin/overview", ab.admin, nil), 200)
 	if ov.Body["orphans"] != 0.0 || tierOf(ov, "low")["paused"] != true {
@@ -412,9 +420,7 @@ func TestPausingATierHoldsItsJobsWhileOthersFlow(t *testing.T) {
 		t.Fatalf("resume: %s", r.Raw)
 	}
 	ab.WaitStatus(lowTok, low, "succeeded")
-	ab.Eventually(func() bool {
-		return tierOf(ab.call("GET", "/v1/admin/overview", ab.admin, nil), "low")["waiting"] == 0.0
-	}, "the low queue drained")
+	ab.waitOverview(func(ov awstest.Response) bool { return tierOf(ov, "low")["waiting"] == 0.0 }, "the low queue drained")
 	j, err := ab.Stack.App.Store.GetJob(context.Background(), stopped)
 	if err != nil {
 		t.Fatal(err)
@@ -455,9 +461,20 @@ func TestDeadLetteredJobIsRedrivenAndFinishes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ov := ab.call("GET", "/v1/admin/overview", ab.service, nil)
-		return tierOf(ov, "low")["dlq"] == 2.0 && tierOf(ov, "low")["waiting"] == 0.0
+		dead, err := queueDepth(ctx, a.Clients.SQS, dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left, err := queueDepth(ctx, a.Clients.SQS, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dead == 2 && left == 0
 	}, "both messages dead-lettered")
+	// The overview, as the service role reads it, counts them there.
+	if ov := ab.Must(ab.call("GET", "/v1/admin/overview", ab.service, nil), 200); tierOf(ov, "low")["dlq"] != 2.0 || tierOf(ov, "low")["waiting"] != 0.0 {
+		t.Fatalf("the overview after both messages were dead-lettered: %s", ov.Raw)
+	}
 	// Recovery later gave up on the job: it failed, stuck.
 	if _, err := a.Store.UpdateJob(ctx, id, func(j *job.Job) error {
 		j.Error = &job.Error{Code: "stuck", Message: "no progress", Retryable: true}
@@ -507,12 +524,13 @@ func TestDeadLetteredJobIsRedrivenAndFinishes(t *testing.T) {
 		j, err := a.Store.GetJob(ctx, other)
 		return err == nil && j.Status == job.Succeeded
 	}, "job %s finished after the redrive", other)
-	if n, _ := dlqDepth(ctx, a.Clients.SQS, dlq); n != 0 {
+	if n, _ := queueDepth(ctx, a.Clients.SQS, dlq); n != 0 {
 		t.Errorf("DLQ depth %d after redriving everything", n)
 	}
 }
 
-func dlqDepth(ctx context.Context, c *sqs.Client, url string) (int, error) {
+// queueDepth is how many messages the queue at url holds, visible or in flight.
+func queueDepth(ctx context.Context, c *sqs.Client, url string) (int, error) {
 	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
 		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 	if err != nil {
@@ -564,8 +582,8 @@ func TestStopThenRestartKeepsOutputs(t *testing.T) {
 		t.Errorf("second stop: %s", again.Raw)
 	}
 	// The worker lets go of the stopped job and its message is gone.
-	ab.Eventually(func() bool {
-		m := tierOf(ab.call("GET", "/v1/admin/overview", ab.admin, nil), "medium")
+	ab.waitOverview(func(ov awstest.Response) bool {
+		m := tierOf(ov, "medium")
 		return m["waiting"] == 0.0 && m["inFlight"] == 0.0
 	}, "the stopped job's message went away")
 

@@ -232,14 +232,24 @@ func (b *Bundle) Connect(token string) {
 // condition holds, so it is generous for a loaded 2-core machine.
 const waitLimit = 90 * time.Second
 
+// Eventually waits until cond holds, checking it every 50 ms.
 func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
+	b.T.Helper()
+	b.EventuallyEvery(50*time.Millisecond, cond, format, args...)
+}
+
+// EventuallyEvery waits until cond holds, checking it every interval: a
+// condition that is dear to read is read less often than a job (the admin
+// overview counts each status it shows over every shard of the sweep index:
+// about 550 queries a read).
+func (b *Bundle) EventuallyEvery(interval time.Duration, cond func() bool, format string, args ...any) {
 	b.T.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			b.T.Fatalf("timed out waiting: "+format, args...)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
