@@ -74,24 +74,19 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	}
 	var r reads
 	s.readQueues(ctx, &r, &ov, paused)
-	var delayed map[string]int
-	r.do("counting delayed jobs", func() error {
-		d, err := s.cfg.Store.CountDelayed(ctx, now)
-		delayed = d
-		return err
-	})
-	r.do("counting parked jobs", func() error {
-		p, err := s.cfg.Store.CountParked(ctx)
-		ov.Parked = p
-		return err
-	})
-	s.readJobs(ctx, &r, &ov, now, paused)
+	var census store.Census
+	s.readTable(ctx, &r, &ov, &census, now)
 	if err := r.wait(); err != nil {
 		return Overview{}, err
 	}
+	for _, st := range activeStatuses {
+		ov.Jobs[string(st)] = census.Jobs[st]
+	}
+	ov.Parked = census.Parked
 	ov.Blocked = blockedOf(ov.Parked)
+	ov.Orphans = orphans(census, paused)
 	for t, st := range ov.Tiers {
-		st.Delayed = delayed[t]
+		st.Delayed = census.Delayed[t]
 		ov.Tiers[t] = st
 	}
 	ov.Jobs[string(job.Succeeded)] = ov.Stats.Succeeded
@@ -115,20 +110,13 @@ func (s *Service) readQueues(ctx context.Context, r *reads, ov *Overview, paused
 	}
 }
 
-// readJobs starts reading the table's side of the overview into ov: the
-// active jobs per status, the orphans, the last recovery run, the breakers
-// and the hourly counters.
-func (s *Service) readJobs(ctx context.Context, r *reads, ov *Overview, now time.Time, paused map[job.Tier]bool) {
-	for _, st := range activeStatuses {
-		r.do("counting "+string(st)+" jobs", func() error {
-			n, err := s.cfg.Store.CountStatus(ctx, st)
-			r.locked(func() { ov.Jobs[string(st)] = n })
-			return err
-		})
-	}
-	r.do("counting orphans", func() error {
-		n, err := s.orphans(ctx, now, paused)
-		ov.Orphans = n
+// readTable starts reading the table's side of the overview: the census
+// of the active jobs at now into census; the last recovery run, the
+// breakers and the hourly counters into ov.
+func (s *Service) readTable(ctx context.Context, r *reads, ov *Overview, census *store.Census, now time.Time) {
+	r.do("counting the active jobs", func() error {
+		c, err := s.cfg.Store.Census(ctx, now, now.Add(-s.cfg.StuckAfter))
+		*census = c
 		return err
 	})
 	r.do("reading the last recovery run", func() error {
@@ -185,24 +173,17 @@ func (r *reads) wait() error {
 	return errors.Join(r.errs...)
 }
 
-// orphans counts what recovery would call stuck now.
-func (s *Service) orphans(ctx context.Context, now time.Time, paused map[job.Tier]bool) (int, error) {
-	before := now.Add(-s.cfg.StuckAfter)
-	var skip []job.Tier
-	for t, p := range paused {
-		if p {
-			skip = append(skip, t)
+// orphans is what recovery would call stuck now: the queued jobs nobody
+// received outside the paused tiers, and the running jobs that stopped
+// beating, since before StuckAfter.
+func orphans(c store.Census, paused map[job.Tier]bool) int {
+	n := c.StuckRunning
+	for t, k := range c.StuckQueued {
+		if !paused[t] {
+			n += k
 		}
 	}
-	queued, err := s.cfg.Store.CountDue(ctx, job.Queued, before, skip...)
-	if err != nil {
-		return 0, err
-	}
-	running, err := s.cfg.Store.CountDue(ctx, job.Running, before)
-	if err != nil {
-		return 0, err
-	}
-	return queued + running, nil
+	return n
 }
 
 // tierStats reads a tier's queue and DLQ depths.

@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -221,55 +220,4 @@ func SweepTime(j *job.Job) time.Time {
 		return j.UpdatedAt
 	}
 	return t
-}
-
-// CountDelayed counts, per tier, the jobs that wait for a time: scheduled
-// jobs whose scheduleAt is ahead, queued jobs parked in the table until
-// their retryAt, and queued jobs in the queue whose retryAt (a backoff's
-// visibility delay) is ahead. It queries the sweep index's scheduled,
-// waiting and queued partitions from now on (sweepAt > now), so its cost
-// follows the number of waiting jobs, not the table.
-func (s *Store) CountDelayed(ctx context.Context, now time.Time) (map[string]int, error) {
-	out := map[string]int{}
-	for _, part := range []job.Status{job.Scheduled, Waiting, job.Queued} {
-		proj := expression.NamesList(expression.Name("tier"), expression.Name("retryAt"), expression.Name(resources.AttrExpiresAt))
-		err := s.queryPartitions(ctx, sweepPartitions(part, nil), func(pk string) (*dynamodb.QueryInput, error) {
-			kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk)).
-				And(expression.Key(resources.AttrSweepAt).GreaterThan(expression.Value(sortTime(now))))
-			e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
-			if err != nil {
-				return nil, err
-			}
-			return &dynamodb.QueryInput{
-				TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)),
-				KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
-				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			}, nil
-		}, func(res *dynamodb.QueryOutput) error {
-			for _, item := range res.Items {
-				if s.expired(item) {
-					continue
-				}
-				var it struct {
-					Tier    string     `dynamodbav:"tier"`
-					RetryAt *time.Time `dynamodbav:"retryAt"`
-				}
-				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return fmt.Errorf("decoding a delayed job: %w", err)
-				}
-				// A queued job in the queue is ahead of now either
-				// because of a backoff (retryAt) or because recovery
-				// re-sent it (stuckFrom): only the first waits.
-				if part == job.Queued && (it.RetryAt == nil || !it.RetryAt.After(now)) {
-					continue
-				}
-				out[it.Tier]++
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("counting delayed jobs: %w", err)
-		}
-	}
-	return out, nil
 }

@@ -7,49 +7,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
-
-// CountParked counts the queued jobs parked in the table (job.Park), by
-// the reason they wait (job.Job.Waiting: backoff, circuit_open,
-// rate_limited, paused, oauth_client_not_set …), whether or not they are
-// due yet. It Queries the sweep index's Waiting partitions (every shard),
-// reading only the reason: its cost follows the jobs parked, not the table.
-func (s *Store) CountParked(ctx context.Context) (map[string]int, error) {
-	out := map[string]int{}
-	proj := expression.NamesList(expression.Name("waiting"), expression.Name(resources.AttrExpiresAt))
-	err := s.queryPartitions(ctx, sweepPartitions(Waiting, nil), func(pk string) (*dynamodb.QueryInput, error) {
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(pk))
-		e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
-		if err != nil {
-			return nil, err
-		}
-		return &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(s.ix(resources.IndexBySweep)),
-			KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		}, nil
-	}, func(res *dynamodb.QueryOutput) error {
-		for _, item := range res.Items {
-			if s.expired(item) {
-				continue
-			}
-			reason := "unknown"
-			if v, ok := item["waiting"].(*types.AttributeValueMemberS); ok && v.Value != "" {
-				reason = v.Value
-			}
-			out[reason]++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("counting parked jobs: %w", err)
-	}
-	return out, nil
-}
 
 // ParkedFor returns up to limit queued jobs parked in the table (job.Park)
 // that wait for reason (job.Wait.Reason, or job.Job.Waiting for jobs
