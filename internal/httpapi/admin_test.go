@@ -94,7 +94,7 @@ func (ab *adminBundle) submit(user, plan string, n int) (token, id string) {
 }
 
 // overviewPoll is how often a test waiting on the overview reads it: one
-// read is about 550 COUNT queries (awstest.EventuallyEvery).
+// read is about 200 queries (awstest.EventuallyEvery).
 const overviewPoll = 250 * time.Millisecond
 
 // waitOverview waits until the overview, read as the admin, satisfies cond.

@@ -240,8 +240,8 @@ func (b *Bundle) Eventually(cond func() bool, format string, args ...any) {
 
 // EventuallyEvery waits until cond holds, checking it every interval: a
 // condition that is dear to read is read less often than a job (the admin
-// overview counts each status it shows over every shard of the sweep index:
-// about 550 queries a read).
+// overview reads every active partition of the sweep index: about 200
+// queries a read).
 func (b *Bundle) EventuallyEvery(interval time.Duration, cond func() bool, format string, args ...any) {
 	b.T.Helper()
 	deadline := time.Now().Add(waitLimit)
