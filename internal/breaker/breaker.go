@@ -201,12 +201,30 @@ func refuse(key string, retryAt time.Time) error {
 }
 
 // isHost reports whether key names a host's circuit (Key("host", …)): one
-// every token's calls share, counted by OnHostResult.
+// every owner's calls share, counted by OnHostResult.
 func isHost(key string) bool { return strings.HasPrefix(key, "host:") }
 
-// voterOf is the token a call guarded by keys is made with, as a host's
-// circuit counts it: the first key that is not a host's ("" when none is).
-func voterOf(keys []string) string {
+// ownerCtxKey is the context key of WithOwner.
+type ownerCtxKey struct{}
+
+// WithOwner returns ctx naming owner as the tenant the calls made under it
+// are made for: a host's circuit counts that owner once per window,
+// whatever the tokens (accounts, refreshes) its calls use (OnHostResult).
+// An empty owner leaves ctx as it is.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	if owner == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, ownerCtxKey{}, OwnerKey(owner))
+}
+
+// ownerOf is who a call guarded by keys under ctx is made for, as a host's
+// circuit counts it: the owner WithOwner named, else the first key that is
+// not a host's (its token), else "".
+func ownerOf(ctx context.Context, keys []string) string {
+	if o, ok := ctx.Value(ownerCtxKey{}).(string); ok {
+		return o
+	}
 	for _, k := range keys {
 		if !isHost(k) {
 			return k
@@ -310,14 +328,15 @@ func (b *Breaker) releaseProbe(ctx context.Context, leased Record) {
 
 // Record applies a call's outcome to every key, writing only when the
 // state machine says something changed. A host's key counts the outcome
-// with OnHostResult, the call's token being the first key that is not a
-// host's; every other key with OnResult.
+// with OnHostResult, for the owner ctx names (WithOwner) or else the
+// call's token, the first key that is not a host's; every other key with
+// OnResult.
 func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duration, keys ...string) error {
 	var errs []error
-	voter := voterOf(keys)
+	owner := ownerOf(ctx, keys)
 	step := func(key string, r Record) (Record, bool, *Transition) {
 		if isHost(key) {
-			return OnHostResult(b.o.Config, r, o, voter, b.o.Now())
+			return OnHostResult(b.o.Config, r, o, owner, b.o.Now())
 		}
 		return OnResult(b.o.Config, r, o, retryAfter, b.o.Now())
 	}

@@ -419,3 +419,27 @@ func TestHostProbeIsNotSpentOnALimitedToken(t *testing.T) {
 		t.Errorf("the token's probe is not free for its next call: %v", err)
 	}
 }
+
+// TestOneOwnersTokensCountOnce: an owner's calls (WithOwner) with five
+// tokens — five accounts, or a token and its refreshes — fail within one
+// window: the host counts the owner once and stays closed; three owners'
+// failures open it.
+func TestOneOwnersTokensCountOnce(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewSimulated(time.Now().UTC())
+	bs := instances(t, 2, clk, nil)
+	host := "host:owners"
+	many := breaker.WithOwner(context.Background(), "u-many-accounts")
+	for i := range 5 {
+		_ = bs[i%2].Do(many, func(context.Context) error { return apiErr{503} }, breaker.TokenKey(fmt.Sprint("acct-", i)), host)
+	}
+	if r := storedRecord(t, bs[0], host); r.State != breaker.Closed || r.Failures != 1 {
+		t.Errorf("after one owner's five tokens failed: %+v, want closed with the owner counted once", r)
+	}
+	for _, o := range []string{"u-second", "u-third"} {
+		_ = bs[0].Do(breaker.WithOwner(context.Background(), o), func(context.Context) error { return apiErr{503} }, breaker.TokenKey(o), host)
+	}
+	if err := bs[0].Allow(context.Background(), host); !isOpen(err) {
+		t.Errorf("three owners' failures left the host admitting: %v", err)
+	}
+}

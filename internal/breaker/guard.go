@@ -16,7 +16,9 @@ type API interface {
 
 // GuardedAPI wraps every call of API in the breakers of its host and of
 // the access token it uses: the token's 429 flags the token only, and the
-// host's circuit opens only on failures of several tokens (OnHostResult).
+// host's circuit opens only on failures of several owners (OnHostResult;
+// the owner is the one breaker.WithOwner names on the call's context, else
+// the token).
 type GuardedAPI struct {
 	API     API
 	Breaker *Breaker
@@ -71,7 +73,8 @@ type Refresher interface {
 
 // GuardedRefresher wraps token refreshes in the breakers of the host and
 // of the refresh token: a refresh's 429 flags that refresh token only, and
-// its failures count for the host as that token's, once per window.
+// its failures count for the host as its owner's (WithOwner), else that
+// token's, once per window.
 type GuardedRefresher struct {
 	Refresher Refresher
 	Breaker   *Breaker

@@ -25,9 +25,9 @@ func newHostRun(t *testing.T, c Config) *hostRun {
 	return &hostRun{t: t, c: c, clk: clock.NewSimulated(t0), r: Record{Key: Key("host", "api.example.com")}}
 }
 
-func (h *hostRun) apply(o Outcome, voter string) {
+func (h *hostRun) apply(o Outcome, owner string) {
 	h.t.Helper()
-	next, changed, tr := OnHostResult(h.c, h.r, o, voter, h.clk.Now())
+	next, changed, tr := OnHostResult(h.c, h.r, o, owner, h.clk.Now())
 	if changed {
 		if next.Version != h.r.Version+1 {
 			h.t.Fatalf("version %d after %d", next.Version, h.r.Version)
@@ -44,38 +44,39 @@ func (h *hostRun) apply(o Outcome, voter string) {
 
 func (h *hostRun) state() State { return h.r.Effective(h.clk.Now()) }
 
-// TestOneTokenNeverOpensTheHost: however many failures and 429s one token
-// sees, the host's circuit stays closed, and the token's failures after
+// TestOneOwnerNeverOpensTheHost: however many failures and 429s one owner
+// sees, the host's circuit stays closed, and the owner's failures after
 // its first in a window cost no write.
-func TestOneTokenNeverOpensTheHost(t *testing.T) {
+func TestOneOwnerNeverOpensTheHost(t *testing.T) {
 	t.Parallel()
 	h := newHostRun(t, cfg())
 	for i := range 100 {
-		h.apply(Failure, "token:a")
-		h.apply(RateLimited, "token:a")
+		h.apply(Failure, OwnerKey("a"))
+		h.apply(RateLimited, OwnerKey("a"))
 		h.clk.Advance(100 * time.Millisecond)
 		if i == 0 && h.writes != 1 {
-			t.Fatalf("the token's first failure made %d writes, want 1", h.writes)
+			t.Fatalf("the owner's first failure made %d writes, want 1", h.writes)
 		}
 	}
 	if h.state() != Closed || h.r.Failures != 1 || h.writes != 1 || len(h.transitions) != 0 {
-		t.Errorf("after one token's 100 failures and 100 429s in one window: %s, %d failures, %d writes, %v; want closed, 1, 1, none",
+		t.Errorf("after one owner's 100 failures and 100 429s in one window: %s, %d failures, %d writes, %v; want closed, 1, 1, none",
 			h.state(), h.r.Failures, h.writes, h.transitions)
 	}
-	// A new window counts the token once again, still alone.
+	// A new window counts the owner once again, still alone.
 	h.clk.Advance(cfg().Window)
-	h.apply(Failure, "token:a")
+	h.apply(Failure, OwnerKey("a"))
 	if h.state() != Closed || h.r.Failures != 1 || !h.r.WindowStart.Equal(h.clk.Now()) || h.writes != 2 {
 		t.Errorf("in a new window: %+v after %d writes; want closed with one failure in a window from now", h.r, h.writes)
 	}
 }
 
-// TestDistinctTokensOpenTheHost: the host opens when HostTokens distinct
-// tokens failed within one window, for the cooldown; tokens spread over
-// two windows do not open it.
-func TestDistinctTokensOpenTheHost(t *testing.T) {
+// TestDistinctOwnersOpenTheHost: the host opens when HostOwners distinct
+// owners failed within one window, for the cooldown; owners spread over
+// two windows do not open it. A token without a known owner counts as an
+// owner of its own.
+func TestDistinctOwnersOpenTheHost(t *testing.T) {
 	t.Parallel()
-	c := cfg() // HostTokens 0: the default, 3
+	c := cfg() // HostOwners 0: the default, 3
 	h := newHostRun(t, c)
 	h.apply(Failure, "token:a")
 	h.apply(Failure, "token:a")
@@ -83,23 +84,23 @@ func TestDistinctTokensOpenTheHost(t *testing.T) {
 	h.clk.Advance(c.Window) // a's and b's window ends
 	h.apply(Failure, "token:c")
 	if h.state() != Closed || h.r.Failures != 1 {
-		t.Fatalf("three tokens over two windows: %s with %d, want closed with 1 (c alone in its window)", h.state(), h.r.Failures)
+		t.Fatalf("three owners over two windows: %s with %d, want closed with 1 (c alone in its window)", h.state(), h.r.Failures)
 	}
 	h.clk.Advance(10 * time.Second)
 	h.apply(Failure, "token:d")
 	h.apply(Failure, "token:c") // counted already
 	if h.state() != Closed || h.r.Failures != 2 {
-		t.Fatalf("two tokens in the window: %s with %d, want closed with 2", h.state(), h.r.Failures)
+		t.Fatalf("two owners in the window: %s with %d, want closed with 2", h.state(), h.r.Failures)
 	}
 	h.clk.Advance(10 * time.Second)
-	h.apply(Failure, "token:e")
+	h.apply(Failure, OwnerKey("e"))
 	if h.state() != Open || !h.r.OpenUntil.Equal(h.clk.Now().Add(c.Cooldown)) {
-		t.Fatalf("after the third token: %+v, want open for the cooldown", h.r)
+		t.Fatalf("after the third owner: %+v, want open for the cooldown", h.r)
 	}
-	if diff := cmp.Diff([]string{"token:c", "token:d", "token:e"}, h.r.Tokens); diff != "" {
-		t.Errorf("tokens (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"token:c", "token:d", OwnerKey("e")}, h.r.Owners); diff != "" {
+		t.Errorf("owners (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"closed→open (failures of 3 tokens within 1m0s)"}, h.transitions); diff != "" {
+	if diff := cmp.Diff([]string{"closed→open (failures of 3 owners within 1m0s)"}, h.transitions); diff != "" {
 		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 	// Open: late results and 429s change nothing (a host is never flagged).
@@ -110,30 +111,30 @@ func TestDistinctTokensOpenTheHost(t *testing.T) {
 		t.Errorf("late results of an open host's calls were written")
 	}
 
-	two := newHostRun(t, with2(c, func(c *Config) { c.HostTokens = 2 }))
+	two := newHostRun(t, with2(c, func(c *Config) { c.HostOwners = 2 }))
 	two.apply(Failure, "token:a")
 	two.apply(Failure, "token:b")
 	if two.state() != Open {
-		t.Errorf("HostTokens 2: two tokens left it %s", two.state())
+		t.Errorf("HostOwners 2: two owners left it %s", two.state())
 	}
 }
 
 // TestHostProbe: a half-open host's probe that gets a token's 429 closes
-// the circuit (the API answered); one that fails re-opens it; a 429 with
-// no token counts as a failure of nobody's own.
+// the circuit (the API answered); one that fails re-opens it; a 429 of no
+// known owner or token counts as a failure.
 func TestHostProbe(t *testing.T) {
 	t.Parallel()
 	c := cfg()
 	for _, tc := range []struct {
 		name  string
 		o     Outcome
-		voter string
+		owner string
 		want  State
 	}{
 		{"token's 429", RateLimited, "token:a", Closed},
 		{"success", Success, "token:a", Closed},
 		{"failure", Failure, "token:a", Open},
-		{"429 without a token", RateLimited, "", Open},
+		{"429 of nobody known", RateLimited, "", Open},
 		{"ignored", Ignored, "token:a", HalfOpen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,23 +150,24 @@ func TestHostProbe(t *testing.T) {
 			}
 			h.r = leased
 			h.clk.Advance(time.Second)
-			h.apply(tc.o, tc.voter)
+			h.apply(tc.o, tc.owner)
 			if got := h.state(); got != tc.want {
 				t.Errorf("after the probe's %s: %s, want %s", tc.o, got, tc.want)
 			}
-			if tc.want == Closed && (h.r.Failures != 0 || len(h.r.Tokens) != 0) {
+			if tc.want == Closed && (h.r.Failures != 0 || len(h.r.Owners) != 0) {
 				t.Errorf("a closed host keeps its failures: %+v", h.r)
 			}
 		})
 	}
 
-	// Closed: a 429 without a token is one vote, counted once like a token.
+	// Closed: a 429 of nobody known is one failure, counted once like an
+	// owner's.
 	h := newHostRun(t, c)
 	h.apply(RateLimited, "")
 	h.apply(RateLimited, "")
-	h.apply(RateLimited, "token:a") // the token's own limit: no vote
+	h.apply(RateLimited, "token:a") // the token's own limit: no failure
 	if h.r.Failures != 1 || h.state() != Closed {
-		t.Errorf("two tokenless 429s and a token's: %+v, want one failure, closed", h.r)
+		t.Errorf("two anonymous 429s and a token's: %+v, want one failure, closed", h.r)
 	}
 }
 
@@ -194,22 +196,22 @@ func TestSingleTokenDeployment(t *testing.T) {
 }
 
 // TestOnHostResultLeavesItsInputAlone: a record from a snapshot shared by
-// concurrent callers is not changed through its Tokens.
+// concurrent callers is not changed through its Owners.
 func TestOnHostResultLeavesItsInputAlone(t *testing.T) {
 	t.Parallel()
-	c := with2(cfg(), func(c *Config) { c.HostTokens = 5 })
+	c := with2(cfg(), func(c *Config) { c.HostOwners = 5 })
 	tokens := make([]string, 1, 8)
 	tokens[0] = "token:a"
-	r := Record{Key: Key("host", "h"), Failures: 1, Tokens: tokens, WindowStart: t0, Version: 1}
+	r := Record{Key: Key("host", "h"), Failures: 1, Owners: tokens, WindowStart: t0, Version: 1}
 	x, _, _ := OnHostResult(c, r, Failure, "token:b", t0.Add(time.Second))
 	y, _, _ := OnHostResult(c, r, Failure, "token:c", t0.Add(time.Second))
-	if diff := cmp.Diff([]string{"token:a", "token:b"}, x.Tokens); diff != "" {
+	if diff := cmp.Diff([]string{"token:a", "token:b"}, x.Owners); diff != "" {
 		t.Errorf("first (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"token:a", "token:c"}, y.Tokens); diff != "" {
+	if diff := cmp.Diff([]string{"token:a", "token:c"}, y.Owners); diff != "" {
 		t.Errorf("second (-want +got):\n%s", diff)
 	}
-	if len(r.Tokens) != 1 || tokens[:2][1] != "" {
-		t.Errorf("the input's tokens changed: %v", tokens[:2])
+	if len(r.Owners) != 1 || tokens[:2][1] != "" {
+		t.Errorf("the input's owners changed: %v", tokens[:2])
 	}
 }

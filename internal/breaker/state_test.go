@@ -456,10 +456,10 @@ func TestConfig(t *testing.T) {
 		{"no cooldown", with2(valid, func(c *Config) { c.Cooldown = 0 }), "cooldown must be positive"},
 		{"no lease", with2(valid, func(c *Config) { c.ProbeLease = -time.Second }), "probe lease must be positive"},
 		{"negative cache", with2(valid, func(c *Config) { c.CacheTTL = -1 }), "cache TTL must not be negative"},
-		{"host tokens default", with2(valid, func(c *Config) { c.HostTokens = 0 }), ""},
-		{"host tokens 2", with2(valid, func(c *Config) { c.HostTokens = 2 }), ""},
-		{"host tokens 1", with2(valid, func(c *Config) { c.HostTokens = 1 }), "host tokens must be at least 2"},
-		{"host tokens negative", with2(valid, func(c *Config) { c.HostTokens = -3 }), "host tokens must be at least 2"},
+		{"host owners default", with2(valid, func(c *Config) { c.HostOwners = 0 }), ""},
+		{"host owners 2", with2(valid, func(c *Config) { c.HostOwners = 2 }), ""},
+		{"host owners 1", with2(valid, func(c *Config) { c.HostOwners = 1 }), "host owners must be at least 2"},
+		{"host owners negative", with2(valid, func(c *Config) { c.HostOwners = -3 }), "host owners must be at least 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,10 +92,10 @@ type Config struct {
 	BreakerWindow    time.Duration
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
-	// BreakerHostTokens is the number of distinct tokens whose failures
+	// BreakerHostOwners is the number of distinct owners whose failures
 	// within the window open the host's circuit
-	// (CONVEYOR_BREAKER_HOST_TOKENS, default breaker.HostTokensDefault, 3).
-	BreakerHostTokens int
+	// (CONVEYOR_BREAKER_HOST_OWNERS, default breaker.HostOwnersDefault, 3).
+	BreakerHostOwners int
 	// BreakerProbeLease is how long a half-open probe holds its lease
 	// (CONVEYOR_BREAKER_PROBE_LEASE, default 30s); its call ends at 4/5 of it.
 	BreakerProbeLease time.Duration
@@ -285,7 +285,7 @@ func (r *reader) retries(c *Config) {
 	c.ParkAfter = r.dur(VarParkAfter)
 	c.BreakerWindow = r.dur(VarBreakerWindow)
 	c.BreakerThreshold = r.int(VarBreakerThreshold)
-	c.BreakerHostTokens = r.int(VarBreakerHostTokens)
+	c.BreakerHostOwners = r.int(VarBreakerHostOwners)
 	c.BreakerCooldown = r.dur(VarBreakerCooldown)
 	c.BreakerProbeLease = r.dur(VarBreakerProbeLease)
 	c.BreakerCache = r.dur(VarBreakerCache)
@@ -452,8 +452,8 @@ func (c Config) validate(deadlines bool) error {
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
 	}
-	if c.BreakerHostTokens < 2 {
-		bad("%s must be at least 2: one token must never open the host's circuit", VarBreakerHostTokens)
+	if c.BreakerHostOwners < 2 {
+		bad("%s must be at least 2: one owner must never open the host's circuit", VarBreakerHostOwners)
 	}
 	if c.HTTPMaxSnoozes < 1 {
 		bad("%s must be at least 1", VarHTTPMaxSnoozes)
