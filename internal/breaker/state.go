@@ -13,9 +13,9 @@
 // least until its Retry-After. A host's circuit, which every owner's calls
 // share, counts differently (OnHostResult): distinct owners, each once per
 // Window, open it at Config.HostOwners, and a token's 429 flags only that
-// token, so no one owner (and no one token) can open it. breaker.go shares the records between
-// instances through a Store (store.go; the table, internal/store);
-// guard.go wraps the external API with it.
+// token, so no one owner (and no one token) can open it. breaker.go
+// shares the records between instances through a Store (store.go; the
+// table, internal/store); guard.go wraps the external API with it.
 package breaker
 
 import (
