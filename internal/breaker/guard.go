@@ -15,10 +15,7 @@ type API interface {
 }
 
 // GuardedAPI wraps every call of API in the breakers of its host and of
-// the access token it uses: the token's 429 flags the token only, and the
-// host's circuit opens only on failures of several owners (OnHostResult;
-// the owner is the one breaker.WithOwner names on the call's context, else
-// the token).
+// the access token it uses.
 type GuardedAPI struct {
 	API     API
 	Breaker *Breaker
@@ -32,7 +29,7 @@ func (g GuardedAPI) Submit(ctx context.Context, tok string, s deviantart.Submiss
 		var e error
 		id, e = g.API.Submit(ctx, tok, s)
 		return e
-	}, TokenKey(tok), g.HostKey)
+	}, g.HostKey, TokenKey(tok))
 	return id, err
 }
 
@@ -42,7 +39,7 @@ func (g GuardedAPI) Publish(ctx context.Context, tok string, itemID int64) (d de
 		var e error
 		d, e = g.API.Publish(ctx, tok, itemID)
 		return e
-	}, TokenKey(tok), g.HostKey)
+	}, g.HostKey, TokenKey(tok))
 	return d, err
 }
 
@@ -52,7 +49,7 @@ func (g GuardedAPI) Item(ctx context.Context, tok string, itemID int64) (it devi
 		var e error
 		it, e = g.API.Item(ctx, tok, itemID)
 		return e
-	}, TokenKey(tok), g.HostKey)
+	}, g.HostKey, TokenKey(tok))
 	return it, err
 }
 
@@ -62,7 +59,7 @@ func (g GuardedAPI) FindByStack(ctx context.Context, tok, stack string) (it devi
 		var e error
 		it, found, e = g.API.FindByStack(ctx, tok, stack)
 		return e
-	}, TokenKey(tok), g.HostKey)
+	}, g.HostKey, TokenKey(tok))
 	return it, found, err
 }
 
@@ -71,22 +68,19 @@ type Refresher interface {
 	Refresh(ctx context.Context, refreshToken string) (deviantart.Token, error)
 }
 
-// GuardedRefresher wraps token refreshes in the breakers of the host and
-// of the refresh token: a refresh's 429 flags that refresh token only, and
-// its failures count for the host as its owner's (WithOwner), else that
-// token's, once per window.
+// GuardedRefresher wraps token refreshes in the host's breaker.
 type GuardedRefresher struct {
 	Refresher Refresher
 	Breaker   *Breaker
 	HostKey   string
 }
 
-// Refresh is Refresher.Refresh behind the breakers.
+// Refresh is Refresher.Refresh behind the host's breaker.
 func (g GuardedRefresher) Refresh(ctx context.Context, rt string) (t deviantart.Token, err error) {
 	err = g.Breaker.Do(ctx, func(ctx context.Context) error {
 		var e error
 		t, e = g.Refresher.Refresh(ctx, rt)
 		return e
-	}, TokenKey(rt), g.HostKey)
+	}, g.HostKey)
 	return t, err
 }
