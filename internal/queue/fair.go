@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
