@@ -433,5 +433,46 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error, keys .
 	if rerr := b.Record(context.WithoutCancel(ctx), o, ra, keys...); rerr != nil {
 		b.o.Logger.Warn("recording a breaker outcome failed", "error", rerr)
 	}
+	if err != nil {
+		return b.untilAdmitted(ctx, err, keys)
+	}
 	return err
 }
+
+// untilAdmitted is a failed call's err asking, as its RetryAfter, for no
+// less than the time until every one of keys admits a call again: a call
+// whose failure opened a circuit (a probe's 429 reopens it for the
+// cooldown) is not tried again before the circuit lets it through, where
+// it would only find the circuit open.
+func (b *Breaker) untilAdmitted(ctx context.Context, err error, keys []string) error {
+	now := b.o.Now()
+	var until time.Time
+	for _, key := range keys {
+		r, serr := b.state(ctx, key)
+		if serr != nil {
+			continue
+		}
+		if a := Admit(b.o.Config, r, now); !a.Allow && a.RetryAt.After(until) {
+			until = a.RetryAt
+		}
+	}
+	if !until.After(now) {
+		return err
+	}
+	return &reopenedError{err: err, after: until.Sub(now)}
+}
+
+// reopenedError is a call's error from a circuit its outcome left open:
+// its RetryAfter is the time until the circuit admits calls again.
+type reopenedError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *reopenedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the call's own error.
+func (e *reopenedError) Unwrap() error { return e.err }
+
+// RetryAfter is the time until the circuit admits a call again.
+func (e *reopenedError) RetryAfter() time.Duration { return e.after }
