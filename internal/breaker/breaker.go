@@ -433,17 +433,18 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error, keys .
 	if rerr := b.Record(context.WithoutCancel(ctx), o, ra, keys...); rerr != nil {
 		b.o.Logger.Warn("recording a breaker outcome failed", "error", rerr)
 	}
-	if err != nil {
+	if o == RateLimited {
 		return b.untilAdmitted(ctx, err, keys)
 	}
 	return err
 }
 
-// untilAdmitted is a failed call's err asking, as its RetryAfter, for no
-// less than the time until every one of keys admits a call again: a call
-// whose failure opened a circuit (a probe's 429 reopens it for the
-// cooldown) is not tried again before the circuit lets it through, where
-// it would only find the circuit open.
+// untilAdmitted is a rate-limited call's err asking, as its RetryAfter,
+// for no less than the time until every one of keys admits a call again:
+// a call whose 429 opened a circuit (a probe's reopens it for the
+// cooldown, whatever its Retry-After) is not tried again before the
+// circuit lets it through, where it would only find the circuit open and
+// spend a wait.
 func (b *Breaker) untilAdmitted(ctx context.Context, err error, keys []string) error {
 	now := b.o.Now()
 	var until time.Time

@@ -274,7 +274,7 @@ func (t *Targets) Do(ctx context.Context, owner, host string, fn func(context.Co
 	if rerr != nil {
 		t.b.o.Logger.Warn("recording a breaker outcome failed", "breaker", r.Key, "error", rerr)
 	}
-	if err != nil && after.Key != "" {
+	if o == RateLimited && after.Key != "" {
 		if a := Admit(t.b.o.Config, after, t.b.o.Now()); !a.Allow {
 			// Not tried again before the circuit lets it through, where it
 			// would only find the circuit open (a probe's 429 reopens it

@@ -742,9 +742,13 @@ func breakerKey(err error) string {
 	return ""
 }
 
-// rateLimitDetail explains a 429 wait, with the Retry-After the API sent.
+// rateLimitDetail explains a 429 wait, with the Retry-After the API sent
+// (the answer's own, not the longer wait a circuit it opened may ask for).
 func rateLimitDetail(err error, msg string) string {
-	var ra interface{ RetryAfter() time.Duration }
+	var ra interface {
+		StatusCode() int
+		RetryAfter() time.Duration
+	}
 	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
 		return fmt.Sprintf("the API answered 429 with Retry-After %s: %s", ra.RetryAfter(), msg)
 	}
