@@ -294,9 +294,9 @@ func (s *Service) RestartItem(ctx context.Context, jobID, itemID, by string) (jo
 		return job.Job{}, err
 	}
 	log := s.cfg.Logger.With("job_id", j.ID, "item_id", itemID, "tier", j.Tier, "by", by)
-	// A restarted job's earlier message may still hold its owner's slot:
-	// a group of its own.
-	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j).Alone()); err != nil {
+	// A restarted job's earlier message may still hold its slot: this
+	// later send goes to the owner's next slot (queue.Fairness).
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		// The job is stored as queued: recovery sends it.
 		log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,8 +169,14 @@ func (b *Breaker) expiry(r Record) time.Time {
 // Allow decides whether a call guarded by keys may go ahead. When a key is
 // half-open it leases the probe for this instance (a conditional write:
 // exactly one instance wins). A refusal is a retry.Snooze wrapping an
-// *OpenError: the caller comes back at its RetryAt without spending an
-// attempt.
+// *OpenError (the refusing key with the latest RetryAt): the caller comes
+// back at its RetryAt without spending an attempt.
+//
+// A probe is never spent on a call that another of its keys refuses: no
+// lease is taken while any key refuses, and before one is, every key is
+// read from the stored state (not the snapshot), tokens before hosts, so a
+// job whose token another instance has just flagged waits on its token and
+// leaves the host's probe to a call that can make it.
 //
 // A failure to read or write the breakers' state (DynamoDB throttled or
 // unreachable) is a snooze too, StorageSnoozeDefault away: the call was not
@@ -188,64 +195,159 @@ func (b *Breaker) storageSnooze(key string, err error) error {
 	return retry.Snooze(fmt.Errorf("breaker %s: state unavailable: %w", key, err), b.o.Now().Add(StorageSnoozeDefault))
 }
 
+// refuse is the snooze of a call refused by key until retryAt.
+func refuse(key string, retryAt time.Time) error {
+	return retry.Snooze(&OpenError{Key: key, RetryAt: retryAt}, retryAt)
+}
+
+// isHost reports whether key names a host's circuit (Key("host", …)): one
+// every owner's calls share, counted by OnHostResult.
+func isHost(key string) bool { return strings.HasPrefix(key, "host:") }
+
+// ownerCtxKey is the context key of WithOwner.
+type ownerCtxKey struct{}
+
+// WithOwner returns ctx naming owner as the tenant the calls made under it
+// are made for: a host's circuit counts that owner once per window,
+// whatever the tokens (accounts, refreshes) its calls use (OnHostResult).
+// An empty owner leaves ctx as it is.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	if owner == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, ownerCtxKey{}, OwnerKey(owner))
+}
+
+// ownerOf is who a call guarded by keys under ctx is made for, as a host's
+// circuit counts it: the owner WithOwner named, else the first key that is
+// not a host's (its token), else "".
+func ownerOf(ctx context.Context, keys []string) string {
+	if o, ok := ctx.Value(ownerCtxKey{}).(string); ok {
+		return o
+	}
+	for _, k := range keys {
+		if !isHost(k) {
+			return k
+		}
+	}
+	return ""
+}
+
 // allow is Allow, reporting whether this call holds a probe lease.
 func (b *Breaker) allow(ctx context.Context, keys ...string) (probe bool, _ error) {
+	now := b.o.Now()
+	var refusal *OpenError
 	for _, key := range keys {
 		r, err := b.state(ctx, key)
 		if err != nil {
-			return probe, b.storageSnooze(key, err)
+			return false, b.storageSnooze(key, err)
 		}
-		now := b.o.Now()
 		a := Admit(b.o.Config, r, now)
-		if !a.Allow {
-			return probe, retry.Snooze(&OpenError{Key: key, RetryAt: a.RetryAt}, a.RetryAt)
+		if !a.Allow && (refusal == nil || a.RetryAt.After(refusal.RetryAt)) {
+			refusal = &OpenError{Key: key, RetryAt: a.RetryAt}
 		}
-		if !a.Probe {
+		probe = probe || a.Probe
+	}
+	if refusal != nil {
+		return false, refuse(refusal.Key, refusal.RetryAt)
+	}
+	if !probe {
+		return false, nil
+	}
+	return b.leaseProbes(ctx, keys, now)
+}
+
+// leaseProbes admits a call of which some key is half-open, from the stored
+// state: tokens first, then hosts, each key read consistently; a key that
+// refuses refuses the call, a half-open one is leased. When the call is
+// refused after a lease was taken, the lease is given back, so the probe is
+// not lost for a lease's length.
+func (b *Breaker) leaseProbes(ctx context.Context, keys []string, now time.Time) (probe bool, err error) {
+	ordered := slices.Clone(keys)
+	slices.SortStableFunc(ordered, func(x, y string) int {
+		switch {
+		case isHost(x) == isHost(y):
+			return 0
+		case isHost(x):
+			return 1
+		}
+		return -1
+	})
+	var leased []Record
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, l := range leased {
+			b.releaseProbe(context.WithoutCancel(ctx), l)
+		}
+	}()
+	for _, key := range ordered {
+		r, err := b.read(ctx, key)
+		if err != nil {
+			return false, b.storageSnooze(key, err)
+		}
+		a := Admit(b.o.Config, r, now)
+		switch {
+		case !a.Allow:
+			b.remember(r)
+			return false, refuse(key, a.RetryAt)
+		case !a.Probe:
+			b.remember(r)
 			continue
 		}
-		// Lease from the stored state, not the cache.
-		if r, err = b.read(ctx, key); err != nil {
-			return probe, b.storageSnooze(key, err)
-		}
-		leased, ok := LeaseProbe(b.o.Config, r, b.o.Owner, now)
+		next, ok := LeaseProbe(b.o.Config, r, b.o.Owner, now)
 		if ok {
-			err = b.write(ctx, r, leased)
+			err = b.write(ctx, r, next)
 		}
 		if !ok || errors.Is(err, ErrConflict) {
 			if fresh, rerr := b.read(ctx, key); rerr == nil {
 				b.remember(fresh)
 			}
-			retryAt := now.Add(b.o.Config.ProbeLease)
-			return probe, retry.Snooze(&OpenError{Key: key, RetryAt: retryAt}, retryAt)
+			return false, refuse(key, now.Add(b.o.Config.ProbeLease))
 		}
 		if err != nil {
-			return probe, b.storageSnooze(key, err)
+			return false, b.storageSnooze(key, err)
 		}
-		probe = true
+		leased = append(leased, next)
 		b.o.Logger.Info("breaker probe", "breaker", key, "owner", b.o.Owner)
 	}
-	return probe, nil
+	return len(leased) > 0, nil
+}
+
+// releaseProbe gives back a probe lease this instance took for a call it
+// then did not make (best effort: a lease not given back lapses).
+func (b *Breaker) releaseProbe(ctx context.Context, leased Record) {
+	next := leased
+	next.ProbeOwner, next.ProbeUntil = "", time.Time{}
+	next.UpdatedAt, next.Version = b.o.Now(), leased.Version+1
+	if err := b.write(ctx, leased, next); err != nil {
+		b.o.Logger.Info("breaker probe lease not given back", "breaker", leased.Key, "error", err)
+	}
 }
 
 // Record applies a call's outcome to every key, writing only when the
-// state machine says something changed.
+// state machine says something changed. A host's key counts the outcome
+// with OnHostResult, for the owner ctx names (WithOwner) or else the
+// call's token, the first key that is not a host's; every other key with
+// OnResult.
 func (b *Breaker) Record(ctx context.Context, o Outcome, retryAfter time.Duration, keys ...string) error {
 	var errs []error
-	for _, key := range keys {
-		o, retryAfter := o, retryAfter
-		if o == RateLimited && strings.HasPrefix(key, "host:") {
-			// A 429 flags the token that got it; for the host it is one
-			// failure towards the threshold, so one user's rate limit does
-			// not stop everyone.
-			o, retryAfter = Failure, 0
+	owner := ownerOf(ctx, keys)
+	step := func(key string, r Record) (Record, bool, *Transition) {
+		if isHost(key) {
+			return OnHostResult(b.o.Config, r, o, owner, b.o.Now())
 		}
+		return OnResult(b.o.Config, r, o, retryAfter, b.o.Now())
+	}
+	for _, key := range keys {
 		r, err := b.state(ctx, key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for range 5 {
-			next, changed, tr := OnResult(b.o.Config, r, o, retryAfter, b.o.Now())
+			next, changed, tr := step(key, r)
 			if !changed {
 				break
 			}
@@ -331,5 +433,47 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error, keys .
 	if rerr := b.Record(context.WithoutCancel(ctx), o, ra, keys...); rerr != nil {
 		b.o.Logger.Warn("recording a breaker outcome failed", "error", rerr)
 	}
+	if o == RateLimited {
+		return b.untilAdmitted(ctx, err, keys)
+	}
 	return err
 }
+
+// untilAdmitted is a rate-limited call's err asking, as its RetryAfter,
+// for no less than the time until every one of keys admits a call again:
+// a call whose 429 opened a circuit (a probe's reopens it for the
+// cooldown, whatever its Retry-After) is not tried again before the
+// circuit lets it through, where it would only find the circuit open and
+// spend a wait.
+func (b *Breaker) untilAdmitted(ctx context.Context, err error, keys []string) error {
+	now := b.o.Now()
+	var until time.Time
+	for _, key := range keys {
+		r, serr := b.state(ctx, key)
+		if serr != nil {
+			continue
+		}
+		if a := Admit(b.o.Config, r, now); !a.Allow && a.RetryAt.After(until) {
+			until = a.RetryAt
+		}
+	}
+	if !until.After(now) {
+		return err
+	}
+	return &reopenedError{err: err, after: until.Sub(now)}
+}
+
+// reopenedError is a call's error from a circuit its outcome left open:
+// its RetryAfter is the time until the circuit admits calls again.
+type reopenedError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *reopenedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the call's own error.
+func (e *reopenedError) Unwrap() error { return e.err }
+
+// RetryAfter is the time until the circuit admits a call again.
+func (e *reopenedError) RetryAfter() time.Duration { return e.after }

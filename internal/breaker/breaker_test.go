@@ -63,9 +63,10 @@ func TestEightInstancesAgree(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		key := fmt.Sprintf("host:round-%d", round)
-		// Failures from several instances open the circuit.
-		for i := range 5 {
-			err := bs[i%len(bs)].Do(ctx, func(context.Context) error { return apiErr{503} }, key)
+		// Failures of three tokens, from several instances, open the
+		// host's circuit.
+		for i := range 3 {
+			err := bs[i%len(bs)].Do(ctx, func(context.Context) error { return apiErr{503} }, key, breaker.TokenKey(fmt.Sprint(round, i)))
 			if err == nil {
 				t.Fatalf("round %d: the failing call reported success", round)
 			}
@@ -153,7 +154,8 @@ func TestRateLimitOpensForRetryAfterAndResets(t *testing.T) {
 	if !errors.As(err, &oe) || !oe.RetryAt.Equal(clk.Now().Add(2*time.Minute)) {
 		t.Fatalf("after a 429: %v", err)
 	}
-	// For a host, a 429 is one failure towards the threshold, not a flag.
+	// For a host, a 429 made without a token is one failure towards its
+	// threshold, never a flag (with a token it flags the token only).
 	if err := bs[0].Record(ctx, breaker.RateLimited, 2*time.Minute, "host:x"); err != nil {
 		t.Fatal(err)
 	}
@@ -268,8 +270,8 @@ func TestProbeCallEndsInsideItsLease(t *testing.T) {
 	bs := instances(t, 1, clk, nil)
 	ctx := context.Background()
 	key := "host:probe-deadline"
-	for range 5 {
-		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, key)
+	for i := range 3 {
+		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, key, breaker.TokenKey(fmt.Sprint(i)))
 	}
 	clk.Advance(5*time.Minute + time.Second)
 	var probeLeft time.Duration
@@ -291,4 +293,153 @@ func TestProbeCallEndsInsideItsLease(t *testing.T) {
 		}
 		return nil
 	}, key)
+}
+
+// openHost opens key, a host's circuit, with the failures of three tokens.
+func openHost(t *testing.T, b *breaker.Breaker, key string) {
+	t.Helper()
+	for i := range 3 {
+		_ = b.Do(context.Background(), func(context.Context) error { return apiErr{503} }, breaker.TokenKey(fmt.Sprint("outage-", i)), key)
+	}
+	if err := b.Allow(context.Background(), key); !isOpen(err) {
+		t.Fatalf("three tokens' failures left %s admitting: %v", key, err)
+	}
+}
+
+// storedRecord reads key's record as the table has it.
+func storedRecord(t *testing.T, b *breaker.Breaker, key string) breaker.Record {
+	t.Helper()
+	list, err := b.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list {
+		if r.Key == key {
+			return r
+		}
+	}
+	return breaker.Record{Key: key, State: breaker.Closed}
+}
+
+// TestOneTokensFailuresAndRateLimitLeaveTheHostClosed: one token's calls,
+// admitted together before its circuit opened, report twenty 429s and
+// twenty 503s from two instances: the token's circuit opens, the host's
+// counts the token once and stays closed for another token.
+func TestOneTokensFailuresAndRateLimitLeaveTheHostClosed(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewSimulated(time.Now().UTC())
+	bs := instances(t, 2, clk, nil)
+	ctx := context.Background()
+	host, noisy, quiet := "host:api.example", breaker.TokenKey("noisy"), breaker.TokenKey("quiet")
+	for i := range 40 {
+		o, ra := breaker.RateLimited, time.Minute
+		if i%2 == 1 {
+			o, ra = breaker.Failure, 0
+		}
+		if err := bs[i%2].Record(ctx, o, ra, noisy, host); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(500 * time.Millisecond)
+	}
+	if err := bs[0].Allow(ctx, noisy); !isOpen(err) {
+		t.Errorf("the noisy token admits after its 429s and 503s: %v", err)
+	}
+	called := 0
+	for _, b := range bs {
+		if err := b.Do(ctx, func(context.Context) error { called++; return nil }, quiet, host); err != nil {
+			t.Errorf("another token's call was refused: %v", err)
+		}
+	}
+	if called != 2 {
+		t.Errorf("%d of another token's two calls were made", called)
+	}
+	if r := storedRecord(t, bs[0], host); r.State != breaker.Closed || r.Failures != 1 {
+		t.Errorf("the host's record = %+v, want closed with the one token counted once", r)
+	}
+}
+
+// TestHostProbeIsNotSpentOnALimitedToken: with the host half-open, a call
+// whose token is flagged — in this instance's snapshot, or only in the
+// table by another instance since — is refused on its token and takes no
+// lease; the next call with a healthy token is the probe and closes the
+// host. A token lease taken for a call that the host then refuses is given
+// back.
+func TestHostProbeIsNotSpentOnALimitedToken(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewSimulated(time.Now().UTC())
+	bs := instances(t, 2, clk, nil)
+	ctx := context.Background()
+	host, limited := "host:probe-fair", breaker.TokenKey("limited")
+	openHost(t, bs[0], host)
+	clk.Advance(5*time.Minute + time.Second) // half-open
+	// bs[0] takes a fresh snapshot; bs[1] then flags the token (its 429).
+	if err := bs[0].Allow(ctx, breaker.TokenKey("unrelated")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bs[1].Record(ctx, breaker.RateLimited, 10*time.Minute, limited); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*breaker.Breaker{bs[1], bs[0]} { // the flag in b's snapshot; only in the table
+		called := false
+		err := b.Do(ctx, func(context.Context) error { called = true; return nil }, limited, host)
+		var oe *breaker.OpenError
+		if called || !errors.As(err, &oe) || oe.Key != limited {
+			t.Errorf("a call with the limited token: called %v, err %v; want refused on %s without a call", called, err, limited)
+		}
+		if r := storedRecord(t, b, host); !r.ProbeUntil.IsZero() {
+			t.Errorf("the host's probe was leased for the limited token's call: %+v", r)
+		}
+	}
+	probed := false
+	if err := bs[0].Do(ctx, func(context.Context) error { probed = true; return nil }, breaker.TokenKey("healthy"), host); err != nil || !probed {
+		t.Fatalf("the healthy token's probe: called %v, err %v", probed, err)
+	}
+	if r := storedRecord(t, bs[0], host); r.State != breaker.Closed {
+		t.Errorf("after the probe succeeded the host is %+v", r)
+	}
+
+	// A half-open token and a host whose probe another instance holds:
+	// the token's lease is given back.
+	host2, tok := "host:probe-held", breaker.TokenKey("half-open")
+	openHost(t, bs[0], host2)
+	for range 5 {
+		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, tok)
+	}
+	clk.Advance(5*time.Minute + time.Second) // both half-open
+	if err := bs[1].Allow(ctx, host2); err != nil {
+		t.Fatalf("bs[1] takes the host's probe: %v", err)
+	}
+	if err := bs[0].Allow(ctx, tok, host2); !isOpen(err) {
+		t.Errorf("a call while another instance probes the host: %v, want refused", err)
+	}
+	if r := storedRecord(t, bs[0], tok); r.ProbeOwner != "" || !r.ProbeUntil.IsZero() {
+		t.Errorf("the token's probe lease was kept for a call that was not made: %+v", r)
+	}
+	if err := bs[0].Allow(ctx, tok); err != nil {
+		t.Errorf("the token's probe is not free for its next call: %v", err)
+	}
+}
+
+// TestOneOwnersTokensCountOnce: an owner's calls (WithOwner) with five
+// tokens — five accounts, or a token and its refreshes — fail within one
+// window: the host counts the owner once and stays closed; three owners'
+// failures open it.
+func TestOneOwnersTokensCountOnce(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewSimulated(time.Now().UTC())
+	bs := instances(t, 2, clk, nil)
+	host := "host:owners"
+	many := breaker.WithOwner(context.Background(), "u-many-accounts")
+	for i := range 5 {
+		_ = bs[i%2].Do(many, func(context.Context) error { return apiErr{503} }, breaker.TokenKey(fmt.Sprint("acct-", i)), host)
+	}
+	if r := storedRecord(t, bs[0], host); r.State != breaker.Closed || r.Failures != 1 {
+		t.Errorf("after one owner's five tokens failed: %+v, want closed with the owner counted once", r)
+	}
+	for _, o := range []string{"u-second", "u-third"} {
+		_ = bs[0].Do(breaker.WithOwner(context.Background(), o), func(context.Context) error { return apiErr{503} }, breaker.TokenKey(o), host)
+	}
+	if err := bs[0].Allow(context.Background(), host); !isOpen(err) {
+		t.Errorf("three owners' failures left the host admitting: %v", err)
+	}
 }

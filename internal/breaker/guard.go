@@ -15,7 +15,10 @@ type API interface {
 }
 
 // GuardedAPI wraps every call of API in the breakers of its host and of
-// the access token it uses.
+// the access token it uses: the token's 429 flags the token only, and the
+// host's circuit opens only on failures of several owners (OnHostResult;
+// the owner is the one breaker.WithOwner names on the call's context, else
+// the token).
 type GuardedAPI struct {
 	API     API
 	Breaker *Breaker
@@ -29,7 +32,7 @@ func (g GuardedAPI) Submit(ctx context.Context, tok string, s deviantart.Submiss
 		var e error
 		id, e = g.API.Submit(ctx, tok, s)
 		return e
-	}, g.HostKey, TokenKey(tok))
+	}, TokenKey(tok), g.HostKey)
 	return id, err
 }
 
@@ -39,7 +42,7 @@ func (g GuardedAPI) Publish(ctx context.Context, tok string, itemID int64) (d de
 		var e error
 		d, e = g.API.Publish(ctx, tok, itemID)
 		return e
-	}, g.HostKey, TokenKey(tok))
+	}, TokenKey(tok), g.HostKey)
 	return d, err
 }
 
@@ -49,7 +52,7 @@ func (g GuardedAPI) Item(ctx context.Context, tok string, itemID int64) (it devi
 		var e error
 		it, e = g.API.Item(ctx, tok, itemID)
 		return e
-	}, g.HostKey, TokenKey(tok))
+	}, TokenKey(tok), g.HostKey)
 	return it, err
 }
 
@@ -59,7 +62,7 @@ func (g GuardedAPI) FindByStack(ctx context.Context, tok, stack string) (it devi
 		var e error
 		it, found, e = g.API.FindByStack(ctx, tok, stack)
 		return e
-	}, g.HostKey, TokenKey(tok))
+	}, TokenKey(tok), g.HostKey)
 	return it, found, err
 }
 
@@ -68,19 +71,22 @@ type Refresher interface {
 	Refresh(ctx context.Context, refreshToken string) (deviantart.Token, error)
 }
 
-// GuardedRefresher wraps token refreshes in the host's breaker.
+// GuardedRefresher wraps token refreshes in the breakers of the host and
+// of the refresh token: a refresh's 429 flags that refresh token only, and
+// its failures count for the host as its owner's (WithOwner), else that
+// token's, once per window.
 type GuardedRefresher struct {
 	Refresher Refresher
 	Breaker   *Breaker
 	HostKey   string
 }
 
-// Refresh is Refresher.Refresh behind the host's breaker.
+// Refresh is Refresher.Refresh behind the breakers.
 func (g GuardedRefresher) Refresh(ctx context.Context, rt string) (t deviantart.Token, err error) {
 	err = g.Breaker.Do(ctx, func(ctx context.Context) error {
 		var e error
 		t, e = g.Refresher.Refresh(ctx, rt)
 		return e
-	}, g.HostKey)
+	}, TokenKey(rt), g.HostKey)
 	return t, err
 }

@@ -127,15 +127,17 @@ func TestGaugeReportsEveryOpenHostCircuit(t *testing.T) {
 }
 
 // Breaker.ReportOpen reads the shared records from DynamoDB: a host circuit
-// opened by five failures on one instance shows up in the gauge another
+// opened by three tokens' failures on one instance shows up in the gauge another
 // instance sends, and keeps showing while it stays open.
 func TestReportOpenReadsTheSharedRecords(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewSimulated(time.Now().UTC())
 	bs := instances(t, 2, clk, nil)
 	ctx := context.Background()
-	for range 5 {
-		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, "host:api.example", breaker.TokenKey("acc-9"))
+	// Five failures of one token open its circuit; two more tokens' make
+	// three for the host.
+	for _, acc := range []string{"acc-9", "acc-9", "acc-9", "acc-9", "acc-9", "acc-1", "acc-2"} {
+		_ = bs[0].Do(ctx, func(context.Context) error { return apiErr{503} }, "host:api.example", breaker.TokenKey(acc))
 	}
 	for _, at := range []time.Duration{0, 4 * time.Minute} {
 		clk.Advance(at)

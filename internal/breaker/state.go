@@ -10,15 +10,19 @@
 //	half-open ── one probe, leased ──▶ success: closed · failure: open again
 //
 // A 429 flags its key at once, below the threshold, and keeps it open at
-// least until its Retry-After. breaker.go shares the records between
-// instances through a Store (store.go; the table, internal/store);
-// guard.go wraps the external API with it.
+// least until its Retry-After. A host's circuit, which every owner's calls
+// share, counts differently (OnHostResult): distinct owners, each once per
+// Window, open it at Config.HostOwners, and a token's 429 flags only that
+// token, so no one owner (and no one token) can open it. breaker.go
+// shares the records between instances through a Store (store.go; the
+// table, internal/store); guard.go wraps the external API with it.
 package breaker
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -45,10 +49,29 @@ type Config struct {
 	// CacheTTL is how long an instance of the store trusts its snapshot of
 	// the records; the state machine does not use it.
 	CacheTTL time.Duration
+	// HostOwners is the number of distinct owners whose calls failed
+	// within one Window that opens a host's circuit (OnHostResult), each
+	// counted once per window whatever its number of failures, tokens or
+	// accounts. At least 2, so that one owner never opens it; 0 means
+	// HostOwnersDefault.
+	HostOwners int
+}
+
+// HostOwnersDefault is the number of distinct owners whose failures open a
+// host's circuit when Config.HostOwners is 0.
+const HostOwnersDefault = 3
+
+// hostOwners is c.HostOwners, or its default.
+func (c Config) hostOwners() int {
+	if c.HostOwners == 0 {
+		return HostOwnersDefault
+	}
+	return c.HostOwners
 }
 
 // Validate reports whether c can be used: positive durations (CacheTTL may
-// be 0: no cache) and a threshold of at least 1.
+// be 0: no cache), a threshold of at least 1 and HostOwners 0 (the default)
+// or at least 2.
 func (c Config) Validate() error {
 	switch {
 	case c.Window <= 0:
@@ -61,6 +84,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("breaker probe lease must be positive, got %s", c.ProbeLease)
 	case c.CacheTTL < 0:
 		return fmt.Errorf("breaker cache TTL must not be negative, got %s", c.CacheTTL)
+	case c.HostOwners != 0 && c.HostOwners < 2:
+		return fmt.Errorf("breaker host owners must be at least 2 (one owner must never open a host's circuit), got %d", c.HostOwners)
 	}
 	return nil
 }
@@ -84,8 +109,14 @@ type Record struct {
 	// State is Closed or Open as stored; see Effective for the state now.
 	State State `dynamodbav:"state" json:"state"`
 	// Failures counts failures in the current window while closed; once
-	// open, the failures that opened it (plus failed probes).
+	// open, the failures that opened it (plus failed probes). A host's
+	// circuit counts distinct owners instead (Owners).
 	Failures int `dynamodbav:"failures" json:"failures"`
+	// Owners are, for a host's circuit, the owners whose calls failed in
+	// the current window (at most Config.HostOwners), as OnHostResult names
+	// them: an OwnerKey, a token's key, or "". Other circuits leave it
+	// empty.
+	Owners []string `dynamodbav:"owners,omitempty" json:"-"`
 	// WindowStart is when the current failure window began (zero: none).
 	WindowStart time.Time `dynamodbav:"windowStart" json:"windowStart"`
 	// OpenedAt is when the circuit last opened.
@@ -293,6 +324,55 @@ func OnResult(c Config, r Record, o Outcome, retryAfter time.Duration, now time.
 	return next, true, transition
 }
 
+// OnHostResult applies to r, a host's circuit (the one every owner's calls
+// to that host share), the outcome of a call made by owner, reported at
+// now. owner names who the call was made for: an OwnerKey, else the key of
+// the token it used (a token counts as an owner of its own), "" when
+// neither is known. It is OnResult but for two rules, so that no one owner
+// can stop everyone:
+//
+//   - A 429 of a known owner is that owner's (or its token's) own limit;
+//     the token's circuit is flagged (OnResult) and, for the host, the 429
+//     is an answer, a success: a half-open probe that gets one closes the
+//     circuit. A 429 of nobody known counts as a failure.
+//   - While closed, a failure counts its owner once per window: the
+//     circuit opens for Cooldown once Config.HostOwners distinct owners
+//     failed within one Window (Failures is their number, Owners their
+//     names). Another failure of an owner already counted changes nothing
+//     and costs no write.
+//
+// Open and half-open are as in OnResult, without a Retry-After: a host's
+// circuit is never flagged by a 429.
+func OnHostResult(c Config, r Record, o Outcome, owner string, now time.Time) (next Record, changed bool, transition *Transition) {
+	switch {
+	case o == RateLimited && owner != "":
+		o = Success
+	case o == RateLimited:
+		o = Failure
+	}
+	if o != Failure || r.Effective(now) != Closed {
+		return OnResult(c, r, o, 0, now)
+	}
+	next = r
+	next.State = Closed
+	if next.WindowStart.IsZero() || !now.Before(next.WindowStart.Add(c.Window)) {
+		next.Failures, next.WindowStart, next.Owners = 0, now, nil
+	} else if slices.Contains(next.Owners, owner) {
+		return r, false, nil
+	}
+	// A copy: r (and its Owners) may be shared by a snapshot.
+	next.Owners = append(slices.Clip(next.Owners), owner)
+	next.Failures = len(next.Owners)
+	if next.Failures >= c.hostOwners() {
+		next.State, next.OpenedAt, next.OpenUntil = Open, now, now.Add(c.Cooldown)
+		next.ProbeOwner, next.ProbeUntil = "", time.Time{}
+		transition = &Transition{Key: r.Key, From: Closed, To: Open, At: now,
+			Reason: fmt.Sprintf("failures of %d owners within %s", next.Failures, c.Window)}
+	}
+	next.UpdatedAt, next.Version = now, r.Version+1
+	return next, true, transition
+}
+
 // OpenError is the "circuit open" refusal: the call never reached the API,
 // and may be tried again at RetryAt.
 type OpenError struct {
@@ -325,4 +405,11 @@ func Key(kind, value string) string { return kind + ":" + value }
 func TokenKey(accessOrAccountID string) string {
 	h := sha256.Sum256([]byte(accessOrAccountID))
 	return Key("token", hex.EncodeToString(h[:8]))
+}
+
+// OwnerKey names an owner (a tenant) as a host's circuit counts it:
+// "owner:" and the first 16 hex digits of the SHA-256 of its id.
+func OwnerKey(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return Key("owner", hex.EncodeToString(h[:8]))
 }

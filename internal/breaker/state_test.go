@@ -254,7 +254,7 @@ func TestOnResult(t *testing.T) {
 			if diff := cmp.Diff(tt.wantTr, tr); diff != "" {
 				t.Errorf("transition (-want +got):\n%s", diff)
 			}
-			if !changed && (tr != nil || got != tt.r) {
+			if !changed && (tr != nil || !cmp.Equal(got, tt.r)) {
 				t.Errorf("unchanged, yet the record or a transition differs: %+v %+v", got, tr)
 			}
 		})
@@ -403,7 +403,7 @@ func TestLifeCycle(t *testing.T) {
 	}
 	before := r
 	apply(Success, 0)
-	if r != before {
+	if !cmp.Equal(r, before) {
 		t.Fatal("a healthy success changed the record")
 	}
 
@@ -456,6 +456,10 @@ func TestConfig(t *testing.T) {
 		{"no cooldown", with2(valid, func(c *Config) { c.Cooldown = 0 }), "cooldown must be positive"},
 		{"no lease", with2(valid, func(c *Config) { c.ProbeLease = -time.Second }), "probe lease must be positive"},
 		{"negative cache", with2(valid, func(c *Config) { c.CacheTTL = -1 }), "cache TTL must not be negative"},
+		{"host owners default", with2(valid, func(c *Config) { c.HostOwners = 0 }), ""},
+		{"host owners 2", with2(valid, func(c *Config) { c.HostOwners = 2 }), ""},
+		{"host owners 1", with2(valid, func(c *Config) { c.HostOwners = 1 }), "host owners must be at least 2"},
+		{"host owners negative", with2(valid, func(c *Config) { c.HostOwners = -3 }), "host owners must be at least 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

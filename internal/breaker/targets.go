@@ -270,8 +270,17 @@ func (t *Targets) Do(ctx context.Context, owner, host string, fn func(context.Co
 	}
 	err = fn(callCtx)
 	o, ra := Classify(err)
-	if rerr := t.Record(context.WithoutCancel(ctx), owner, host, o, ra); rerr != nil {
+	after, rerr := t.record(context.WithoutCancel(ctx), owner, host, o, ra)
+	if rerr != nil {
 		t.b.o.Logger.Warn("recording a breaker outcome failed", "breaker", r.Key, "error", rerr)
+	}
+	if o == RateLimited && after.Key != "" {
+		if a := Admit(t.b.o.Config, after, t.b.o.Now()); !a.Allow {
+			// Not tried again before the circuit lets it through, where it
+			// would only find the circuit open (a probe's 429 reopens it
+			// for the cooldown, whatever its Retry-After).
+			return &reopenedError{err: err, after: a.RetryAt.Sub(t.b.o.Now())}
+		}
 	}
 	return err
 }
@@ -280,16 +289,24 @@ func (t *Targets) Do(ctx context.Context, owner, host string, fn func(context.Co
 // only when the state machine says something changed. A host without a
 // record takes a free slot, or the shared circuit when none is free.
 func (t *Targets) Record(ctx context.Context, owner, host string, o Outcome, retryAfter time.Duration) error {
+	_, err := t.record(ctx, owner, host, o, retryAfter)
+	return err
+}
+
+// record is Record, returning the circuit's record after the outcome (a
+// zero Record when it could not be read).
+func (t *Targets) record(ctx context.Context, owner, host string, o Outcome, retryAfter time.Duration) (Record, error) {
 	fresh := false
 	for range 5 {
 		v, err := t.view(ctx, owner, fresh)
 		if err != nil {
-			return err
+			return Record{}, err
 		}
 		r := t.pick(v, host)
 		next, changed, tr := OnResult(t.b.o.Config, r.Record, o, retryAfter, t.b.o.Now())
 		if !changed {
-			return nil
+			next.Key = r.Key
+			return next, nil
 		}
 		if r.Slot == "" {
 			slot, ok := t.freeSlot(v)
@@ -306,7 +323,7 @@ func (t *Targets) Record(ctx context.Context, owner, host string, o Outcome, ret
 			continue
 		}
 		if err != nil {
-			return err
+			return Record{}, err
 		}
 		if tr != nil {
 			t.b.o.Logger.Warn("breaker state changed", "breaker", r.Key, "from", tr.From, "to", tr.To, "reason", tr.Reason, "open_until", next.OpenUntil)
@@ -314,7 +331,7 @@ func (t *Targets) Record(ctx context.Context, owner, host string, o Outcome, ret
 				t.b.o.OnTransition(*tr)
 			}
 		}
-		return nil
+		return next, nil
 	}
-	return fmt.Errorf("recording breaker %s of %s: %w", TargetKey(host), owner, ErrConflict)
+	return Record{}, fmt.Errorf("recording breaker %s of %s: %w", TargetKey(host), owner, ErrConflict)
 }

@@ -92,6 +92,10 @@ type Config struct {
 	BreakerWindow    time.Duration
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// BreakerHostOwners is the number of distinct owners whose failures
+	// within the window open the host's circuit
+	// (CONVEYOR_BREAKER_HOST_OWNERS, default breaker.HostOwnersDefault, 3).
+	BreakerHostOwners int
 	// BreakerProbeLease is how long a half-open probe holds its lease
 	// (CONVEYOR_BREAKER_PROBE_LEASE, default 30s); its call ends at 4/5 of it.
 	BreakerProbeLease time.Duration
@@ -281,6 +285,7 @@ func (r *reader) retries(c *Config) {
 	c.ParkAfter = r.dur(VarParkAfter)
 	c.BreakerWindow = r.dur(VarBreakerWindow)
 	c.BreakerThreshold = r.int(VarBreakerThreshold)
+	c.BreakerHostOwners = r.int(VarBreakerHostOwners)
 	c.BreakerCooldown = r.dur(VarBreakerCooldown)
 	c.BreakerProbeLease = r.dur(VarBreakerProbeLease)
 	c.BreakerCache = r.dur(VarBreakerCache)
@@ -446,6 +451,9 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.BreakerThreshold < 1 {
 		bad("%s must be at least 1", VarBreakerThreshold)
+	}
+	if c.BreakerHostOwners < 2 {
+		bad("%s must be at least 2: one owner must never open the host's circuit", VarBreakerHostOwners)
 	}
 	if c.HTTPMaxSnoozes < 1 {
 		bad("%s must be at least 1", VarHTTPMaxSnoozes)

@@ -39,6 +39,7 @@ const (
 	VarBusEvents                 = "CONVEYOR_BUS_EVENTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
 	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
+	VarBreakerHostOwners         = "CONVEYOR_BREAKER_HOST_OWNERS"
 	VarBreakerCooldown           = "CONVEYOR_BREAKER_COOLDOWN"
 	VarBreakerProbeLease         = "CONVEYOR_BREAKER_PROBE_LEASE"
 	VarBreakerCache              = "CONVEYOR_BREAKER_CACHE"
@@ -130,7 +131,8 @@ var Vars = []Var{
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](docs/events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
-	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open the circuit", Rule: "≥ 1"},
+	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open a token's circuit (and an http target's)", Rule: "≥ 1"},
+	{Name: VarBreakerHostOwners, Default: breaker.HostOwnersDefault, Meaning: "circuit breaker: distinct owners whose failures within the window open the publishing host's circuit, each counted once whatever its tokens; a token's 429 never counts ([fairness](docs/fairness.md#circuits))", Rule: "≥ 2"},
 	{Name: VarBreakerCooldown, Default: 5 * time.Minute, Meaning: "circuit breaker: how long a circuit stays open before one probe", Rule: "> 0"},
 	{Name: VarBreakerProbeLease, Default: 30 * time.Second, Meaning: "circuit breaker: how long the half-open probe holds its lease (unset: 30s, or `CONVEYOR_BREAKER_COOLDOWN` when shorter); the probe call ends at 4/5 of it", Rule: "> 0"},
 	{Name: VarBreakerCache, Default: 5 * time.Second, Meaning: "how long an instance trusts its snapshot of the breakers (one Query per period)", Rule: "≥ 0"},

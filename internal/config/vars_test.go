@@ -103,6 +103,9 @@ func TestCallTimeoutAndUploadRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.BreakerHostOwners != 3 {
+		t.Errorf("BreakerHostOwners = %d, want the default 3", c.BreakerHostOwners)
+	}
 	if c.CallTimeout != 10*time.Second || c.UploadRateMin != 256<<10 {
 		t.Errorf("CallTimeout %s UploadRateMin %d, want 10s and 262144", c.CallTimeout, c.UploadRateMin)
 	}
@@ -114,6 +117,7 @@ func TestCallTimeoutAndUploadRate(t *testing.T) {
 		{map[string]string{config.VarCallTimeout: "5s", config.VarBreakerProbeLease: "5s"}, []string{"CONVEYOR_CALL_TIMEOUT (5s) must be shorter than the breaker's probe lease", "4s"}},
 		{map[string]string{config.VarCallTimeout: "0s"}, []string{"CONVEYOR_CALL_TIMEOUT must be positive"}},
 		{map[string]string{config.VarUploadRateMin: "0"}, []string{"CONVEYOR_UPLOAD_RATE_MIN must be at least 1"}},
+		{map[string]string{config.VarBreakerHostOwners: "1"}, []string{"CONVEYOR_BREAKER_HOST_OWNERS must be at least 2"}},
 		{map[string]string{config.VarStreamPing: "0s"}, []string{"CONVEYOR_STREAM_PING must be positive"}},
 		{map[string]string{config.VarDeviantArtURL: "www.deviantart.com"}, []string{"CONVEYOR_DEVIANTART_URL", "not an absolute http(s) URL"}},
 	} {

@@ -143,7 +143,7 @@ func (e Env) Breaker(db *store.Client, owner string, m *Emitter) (*breaker.Break
 	cfg := e.Config
 	return breaker.New(breaker.Options{
 		Config: breaker.Config{Window: cfg.BreakerWindow, Threshold: cfg.BreakerThreshold, Cooldown: cfg.BreakerCooldown,
-			ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache},
+			ProbeLease: cfg.BreakerProbeLease, CacheTTL: cfg.BreakerCache, HostOwners: cfg.BreakerHostOwners},
 		Store: e.Store(db), Owner: owner, Now: e.Now, Logger: e.Log(),
 		OnTransition: func(t breaker.Transition) { breaker.ReportTransition(m, t) },
 	})

@@ -27,10 +27,10 @@ func PublisherHandler(pub *worker.Worker, client VisibilityChanger, urls QueueUR
 		accept := func(queue.Message) bool { return true } // a tier queue carries jobs only
 		pre := preloadFirsts(ctx, pub, ev)
 		return ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (Outcome, error) {
-			d := worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives}
+			d := worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: receives, Waits: msg.Waits()}
 			d.Preload = pre.take(msg.JobID)
 			v, err := pub.Run(ctx, d)
-			return Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
+			return Outcome{Done: v.Done, RetryIn: v.RetryIn, Readmit: v.Readmit}, err
 		}), nil
 	}
 }

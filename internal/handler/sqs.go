@@ -104,11 +104,14 @@ func Delay(ctx context.Context, client VisibilityChanger, urls QueueURLs, m even
 	}
 }
 
-// Outcome is what a consumer made of one message: Done deletes it; else it
-// comes back after RetryIn (Delay) and is reported failed.
+// Outcome is what a consumer made of one message: Done deletes it;
+// Readmit sends it back to the owner's slot it was moved out of, then
+// deletes it; else it comes back after RetryIn (Delay) and is reported
+// failed.
 type Outcome struct {
 	Done    bool
 	RetryIn time.Duration
+	Readmit bool
 }
 
 // ConsumeMessages is ConsumeFIFO for the queues' own messages: each body is
@@ -121,7 +124,8 @@ type Outcome struct {
 //
 // A message in an owner's slot (queue.Fairness), shared with the owner's
 // other jobs, never waits there: before it would, it moves into its job's
-// own group (a copy sent, the original deleted), where it waits alone.
+// own group (a copy sent, the original deleted), where it waits alone;
+// once due, it goes back to that slot (Readmit) before its job runs.
 func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityChanger, urls QueueURLs, log *slog.Logger,
 	accept func(queue.Message) bool, run func(context.Context, queue.Message, int) (Outcome, error)) events.SQSEventResponse {
 	var handled sync.Map // message ids whose visibility was decided by their run
@@ -145,9 +149,16 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 				Delay(ctx, client, urls, m, ErrorBackoff, log)
 			}
 			return false
+		case out.Readmit: // only for a message that Waits
+			if err := queue.Readmit(ctx, client, urls.forARN(m.EventSourceARN), msg); err != nil {
+				log.WarnContext(ctx, "could not send a due message back to its owner's slot; it comes back", "job_id", msg.JobID, "error", err)
+				Delay(ctx, client, urls, m, ErrorBackoff, log)
+				return false
+			}
+			return true
 		case !out.Done && shared:
 			url := urls.forARN(m.EventSourceARN)
-			if err := queue.MoveOut(ctx, client, url, msg); err != nil {
+			if err := queue.MoveOut(ctx, client, url, msg, m.Attributes["MessageGroupId"]); err != nil {
 				log.WarnContext(ctx, "could not move a waiting message out of its owner's slot; it waits there", "job_id", msg.JobID, "error", err)
 				Delay(ctx, client, urls, m, out.RetryIn, log)
 				return false

@@ -162,6 +162,10 @@ type Delivery struct {
 	// Uploads are the uploads the message names (queue.Message.Uploads):
 	// read with the job, they describe its items.
 	Uploads []string
+	// Waits: the message waits in a group of its own, moved out of its
+	// owner's slot (queue.Message.Waits). A job due when such a message
+	// comes is not run from it: the message goes back to the slot first.
+	Waits bool
 	// Preload is what a batch read for this delivery just before its run
 	// (BatchLoader, through the run loop's Preload): the run reads nothing
 	// more. Nil: the run reads the job itself.

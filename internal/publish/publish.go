@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
@@ -169,8 +170,11 @@ func (k *Kind) LoadBatch(ctx context.Context, ds []job.Delivery) ([]job.Preload,
 	return out, nil
 }
 
-// Work runs the publish phases through a (job.Kind).
+// Work runs the publish phases through a (job.Kind). Its calls to the
+// external API are made for the job's owner (breaker.WithOwner): the
+// host's circuit counts the owner once, whatever its tokens.
 func (k *Kind) Work(ctx context.Context, a job.Run) error {
+	ctx = breaker.WithOwner(ctx, a.Job().Owner)
 	r := &run{k: k, a: a, log: a.Logger()}
 	if acct, ok := a.Loaded().(*store.Account); ok && acct != nil {
 		r.account = acct
@@ -195,7 +199,7 @@ func (k *Kind) NextCall(j job.Job) time.Duration {
 // Reconcile asks the API what became of a finished job's items a run
 // marked tried and records it on them (job.Reconciler).
 func (k *Kind) Reconcile(ctx context.Context, j job.Job) error {
-	return k.reconcile(ctx, k.cfg.Logger.With("job_id", j.ID), j)
+	return k.reconcile(breaker.WithOwner(ctx, j.Owner), k.cfg.Logger.With("job_id", j.ID), j)
 }
 
 // run is one publish Work: its attempt and what it learnt.

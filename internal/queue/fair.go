@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -23,12 +24,15 @@ import (
 // its messages is in flight, so the group bounds an owner's jobs in flight:
 // each owner's jobs share a few groups ("slots"), one job per slot at a
 // time, and every other owner's groups are delivered alongside. The slot of
-// a job is a hash of its id, so every send of a job goes to the same slot.
+// a job's first send is a hash of its id, and each later send (a retry, a
+// restart, a resend) takes the owner's next slot: every message of an
+// owner's job is in one of the owner's slots.
 // An owner's slots come from its plan (PerPlan), or from PerOwner, which
 // an operator sets for a named owner. Zero slots is a group per job: no cap
 // and no fairness (a job's own retries still never block another job). A
 // waiting job does not hold its slot: the consumer moves its message into
-// the job's own group (Own) before it waits (handler.ConsumeMessages).
+// the job's own group (Own) before it waits, and back into the slot when
+// the wait is over, before the job runs (handler.ConsumeMessages).
 type Fairness struct {
 	// PerPlan is the number of slots of an owner on each plan; a plan not
 	// listed has DefaultSlots.
@@ -72,9 +76,14 @@ func (f Fairness) group(m Message) string {
 	if n <= 0 {
 		return m.dedupID()
 	}
+	// Each send of a job goes to the owner's next slot: a retry, a restart
+	// or a resend never queues behind the job's previous message, which
+	// may still hold its slot (a run finishing its last call, a worker that
+	// died keeps it in flight until its visibility timeout), and it stays
+	// inside the owner's slots all the same.
 	h := fnv.New32a()
 	h.Write([]byte(m.JobID))
-	return OwnerGroup(m.Owner, int(h.Sum32()%uint32(n)))
+	return OwnerGroup(m.Owner, int((h.Sum32()+uint32(max(m.Send, 0)))%uint32(n)))
 }
 
 // OwnerGroup is the message group of owner's slot n. A group id is at most
@@ -126,22 +135,44 @@ type MessageSender interface {
 }
 
 // MoveOut sends m's moved copy (Moved) to the queue at url, in its job's
-// own group: the consumer then deletes the original, which leaves its
-// owner's slot free. The copy is delivered at once and, not due, waits by
-// its visibility in a group of its own.
-func MoveOut(ctx context.Context, client MessageSender, url string, m Message) error {
-	if url == "" {
-		return fmt.Errorf("moving job %s: no queue URL", m.JobID)
-	}
+// own group, naming slot, the owner's group it was received from: the
+// consumer then deletes the original, which leaves the slot free. The copy
+// is delivered at once and, not due, waits by its visibility in a group of
+// its own; once due it goes back to slot (Readmit) before its job runs.
+func MoveOut(ctx context.Context, client MessageSender, url string, m Message, slot string) error {
 	moved := m.Moved()
-	body, err := json.Marshal(moved)
-	if err != nil {
-		return err
-	}
-	group := moved.dedupID()
-	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body)),
-		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(group)}); err != nil {
+	moved.Slot = slot
+	if err := sendCopy(ctx, client, url, moved, moved.dedupID()); err != nil {
 		return fmt.Errorf("moving job %s out of its owner's slot: %w", m.JobID, err)
 	}
 	return nil
+}
+
+// Readmit sends the copy of m, a moved message whose wait is over, back to
+// the owner's slot it was moved out of (Readmitted): the consumer then
+// deletes the original. No job of an owner runs outside its slots.
+func Readmit(ctx context.Context, client MessageSender, url string, m Message) error {
+	if !m.Waits() {
+		return fmt.Errorf("readmitting job %s: the message names no slot", m.JobID)
+	}
+	back := m.Readmitted()
+	if err := sendCopy(ctx, client, url, back, m.Slot); err != nil {
+		return fmt.Errorf("readmitting job %s to its owner's slot: %w", m.JobID, err)
+	}
+	return nil
+}
+
+// sendCopy sends m to the queue at url in group, under m's own
+// deduplication id.
+func sendCopy(ctx context.Context, client MessageSender, url string, m Message, group string) error {
+	if url == "" {
+		return errors.New("no queue URL")
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body)),
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(m.dedupID())})
+	return err
 }

@@ -42,6 +42,20 @@ func TestFairGroups(t *testing.T) {
 	if g := (Fairness{}).group(Message{JobID: "job_x", Owner: "u1", Plan: "free", Send: 2}); g != "job_x-2" {
 		t.Errorf("no fairness configured: %q, want a group per job", g)
 	}
+	// Each later send of a job takes the owner's next slot; a moved
+	// message goes back to the slot it names.
+	first := Message{JobID: "job_y", Owner: "u1", Plan: "free", Send: 1}
+	second := first
+	second.Send++
+	if a, b := f.group(first), f.group(second); a == b || !IsOwnerGroup(b) {
+		t.Errorf("a job's next send in %q after %q: want the owner's other slot", b, a)
+	}
+	waiting := first.Moved()
+	waiting.Slot = f.group(first)
+	back := waiting.Readmitted()
+	if !waiting.Waits() || back.Waits() || back.dedupID() == waiting.dedupID() || back.dedupID() == first.dedupID() {
+		t.Errorf("readmitted %+v from %+v: want a copy of its own, not waiting", back, waiting)
+	}
 	moved := Message{JobID: "job_x", Send: 3}.Moved().Moved()
 	if moved.dedupID() != "job_x-3-m2" {
 		t.Errorf("a second move's dedup id %q, want its own", moved.dedupID())

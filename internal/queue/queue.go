@@ -65,6 +65,9 @@ type Message struct {
 	// Own is set on a message moved out of its owner's slot into the
 	// job's own group, to wait there (Moved).
 	Own bool `json:"own,omitempty"`
+	// Slot is the owner's slot a moved message was moved out of, and goes
+	// back to when its wait is over (Readmitted).
+	Slot string `json:"slot,omitempty"`
 	// Move counts the moves of this send (each copy needs its own
 	// deduplication id).
 	Move int `json:"move,omitempty"`
@@ -79,14 +82,6 @@ func ForJob(j job.Job) Message {
 	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues, Plan: j.Plan}
 }
 
-// Alone is m sent to a group of its own (its deduplication id) rather than
-// its owner's slot: a resend of a stuck job, whose old message may hold
-// the slot until its visibility timeout.
-func (m Message) Alone() Message {
-	m.Own = true
-	return m
-}
-
 // Moved is m moved into its job's own group, to wait there without holding
 // back its owner's slot: a copy with its own deduplication id.
 func (m Message) Moved() Message {
@@ -94,6 +89,20 @@ func (m Message) Moved() Message {
 	m.Move++
 	return m
 }
+
+// Readmitted is a moved message back in the owner's slot it was moved out
+// of (Slot), its wait over: a copy with its own deduplication id. A job
+// runs only from its owner's slots, so what waited alone is counted in the
+// owner's concurrency again before it runs.
+func (m Message) Readmitted() Message {
+	m.Own = false
+	m.Move++
+	return m
+}
+
+// Waits reports whether m waits in a group of its own after it was moved
+// out of its owner's slot (Moved), and can go back to it (Readmitted).
+func (m Message) Waits() bool { return m.Own && m.Slot != "" && m.DeliveryID == "" }
 
 // Decode parses a message body.
 func Decode(body string) (Message, error) {
@@ -143,7 +152,8 @@ func (s *Sender) url(tier job.Tier) (string, error) {
 	return url, nil
 }
 
-// Send puts m on tier's queue, in its owner's slot (or its own group).
+// Send puts m on tier's queue, in one of its owner's slots (a group of
+// its own when fairness is off for the owner).
 func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 	url, err := s.url(tier)
 	if err != nil {

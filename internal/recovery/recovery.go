@@ -159,7 +159,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
 			return skipped, nil
 		}
-		return r.outcome(r.requeue(ctx, j.ID, false, func(j *job.Job) error {
+		return r.outcome(r.requeue(ctx, j.ID, func(j *job.Job) error {
 			if j.Status != job.Scheduled {
 				return errSkip
 			}
@@ -179,7 +179,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 		if paused[j.Tier] {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
-		return r.outcome(r.requeue(ctx, j.ID, false, func(cur *job.Job) error {
+		return r.outcome(r.requeue(ctx, j.ID, func(cur *job.Job) error {
 			if cur.Waiting == "" || cur.RetryAt == nil || cur.RetryAt.After(now) {
 				return errSkip
 			}
@@ -247,7 +247,7 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
 		}
 		failed := false
-		ok, err := r.requeue(ctx, j.ID, true, func(cur *job.Job) error {
+		ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
 			if !r.stuck(cur, stuckBefore, now) {
 				return errSkip
 			}
@@ -348,7 +348,7 @@ var errSkip = errors.New("skip")
 // requeue applies change to the job and, if the status is then queued,
 // sends it with a fresh deduplication id. Only the writer that wins the
 // conditional write sends. It reports whether this run made the change.
-func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change func(*job.Job) error) (bool, error) {
+func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job) error) (bool, error) {
 	j, err := r.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
 		if err := change(j); err != nil {
 			return err
@@ -366,13 +366,10 @@ func (r *Recoverer) requeue(ctx context.Context, id string, alone bool, change f
 		return false, err
 	}
 	log := r.cfg.Logger.With("job_id", j.ID, "tier", j.Tier)
+	// A stuck job's old message may still hold its slot (a worker that
+	// died keeps it in flight until its visibility timeout): the resend,
+	// a later send, goes to its owner's next slot (queue.Fairness).
 	msg := queue.ForJob(j)
-	if alone {
-		// A stuck job's old message may still hold its owner's slot (a
-		// worker that died keeps it in flight until its visibility
-		// timeout): the resend goes to a group of its own.
-		msg = msg.Alone()
-	}
 	if j.Status != job.Queued {
 		log.WarnContext(ctx, "stuck job failed: attempts spent", "attempts", j.Attempts)
 		if !j.Unsettled() {

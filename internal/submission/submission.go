@@ -433,9 +433,9 @@ func (s *Service) Stop(ctx context.Context, id string, why *job.Error) (job.Job,
 	if err != nil || !j.Unsettled() {
 		return j, err
 	}
-	// The run's own message may still hold the job's slot: this one goes
-	// to a group of its own (queue.Message.Alone).
-	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j).Alone()); err != nil {
+	// The run's own message may still hold the job's slot: this one, a
+	// later send, goes to the owner's next slot (queue.Fairness).
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		// The items stay tried: a retry asks the API before any call.
 		s.cfg.Logger.ErrorContext(ctx, "sending the cancelled job for reconciliation failed; a retry asks the API", "job_id", id, "error", err)
 	}
@@ -465,13 +465,10 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 	if err != nil {
 		return j, err
 	}
-	msg := queue.ForJob(j)
-	if a == job.Retry {
-		// A retried job's earlier message may still hold its slot (a
-		// cancelled run finishing its call): a group of its own.
-		msg = msg.Alone()
-	}
-	if err := s.cfg.Sender.Send(ctx, j.Tier, msg); err != nil {
+	// A retried job's earlier message may still hold its slot (a
+	// cancelled run finishing its call): this later send goes to the
+	// owner's next slot (queue.Fairness).
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

@@ -144,9 +144,17 @@ type Verdict struct {
 	Done bool
 	// RetryIn: leave the message and make it visible again after this long.
 	RetryIn time.Duration
+	// Readmit: the message waited in a group of its own and its job is
+	// due: send it back to its owner's slot (queue.Readmit), then delete
+	// it. The job is not run from outside its owner's slots.
+	Readmit bool
 	// Reason is for logs.
 	Reason string
 }
+
+// readmit is the verdict on a due job's message that waits outside its
+// owner's slots.
+var readmit = Verdict{Readmit: true, Reason: "due: back to its owner's slot"}
 
 // Delivery is one message for a job, as the queue handed it over.
 type Delivery = job.Delivery
@@ -204,6 +212,11 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	now := p.cfg.Now()
 	if v, answered, err := p.notClaimable(ctx, log, j, d, now); answered {
 		return v, err
+	}
+	if d.Waits {
+		// Its wait is over, outside its owner's slots: the job runs from
+		// one of them, counted in the owner's concurrency.
+		return readmit, nil
 	}
 	if j.Attempts >= j.MaxAttempts && j.MaxAttempts > 0 {
 		return p.failSpent(ctx, log, j, d)
@@ -540,6 +553,9 @@ func (p *Worker) settleFinished(ctx context.Context, j job.Job, d Delivery) Verd
 	if until, held := j.HeldBy(p.cfg.Worker, now); held {
 		return Verdict{RetryIn: p.heldWait(until, now, d.Receives), Reason: "the cancelled run still holds the job"}
 	}
+	if d.Waits {
+		return readmit
+	}
 	if err := rec.Reconcile(ctx, j); err != nil && d.Receives+1 < p.cfg.MaxReceives {
 		return Verdict{RetryIn: p.cfg.Policy.Backoff(max(d.Receives, 1)), Reason: "reconciling: " + err.Error()}
 	}
@@ -726,9 +742,13 @@ func breakerKey(err error) string {
 	return ""
 }
 
-// rateLimitDetail explains a 429 wait, with the Retry-After the API sent.
+// rateLimitDetail explains a 429 wait, with the Retry-After the API sent
+// (the answer's own, not the longer wait a circuit it opened may ask for).
 func rateLimitDetail(err error, msg string) string {
-	var ra interface{ RetryAfter() time.Duration }
+	var ra interface {
+		StatusCode() int
+		RetryAfter() time.Duration
+	}
 	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
 		return fmt.Sprintf("the API answered 429 with Retry-After %s: %s", ra.RetryAfter(), msg)
 	}
