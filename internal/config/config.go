@@ -151,6 +151,10 @@ type Config struct {
 	// StreamMaxPerUser caps a user's open SSE streams across every
 	// instance (CONVEYOR_STREAM_MAX_PER_USER, default 5).
 	StreamMaxPerUser int
+	// StreamLifetime is the longest an SSE stream runs before it ends
+	// cleanly for its client to resume (CONVEYOR_STREAM_LIFETIME, default
+	// 1m).
+	StreamLifetime time.Duration
 	// WebhookSecretOverlap is how long a user's rotated-out webhook secret
 	// keeps signing beside the new one (CONVEYOR_WEBHOOK_SECRET_OVERLAP,
 	// default 24h).
@@ -321,6 +325,7 @@ func (r *reader) delivery(c *Config) {
 	c.StreamPing = r.dur(VarStreamPing)
 	c.StreamPoll = r.dur(VarStreamPoll)
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
+	c.StreamLifetime = r.dur(VarStreamLifetime)
 	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)}
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
@@ -486,6 +491,9 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.JobItems != JobItemsCompact && c.JobItems != JobItemsAttributes {
 		bad("%s must be %s or %s, got %q", VarJobItems, JobItemsCompact, JobItemsAttributes, c.JobItems)
+	}
+	if c.StreamLifetime <= 0 {
+		bad("%s must be positive", VarStreamLifetime)
 	}
 	if c.StreamMaxPerUser < 1 {
 		bad("%s must be at least 1", VarStreamMaxPerUser)

@@ -62,6 +62,7 @@ const (
 	VarScheduleTargetARN         = "CONVEYOR_SCHEDULE_TARGET_ARN"
 	VarScheduleRoleARN           = "CONVEYOR_SCHEDULE_ROLE_ARN"
 	VarStreamMaxPerUser          = "CONVEYOR_STREAM_MAX_PER_USER"
+	VarStreamLifetime            = "CONVEYOR_STREAM_LIFETIME"
 	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
@@ -151,7 +152,8 @@ var Vars = []Var{
 	{Name: VarDeleteAfter, Default: resources.DeleteAfterDefault, Meaning: "retention: a stale job is deleted this long after it finished", Rule: "≥ `CONVEYOR_STALE_AFTER`"},
 	{Name: VarStreamPing, Default: 15 * time.Second, Meaning: "the longest silence on an SSE stream (a `ping` event)", Rule: "> 0"},
 	{Name: VarStreamPoll, Default: time.Second, Meaning: "how often an open SSE stream reads its job (one DynamoDB read per idle poll)", Rule: "> 0, ≤ 1s (a transition reaches a stream within it)"},
-	{Name: VarStreamMaxPerUser, Default: 5, Meaning: "open SSE streams per user, across instances (beyond: `429 too_many_streams`)", Rule: "≥ 1"},
+	{Name: VarStreamMaxPerUser, Default: 5, Meaning: "open SSE streams per user, across instances (beyond: `429 too_many_streams` at once, with `Retry-After`)", Rule: "≥ 1"},
+	{Name: VarStreamLifetime, Default: time.Minute, Meaning: "the longest an SSE stream runs: it then ends cleanly and the client resumes with `Last-Event-ID`; a stream whose client left holds its slot and its execution until then (a function URL does not stop a streaming function when its client goes)", Rule: "> 0"},
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},

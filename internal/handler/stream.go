@@ -37,10 +37,12 @@ func OpenStreams(s *stream.Server) StreamOpener {
 // StreamHandler is the SSE function's handler, behind a Lambda function URL
 // in response-streaming mode, and the only way into the streams: it checks
 // the token and the route's role (admin streams need admin or service),
-// opens the stream (404 for a job the caller may not see, 429 beyond the
-// caller's open streams), then streams into the response body until the
-// client disconnects (the context ends), or, cleanly, shortly before the
-// invocation's deadline (EndBefore).
+// opens the stream (404 for a job the caller may not see, 429 at once
+// beyond the caller's open streams), then streams into the response body
+// until a write fails, or, cleanly, once the stream has run its lifetime
+// (CONVEYOR_STREAM_LIFETIME) or shortly before the invocation's deadline
+// (EndBefore). A function URL does not end a streaming invocation when its
+// client goes, so the lifetime bounds what a closed tab holds.
 func StreamHandler(open StreamOpener, verify func(context.Context, string) (httpapi.Claims, error), log *slog.Logger) func(context.Context, events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 		header := func(name string) string {
@@ -214,5 +216,5 @@ func NewStream(_ context.Context, env Env) (func(context.Context, events.LambdaF
 func StreamServer(env Env, st *store.Store) (*stream.Server, error) {
 	cfg := env.Config
 	return stream.New(stream.Config{Store: st, Slots: st, PingInterval: cfg.StreamPing,
-		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Logger: env.Log()})
+		PollInterval: cfg.StreamPoll, MaxPerUser: cfg.StreamMaxPerUser, Lifetime: cfg.StreamLifetime, Logger: env.Log()})
 }

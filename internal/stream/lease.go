@@ -50,23 +50,11 @@ type Lease struct {
 	holder string
 }
 
-// Acquire takes a free slot of user's. When every slot is held it tries
-// again every wait/4 until wait has passed (a stream whose client just left
-// frees its slot within a poll interval), then returns ErrTooMany.
-func (l *Leases) Acquire(ctx context.Context, user string, wait time.Duration) (*Lease, error) {
-	holder := ids.New("sse")
-	deadline := time.Now().Add(wait)
-	for {
-		lease, err := l.acquireOnce(ctx, user, holder)
-		if !errors.Is(err, ErrTooMany) || !time.Now().Before(deadline) {
-			return lease, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ErrTooMany
-		case <-time.After(max(wait/4, time.Millisecond)):
-		}
-	}
+// Acquire takes a free slot of user's, trying each slot once: ErrTooMany
+// when every one is held. It never waits for a slot to free, so a refused
+// open answers at once and holds no execution of the function.
+func (l *Leases) Acquire(ctx context.Context, user string) (*Lease, error) {
+	return l.acquireOnce(ctx, user, ids.New("sse"))
 }
 
 // acquireOnce tries each slot once.

@@ -45,6 +45,9 @@ const (
 	// stream renews it every third of it, and a crashed instance's slots
 	// free themselves after it.
 	LeaseDefault = time.Minute
+	// LifetimeDefault is how long a stream runs before it ends for its
+	// client to resume.
+	LifetimeDefault = time.Minute
 	// feedLookback re-reads the newest part of the all-users feed, whose
 	// index is eventually consistent, so a late event is not skipped.
 	feedLookback = 3 * time.Second
@@ -66,11 +69,12 @@ type Config struct {
 	MaxPerUser int
 	// Lease is how long a stream's slot lasts unrenewed (default 1m).
 	Lease time.Duration
-	// OpenWait is how long an open waits for a slot when the caller holds
-	// MaxPerUser streams, before ErrTooMany (default three PollIntervals: a
-	// stream whose client left learns it at one of its next writes, one per
-	// poll, and frees its slot).
-	OpenWait time.Duration
+	// Lifetime is the longest a stream runs (default LifetimeDefault): it
+	// then ends cleanly and its client resumes with Last-Event-ID. Behind
+	// a function URL a stream whose client went away is not stopped and
+	// its writes do not fail, so this is how long it can hold its slot
+	// (and its execution) after its client left.
+	Lifetime time.Duration
 	// Now is the clock of the leases (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -99,8 +103,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = LeaseDefault
 	}
-	if cfg.OpenWait == 0 {
-		cfg.OpenWait = 3 * cfg.PollInterval
+	if cfg.Lifetime == 0 {
+		cfg.Lifetime = LifetimeDefault
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -119,7 +123,9 @@ func New(cfg Config) (*Server, error) {
 var (
 	// ErrNotFound: an unknown job, or one the caller may not see.
 	ErrNotFound = errors.New("no such job")
-	// ErrTooMany: the caller already holds MaxPerUser streams.
+	// ErrTooMany: the caller already holds MaxPerUser streams. An open
+	// never waits for a slot: it is refused at once, so a refused open
+	// does not hold an execution of the function.
 	ErrTooMany = errors.New("too many open streams")
 )
 
@@ -165,7 +171,7 @@ func (s *Server) Open(ctx context.Context, req Request) (*Session, error) {
 		sess.job = &j
 	}
 	if s.leases != nil {
-		l, err := s.leases.Acquire(ctx, req.Caller, s.cfg.OpenWait)
+		l, err := s.leases.Acquire(ctx, req.Caller)
 		if err != nil {
 			return nil, err
 		}
@@ -189,14 +195,14 @@ func (sess *Session) Close() {
 	})
 }
 
-// Run writes the stream to w until ctx ends or writing fails, then frees
-// the slot.
+// Run writes the stream to w until ctx ends, writing fails or the stream
+// has run its Lifetime, then frees the slot.
 func (sess *Session) Run(ctx context.Context, w io.Writer, flush func()) error {
 	s := sess.s
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	defer sess.Close()
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Lifetime)
 	defer cancel()
 	if sess.lease != nil {
 		go sess.renew(ctx, cancel)

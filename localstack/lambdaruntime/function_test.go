@@ -389,12 +389,17 @@ func TestStreamFailures(t *testing.T) {
 	})
 }
 
-func TestStreamClientGoneEndsTheInvocation(t *testing.T) {
+// TestStreamClientGoneLeavesTheInvocationRunning: as in AWS, a client that
+// goes away does not stop a streaming invocation: the function writes on
+// (its writes dropped) and holds its execution until its timeout ends it.
+func TestStreamClientGoneLeavesTheInvocationRunning(t *testing.T) {
 	t.Parallel()
-	fn := newFunction(t, "stream")
-	base := streamURL(t, fn)
+	const timeout = 1500 * time.Millisecond
+	fn := newFunction(t, "stream", func(c *lambdaruntime.FunctionConfig) { c.Timeout = timeout })
+	srv := httptest.NewServer(&lambdaruntime.FunctionURL{Function: fn, Timeout: timeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/?first=x&hold=1", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/?first=x&hold=1", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -405,17 +410,62 @@ func TestStreamClientGoneEndsTheInvocation(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	eventually(t, func() bool { return fn.Stats().Live == 0 }, "the abandoned stream's instance to end")
-	// A new stream gets a new instance.
-	resp2, err := http.Get(base + "/?first=a&last=b")
+	time.Sleep(timeout / 3)
+	busy := func() int { st := fn.Stats(); return st.Live - st.Idle }
+	if n := busy(); n != 1 {
+		t.Fatalf("%d busy instances just after the client left, want the invocation still running", n)
+	}
+	eventually(t, func() bool { return busy() == 0 }, "the function's timeout to end the invocation")
+	// The timed-out instance is replaced: a new stream is served.
+	eventually(t, func() bool {
+		resp, err := http.Get(srv.URL + "/?first=a&last=b")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(body) == "ab"
+	}, "a new stream served after the timeout")
+}
+
+// TestFunctionURLThrottlesBeyondItsConcurrency: a function URL whose
+// function may run one invocation at a time answers a second request at
+// once with Lambda's 429, and serves again once the first has ended.
+func TestFunctionURLThrottlesBeyondItsConcurrency(t *testing.T) {
+	t.Parallel()
+	fn := newFunction(t, "stream")
+	srv := httptest.NewServer(&lambdaruntime.FunctionURL{Function: fn, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(srv.Close)
+	gateURL, open := gate(t)
+	first, err := http.Get(srv.URL + "/?first=x&last=y&gate=" + gateURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp2.Body)
-	resp2.Body.Close()
-	if string(body) != "ab" {
-		t.Errorf("the next stream = %q, want ab", body)
+	defer first.Body.Close()
+	if b, err := bufio.NewReader(first.Body).ReadByte(); err != nil || b != 'x' {
+		t.Fatalf("first byte = %q, %v", b, err)
 	}
+	second, err := http.Get(srv.URL + "/?first=a&last=b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(second.Body)
+	second.Body.Close()
+	if second.StatusCode != http.StatusTooManyRequests || string(body) != lambdaruntime.ThrottledBody ||
+		second.Header.Get("x-amzn-ErrorType") != "TooManyRequestsException" {
+		t.Fatalf("a request beyond the concurrency: %s %q %v, want Lambda's throttle", second.Status, body, second.Header)
+	}
+	open()
+	_, _ = io.ReadAll(first.Body)
+	eventually(t, func() bool {
+		resp, err := http.Get(srv.URL + "/?first=a&last=b")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode != http.StatusTooManyRequests && string(body) == "ab"
+	}, "a request served once the first invocation ended")
 }
 
 func TestFunctionURLAnswersPreflights(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -33,9 +34,15 @@ type CORS struct {
 // RESPONSE_STREAM mode: each request becomes an
 // events.LambdaFunctionURLRequest (payload 2.0) for Function, whose status
 // and headers are sent as soon as the function gives them and whose body
-// is flushed to the client as it streams. A client that goes away closes
-// the stream; a function that fails before answering gets a 502, one that
-// fails mid-stream gets its connection cut.
+// is flushed to the client as it streams. A function that fails before
+// answering gets a 502, one that fails mid-stream gets its connection cut.
+//
+// As in AWS, a client that goes away does not stop the invocation: the
+// function runs on, its writes taken and dropped, until it ends its
+// response or its timeout ends it, and it holds one of the function's
+// executions all that time. Beyond Concurrency invocations at once (the
+// function's reserved concurrency) a request is throttled at once with
+// Lambda's 429, the function not invoked.
 type FunctionURL struct {
 	// Function is the function behind the URL.
 	Function StreamInvoker
@@ -44,12 +51,40 @@ type FunctionURL struct {
 	// Timeout, when positive, is the function's timeout: each invocation's
 	// context ends after it, as Lambda's does (0: no limit).
 	Timeout time.Duration
+	// Concurrency, when positive, is the function's reserved concurrency:
+	// the most invocations that run at once.
+	Concurrency int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	once    sync.Once
+	running chan struct{} // one token per running invocation
+	base    context.Context
+	stop    context.CancelFunc
 }
+
+func (u *FunctionURL) init() {
+	u.once.Do(func() {
+		if u.Concurrency > 0 {
+			u.running = make(chan struct{}, u.Concurrency)
+		}
+		u.base, u.stop = context.WithCancel(context.Background())
+	})
+}
+
+// Close ends every running invocation (the local stack going down).
+func (u *FunctionURL) Close() {
+	u.init()
+	u.stop()
+}
+
+// ThrottledBody is what a function URL answers, with 429, to a request
+// beyond its function's concurrency.
+const ThrottledBody = `{"Message":"Rate Exceeded."}`
 
 // ServeHTTP implements http.Handler.
 func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.init()
 	log := u.Logger
 	if log == nil {
 		log = slog.Default()
@@ -58,6 +93,18 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u.CORS != nil && r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
 		u.preflight(w, r, origin)
 		return
+	}
+	if u.running != nil {
+		select {
+		case u.running <- struct{}{}:
+			defer func() { <-u.running }()
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("x-amzn-ErrorType", "TooManyRequestsException")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, ThrottledBody)
+			return
+		}
 	}
 	ev, err := urlEvent(r)
 	if err != nil {
@@ -70,15 +117,18 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, reqID, functionFailed(reqID))
 		return
 	}
-	ctx := r.Context()
+	// The invocation's context is not the request's: the client leaving
+	// does not end it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	defer context.AfterFunc(u.base, cancel)()
 	if u.Timeout > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.Timeout)
 		defer cancel()
 	}
 	resp, err := u.Function.InvokeStream(ctx, payload)
 	if err != nil {
-		if r.Context().Err() == nil {
+		if r.Context().Err() == nil && u.base.Err() == nil {
 			log.ErrorContext(r.Context(), "function URL invocation failed", "error", err, "request_id", reqID)
 		}
 		e := functionFailed(reqID)
@@ -87,10 +137,6 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	// The client leaving ends the stream at once, even while the function
-	// has nothing to write.
-	stop := context.AfterFunc(r.Context(), func() { _ = resp.Body.Close() })
-	defer stop()
 
 	h := w.Header()
 	for k, v := range resp.Headers {
@@ -107,19 +153,22 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	buf := make([]byte, 32<<10)
+	gone := false // the client went away: what the function writes is dropped
 	for {
 		n, err := resp.Body.Read(buf)
-		if n > 0 {
+		gone = gone || r.Context().Err() != nil
+		if n > 0 && !gone {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				gone = true
+			} else {
+				_ = rc.Flush()
 			}
-			_ = rc.Flush()
 		}
 		if errors.Is(err, io.EOF) {
 			return
 		}
 		if err != nil {
-			if r.Context().Err() == nil {
+			if r.Context().Err() == nil && !gone {
 				log.WarnContext(r.Context(), "the function's stream ended with an error; cutting the connection", "error", err, "request_id", ev.RequestContext.RequestID)
 				panic(http.ErrAbortHandler)
 			}

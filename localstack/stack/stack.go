@@ -128,6 +128,10 @@ type Options struct {
 	// (default CONVEYOR_STREAM_TIMEOUT, then the stream function's timeout
 	// in the resource definition).
 	StreamTimeout time.Duration
+	// StreamConcurrency is the stream function's reserved concurrency,
+	// which its URL enforces as Lambda does (default the resource
+	// definition's).
+	StreamConcurrency int
 }
 
 // Stack is a running local Conveyor.
@@ -164,6 +168,7 @@ type Stack struct {
 	wg        sync.WaitGroup
 	server    *http.Server
 	streams   *http.Server
+	streamURL *lambdaruntime.FunctionURL
 	emulators *emulator.Emulators
 	stopSim   func()
 	logFiles  []*os.File
@@ -433,7 +438,13 @@ func (s *Stack) serveDashboardSession(mux *http.ServeMux) {
 // mode, as in AWS; in process the gateway's origin, still through the
 // stream function's handler (handler.StreamHandler).
 func (s *Stack) serveStreams(mux *http.ServeMux, def resources.Definition, opts Options) error {
-	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout, Logger: opts.Logger}
+	concurrency := opts.StreamConcurrency
+	if concurrency == 0 {
+		concurrency = resources.FunctionSizes[resources.FuncStream].ReservedConcurrency
+	}
+	fu := &lambdaruntime.FunctionURL{Function: s.Functions.Stream, CORS: streamCORS(def), Timeout: opts.StreamTimeout,
+		Concurrency: concurrency, Logger: opts.Logger}
+	s.streamURL = fu
 	if !opts.Binaries {
 		for _, p := range []string{"/v1/events", "/v1/jobs/{id}/events", "/v1/admin/events", "/v1/admin/jobs/{id}/events"} {
 			mux.Handle(p, fu) // every method: the function answers 405 with Allow, as its URL does in AWS
@@ -629,6 +640,11 @@ func (s *Stack) PauseEmulator(d time.Duration) {
 // Close stops everything the stack started, in reverse order.
 func (s *Stack) Close() {
 	s.closed.Do(func() {
+		if s.streamURL != nil {
+			// Streams run on after their clients leave, as in AWS: end
+			// them first, or the servers' shutdown waits for them.
+			s.streamURL.Close()
+		}
 		if s.server != nil {
 			// Shutdown leaves a connection that has not sent its first
 			// request for up to 5 s (net/http treats it as idle only
