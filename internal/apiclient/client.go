@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
 )
 
 // Defaults of a Client.
@@ -214,7 +215,9 @@ func (c *Client) request(ctx context.Context, origin, method, path string, body 
 	case io.Reader:
 		rd = v
 	default:
-		raw, err := json.Marshal(v)
+		// As the API encodes: < stays one byte (the request's 256 KiB
+		// hold what the contract allows).
+		raw, err := job.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encoding the body: %w", method, path, err)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/conveyor/conveyor/internal/awsenv"
 )
@@ -66,7 +67,9 @@ type Endpoints struct {
 // dummy credentials, whatever the process environment says. DynamoDB's own
 // endpoint travels in the configuration's sources, where the SDK looks for
 // per-service endpoints, so every DynamoDB client made from it (by New or by
-// dynamodb.NewFromConfig) uses it.
+// dynamodb.NewFromConfig) uses it. Requests AWS refuses for their size
+// and the emulators take (a PutEvents over 256 KiB) are refused before
+// they are sent, with AWS's error (limits.go).
 func ForEndpoint(ep Endpoints, region string) aws.Config {
 	if region == "" {
 		region = awsenv.DefaultRegion
@@ -76,6 +79,9 @@ func ForEndpoint(ep Endpoints, region string) aws.Config {
 		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint:     aws.String(ep.Default),
 		RetryMaxAttempts: 3,
+		// The emulators take what AWS refuses; these requests are refused
+		// here as AWS refuses them.
+		APIOptions: []func(*middleware.Stack) error{awsLimits},
 	}
 	if ep.DynamoDB != "" {
 		cfg.ConfigSources = []any{awsenv.ServiceEndpoints{awsenv.DynamoDBServiceID: ep.DynamoDB}}

@@ -92,7 +92,9 @@ func (c *Counter) add(stack *middleware.Stack) error {
 				for _, e := range p.Entries {
 					// EventBridge's size of an entry: 14 bytes for the
 					// time, and the UTF-8 bytes of its strings.
-					c.items[key+" bytes"] += 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+					n := 14 + len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+					c.items[key+" bytes"] += n
+					c.items[key+" largest entry bytes"] = max(c.items[key+" largest entry bytes"], n)
 				}
 			}
 			pricer := c.pricer
@@ -207,7 +209,8 @@ func consumed(r any) []dynamodbtypes.ConsumedCapacity {
 // requests carried where a service bills items rather than requests: the
 // entries of EventBridge.PutEvents (EventBridge bills each event put), and
 // under "EventBridge.PutEvents bytes" their size (what the bus's archive
-// bills).
+// bills), and under "EventBridge.PutEvents largest entry bytes" the size
+// of the largest entry sent.
 func (c *Counter) Items() map[string]int { return copied(&c.mu, c.items) }
 
 // LabelWith makes the counter also count each request under the label

@@ -30,13 +30,19 @@ func RelayHandler(r Relayer, emf *Emitter, log *slog.Logger) func(context.Contex
 	return func(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		resp, res := r.Handle(ctx, batch)
 		// The metric line is the batch's record (its counts are queryable
-		// in the log group too); a batch with failures gets a warning
-		// with every count, ignored records included.
+		// in the log group too); a batch with failures, or with events
+		// relayed without their bus entry (too large for EventBridge),
+		// gets a warning with every count, ignored records included.
 		emf.Emit(map[string]float64{"EventsRelayed": float64(res.Relayed), "EventsFailed": float64(res.Failed),
-			"WebhooksQueued": float64(res.Webhooks), "EventLagMaxMs": float64(res.MaxLag.Milliseconds())}, nil)
-		if res.Failed > 0 {
-			log.WarnContext(ctx, "relayed a stream batch with failures", "records", len(batch.Records), "relayed", res.Relayed,
-				"failed", res.Failed, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
+			"WebhooksQueued": float64(res.Webhooks), "EventLagMaxMs": float64(res.MaxLag.Milliseconds()),
+			"EventsTooLargeForBus": float64(res.TooLarge)}, nil)
+		if res.Failed > 0 || res.TooLarge > 0 {
+			msg := "relayed a stream batch with failures"
+			if res.Failed == 0 {
+				msg = "relayed a stream batch with events too large for the bus"
+			}
+			log.WarnContext(ctx, msg, "records", len(batch.Records), "relayed", res.Relayed,
+				"failed", res.Failed, "too_large_for_bus", res.TooLarge, "ignored", res.Ignored, "webhooks", res.Webhooks, "max_lag_ms", res.MaxLag.Milliseconds())
 		}
 		return resp, nil
 	}

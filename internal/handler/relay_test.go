@@ -51,8 +51,9 @@ func (r relayed) Handle(context.Context, events.DynamoDBEvent) (events.DynamoDBE
 }
 
 // A batch's record is its metric line (EventsRelayed, EventsFailed,
-// WebhooksQueued, EventLagMaxMs): a batch relayed whole writes no other
-// line, one with failures a warning with every count.
+// WebhooksQueued, EventLagMaxMs, EventsTooLargeForBus): a batch relayed
+// whole writes no other line, one with failures or with events too large
+// for the bus a warning with every count.
 func TestABatchLogsItsMetricsAndWarnsOnFailures(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -62,6 +63,7 @@ func TestABatchLogsItsMetricsAndWarnsOnFailures(t *testing.T) {
 	}{
 		{"relayed whole", relay.Result{Relayed: 3, MaxLag: time.Second}, ""},
 		{"with failures", relay.Result{Relayed: 2, Failed: 1}, `"level":"WARN","msg":"relayed a stream batch with failures"`},
+		{"too large for the bus", relay.Result{Relayed: 3, TooLarge: 1}, `"level":"WARN","msg":"relayed a stream batch with events too large for the bus"`},
 	} {
 		var logs, emf bytes.Buffer
 		h := handler.RelayHandler(relayed(c.res), handler.NewEmitter(&emf, "test", time.Now), slog.New(slog.NewJSONHandler(&logs, nil)))

@@ -28,8 +28,17 @@ const (
 	// MaxRequestSize bounds the request's headers (names and values) and
 	// body together.
 	MaxRequestSize = 64 << 10
-	// MaxResultBody is the most of the response body kept in the result.
+	// MaxResultBody is the most of the response body kept in the result,
+	// in bytes of the job's JSON: a body of characters JSON escapes (a
+	// control character takes six bytes) is cut shorter, a binary one is
+	// cut at 192 KiB, whose base64 takes 256 KiB.
 	MaxResultBody = 256 << 10
+	// MaxResultHeader is the most of a kept response header's value.
+	MaxResultHeader = 1 << 10
+	// MaxURLLength bounds the request's URL (RFC 9110 asks for at least
+	// 8000 octets to be supported): with the headers and body's 64 KiB it
+	// keeps the job's document within job.MaxDocBytes.
+	MaxURLLength = 8 << 10
 	// TimeoutDefault is the request's timeout when timeoutMs is absent.
 	TimeoutDefault = 10 * time.Second
 	// MinTimeout is the shortest timeoutMs accepted: below it a request
@@ -140,7 +149,7 @@ func (*Kind) Normalize(s job.Spec) (job.Spec, error) {
 	}
 	slices.Sort(p.ExpectStatus)
 	p.ExpectStatus = slices.Compact(p.ExpectStatus)
-	b, err := json.Marshal(p)
+	b, err := job.Marshal(p)
 	if err != nil {
 		return s, err
 	}
@@ -159,6 +168,9 @@ func (*Kind) Validate(ctx context.Context, env job.ValidationEnv, s job.Spec) er
 	}
 	if p.URL == "" {
 		return invalid.Field("params.url", "is required")
+	}
+	if len(p.URL) > MaxURLLength {
+		return invalid.Field("params.url", fmt.Sprintf("must be at most %d bytes", MaxURLLength))
 	}
 	if _, err := env.URLPolicy().CheckURL(ctx, p.URL); err != nil {
 		return invalid.Field("params.url", err.Error())

@@ -463,17 +463,10 @@ func (k *Kind) send(ctx context.Context, jobID string, p Params) (*Result, error
 		return nil, fmt.Errorf("reading the response: %w", err)
 	}
 	res := &Result{Status: resp.StatusCode, Headers: map[string]string{}, DurationMs: time.Since(start).Milliseconds()}
-	if len(b) > MaxResultBody {
-		b, res.Truncated = b[:MaxResultBody], true
-	}
-	if utf8.Valid(b) {
-		res.Body = string(b)
-	} else {
-		res.Body, res.BodyEncoding = base64.StdEncoding.EncodeToString(b), "base64"
-	}
+	keepBody(res, b)
 	for _, h := range ResultHeaders {
 		if v := resp.Header.Get(h); v != "" {
-			res.Headers[strings.ToLower(h)] = v
+			res.Headers[strings.ToLower(h)], _ = cutEncoded(v, MaxResultHeader)
 		}
 	}
 	if expected(p.ExpectStatus, resp.StatusCode) {
@@ -512,4 +505,58 @@ func RetryAfter(v string, now time.Time) time.Duration {
 		return max(t.Sub(now), 0)
 	}
 	return 0
+}
+
+// keepBody sets res's body from b, the response's first bytes (at most
+// MaxResultBody+1 of them): as text when it is UTF-8, else base64, and in
+// either case at most MaxResultBody bytes as the job's JSON encodes it
+// (job.Marshal: a control character takes six bytes, a quote two), so the
+// result stays within job.MaxDocBytes whatever the target answers.
+// Truncated says the body was cut.
+func keepBody(res *Result, b []byte) {
+	if len(b) > MaxResultBody {
+		b, res.Truncated = b[:MaxResultBody], true
+		// A character cut in two at the end would make text look binary.
+		for i := 0; i < utf8.UTFMax && !utf8.Valid(b) && len(b) > 0; i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	if !utf8.Valid(b) {
+		if n := MaxResultBody / 4 * 3; len(b) > n {
+			b, res.Truncated = b[:n], true
+		}
+		res.Body, res.BodyEncoding = base64.StdEncoding.EncodeToString(b), "base64"
+		return
+	}
+	var cut bool
+	res.Body, cut = cutEncoded(string(b), MaxResultBody)
+	res.Truncated = res.Truncated || cut
+}
+
+// cutEncoded returns the longest prefix of s, a UTF-8 text, that
+// job.Marshal encodes in at most n bytes (quotes aside), and whether it
+// is shorter than s.
+func cutEncoded(s string, n int) (string, bool) {
+	i, size := 0, 0
+	for i < len(s) {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if size+escapedLen(r, w) > n {
+			return s[:i], true
+		}
+		size += escapedLen(r, w)
+		i += w
+	}
+	return s, false
+}
+
+// escapedLen is how many bytes job.Marshal writes for r (w bytes of UTF-8)
+// inside a JSON string.
+func escapedLen(r rune, w int) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029':
+		return 6
+	}
+	return w
 }

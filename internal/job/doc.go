@@ -3,7 +3,6 @@ package job
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // Doc is a JSON object whose shape belongs to the job's kind: the params a
@@ -11,15 +10,6 @@ import (
 // returns it without reading it. In JSON it is the object itself (null when
 // empty); the store keeps it as a map attribute (internal/store, docs.go).
 type Doc json.RawMessage
-
-// DocOf encodes v (a kind's params or result struct) as a Doc.
-func DocOf(v any) (Doc, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encoding a job document: %w", err)
-	}
-	return Doc(b), nil
-}
 
 // Decode reads the document into v (a kind's params or result struct). An
 // empty document decodes as {}.

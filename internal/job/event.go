@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Event types: every transition is persisted, then emitted, as one of these.
@@ -119,8 +120,9 @@ func eventFor(a Action, from Status) string {
 	return ""
 }
 
-// EventBody is the public JSON of a job event: what the relay puts on the
-// EventBridge bus, a webhook posts and the SSE stream sends. Its id is
+// EventBody is the public JSON of a job event: what a webhook posts and
+// the SSE stream sends, and, with the job's Summary as its Job, what the
+// relay puts on the EventBridge bus (NewBusEventBody). Its id is
 // "{jobId}:{seq}", its time RFC 3339 in UTC with milliseconds, and Job the
 // job's snapshot as it was stored with the event.
 type EventBody struct {
@@ -137,4 +139,91 @@ type EventBody struct {
 func NewEventBody(jobID string, seq int64, typ string, at time.Time, detail map[string]string, jobJSON string) EventBody {
 	return EventBody{ID: fmt.Sprintf("%s:%d", jobID, seq), Type: typ, At: at.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 		JobID: jobID, Seq: seq, Detail: detail, Job: json.RawMessage(jobJSON)}
+}
+
+// Summary is a job as the event bus carries it: what names the job and its
+// state, never its documents, so that an event's bus entry stays a few
+// hundred bytes whatever the job holds (EventBridge takes at most 256 KiB
+// an entry). Its fields are the Job's own, under the same names; a
+// consumer that needs more reads the job (GET /v1/admin/jobs/{id}).
+type Summary struct {
+	ID          string        `json:"id"`
+	Type        string        `json:"type"`
+	Status      Status        `json:"status"`
+	Tier        Tier          `json:"tier"`
+	Phase       string        `json:"phase"`
+	Progress    int           `json:"progress"`
+	Attempts    int           `json:"attempts"`
+	MaxAttempts int           `json:"maxAttempts"`
+	Error       *SummaryError `json:"error"`
+	// Items is how many items the job has.
+	Items int `json:"items"`
+	// Sizes are the bytes of the job's documents as the API returns them.
+	Sizes      Sizes      `json:"sizes"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	ScheduleAt *time.Time `json:"scheduleAt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+// SummaryError is a job's error as a Summary carries it: its code and
+// whether it is retryable, not its message.
+type SummaryError struct {
+	Code      string `json:"code"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Sizes are the encoded sizes of a job's documents, in bytes (0: none).
+type Sizes struct {
+	Params int `json:"params"`
+	Result int `json:"result"`
+}
+
+// maxSummaryString bounds each of a Summary's strings (a kind names its
+// type, phases and error codes; none is near it).
+const maxSummaryString = 200
+
+// Summarize returns the summary of j.
+func Summarize(j *Job) Summary {
+	s := Summary{ID: j.ID, Type: cut(j.Type), Status: j.Status, Tier: j.Tier, Phase: cut(j.Phase), Progress: j.Progress,
+		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Items: len(j.Items),
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, ScheduleAt: j.ScheduleAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
+	if !j.Params.Empty() {
+		s.Sizes.Params = len(j.Params)
+	}
+	if !j.Result.Empty() {
+		s.Sizes.Result = len(j.Result)
+	}
+	if j.Error != nil {
+		s.Error = &SummaryError{Code: cut(j.Error.Code), Retryable: j.Error.Retryable}
+	}
+	return s
+}
+
+// cut bounds s at maxSummaryString bytes, on a character boundary.
+func cut(s string) string {
+	if len(s) <= maxSummaryString {
+		return s
+	}
+	n := maxSummaryString
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// NewBusEventBody renders the event as the bus carries it: the body of
+// NewEventBody with the job's Summary in place of the job (jobJSON, the
+// job as stored with the event).
+func NewBusEventBody(jobID string, seq int64, typ string, at time.Time, detail map[string]string, jobJSON string) (EventBody, error) {
+	var j Job
+	if err := json.Unmarshal([]byte(jobJSON), &j); err != nil {
+		return EventBody{}, fmt.Errorf("reading the job of event %d of %s: %w", seq, jobID, err)
+	}
+	sum, err := Marshal(Summarize(&j))
+	if err != nil {
+		return EventBody{}, err
+	}
+	return NewEventBody(jobID, seq, typ, at, detail, string(sum)), nil
 }

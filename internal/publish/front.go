@@ -86,7 +86,7 @@ func (*Kind) Normalize(s job.Spec) (job.Spec, error) {
 	for _, it := range s.Items {
 		out.Items = append(out.Items, job.SpecItem{UploadID: strings.TrimSpace(it.UploadID)})
 	}
-	b, err := json.Marshal(n)
+	b, err := job.Marshal(n)
 	if err != nil {
 		return s, err
 	}

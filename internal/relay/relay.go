@@ -24,7 +24,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -185,8 +184,14 @@ type Result struct {
 	// Webhooks is how many deliveries were queued.
 	Webhooks int
 	// Put is how many of the relayed events went on the bus (the others'
-	// types stay off it: Config.BusEvents).
+	// types stay off it, Config.BusEvents, or were TooLarge).
 	Put int
+	// TooLarge is how many of the relayed events went without their bus
+	// entry because it was larger than EventBridge takes (MaxPutBytes):
+	// their webhooks were queued, and they stay in the table, the job's
+	// event log and SSE. Events carry the job's summary, so an entry is a
+	// few hundred bytes; this counts what should never happen.
+	TooLarge int
 	// MaxLag is the longest time from an event to its put on the bus.
 	MaxLag time.Duration
 }
@@ -205,9 +210,10 @@ type record struct {
 	hooks   []queue.Message
 	entry   *Entry
 	size    int
-	// offBus: the event's type stays off the bus (Config.BusEvents); it
-	// takes no entry in a PutEvents request.
-	offBus bool
+	// offBus: the event's type stays off the bus (Config.BusEvents), or
+	// its entry is larger than the bus takes (tooLarge); it takes no
+	// entry in a PutEvents request.
+	offBus, tooLarge bool
 }
 
 // Handle relays the event items of a stream batch. The response lists the
@@ -366,6 +372,9 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 				if !rec.offBus {
 					res.Put++
 				}
+				if rec.tooLarge {
+					res.TooLarge++
+				}
 			}
 		}
 	}
@@ -376,9 +385,11 @@ func (r *Relay) relayInOrder(ctx context.Context, recs []*record, res *Result) m
 // order, up to MaxEntriesPerPut entries and MaxPutBytes, each the next of
 // its job or following it in the request. Events the bus does not carry
 // (Config.BusEvents) go with the request without an entry, so a job's
-// events stay in order whichever go on the bus. A record that cannot be read,
-// is too large for the bus, or whose webhooks cannot be decided fails
-// here, before anything of it or of its job's later events is put.
+// events stay in order whichever go on the bus, and so do events whose
+// entry is larger than the bus takes (counted in Result.TooLarge: retried,
+// they would fail every try and hold their lane). A record that cannot be
+// read or whose webhooks cannot be decided fails here, before anything of
+// it or of its job's later events is put.
 func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState) []*record {
 	var round []*record
 	blocked := map[string]bool{} // a job with an earlier record left out of this request
@@ -398,13 +409,21 @@ func (r *Relay) nextRequest(ctx context.Context, recs []*record, st *batchState)
 			if !r.cfg.BusEvents.Carries(rec.ev.Type) {
 				rec.offBus = true
 			} else {
-				e := r.entry(rec.ev)
+				e, err := r.entry(rec.ev)
+				if err != nil {
+					r.fail(ctx, st, rec, "an event's bus entry could not be rendered", err)
+					continue
+				}
 				rec.entry, rec.size = &e, EntrySize(e)
+				if rec.size > MaxPutBytes {
+					// The bus would refuse it on every try: it goes
+					// without its entry (its webhooks, its order and
+					// the table's copy stay), counted, never a poison.
+					rec.offBus, rec.tooLarge, rec.size = true, true, 0
+					r.cfg.Logger.WarnContext(ctx, "an event is larger than EventBridge takes; relayed without its bus entry",
+						"job_id", rec.ev.JobID, "seq", rec.ev.Seq, "type", rec.ev.Type, "bytes", EntrySize(e), "limit", MaxPutBytes)
+				}
 			}
-		}
-		if rec.size > MaxPutBytes {
-			r.fail(ctx, st, rec, "the event is larger than EventBridge accepts", fmt.Errorf("%d bytes > %d", rec.size, MaxPutBytes))
-			continue
 		}
 		if size+rec.size > MaxPutBytes {
 			blocked[rec.key] = true
@@ -439,10 +458,18 @@ func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why strin
 	}
 }
 
-// entry renders ev as the bus takes it.
-func (r *Relay) entry(ev store.EventRecord) Entry {
-	b, _ := json.Marshal(ev.Body())
-	return Entry{Source: r.cfg.Source, DetailType: ev.Type, Detail: string(b), Time: ev.At}
+// entry renders ev as the bus takes it: its body with the job's summary
+// (store.EventRecord.BusBody).
+func (r *Relay) entry(ev store.EventRecord) (Entry, error) {
+	body, err := ev.BusBody()
+	if err != nil {
+		return Entry{}, err
+	}
+	b, err := job.Marshal(body)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Source: r.cfg.Source, DetailType: ev.Type, Detail: string(b), Time: ev.At}, nil
 }
 
 // queueWebhooks queues the deliveries of recs' events to the system tier,

@@ -206,7 +206,7 @@ func (s *Service) Create(ctx context.Context, c submission.Caller, r Request) (S
 	if err := s.cfg.Jobs.Check(ctx, r.Job); err != nil {
 		return Schedule{}, invalid.Under("job", err)
 	}
-	tmpl, err := json.Marshal(r.Job)
+	tmpl, err := job.Marshal(r.Job)
 	if err != nil {
 		return Schedule{}, err
 	}

@@ -57,7 +57,7 @@ func DecodeDocs(item map[string]types.AttributeValue, names ...string) (map[stri
 		if err := attributevalue.Unmarshal(av, &v); err != nil {
 			return nil, fmt.Errorf("decoding a job document: %w", err)
 		}
-		b, err := json.Marshal(v)
+		b, err := job.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("decoding a job document: %w", err)
 		}

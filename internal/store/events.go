@@ -128,6 +128,12 @@ func (e EventRecord) Body() job.EventBody {
 	return job.NewEventBody(e.JobID, e.Seq, e.Type, e.At, e.Detail, e.Job)
 }
 
+// BusBody is the event as the bus carries it (job.NewBusEventBody): Body
+// with the job's summary in place of the job.
+func (e EventRecord) BusBody() (job.EventBody, error) {
+	return job.NewBusEventBody(e.JobID, e.Seq, e.Type, e.At, e.Detail, e.Job)
+}
+
 func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }
 
 // attrEarlierZ is an event item's list of the write's events before its
@@ -174,7 +180,7 @@ func (s *Store) eventItems(j *job.Job) ([]map[string]types.AttributeValue, error
 	if len(j.Pending) == 0 {
 		return nil, nil
 	}
-	view, err := json.Marshal(j)
+	view, err := job.Marshal(j)
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,9 @@ func (s *Store) searchInput(q SearchQuery) (*dynamodb.QueryInput, page, error) {
 }
 
 // SearchJobs returns one page of the jobs q selects across users, newest
-// created first, and the cursor of the next page ("" on the last). The
+// created first, and the cursor of the next page ("" on the last). A page
+// holds at most q.Limit jobs and at most MaxPageBytes of their JSON (at
+// least one job). The
 // index entries carry only the filtered attributes; the jobs themselves
 // are read with BatchGetItem (strongly consistent).
 func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, string, error) {
@@ -140,6 +142,7 @@ func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, strin
 	in.ExclusiveStartKey = start
 	in.Limit = aws.Int32(int32(q.Limit))
 	var ids []string
+	entries := map[string]map[string]types.AttributeValue{}
 	next := ""
 	for {
 		out, err := s.db.Query(ctx, in)
@@ -148,7 +151,7 @@ func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, strin
 		}
 		for _, item := range out.Items {
 			if id, ok := jobIDOf(item); ok {
-				ids = append(ids, id)
+				ids, entries[id] = append(ids, id), item
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -163,11 +166,11 @@ func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, strin
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
 	}
-	jobs, err := s.getJobs(ctx, ids)
+	jobs, last, err := s.getJobsWithin(ctx, ids, MaxPageBytes)
 	if err != nil {
 		return nil, "", err
 	}
-	return jobs, next, nil
+	return pg.bound(jobs, entries, next, last)
 }
 
 // CountSearch counts every job q selects (Select COUNT, same key condition
@@ -220,4 +223,77 @@ func SweepTime(j *job.Job) time.Time {
 		return j.UpdatedAt
 	}
 	return t
+}
+
+// MaxPageBytes bounds one page of jobs (the user's list, the inspector's)
+// by their JSON: a page of 200 jobs at job.MaxDocBytes each would be
+// about 100 MB, and the function's response may be 6 MB. 2 MiB, doubled by
+// the escaping of the response's body inside Lambda's answer, stays under
+// it; the largest job the contract allows is about 560 KiB, so a page
+// holds at least three of them, and always one.
+const MaxPageBytes = 2 << 20
+
+// getJobsWithin reads jobs by id as getJobs does, in chunks, and stops
+// reading once the jobs read encode to more than budget bytes; last is
+// the last id read when it stopped before the end of ids ("" otherwise).
+func (s *Store) getJobsWithin(ctx context.Context, ids []string, budget int) (jobs []job.Job, last string, err error) {
+	const chunk = 25
+	size := 0
+	for i := 0; i < len(ids); i += chunk {
+		if size > budget {
+			return jobs, ids[i-1], nil
+		}
+		read, err := s.getJobs(ctx, ids[i:min(i+chunk, len(ids))])
+		if err != nil {
+			return nil, "", err
+		}
+		for k := range read {
+			size += encodedSize(&read[k])
+		}
+		jobs = append(jobs, read...)
+	}
+	return jobs, "", nil
+}
+
+// encodedSize is the size of j's JSON.
+func encodedSize(j *job.Job) int {
+	b, err := job.Marshal(j)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// bound cuts jobs, a page in its index's order, after the last job that
+// keeps their JSON within MaxPageBytes (the first is always kept), and
+// returns the cursor after it (entries are the jobs' index entries, by
+// id). A page that fits keeps next, unless the reading stopped after the
+// id last (getJobsWithin): then the page goes on after last.
+func (p page) bound(jobs []job.Job, entries map[string]map[string]types.AttributeValue, next, last string) ([]job.Job, string, error) {
+	after := func(id string) (string, error) {
+		key := map[string]types.AttributeValue{}
+		for _, a := range p.keyAttrs() {
+			if v, ok := entries[id][a]; ok {
+				key[a] = v
+			}
+		}
+		return p.encode(key)
+	}
+	size := 0
+	for i := range jobs {
+		size += encodedSize(&jobs[i]) + 1
+		if i == 0 || size <= MaxPageBytes {
+			continue
+		}
+		cursor, err := after(jobs[i-1].ID)
+		if err != nil {
+			return nil, "", err
+		}
+		return jobs[:i], cursor, nil
+	}
+	if last != "" {
+		cursor, err := after(last)
+		return jobs, cursor, err
+	}
+	return jobs, next, nil
 }

@@ -77,7 +77,7 @@ func compactJob(item map[string]types.AttributeValue, st job.Status) error {
 		}
 	}
 	delete(rest, "id") // the key's
-	b, err := json.Marshal(jsonMap(rest))
+	b, err := job.Marshal(jsonMap(rest))
 	if err != nil {
 		return err
 	}

@@ -612,6 +612,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 	in.ExclusiveStartKey = start
 	in.Limit = aws.Int32(int32(q.Limit))
 	var ids []string
+	entries := map[string]map[string]types.AttributeValue{}
 	next := ""
 	for {
 		out, err := s.db.Query(ctx, in)
@@ -620,7 +621,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 		}
 		for _, item := range out.Items {
 			if id, ok := jobIDOf(item); ok && !s.expired(item) {
-				ids = append(ids, id)
+				ids, entries[id] = append(ids, id), item
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -635,14 +636,14 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
 	}
-	jobs, err := s.getJobs(ctx, ids)
+	jobs, last, err := s.getJobsWithin(ctx, ids, MaxPageBytes)
 	if err != nil {
 		return nil, "", err
 	}
 	if q.Status != "" {
 		jobs = slices.DeleteFunc(jobs, func(j job.Job) bool { return j.Status != q.Status })
 	}
-	return jobs, next, nil
+	return pg.bound(jobs, entries, next, last)
 }
 
 // jobIDOf is the job id in an index entry's table key.

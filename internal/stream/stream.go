@@ -262,7 +262,7 @@ func (w writer) frame(id, event string, data any) error {
 	b.WriteString("event: " + event + "\n")
 	raw, ok := data.(json.RawMessage)
 	if !ok {
-		j, err := json.Marshal(data)
+		j, err := job.Marshal(data)
 		if err != nil {
 			return err
 		}

@@ -160,6 +160,9 @@ func (s *Service) validate(ctx context.Context, k job.Front, r SubmitRequest) er
 	if err := k.Validate(ctx, env, job.Spec{Items: r.Items, Params: r.Params}); err != nil {
 		return err
 	}
+	if len(r.Params) > job.MaxDocBytes {
+		return paramsTooLarge(len(r.Params))
+	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(s.cfg.Now().Add(MaxScheduleAhead)) {
 		return invalid.Unusable("scheduleAt", "schedule_too_far", fmt.Sprintf("scheduleAt must be within a year of now (%s at the latest)", s.cfg.Now().Add(MaxScheduleAhead).UTC().Format(time.RFC3339)))
 	}
@@ -248,6 +251,9 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		Enqueues:    1,
 	}
 	if err := k.Prepare(ctx, c.Owner, job.Spec{Items: r.Items, Params: r.Params}, &j); err != nil {
+		if errors.Is(err, job.ErrDocTooLarge) {
+			err = paramsTooLarge(len(j.Params))
+		}
 		return job.Job{}, false, err
 	}
 	if r.ScheduleAt != nil && r.ScheduleAt.After(now) {
@@ -472,4 +478,11 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil
+}
+
+// paramsTooLarge refuses params that encode to more than job.MaxDocBytes
+// (the kind's own limits, such as the http kind's 64 KiB of headers and
+// body, keep what the contract allows within it).
+func paramsTooLarge(n int) error {
+	return invalid.Field("params", fmt.Sprintf("must encode to at most %d bytes of JSON (%d)", job.MaxDocBytes, n))
 }

@@ -14,7 +14,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +144,7 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
-	body, _ := json.Marshal(ev.Body())
+	body, _ := job.Marshal(ev.Body())
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {

@@ -2,8 +2,12 @@ package bus_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/conveyor/conveyor/internal/aws/bus"
 	"github.com/conveyor/conveyor/internal/relay"
@@ -40,5 +44,32 @@ func TestPutToAMissingBusFails(t *testing.T) {
 	errs, err := b.Put(context.Background(), []relay.Entry{{Source: "conveyor.local", DetailType: "job.started", Detail: `{}`, Time: time.Now()}})
 	if err == nil || errs != nil {
 		t.Errorf("a put to a missing bus: entry errors %v, error %v; want an error alone", errs, err)
+	}
+}
+
+// TestAPutOverEventBridgesLimitIsRefused: moto takes a PutEvents of any
+// size; EventBridge refuses one whose entries exceed 256 KiB, as counted
+// by relay.EntrySize, with a ValidationException. The clients made for the
+// emulators refuse it the same way, so the relay meets AWS's limit here.
+func TestAPutOverEventBridgesLimitIsRefused(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	b := bus.New(env.Config, env.Res.Definition.EventBus)
+	src, now := resources.EventSource(env.Res.Definition.Env), time.Now()
+	entry := func(size int) relay.Entry {
+		e := relay.Entry{Source: src, DetailType: "job.started", Time: now, Detail: `{"pad":""}`}
+		e.Detail = `{"pad":"` + strings.Repeat("x", size-relay.EntrySize(e)) + `"}`
+		return e
+	}
+	if e := entry(relay.MaxPutBytes); relay.EntrySize(e) != relay.MaxPutBytes {
+		t.Fatalf("the test's entry is %d bytes", relay.EntrySize(e))
+	}
+	if errs, err := b.Put(context.Background(), []relay.Entry{entry(relay.MaxPutBytes)}); err != nil || errs[0] != nil {
+		t.Errorf("an entry of exactly 256 KiB: %v %v, want it taken", errs, err)
+	}
+	_, err := b.Put(context.Background(), []relay.Entry{entry(relay.MaxPutBytes/2 + 1), entry(relay.MaxPutBytes / 2)})
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
+		t.Errorf("entries of 256 KiB and a byte: %v, want EventBridge's ValidationException", err)
 	}
 }
