@@ -104,8 +104,17 @@ func (b *builder) alarmTopic() awssns.ITopic {
 			"no alarm subscriber: set alarms.subscribers or alarms.topicArn in infra/env/"+string(b.def.Env)+
 				".json, or subscribe to the AlarmTopicArn output by hand"))
 	}
+	// CloudWatch publishes as the alarm (aws:SourceArn) of this account
+	// (aws:SourceAccount): only this stack's alarms, all named
+	// <prefix>-…, may use the topic and its key.
+	cloudwatch := awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)
+	fromAlarms := &map[string]any{
+		"StringEquals": map[string]any{"aws:SourceAccount": b.stack.Account()},
+		"ArnLike":      map[string]any{"aws:SourceArn": b.alarmARNs()},
+	}
 	// CloudWatch cannot publish to a topic encrypted with the AWS managed
-	// SNS key, so the topic has its own key that CloudWatch may use. It is
+	// SNS key, so the topic has its own key that CloudWatch may use (SNS
+	// asks it for a data key per message on CloudWatch's behalf). It is
 	// not the token key: that one stays limited to the functions.
 	alarmKey := awskms.NewKey(b.stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
 		Description:       jsii.String("Conveyor " + string(b.def.Env) + ": encryption of the alarm topic"),
@@ -115,16 +124,28 @@ func (b *builder) alarmTopic() awssns.ITopic {
 	})
 	alarmKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("CloudWatchAlarmsPublish"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
-		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+		Principals: &[]awsiam.IPrincipal{cloudwatch},
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
+		Conditions: fromAlarms,
 	}), nil)
+	// EnforceSSL gives the topic a policy of its own, which replaces SNS's
+	// default one (the account's principals may publish): it would hold
+	// only the TLS Deny, and CloudWatch could not publish. The Allow
+	// beside it lets the stack's alarms publish.
 	topic := awssns.NewTopic(b.stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		TopicName:   jsii.String(b.def.Prefix + "-alarms"),
 		DisplayName: jsii.String("Conveyor " + string(b.def.Env) + " alarms"),
 		MasterKey:   alarmKey,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Principals: &[]awsiam.IPrincipal{cloudwatch},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*topic.TopicArn()),
+		Conditions: fromAlarms,
+	}))
 	awscdk.NewCfnOutput(b.stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
 		Value:       topic.TopicArn(),
 		Description: jsii.String("Subscribe operators to this topic"),
@@ -139,6 +160,15 @@ func (b *builder) alarmTopic() awssns.ITopic {
 		}
 	}
 	return topic
+}
+
+// alarmARNs matches the ARNs of the stack's alarms (every alarm is named
+// <prefix>-<name>, alarmSet).
+func (b *builder) alarmARNs() *string {
+	return awscdk.Stack_Of(b.stack).FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"),
+		ResourceName: jsii.String(b.def.Prefix + "-*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
 }
 
 // alarmSet makes the stack's alarms: each one notifies action when it

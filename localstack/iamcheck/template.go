@@ -56,8 +56,19 @@ type Template struct {
 	// Roles by function.
 	Roles map[string]*Role
 	// ResourcePolicies are the resource policies by the ARN of the resource
-	// they are attached to (bucket, queue, key), resolved.
+	// they are attached to (bucket, queue, key, topic, function), resolved.
+	// A function's is made of its AWS::Lambda::Permission resources, as
+	// Lambda renders them.
 	ResourcePolicies map[string]map[string]any
+	// RolesByID is every role of the template by logical ID: the
+	// functions' (the same as in Roles) and those services assume
+	// (EventBridge Scheduler's).
+	RolesByID map[string]*Role
+	// TrustPolicies are the roles' trust policies by role ARN, resolved.
+	TrustPolicies map[string]map[string]any
+	// Services are the requests AWS services make on the stack's behalf
+	// (ServiceAccesses), resolved.
+	Services []ServiceAccess
 }
 
 type cfnResource struct {
@@ -87,17 +98,22 @@ func ParseTemplate(raw []byte, m Mapping) (*Template, error) {
 		return nil, fmt.Errorf("reading the template: %w", err)
 	}
 	r := newResolver(t, m)
-	out := &Template{Roles: map[string]*Role{}, ResourcePolicies: map[string]map[string]any{}}
-	byRole, err := out.addRoles(r)
-	if err != nil {
+	out := &Template{Roles: map[string]*Role{}, ResourcePolicies: map[string]map[string]any{},
+		RolesByID: map[string]*Role{}, TrustPolicies: map[string]map[string]any{}}
+	if err := out.addRoles(r); err != nil {
 		return nil, err
 	}
-	if err := r.attachPolicies(byRole); err != nil {
+	if err := r.attachPolicies(out.RolesByID); err != nil {
 		return nil, err
 	}
 	if err := out.addResourcePolicies(r); err != nil {
 		return nil, err
 	}
+	services, err := serviceAccesses(r, out)
+	if err != nil {
+		return nil, err
+	}
+	out.Services = services
 	return out, nil
 }
 
@@ -116,40 +132,55 @@ func newResolver(t cfnTemplate, m Mapping) *resolver {
 	return r
 }
 
-// addRoles adds each mapped function's role, with its inline and managed
-// policies, to t.Roles; it returns the roles by logical ID.
-func (t *Template) addRoles(r *resolver) (map[string]*Role, error) {
+// addRoles adds every role of the template to t.RolesByID, with its
+// inline and managed policies and its trust policy, and each mapped
+// function's to t.Roles.
+func (t *Template) addRoles(r *resolver) error {
 	m := r.m
-	byRole := map[string]*Role{}
-	for _, fn := range m.Cloud.Functions {
-		id, res, ok := r.t.find("AWS::Lambda::Function", "FunctionName", m.Cloud.Prefix+"-"+fn)
-		if !ok {
-			return nil, fmt.Errorf("the template has no function %s-%s", m.Cloud.Prefix, fn)
+	for _, id := range r.t.ids("AWS::IAM::Role") {
+		arn, err := r.getAtt(id, "Arn")
+		if err != nil {
+			return err
 		}
-		roleID, ok := getAttTarget(res.Properties["Role"])
-		if !ok {
-			return nil, fmt.Errorf("function %s (%s): its Role is not a Fn::GetAtt of a role in the template", fn, id)
-		}
-		role := &Role{Function: fn, LogicalID: roleID, ARN: "arn:aws:iam::" + m.Account + ":role/" + roleID}
-		rp := r.t.Resources[roleID].Properties
+		role := &Role{LogicalID: id, ARN: arn}
+		rp := r.t.Resources[id].Properties
 		for _, p := range asList(rp["Policies"]) {
 			doc, err := r.resolve(asMap(p)["PolicyDocument"])
 			if err != nil {
-				return nil, fmt.Errorf("role of %s: %w", fn, err)
+				return fmt.Errorf("role %s: %w", id, err)
 			}
 			role.Policies = append(role.Policies, r.renamed(doc).(map[string]any))
 		}
 		for _, mp := range asList(rp["ManagedPolicyArns"]) {
 			s, err := r.resolve(mp)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			role.Managed = append(role.Managed, fmt.Sprint(s))
 		}
-		t.Roles[fn] = role
-		byRole[roleID] = role
+		if doc := rp["AssumeRolePolicyDocument"]; doc != nil {
+			d, err := r.resolve(doc)
+			if err != nil {
+				return fmt.Errorf("trust policy of role %s: %w", id, err)
+			}
+			t.TrustPolicies[arn] = r.renamed(d).(map[string]any)
+		}
+		t.RolesByID[id] = role
 	}
-	return byRole, nil
+	for _, fn := range m.Cloud.Functions {
+		id, res, ok := r.t.find("AWS::Lambda::Function", "FunctionName", m.Cloud.Prefix+"-"+fn)
+		if !ok {
+			return fmt.Errorf("the template has no function %s-%s", m.Cloud.Prefix, fn)
+		}
+		roleID, ok := getAttTarget(res.Properties["Role"])
+		if !ok || t.RolesByID[roleID] == nil {
+			return fmt.Errorf("function %s (%s): its Role is not a Fn::GetAtt of a role in the template", fn, id)
+		}
+		role := t.RolesByID[roleID]
+		role.Function = fn
+		t.Roles[fn] = role
+	}
+	return nil
 }
 
 // attachPolicies appends every AWS::IAM::Policy of the template to the
@@ -203,6 +234,76 @@ func (t *Template) addResourcePolicies(r *resolver) error {
 			return err
 		}
 		if err := t.addResourcePolicy(r, arn, r.t.Resources[id].Properties["KeyPolicy"]); err != nil {
+			return err
+		}
+	}
+	for _, id := range r.t.ids("AWS::SNS::TopicPolicy") {
+		p := r.t.Resources[id].Properties
+		for _, topic := range asList(p["Topics"]) {
+			arn, err := r.resolve(topic)
+			if err != nil {
+				return fmt.Errorf("topic policy %s: %w", id, err)
+			}
+			if err := t.addResourcePolicy(r, r.rename(fmt.Sprint(arn)), p["PolicyDocument"]); err != nil {
+				return err
+			}
+		}
+	}
+	return t.addFunctionPolicies(r)
+}
+
+// addFunctionPolicies adds each function's resource-based policy, made of
+// the template's AWS::Lambda::Permission resources that name it, one
+// statement each, as Lambda renders them (a source account and a source
+// ARN become conditions).
+func (t *Template) addFunctionPolicies(r *resolver) error {
+	statements := map[string][]any{}
+	var order []string
+	for _, id := range r.t.ids("AWS::Lambda::Permission") {
+		p := r.t.Resources[id].Properties
+		fn, err := r.functionARN(p["FunctionName"])
+		if err != nil {
+			return fmt.Errorf("permission %s: %w", id, err)
+		}
+		st := map[string]any{"Sid": id, "Effect": "Allow", "Action": p["Action"], "Resource": fn}
+		switch principal := fmt.Sprint(p["Principal"]); {
+		case principal == "*":
+			st["Principal"] = "*"
+		case strings.HasSuffix(principal, ".amazonaws.com"):
+			st["Principal"] = map[string]any{"Service": principal}
+		default:
+			st["Principal"] = map[string]any{"AWS": p["Principal"]}
+		}
+		cond := map[string]any{}
+		add := func(op, key string, v any) {
+			if cond[op] == nil {
+				cond[op] = map[string]any{}
+			}
+			cond[op].(map[string]any)[key] = v
+		}
+		if v, ok := p["SourceAccount"]; ok {
+			add("StringEquals", "AWS:SourceAccount", v)
+		}
+		if v, ok := p["SourceArn"]; ok {
+			add("ArnLike", "AWS:SourceArn", v)
+		}
+		if v, ok := p["FunctionUrlAuthType"]; ok {
+			add("StringEquals", "lambda:FunctionUrlAuthType", v)
+		}
+		if v, ok := p["InvokedViaFunctionUrl"]; ok {
+			add("Bool", "lambda:InvokedViaFunctionUrl", fmt.Sprint(v))
+		}
+		if len(cond) > 0 {
+			st["Condition"] = cond
+		}
+		if _, seen := statements[fn]; !seen {
+			order = append(order, fn)
+		}
+		statements[fn] = append(statements[fn], st)
+	}
+	for _, fn := range order {
+		doc := map[string]any{"Version": "2012-10-17", "Statement": statements[fn]}
+		if err := t.addResourcePolicy(r, fn, doc); err != nil {
 			return err
 		}
 	}
@@ -540,4 +641,32 @@ func asList(v any) []any {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// functionARN is the local ARN of the function v names: a Fn::GetAtt of
+// its Arn, a Ref (its name), or an ARN or name as a string.
+func (r *resolver) functionARN(v any) (string, error) {
+	s, err := r.resolve(v)
+	if err != nil {
+		return "", err
+	}
+	arn := fmt.Sprint(s)
+	if !strings.HasPrefix(arn, "arn:") {
+		arn = r.arn("lambda", "function:"+arn)
+	}
+	return r.rename(arn), nil
+}
+
+// functionRole is the logical ID of the role of the function v names (a
+// Ref or Fn::GetAtt of a function of the template), "" if there is none.
+func (r *resolver) functionRole(v any) string {
+	id := refTarget(v)
+	if id == "" {
+		id, _ = getAttTarget(v)
+	}
+	if r.t.Resources[id].Type != "AWS::Lambda::Function" {
+		return ""
+	}
+	role, _ := getAttTarget(r.t.Resources[id].Properties["Role"])
+	return role
 }

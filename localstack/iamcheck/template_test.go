@@ -166,3 +166,77 @@ func TestAllowListFor(t *testing.T) {
 		t.Errorf("prod-en: %v, want the entry without envs alone", got)
 	}
 }
+
+// TestServicesMayUseTheStacksResources evaluates, with the real evaluator,
+// every request an AWS service makes for each cloud environment's
+// synthesized template (`make iam` synthesizes them and sets
+// CONVEYOR_IAM_TEMPLATES; unset, the test is skipped) against the
+// resource's own policy and the role the service acts with: CloudWatch
+// publishing every alarm to the alarm topic and using the topic's key,
+// EventBridge Scheduler assuming the schedules' roles and invoking the
+// recovery function with them (and the schedules function passing the
+// users' schedules' role), S3 invoking confirm, EventBridge rules'
+// targets, Lambda assuming each role and delivering failed asynchronous
+// invocations and event source batches to their destinations.
+func TestServicesMayUseTheStacksResources(t *testing.T) {
+	t.Parallel()
+	templates := os.Getenv(VarTemplates)
+	if templates == "" {
+		t.Skipf("%s is not set: `make iam` synthesizes the templates and runs this test", VarTemplates)
+	}
+	root, err := lambdaruntime.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := iamcheck.Evaluator{Script: filepath.Join(root, "infra", "iam", "simulate.mjs"), Modules: os.Getenv(VarModules)}
+	if ev.Modules == "" {
+		ev.Modules = filepath.Join(root, ".cache", "iam-simulate", "node_modules")
+	}
+	local := resources.Named(job.Local, "t-services")
+	for _, env := range job.CloudEnvs {
+		t.Run(string(env), func(t *testing.T) {
+			t.Parallel()
+			cloud := resources.For(env)
+			tmpl, err := iamcheck.LoadTemplate(filepath.Join(templates, "Conveyor-"+string(env)+".template.json"), iamcheck.Mapping{
+				Cloud: cloud, Local: local, Account: lambdaruntime.AccountID, Region: awsenv.DefaultRegion, KMSKeyARN: keyARN,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every kind of use the stack wires is among the accesses.
+			fn := func(name string) string {
+				return "arn:aws:lambda:" + awsenv.DefaultRegion + ":" + lambdaruntime.AccountID + ":function:" + local.Prefix + "-" + name
+			}
+			topic := "arn:aws:sns:" + awsenv.DefaultRegion + ":" + lambdaruntime.AccountID + ":" + local.Prefix + "-alarms"
+			for _, want := range []struct{ principal, action, resource string }{
+				{iamcheck.PrincipalCloudWatch, "sns:Publish", topic},
+				{iamcheck.PrincipalCloudWatch, "kms:GenerateDataKey", ""},
+				{iamcheck.PrincipalCloudWatch, "kms:Decrypt", ""},
+				{iamcheck.PrincipalScheduler, "sts:AssumeRole", ""},
+				{"role", "lambda:InvokeFunction", fn(resources.FuncRecovery)},
+				{"role", "iam:PassRole", ""},
+				{iamcheck.PrincipalS3, "lambda:InvokeFunction", fn(resources.FuncConfirm)},
+				{iamcheck.PrincipalLambda, "sts:AssumeRole", ""},
+			} {
+				found := 0
+				for _, a := range tmpl.Services {
+					if (a.Principal == want.principal || (want.principal == "role" && a.Role != "")) && a.Action == want.action &&
+						(want.resource == "" || a.Resource == want.resource) {
+						found++
+					}
+				}
+				if found == 0 {
+					t.Errorf("no service access %s: %s on %q: the check does not see that use", want.principal, want.action, want.resource)
+				}
+			}
+			denied, err := iamcheck.DeniedServices(ev, tmpl, lambdaruntime.AccountID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d service accesses evaluated, %d denied", len(tmpl.Services), len(denied))
+			for _, f := range denied {
+				t.Errorf("DENIED %s", f)
+			}
+		})
+	}
+}
