@@ -208,6 +208,10 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	var outMu sync.Mutex
 	b := awstest.Setup(t, map[string]string{
 		"CONVEYOR_SCHEDULE_INTERVAL": "300ms", "CONVEYOR_RECOVERY_INTERVAL": "300ms", "CONVEYOR_RETENTION_INTERVAL": "300ms", "CONVEYOR_STREAM_PING": "1s",
+		// A stream ends at its lifetime, which is what releases its slot (a
+		// function URL lets a streaming invocation run on after its client
+		// goes): after the first renewal (a third of the 60 s lease).
+		"CONVEYOR_STREAM_LIFETIME": "25s",
 		// Finished jobs go stale (retention: their media deleted) soon.
 		"CONVEYOR_STALE_AFTER": "4s", "CONVEYOR_DELETE_AFTER": "1h",
 	}, stack.Options{Binaries: true, Bootstraps: awstest.Bootstraps(t), CallLog: logs,
@@ -429,12 +433,13 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	}, "job.stale delivered to the endpoint")
 
 	b.Must(b.Call("DELETE", "/v1/webhooks/"+firstEndpoint(b, user), user, nil), 204)
-	// An open stream renews its slot every third of the lease (20 s): wait
-	// for the user stream's first renewal, then end the streams.
+	// An open stream renews its slot every third of the lease (20 s), and
+	// releases it when it ends at its lifetime (25 s): wait for both, then
+	// end the streams.
 	b.Eventually(func() bool {
 		raw, _ := os.ReadFile(filepath.Join(logs, resources.FuncStream+".jsonl"))
-		return bytes.Contains(raw, []byte(`"action":"dynamodb:UpdateItem"`))
-	}, "the stream function renewing its slot")
+		return bytes.Contains(raw, []byte(`"action":"dynamodb:UpdateItem"`)) && bytes.Contains(raw, []byte(`"action":"dynamodb:DeleteItem"`))
+	}, "the stream function renewing its slot and releasing it")
 	cancel()
 	time.Sleep(2 * time.Second)
 	s.Close()
