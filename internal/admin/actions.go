@@ -294,6 +294,10 @@ func (s *Service) RestartItem(ctx context.Context, jobID, itemID, by string) (jo
 		return job.Job{}, err
 	}
 	log := s.cfg.Logger.With("job_id", j.ID, "item_id", itemID, "tier", j.Tier, "by", by)
+	if j.InBacklog() {
+		log.InfoContext(ctx, "item restarted by an operator; the job waits in its owner's backlog")
+		return j, nil
+	}
 	// A restarted job's earlier message may still hold its slot: this
 	// later send goes to the owner's next slot (queue.Fairness).
 	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {

@@ -50,6 +50,10 @@ func (s *Service) releaseParked(ctx context.Context, reason, breaker string, tie
 		case err != nil:
 			return released, fmt.Errorf("releasing job %s: %w", p.ID, err)
 		}
+		if j.InBacklog() {
+			released++ // sent when its owner's backlog is admitted
+			continue
+		}
 		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 			// Unparked and queued: recovery sends it if this send was lost.
 			s.cfg.Logger.ErrorContext(ctx, "sending a released job failed; recovery sends it", "job_id", j.ID, "error", err)

@@ -144,6 +144,9 @@ type Config struct {
 	// slots per owner (CONVEYOR_FAIR_SLOTS per plan, CONVEYOR_OWNER_SLOTS
 	// per named owner).
 	Fairness queue.Fairness
+	// OwnerQueueDepth is the most jobs of one owner a tier's queue holds
+	// (CONVEYOR_OWNER_QUEUE_DEPTH, default 1000; 0: no bound).
+	OwnerQueueDepth int
 	// BusEvents is which job events the relay puts on the event bus
 	// (CONVEYOR_BUS_EVENTS, default lifecycle: job.progress and
 	// job.phase.completed stay in the table, the event log and SSE).
@@ -327,6 +330,7 @@ func (r *reader) delivery(c *Config) {
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
 	c.StreamLifetime = r.dur(VarStreamLifetime)
 	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)}
+	c.OwnerQueueDepth = r.int(VarOwnerQueueDepth)
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
 }
@@ -491,6 +495,9 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.JobItems != JobItemsCompact && c.JobItems != JobItemsAttributes {
 		bad("%s must be %s or %s, got %q", VarJobItems, JobItemsCompact, JobItemsAttributes, c.JobItems)
+	}
+	if c.OwnerQueueDepth < 0 || c.OwnerQueueDepth > 100000 {
+		bad("%s must be between 0 and 100000", VarOwnerQueueDepth)
 	}
 	if c.StreamLifetime <= 0 {
 		bad("%s must be positive", VarStreamLifetime)

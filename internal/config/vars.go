@@ -36,6 +36,7 @@ const (
 	VarParkAfter                 = "CONVEYOR_PARK_AFTER"
 	VarFairSlots                 = "CONVEYOR_FAIR_SLOTS"
 	VarOwnerSlots                = "CONVEYOR_OWNER_SLOTS"
+	VarOwnerQueueDepth           = "CONVEYOR_OWNER_QUEUE_DEPTH"
 	VarBusEvents                 = "CONVEYOR_BUS_EVENTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
 	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
@@ -129,6 +130,7 @@ var Vars = []Var{
 	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},
 	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue (docs/design.md, \"Long waits leave the queue\")", Rule: "> 0"},
 	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](docs/fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarOwnerQueueDepth, Default: 1000, Meaning: "the most jobs of one owner a tier's queue holds (queued or running); the owner's next jobs wait in its backlog in the table, in order, and are admitted as these finish, so no owner's backlog outgrows what SQS FIFO looks through for other owners ([fairness](docs/fairness.md)); 0: no bound", Rule: "0 ≤ n ≤ 100000"},
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](docs/events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},

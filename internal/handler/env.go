@@ -128,6 +128,9 @@ func (e Env) SQS() *queue.Client { return queue.NewClient(e.AWS) }
 // names, its jobs written as CONVEYOR_JOB_ITEMS says.
 func (e Env) Store(db *store.Client) *store.Store {
 	st := store.New(db, e.Config.Table, e.Now)
+	if depth := e.Config.OwnerQueueDepth; depth > 0 {
+		st.SetQueueBound(func(string, string) int { return depth })
+	}
 	if e.Config.TableIndexes == config.TableIndexesRetired {
 		st.ReadRetiredIndexes()
 	}

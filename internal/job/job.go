@@ -276,6 +276,12 @@ type Job struct {
 	// the queue (its message was deleted; see Park): the release sweep
 	// sends it again at RetryAt. Empty: the job's message is in the queue.
 	Waiting string `json:"-" dynamodbav:"waiting,omitempty"`
+	// Depth is which of its owner's counters of the tier the job is
+	// counted in, as stored: DepthQueue (its message is, or will be again,
+	// in the queue), DepthBacklog (it waits in the table for room in the
+	// queue), or "" (neither). The store keeps the counters exact by
+	// changing them in the same transaction as the job (WantDepth).
+	Depth string `json:"-" dynamodbav:"depth,omitempty"`
 	// Resends counts the messages recovery sent again because the last
 	// one might have been lost; each doubles the time before the next.
 	Resends int `json:"-" dynamodbav:"resends,omitempty"`

@@ -129,6 +129,8 @@ type Result struct {
 	Staled int
 	// Unparked jobs whose wait in the table was over, sent again.
 	Unparked int
+	// Admitted jobs from their owners' backlogs into the queue.
+	Admitted int
 	// MediaExpired uploads that no job may still need: marked expired and
 	// their objects deleted.
 	MediaExpired int
@@ -191,7 +193,63 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 	if err != nil {
 		return res, fmt.Errorf("releasing parked jobs: %w", err)
 	}
+	if res.Admitted, err = r.admitBacklogs(ctx, shards, paused, now); err != nil {
+		return res, fmt.Errorf("admitting the owners' backlogs: %w", err)
+	}
 	return res, nil
+}
+
+// admitBacklogs takes jobs out of the owners' backlogs (those whose
+// counters are in shards) into the queue, oldest first, as many as each
+// owner has room for: store.Backlogs lists the owners, one Query each
+// gives their oldest jobs, and each admission is conditional on the room
+// (store.ErrQueueFull ends an owner's turn). A paused tier's backlogs stay.
+func (r *Recoverer) admitBacklogs(ctx context.Context, shards []int, paused map[job.Tier]bool, now time.Time) (int, error) {
+	owners, err := r.cfg.Store.Backlogs(ctx, shards)
+	if err != nil {
+		return 0, err
+	}
+	admitted := 0
+	for _, d := range owners {
+		if d.Backlog <= 0 {
+			if err := r.cfg.Store.ClearBacklogMark(ctx, d); err != nil {
+				r.cfg.Logger.WarnContext(ctx, "clearing an empty backlog's mark failed", "owner", d.Owner, "tier", d.Tier, "error", err)
+			}
+			continue
+		}
+		if paused[d.Tier] {
+			continue
+		}
+		room := d.Backlog
+		if bound := store.ShardBound(r.cfg.Store.QueueBound(d.Owner, d.Plan)); bound > 0 {
+			room = min(room, bound-d.InQueue)
+		}
+		ids, err := r.cfg.Store.BacklogJobs(ctx, d, room)
+		if err != nil {
+			return admitted, err
+		}
+		for _, id := range ids {
+			ok, err := r.requeue(ctx, id, func(cur *job.Job) error {
+				if !cur.InBacklog() {
+					return errSkip
+				}
+				return cur.Admit(now)
+			})
+			if errors.Is(err, store.ErrQueueFull) {
+				break // its share is full again: its next turn
+			}
+			if err != nil {
+				return admitted, err
+			}
+			if ok {
+				admitted++
+			}
+		}
+	}
+	if admitted > 0 {
+		r.cfg.Logger.InfoContext(ctx, "backlogs admitted", "jobs", admitted, "owners", len(owners))
+	}
+	return admitted, nil
 }
 
 // paused reads which tiers are paused, once per run.
@@ -381,6 +439,10 @@ func (r *Recoverer) requeue(ctx context.Context, id string, change func(*job.Job
 		if err := r.cfg.Sender.Send(ctx, j.Tier, msg); err != nil {
 			log.ErrorContext(ctx, "sending the failed job for reconciliation failed; a retry by its owner asks the API", "error", err)
 		}
+		return true, nil
+	}
+	if j.InBacklog() {
+		log.InfoContext(ctx, "job waits in its owner's backlog", "attempts", j.Attempts)
 		return true, nil
 	}
 	if err := r.cfg.Sender.Send(ctx, j.Tier, msg); err != nil {

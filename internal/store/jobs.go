@@ -37,6 +37,9 @@ func sweepKey(st job.Status, id string) string { return string(st) + "#" + strco
 // status#tier#shard, so that a sweep leaves a paused tier's partitions
 // unread instead of reading and skipping its jobs on every run.
 func jobSweepKey(j *job.Job) string {
+	if j.InBacklog() {
+		return backlogKey(j.Owner, j.Tier, depthShard(j.ID))
+	}
 	st := sweepStatus(j)
 	if tierKeyed(st) && j.Tier != "" {
 		return TierSweepKey(st, j.Tier, shard(j.ID))
@@ -182,15 +185,30 @@ type idemRecord struct {
 // connected (knownAccounts). Nothing is read before: submission costs this
 // one request.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error) {
+	seq := j.EventSeq
 	c, err := s.newJobCreation(j)
 	if err != nil {
 		return job.Job{}, false, err
 	}
-	prev := ""
+	prev, conflicts := "", 0
 	for attempt := 0; attempt < 5; attempt++ {
 		tx, firstRef := c.transaction(s.table, prev)
 		accountAt := firstRef + len(c.refs)
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		var tc *types.TransactionCanceledException
+		if c.depth != nil && c.entering && errors.As(err, &tc) && failedAt(tc, len(tx)-1) && !failedAt(tc, 0) {
+			// Its owner's share of the queue is full, or a backlog is
+			// ahead of it: the job waits in the backlog.
+			j.EventSeq = seq
+			if err := j.Backlog(s.QueueBound(j.Owner, j.Plan), s.now()); err != nil {
+				return job.Job{}, false, err
+			}
+			if c, err = s.newJobCreation(j); err != nil {
+				return job.Job{}, false, err
+			}
+			attempt--
+			continue
+		}
 		if err == nil {
 			j.Pending = nil
 			if c.account != nil {
@@ -198,17 +216,21 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 			}
 			return *j, true, nil
 		}
-		var tc *types.TransactionCanceledException
 		if !errors.As(err, &tc) {
 			return job.Job{}, false, fmt.Errorf("creating job %s: %w", j.ID, err)
 		}
 		if cancelled(tc.CancellationReasons, len(tx), 0) == errTxConflict {
 			// A concurrent transaction on one of its items (the user's
-			// uploads are shared by their jobs): nothing was written and no
-			// condition failed, so the same transaction is sent again.
-			if err := conflictWait(ctx, attempt); err != nil {
+			// uploads are shared by their jobs, the owner's queue counter
+			// by its writes): nothing was written and no condition failed,
+			// so the same transaction is sent again, as transact does.
+			if conflicts++; conflicts >= txConflictAttempts {
+				return job.Job{}, false, fmt.Errorf("creating job %s: transaction conflicts on every one of %d attempts: %w", j.ID, conflicts, err)
+			}
+			if err := conflictWait(ctx, conflicts-1); err != nil {
 				return job.Job{}, false, err
 			}
+			attempt--
 			continue
 		}
 		if failedAt(tc, 0) {
@@ -250,6 +272,10 @@ type jobCreation struct {
 	events         []map[string]types.AttributeValue
 	refs, counters []types.TransactWriteItem
 	account        *types.TransactWriteItem // the connected-account check, if the job needs one
+	// depth is the owner's queue counter's change, last in the
+	// transaction; entering says it is conditional on room in the queue.
+	depth    *types.TransactWriteItem
+	entering bool
 }
 
 // ErrNoAccount means a job that needs its owner's connected account
@@ -276,6 +302,14 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 		if c.account, err = s.accountCheck(j.Owner, j.NeedsAccount); err != nil {
 			return jobCreation{}, err
 		}
+	}
+	j.Depth = ""
+	if d, ok := s.depthOf(j); ok {
+		op, err := s.depthOp(j, d, false)
+		if err != nil {
+			return jobCreation{}, err
+		}
+		c.depth, c.entering, j.Depth = &op, d.entering, d.want
 	}
 	j.EventSeq += int64(len(j.Pending))
 	if c.item, err = s.jobItem(j); err != nil {
@@ -318,6 +352,9 @@ func (c jobCreation) transaction(table, prev string) (tx []types.TransactWriteIt
 		tx = append(tx, *c.account)
 	}
 	tx = append(tx, c.counters...)
+	if c.depth != nil {
+		tx = append(tx, *c.depth)
+	}
 	return tx, firstRef
 }
 
@@ -373,23 +410,56 @@ func (s *Store) ClaimJob(ctx context.Context, j *job.Job) error {
 // saveJob writes j on condition of its version, with its pending events,
 // puts (other items, written unconditionally) and checks in one
 // transaction; a job change alone is one conditional PutItem.
+//
+// A job that enters the queue while its owner's share of it is full (or a
+// backlog is ahead of it) is saved into the backlog instead (job.Backlog);
+// one taken out of the backlog (job.Admit) then is not saved: ErrQueueFull.
 func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types.AttributeValue, checks []types.TransactWriteItem) error {
-	prev, prevSeq := j.Version, j.EventSeq
+	prevDepth := j.Depth
+	err := s.saveJobOnce(ctx, j, puts, checks, false)
+	if !errors.Is(err, ErrQueueFull) || prevDepth == job.DepthBacklog {
+		return err
+	}
+	if j.Status != job.Queued || j.Waiting != "" {
+		// Active since before it was counted (stored before the counters):
+		// counted from now on, wherever it is.
+		return s.saveJobOnce(ctx, j, puts, checks, true)
+	}
+	if err := j.Backlog(s.QueueBound(j.Owner, j.Plan), s.now()); err != nil {
+		return err
+	}
+	return s.saveJobOnce(ctx, j, puts, checks, false)
+}
+
+// saveJobOnce is saveJob's one write; force counts a job entering the
+// queue whatever the room there.
+func (s *Store) saveJobOnce(ctx context.Context, j *job.Job, puts []map[string]types.AttributeValue, checks []types.TransactWriteItem, force bool) error {
+	prev, prevSeq, prevDepth := j.Version, j.EventSeq, j.Depth
+	var depth []types.TransactWriteItem
+	if d, ok := s.depthOf(j); ok {
+		d.entering = d.entering && !force
+		op, err := s.depthOp(j, d, prevDepth == job.DepthBacklog)
+		if err != nil {
+			return err
+		}
+		depth, j.Depth = []types.TransactWriteItem{op}, d.want
+	}
+	restore := func() { j.Version, j.EventSeq, j.Depth = prev, prevSeq, prevDepth }
 	j.Version++
 	events, err := s.eventItems(j)
 	if err != nil {
-		j.Version = prev
+		restore()
 		return err
 	}
 	counters, err := counterOps(s.table, j.Pending)
 	if err != nil {
-		j.Version = prev
+		restore()
 		return err
 	}
 	j.EventSeq += int64(len(j.Pending))
 	item, err := s.jobItem(j)
 	if err != nil {
-		j.Version, j.EventSeq = prev, prevSeq
+		restore()
 		return err
 	}
 	// The write's own id: a write whose answer was lost and whose retry
@@ -398,7 +468,7 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 	writeID := ids.Hex(8)
 	item[attrWriteID] = str(writeID)
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
-	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 {
+	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 && len(depth) == 0 {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
@@ -415,18 +485,20 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 		}
 		// The hourly counters of a finish: written with it (admin.go).
 		tx = append(tx, counters...)
+		// The owner's queue counter, just before the checks.
+		tx = append(tx, depth...)
 		tx = append(tx, checks...)
-		err = s.transact(ctx, tx, len(checks))
+		err = s.transact(ctx, tx, len(checks), len(depth))
 		if errors.Is(err, ErrConflict) && s.landed(ctx, j.ID, writeID) {
 			err = nil
 		}
-		if errors.Is(err, ErrPaused) || errors.Is(err, ErrConflict) {
-			j.Version, j.EventSeq = prev, prevSeq
+		if errors.Is(err, ErrPaused) || errors.Is(err, ErrConflict) || errors.Is(err, ErrQueueFull) {
+			restore()
 			return err
 		}
 	}
 	if err != nil {
-		j.Version, j.EventSeq = prev, prevSeq
+		restore()
 		if isConditionFailed(err) {
 			return ErrConflict
 		}
@@ -470,13 +542,17 @@ const txConflictAttempts = 10
 // touch: the tier flag's copies, the hourly counters) wrote nothing and is
 // sent again after a short jittered wait; it is not a lost race for the
 // job. ErrConflict when the job's condition failed, ErrPaused when a check
-// did.
-func (s *Store) transact(ctx context.Context, tx []types.TransactWriteItem, checks int) error {
+// did, ErrQueueFull when the owner's queue counter's (the depth item just
+// before the checks, if depth is 1) did.
+func (s *Store) transact(ctx context.Context, tx []types.TransactWriteItem, checks, depth int) error {
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		var tc *types.TransactionCanceledException
 		if !errors.As(err, &tc) {
 			return err
+		}
+		if depth > 0 && !failedAt(tc, 0) && failedAt(tc, len(tx)-checks-1) {
+			return ErrQueueFull
 		}
 		switch outcome := cancelled(tc.CancellationReasons, len(tx), checks); {
 		case outcome != errTxConflict:

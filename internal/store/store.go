@@ -47,6 +47,9 @@ type Store struct {
 	// jobAttributes makes the writers store jobs with every attribute
 	// (WriteJobAttributes).
 	jobAttributes bool
+	// queueBound is the most jobs of an owner a tier's queue may hold
+	// (SetQueueBound; nil: no bound).
+	queueBound func(owner, plan string) int
 }
 
 // ReadRetiredIndexes makes s query, in place of each index that replaced a

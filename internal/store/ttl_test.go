@@ -56,6 +56,8 @@ func recordKind(pk, sk string) string {
 		return "webhook endpoints summary"
 	case strings.HasPrefix(pk, "SSE#") && strings.HasPrefix(sk, "SLOT#"):
 		return "stream slot"
+	case strings.HasPrefix(pk, "DEPTH#") && sk == "DEPTH":
+		return "queue depth"
 	}
 	return ""
 }
@@ -67,6 +69,7 @@ var noTTL = map[string]string{
 	"account":                   "a connection lasts until the user replaces it; a scheduled job may need it a year later",
 	"webhook secret":            "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
 	"webhook endpoint":          "a user's configuration, until the user deletes it; at most 20 per user",
+	"queue depth":               "an owner's exact count of its jobs in a tier's queue and backlog: it must outlive every job it counts; store.DepthShards items per owner and tier that ever had a job counted",
 	"webhook endpoints summary": "the list of the user's endpoints, kept with them: one item per user who ever had one or whose events were relayed",
 }
 
@@ -130,7 +133,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary", "queue depth"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}

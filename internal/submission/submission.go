@@ -271,7 +271,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		log.InfoContext(ctx, "identical active job exists", "existing_job_id", existing.ID)
 		return existing, false, nil
 	}
-	if j.Status == job.Queued {
+	if j.Status == job.Queued && !j.InBacklog() {
 		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
@@ -468,8 +468,8 @@ func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job
 		j.Enqueues++
 		return nil
 	})
-	if err != nil {
-		return j, err
+	if err != nil || j.InBacklog() {
+		return j, err // backlogged: sent when admitted
 	}
 	// A retried job's earlier message may still hold its slot (a
 	// cancelled run finishing its call): this later send goes to the

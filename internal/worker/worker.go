@@ -274,6 +274,10 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 // the job may be claimed.
 func (p *Worker) notClaimable(ctx context.Context, log *slog.Logger, j job.Job, d Delivery, now time.Time) (v Verdict, answered bool, err error) {
 	switch {
+	case j.InBacklog():
+		// A leftover message of a job in its owner's backlog: recovery
+		// sends a fresh one when the job is admitted.
+		return Verdict{Done: true, Reason: "waiting in its owner's backlog"}, true, nil
 	case j.Status == job.Queued && j.Waiting != "" && j.RetryAt != nil && j.RetryAt.After(now):
 		// A leftover message of a parked job: the release sweep sends a
 		// fresh one when it is due.
