@@ -176,6 +176,9 @@ func (b *builder) permissions() {
 			// The Scheduler rights are userSchedules'.
 			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, b.table.TableArn())
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
+			// A template's secret values (an http job's headers) are
+			// sealed apart from it; recovery opens them at each tick.
+			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeScheduleTemplate)
 		case resources.FuncConfirm:
 			// Mark the upload confirmed; HeadObject and the ranged GET that
 			// sniffs the content type are both s3:GetObject.
@@ -209,8 +212,9 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 			// Retention removes finished jobs' media.
 			b.allow(fn, []string{"s3:DeleteObject"}, b.uploadObjects())
-			// A schedule's tick submits its job template: an http job's
-			// headers are sealed at submission.
+			// A schedule's tick submits its job template: its sealed values
+			// are opened, and an http job's headers sealed at submission.
+			b.kms(fn, "kms:Decrypt", envelope.PurposeScheduleTemplate)
 			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeHTTPHeaders)
 		case resources.FuncStream:
 			// A job's event log (the table), for GET /v1/events the caller's

@@ -1113,7 +1113,7 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncUploads: concat(logs, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"s3:GetObject", "s3:ListBucket", "s3:PutObject", "secretsmanager:GetSecretValue"}),
 		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
-			"secretsmanager:GetSecretValue"}, userScheduleActions),
+			"kms:GenerateDataKey", "secretsmanager:GetSecretValue"}, userScheduleActions),
 		resources.FuncAdmin: concat(logs, rw, []string{"lambda:UpdateEventSourceMapping",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
@@ -1124,7 +1124,7 @@ func TestLeastPrivilege(t *testing.T) {
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
-		resources.FuncRecovery: concat(logs, rw, []string{"kms:GenerateDataKey", "s3:DeleteObject", "sqs:SendMessage"}),
+		resources.FuncRecovery: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:DeleteObject", "sqs:SendMessage"}),
 		// The stream read (granted by the event source), PutEvents,
 		// SendMessage to the system tier and the on-failure queue only, and
 		// the endpoint summaries (read, rebuilt).
@@ -1140,8 +1140,9 @@ func TestLeastPrivilege(t *testing.T) {
 			"kms:Decrypt": {envelope.PurposeWebhookSigning}},
 		resources.FuncPublisher: {"kms:Decrypt": {envelope.PurposeAccountToken, envelope.PurposeHTTPHeaders},
 			"kms:GenerateDataKey": {envelope.PurposeAccountToken}},
-		resources.FuncSystem:   {"kms:Decrypt": {envelope.PurposeWebhookSigning}, "kms:GenerateDataKey": {envelope.PurposeWebhookSigning}},
-		resources.FuncRecovery: {"kms:GenerateDataKey": {envelope.PurposeHTTPHeaders}},
+		resources.FuncSystem:    {"kms:Decrypt": {envelope.PurposeWebhookSigning}, "kms:GenerateDataKey": {envelope.PurposeWebhookSigning}},
+		resources.FuncRecovery:  {"kms:GenerateDataKey": {envelope.PurposeHTTPHeaders}, "kms:Decrypt": {envelope.PurposeScheduleTemplate}},
+		resources.FuncSchedules: {"kms:GenerateDataKey": {envelope.PurposeScheduleTemplate}},
 	}
 	for fn := range want {
 		sort.Strings(want[fn])

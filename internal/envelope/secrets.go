@@ -52,4 +52,8 @@ const (
 	// PurposeHTTPHeaders: the headers of an http job (sealed by api,
 	// opened by publisher).
 	PurposeHTTPHeaders = "http-headers"
+	// PurposeScheduleTemplate: the secret values of a recurring
+	// schedule's job template, such as an http job's headers (sealed by
+	// schedules, opened by recovery when a tick submits the job).
+	PurposeScheduleTemplate = "schedule-template"
 )

@@ -128,8 +128,10 @@ func NewRecovery(_ context.Context, env Env) (func(context.Context, events.Event
 	st, emf := env.Store(db), env.Emitter()
 	// A schedule's tick submits its job: the kinds' fronts are enough (the
 	// publisher runs it), so no external API client or token here; KMS
-	// only to seal an http job's headers (purpose "http-headers").
-	sub := NewSubmission(env, st, sqsc, Fronts(st, sealer.For(env.AWS, env.Config.KMSKeyID)))
+	// only to seal an http job's headers (purpose "http-headers") and to
+	// open the schedule's sealed template values ("schedule-template").
+	seal := sealer.For(env.AWS, env.Config.KMSKeyID)
+	sub := NewSubmission(env, st, sqsc, Fronts(st, seal))
 	breakers, err := env.Breaker(db, ids.New("wrk"), emf)
 	if err != nil {
 		return nil, err
@@ -139,7 +141,7 @@ func NewRecovery(_ context.Context, env Env) (func(context.Context, events.Event
 	if err != nil {
 		return nil, err
 	}
-	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config), Sealer: seal})
 	return RecoveryHandler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules, emf, env.Log()), nil
 }
 

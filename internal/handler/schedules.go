@@ -7,6 +7,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
+	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
@@ -32,13 +33,15 @@ func SchedulesRouter(env Env, svc *schedule.Service, st *store.Store) *httpapi.R
 // NewSchedules wires the schedules function from env: the table, the queues (the
 // job service a template is checked by) and Scheduler. A template is
 // validated as a submission would be, which reads only the table: the
-// pipeline gets no bucket (nothing here streams media) and no sealer
-// (nothing here opens or seals a token), so the function creates neither
-// an S3 nor a KMS client and its role has neither.
+// pipeline gets no bucket (nothing here streams media) and no sealer (no
+// job is created here), so the function creates no S3 client. Its KMS
+// client seals a template's secret values (an http job's headers) apart
+// from the template (schedule.SealContext).
 func NewSchedules(_ context.Context, env Env) (HTTPHandler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
 	sub := NewSubmission(env, st, sqsc, Fronts(st, nil))
-	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config),
+		Sealer: sealer.For(env.AWS, env.Config.KMSKeyID)})
 	return SchedulesRouter(env, schedules, st).Serve, nil
 }

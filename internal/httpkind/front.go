@@ -238,6 +238,58 @@ func (f *Kind) Prepare(ctx context.Context, owner string, s job.Spec, j *job.Job
 	return nil
 }
 
+// SplitSecrets returns the spec with its header values Redacted and the
+// values themselves (nil when it has no headers), for a template kept
+// beyond one job (job.SecretsFront): a recurring schedule seals them
+// apart.
+func (f *Kind) SplitSecrets(s job.Spec) (job.Spec, []byte, error) {
+	var p Params
+	if err := json.Unmarshal(s.Params, &p); err != nil {
+		return s, nil, fmt.Errorf("httpkind: reading params: %w", err)
+	}
+	if len(p.Headers) == 0 {
+		return s, nil, nil
+	}
+	secrets, err := json.Marshal(p.Headers)
+	if err != nil {
+		return s, nil, err
+	}
+	p.Headers = RedactHeaders(p.Headers)
+	doc, err := job.DocOf(p)
+	if err != nil {
+		clear(secrets)
+		return s, nil, err
+	}
+	s.Params = json.RawMessage(doc)
+	return s, secrets, nil
+}
+
+// JoinSecrets puts the header values SplitSecrets took back into the
+// spec: each header the spec names gets its value.
+func (f *Kind) JoinSecrets(s job.Spec, secrets []byte) (job.Spec, error) {
+	var p Params
+	if err := json.Unmarshal(s.Params, &p); err != nil {
+		return s, fmt.Errorf("httpkind: reading params: %w", err)
+	}
+	var values map[string]string
+	if err := json.Unmarshal(secrets, &values); err != nil {
+		return s, errors.New("httpkind: the sealed header values do not read")
+	}
+	for k := range p.Headers {
+		v, ok := values[k]
+		if !ok {
+			return s, fmt.Errorf("httpkind: no sealed value for header %q", k)
+		}
+		p.Headers[k] = v
+	}
+	doc, err := job.DocOf(p)
+	if err != nil {
+		return s, err
+	}
+	s.Params = json.RawMessage(doc)
+	return s, nil
+}
+
 // RedactHeaders returns h with every value replaced by Redacted.
 func RedactHeaders(h map[string]string) map[string]string {
 	if h == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -85,5 +86,39 @@ func TestPrivateTargetsAreRefusedOutsideLocal(t *testing.T) {
 		if err := k.Validate(ctx, job.ValidationEnv{Local: true}, spec); err != nil {
 			t.Errorf("%s in local: %v, want it allowed", u, err)
 		}
+	}
+}
+
+// TestSplitSecretsRedactsAndJoinPutsBack: a template's header values come
+// out whole and go back where they were; nothing else of the params moves.
+func TestSplitSecretsRedactsAndJoinPutsBack(t *testing.T) {
+	k := httpkind.New(httpkind.Config{})
+	in := job.Spec{Params: json.RawMessage(`{"method":"PUT","url":"https://example.com/x","headers":{"Authorization":"Bearer s3cret","X-A":"1"},"body":"<b>"}`)}
+	kept, secrets, err := k.SplitSecrets(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(kept.Params), "s3cret") || !strings.Contains(string(kept.Params), `"Authorization":"`+httpkind.Redacted+`"`) {
+		t.Errorf("kept params %s, want every header value redacted", kept.Params)
+	}
+	back, err := k.JoinSecrets(kept, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got httpkind.Params
+	if err := json.Unmarshal(in.Params, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(back.Params, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("joined %+v, want %+v", got, want)
+	}
+	if _, none, err := k.SplitSecrets(job.Spec{Params: json.RawMessage(`{"url":"https://example.com/"}`)}); err != nil || none != nil {
+		t.Errorf("params without headers: secrets %q (%v), want none", none, err)
+	}
+	if _, err := k.JoinSecrets(kept, []byte(`{"X-A":"1"}`)); err == nil {
+		t.Error("joining values that lack a header the template names succeeded")
 	}
 }

@@ -70,6 +70,21 @@ type Front interface {
 	Phases() []string
 }
 
+// A SecretsFront is a Front whose Spec can hold secrets (an http job's
+// header values). What keeps a Spec beyond its job, such as a recurring
+// schedule's template, keeps it split: the Spec with every secret value
+// redacted, which is stored and shown as it is, and the values, which the
+// keeper seals apart (internal/envelope). Both methods are pure: no I/O,
+// no clock.
+type SecretsFront interface {
+	Front
+	// SplitSecrets returns s with its secret values redacted and the
+	// values as one document only JoinSecrets reads (nil: s holds none).
+	SplitSecrets(s Spec) (Spec, []byte, error)
+	// JoinSecrets returns s with the values SplitSecrets took put back.
+	JoinSecrets(s Spec, secrets []byte) (Spec, error)
+}
+
 // Kind is one kind of job: its Front and the Work the run loop calls.
 type Kind interface {
 	Front

@@ -23,7 +23,7 @@ func recordOf(sc Schedule) store.ScheduleRecord {
 	r := store.ScheduleRecord{
 		ID: sc.ID, Name: sc.Name, Cron: sc.Cron, Rate: sc.Rate, Timezone: sc.Timezone, Job: sc.Job, Status: sc.Status,
 		CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt, ActiveFrom: sc.ActiveFrom, Owner: sc.Owner, Plan: sc.Plan,
-		Seed: sc.Seed, Version: sc.Version,
+		Seed: sc.Seed, Sealed: sc.Sealed, Version: sc.Version,
 	}
 	if sc.LastRuns != nil {
 		r.Runs = make([]store.ScheduleRun, len(sc.LastRuns))
@@ -38,7 +38,7 @@ func scheduleOf(r store.ScheduleRecord) Schedule {
 	sc := Schedule{
 		ID: r.ID, Name: r.Name, Cron: r.Cron, Rate: r.Rate, Timezone: r.Timezone, Job: r.Job, Status: r.Status,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ActiveFrom: r.ActiveFrom, Owner: r.Owner, Plan: r.Plan,
-		Seed: r.Seed, Version: r.Version, LastRuns: make([]Run, len(r.Runs)),
+		Seed: r.Seed, Sealed: r.Sealed, Version: r.Version, LastRuns: make([]Run, len(r.Runs)),
 	}
 	for i, run := range r.Runs {
 		sc.LastRuns[i] = Run{At: run.At, JobID: run.JobID}

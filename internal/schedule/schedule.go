@@ -28,6 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -82,8 +83,11 @@ type Schedule struct {
 	// tick before it (fired late, or while paused) is skipped.
 	ActiveFrom time.Time `json:"-"`
 	// Seed is the secret from which tick job ids are derived.
-	Seed    string `json:"-"`
-	Version int64  `json:"-"`
+	Seed string `json:"-"`
+	// Sealed holds the template's secret values (an http job's header
+	// values), sealed under SealContext; Job shows them redacted.
+	Sealed  *envelope.Envelope `json:"-"`
+	Version int64              `json:"-"`
 }
 
 // Expr returns the schedule's recurrence.
@@ -111,7 +115,29 @@ type Request struct {
 type Jobs interface {
 	Check(ctx context.Context, req submission.SubmitRequest) error
 	SubmitWith(ctx context.Context, c submission.Caller, req submission.SubmitRequest, o submission.SubmitOptions) (job.Job, bool, error)
+	// SplitSecrets and JoinSecrets take a template's secret values out
+	// (to be sealed apart) and put them back (job.SecretsFront).
+	SplitSecrets(req submission.SubmitRequest) (submission.SubmitRequest, []byte, error)
+	JoinSecrets(req submission.SubmitRequest, secrets []byte) (submission.SubmitRequest, error)
 }
+
+// Sealer seals a template's secret values when the schedule is made and
+// opens them when a tick submits its job (sealer.Sealer).
+type Sealer interface {
+	Seal(ctx context.Context, plaintext []byte, aad map[string]string) (envelope.Envelope, error)
+	Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error)
+}
+
+// SealContext is the encryption context of a schedule's sealed template
+// values: its owner, the schedule and the purpose. An envelope copied to
+// another schedule, or used for a job's headers, does not open.
+func SealContext(owner, scheduleID string) map[string]string {
+	return map[string]string{"user": owner, "schedule": scheduleID, envelope.ContextPurpose: envelope.PurposeScheduleTemplate}
+}
+
+// ErrNoSealer is Create's answer to a template with secrets and no way
+// to seal them: the schedule is not made rather than kept in the clear.
+var ErrNoSealer = errors.New("schedule: the job template holds secrets but no sealer is configured")
 
 // Backend makes the schedule fire: EventBridge Scheduler in AWS (and in
 // the emulator, whose schedules the local runtime fires), through
@@ -132,6 +158,9 @@ type Config struct {
 	Jobs Jobs
 	// Backend fires the schedules (nil: nothing fires them but Fire).
 	Backend Backend
+	// Sealer seals the templates' secret values (on Create) and opens
+	// them (on Fire); required for a template that holds any.
+	Sealer Sealer
 	// MaxPerOwner bounds one user's schedules (default MaxPerOwnerDefault).
 	MaxPerOwner int
 	// Now defaults to time.Now.
@@ -206,7 +235,25 @@ func (s *Service) Create(ctx context.Context, c submission.Caller, r Request) (S
 	if err := s.cfg.Jobs.Check(ctx, r.Job); err != nil {
 		return Schedule{}, invalid.Under("job", err)
 	}
-	tmpl, err := job.Marshal(r.Job)
+	// The template is kept with its secrets redacted (what GET shows and
+	// the idempotency record keeps) and the values sealed apart.
+	kept, secrets, err := s.cfg.Jobs.SplitSecrets(r.Job)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if secrets != nil {
+		if s.cfg.Sealer == nil {
+			clear(secrets)
+			return Schedule{}, ErrNoSealer
+		}
+		env, err := s.cfg.Sealer.Seal(ctx, secrets, SealContext(c.Owner, sc.ID))
+		clear(secrets)
+		if err != nil {
+			return Schedule{}, fmt.Errorf("sealing schedule %s's template: %w", sc.ID, err)
+		}
+		sc.Sealed = &env
+	}
+	tmpl, err := job.Marshal(kept)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -384,6 +431,11 @@ func (s *Service) Fire(ctx context.Context, t Tick) (FireResult, error) {
 	if err := json.Unmarshal(sc.Job, &req); err != nil {
 		return FireResult{}, fmt.Errorf("reading schedule %s's job: %w", sc.ID, err)
 	}
+	if sc.Sealed != nil {
+		if req, err = s.open(ctx, sc, req); err != nil {
+			return FireResult{}, err
+		}
+	}
 	key := sc.ID + "@" + at.Format(time.RFC3339)
 	j, created, err := s.cfg.Jobs.SubmitWith(ctx, submission.Caller{Owner: sc.Owner, Plan: sc.Plan}, req,
 		submission.SubmitOptions{JobID: TickJobID(sc.Seed, at), HashKey: key})
@@ -413,6 +465,19 @@ func (s *Service) Fire(ctx context.Context, t Tick) (FireResult, error) {
 	}
 	log.InfoContext(ctx, "tick submitted a job", "job_id", j.ID, "created", created)
 	return FireResult{JobID: j.ID, Created: created}, nil
+}
+
+// open puts the template's sealed values back into req.
+func (s *Service) open(ctx context.Context, sc Schedule, req submission.SubmitRequest) (submission.SubmitRequest, error) {
+	if s.cfg.Sealer == nil {
+		return req, fmt.Errorf("schedule %s's template holds sealed values and no sealer is configured", sc.ID)
+	}
+	secrets, err := s.cfg.Sealer.Open(ctx, *sc.Sealed, SealContext(sc.Owner, sc.ID))
+	if err != nil {
+		return req, fmt.Errorf("opening schedule %s's template: %w", sc.ID, err)
+	}
+	defer clear(secrets)
+	return s.cfg.Jobs.JoinSecrets(req, secrets)
 }
 
 // TickJobID is the id of the job of the tick at: the job prefix and 128

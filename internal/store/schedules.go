@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -40,6 +41,8 @@ type ScheduleRecord struct {
 	Plan  string `dynamodbav:"plan"`
 	// Seed is the secret the ticks' job ids are derived from.
 	Seed string `dynamodbav:"seed"`
+	// Sealed holds the template's secret values (schedule.SealContext).
+	Sealed *envelope.Envelope `dynamodbav:"sealed,omitempty"`
 	// Version counts the writes of the item: a replace is conditional on
 	// the version read.
 	Version int64 `dynamodbav:"version"`

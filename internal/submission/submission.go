@@ -185,6 +185,50 @@ func (s *Service) Check(ctx context.Context, req SubmitRequest) error {
 	return s.validate(ctx, k, r)
 }
 
+// SplitSecrets returns req with the secret values its kind knows of
+// redacted, and the values (nil: none), for a template kept beyond one
+// job (job.SecretsFront); JoinSecrets puts them back. A kind without
+// secrets returns req as it is.
+func (s *Service) SplitSecrets(req SubmitRequest) (SubmitRequest, []byte, error) {
+	k, ok := s.secrets(req)
+	if !ok {
+		return req, nil, nil
+	}
+	spec, secrets, err := k.SplitSecrets(job.Spec{Items: req.Items, Params: req.Params})
+	if err != nil {
+		return req, nil, err
+	}
+	req.Params = spec.Params
+	return req, secrets, nil
+}
+
+// JoinSecrets returns req with the values SplitSecrets took put back.
+func (s *Service) JoinSecrets(req SubmitRequest, secrets []byte) (SubmitRequest, error) {
+	k, ok := s.secrets(req)
+	if !ok {
+		return req, fmt.Errorf("submission: a %q job keeps no secrets to put back", req.Type)
+	}
+	spec, err := k.JoinSecrets(job.Spec{Items: req.Items, Params: req.Params}, secrets)
+	if err != nil {
+		return req, err
+	}
+	req.Params = spec.Params
+	return req, nil
+}
+
+func (s *Service) secrets(req SubmitRequest) (job.SecretsFront, bool) {
+	t := strings.ToLower(strings.TrimSpace(req.Type))
+	if t == "" {
+		t = DefaultType
+	}
+	f, ok := s.cfg.Kinds.Get(t)
+	if !ok {
+		return nil, false
+	}
+	k, ok := f.(job.SecretsFront)
+	return k, ok
+}
+
 // SubmitOptions are what a submission made on a user's behalf (a schedule's
 // tick) adds to the request.
 type SubmitOptions struct {

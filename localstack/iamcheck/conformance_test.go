@@ -286,18 +286,25 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	sc := b.Must(b.Call("POST", "/v1/schedules", user, map[string]any{"name": "every minute", "rate": "1m", "timezone": "UTC",
 		"job": map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": up}}, "params": map[string]any{"title": "Tick"}}}), 201)
 	scID := sc.Body["id"].(string)
+	// An http template's header values are sealed apart from it (schedules)
+	// and opened at its tick (recovery).
+	hsc := b.Must(b.Call("POST", "/v1/schedules", user, map[string]any{"name": "http every minute", "rate": "1m", "timezone": "UTC",
+		"job": map[string]any{"type": "http", "params": map[string]any{"method": "POST", "url": srv.URL + "/http", "body": "{}",
+			"headers": map[string]any{"X-Conveyor-Test": "iam"}}}}), 201)
 	b.Must(b.Call("GET", "/v1/schedules", user, nil), 200)
 	b.Must(b.Call("POST", "/v1/schedules/"+scID+"/pause", user, nil), 200)
 	b.Must(b.Call("POST", "/v1/schedules/"+scID+"/resume", user, nil), 200)
 	if _, err := s.Schedules.RunOnce(ctx, time.Now().Add(2*time.Minute)); err != nil {
 		t.Fatalf("firing the schedules: %v", err)
 	}
-	b.Eventually(func() bool {
-		r := b.Call("GET", "/v1/schedules/"+scID, user, nil)
-		runs, _ := r.Body["lastRuns"].([]any)
-		return len(runs) > 0
-	}, "the schedule's tick submitted a job")
-	b.Must(b.Call("DELETE", "/v1/schedules/"+scID, user, nil), 204)
+	for _, id := range []string{scID, hsc.Body["id"].(string)} {
+		b.Eventually(func() bool {
+			r := b.Call("GET", "/v1/schedules/"+id, user, nil)
+			runs, _ := r.Body["lastRuns"].([]any)
+			return len(runs) > 0
+		}, "schedule %s's tick submitted a job", id)
+		b.Must(b.Call("DELETE", "/v1/schedules/"+id, user, nil), 204)
+	}
 
 	// A job published through the simulator, with a job webhook; its
 	// finishing event goes through the relay to the bus and to the system

@@ -134,7 +134,7 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 	if a.Streams, err = handler.StreamServer(env, a.Store); err != nil {
 		return nil, err
 	}
-	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config)})
+	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config), Sealer: sealer})
 	a.Router = handler.APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = handler.AdminRouter(env, a.Admin)
