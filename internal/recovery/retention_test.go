@@ -9,7 +9,9 @@ import (
 
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
@@ -239,4 +241,70 @@ func TestVanishedObjectFailsWithMediaExpired(t *testing.T) {
 	if j.Status != job.Failed || j.Error == nil || j.Error.Code != "media_expired" || j.Error.Retryable || j.Attempts != 1 {
 		t.Fatalf("job = %s attempts %d error %+v; want failed once with a permanent media_expired", j.Status, j.Attempts, j.Error)
 	}
+}
+
+// An upload never confirmed, or rejected, goes with its object once its
+// presigned URL can put none and the margin after it passed: the
+// retention sweep expires it and deletes the object, as it does a
+// confirmed upload no job needs (the bucket's lifecycle, 409 days, is only
+// the backstop). A confirmed upload beside them stays.
+func TestUnconfirmedAndRejectedUploadsGoWithTheirObjects(t *testing.T) {
+	t.Parallel()
+	b := setupEnv(t, nil)
+	ctx := context.Background()
+	c := b.Client(b.freshToken())
+	kept := b.Upload(b.tok, awstest.PNG(t, 4))
+
+	// Rejected: the bytes are no PNG; its object is in the bucket.
+	junk := []byte("this is no image at all")
+	rejected, err := c.SignUpload(ctx, uploads.SignRequest{Filename: "junk.png", ContentType: "image/png", Size: int64(len(junk))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutObject(ctx, rejected, junk); err != nil {
+		t.Fatal(err)
+	}
+	b.Eventually(func() bool { return b.uploadStatus(rejected.UploadID) == "rejected" }, "the junk upload rejected by the S3 event")
+	// Pending: signed, never put.
+	pending, err := c.SignUpload(ctx, uploads.SignRequest{Filename: "never.png", ContentType: "image/png", Size: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejectedKey := func() string {
+		u, err := b.Stack.App.Store.GetUpload(ctx, rejected.UploadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Key
+	}()
+	if !b.objectExists(rejectedKey) {
+		t.Fatal("the rejected upload's object is not in the bucket")
+	}
+
+	// Before its presigned URL and the margin passed, nothing goes.
+	b.clk.Advance(time.Hour)
+	if _, err := b.Stack.App.Recoverer.Retain(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !b.objectExists(rejectedKey) {
+		t.Fatal("the rejected upload's object went while its presigned URL could still put one")
+	}
+
+	b.clk.Advance(resources.PendingUploadMargin)
+	res, err := b.Stack.App.Recoverer.Retain(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.objectExists(rejectedKey) {
+		t.Error("the rejected upload's object outlived its presigned URL and the margin")
+	}
+	for _, id := range []string{rejected.UploadID, pending.UploadID} {
+		if s := b.uploadStatus(id); s != "expired" {
+			t.Errorf("upload %s reads %q, want expired", id, s)
+		}
+	}
+	if s := b.uploadStatus(kept); s != "confirmed" {
+		t.Errorf("the confirmed upload reads %q, want confirmed (inside its use window)", s)
+	}
+	t.Logf("retention run: %d uploads expired", res.MediaExpired)
 }

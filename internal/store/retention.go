@@ -212,15 +212,17 @@ func (s *Store) ScanDueUploads(before time.Time) *DueScan {
 	return s.ScanDue(before, nil, uploadSweepStatus)
 }
 
-// ExpireUpload marks a due upload expired, if it is still confirmed and no
-// job refers to it, and takes it out of the sweep; its record then expires
-// keep later. It reports whether it did: only then may the caller delete
-// the object. An upload that turned out to be referenced leaves the sweep
-// (its last release puts it back).
+// ExpireUpload marks a due upload expired, if no job refers to it and it
+// is still confirmed, or still pending or rejected past its presigned URL
+// (PutUpload), and takes it out of the sweep; its record then expires keep
+// later. It reports whether it did: only then may the caller delete the
+// object. An upload that turned out to be referenced leaves the sweep (its
+// last release puts it back).
 func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep time.Duration) (Upload, bool, error) {
 	due := expression.Name(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(now)))
 	unreferenced := expression.Or(expression.AttributeNotExists(expression.Name("refs")), expression.Name("refs").LessThanEqual(expression.Value(0)))
-	cond := expression.Name("status").Equal(expression.Value(UploadConfirmed)).And(unreferenced).And(due)
+	goes := expression.Name("status").In(expression.Value(UploadConfirmed), expression.Value(UploadPending), expression.Value(UploadRejected))
+	cond := goes.And(unreferenced).And(due)
 	update := expression.Set(expression.Name("status"), expression.Value(UploadExpired)).
 		Set(expression.Name("expiredAt"), expression.Value(now.UTC().Format(time.RFC3339Nano))).
 		Set(expression.Name(resources.AttrExpiresAt), expression.Value(now.Add(keep).Unix())).
@@ -249,14 +251,14 @@ func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep
 	return u, true, nil
 }
 
-// unsweepUpload takes a due upload that may not go (referenced, or no
-// longer confirmed) out of the sweep. An unreferenced confirmed one keeps
-// its key: a release made it due again, or it was re-keyed for later. A
-// referenced one is put back by its last release.
+// unsweepUpload takes a due upload that may not go (referenced, or expired
+// already) out of the sweep. An unreferenced one keeps its key: a release
+// made it due again, or it was confirmed meanwhile and re-keyed for the end
+// of its use window. A referenced one is put back by its last release.
 func (s *Store) unsweepUpload(ctx context.Context, id string) error {
 	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(expression.Or(
 		expression.Name("refs").GreaterThan(expression.Value(0)),
-		expression.Name("status").NotEqual(expression.Value(UploadConfirmed)),
+		expression.Name("status").Equal(expression.Value(UploadExpired)),
 	))
 	update := expression.Remove(expression.Name(resources.AttrSweepKey)).Remove(expression.Name(resources.AttrSweepAt))
 	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()

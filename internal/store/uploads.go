@@ -67,13 +67,20 @@ const uploadSK = "UPLOAD"
 func uploadPK(id string) string { return "UPL#" + id }
 
 // PutUpload stores a new upload; it fails if the id exists. Its use window
-// is set from CreatedAt; u.ExpiresAt (the pending record's TTL) is the
-// caller's, who knows how long the presigned URL lives.
+// is set from CreatedAt; u.ExpiresAt is the caller's, who knows how long
+// the presigned URL lives: the time after which an upload still pending
+// (never confirmed) or rejected may go. The upload enters the retention
+// sweep then, whose expiry deletes whatever object was put; its record's
+// TTL is PendingUploadMargin later, so that the sweep reaches it first.
+// Confirming it moves its sweep to the end of its use window; rejecting
+// it keeps this one.
 func (s *Store) PutUpload(ctx context.Context, u Upload) error {
 	u.UsableUntil = sortTime(u.CreatedAt.Add(resources.UploadUseWindow))
 	if u.ExpiresAt == 0 {
 		u.ExpiresAt = u.CreatedAt.Add(resources.PendingUploadMargin).Unix()
 	}
+	goes := time.Unix(u.ExpiresAt, 0)
+	u.ExpiresAt = goes.Add(resources.PendingUploadMargin).Unix()
 	item, err := attributevalue.MarshalMap(u)
 	if err != nil {
 		return err
@@ -81,6 +88,8 @@ func (s *Store) PutUpload(ctx context.Context, u Upload) error {
 	for k, v := range keyOf(uploadPK(u.ID), uploadSK) {
 		item[k] = v
 	}
+	item[resources.AttrSweepKey] = &types.AttributeValueMemberS{Value: sweepKey(uploadSweepStatus, u.ID)}
+	item[resources.AttrSweepAt] = &types.AttributeValueMemberS{Value: sortTime(goes)}
 	c := condition(expression.AttributeNotExists(expression.Name(resources.AttrPK)))
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table), Item: item,
@@ -145,10 +154,11 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 // again to the same outcome is a no-op that returns the stored upload, so
 // the S3 event and the confirm endpoint may race or repeat safely.
 //
-// A confirmed upload enters the retention sweep at the end of its use
-// window (it leaves it while a job refers to it) and its record gets a
-// backstop TTL past the bucket lifecycle; a rejected one's record expires
-// after resources.DeleteAfterDefault.
+// A confirmed upload's retention sweep moves to the end of its use window
+// (it leaves the sweep while a job refers to it) and its record gets a
+// backstop TTL past the bucket lifecycle; a rejected one keeps the sweep
+// PutUpload gave it (its object goes once its presigned URL can no longer
+// put one) and its record expires after resources.DeleteAfterDefault.
 func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, pin job.Pin, at time.Time) (Upload, error) {
 	update := expression.Set(expression.Name("status"), expression.Value(status)).
 		Set(expression.Name("confirmedAt"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
