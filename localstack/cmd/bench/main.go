@@ -701,6 +701,11 @@ func (b *bench) measureLaterPhases(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		aged, err := b.agedNoisyPhase(ctx, 3*b.o.noisy, 10, 100*time.Millisecond, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		nr.Aged = &aged
 		b.res.Noisy = &nr
 	}
 	return b.pushSlow(ctx)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
@@ -12,6 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/localstack/simulator"
+	"github.com/conveyor/conveyor/localstack/stack"
 )
 
 // noisyResult is the noisy-neighbour figure: a quiet owner's submit→finish
@@ -25,6 +28,50 @@ type noisyResult struct {
 	NoisyP50     float64 `json:"quiet_with_noisy_p50_ms"`
 	NoisyP95     float64 `json:"quiet_with_noisy_p95_ms"`
 	NoisyLeft    int     `json:"noisy_jobs_still_queued_after"`
+	// Aged, when measured, is the same figure with the noisy backlog
+	// older than the stuck threshold (a stack of its own whose
+	// CONVEYOR_STUCK_AFTER is short): recovery re-sends that backlog,
+	// into the noisy owner's slots, while the quiet owner's jobs run.
+	Aged *agedResult `json:"stuck_backlog,omitempty"`
+}
+
+// agedResult is the noisy-neighbour figure beside a backlog older than
+// the stuck threshold.
+type agedResult struct {
+	StuckAfterMs float64 `json:"stuck_after_ms"`
+	AgedMs       float64 `json:"backlog_age_ms"`
+	AloneP50     float64 `json:"quiet_alone_p50_ms"`
+	AloneP95     float64 `json:"quiet_alone_p95_ms"`
+	NoisyP50     float64 `json:"quiet_with_stuck_backlog_p50_ms"`
+	NoisyP95     float64 `json:"quiet_with_stuck_backlog_p95_ms"`
+	NoisyLeft    int     `json:"noisy_jobs_still_queued_after"`
+}
+
+// agedNoisyPhase is the noisy-neighbour figure on a stack of its own (the
+// same emulators, its own resources and simulator) whose stuck threshold
+// is stuckAfter and whose recovery runs every 500 ms: the noisy backlog is
+// left to grow older than the threshold before the quiet owner's jobs are
+// timed, so recovery has re-sent what is still queued.
+func (b *bench) agedNoisyPhase(ctx context.Context, noisy, quiet int, latency, stuckAfter time.Duration) (agedResult, error) {
+	r := agedResult{StuckAfterMs: ms(stuckAfter), AgedMs: ms(stuckAfter + time.Second)}
+	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s", "CONVEYOR_STUCK_AFTER": stuckAfter.String(), "CONVEYOR_RECOVERY_INTERVAL": "500ms"}
+	progress("stuck backlog: a stack whose CONVEYOR_STUCK_AFTER is %s", stuckAfter)
+	s, err := stack.Start(ctx, stack.Options{
+		Endpoints: b.emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench-aged",
+		Getenv: func(k string) string { return cfgEnv[k] }, PollerConcurrency: 8, MinPollers: b.o.pollers,
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Metrics: io.Discard,
+	})
+	if err != nil {
+		return r, err
+	}
+	defer s.Close()
+	e := &env{s: s}
+	nr, err := e.noisyAged(ctx, noisy, quiet, latency, stuckAfter+time.Second)
+	if err != nil {
+		return r, err
+	}
+	r.AloneP50, r.AloneP95, r.NoisyP50, r.NoisyP95, r.NoisyLeft = nr.AloneP50, nr.AloneP95, nr.NoisyP50, nr.NoisyP95, nr.NoisyLeft
+	return r, nil
 }
 
 // noisyPhase measures fairness inside a tier: two free owners (the low
@@ -33,6 +80,12 @@ type noisyResult struct {
 // The simulator's latency makes each job take a while, so the noisy
 // backlog lasts.
 func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Duration) (noisyResult, error) {
+	return e.noisyAged(ctx, noisy, quiet, latency, 0)
+}
+
+// noisyAged is noisyPhase with the noisy backlog left to age before the
+// quiet owner's jobs are timed.
+func (e *env) noisyAged(ctx context.Context, noisy, quiet int, latency, age time.Duration) (noisyResult, error) {
 	r := noisyResult{NoisyJobs: noisy, QuietJobs: quiet, SimLatencyMs: ms(latency)}
 	s := e.s
 	set := s.Simulator.Settings()
@@ -58,6 +111,14 @@ func (e *env) noisyPhase(ctx context.Context, noisy, quiet int, latency time.Dur
 	ids, err := queueNoisyJobs(ctx, nc, nup, noisy)
 	if err != nil {
 		return r, err
+	}
+	if age > 0 {
+		progress("noisy neighbour: letting the backlog age %s", age)
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(age):
+		}
 	}
 	with, err := timeQuietJobs(ctx, qc, qup, quiet, "beside a backlog")
 	if err != nil {
@@ -160,5 +221,11 @@ func (r noisyResult) print(w io.Writer) {
 	fmt.Fprintf(w, "Noisy neighbour: a free owner queues %d jobs at once; another free owner's %d jobs, one after another (simulator latency %.0f ms)\n",
 		r.NoisyJobs, r.QuietJobs, r.SimLatencyMs)
 	fmt.Fprintf(w, "  quiet owner's submit→finish alone\tp50 %.0f ms, p95 %.0f ms\n", r.AloneP50, r.AloneP95)
-	fmt.Fprintf(w, "  beside the noisy backlog\tp50 %.0f ms, p95 %.0f ms (%d noisy jobs still queued after)\n\n", r.NoisyP50, r.NoisyP95, r.NoisyLeft)
+	fmt.Fprintf(w, "  beside the noisy backlog\tp50 %.0f ms, p95 %.0f ms (%d noisy jobs still queued after)\n", r.NoisyP50, r.NoisyP95, r.NoisyLeft)
+	if a := r.Aged; a != nil {
+		fmt.Fprintf(w, "  beside a backlog older than the stuck threshold (%.0f ms old, CONVEYOR_STUCK_AFTER %.0f ms, a stack of its own)\n", a.AgedMs, a.StuckAfterMs)
+		fmt.Fprintf(w, "    quiet owner alone\tp50 %.0f ms, p95 %.0f ms\n", a.AloneP50, a.AloneP95)
+		fmt.Fprintf(w, "    beside the re-sent backlog\tp50 %.0f ms, p95 %.0f ms (%d noisy jobs still queued after)\n", a.NoisyP50, a.NoisyP95, a.NoisyLeft)
+	}
+	fmt.Fprintln(w)
 }
