@@ -475,6 +475,40 @@ func TestOperationalAlarms(t *testing.T) {
 	}
 }
 
+// The HTTP API's CORS is resources.APICORS (which the local gateway
+// serves too) for the configured origins: a browser may send the
+// contract's request headers (Idempotency-Key among them) and read its
+// response headers (X-Request-Id, Retry-After, Idempotent-Replayed, …).
+// The stream URL's is resources.StreamCORS.
+func TestAPICORSServesTheContractsHeaders(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s, cfg := byARN, configuredStaging
+	c := resources.APICORS
+	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+		if !slices.Contains(c.AllowHeaders, h) {
+			t.Errorf("resources.APICORS allows no %s request header", h)
+		}
+	}
+	for _, h := range []string{"Location", "X-Total-Count", "X-Request-Id", "Retry-After", "Idempotent-Replayed"} {
+		if !slices.Contains(c.ExposeHeaders, h) {
+			t.Errorf("resources.APICORS exposes no %s response header", h)
+		}
+	}
+	check(t, "API CORS", func() {
+		s.hasProps("AWS::ApiGatewayV2::Api", obj(map[string]any{"CorsConfiguration": map[string]any{
+			"AllowOrigins": toAny(cfg.AllowedOrigins), "AllowMethods": toAny(c.AllowMethods),
+			"AllowHeaders": toAny(c.AllowHeaders), "ExposeHeaders": toAny(c.ExposeHeaders), "MaxAge": c.MaxAge.Seconds(),
+		}}))
+	})
+	check(t, "stream URL CORS", func() {
+		s.hasProps("AWS::Lambda::Url", obj(map[string]any{"Cors": obj(map[string]any{
+			"AllowMethods": toAny(resources.StreamCORS.AllowMethods), "AllowHeaders": toAny(resources.StreamCORS.AllowHeaders),
+			"MaxAge": resources.StreamCORS.MaxAge.Seconds(),
+		})}))
+	})
+}
+
 // With alarms.topicArn, every alarm notifies that topic and the stack
 // makes no topic (nor its key) of its own.
 func TestAlarmsToAnExistingTopic(t *testing.T) {

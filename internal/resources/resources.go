@@ -251,6 +251,44 @@ func (s Schedule) DetailJSON() string {
 	return string(b)
 }
 
+// CORS is what a browser on an allowed origin may do with an endpoint:
+// the methods and request headers its preflight is answered with, the
+// response headers its scripts may read, and how long it may cache the
+// preflight's answer. The allowed origins are the environment's (the
+// cloud's deploy configuration, allowedOrigins; locally
+// Bucket.CORSOrigins).
+type CORS struct {
+	AllowMethods  []string
+	AllowHeaders  []string
+	ExposeHeaders []string
+	MaxAge        time.Duration
+}
+
+// APICORS is the HTTP API's CORS, the one definition the CDK stacks
+// (infra/stack: apiCORS) and the local gateway (localstack/stack) both
+// serve. It follows the contract (API.md, openapi.yaml): a browser sends
+// Authorization (the bearer token), Content-Type (JSON bodies) and
+// Idempotency-Key (the creating POSTs); it reads Location (what a POST
+// created), X-Total-Count (lists), X-Request-Id (every answer: to quote
+// when reporting a problem), Retry-After (a 429's wait) and
+// Idempotent-Replayed (a repeated Idempotency-Key's replay). The methods
+// are those the API's routes take.
+var APICORS = CORS{
+	AllowMethods:  []string{"GET", "HEAD", "POST", "PUT", "DELETE"},
+	AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key"},
+	ExposeHeaders: []string{"Idempotent-Replayed", "Location", "Retry-After", "X-Request-Id", "X-Total-Count"},
+	MaxAge:        time.Hour,
+}
+
+// StreamCORS is the event stream function URL's CORS (infra/stack:
+// streamURL; localstack/stack): a browser's EventSource GETs, with the
+// token and the Last-Event-ID it resumes from.
+var StreamCORS = CORS{
+	AllowMethods: []string{"GET"},
+	AllowHeaders: []string{"Authorization", "Last-Event-ID"},
+	MaxAge:       time.Hour,
+}
+
 // AsyncInvoke is how Lambda handles a function's asynchronous invocations
 // (its EventInvokeConfig): how often a failed one is retried, and how long
 // an event waits (throttled, or between retries) before Lambda gives up on
