@@ -186,6 +186,10 @@ type Alarms struct {
 	// TopicARN is an existing SNS topic the alarms notify instead of a
 	// topic of the stack's own (its policy must let CloudWatch publish).
 	TopicARN string `json:"topicArn,omitempty"`
+	// AccountConcurrencyPercent is the share of the account's concurrency
+	// quota (AccountConcurrency) in use that raises the account-concurrency
+	// alarm, 1 to 100 (default AccountConcurrencyPercentDefault).
+	AccountConcurrencyPercent int `json:"accountConcurrencyPercent,omitempty"`
 }
 
 // Tracing configures X-Ray.
@@ -380,6 +384,9 @@ func (cfg Config) checkAlarms() (bad []string) {
 		if len(cfg.Alarms.Subscribers) > 0 {
 			bad = append(bad, "alarms: give subscribers (to the stack's own topic) or topicArn (an existing topic), not both")
 		}
+	}
+	if p := cfg.Alarms.AccountConcurrencyPercent; p < 0 || p > 100 {
+		bad = append(bad, fmt.Sprintf("alarms.accountConcurrencyPercent %d: want 1 to 100 (the share of the account's concurrency quota that raises the alarm; unset: %d)", p, AccountConcurrencyPercentDefault))
 	}
 	return bad
 }

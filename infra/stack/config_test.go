@@ -19,7 +19,7 @@ var alarmSubscriptions = []string{"ops@conveyor.dev", "https://hooks.conveyor.de
 var configuredStaging = stack.Config{
 	AllowedOrigins:      []string{"https://app.conveyor.dev", "http://localhost:5173"},
 	ExternalAPI:         stack.ExternalAPI{URL: "https://sandbox.conveyor.dev/api"},
-	Alarms:              stack.Alarms{Subscribers: alarmSubscriptions},
+	Alarms:              stack.Alarms{Subscribers: alarmSubscriptions, AccountConcurrencyPercent: 60},
 	ReservedConcurrency: map[string]int{resources.FuncAPI: 10, resources.FuncStream: 5},
 	LogRetentionDays:    14,
 	Tracing:             stack.Tracing{Enabled: false},

@@ -377,6 +377,138 @@ func TestSilentFailuresAreAlarmed(t *testing.T) {
 	})
 }
 
+// What keeps the functions running has an alarm, with what to do:
+// EventBridge Scheduler failing to invoke, or giving up on, the users'
+// schedules (their group) and the sweeps (the default group, where the
+// stack's schedules are); each function throttled; the account's
+// concurrent executions near its quota (the configured share); and every
+// asynchronously invoked function's dropped events.
+func TestOperationalAlarms(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	for name, s := range map[string]*synthesized{"staging": stacks(t)[job.Staging], "prod-ru": stacks(t)[job.ProdRU],
+		"prod-en": stacks(t)[job.ProdEN], "staging (configured)": byARN} {
+		cfg := configs[s.def.Env]
+		if s == byARN {
+			cfg = configuredStaging
+		}
+		var topic string
+		for id := range s.ofType("AWS::SNS::Topic") {
+			topic = id
+		}
+		alarm := func(what string, props map[string]any) {
+			props["AlarmActions"] = []any{ref(topic)}
+			props["OKActions"] = []any{ref(topic)}
+			check(t, name+": "+what, func() { s.hasProps("AWS::CloudWatch::Alarm", obj(props)) })
+		}
+		// The users' schedules are in the stack's group; the stack's own
+		// schedules name none (the default group).
+		check(t, name+": user schedule group", func() {
+			s.hasProps("AWS::Scheduler::ScheduleGroup", obj(map[string]any{"Name": s.def.ScheduleGroup}))
+		})
+		for id, r := range s.ofType("AWS::Scheduler::Schedule") {
+			if g, ok := r.Properties["GroupName"]; ok {
+				t.Errorf("%s: schedule %s is in group %v, but the sweep alarms watch %s", name, id, g, stack.SweepScheduleGroup)
+			}
+		}
+		for group, label := range map[string]string{s.def.ScheduleGroup: "user-schedules", stack.SweepScheduleGroup: "sweep-schedules"} {
+			for metric, suffix := range map[string]string{"TargetErrorCount": "target-errors", "InvocationDroppedCount": "dropped"} {
+				alarm(label+" "+metric, map[string]any{
+					"AlarmName": s.def.Prefix + "-" + label + "-" + suffix, "Namespace": "AWS/Scheduler", "MetricName": metric,
+					"Dimensions": []any{map[string]any{"Name": "ScheduleGroup", "Value": group}},
+					"Statistic":  "Sum", "Period": 300, "ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+					"AlarmDescription": regex(`.+: .+`),
+				})
+			}
+		}
+		for _, fn := range s.def.Functions {
+			alarm(fn+" throttles", map[string]any{
+				"AlarmName": s.def.Prefix + "-" + fn + "-throttles", "Namespace": "AWS/Lambda", "MetricName": "Throttles",
+				"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, fn))}},
+				"Statistic":  "Sum", "ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+				"AlarmDescription": regex(`throttled .+: .+reservedConcurrency.+quota`),
+			})
+		}
+		for _, fn := range s.def.AsyncInvoked() {
+			alarm(fn+" dropped events", map[string]any{
+				"AlarmName": s.def.Prefix + "-" + fn + "-async-events-dropped", "Namespace": "AWS/Lambda", "MetricName": "AsyncEventsDropped",
+				"Dimensions": []any{map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, fn))}},
+				"Statistic":  "Sum", "ComparisonOperator": "GreaterThanThreshold", "Threshold": 0,
+			})
+		}
+		// The account's concurrency: no dimension (every function of the
+		// region), the highest of each minute, 3 of 5 minutes.
+		want := map[string]int{"staging (configured)": 600}[name]
+		if want == 0 {
+			want = 800 // 80 % of the default quota of 1,000
+		}
+		if got := stack.AccountConcurrencyThreshold(cfg); got != want {
+			t.Errorf("%s: AccountConcurrencyThreshold = %d, want %d", name, got, want)
+		}
+		alarm("account concurrency", map[string]any{
+			"AlarmName": s.def.Prefix + "-account-concurrency", "Namespace": "AWS/Lambda", "MetricName": "ConcurrentExecutions",
+			"Dimensions": absent{}, "Statistic": "Maximum", "Period": 60,
+			"ComparisonOperator": "GreaterThanOrEqualToThreshold", "Threshold": want, "EvaluationPeriods": 5, "DatapointsToAlarm": 3,
+			"AlarmDescription": regex(`quota.+: .+`),
+		})
+		// Every alarm says what to do (a description past its colon), in
+		// what CloudWatch takes.
+		for id, r := range s.ofType("AWS::CloudWatch::Alarm") {
+			d, _ := r.Properties["AlarmDescription"].(string)
+			if len(d) > 1024 {
+				t.Errorf("%s: alarm %s's description is %d characters, CloudWatch takes 1024", name, id, len(d))
+			}
+		}
+	}
+	// The share is checked.
+	for _, pct := range []int{-1, 101} {
+		cfg := configs[job.Staging]
+		cfg.Alarms.AccountConcurrencyPercent = pct
+		if err := cfg.Validate(job.Staging); err == nil || !strings.Contains(err.Error(), "alarms.accountConcurrencyPercent") {
+			t.Errorf("accountConcurrencyPercent %d: %v, want a refusal naming it", pct, err)
+		}
+	}
+	cfg := configs[job.Staging]
+	cfg.AccountConcurrency, cfg.Alarms.AccountConcurrencyPercent = stack.AccountConcurrencyNew, 75
+	if got := stack.AccountConcurrencyThreshold(cfg); got != 8 {
+		t.Errorf("75%% of a quota of 10: threshold %d, want 8 (rounded up)", got)
+	}
+}
+
+// The HTTP API's CORS is resources.APICORS (which the local gateway
+// serves too) for the configured origins: a browser may send the
+// contract's request headers (Idempotency-Key among them) and read its
+// response headers (X-Request-Id, Retry-After, Idempotent-Replayed, …).
+// The stream URL's is resources.StreamCORS.
+func TestAPICORSServesTheContractsHeaders(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	s, cfg := byARN, configuredStaging
+	c := resources.APICORS
+	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+		if !slices.Contains(c.AllowHeaders, h) {
+			t.Errorf("resources.APICORS allows no %s request header", h)
+		}
+	}
+	for _, h := range []string{"Location", "X-Total-Count", "X-Request-Id", "Retry-After", "Idempotent-Replayed"} {
+		if !slices.Contains(c.ExposeHeaders, h) {
+			t.Errorf("resources.APICORS exposes no %s response header", h)
+		}
+	}
+	check(t, "API CORS", func() {
+		s.hasProps("AWS::ApiGatewayV2::Api", obj(map[string]any{"CorsConfiguration": map[string]any{
+			"AllowOrigins": toAny(cfg.AllowedOrigins), "AllowMethods": toAny(c.AllowMethods),
+			"AllowHeaders": toAny(c.AllowHeaders), "ExposeHeaders": toAny(c.ExposeHeaders), "MaxAge": c.MaxAge.Seconds(),
+		}}))
+	})
+	check(t, "stream URL CORS", func() {
+		s.hasProps("AWS::Lambda::Url", obj(map[string]any{"Cors": obj(map[string]any{
+			"AllowMethods": toAny(resources.StreamCORS.AllowMethods), "AllowHeaders": toAny(resources.StreamCORS.AllowHeaders),
+			"MaxAge": resources.StreamCORS.MaxAge.Seconds(),
+		})}))
+	})
+}
+
 // With alarms.topicArn, every alarm notifies that topic and the stack
 // makes no topic (nor its key) of its own.
 func TestAlarmsToAnExistingTopic(t *testing.T) {

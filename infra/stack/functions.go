@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/config"
@@ -161,20 +161,47 @@ func (b *builder) functions() {
 			// ceiling, out of the account's pool (Config.ReservedConcurrency).
 			ReservedConcurrentExecutions: b.reservation(fn),
 		})
-		if fn == b.def.Bucket.NotifyFunction {
-			// S3 invokes confirm asynchronously: after Lambda's two
-			// retries an event would be dropped. Keep it, with the error,
-			// on the failure queue (alarmed) for an operator to replay;
-			// POST /v1/uploads/{id}/confirm also confirms on demand.
-			f.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-				OnFailure:     awslambdadestinations.NewSqsDestination(b.failures),
-				RetryAttempts: jsii.Number(2),
-				MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
-			})
-		}
 		b.fns[fn] = f
 		b.fnLogs[fn] = logs
 	}
+	b.asyncInvokes()
+}
+
+// asyncInvokes configures every asynchronously invoked function
+// (resources.Definition.AsyncInvoked: S3 invokes confirm, EventBridge
+// Scheduler invokes recovery) with its retries and maximum event age
+// (resources.AsyncInvokes, where each is reasoned), and the failure queue
+// as its on-failure destination: an event Lambda gives up on is kept there,
+// with the error, alarmed, for an operator to replay, instead of dropped.
+func (b *builder) asyncInvokes() {
+	for _, fn := range b.def.AsyncInvoked() {
+		cfg, ok := resources.AsyncInvokes[fn]
+		if !ok {
+			panic(fmt.Sprintf("infra: function %q is invoked asynchronously but has no resources.AsyncInvokes setting", fn))
+		}
+		b.fn(fn).ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+			OnFailure:     &sendOnly{queue: b.failures},
+			RetryAttempts: jsii.Number(float64(cfg.RetryAttempts)),
+			MaxEventAge:   dur(cfg.MaxEventAge),
+		})
+	}
+}
+
+// sendOnly is an on-failure destination on an SQS queue that grants the
+// function's role sqs:SendMessage on the queue and nothing else: what
+// Lambda needs to deliver a failed asynchronous invocation's record.
+// (awslambdadestinations.SqsDestination grants the queue's whole send set,
+// GetQueueAttributes and GetQueueUrl too, which Lambda never calls.)
+type sendOnly struct{ queue awssqs.IQueue }
+
+// Bind grants the send and names the queue as the destination.
+func (d *sendOnly) Bind(_ constructs.Construct, fn awslambda.IFunction, _ *awslambda.DestinationOptions) *awslambda.DestinationConfig {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:    awsiam.Effect_ALLOW,
+		Actions:   jsii.Strings("sqs:SendMessage"),
+		Resources: jsii.Strings(*d.queue.QueueArn()),
+	}))
+	return &awslambda.DestinationConfig{Destination: d.queue.QueueArn()}
 }
 
 // reservation is fn's configured reserved concurrency, nil for none.

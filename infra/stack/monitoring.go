@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,33 @@ const (
 	// relay has read, when the alarm fires: events (and webhooks) are
 	// that late.
 	RelayIteratorAgeLimit = 5 * time.Minute
+	// AccountConcurrencyPercentDefault is the share of the account's
+	// concurrency quota (Config.AccountConcurrency) whose use raises the
+	// account-concurrency alarm (alarms.accountConcurrencyPercent).
+	AccountConcurrencyPercentDefault = 80
 )
+
+// SweepScheduleGroup is the EventBridge Scheduler group of the stack's own
+// schedules (the sweeps): they name none, so they are in the account's
+// default group, whose metrics every environment of the account shares.
+const SweepScheduleGroup = "default"
+
+// AccountConcurrencyThreshold is the account's concurrent executions (the
+// highest of a minute) that raise the account-concurrency alarm: the
+// configured share (alarms.accountConcurrencyPercent, default
+// AccountConcurrencyPercentDefault) of the configured quota
+// (accountConcurrency, default AccountConcurrencyDefault), rounded up.
+func AccountConcurrencyThreshold(cfg Config) int {
+	return (cfg.Quota()*accountConcurrencyPercent(cfg) + 99) / 100
+}
+
+// accountConcurrencyPercent is the configured share, or the default.
+func accountConcurrencyPercent(cfg Config) int {
+	if p := cfg.Alarms.AccountConcurrencyPercent; p > 0 {
+		return p
+	}
+	return AccountConcurrencyPercentDefault
+}
 
 // DurationAlarmed reports whether fn gets the duration-near-timeout alarm.
 // The stream function runs each SSE connection up to its timeout by
@@ -86,6 +113,8 @@ func (b *builder) monitoring() {
 	a := &alarmSet{b: b, action: awscloudwatchactions.NewSnsAction(b.alarmTopic())}
 	b.queueAlarms(a)
 	b.functionAlarms(a)
+	b.concurrencyAlarm(a)
+	b.schedulerAlarms(a)
 	b.apiAlarms(a)
 	b.tableAlarms(a)
 	breakers := b.breakerAlarms(a)
@@ -242,10 +271,13 @@ func (b *builder) functionAlarms(a *alarmSet) {
 	for _, fn := range b.def.Functions {
 		f := b.fns[fn]
 		a.add(title(fn)+"ErrorsAlarm", fn+"-errors",
-			"The "+fn+" function failed (crash, timeout or returned error)",
+			"The "+fn+" function failed (crash, timeout or returned error): read its log group (/aws/lambda/"+FunctionName(b.def, fn)+") for the cause",
 			f.MetricErrors(sumOver5()), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 		a.add(title(fn)+"ThrottlesAlarm", fn+"-throttles",
-			"The "+fn+" function was throttled",
+			"Lambda throttled the "+fn+" function: "+throttled(b.def, fn)+". "+
+				"If it has a reservation (reservedConcurrency) that it fills, raise it; otherwise the account's unreserved pool is used up: "+
+				"see the account-concurrency alarm and the dashboard's throttles, and ask for a higher concurrency quota (Service Quotas) "+
+				"or reserve for the functions that must not wait",
 			f.MetricThrottles(sumOver5()), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
 	}
 	for _, fn := range b.def.Functions {
@@ -259,18 +291,102 @@ func (b *builder) functionAlarms(a *alarmSet) {
 			b.fns[fn].MetricDuration(maxOver(minutes(5))), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, float64(limit.Milliseconds()))
 	}
 	a.add("AsyncFailuresAlarm", "async-failures",
-		"An asynchronous invocation (an upload's S3 event to confirm) failed after Lambda's retries: its record is in "+
-			b.def.AsyncFailureQueue+"; confirm the upload (POST /v1/uploads/{id}/confirm) and delete the message",
+		"An asynchronous invocation failed after Lambda's retries or outlived its maximum age (confirm: an upload's S3 event; "+
+			"recovery: a sweep or a user's schedule tick): its record, with the event and the error, is in "+b.def.AsyncFailureQueue+". "+
+			"confirm: confirm the upload (POST /v1/uploads/{id}/confirm). recovery: a sweep needs nothing (the next run covers it); "+
+			"a tick (detail.task schedule): fix the cause, then invoke recovery again with the record's requestPayload. Then delete the message",
 		b.failures.MetricApproximateNumberOfMessagesVisible(maxOver(minutes(1))),
 		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
-	confirm := b.def.Bucket.NotifyFunction
-	a.add("AsyncEventsDroppedAlarm", confirm+"-async-events-dropped",
-		"Lambda dropped S3 events to the "+confirm+" function without delivering them to the failure queue "+
-			"(past the event age, or the failure queue refused them): those uploads stay unconfirmed until their client "+
-			"calls POST /v1/uploads/{id}/confirm; read the confirm function's logs for the cause",
-		b.fns[confirm].Metric(jsii.String("AsyncEventsDropped"), sumOver5()),
-		awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	for _, fn := range b.def.AsyncInvoked() {
+		// confirm's alarm keeps the construct id it was created with: an
+		// alarm of a fixed name cannot be replaced.
+		id := title(fn) + "AsyncEventsDroppedAlarm"
+		if fn == b.def.Bucket.NotifyFunction {
+			id = "AsyncEventsDroppedAlarm"
+		}
+		a.add(id, fn+"-async-events-dropped",
+			"Lambda dropped asynchronous events to the "+fn+" function without delivering them to the failure queue "+
+				"(the failure queue refused them): "+dropped(b.def, fn)+"; read the "+fn+" function's logs and check that its role may send to "+
+				b.def.AsyncFailureQueue+" (make iam)",
+			b.fns[fn].Metric(jsii.String("AsyncEventsDropped"), sumOver5()),
+			awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	}
 	b.relayAlarms(a)
+}
+
+// throttled says what a throttle of fn costs.
+func throttled(def resources.Definition, fn string) string {
+	switch {
+	case slices.Contains(def.AsyncInvoked(), fn):
+		age := resources.AsyncInvokes[fn].MaxEventAge
+		return fmt.Sprintf("its asynchronous events wait (Lambda keeps trying them for up to %v, then they go to the failure queue)", age)
+	case fn == def.EventStream.Function:
+		return "the table's stream waits and events, SSE and webhooks fall behind (see relay-iterator-age)"
+	case slices.ContainsFunc(def.Queues, func(q resources.Queue) bool { return q.Consumer == fn }):
+		return "its tier queues' messages wait in the queue (see the oldest-message-age alarms)"
+	case fn == resources.FuncStream:
+		return "event streams could not open"
+	}
+	return "HTTP API requests to it failed"
+}
+
+// dropped says what an asynchronous event of fn that Lambda dropped costs.
+func dropped(def resources.Definition, fn string) string {
+	if fn == def.Bucket.NotifyFunction {
+		return "those uploads stay unconfirmed until their client calls POST /v1/uploads/{id}/confirm"
+	}
+	return "dropped sweeps are covered by the next run, but a dropped user's schedule tick submitted no job"
+}
+
+// concurrencyAlarm: the account's concurrent executions (every function of
+// the region, every environment of the account) near its quota, when the
+// functions without a reservation start to be throttled.
+func (b *builder) concurrencyAlarm(a *alarmSet) {
+	cfg := b.props.Config
+	threshold := AccountConcurrencyThreshold(cfg)
+	a.addN("AccountConcurrencyAlarm", "account-concurrency",
+		fmt.Sprintf("The account's Lambda concurrent executions in this region reached %d (%d%% of its quota of %d; alarms.accountConcurrencyPercent, accountConcurrency) "+
+			"in 3 of 5 minutes: functions without a reservation will be throttled. Find the functions using it (the dashboard's throttles, "+
+			"ConcurrentExecutions per function), then ask for a higher quota (Service Quotas, Lambda, Concurrent executions) and set accountConcurrency, "+
+			"or lower what runs at once (the tiers' maximum concurrency)", threshold, accountConcurrencyPercent(cfg), cfg.Quota()),
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String("ConcurrentExecutions"),
+			Period: minutes(1), Statistic: jsii.String("Maximum"),
+		}),
+		awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, float64(threshold), 5, 3)
+}
+
+// schedulerAlarms: EventBridge Scheduler failing to invoke a schedule's
+// target (TargetErrorCount: the Invoke call itself failed — a role that
+// may not invoke, a missing function) and giving up on an invocation
+// (InvocationDroppedCount: its retry policy is exhausted), for the users'
+// schedules' group and for the group of the sweeps (the account's default
+// group, shared with any other environment of the account).
+func (b *builder) schedulerAlarms(a *alarmSet) {
+	groups := []struct{ id, label, group, dropped string }{
+		{"UserSchedules", "user-schedules", b.def.ScheduleGroup,
+			"those ticks submitted no job: fire them again by invoking " + FunctionName(b.def, resources.ScheduleTickFunction) + " with the tick's input, " +
+				"or let the next tick run"},
+		{"SweepSchedules", "sweep-schedules", SweepScheduleGroup,
+			"those sweeps did not run (the next run covers them); the group is the account's default, so another environment of the account may be the one failing"},
+	}
+	for _, g := range groups {
+		metric := func(name string) awscloudwatch.IMetric {
+			return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: jsii.String("AWS/Scheduler"), MetricName: jsii.String(name),
+				DimensionsMap: &map[string]*string{"ScheduleGroup": jsii.String(g.group)},
+				Period:        minutes(5), Statistic: jsii.String("Sum"),
+			})
+		}
+		a.add(g.id+"TargetErrorsAlarm", g.label+"-target-errors",
+			"EventBridge Scheduler could not invoke the target of a schedule of group "+g.group+" (the Invoke call failed): "+
+				"check that the function exists and that the schedule's role may invoke it (make iam evaluates it); Scheduler retries per the schedule's retry policy",
+			metric("TargetErrorCount"), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+		a.add(g.id+"DroppedAlarm", g.label+"-dropped",
+			"EventBridge Scheduler gave up on invocations of schedules of group "+g.group+" (retry policy exhausted): "+g.dropped+
+				"; the target-errors alarm of the group says why",
+			metric("InvocationDroppedCount"), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 0)
+	}
 }
 
 // relayAlarms: what the relay's own Errors cannot show, since it reports

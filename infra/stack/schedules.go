@@ -29,7 +29,7 @@ func (b *builder) userSchedules() {
 		Name: jsii.String(b.def.ScheduleGroup),
 	})
 	group.ApplyRemovalPolicy(b.removal(), nil)
-	target := b.fn(resources.FuncRecovery)
+	target := b.fn(resources.ScheduleTickFunction)
 	role := awsiam.NewRole(b.stack, jsii.String("UserSchedulesRole"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
 			Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": b.stack.Account()}},

@@ -1118,9 +1118,9 @@ func TestLeastPrivilege(t *testing.T) {
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 			"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask"}),
 		// confirm also sends its failed invocations to the failure queue
-		// (the on-failure destination).
+		// (the on-failure destination): SendMessage only.
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket",
-			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}),
+			"sqs:SendMessage"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
@@ -1172,6 +1172,29 @@ func TestLeastPrivilege(t *testing.T) {
 					!cmp.Equal(st["Resource"], failures) {
 					t.Errorf("confirm may %v on %v, want only the failure queue", st["Action"], st["Resource"])
 				}
+			}
+		}
+		// Every asynchronously invoked function may send to the failure
+		// queue (its on-failure destination), and do nothing else there.
+		for _, fn := range s.def.AsyncInvoked() {
+			sends := 0
+			for _, doc := range policyDocs(t, s, fn) {
+				for _, st := range doc.(map[string]any)["Statement"].([]any) {
+					st := st.(map[string]any)
+					// CDK merges statements of the same actions: the
+					// failure queue may be one of several resources.
+					res, _ := st["Resource"].([]any)
+					if !cmp.Equal(st["Resource"], failures) && !slices.ContainsFunc(res, func(r any) bool { return cmp.Equal(r, failures) }) {
+						continue
+					}
+					if a := strs(st["Action"]); !slices.Equal(a, []string{"sqs:SendMessage"}) {
+						t.Errorf("%s may %v on the failure queue, want sqs:SendMessage only", fn, a)
+					}
+					sends++
+				}
+			}
+			if sends == 0 {
+				t.Errorf("%s: no statement on the failure queue, want sqs:SendMessage (its on-failure destination)", fn)
 			}
 		}
 		for fn, actions := range got {
@@ -1408,28 +1431,70 @@ func TestParseAlarmSubscriptions(t *testing.T) {
 	}
 }
 
-// confirm is invoked asynchronously by S3: a failed event ends on the
-// failure queue, after two retries, instead of being dropped.
-func TestConfirmOnFailureDestination(t *testing.T) {
+// Every asynchronously invoked function (S3 invokes confirm, EventBridge
+// Scheduler invokes recovery with the sweeps and the users' schedule
+// ticks) has its invoke configuration: its retries, its maximum event age,
+// and the failure queue as its on-failure destination, so that no event
+// Lambda gives up on is dropped.
+func TestAsyncInvokedFunctionsKeepTheirFailures(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, s *synthesized) {
 		failures := s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue)
-		check(t, "event invoke config", func() {
-			s.hasProps("AWS::Lambda::EventInvokeConfig", obj(map[string]any{
-				"FunctionName":             ref(s.functionID(t, s.def.Bucket.NotifyFunction)),
-				"Qualifier":                "$LATEST",
-				"MaximumRetryAttempts":     2,
-				"MaximumEventAgeInSeconds": 6 * 3600,
-				"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
-			}))
-		})
-		if n := len(s.ofType("AWS::Lambda::EventInvokeConfig")); n != 1 {
-			t.Errorf("%d event invoke configs, want 1 (confirm)", n)
+		fns := s.def.AsyncInvoked()
+		for _, want := range []string{s.def.Bucket.NotifyFunction, resources.FuncRecovery} {
+			if !slices.Contains(fns, want) {
+				t.Errorf("AsyncInvoked() = %v, want %s among them", fns, want)
+			}
+		}
+		// Every schedule's target (the template's, not the definition's)
+		// is among them.
+		for id, r := range s.ofType("AWS::Scheduler::Schedule") {
+			arn := r.Properties["Target"].(map[string]any)["Arn"]
+			found := false
+			for _, fn := range fns {
+				found = found || cmp.Equal(arn, getAtt(s.functionID(t, fn), "Arn"))
+			}
+			if !found {
+				t.Errorf("schedule %s invokes %v, which has no invoke configuration", id, arn)
+			}
+		}
+		for _, fn := range fns {
+			cfg := resources.AsyncInvokes[fn]
+			check(t, fn+" event invoke config", func() {
+				s.hasProps("AWS::Lambda::EventInvokeConfig", obj(map[string]any{
+					"FunctionName":             ref(s.functionID(t, fn)),
+					"Qualifier":                "$LATEST",
+					"MaximumRetryAttempts":     cfg.RetryAttempts,
+					"MaximumEventAgeInSeconds": cfg.MaxEventAge.Seconds(),
+					"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
+				}))
+			})
+		}
+		if n := len(s.ofType("AWS::Lambda::EventInvokeConfig")); n != len(fns) {
+			t.Errorf("%d event invoke configs, want %d (%v)", n, len(fns), fns)
 		}
 		check(t, "failure queue", func() {
 			s.hasProps("AWS::SQS::Queue", obj(map[string]any{
 				"QueueName": s.def.AsyncFailureQueue, "FifoQueue": absent{}, "SqsManagedSseEnabled": true,
 				"MessageRetentionPeriod": 14 * 24 * 3600,
+			}))
+		})
+	})
+}
+
+// Recovery's ticks and sweeps: retried twice, kept an hour, then on the
+// failure queue (resources.AsyncInvokes says why).
+func TestRecoveryInvokeConfiguration(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, s *synthesized) {
+		failures := s.logicalID(t, "AWS::SQS::Queue", "QueueName", s.def.AsyncFailureQueue)
+		check(t, "recovery event invoke config", func() {
+			s.hasProps("AWS::Lambda::EventInvokeConfig", obj(map[string]any{
+				"FunctionName":             ref(s.functionID(t, resources.FuncRecovery)),
+				"Qualifier":                "$LATEST",
+				"MaximumRetryAttempts":     2,
+				"MaximumEventAgeInSeconds": 3600,
+				"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
 			}))
 		})
 	})

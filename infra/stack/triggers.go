@@ -142,19 +142,25 @@ func (b *builder) httpAPI() {
 	b.api = api
 }
 
-// apiCORS lets the configured browser origins call the HTTP API; none
-// without origins (the dashboard is served by the API itself: same origin).
+// apiCORS lets the configured browser origins call the HTTP API as
+// resources.APICORS says (the local gateway serves the same); none without
+// origins (the dashboard is served by the API itself: same origin).
 func (b *builder) apiCORS() *awsapigatewayv2.CorsPreflightOptions {
 	origins := b.props.Config.AllowedOrigins
 	if len(origins) == 0 {
 		return nil
 	}
+	c := resources.APICORS
+	methods := make([]awsapigatewayv2.CorsHttpMethod, 0, len(c.AllowMethods))
+	for _, m := range c.AllowMethods {
+		methods = append(methods, awsapigatewayv2.CorsHttpMethod(m))
+	}
 	return &awsapigatewayv2.CorsPreflightOptions{
 		AllowOrigins:  jsii.Strings(origins...),
-		AllowMethods:  &[]awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_ANY},
-		AllowHeaders:  jsii.Strings("Authorization", "Content-Type"),
-		ExposeHeaders: jsii.Strings("X-Total-Count", "Location"),
-		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+		AllowMethods:  &methods,
+		AllowHeaders:  jsii.Strings(c.AllowHeaders...),
+		ExposeHeaders: jsii.Strings(c.ExposeHeaders...),
+		MaxAge:        dur(c.MaxAge),
 	}
 }
 
@@ -165,14 +171,18 @@ func (b *builder) apiCORS() *awsapigatewayv2.CorsPreflightOptions {
 // HTTP API's endpoint), which opens its live streams here.
 func (b *builder) streamURL() {
 	origins := append([]*string{b.api.ApiEndpoint()}, *jsii.Strings(b.props.Config.AllowedOrigins...)...)
+	var methods []awslambda.HttpMethod
+	for _, m := range resources.StreamCORS.AllowMethods {
+		methods = append(methods, awslambda.HttpMethod(m))
+	}
 	url := b.fn(resources.FuncStream).AddFunctionUrl(&awslambda.FunctionUrlOptions{
 		AuthType:   awslambda.FunctionUrlAuthType_NONE,
 		InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
 		Cors: &awslambda.FunctionUrlCorsOptions{
 			AllowedOrigins: &origins,
-			AllowedMethods: &[]awslambda.HttpMethod{awslambda.HttpMethod_GET},
-			AllowedHeaders: jsii.Strings("Authorization", "Last-Event-ID"),
-			MaxAge:         awscdk.Duration_Hours(jsii.Number(1)),
+			AllowedMethods: &methods,
+			AllowedHeaders: jsii.Strings(resources.StreamCORS.AllowHeaders...),
+			MaxAge:         dur(resources.StreamCORS.MaxAge),
 		},
 	})
 	awscdk.NewCfnOutput(b.stack, jsii.String("StreamUrl"), &awscdk.CfnOutputProps{

@@ -88,8 +88,9 @@ func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *Emitter
 	}
 }
 
-// tick fires a user's schedule. An error makes Scheduler retry the
-// invocation; the tick is idempotent, so a retry creates no second job.
+// tick fires a user's schedule. An error makes Lambda retry the
+// asynchronous invocation (resources.AsyncInvokes), then keep it on the
+// failure queue; the tick is idempotent, so a retry creates no second job.
 func tick(ctx context.Context, ticks Firer, ev events.EventBridgeEvent, log *slog.Logger) error {
 	var d schedule.TickDetail
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {

@@ -251,6 +251,96 @@ func (s Schedule) DetailJSON() string {
 	return string(b)
 }
 
+// CORS is what a browser on an allowed origin may do with an endpoint:
+// the methods and request headers its preflight is answered with, the
+// response headers its scripts may read, and how long it may cache the
+// preflight's answer. The allowed origins are the environment's (the
+// cloud's deploy configuration, allowedOrigins; locally
+// Bucket.CORSOrigins).
+type CORS struct {
+	AllowMethods  []string
+	AllowHeaders  []string
+	ExposeHeaders []string
+	MaxAge        time.Duration
+}
+
+// APICORS is the HTTP API's CORS, the one definition the CDK stacks
+// (infra/stack: apiCORS) and the local gateway (localstack/stack) both
+// serve. It follows the contract (API.md, openapi.yaml): a browser sends
+// Authorization (the bearer token), Content-Type (JSON bodies) and
+// Idempotency-Key (the creating POSTs); it reads Location (what a POST
+// created), X-Total-Count (lists), X-Request-Id (every answer: to quote
+// when reporting a problem), Retry-After (a 429's wait) and
+// Idempotent-Replayed (a repeated Idempotency-Key's replay). The methods
+// are those the API's routes take.
+var APICORS = CORS{
+	AllowMethods:  []string{"GET", "HEAD", "POST", "PUT", "DELETE"},
+	AllowHeaders:  []string{"Authorization", "Content-Type", "Idempotency-Key"},
+	ExposeHeaders: []string{"Idempotent-Replayed", "Location", "Retry-After", "X-Request-Id", "X-Total-Count"},
+	MaxAge:        time.Hour,
+}
+
+// StreamCORS is the event stream function URL's CORS (infra/stack:
+// streamURL; localstack/stack): a browser's EventSource GETs, with the
+// token and the Last-Event-ID it resumes from.
+var StreamCORS = CORS{
+	AllowMethods: []string{"GET"},
+	AllowHeaders: []string{"Authorization", "Last-Event-ID"},
+	MaxAge:       time.Hour,
+}
+
+// AsyncInvoke is how Lambda handles a function's asynchronous invocations
+// (its EventInvokeConfig): how often a failed one is retried, and how long
+// an event waits (throttled, or between retries) before Lambda gives up on
+// it. Either way the event then goes to the on-failure destination, the
+// definition's AsyncFailureQueue, with the error.
+type AsyncInvoke struct {
+	// RetryAttempts is how many times Lambda retries a failed invocation
+	// (0 to 2; Lambda's default is 2).
+	RetryAttempts int
+	// MaxEventAge is the age past which Lambda stops trying an event (1
+	// minute to 6 hours; Lambda's default is 6 hours).
+	MaxEventAge time.Duration
+}
+
+// ScheduleTickFunction is the function the users' recurring schedules
+// invoke with each tick (EventBridge Scheduler, asynchronously).
+const ScheduleTickFunction = FuncRecovery
+
+// AsyncInvokes is the asynchronous-invoke setting of every function that
+// something invokes asynchronously (Definition.AsyncInvoked): a function
+// invoked so without a setting here fails the synth.
+var AsyncInvokes = map[string]AsyncInvoke{
+	// S3 ObjectCreated events: a failure is worth retrying (the table or
+	// the object was briefly unavailable), and an upload's client may
+	// still confirm on demand, so the whole default window is kept.
+	FuncConfirm: {RetryAttempts: 2, MaxEventAge: 6 * time.Hour},
+	// EventBridge Scheduler: the sweeps (every minute or five) and the
+	// users' schedule ticks. A missed sweep is covered by the next run,
+	// and a retried one overlaps it safely (every change is a conditional
+	// write), so retries cost a sweep nothing. A tick must not be
+	// silently dropped: it is retried (a tick fired twice still submits
+	// one job), and one that still fails, or waits an hour (throttled),
+	// goes to the failure queue, alarmed, to be fired again by hand —
+	// rather than submitting its job hours late. An hour is also how long
+	// Scheduler itself retries a tick it cannot deliver
+	// (internal/aws/scheduler).
+	FuncRecovery: {RetryAttempts: 2, MaxEventAge: time.Hour},
+}
+
+// AsyncInvoked lists the functions of d that are invoked asynchronously,
+// sorted: the bucket's notification target, the schedules' targets and
+// the users' schedule ticks' target. Each has its AsyncInvokes setting and
+// the failure queue as its on-failure destination.
+func (d Definition) AsyncInvoked() []string {
+	fns := []string{d.Bucket.NotifyFunction, ScheduleTickFunction}
+	for _, s := range d.Schedules {
+		fns = append(fns, s.Function)
+	}
+	slices.Sort(fns)
+	return slices.Compact(fns)
+}
+
 // ReleaseParts and RetainParts are how many schedules share the release
 // and the retention sweeps, each every minute over its own shards
 // (PartShards): each invocation has its own processor and its own budget,
@@ -325,8 +415,10 @@ type Definition struct {
 	// Functions lists the Lambda functions (their directory under functions/).
 	Functions []string
 	// AsyncFailureQueue is the standard SQS queue that receives the
-	// asynchronous invocations (the bucket's ObjectCreated events to
-	// confirm) that still failed after Lambda's retries: the invocation
+	// asynchronous invocations (AsyncInvoked: the bucket's ObjectCreated
+	// events to confirm, the schedules' sweeps and the users' schedule
+	// ticks to recovery) that still failed after Lambda's retries or
+	// outlived their maximum age (AsyncInvokes): the invocation
 	// record, with the event and the error, for an operator to inspect
 	// and replay. Lambda destinations cannot target FIFO queues.
 	AsyncFailureQueue string

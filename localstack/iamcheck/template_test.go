@@ -229,6 +229,18 @@ func TestServicesMayUseTheStacksResources(t *testing.T) {
 					t.Errorf("no service access %s: %s on %q: the check does not see that use", want.principal, want.action, want.resource)
 				}
 			}
+			// Every asynchronously invoked function's failed invocations
+			// reach the failure queue with its role.
+			failures := "arn:aws:sqs:" + awsenv.DefaultRegion + ":" + lambdaruntime.AccountID + ":" + local.AsyncFailureQueue
+			for _, name := range cloud.AsyncInvoked() {
+				found := false
+				for _, a := range tmpl.Services {
+					found = found || (a.Role != "" && a.Action == "sqs:SendMessage" && a.Resource == failures && strings.Contains(a.Use, fn(name)))
+				}
+				if !found {
+					t.Errorf("no service access for %s's on-failure destination (sqs:SendMessage on %s): the check does not see it", name, failures)
+				}
+			}
 			denied, err := iamcheck.DeniedServices(ev, tmpl, lambdaruntime.AccountID)
 			if err != nil {
 				t.Fatal(err)

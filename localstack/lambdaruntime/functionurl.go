@@ -16,19 +16,129 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// CORS is a function URL's CORS configuration; Lambda answers preflights
-// from it without invoking the function and adds its headers to answers.
+// CORS is a function URL's or an HTTP API's CORS configuration; Lambda
+// and API Gateway answer preflights from it without invoking the function
+// and add its headers to answers.
 type CORS struct {
 	// AllowOrigins may call ("*": any).
 	AllowOrigins []string
 	// AllowMethods and AllowHeaders answer preflights.
 	AllowMethods []string
 	AllowHeaders []string
+	// ExposeHeaders are the response headers a page's script may read.
+	ExposeHeaders []string
 	// MaxAge is how long a browser may cache a preflight's answer.
 	MaxAge time.Duration
 }
+
+// CORSOf is the configuration of the definition's c for origins.
+func CORSOf(c resources.CORS, origins []string) *CORS {
+	return &CORS{AllowOrigins: slices.Clone(origins), AllowMethods: slices.Clone(c.AllowMethods),
+		AllowHeaders: slices.Clone(c.AllowHeaders), ExposeHeaders: slices.Clone(c.ExposeHeaders), MaxAge: c.MaxAge}
+}
+
+// isPreflight reports whether r is a browser's CORS preflight.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// allowed reports whether origin may call.
+func (c *CORS) allowed(origin string) bool {
+	return slices.Contains(c.AllowOrigins, "*") || slices.Contains(c.AllowOrigins, origin)
+}
+
+// allowOrigin is the Access-Control-Allow-Origin answered to origin.
+func (c *CORS) allowOrigin(origin string) string {
+	if slices.Contains(c.AllowOrigins, "*") {
+		return "*"
+	}
+	return origin
+}
+
+// preflightHeaders sets the answer to an allowed origin's preflight.
+func (c *CORS) preflightHeaders(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", c.allowOrigin(origin))
+	h.Set("Access-Control-Allow-Methods", strings.Join(c.AllowMethods, ","))
+	if len(c.AllowHeaders) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(c.AllowHeaders, ","))
+	}
+	if c.MaxAge > 0 {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(int(c.MaxAge.Seconds())))
+	}
+	h.Add("Vary", "Origin")
+}
+
+// responseHeaders sets, on an answer to an allowed origin, the origin and
+// the headers its script may read.
+func (c *CORS) responseHeaders(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", c.allowOrigin(origin))
+	if len(c.ExposeHeaders) > 0 {
+		h.Set("Access-Control-Expose-Headers", strings.Join(c.ExposeHeaders, ","))
+	}
+	h.Add("Vary", "Origin")
+}
+
+// WithCORS serves next behind an HTTP API's CORS configuration c, as API
+// Gateway does for an API with one: it answers every preflight itself
+// (204; the CORS headers only for an allowed origin), never invoking a
+// function, and sets the allowed origin and the exposed headers on every
+// other answer to an allowed origin, replacing any the function set (API
+// Gateway ignores an integration's CORS headers then). A nil c: next
+// alone (an API without CORS passes OPTIONS to its routes).
+func WithCORS(c *CORS, next http.Handler) http.Handler {
+	if c == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if isPreflight(r) {
+			if c.allowed(origin) {
+				c.preflightHeaders(w.Header(), origin)
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if origin != "" && c.allowed(origin) {
+			next.ServeHTTP(&corsWriter{ResponseWriter: w, set: func(h http.Header) { c.responseHeaders(h, origin) }}, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// corsWriter sets the CORS headers just before the answer's header goes
+// out, over whatever the function set.
+type corsWriter struct {
+	http.ResponseWriter
+	set   func(http.Header)
+	wrote bool
+}
+
+func (w *corsWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.wrote = true
+		for k := range w.Header() {
+			if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+				w.Header().Del(k)
+			}
+		}
+		w.set(w.Header())
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *corsWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *corsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // FunctionURL serves a function the way its Lambda function URL does in
 // RESPONSE_STREAM mode: each request becomes an
@@ -90,7 +200,7 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log = slog.Default()
 	}
 	origin := r.Header.Get("Origin")
-	if u.CORS != nil && r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+	if u.CORS != nil && isPreflight(r) {
 		u.preflight(w, r, origin)
 		return
 	}
@@ -145,9 +255,8 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)
 	}
-	if u.CORS != nil && origin != "" && u.allowed(origin) {
-		h.Set("Access-Control-Allow-Origin", u.allowOrigin(origin))
-		h.Add("Vary", "Origin")
+	if u.CORS != nil && origin != "" && u.CORS.allowed(origin) {
+		u.CORS.responseHeaders(h, origin)
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -177,31 +286,11 @@ func (u *FunctionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (u *FunctionURL) preflight(w http.ResponseWriter, r *http.Request, origin string) {
-	h := w.Header()
-	if u.allowed(origin) {
-		h.Set("Access-Control-Allow-Origin", u.allowOrigin(origin))
-		h.Set("Access-Control-Allow-Methods", strings.Join(u.CORS.AllowMethods, ","))
-		if len(u.CORS.AllowHeaders) > 0 {
-			h.Set("Access-Control-Allow-Headers", strings.Join(u.CORS.AllowHeaders, ","))
-		}
-		if u.CORS.MaxAge > 0 {
-			h.Set("Access-Control-Max-Age", strconv.Itoa(int(u.CORS.MaxAge.Seconds())))
-		}
-		h.Add("Vary", "Origin")
+func (u *FunctionURL) preflight(w http.ResponseWriter, _ *http.Request, origin string) {
+	if u.CORS.allowed(origin) {
+		u.CORS.preflightHeaders(w.Header(), origin)
 	}
 	w.WriteHeader(http.StatusOK)
-}
-
-func (u *FunctionURL) allowed(origin string) bool {
-	return slices.Contains(u.CORS.AllowOrigins, "*") || slices.Contains(u.CORS.AllowOrigins, origin)
-}
-
-func (u *FunctionURL) allowOrigin(origin string) string {
-	if slices.Contains(u.CORS.AllowOrigins, "*") {
-		return "*"
-	}
-	return origin
 }
 
 // urlEvent builds the function URL event of r (payload 2.0, which differs

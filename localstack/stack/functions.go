@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -231,12 +230,15 @@ func awsEnviron(env map[string]string) map[string]string {
 }
 
 // streamCORS is the stream function URL's CORS configuration, as the CDK
-// stacks set it (infra/stack: streamURL).
+// stacks set it (resources.StreamCORS; infra/stack: streamURL).
 func streamCORS(def resources.Definition) *lambdaruntime.CORS {
-	return &lambdaruntime.CORS{
-		AllowOrigins: def.Bucket.CORSOrigins, AllowMethods: []string{"GET"},
-		AllowHeaders: []string{"Authorization", "Last-Event-ID"}, MaxAge: time.Hour,
-	}
+	return lambdaruntime.CORSOf(resources.StreamCORS, def.Bucket.CORSOrigins)
+}
+
+// apiCORS is the HTTP API's CORS configuration, as the CDK stacks set it
+// (resources.APICORS; infra/stack: apiCORS), for the local origins.
+func apiCORS(def resources.Definition) *lambdaruntime.CORS {
+	return lambdaruntime.CORSOf(resources.APICORS, def.Bucket.CORSOrigins)
 }
 
 // defaultOutput is where the functions' processes write (their

@@ -359,7 +359,7 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	mux := s.serveGateway(b.api, opts)
+	mux := s.serveGateway(b.api, b.def, opts)
 	if err := s.serveStreams(mux, b.def, opts); err != nil {
 		return err
 	}
@@ -405,13 +405,15 @@ func (s *Stack) startFunctions(ctx context.Context, b *bringUp, opts Options) er
 // routes to their functions, every other route to the api function. The
 // operations dashboard is one of the api function's routes
 // (httpapi.RegisterDashboard), as in AWS.
-func (s *Stack) serveGateway(ln net.Listener, opts Options) *http.ServeMux {
+func (s *Stack) serveGateway(ln net.Listener, def resources.Definition, opts Options) *http.ServeMux {
 	fns := map[string]http.Handler{resources.FuncAPI: lambdaruntime.Gateway(s.Functions.Invokers[resources.FuncAPI], opts.Logger)}
 	for _, r := range resources.HTTPRoutes {
 		fns[r.Function] = lambdaruntime.Gateway(s.Functions.Invokers[r.Function], opts.Logger)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", lambdaruntime.RouteByPath(resources.FunctionForPath, fns))
+	// API Gateway answers preflights and sets the CORS headers in front of
+	// every route, by the API's CORS configuration (resources.APICORS).
+	mux.Handle("/", lambdaruntime.WithCORS(apiCORS(def), lambdaruntime.RouteByPath(resources.FunctionForPath, fns)))
 	s.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.APIURL = "http://" + ln.Addr().String()
 	s.wg.Go(func() {
