@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Config is the whole configuration of one process.
@@ -159,6 +160,18 @@ type Config struct {
 	// keeps signing beside the new one (CONVEYOR_WEBHOOK_SECRET_OVERLAP,
 	// default 24h).
 	WebhookSecretOverlap time.Duration
+	// WebhookTimeout is the longest a webhook delivery attempt waits for
+	// its receiver (CONVEYOR_WEBHOOK_TIMEOUT, default 10s). The owner's
+	// webhook slots are Fairness.Webhooks (CONVEYOR_WEBHOOK_SLOTS).
+	WebhookTimeout time.Duration
+	// WebhookCircuit opens an endpoint's circuit after consecutive failed
+	// deliveries (CONVEYOR_WEBHOOK_CIRCUIT_*, default 5 failures, 1m
+	// doubling to 1h).
+	WebhookCircuit webhook.Circuit
+	// WebhookRetries spaces a delivery's attempts and bounds them
+	// (CONVEYOR_WEBHOOK_RETRY_BASE / _RETRY_MAX / _MAX_ATTEMPTS, default
+	// 30s / 6h / 15: about a day).
+	WebhookRetries webhook.Schedule
 	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
@@ -326,9 +339,12 @@ func (r *reader) delivery(c *Config) {
 	c.StreamPoll = r.dur(VarStreamPoll)
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
 	c.StreamLifetime = r.dur(VarStreamLifetime)
-	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)}
+	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
+	c.WebhookTimeout = r.dur(VarWebhookTimeout)
+	c.WebhookRetries = webhook.Schedule{Base: r.dur(VarWebhookRetryBase), Max: r.dur(VarWebhookRetryMax), Attempts: r.int(VarWebhookMaxAttempts)}
+	c.WebhookCircuit = webhook.Circuit{Failures: r.int(VarWebhookCircuitFailures), Cooldown: r.dur(VarWebhookCircuitCooldown), Max: r.dur(VarWebhookCircuitMax)}
 }
 
 // uploads reads the presigned URLs' lifetime and the largest upload.
@@ -503,6 +519,18 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.MaxUploadSize < 1 {
 		bad("%s must be positive", VarMaxUploadSize)
+	}
+	if c.Fairness.Webhooks < 0 || c.Fairness.Webhooks > 1000 {
+		bad("%s must be between 0 and 1000, got %d", VarWebhookSlots, c.Fairness.Webhooks)
+	}
+	if err := c.WebhookRetries.Validate(); err != nil {
+		bad("%s must be positive and at most %s, %s at most 12h, %s at least 1", VarWebhookRetryBase, VarWebhookRetryMax, VarWebhookRetryMax, VarWebhookMaxAttempts)
+	}
+	if err := c.WebhookCircuit.Validate(); err != nil {
+		bad("%s must be at least 1, %s positive and %s not below it", VarWebhookCircuitFailures, VarWebhookCircuitCooldown, VarWebhookCircuitMax)
+	}
+	if c.WebhookTimeout <= 0 || c.WebhookTimeout > 30*time.Second {
+		bad("%s must be positive and at most 30s (an attempt must end well inside the system function's invocation), got %s", VarWebhookTimeout, c.WebhookTimeout)
 	}
 	errs = append(errs, c.OIDC.validate()...)
 	if u, err := url.Parse(c.DeviantArtURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -105,10 +105,24 @@ type WebhookEndpoint struct {
 	URL       string    `dynamodbav:"url"`
 	Events    []string  `dynamodbav:"events"`
 	CreatedAt time.Time `dynamodbav:"createdAt"`
+	// Circuit is the state of the endpoint's circuit, kept on the
+	// endpoint's own item (FailWebhookEndpoint, ClearWebhookEndpoint);
+	// the summary's copies of it are not read.
+	Circuit WebhookCircuit `dynamodbav:"-"`
+}
+
+// WebhookCircuit is an endpoint's record of failed deliveries: its
+// consecutive failures, since when it has failed without a success between,
+// and until when its circuit is open (unix milliseconds; 0: none).
+type WebhookCircuit struct {
+	Failures       int   `dynamodbav:"circuitFailures,omitempty"`
+	FailingSinceMs int64 `dynamodbav:"failingSinceMs,omitempty"`
+	OpenUntilMs    int64 `dynamodbav:"circuitOpenUntilMs,omitempty"`
 }
 
 type webhookEndpointItem struct {
 	WebhookEndpoint
+	WebhookCircuit
 	Owner string `dynamodbav:"hooksOwner"`
 }
 
@@ -174,7 +188,45 @@ func decodeWebhookEndpoint(id string, item map[string]types.AttributeValue) (Web
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return WebhookEndpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
 	}
+	r.WebhookEndpoint.Circuit = r.WebhookCircuit
 	return r.WebhookEndpoint, nil
+}
+
+// FailWebhookEndpoint records one more consecutive failure of owner's
+// endpoint id at now (failingSince kept when set) and, when openUntil is
+// not zero, opens its circuit until then. One UpdateItem, conditional on
+// the endpoint still existing; ErrNotFound when it does not.
+func (s *Store) FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time) error {
+	u := expression.Add(expression.Name("circuitFailures"), expression.Value(1)).
+		Set(expression.Name("failingSinceMs"), expression.IfNotExists(expression.Name("failingSinceMs"), expression.Value(now.UnixMilli())))
+	if !openUntil.IsZero() {
+		u = u.Set(expression.Name("circuitOpenUntilMs"), expression.Value(openUntil.UnixMilli()))
+	}
+	return s.updateWebhookEndpoint(ctx, owner, id, u)
+}
+
+// ClearWebhookEndpoint forgets the failures of owner's endpoint id and
+// closes its circuit (a delivery succeeded); ErrNotFound when it is gone.
+func (s *Store) ClearWebhookEndpoint(ctx context.Context, owner, id string) error {
+	u := expression.Remove(expression.Name("circuitFailures")).Remove(expression.Name("failingSinceMs")).Remove(expression.Name("circuitOpenUntilMs"))
+	return s.updateWebhookEndpoint(ctx, owner, id, u)
+}
+
+func (s *Store) updateWebhookEndpoint(ctx context.Context, owner, id string, u expression.UpdateBuilder) error {
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: keyOf(hooksPK(owner), webhookEndpointSK(id)),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	var cond *types.ConditionalCheckFailedException
+	if errors.As(err, &cond) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("recording the circuit of webhook endpoint %s: %w", id, err)
+	}
+	return nil
 }
 
 // GetWebhookSummaries returns the summaries of owners, by owner, for those

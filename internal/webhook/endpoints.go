@@ -112,6 +112,8 @@ type Endpoint struct {
 	URL       string    `json:"url"`
 	Events    []string  `json:"events"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Circuit is the endpoint's record of failed deliveries (Circuit).
+	Circuit store.WebhookCircuit `json:"-"`
 }
 
 // endpoints are the endpoints of stored records.
