@@ -166,7 +166,8 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// WebhookCircuit opens an endpoint's circuit after consecutive failed
 	// deliveries (CONVEYOR_WEBHOOK_CIRCUIT_*, default 5 failures, 1m
-	// doubling to 1h).
+	// doubling to 1h) and disables an endpoint failing for longer than
+	// CONVEYOR_WEBHOOK_DISABLE_AFTER (default 120h).
 	WebhookCircuit webhook.Circuit
 	// WebhookRetries spaces a delivery's attempts and bounds them
 	// (CONVEYOR_WEBHOOK_RETRY_BASE / _RETRY_MAX / _MAX_ATTEMPTS, default
@@ -344,7 +345,7 @@ func (r *reader) delivery(c *Config) {
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
 	c.WebhookTimeout = r.dur(VarWebhookTimeout)
 	c.WebhookRetries = webhook.Schedule{Base: r.dur(VarWebhookRetryBase), Max: r.dur(VarWebhookRetryMax), Attempts: r.int(VarWebhookMaxAttempts)}
-	c.WebhookCircuit = webhook.Circuit{Failures: r.int(VarWebhookCircuitFailures), Cooldown: r.dur(VarWebhookCircuitCooldown), Max: r.dur(VarWebhookCircuitMax)}
+	c.WebhookCircuit = webhook.Circuit{Failures: r.int(VarWebhookCircuitFailures), Cooldown: r.dur(VarWebhookCircuitCooldown), Max: r.dur(VarWebhookCircuitMax), DisableAfter: r.dur(VarWebhookDisableAfter)}
 }
 
 // uploads reads the presigned URLs' lifetime and the largest upload.
@@ -527,7 +528,7 @@ func (c Config) validate(deadlines bool) error {
 		bad("%s must be positive and at most %s, %s at most 12h, %s at least 1", VarWebhookRetryBase, VarWebhookRetryMax, VarWebhookRetryMax, VarWebhookMaxAttempts)
 	}
 	if err := c.WebhookCircuit.Validate(); err != nil {
-		bad("%s must be at least 1, %s positive and %s not below it", VarWebhookCircuitFailures, VarWebhookCircuitCooldown, VarWebhookCircuitMax)
+		bad("%s must be at least 1, %s positive, %s not below it and %s positive", VarWebhookCircuitFailures, VarWebhookCircuitCooldown, VarWebhookCircuitMax, VarWebhookDisableAfter)
 	}
 	if c.WebhookTimeout <= 0 || c.WebhookTimeout > 30*time.Second {
 		bad("%s must be positive and at most 30s (an attempt must end well inside the system function's invocation), got %s", VarWebhookTimeout, c.WebhookTimeout)

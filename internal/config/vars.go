@@ -73,6 +73,7 @@ const (
 	VarWebhookCircuitFailures    = "CONVEYOR_WEBHOOK_CIRCUIT_FAILURES"
 	VarWebhookCircuitCooldown    = "CONVEYOR_WEBHOOK_CIRCUIT_COOLDOWN"
 	VarWebhookCircuitMax         = "CONVEYOR_WEBHOOK_CIRCUIT_MAX"
+	VarWebhookDisableAfter       = "CONVEYOR_WEBHOOK_DISABLE_AFTER"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
 	VarOAuthClientRecheck        = "CONVEYOR_OAUTH_CLIENT_RECHECK"
@@ -172,6 +173,7 @@ var Vars = []Var{
 	{Name: VarWebhookCircuitFailures, Default: webhook.CircuitFailuresDefault, Meaning: "consecutive failed deliveries (timeouts, transport errors, 5xx, 429) that open a webhook endpoint's circuit: its deliveries then wait, no attempt spent, no connection made ([fairness](docs/fairness.md#webhooks))", Rule: "≥ 1"},
 	{Name: VarWebhookCircuitCooldown, Default: webhook.CircuitCooldownDefault, Meaning: "how long an endpoint's circuit first stays open; each failed probe doubles it", Rule: "> 0"},
 	{Name: VarWebhookCircuitMax, Default: webhook.CircuitMaxDefault, Meaning: "the longest an endpoint's circuit stays open at once", Rule: "≥ `CONVEYOR_WEBHOOK_CIRCUIT_COOLDOWN`"},
+	{Name: VarWebhookDisableAfter, Default: webhook.DisableAfterDefault, Meaning: "how long a webhook endpoint's deliveries fail, with no success between, before the next failure disables it: its deliveries then fail at once until its owner enables it (`PATCH /v1/webhooks/{id}`)", Rule: "> 0"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
 	{Name: VarHTTPMaxSnoozes, Default: httpkind.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},

@@ -16,6 +16,9 @@ const (
 	CircuitCooldownDefault = time.Minute
 	// CircuitMaxDefault caps how long a circuit stays open.
 	CircuitMaxDefault = time.Hour
+	// DisableAfterDefault is how long an endpoint fails, without a
+	// success between, before it is disabled.
+	DisableAfterDefault = 5 * 24 * time.Hour
 )
 
 // Circuit is the rule of each endpoint's circuit. An endpoint whose
@@ -34,6 +37,11 @@ type Circuit struct {
 	Cooldown time.Duration
 	// Max caps how long it stays open (default CircuitMaxDefault, 1h).
 	Max time.Duration
+	// DisableAfter is how long an endpoint's attempts fail, with no
+	// success between, before a failure disables it (default
+	// DisableAfterDefault, 120h): its deliveries then fail at once, until
+	// its owner enables it again.
+	DisableAfter time.Duration
 }
 
 func (c Circuit) withDefaults() Circuit {
@@ -46,13 +54,16 @@ func (c Circuit) withDefaults() Circuit {
 	if c.Max == 0 {
 		c.Max = CircuitMaxDefault
 	}
+	if c.DisableAfter == 0 {
+		c.DisableAfter = DisableAfterDefault
+	}
 	return c
 }
 
 // Validate reports a circuit that cannot work.
 func (c Circuit) Validate() error {
-	if c.Failures < 1 || c.Cooldown <= 0 || c.Max < c.Cooldown {
-		return errors.New("webhook circuit: Failures ≥ 1, Cooldown > 0 and Max ≥ Cooldown")
+	if c.Failures < 1 || c.Cooldown <= 0 || c.Max < c.Cooldown || c.DisableAfter <= 0 {
+		return errors.New("webhook circuit: Failures ≥ 1, Cooldown > 0, Max ≥ Cooldown and DisableAfter > 0")
 	}
 	return nil
 }
@@ -72,6 +83,14 @@ func (c Circuit) OpenFor(failures int) time.Duration {
 		d *= 2
 	}
 	return min(d, c.Max)
+}
+
+// Disables reports whether a failure at now of an endpoint whose circuit
+// was as st before it disables the endpoint: with it, the circuit is open,
+// and the endpoint has failed, with no success between, since at least
+// DisableAfter ago.
+func (c Circuit) Disables(st store.WebhookCircuit, now time.Time) bool {
+	return st.Failures+1 >= c.Failures && st.FailingSinceMs != 0 && now.Sub(time.UnixMilli(st.FailingSinceMs)) >= c.DisableAfter
 }
 
 // OpenUntil is when an endpoint whose circuit is as st is may be tried

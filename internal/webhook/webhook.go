@@ -47,10 +47,11 @@ type DeliveryStore interface {
 	// PutWebhookDelivery records a delivery's state.
 	PutWebhookDelivery(ctx context.Context, dl store.WebhookDelivery) error
 	// FailWebhookEndpoint counts a failed attempt at owner's endpoint id,
-	// opening its circuit until openUntil when that is not zero;
+	// opening its circuit until openUntil when that is not zero and
+	// disabling it when disable is set;
 	// ClearWebhookEndpoint forgets its failures. Both are store.ErrNotFound
 	// when the endpoint is gone.
-	FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time) error
+	FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time, disable bool) error
 	ClearWebhookEndpoint(ctx context.Context, owner, id string) error
 	// FinishWebhookDelivery records it with fn's change of its job, in one
 	// transaction (from read, when not nil); store.ErrNotFound when the job
@@ -173,6 +174,14 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 			return Verdict{Done: true}, nil
 		}
 		target = r.endpoint.URL
+		if r.endpoint.Circuit.DisabledAtMs != 0 {
+			// Disabled (failing too long, or by its owner): the delivery
+			// fails at once, no connection made.
+			log.InfoContext(ctx, "webhook endpoint disabled; delivery failed", "endpoint", m.Endpoint)
+			dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target,
+				Attempts: attempt - 1, Status: "failed", LastError: "the endpoint is disabled"}
+			return Verdict{Done: true}, d.save(ctx, dl)
+		}
 		if until, open := OpenUntil(r.endpoint.Circuit, d.cfg.Now()); open {
 			// The endpoint's circuit is open: wait for it, no attempt
 			// spent, no connection made.
@@ -212,8 +221,14 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 	} else {
 		dl.LastError = fmt.Sprintf("the receiver answered %d", status)
 	}
-	if err := d.failCircuit(ctx, ev.Owner, r.endpoint, log); err != nil {
+	disabled, err := d.failCircuit(ctx, ev.Owner, r.endpoint, log)
+	if err != nil {
 		return Verdict{}, err
+	}
+	if disabled {
+		dl.Status, dl.Disabled = "failed", true
+		dl.LastError += "; the endpoint is disabled: it has failed for longer than " + d.cfg.Circuit.DisableAfter.String()
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	if attempt >= d.cfg.Retries.Attempts {
 		dl.Status = "failed"
@@ -321,10 +336,11 @@ func (d *Deliverer) readEndpoint(ctx context.Context, m queue.Message, r *delive
 
 // failCircuit counts a failed attempt at ep (nil: a job's webhookUrl,
 // which has no circuit), opening its circuit when the failures reach the
-// threshold.
-func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint, log *slog.Logger) error {
+// threshold, and disabling the endpoint when it has failed for longer than
+// DisableAfter (disabled).
+func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint, log *slog.Logger) (disabled bool, err error) {
 	if ep == nil {
-		return nil
+		return false, nil
 	}
 	now := d.cfg.Now()
 	failures := ep.Circuit.Failures + 1
@@ -333,11 +349,16 @@ func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint,
 		until = now.Add(open)
 		log.WarnContext(ctx, "webhook endpoint's circuit opened", "endpoint", ep.ID, "failures", failures, "until", until.UTC().Format(time.RFC3339))
 	}
-	err := d.cfg.Store.FailWebhookEndpoint(ctx, owner, ep.ID, now, until)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+	disabled = d.cfg.Circuit.Disables(ep.Circuit, now)
+	if disabled {
+		log.WarnContext(ctx, "webhook endpoint disabled: failing too long", "endpoint", ep.ID, "failures", failures,
+			"failing_since", time.UnixMilli(ep.Circuit.FailingSinceMs).UTC().Format(time.RFC3339))
 	}
-	return nil
+	err = d.cfg.Store.FailWebhookEndpoint(ctx, owner, ep.ID, now, until, disabled)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return disabled, nil
 }
 
 // closeCircuit forgets ep's failures after a success (no write when it
@@ -381,6 +402,9 @@ func webhookDetail(dl store.WebhookDelivery) map[string]string {
 	d := map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)}
 	if dl.Endpoint != "" {
 		d["endpoint"] = dl.Endpoint
+	}
+	if dl.Disabled {
+		d["endpointDisabled"] = "true"
 	}
 	return d
 }
