@@ -201,6 +201,10 @@ func (b *builder) permissions() {
 			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeAccountToken)
 		case resources.FuncSystem:
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
+			// A delivery that must wait leaves its owner's slot (a copy sent
+			// into a group of its own) and goes back to it once due
+			// (queue.MoveOut, queue.Readmit), on the system queue.
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.System)...)
 			// Each delivery is signed with its owner's secret, sealed in the
 			// table: Decrypt opens it; GenerateDataKey seals a first one.
 			b.kms(fn, "kms:Decrypt", envelope.PurposeWebhookSigning)

@@ -1123,7 +1123,7 @@ func TestLeastPrivilege(t *testing.T) {
 			"sqs:SendMessage"}),
 		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
-		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey"}),
+		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "sqs:SendMessage"}),
 		resources.FuncRecovery: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:DeleteObject", "sqs:SendMessage"}),
 		// The stream read (granted by the event source), PutEvents,
 		// SendMessage to the system tier and the on-failure queue only, and

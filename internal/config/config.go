@@ -162,6 +162,25 @@ type Config struct {
 	// keeps signing beside the new one (CONVEYOR_WEBHOOK_SECRET_OVERLAP,
 	// default 24h).
 	WebhookSecretOverlap time.Duration
+	// WebhookTimeout is the longest a webhook delivery attempt waits for
+	// its receiver (CONVEYOR_WEBHOOK_TIMEOUT, default 10s). The owner's
+	// webhook slots are Fairness.Webhooks (CONVEYOR_WEBHOOK_SLOTS).
+	WebhookTimeout time.Duration
+	// WebhookCircuitFailures consecutive failed deliveries open an
+	// endpoint's circuit for WebhookCircuitCooldown, doubling to
+	// WebhookCircuitMax; an endpoint failing for longer than
+	// WebhookDisableAfter is disabled (CONVEYOR_WEBHOOK_CIRCUIT_*,
+	// CONVEYOR_WEBHOOK_DISABLE_AFTER; default 5, 1m, 1h, 120h).
+	WebhookCircuitFailures int
+	WebhookCircuitCooldown time.Duration
+	WebhookCircuitMax      time.Duration
+	WebhookDisableAfter    time.Duration
+	// WebhookRetryBase, WebhookRetryMax and WebhookMaxAttempts space a
+	// delivery's attempts and bound them (CONVEYOR_WEBHOOK_RETRY_BASE /
+	// _RETRY_MAX / _MAX_ATTEMPTS, default 30s / 6h / 15: about a day).
+	WebhookRetryBase   time.Duration
+	WebhookRetryMax    time.Duration
+	WebhookMaxAttempts int
 	// UploadExpiry is how long a presigned upload URL is valid (default 5m).
 	UploadExpiry time.Duration
 	// MaxUploadSize is the largest upload accepted, in bytes (CONVEYOR_MAX_UPLOAD_SIZE, default 50 MiB).
@@ -329,10 +348,14 @@ func (r *reader) delivery(c *Config) {
 	c.StreamPoll = r.dur(VarStreamPoll)
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
 	c.StreamLifetime = r.dur(VarStreamLifetime)
-	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots)}
+	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
 	c.OwnerQueueDepth = r.int(VarOwnerQueueDepth)
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
+	c.WebhookTimeout = r.dur(VarWebhookTimeout)
+	c.WebhookRetryBase, c.WebhookRetryMax, c.WebhookMaxAttempts = r.dur(VarWebhookRetryBase), r.dur(VarWebhookRetryMax), r.int(VarWebhookMaxAttempts)
+	c.WebhookCircuitFailures, c.WebhookCircuitCooldown = r.int(VarWebhookCircuitFailures), r.dur(VarWebhookCircuitCooldown)
+	c.WebhookCircuitMax, c.WebhookDisableAfter = r.dur(VarWebhookCircuitMax), r.dur(VarWebhookDisableAfter)
 }
 
 // uploads reads the presigned URLs' lifetime and the largest upload.
@@ -510,6 +533,18 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.MaxUploadSize < 1 {
 		bad("%s must be positive", VarMaxUploadSize)
+	}
+	if c.Fairness.Webhooks < 0 || c.Fairness.Webhooks > 1000 {
+		bad("%s must be between 0 and 1000, got %d", VarWebhookSlots, c.Fairness.Webhooks)
+	}
+	if c.WebhookRetryBase <= 0 || c.WebhookRetryMax < c.WebhookRetryBase || c.WebhookRetryMax > 12*time.Hour || c.WebhookMaxAttempts < 1 {
+		bad("%s must be positive and at most %s, %s at most 12h, %s at least 1", VarWebhookRetryBase, VarWebhookRetryMax, VarWebhookRetryMax, VarWebhookMaxAttempts)
+	}
+	if c.WebhookCircuitFailures < 1 || c.WebhookCircuitCooldown <= 0 || c.WebhookCircuitMax < c.WebhookCircuitCooldown || c.WebhookDisableAfter <= 0 {
+		bad("%s must be at least 1, %s positive, %s not below it and %s positive", VarWebhookCircuitFailures, VarWebhookCircuitCooldown, VarWebhookCircuitMax, VarWebhookDisableAfter)
+	}
+	if c.WebhookTimeout <= 0 || c.WebhookTimeout > 30*time.Second {
+		bad("%s must be positive and at most 30s (an attempt must end well inside the system function's invocation), got %s", VarWebhookTimeout, c.WebhookTimeout)
 	}
 	errs = append(errs, c.OIDC.validate()...)
 	if u, err := url.Parse(c.DeviantArtURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -65,6 +65,15 @@ const (
 	VarStreamMaxPerUser          = "CONVEYOR_STREAM_MAX_PER_USER"
 	VarStreamLifetime            = "CONVEYOR_STREAM_LIFETIME"
 	VarWebhookSecretOverlap      = "CONVEYOR_WEBHOOK_SECRET_OVERLAP"
+	VarWebhookSlots              = "CONVEYOR_WEBHOOK_SLOTS"
+	VarWebhookTimeout            = "CONVEYOR_WEBHOOK_TIMEOUT"
+	VarWebhookRetryBase          = "CONVEYOR_WEBHOOK_RETRY_BASE"
+	VarWebhookRetryMax           = "CONVEYOR_WEBHOOK_RETRY_MAX"
+	VarWebhookMaxAttempts        = "CONVEYOR_WEBHOOK_MAX_ATTEMPTS"
+	VarWebhookCircuitFailures    = "CONVEYOR_WEBHOOK_CIRCUIT_FAILURES"
+	VarWebhookCircuitCooldown    = "CONVEYOR_WEBHOOK_CIRCUIT_COOLDOWN"
+	VarWebhookCircuitMax         = "CONVEYOR_WEBHOOK_CIRCUIT_MAX"
+	VarWebhookDisableAfter       = "CONVEYOR_WEBHOOK_DISABLE_AFTER"
 	VarUploadExpiry              = "CONVEYOR_UPLOAD_EXPIRY"
 	VarMaxUploadSize             = "CONVEYOR_MAX_UPLOAD_SIZE"
 	VarOAuthClientRecheck        = "CONVEYOR_OAUTH_CLIENT_RECHECK"
@@ -157,6 +166,15 @@ var Vars = []Var{
 	{Name: VarStreamMaxPerUser, Default: 5, Meaning: "open SSE streams per user, across instances (beyond: `429 too_many_streams` at once, with `Retry-After`)", Rule: "≥ 1"},
 	{Name: VarStreamLifetime, Default: time.Minute, Meaning: "the longest an SSE stream runs: it then ends cleanly and the client resumes with `Last-Event-ID`; a stream whose client left holds its slot and its execution until then (a function URL does not stop a streaming function when its client goes)", Rule: "> 0"},
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
+	{Name: VarWebhookSlots, Default: queue.WebhookSlotsDefault, Meaning: "webhook deliveries of one owner in flight at once on the system tier: the owner's message groups there, each endpoint's deliveries in one of them ([fairness](docs/fairness.md#webhooks)); 0: a group per delivery, no cap", Rule: "0 ≤ n ≤ 1000"},
+	{Name: VarWebhookTimeout, Default: 10 * time.Second, Meaning: "the longest one webhook delivery attempt waits for its receiver's answer", Rule: "> 0, ≤ 30s"},
+	{Name: VarWebhookRetryBase, Default: 30 * time.Second, Meaning: "the wait after a webhook delivery's first failed attempt; each further failure doubles it, less up to half at random", Rule: "> 0, ≤ `CONVEYOR_WEBHOOK_RETRY_MAX`"},
+	{Name: VarWebhookRetryMax, Default: 6 * time.Hour, Meaning: "cap of every wait between a delivery's attempts", Rule: "≤ 12h (the longest SQS visibility timeout)"},
+	{Name: VarWebhookMaxAttempts, Default: 15, Meaning: "attempts of one webhook delivery before it fails (the defaults span 16h to 32h: about a day)", Rule: "≥ 1"},
+	{Name: VarWebhookCircuitFailures, Default: 5, Meaning: "consecutive failed deliveries (timeouts, transport errors, 5xx, 429) that open a webhook endpoint's circuit: its deliveries then wait, no attempt spent, no connection made ([fairness](docs/fairness.md#webhooks))", Rule: "≥ 1"},
+	{Name: VarWebhookCircuitCooldown, Default: time.Minute, Meaning: "how long an endpoint's circuit first stays open; each failed probe doubles it", Rule: "> 0"},
+	{Name: VarWebhookCircuitMax, Default: time.Hour, Meaning: "the longest an endpoint's circuit stays open at once", Rule: "≥ `CONVEYOR_WEBHOOK_CIRCUIT_COOLDOWN`"},
+	{Name: VarWebhookDisableAfter, Default: 120 * time.Hour, Meaning: "how long a webhook endpoint's deliveries fail, with no success between, before the next failure disables it: its deliveries then fail at once until its owner enables it (`PATCH /v1/webhooks/{id}`)", Rule: "> 0"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
 	{Name: VarHTTPMaxSnoozes, Default: httpkind.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},

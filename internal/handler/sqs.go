@@ -107,11 +107,14 @@ func Delay(ctx context.Context, client VisibilityChanger, urls QueueURLs, m even
 // Outcome is what a consumer made of one message: Done deletes it;
 // Readmit sends it back to the owner's slot it was moved out of, then
 // deletes it; else it comes back after RetryIn (Delay) and is reported
-// failed.
+// failed. Next, when set, is the message a wait moves out of its owner's
+// slot instead of the one received (a delivery's count of attempts and
+// due time travel in its body).
 type Outcome struct {
 	Done    bool
 	RetryIn time.Duration
 	Readmit bool
+	Next    *queue.Message
 }
 
 // ConsumeMessages is ConsumeFIFO for the queues' own messages: each body is
@@ -158,7 +161,11 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 			return true
 		case !out.Done && shared:
 			url := urls.forARN(m.EventSourceARN)
-			if err := queue.MoveOut(ctx, client, url, msg, m.Attributes["MessageGroupId"]); err != nil {
+			next := msg
+			if out.Next != nil {
+				next = *out.Next
+			}
+			if err := queue.MoveOut(ctx, client, url, next, m.Attributes["MessageGroupId"]); err != nil {
 				log.WarnContext(ctx, "could not move a waiting message out of its owner's slot; it waits there", "job_id", msg.JobID, "error", err)
 				Delay(ctx, client, urls, m, out.RetryIn, log)
 				return false

@@ -20,14 +20,16 @@ type Deliverer interface {
 }
 
 // SystemHandler is the system tier's consumer: webhook deliveries now,
-// e-mail and billing work later (unknown kinds are dropped loudly). A delivery to
-// retry gets its message delayed by the backoff and is reported failed.
+// e-mail and billing work later (unknown kinds are dropped loudly). A
+// delivery to retry leaves its owner's slot to wait in a group of its own
+// (or, in a group of its own already, gets its message delayed by the
+// backoff), and goes back to the slot once due.
 func SystemHandler(d Deliverer, client VisibilityChanger, urls QueueURLs, log *slog.Logger) SQSHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		accept := func(m queue.Message) bool { return m.Kind == queue.KindWebhook }
 		return ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (Outcome, error) {
 			v, err := d.Deliver(ctx, msg, max(receives, 1))
-			return Outcome{Done: v.Done, RetryIn: v.RetryIn}, err
+			return Outcome{Done: v.Done, RetryIn: v.RetryIn, Readmit: v.Readmit, Next: v.Next}, err
 		}), nil
 	}
 }
@@ -53,7 +55,9 @@ func NewSystem(_ context.Context, env Env) (SQSHandler, error) {
 // the events and keeping the deliveries in st.
 func NewDeliverer(env Env, st *store.Store, keys *webhook.Keys, endpoints *webhook.Endpoints) *webhook.Deliverer {
 	return webhook.New(webhook.Config{Store: st, Keys: keys, Endpoints: endpoints,
-		Local: env.Config.Env == job.Local, Now: env.Now, Logger: env.Log()})
+		Local: env.Config.Env == job.Local, Timeout: env.Config.WebhookTimeout, Circuit: webhook.Circuit{Failures: env.Config.WebhookCircuitFailures, Cooldown: env.Config.WebhookCircuitCooldown,
+			Max: env.Config.WebhookCircuitMax, DisableAfter: env.Config.WebhookDisableAfter},
+		Retries: webhook.Schedule{Base: env.Config.WebhookRetryBase, Max: env.Config.WebhookRetryMax, Attempts: env.Config.WebhookMaxAttempts}, Now: env.Now, Logger: env.Log()})
 }
 
 // Webhooks are the users' signing secrets and endpoints, kept in st (the

@@ -410,6 +410,9 @@ func TestAllowMatchesTheSpec(t *testing.T) {
 			return "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 		})
 		for _, m := range []string{http.MethodOptions, http.MethodPatch, http.MethodTrace} {
+			if slices.Contains(want, m) { // a method of the path (PATCH /v1/webhooks/{id})
+				continue
+			}
 			resp, err := rt.Serve(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: concrete,
 				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: m, Path: concrete}}})
 			if err != nil {

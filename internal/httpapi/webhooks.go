@@ -14,6 +14,7 @@ func registerWebhooks(rt *Router, s UserServices) {
 	rt.Handle(http.MethodPost, "/v1/webhooks/secret/rotate", Writer, s.rotateWebhookSecret)
 	rt.Handle(http.MethodPost, "/v1/webhooks", Writer, s.Idempotency.Wrap("POST /v1/webhooks", s.createWebhook))
 	rt.Handle(http.MethodGet, "/v1/webhooks", AnyUser, s.listWebhooks)
+	rt.Handle(http.MethodPatch, "/v1/webhooks/{id}", Writer, s.updateWebhook)
 	rt.Handle(http.MethodDelete, "/v1/webhooks/{id}", Writer, s.deleteWebhook)
 }
 
@@ -59,6 +60,18 @@ func (s UserServices) listWebhooks(r *Request) (Response, error) {
 		return Response{}, err
 	}
 	return JSON(http.StatusOK, map[string]any{"webhooks": eps}), nil
+}
+
+func (s UserServices) updateWebhook(r *Request) (Response, error) {
+	var req webhook.UpdateRequest
+	if err := Decode(r, &req); err != nil {
+		return Response{}, err
+	}
+	ep, err := s.Endpoints.Update(r.Ctx, r.Claims.Subject, r.Params["id"], req)
+	if err != nil {
+		return Response{}, clientError(err)
+	}
+	return JSON(http.StatusOK, ep), nil
 }
 
 func (s UserServices) deleteWebhook(r *Request) (Response, error) {

@@ -39,6 +39,10 @@ type Fairness struct {
 	PerPlan map[string]int
 	// PerOwner overrides PerPlan for named owners.
 	PerOwner map[string]int
+	// Webhooks is the number of slots each owner's webhook deliveries
+	// share on the system tier (CONVEYOR_WEBHOOK_SLOTS); 0 is a group per
+	// delivery: no cap, and no fairness between owners' webhooks.
+	Webhooks int
 }
 
 // Defaults.
@@ -48,6 +52,9 @@ const (
 	DefaultSlots = 2
 	// FairSlotsDefault is CONVEYOR_FAIR_SLOTS's default: slots per plan.
 	FairSlotsDefault = "free=2,standard=3,pro=4,corporate=6,enterprise=8"
+	// WebhookSlotsDefault is CONVEYOR_WEBHOOK_SLOTS's default: the slots
+	// each owner's webhook deliveries share on the system tier.
+	WebhookSlotsDefault = 4
 	// ownGroupPrefix starts the group of a message moved out of its
 	// owner's slot; ownerGroupPrefix the group of an owner's slot.
 	ownerGroupPrefix = "o:"
@@ -69,7 +76,10 @@ func (f Fairness) Slots(owner, plan string) int {
 
 // group is m's message group.
 func (f Fairness) group(m Message) string {
-	if m.DeliveryID != "" || m.Own || m.Owner == "" {
+	if m.DeliveryID != "" {
+		return f.deliveryGroup(m)
+	}
+	if m.Own || m.Owner == "" {
 		return m.dedupID()
 	}
 	n := f.Slots(m.Owner, m.Plan)
@@ -84,6 +94,29 @@ func (f Fairness) group(m Message) string {
 	h := fnv.New32a()
 	h.Write([]byte(m.JobID))
 	return OwnerGroup(m.Owner, int((h.Sum32()+uint32(max(m.Send, 0)))%uint32(n)))
+}
+
+// deliveryGroup is the message group of a webhook delivery: one of its
+// owner's Webhooks slots, chosen by its endpoint, so that every delivery to
+// one endpoint shares one slot (one delivery to an endpoint in flight at a
+// time: a slow endpoint holds one slot of its owner's, never all of them).
+// Deliveries to jobs' own webhookUrl spread over the slots by job.
+func (f Fairness) deliveryGroup(m Message) string {
+	if m.Own || m.Owner == "" || f.Webhooks <= 0 {
+		return m.dedupID()
+	}
+	key := "endpoint:" + m.Endpoint
+	if m.Endpoint == "" {
+		key = "job:" + m.JobID
+	}
+	return OwnerGroup(m.Owner, WebhookSlot(key, f.Webhooks))
+}
+
+// WebhookSlot is the slot, of n, of the deliveries keyed by key.
+func WebhookSlot(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(max(n, 1)))
 }
 
 // OwnerGroup is the message group of owner's slot n. A group id is at most

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -62,6 +63,13 @@ type Message struct {
 	// Endpoint names the owner's webhook endpoint ("whe_…") a delivery
 	// goes to; empty for the job's own webhookUrl.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Attempts counts a delivery's attempts made before this copy of its
+	// message (a copy moved out of its owner's slot to wait starts its
+	// receive count again).
+	Attempts int `json:"attempts,omitempty"`
+	// RetryAt is when a delivery moved out of its owner's slot to wait
+	// may go back to it (Readmitted) for its next attempt.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 	// Own is set on a message moved out of its owner's slot into the
 	// job's own group, to wait there (Moved).
 	Own bool `json:"own,omitempty"`
@@ -101,8 +109,9 @@ func (m Message) Readmitted() Message {
 }
 
 // Waits reports whether m waits in a group of its own after it was moved
-// out of its owner's slot (Moved), and can go back to it (Readmitted).
-func (m Message) Waits() bool { return m.Own && m.Slot != "" && m.DeliveryID == "" }
+// out of its owner's slot (Moved), and can go back to it (Readmitted): a
+// job's message, or a webhook delivery's.
+func (m Message) Waits() bool { return m.Own && m.Slot != "" }
 
 // Decode parses a message body.
 func Decode(body string) (Message, error) {
@@ -136,6 +145,9 @@ func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(
 // group): a job's send (and move), or a webhook delivery.
 func (m Message) dedupID() string {
 	if m.DeliveryID != "" {
+		if m.Move > 0 {
+			return m.DeliveryID + "-m" + strconv.Itoa(m.Move)
+		}
 		return m.DeliveryID
 	}
 	if m.Move > 0 {

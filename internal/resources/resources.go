@@ -1047,8 +1047,8 @@ func tierQueues(prefix string) []Queue {
 			BatchSize:         10,
 			MaxConcurrency:    concurrency[t],
 			Consumer:          consumer,
-			// Every job is its own message group (and every webhook
-			// delivery): high-throughput FIFO.
+			// Many message groups (owners' slots, waiting messages'
+			// own groups): high-throughput FIFO.
 			DeduplicationScope:  DeduplicationScopeMessageGroup,
 			FifoThroughputLimit: FifoThroughputLimitPerMessageGroup,
 		})

@@ -105,10 +105,27 @@ type WebhookEndpoint struct {
 	URL       string    `dynamodbav:"url"`
 	Events    []string  `dynamodbav:"events"`
 	CreatedAt time.Time `dynamodbav:"createdAt"`
+	// Circuit is the state of the endpoint's circuit, kept on the
+	// endpoint's own item (FailWebhookEndpoint, ClearWebhookEndpoint);
+	// the summary's copies of it are not read.
+	Circuit WebhookCircuit `dynamodbav:"-"`
+}
+
+// WebhookCircuit is an endpoint's record of failed deliveries: its
+// consecutive failures, since when it has failed without a success between,
+// and until when its circuit is open (unix milliseconds; 0: none).
+type WebhookCircuit struct {
+	Failures       int   `dynamodbav:"circuitFailures,omitempty"`
+	FailingSinceMs int64 `dynamodbav:"failingSinceMs,omitempty"`
+	OpenUntilMs    int64 `dynamodbav:"circuitOpenUntilMs,omitempty"`
+	// DisabledAtMs is when the endpoint was disabled (after failing too
+	// long, or by its owner); 0: enabled.
+	DisabledAtMs int64 `dynamodbav:"disabledAtMs,omitempty"`
 }
 
 type webhookEndpointItem struct {
 	WebhookEndpoint
+	WebhookCircuit
 	Owner string `dynamodbav:"hooksOwner"`
 }
 
@@ -147,6 +164,7 @@ func (s *Store) WebhookEndpoints(ctx context.Context, owner string) ([]WebhookEn
 			if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 				return nil, fmt.Errorf("decoding a webhook endpoint: %w", err)
 			}
+			r.WebhookEndpoint.Circuit = r.WebhookCircuit
 			out = append(out, r.WebhookEndpoint)
 		}
 		if len(res.LastEvaluatedKey) == 0 {
@@ -174,7 +192,72 @@ func decodeWebhookEndpoint(id string, item map[string]types.AttributeValue) (Web
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return WebhookEndpoint{}, fmt.Errorf("decoding webhook endpoint %s: %w", id, err)
 	}
+	r.WebhookEndpoint.Circuit = r.WebhookCircuit
 	return r.WebhookEndpoint, nil
+}
+
+// FailWebhookEndpoint records one more consecutive failure of owner's
+// endpoint id at now (failingSince kept when set), opens its circuit until
+// openUntil when that is not zero, and disables the endpoint when disable
+// is set. One UpdateItem, conditional on the endpoint still existing;
+// ErrNotFound when it does not.
+func (s *Store) FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time, disable bool) error {
+	u := expression.Add(expression.Name("circuitFailures"), expression.Value(1)).
+		Set(expression.Name("failingSinceMs"), expression.IfNotExists(expression.Name("failingSinceMs"), expression.Value(now.UnixMilli())))
+	if !openUntil.IsZero() {
+		u = u.Set(expression.Name("circuitOpenUntilMs"), expression.Value(openUntil.UnixMilli()))
+	}
+	if disable {
+		u = u.Set(expression.Name("disabledAtMs"), expression.Value(now.UnixMilli()))
+	}
+	_, err := s.updateWebhookEndpoint(ctx, owner, id, u)
+	return err
+}
+
+// ClearWebhookEndpoint forgets the failures of owner's endpoint id and
+// closes its circuit (a delivery succeeded); ErrNotFound when it is gone.
+func (s *Store) ClearWebhookEndpoint(ctx context.Context, owner, id string) error {
+	_, err := s.updateWebhookEndpoint(ctx, owner, id, clearCircuit())
+	return err
+}
+
+func clearCircuit() expression.UpdateBuilder {
+	return expression.Remove(expression.Name("circuitFailures")).Remove(expression.Name("failingSinceMs")).Remove(expression.Name("circuitOpenUntilMs"))
+}
+
+// EnableWebhookEndpoint enables owner's endpoint id (its failures
+// forgotten, its circuit closed) or disables it at now, and returns it as
+// changed; ErrNotFound when there is no such endpoint.
+func (s *Store) EnableWebhookEndpoint(ctx context.Context, owner, id string, enabled bool, now time.Time) (WebhookEndpoint, error) {
+	u := clearCircuit().Remove(expression.Name("disabledAtMs"))
+	if !enabled {
+		u = expression.Set(expression.Name("disabledAtMs"), expression.Value(now.UnixMilli()))
+	}
+	item, err := s.updateWebhookEndpoint(ctx, owner, id, u)
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return decodeWebhookEndpoint(id, item)
+}
+
+// updateWebhookEndpoint applies u to owner's endpoint id, if it exists,
+// and returns the item as changed.
+func (s *Store) updateWebhookEndpoint(ctx context.Context, owner, id string, u expression.UpdateBuilder) (map[string]types.AttributeValue, error) {
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(expression.AttributeExists(expression.Name(resources.AttrPK))).Build()
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: keyOf(hooksPK(owner), webhookEndpointSK(id)),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnValues: types.ReturnValueAllNew})
+	var cond *types.ConditionalCheckFailedException
+	if errors.As(err, &cond) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating webhook endpoint %s: %w", id, err)
+	}
+	return out.Attributes, nil
 }
 
 // GetWebhookSummaries returns the summaries of owners, by owner, for those
@@ -308,6 +391,8 @@ type WebhookDelivery struct {
 	LastStatus int       `dynamodbav:"lastStatus"`
 	LastError  string    `dynamodbav:"lastError,omitempty"`
 	UpdatedAt  time.Time `dynamodbav:"updatedAt"`
+	// Disabled is set on the failure that disabled its endpoint.
+	Disabled bool `dynamodbav:"endpointDisabled,omitempty"`
 }
 
 func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, error) {

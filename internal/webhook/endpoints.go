@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,6 +58,10 @@ type EndpointStore interface {
 	// AddWebhookEndpoint stores a new endpoint and the summary next in one
 	// transaction; store.ErrExists when ep's id is taken.
 	AddWebhookEndpoint(ctx context.Context, owner string, ep store.WebhookEndpoint, next store.WebhookSummary, prev int64) error
+	// EnableWebhookEndpoint enables (its circuit closed, its failures
+	// forgotten) or disables one at now and returns it; store.ErrNotFound
+	// when there is no such endpoint.
+	EnableWebhookEndpoint(ctx context.Context, owner, id string, enabled bool, now time.Time) (store.WebhookEndpoint, error)
 	// RemoveWebhookEndpoint deletes an endpoint and stores the summary
 	// next in one transaction; store.ErrNotFound when there is no such
 	// endpoint.
@@ -112,6 +117,30 @@ type Endpoint struct {
 	URL       string    `json:"url"`
 	Events    []string  `json:"events"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Circuit is the endpoint's record of failed deliveries (Circuit).
+	Circuit store.WebhookCircuit `json:"-"`
+}
+
+// Enabled reports whether e receives deliveries: not disabled, after
+// failing too long (Circuit.DisableAfter) or by its owner.
+func (e Endpoint) Enabled() bool { return e.Circuit.DisabledAtMs == 0 }
+
+// MarshalJSON writes e as the API shows it: with enabled, and when it is
+// disabled, disabledAt.
+func (e Endpoint) MarshalJSON() ([]byte, error) {
+	out := struct {
+		ID         string     `json:"id"`
+		URL        string     `json:"url"`
+		Events     []string   `json:"events"`
+		CreatedAt  time.Time  `json:"createdAt"`
+		Enabled    bool       `json:"enabled"`
+		DisabledAt *time.Time `json:"disabledAt,omitempty"`
+	}{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt, Enabled: e.Enabled()}
+	if !out.Enabled {
+		at := time.UnixMilli(e.Circuit.DisabledAtMs).UTC()
+		out.DisabledAt = &at
+	}
+	return json.Marshal(out)
 }
 
 // endpoints are the endpoints of stored records.
@@ -240,6 +269,33 @@ func (s *Endpoints) Delete(ctx context.Context, owner, id string) error {
 		}
 		return err
 	})
+}
+
+// UpdateRequest is the body of PATCH /v1/webhooks/{id}.
+type UpdateRequest struct {
+	// Enabled enables the endpoint (its failures forgotten, its circuit
+	// closed) or disables it.
+	Enabled *bool `json:"enabled"`
+}
+
+// Update applies req to one of owner's endpoints and returns it; ErrNotFound
+// when there is no such endpoint. Deliveries already failed while it was
+// disabled are not made again.
+func (s *Endpoints) Update(ctx context.Context, owner, id string, req UpdateRequest) (Endpoint, error) {
+	if req.Enabled == nil {
+		return Endpoint{}, invalid.Field("enabled", "is required (true or false)")
+	}
+	if !ids.Valid(EndpointKind, id) {
+		return Endpoint{}, ErrNotFound
+	}
+	rec, err := s.cfg.Store.EnableWebhookEndpoint(ctx, owner, id, *req.Enabled, s.cfg.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return Endpoint{}, ErrNotFound
+	}
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return Endpoint(rec), nil
 }
 
 // Subscribed returns owner's endpoints, from a cache at most Cache old, so

@@ -274,6 +274,37 @@ func TestEndpointsCRUDAndRoles(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400", name, r.Status, r.Raw)
 		}
 	}
+	// Disabled and enabled again by its owner (PATCH).
+	if created.Body["enabled"] != true {
+		t.Errorf("a new endpoint: %s, want enabled", created.Raw)
+	}
+	off := b.Must(b.Call("PATCH", "/v1/webhooks/"+id, user, map[string]any{"enabled": false}), 200)
+	if off.Body["enabled"] != false || off.Body["disabledAt"] == nil || off.Body["url"] != "https://hooks.example.com/in" {
+		t.Errorf("disabled: %s, want enabled false with disabledAt", off.Raw)
+	}
+	if eps, _ := b.Must(b.Call("GET", "/v1/webhooks", user, nil), 200).Body["webhooks"].([]any); len(eps) != 1 || eps[0].(map[string]any)["enabled"] != false {
+		t.Errorf("the list after disabling: %v", eps)
+	}
+	on := b.Must(b.Call("PATCH", "/v1/webhooks/"+id, user, map[string]any{"enabled": true}), 200)
+	if _, at := on.Body["disabledAt"]; on.Body["enabled"] != true || at {
+		t.Errorf("enabled again: %s", on.Raw)
+	}
+	for name, c := range map[string]struct {
+		tok, id string
+		body    any
+		want    int
+	}{
+		"a service token":    {svc, id, map[string]any{"enabled": true}, 403},
+		"another user's":     {other, id, map[string]any{"enabled": true}, 404},
+		"a junk id":          {user, "whe_nonsense", map[string]any{"enabled": true}, 404},
+		"no enabled":         {user, id, map[string]any{}, 400},
+		"enabled not a bool": {user, id, map[string]any{"enabled": "yes"}, 400},
+		"an unknown field":   {user, id, map[string]any{"enabled": true, "url": "https://x.example.com/"}, 400},
+	} {
+		if r := b.Call("PATCH", "/v1/webhooks/"+c.id, c.tok, c.body); r.Status != c.want {
+			t.Errorf("PATCH by %s: %d %s, want %d", name, r.Status, r.Raw, c.want)
+		}
+	}
 	if r := b.Call("DELETE", "/v1/webhooks/whe_nonsense", user, nil); r.Status != 404 {
 		t.Errorf("DELETE of a junk id: %d, want 404", r.Status)
 	}

@@ -4,9 +4,12 @@
 // the owner's own secret: webhook-id (one per delivery, stable across its
 // retries), webhook-timestamp, webhook-signature "v1,<base64 HMAC-SHA256 of
 // id.timestamp.body>" (two during a secret rotation). A 10 s timeout, no
-// redirects followed, retries with backoff on 5xx, 429 and transport
-// errors, the delivery's state kept, and webhook.delivered /
-// webhook.failed events. Outside the local environment, targets that
+// redirects followed, retries on 5xx, 429 and transport errors over about a
+// day (Schedule), a circuit per endpoint (Circuit), the delivery's state
+// kept, and webhook.delivered / webhook.failed events. Deliveries run in
+// their owner's slots of the system tier (queue.Fairness.Webhooks), one
+// per endpoint at a time; a delivery that waits leaves the slot and comes
+// back to it (Verdict). Outside the local environment, targets that
 // resolve to private, loopback, link-local or metadata addresses are
 // refused, checked on the address actually dialled.
 package webhook
@@ -26,15 +29,11 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-// Defaults.
-const (
-	TimeoutDefault     = 10 * time.Second
-	MaxAttemptsDefault = 8
-)
+// TimeoutDefault is how long an attempt waits for its receiver.
+const TimeoutDefault = 10 * time.Second
 
 // DeliveryStore reads what a delivery sends and keeps the deliveries'
 // state (*store.Store: beside the job's events, "JOB#<id>" / "WH#<delivery>").
@@ -47,6 +46,13 @@ type DeliveryStore interface {
 	GetEvent(ctx context.Context, jobID string, seq int64) (store.EventRecord, error)
 	// PutWebhookDelivery records a delivery's state.
 	PutWebhookDelivery(ctx context.Context, dl store.WebhookDelivery) error
+	// FailWebhookEndpoint counts a failed attempt at owner's endpoint id,
+	// opening its circuit until openUntil when that is not zero and
+	// disabling it when disable is set;
+	// ClearWebhookEndpoint forgets its failures. Both are store.ErrNotFound
+	// when the endpoint is gone.
+	FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time, disable bool) error
+	ClearWebhookEndpoint(ctx context.Context, owner, id string) error
 	// FinishWebhookDelivery records it with fn's change of its job, in one
 	// transaction (from read, when not nil); store.ErrNotFound when the job
 	// is gone.
@@ -65,10 +71,14 @@ type Config struct {
 	Local bool
 	// Timeout per delivery (default 10s).
 	Timeout time.Duration
-	// Policy spaces the retries; MaxAttempts bounds them (default 8).
-	Policy retry.Policy
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Retries spaces the attempts and bounds them (zero fields: the
+	// defaults of Schedule, 15 attempts over about a day).
+	Retries Schedule
+	// Circuit opens an endpoint's circuit after consecutive failures
+	// (zero fields: the defaults of Circuit).
+	Circuit Circuit
+	Now     func() time.Time
+	Logger  *slog.Logger
 	// Transport overrides the HTTP transport (tests); the SSRF guard is
 	// added to the default one only.
 	Transport http.RoundTripper
@@ -89,9 +99,8 @@ func New(cfg Config) *Deliverer {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = TimeoutDefault
 	}
-	if cfg.Policy.MaxAttempts == 0 {
-		cfg.Policy = retry.Policy{Base: 2 * time.Second, Max: 10 * time.Minute, MaxAttempts: MaxAttemptsDefault}
-	}
+	cfg.Retries = cfg.Retries.withDefaults()
+	cfg.Circuit = cfg.Circuit.withDefaults()
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -113,15 +122,42 @@ func New(cfg Config) *Deliverer {
 	return &Deliverer{cfg: cfg, client: client, guard: guard}
 }
 
-// Verdict tells the consumer what to do with the message.
+// Verdict tells the consumer what to do with the message: Done deletes
+// it; Readmit sends it back to the owner's slot it waited out of; else it
+// comes back after RetryIn, as Next when that is set (a message in an
+// owner's slot leaves it to wait, carrying its attempts and due time).
 type Verdict struct {
 	Done    bool
 	RetryIn time.Duration
+	Readmit bool
+	Next    *queue.Message
 }
 
-// Deliver makes one attempt at the delivery m names; attempt is 1-based
-// (the message's receive count).
-func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (Verdict, error) {
+// Deliver makes one attempt at the delivery m names; receives is the
+// message's receive count (1-based), added to the attempts the message
+// says were made before it. A delivery waiting out of its owner's slot
+// makes no attempt: it waits until it is due, then goes back to the slot.
+func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, receives int) (Verdict, error) {
+	now := d.cfg.Now()
+	if m.Waits() {
+		if wait := m.RetryAt.Sub(now); wait > 0 {
+			return Verdict{RetryIn: wait}, nil
+		}
+		return Verdict{Readmit: true}, nil
+	}
+	attempt := m.Attempts + max(receives, 1)
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d.cfg.Timeout+time.Second {
+		// Not enough of the invocation left for a whole attempt: back to
+		// the slot's end, no attempt spent.
+		next := m
+		next.RetryAt = now
+		return Verdict{RetryIn: time.Second, Next: &next}, nil
+	}
+	return d.attempt(ctx, m, attempt)
+}
+
+// attempt makes the attempt-th attempt at m's delivery.
+func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (Verdict, error) {
 	r, err := d.read(ctx, m)
 	if errors.Is(err, store.ErrNotFound) {
 		return Verdict{Done: true}, nil // retention removed the job meanwhile
@@ -138,6 +174,22 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 			return Verdict{Done: true}, nil
 		}
 		target = r.endpoint.URL
+		if r.endpoint.Circuit.DisabledAtMs != 0 {
+			// Disabled (failing too long, or by its owner): the delivery
+			// fails at once, no connection made.
+			log.InfoContext(ctx, "webhook endpoint disabled; delivery failed", "endpoint", m.Endpoint)
+			dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target,
+				Attempts: attempt - 1, Status: "failed", LastError: "the endpoint is disabled"}
+			return Verdict{Done: true}, d.save(ctx, dl)
+		}
+		if until, open := OpenUntil(r.endpoint.Circuit, d.cfg.Now()); open {
+			// The endpoint's circuit is open: wait for it, no attempt
+			// spent, no connection made.
+			next := m
+			next.Attempts, next.RetryAt = attempt-1, until
+			log.InfoContext(ctx, "webhook deferred: the endpoint's circuit is open", "endpoint", m.Endpoint, "until", until.UTC().Format(time.RFC3339))
+			return Verdict{RetryIn: until.Sub(d.cfg.Now()), Next: &next}, nil
+		}
 	}
 	keys, err := d.cfg.Keys.SigningKeys(ctx, ev.Owner)
 	if err != nil {
@@ -151,6 +203,9 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	case sendErr == nil && status >= 200 && status < 300:
 		dl.Status = "delivered"
 		log.InfoContext(ctx, "webhook delivered", "status", status)
+		if err := d.closeCircuit(ctx, ev.Owner, r.endpoint); err != nil {
+			return Verdict{}, err
+		}
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered, r.job)
 	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbidden):
 		dl.Status, dl.LastError = "failed", sendErr.Error()
@@ -166,15 +221,26 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, attempt int) (
 	} else {
 		dl.LastError = fmt.Sprintf("the receiver answered %d", status)
 	}
-	if attempt >= d.cfg.Policy.MaxAttempts {
+	disabled, err := d.failCircuit(ctx, ev.Owner, r.endpoint, log)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if disabled {
+		dl.Status, dl.Disabled = "failed", true
+		dl.LastError += "; the endpoint is disabled: it has failed for longer than " + d.cfg.Circuit.DisableAfter.String()
+		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
+	}
+	if attempt >= d.cfg.Retries.Attempts {
 		dl.Status = "failed"
 		log.WarnContext(ctx, "webhook failed: attempts spent", "error", dl.LastError)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	dl.Status = "retrying"
-	wait := max(d.cfg.Policy.Backoff(attempt), time.Second)
+	wait := d.cfg.Retries.Wait(attempt)
 	log.InfoContext(ctx, "webhook will retry", "error", dl.LastError, "retry_in", wait.String())
-	return Verdict{RetryIn: wait}, d.save(ctx, dl)
+	next := m
+	next.Attempts, next.RetryAt = attempt, d.cfg.Now().Add(wait)
+	return Verdict{RetryIn: wait, Next: &next}, d.save(ctx, dl)
 }
 
 func (d *Deliverer) send(ctx context.Context, target, eventType, delivery string, body []byte, keys [][]byte) (int, error) {
@@ -268,6 +334,46 @@ func (d *Deliverer) readEndpoint(ctx context.Context, m queue.Message, r *delive
 	return nil
 }
 
+// failCircuit counts a failed attempt at ep (nil: a job's webhookUrl,
+// which has no circuit), opening its circuit when the failures reach the
+// threshold, and disabling the endpoint when it has failed for longer than
+// DisableAfter (disabled).
+func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint, log *slog.Logger) (disabled bool, err error) {
+	if ep == nil {
+		return false, nil
+	}
+	now := d.cfg.Now()
+	failures := ep.Circuit.Failures + 1
+	var until time.Time
+	if open := d.cfg.Circuit.OpenFor(failures); open > 0 {
+		until = now.Add(open)
+		log.WarnContext(ctx, "webhook endpoint's circuit opened", "endpoint", ep.ID, "failures", failures, "until", until.UTC().Format(time.RFC3339))
+	}
+	disabled = d.cfg.Circuit.Disables(ep.Circuit, now)
+	if disabled {
+		log.WarnContext(ctx, "webhook endpoint disabled: failing too long", "endpoint", ep.ID, "failures", failures,
+			"failing_since", time.UnixMilli(ep.Circuit.FailingSinceMs).UTC().Format(time.RFC3339))
+	}
+	err = d.cfg.Store.FailWebhookEndpoint(ctx, owner, ep.ID, now, until, disabled)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return disabled, nil
+}
+
+// closeCircuit forgets ep's failures after a success (no write when it
+// had none).
+func (d *Deliverer) closeCircuit(ctx context.Context, owner string, ep *Endpoint) error {
+	if ep == nil || ep.Circuit == (store.WebhookCircuit{}) {
+		return nil
+	}
+	err := d.cfg.Store.ClearWebhookEndpoint(ctx, owner, ep.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // save records the delivery's state (a retry to come).
 func (d *Deliverer) save(ctx context.Context, dl store.WebhookDelivery) error {
 	dl.UpdatedAt = d.cfg.Now().UTC()
@@ -296,6 +402,9 @@ func webhookDetail(dl store.WebhookDelivery) map[string]string {
 	d := map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)}
 	if dl.Endpoint != "" {
 		d["endpoint"] = dl.Endpoint
+	}
+	if dl.Disabled {
+		d["endpointDisabled"] = "true"
 	}
 	return d
 }

@@ -34,10 +34,12 @@ type Bundle struct {
 
 // Setup starts a local stack for t on freshly provisioned resources of the
 // emulators, with compressed timings (a 200 ms heartbeat, 100–500 ms
-// retries) under env's variables, and stops it when t ends.
+// retries of jobs and of webhooks) under env's variables, and stops it
+// when t ends.
 func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	t.Helper()
-	merged := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "100ms", "CONVEYOR_RETRY_MAX": "500ms"}
+	merged := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "100ms", "CONVEYOR_RETRY_MAX": "500ms",
+		"CONVEYOR_WEBHOOK_RETRY_BASE": "100ms", "CONVEYOR_WEBHOOK_RETRY_MAX": "500ms"}
 	for k, v := range env {
 		merged[k] = v
 	}
