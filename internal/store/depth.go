@@ -54,7 +54,10 @@ func ShardBound(bound int) int { return (bound + DepthShards - 1) / DepthShards 
 
 // backlogMarkKey is the sweep index partition that lists the counters of
 // owners with a backlog, spread over the index's shards by owner.
-func backlogMarkKey(owner string) string { return "backlogs#" + strconv.Itoa(shard(owner)) }
+func backlogMarkKey(owner string) string { return backlogMarksKey(shard(owner)) }
+
+// backlogMarksKey is the sweep index partition of shard n's backlog marks.
+func backlogMarksKey(n int) string { return "backlogs#" + strconv.Itoa(n) }
 
 // backlogKey is the sweep index partition of owner's backlog in tier,
 // ordered by when each job was queued.
@@ -174,7 +177,7 @@ type Depth struct {
 func (s *Store) QueueDepth(ctx context.Context, owner string, tier job.Tier) (Depth, error) {
 	sum := Depth{Owner: owner, Tier: tier}
 	for k := range DepthShards {
-		d, err := s.depthShard(ctx, owner, tier, k)
+		d, err := s.readDepth(ctx, owner, tier, k)
 		if err != nil {
 			return Depth{}, err
 		}
@@ -184,8 +187,8 @@ func (s *Store) QueueDepth(ctx context.Context, owner string, tier job.Tier) (De
 	return sum, nil
 }
 
-// depthShard reads owner's counts in shard k of tier.
-func (s *Store) depthShard(ctx context.Context, owner string, tier job.Tier, k int) (Depth, error) {
+// readDepth reads owner's counts in shard k of tier.
+func (s *Store) readDepth(ctx context.Context, owner string, tier job.Tier, k int) (Depth, error) {
 	var d Depth
 	if _, _, err := s.getRaw(ctx, depthPK(owner, tier, k), depthSK, &d); err != nil {
 		return Depth{}, err
@@ -203,7 +206,7 @@ func (s *Store) Backlogs(ctx context.Context, shards []int) ([]Depth, error) {
 		if shards != nil && !slices.Contains(shards, n) {
 			continue
 		}
-		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value("backlogs#" + strconv.Itoa(n)))
+		kc := expression.Key(resources.AttrSweepKey).Equal(expression.Value(backlogMarksKey(n)))
 		e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 		if err != nil {
 			return nil, err
@@ -226,7 +229,7 @@ func (s *Store) Backlogs(ctx context.Context, shards []int) ([]Depth, error) {
 				if !ok {
 					continue
 				}
-				d, err := s.depthShard(ctx, owner, tier, k)
+				d, err := s.readDepth(ctx, owner, tier, k)
 				if err != nil {
 					return nil, err
 				}

@@ -114,13 +114,10 @@ func (s *Service) Normalize(r SubmitRequest) SubmitRequest {
 
 func (s *Service) normalize(r SubmitRequest) (SubmitRequest, error) {
 	n := SubmitRequest{
-		Type:       strings.ToLower(strings.TrimSpace(r.Type)),
+		Type:       kindName(r.Type),
 		WebhookURL: strings.TrimSpace(r.WebhookURL),
 		Items:      r.Items,
 		Params:     r.Params,
-	}
-	if n.Type == "" {
-		n.Type = DefaultType
 	}
 	if r.ScheduleAt != nil {
 		t := r.ScheduleAt.UTC().Truncate(time.Second)
@@ -136,6 +133,15 @@ func (s *Service) normalize(r SubmitRequest) (SubmitRequest, error) {
 	}
 	n.Items, n.Params = spec.Items, spec.Params
 	return n, nil
+}
+
+// kindName is a request's type as the kinds are named: lower case, and
+// DefaultType when it names none.
+func kindName(t string) string {
+	if t = strings.ToLower(strings.TrimSpace(t)); t == "" {
+		return DefaultType
+	}
+	return t
 }
 
 func quoted(names []string) []string {
@@ -217,11 +223,7 @@ func (s *Service) JoinSecrets(req SubmitRequest, secrets []byte) (SubmitRequest,
 }
 
 func (s *Service) secrets(req SubmitRequest) (job.SecretsFront, bool) {
-	t := strings.ToLower(strings.TrimSpace(req.Type))
-	if t == "" {
-		t = DefaultType
-	}
-	f, ok := s.cfg.Kinds.Get(t)
+	f, ok := s.cfg.Kinds.Get(kindName(req.Type))
 	if !ok {
 		return nil, false
 	}

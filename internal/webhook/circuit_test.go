@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	simclock "github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
@@ -67,11 +67,8 @@ func TestAnEndpointsCircuitOpensAndCloses(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t)
 	ctx := context.Background()
-	now := time.Now()
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	d := webhook.New(webhook.Config{Store: b.st, Keys: b.keys, Endpoints: b.endpoints, Local: true, Now: clock,
+	clk := simclock.NewSimulated(time.Now())
+	d := webhook.New(webhook.Config{Store: b.st, Keys: b.keys, Endpoints: b.endpoints, Local: true, Now: clk.Now,
 		Circuit: webhook.Circuit{Failures: 2, Cooldown: time.Minute, Max: 10 * time.Minute, DisableAfter: time.Hour},
 		Retries: webhook.Schedule{Base: time.Second, Max: time.Second, Attempts: 20}})
 	rec, ep := b.endpoint(t)
@@ -115,7 +112,7 @@ func TestAnEndpointsCircuitOpensAndCloses(t *testing.T) {
 		t.Fatalf("first failure: %+v, %d calls, circuit %+v: want a retry, the circuit closed", v, calls(), circuit())
 	}
 	v = attempt(v)
-	opened := clock().Add(time.Minute)
+	opened := clk.Now().Add(time.Minute)
 	if c := circuit(); calls() != 2 || c.Failures != 2 || c.OpenUntilMs != opened.UnixMilli() {
 		t.Fatalf("second failure: circuit %+v, %d calls: want it open until %s", c, calls(), opened)
 	}
@@ -123,12 +120,12 @@ func TestAnEndpointsCircuitOpensAndCloses(t *testing.T) {
 	if v.Done || v.Next == nil || !v.Next.RetryAt.Equal(time.UnixMilli(opened.UnixMilli())) || v.Next.Attempts != 2 || calls() != 2 {
 		t.Fatalf("while open: %+v, %d calls: want to wait for the circuit, no call, no attempt spent", v, calls())
 	}
-	advance(time.Minute + time.Second)
+	clk.Advance(time.Minute + time.Second)
 	v = attempt(v) // the probe fails: open twice as long
-	if c := circuit(); calls() != 3 || c.Failures != 3 || c.OpenUntilMs != clock().Add(2*time.Minute).UnixMilli() {
+	if c := circuit(); calls() != 3 || c.Failures != 3 || c.OpenUntilMs != clk.Now().Add(2*time.Minute).UnixMilli() {
 		t.Fatalf("a failed probe: circuit %+v, %d calls: want it open 2m", c, calls())
 	}
-	advance(2*time.Minute + time.Second)
+	clk.Advance(2*time.Minute + time.Second)
 	v = attempt(v)
 	if !v.Done || calls() != 4 || rec.delivered() != 1 || circuit() != (store.WebhookCircuit{}) {
 		t.Fatalf("the probe that succeeds: %+v, %d calls, circuit %+v: want delivered, the circuit closed and its failures forgotten", v, calls(), circuit())
@@ -148,11 +145,8 @@ func TestAnEndpointFailingTooLongIsDisabledThenEnabled(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t)
 	ctx := context.Background()
-	now := time.Now()
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-	d := webhook.New(webhook.Config{Store: b.st, Keys: b.keys, Endpoints: b.endpoints, Local: true, Now: clock,
+	clk := simclock.NewSimulated(time.Now())
+	d := webhook.New(webhook.Config{Store: b.st, Keys: b.keys, Endpoints: b.endpoints, Local: true, Now: clk.Now,
 		Circuit: webhook.Circuit{Failures: 2, Cooldown: time.Minute, Max: time.Minute, DisableAfter: time.Hour},
 		Retries: webhook.Schedule{Base: time.Second, Max: time.Second, Attempts: 100}})
 	// A receiver that does not check the signature's timestamp: the
@@ -192,17 +186,17 @@ func TestAnEndpointFailingTooLongIsDisabledThenEnabled(t *testing.T) {
 			t.Fatalf("a failure: %+v %v", v, err)
 		}
 		m = *v.Next
-		advance(time.Second)
+		clk.Advance(time.Second)
 	}
 	for range 3 { // probes fail for an hour
-		advance(19 * time.Minute)
+		clk.Advance(19 * time.Minute)
 		v, err := d.Deliver(ctx, m, 1)
 		if err != nil || v.Done || v.Next == nil {
 			t.Fatalf("a failed probe: %+v %v", v, err)
 		}
 		m = *v.Next
 	}
-	advance(5 * time.Minute)
+	clk.Advance(5 * time.Minute)
 	v, err := d.Deliver(ctx, m, 1)
 	if err != nil || !v.Done || calls() != 6 {
 		t.Fatalf("the failure that finds it failing for over an hour: %+v %v, %d calls: want the delivery failed", v, err, calls())
