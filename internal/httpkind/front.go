@@ -241,48 +241,69 @@ func (f *Kind) Prepare(ctx context.Context, owner string, s job.Spec, j *job.Job
 // SplitSecrets returns the spec with its header values Redacted and the
 // values themselves (nil when it has no headers), for a template kept
 // beyond one job (job.SecretsFront): a recurring schedule seals them
-// apart.
+// apart. The rest of the params stays as given.
 func (f *Kind) SplitSecrets(s job.Spec) (job.Spec, []byte, error) {
-	var p Params
-	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return s, nil, fmt.Errorf("httpkind: reading params: %w", err)
-	}
-	if len(p.Headers) == 0 {
-		return s, nil, nil
-	}
-	secrets, err := json.Marshal(p.Headers)
-	if err != nil {
-		return s, nil, err
-	}
-	p.Headers = RedactHeaders(p.Headers)
-	doc, err := job.DocOf(p)
+	var secrets []byte
+	out, err := withHeaders(s, func(h map[string]string) error {
+		var err error
+		secrets, err = json.Marshal(h)
+		for k := range h {
+			h[k] = Redacted
+		}
+		return err
+	})
 	if err != nil {
 		clear(secrets)
 		return s, nil, err
 	}
-	s.Params = json.RawMessage(doc)
-	return s, secrets, nil
+	return out, secrets, nil
 }
 
 // JoinSecrets puts the header values SplitSecrets took back into the
 // spec: each header the spec names gets its value.
 func (f *Kind) JoinSecrets(s job.Spec, secrets []byte) (job.Spec, error) {
-	var p Params
-	if err := json.Unmarshal(s.Params, &p); err != nil {
-		return s, fmt.Errorf("httpkind: reading params: %w", err)
-	}
 	var values map[string]string
 	if err := json.Unmarshal(secrets, &values); err != nil {
 		return s, errors.New("httpkind: the sealed header values do not read")
 	}
-	for k := range p.Headers {
-		v, ok := values[k]
-		if !ok {
-			return s, fmt.Errorf("httpkind: no sealed value for header %q", k)
+	return withHeaders(s, func(h map[string]string) error {
+		for k := range h {
+			v, ok := values[k]
+			if !ok {
+				return fmt.Errorf("httpkind: no sealed value for header %q", k)
+			}
+			h[k] = v
 		}
-		p.Headers[k] = v
+		return nil
+	})
+}
+
+// withHeaders returns s with its params' headers changed by change, every
+// other field of the params as it was; params without headers are s as it
+// is, change not called.
+func withHeaders(s job.Spec, change func(map[string]string) error) (job.Spec, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(s.Params, &fields); err != nil {
+		return s, fmt.Errorf("httpkind: reading params: %w", err)
 	}
-	doc, err := job.DocOf(p)
+	var h map[string]string
+	if raw, ok := fields["headers"]; ok {
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return s, fmt.Errorf("httpkind: reading params.headers: %w", err)
+		}
+	}
+	if len(h) == 0 {
+		return s, nil
+	}
+	if err := change(h); err != nil {
+		return s, err
+	}
+	raw, err := job.Marshal(h)
+	if err != nil {
+		return s, err
+	}
+	fields["headers"] = raw
+	doc, err := job.DocOf(fields)
 	if err != nil {
 		return s, err
 	}

@@ -101,6 +101,9 @@ func TestSplitSecretsRedactsAndJoinPutsBack(t *testing.T) {
 	if strings.Contains(string(kept.Params), "s3cret") || !strings.Contains(string(kept.Params), `"Authorization":"`+httpkind.Redacted+`"`) {
 		t.Errorf("kept params %s, want every header value redacted", kept.Params)
 	}
+	if strings.Contains(string(kept.Params), "timeoutMs") {
+		t.Errorf("kept params %s, want the params as given (no field added)", kept.Params)
+	}
 	back, err := k.JoinSecrets(kept, secrets)
 	if err != nil {
 		t.Fatal(err)
