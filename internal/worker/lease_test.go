@@ -79,6 +79,20 @@ func queued(t *testing.T, b *awstest.Bundle, tier job.Tier) []queueMsg {
 	return out
 }
 
+// sent waits until tier's queue hands out at least one message and returns
+// what it holds: a message the API sent before it answered is in the queue,
+// but a receive may come back empty on a loaded emulator (as SQS's own
+// receives may), so one empty receive is not proof of absence; the deadline
+// only bounds a hang.
+func sent(t *testing.T, b *awstest.Bundle, tier job.Tier) []queueMsg {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if ms := queued(t, b, tier); len(ms) > 0 || time.Now().After(end) {
+			return ms
+		}
+	}
+}
+
 type queueMsg struct {
 	queue.Message
 	url, receipt, group string
@@ -116,7 +130,9 @@ func drain(t *testing.T, b *awstest.Bundle, tier job.Tier, pub *worker.Worker, r
 			break
 		}
 		for _, m := range ms {
-			out = append(out, m.run(t, b, pub))
+			v := m.run(t, b, pub)
+			t.Logf("drain: job %s send %d group %s: %+v", m.JobID, m.Send, m.group, v)
+			out = append(out, v)
 		}
 	}
 	return out
@@ -206,7 +222,7 @@ func testTwoWorkersOneHeldCall(t *testing.T, late bool, interrupt func(b *awstes
 	clk := newClock()
 	a, w := newWorker(b, "w-A", gate, clk.Now), newWorker(b, "w-B", app.API, nil)
 	id := submit(b, tok, "held", 1)
-	first := queued(t, b, job.Medium)
+	first := sent(t, b, job.Medium)
 	if len(first) != 1 || first[0].JobID != id {
 		t.Fatalf("queued: %+v, want the job's message", first)
 	}
