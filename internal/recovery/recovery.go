@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -125,6 +126,10 @@ type Result struct {
 	Requeued int
 	// FailedStuck of those orphans, whose attempts were spent.
 	FailedStuck int
+	// Behind counts queued jobs not received for StuckAfter whose owner's
+	// messages were moving (mayBeLost): their messages wait in the queue
+	// behind the owner's others, so nothing was sent.
+	Behind int
 	// Staled finished jobs (first retention stage).
 	Staled int
 	// Unparked jobs whose wait in the table was over, sent again.
@@ -300,9 +305,24 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 	// partitions are not read. Running jobs are stuck whatever the tier.
 	paused := r.paused(ctx)
 	scan := r.cfg.Store.ScanDue(stuckBefore, running(paused), job.Queued, job.Running)
+	shards := newProgress(r.cfg.Store)
 	st, err := sweep(ctx, r, SweepStuck, scan, scan.Jobs, until, r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.Status == job.Queued && paused[j.Tier] {
 			return skipped, nil // an item keyed before its tier was (see store.ScanDue)
+		}
+		// (The sweep index does not carry whether the job is counted: an
+		// uncounted job's shard is absent, which reads as standing still.)
+		if j.Status == job.Queued && r.stuck(&j, stuckBefore, now) {
+			d, err := shards.read(ctx, &j)
+			if err != nil {
+				return lost, err
+			}
+			if !mayBeLost(&j, d, r.cfg.StuckAfter, now) {
+				// Nothing is written: the job stays due, so the next
+				// run reads the shard again (an index entry and a
+				// cached read; a write each time would cost more).
+				return behind, nil
+			}
 		}
 		failed := false
 		ok, err := r.requeue(ctx, j.ID, func(cur *job.Job) error {
@@ -330,12 +350,13 @@ func (r *Recoverer) Run(ctx context.Context) (Result, error) {
 		return r.outcome(ok, err)
 	})
 	res.Orphans, res.Requeued, res.FailedStuck, res.Lost = st.Done+st.Failed+st.Lost, st.Done, st.Failed, st.Lost
+	res.Behind = st.Behind
 	res.add(st)
 	if err != nil {
 		return res, fmt.Errorf("recovering stuck jobs: %w", err)
 	}
 	r.cfg.Logger.InfoContext(ctx, "recovery run", "orphans", res.Orphans, "requeued", res.Requeued,
-		"failed_stuck", res.FailedStuck, "lost_races", res.Lost, "left", res.Left)
+		"failed_stuck", res.FailedStuck, "behind", res.Behind, "lost_races", res.Lost, "left", res.Left)
 	if res != (Result{}) { // an idle run costs only its queries
 		if err := r.cfg.Store.RecordRecovery(ctx, store.RecoveryRun{At: now, Orphans: res.Orphans, Requeued: res.Requeued,
 			FailedStuck: res.FailedStuck, Lost: res.Lost}); err != nil {
@@ -399,6 +420,57 @@ func (r *Recoverer) stuck(j *job.Job, before, now time.Time) bool {
 		return (j.HeartbeatAt == nil || !j.HeartbeatAt.After(before)) && (j.LeaseUntil == nil || !j.LeaseUntil.After(now))
 	}
 	return false
+}
+
+// mayBeLost reports whether the message of j, a queued job not received
+// since before StuckAfter, may be lost, d being the owner's counter shard
+// that j is counted in. A message SendMessage took stays in the queue until
+// it is received (or moved to the DLQ, which the DLQ's own path returns):
+// what can be lost is a send that never happened (the process died, or
+// SQS refused, between the job's write and its send). Recovery cannot look
+// into the queue, so it reads the sign the shard keeps (store.Depth.Left):
+// the owner's messages move when one of the shard's jobs left the queue
+// after a run within StuckAfter, and j's is among them then — unless a job
+// queued more than StuckAfter after j already ran, which a FIFO delivery
+// of the owner's slots would not do while j's message were there. So a
+// backlog older than StuckAfter that drains is left alone, and j is
+// re-sent when its owner's messages stand still or went past it.
+func mayBeLost(j *job.Job, d store.Depth, stuckAfter time.Duration, now time.Time) bool {
+	if d.Left == nil || d.Left.Before(now.Add(-stuckAfter)) {
+		return true
+	}
+	return j.QueuedAt == nil || d.LeftQueued != nil && d.LeftQueued.After(j.QueuedAt.Add(stuckAfter))
+}
+
+// progress reads, once per run, the counter shards the stuck sweep's
+// queued jobs are counted in.
+type progress struct {
+	st   *store.Store
+	mu   sync.Mutex
+	seen map[string]store.Depth
+}
+
+func newProgress(st *store.Store) *progress {
+	return &progress{st: st, seen: map[string]store.Depth{}}
+}
+
+// read returns the shard j is counted in.
+func (p *progress) read(ctx context.Context, j *job.Job) (store.Depth, error) {
+	key := store.JobDepthKey(j.Owner, j.Tier, j.ID)
+	p.mu.Lock()
+	d, ok := p.seen[key]
+	p.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	d, err := p.st.JobDepth(ctx, j.Owner, j.Tier, j.ID)
+	if err != nil {
+		return store.Depth{}, fmt.Errorf("reading the queue depth of %s: %w", j.Owner, err)
+	}
+	p.mu.Lock()
+	p.seen[key] = d
+	p.mu.Unlock()
+	return d, nil
 }
 
 var errSkip = errors.New("skip")

@@ -27,6 +27,10 @@ type SweepStats struct {
 	// Lost counts the items another writer changed first; Skipped those
 	// it found due but let be (no longer due on the fresh copy).
 	Lost, Skipped int
+	// Behind counts the queued jobs the stuck sweep found unreceived but
+	// behind their owner's moving messages: looked at again later, not
+	// re-sent.
+	Behind int
 	// Read counts the items its queries returned; Queries the queries
 	// (pages, and the count of what is left).
 	Read, Queries int
@@ -47,6 +51,9 @@ const (
 	failedStuck
 	lost
 	skipped
+	// behind: a queued job not received for StuckAfter whose owner's
+	// messages move; nothing sent (Recoverer.mayBeLost).
+	behind
 )
 
 // page reads the next page of a scan: jobs or uploads, as the sweep needs.
@@ -114,6 +121,8 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 					st.Lost++
 				case skipped:
 					st.Skipped++
+				case behind:
+					st.Behind++
 				}
 			})
 		}
@@ -137,7 +146,7 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 // report logs a sweep's figures and hands them to Config.Report.
 func (r *Recoverer) report(ctx context.Context, st SweepStats) {
 	r.cfg.Logger.InfoContext(ctx, "sweep", "sweep", st.Sweep, "done", st.Done, "failed", st.Failed, "lost", st.Lost,
-		"skipped", st.Skipped, "read", st.Read, "queries", st.Queries, "left", st.Left, "complete", st.Complete,
+		"skipped", st.Skipped, "behind", st.Behind, "read", st.Read, "queries", st.Queries, "left", st.Left, "complete", st.Complete,
 		"elapsed_ms", st.Elapsed.Milliseconds())
 	if r.cfg.Report != nil {
 		r.cfg.Report(ctx, st)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -136,6 +137,11 @@ func (s *Store) depthOp(j *job.Job, c depthChange, fromBacklog bool) (types.Tran
 		Set(expression.Name("tier"), expression.Value(string(j.Tier))).
 		Set(expression.Name("plan"), expression.Value(j.Plan)).
 		Set(expression.Name("shard"), expression.Value(depthShard(j.ID)))
+	if at, queued, ok := leftAfterARun(j, c); ok {
+		// Progress: a job received from the queue left it (Depth.Left).
+		upd = upd.Set(expression.Name("left"), expression.Value(at)).
+			Set(expression.Name("leftQueued"), expression.Value(queued))
+	}
 	if c.mark {
 		upd = upd.Set(expression.Name(resources.AttrSweepKey), expression.Value(backlogMarkKey(j.Owner))).
 			Set(expression.Name(resources.AttrSweepAt), expression.Value("0"))
@@ -160,6 +166,21 @@ func (s *Store) depthOp(j *job.Job, c depthChange, fromBacklog bool) (types.Tran
 	}}, nil
 }
 
+// leftAfterARun reports whether c takes j out of the queue after it was
+// received from it (it ran since it was last queued: a heartbeat at or
+// after that), and when it left and had been queued; a job cancelled or
+// stopped before any delivery is no sign that the queue moves.
+func leftAfterARun(j *job.Job, c depthChange) (at, queued time.Time, ok bool) {
+	if c.dn >= 0 || j.QueuedAt == nil || j.HeartbeatAt == nil || j.HeartbeatAt.Before(*j.QueuedAt) {
+		return time.Time{}, time.Time{}, false
+	}
+	at = j.UpdatedAt
+	if j.FinishedAt != nil {
+		at = *j.FinishedAt
+	}
+	return at.UTC(), j.QueuedAt.UTC(), true
+}
+
 // Depth is an owner's count in one tier, or in one shard of it.
 type Depth struct {
 	Owner string   `dynamodbav:"owner"`
@@ -170,6 +191,26 @@ type Depth struct {
 	InQueue int `dynamodbav:"n"`
 	// Backlog counts the owner's jobs waiting in its backlog.
 	Backlog int `dynamodbav:"b"`
+	// Left is when the last of the shard's jobs that had been received
+	// from the queue left it (finished), and LeftQueued when that job had
+	// been queued: the sign that the owner's messages move, which
+	// recovery reads before it re-sends a job of the shard (a message
+	// SendMessage took stays in the queue: only one never sent is lost).
+	// Written in the finishing job's own transaction, so they cost no
+	// write of their own.
+	Left       *time.Time `dynamodbav:"left,omitempty"`
+	LeftQueued *time.Time `dynamodbav:"leftQueued,omitempty"`
+}
+
+// JobDepthKey names the counter shard that job id of owner is counted in
+// (the key of JobDepth's item).
+func JobDepthKey(owner string, tier job.Tier, id string) string {
+	return depthPK(owner, tier, depthShard(id))
+}
+
+// JobDepth reads the counter shard that job id of owner is counted in.
+func (s *Store) JobDepth(ctx context.Context, owner string, tier job.Tier, id string) (Depth, error) {
+	return s.readDepth(ctx, owner, tier, depthShard(id))
 }
 
 // QueueDepth reads owner's counts in tier, summed over the shards

@@ -1,0 +1,143 @@
+package recovery_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/worker"
+)
+
+// deliverOne receives one message of tier's queue (the oldest the queue
+// hands out), runs it as the consumer would and deletes it when done; it
+// reports whether there was one.
+func (b *bundle) deliverOne(tier job.Tier) bool {
+	b.T.Helper()
+	ctx := context.Background()
+	url := b.Stack.Config.QueueURLs[tier]
+	r, err := b.Stack.App.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1, VisibilityTimeout: 30})
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	if len(r.Messages) == 0 {
+		return false
+	}
+	m := r.Messages[0]
+	msg, err := queue.Decode(aws.ToString(m.Body))
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	v, err := b.Stack.App.Publisher.Run(ctx, worker.Delivery{JobID: msg.JobID, Owner: msg.Owner, Uploads: msg.Uploads, Receives: 1})
+	if err != nil {
+		b.T.Fatalf("delivery of %s: %v", msg.JobID, err)
+	}
+	if !v.Done {
+		b.T.Fatalf("delivery of %s not done: %+v", msg.JobID, v)
+	}
+	if _, err := b.Stack.App.Clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		b.T.Fatal(err)
+	}
+	return true
+}
+
+// TestADrainingBacklogOlderThanStuckAfterIsNotResent: one owner's 60 jobs
+// in the queue drain at two a minute, so the last wait half an hour —
+// longer than STUCK_AFTER (20m). Their messages are all in the queue and
+// moving, so recovery, running every minute, sends none of them again (a
+// re-send would double the owner's messages: each a receive and a read
+// for nothing, and work the tier's consumers do for one owner while the
+// others wait); it reports them as behind. Every job publishes once. A
+// message that really is lost is still re-sent: TestStoredButNeverSentIsSent
+// and TestRunRescuesWhatIsStuckAndOnlyThat.
+func TestADrainingBacklogOlderThanStuckAfterIsNotResent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 60
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = b.submit(nil)
+	}
+	tier := b.job(ids[0]).Tier
+	requeued, behind := 0, 0
+	for minute := 1; minute <= n/2+5; minute++ {
+		b.clk.Advance(time.Minute)
+		for range 2 {
+			b.deliverOne(tier)
+		}
+		res, err := b.Stack.App.Recoverer.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requeued += res.Requeued
+		behind += res.Behind
+	}
+	for b.deliverOne(tier) {
+	}
+	if requeued != 0 {
+		t.Errorf("recovery re-sent %d messages of a backlog that was draining, want none", requeued)
+	}
+	if behind == 0 {
+		t.Errorf("no job was found behind its owner's moving messages: the backlog never waited past STUCK_AFTER, so the test shows nothing")
+	}
+	for _, id := range ids {
+		if j := b.job(id); j.Status != job.Succeeded || j.Resends != 0 || j.Enqueues != 1 {
+			t.Errorf("job %s: %s, resends %d, enqueues %d; want succeeded from its one message", id, j.Status, j.Resends, j.Enqueues)
+		}
+	}
+	if got := len(b.Stack.Simulator.Publications()); got != n {
+		t.Errorf("%d publications, want %d", got, n)
+	}
+	t.Logf("over %d minutes: %d re-sent, %d found behind their owner's moving messages", n/2+5, requeued, behind)
+}
+
+// TestALostMessageAmongMovingOnesIsResent: one job's message is lost (taken
+// off the queue unrun) while its owner keeps submitting, two jobs a
+// minute, each delivered at once: the owner's messages move all along, so
+// "nothing moved for STUCK_AFTER" never holds. The lost job is re-sent all
+// the same once jobs queued more than STUCK_AFTER after it have run (a FIFO
+// delivery of the owner's slots would not pass its message by that much),
+// and it publishes once.
+func TestALostMessageAmongMovingOnesIsResent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	lost := b.submit(nil)
+	tier := b.job(lost).Tier
+	if n := b.drain(tier); n != 1 {
+		t.Fatalf("%d messages, want the lost job's one", n)
+	}
+	resentAt := 0
+	for minute := 1; minute <= 45 && resentAt == 0; minute++ {
+		b.clk.Advance(time.Minute)
+		b.submit(nil)
+		b.submit(nil)
+		for b.deliverOne(tier) {
+		}
+		res, err := b.Stack.App.Recoverer.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requeued > 0 {
+			resentAt = minute
+		}
+	}
+	for b.deliverOne(tier) {
+	}
+	j := b.job(lost)
+	if resentAt == 0 || j.Status != job.Succeeded || j.Enqueues != 2 {
+		t.Fatalf("lost job: re-sent at minute %d, %s from %d messages; want re-sent, then succeeded", resentAt, j.Status, j.Enqueues)
+	}
+	if resentAt > 30 {
+		t.Errorf("re-sent at minute %d, want within STUCK_AFTER (20m) and the passing jobs' runs", resentAt)
+	}
+	if got := len(b.Stack.Simulator.Publications()); got != 2*resentAt+1 {
+		t.Errorf("%d publications, want %d (each job once)", got, 2*resentAt+1)
+	}
+	t.Logf("the lost job re-sent at minute %d", resentAt)
+}
