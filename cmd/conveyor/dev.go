@@ -546,8 +546,9 @@ func timeOr(t *time.Time) string {
 
 // webhooksCmd manages your webhook endpoints and signing secret.
 func (c *cli) webhooksCmd() *cobra.Command {
-	cmd := group("webhooks", "List, add and delete your webhook endpoints; show or rotate the signing secret", "webhook")
-	cmd.AddCommand(c.webhooksListCmd(), c.webhooksAddCmd(), c.webhooksDeleteCmd(), c.webhooksSecretCmd())
+	cmd := group("webhooks", "List, add, enable, disable and delete your webhook endpoints; redeliver to one; show or rotate the signing secret", "webhook")
+	cmd.AddCommand(c.webhooksListCmd(), c.webhooksAddCmd(), c.webhooksEnableCmd(true), c.webhooksEnableCmd(false),
+		c.webhooksRedeliverCmd(), c.webhooksDeleteCmd(), c.webhooksSecretCmd())
 	return cmd
 }
 
@@ -653,6 +654,96 @@ func (c *cli) webhooksDeleteCmd() *cobra.Command {
 	}
 	do = c.addUser(del)
 	return del
+}
+
+// webhooksEnableCmd enables (its failures forgotten, its circuit closed)
+// or disables one of your endpoints.
+func (c *cli) webhooksEnableCmd(enabled bool) *cobra.Command {
+	verb, short := "enable", "Enable an endpoint: its failures forgotten, its circuit closed (redeliver makes what failed meanwhile again)"
+	if !enabled {
+		verb, short = "disable", "Disable an endpoint: its deliveries fail at once until it is enabled"
+	}
+	var eo *common
+	cmd := &cobra.Command{
+		Use:   verb + " <webhookId>",
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			t, err := c.one(eo)
+			if err != nil {
+				return err
+			}
+			if _, err := c.api(t).UpdateWebhook(cmd.Context(), pos[0], webhook.UpdateRequest{Enabled: &enabled}); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s: webhook %s %sd\n", t.name, pos[0], verb)
+			return err
+		},
+	}
+	eo = c.addUser(cmd)
+	return cmd
+}
+
+// webhooksRedeliverCmd makes one delivery to an endpoint again
+// (--delivery), or every one that failed since a time (--since, every page
+// of 100 in turn, with progress on stderr).
+func (c *cli) webhooksRedeliverCmd() *cobra.Command {
+	var (
+		delivery string
+		since    time.Duration
+		from     string
+		ro       *common
+	)
+	cmd := &cobra.Command{
+		Use:   "redeliver <webhookId> (--delivery dlv_… | --since 24h | --from RFC3339)",
+		Short: "Make deliveries to an endpoint again: one (its webhook-id), or every one that failed since a time",
+		Example: `  conveyor webhooks redeliver whe_… --since 6h
+  conveyor webhooks redeliver whe_… --delivery dlv_…`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			req := webhook.RedeliverRequest{Delivery: delivery}
+			switch {
+			case from != "" && since != 0:
+				return usagef("--since and --from name the same time: give one")
+			case from != "":
+				at, err := time.Parse(time.RFC3339, from)
+				if err != nil {
+					return usagef("--from: %v", err)
+				}
+				req.Since = &at
+			case since > 0:
+				at := time.Now().Add(-since)
+				req.Since = &at
+			}
+			if (req.Since == nil) == (delivery == "") {
+				return usagef("give --delivery, or --since or --from")
+			}
+			t, err := c.one(ro)
+			if err != nil {
+				return err
+			}
+			total := 0
+			for {
+				res, err := c.api(t).RedeliverWebhook(cmd.Context(), pos[0], req)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
+				}
+				total += res.Queued
+				if res.NextCursor == nil {
+					break
+				}
+				fmt.Fprintf(c.stderr, "%s: %d deliveries queued so far\n", t.name, total)
+				req.Cursor = *res.NextCursor
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s: %d deliveries to %s queued again\n", t.name, total, pos[0])
+			return err
+		},
+	}
+	ro = c.addUser(cmd)
+	cmd.Flags().StringVar(&delivery, "delivery", "", "a delivery's webhook-id (dlv_…): made again whatever its outcome")
+	cmd.Flags().DurationVar(&since, "since", 0, "every delivery that failed in this long before now")
+	cmd.Flags().StringVar(&from, "from", "", "every delivery that failed at or after this time (RFC 3339)")
+	return cmd
 }
 
 // webhooksSecretCmd prints your signing secret, or rotates it with --rotate.

@@ -162,7 +162,7 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 		}
 	}
 
-	// webhooks: secret, add, list, delete.
+	// webhooks: secret, add, list, disable, redeliver, enable, delete.
 	out, _, code = l.run(t, "webhooks", "secret")
 	if code != 0 || !strings.HasPrefix(out, "whsec_") {
 		t.Errorf("webhooks secret: %d %q", code, out)
@@ -174,6 +174,21 @@ func TestDeveloperCommandsOnTheLocalStack(t *testing.T) {
 	}
 	if out, _, _ = l.run(t, "webhooks", "list"); !strings.Contains(strings.Join(strings.Fields(out), " "), ep.ID+" http://127.0.0.1:9/hook job.failed") {
 		t.Errorf("webhooks list:\n%s", out)
+	}
+	if out, _, code = l.run(t, "webhooks", "disable", ep.ID); code != 0 || !strings.Contains(out, ep.ID+" disabled") {
+		t.Errorf("webhooks disable: %d %s", code, out)
+	}
+	if _, stderr, code = l.run(t, "webhooks", "redeliver", ep.ID, "--since", "1h"); code == 0 || !strings.Contains(stderr, "disabled") {
+		t.Errorf("webhooks redeliver to a disabled endpoint: %d %s, want a refusal", code, stderr)
+	}
+	if out, _, code = l.run(t, "webhooks", "enable", ep.ID); code != 0 || !strings.Contains(out, ep.ID+" enabled") {
+		t.Errorf("webhooks enable: %d %s", code, out)
+	}
+	if out, _, code = l.run(t, "webhooks", "redeliver", ep.ID, "--since", "1h"); code != 0 || !strings.Contains(out, "0 deliveries to "+ep.ID+" queued again") {
+		t.Errorf("webhooks redeliver --since (nothing failed): %d %s", code, out)
+	}
+	if _, _, code = l.run(t, "webhooks", "redeliver", ep.ID); code == 0 {
+		t.Errorf("webhooks redeliver with neither --delivery nor --since: exit 0")
 	}
 	if out, _, code = l.run(t, "webhooks", "delete", ep.ID); code != 0 {
 		t.Errorf("webhooks delete: %d %s", code, out)

@@ -88,3 +88,20 @@ func (c *Client) DeleteWebhook(ctx context.Context, id string) error {
 	_, err := c.call(ctx, http.MethodDelete, "/v1/webhooks/"+url.PathEscape(id), nil, nil)
 	return err
 }
+
+// UpdateWebhook calls PATCH /v1/webhooks/{id}: enables (its failures
+// forgotten, its circuit closed) or disables the endpoint.
+func (c *Client) UpdateWebhook(ctx context.Context, id string, req webhook.UpdateRequest) (webhook.Endpoint, error) {
+	var e webhook.Endpoint
+	_, err := c.call(ctx, http.MethodPatch, "/v1/webhooks/"+url.PathEscape(id), req, &e)
+	return e, err
+}
+
+// RedeliverWebhook calls POST /v1/webhooks/{id}/redeliver: one delivery
+// made again, or the failed ones since a time (100 a call: go on with
+// NextCursor as Cursor, the same Since).
+func (c *Client) RedeliverWebhook(ctx context.Context, id string, req webhook.RedeliverRequest) (webhook.RedeliverResult, error) {
+	var res webhook.RedeliverResult
+	_, err := c.call(ctx, http.MethodPost, "/v1/webhooks/"+url.PathEscape(id)+"/redeliver", req, &res)
+	return res, err
+}

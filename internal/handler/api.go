@@ -80,6 +80,10 @@ func buildAPI(env Env, pf APIPlatform) (HTTPHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Idempotency: IdempotencyFor(env, st)}
+	redeliveries, err := Redeliveries(env, st, sub.Sender, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Redeliveries: redeliveries, Idempotency: IdempotencyFor(env, st)}
 	return APIRouter(env, s, pf.Dashboard).Serve, nil
 }

@@ -74,3 +74,10 @@ func Webhooks(env Env, st *store.Store) (*webhook.Keys, *webhook.Endpoints, erro
 	}
 	return keys, endpoints, nil
 }
+
+// Redeliveries makes deliveries to the users' endpoints again on request,
+// sending them with sender (the api function's: it may send to every
+// tier).
+func Redeliveries(env Env, st *store.Store, sender webhook.DeliverySender, endpoints *webhook.Endpoints) (*webhook.Redeliveries, error) {
+	return webhook.NewRedeliveries(webhook.RedeliveriesConfig{Store: st, Endpoints: endpoints, Sender: sender, Now: env.Now})
+}

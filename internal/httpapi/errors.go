@@ -189,6 +189,8 @@ func clientError(err error) error {
 		return Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return NotFound()
+	case errors.Is(err, webhook.ErrNoDelivery):
+		return Errorf(http.StatusNotFound, CodeNotFound, "no delivery of this id was made to this endpoint (its webhook-id header names it)")
 	case errors.Is(err, store.ErrBadCursor):
 		return InvalidCursor(http.StatusUnprocessableEntity, "the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
 	case errors.As(err, &unavailable):

@@ -270,6 +270,7 @@ var serviceStatuses = map[string][]string{
 	"createSchedule":    {"409", "422", "503"}, // idempotency_key_in_flight; schedule_limit, idempotency_key_reused; scheduler_unavailable
 	"adminRestartItem":  {"409"},               // item_published, invalid_transition
 	"createWebhook":     {"409", "422"},        // idempotency_key_in_flight; webhook_limit, idempotency_key_reused
+	"redeliverWebhook":  {"422"},               // endpoint_disabled, delivery_retrying, invalid_cursor
 	"adminResetBreaker": {"400", "404"},        // a key over MaxBreakerKey; a key no breaker has
 }
 

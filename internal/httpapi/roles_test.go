@@ -63,6 +63,7 @@ var contractRoutes = map[string]who{
 	"GET /v1/webhooks":                                everyone,
 	"PATCH /v1/webhooks/{id}":                         writers,
 	"DELETE /v1/webhooks/{id}":                        writers,
+	"POST /v1/webhooks/{id}/redeliver":                writers,
 	"GET /v1/admin/jobs":                              operators,
 	"GET /v1/admin/jobs/{id}":                         operators,
 	"GET /v1/admin/orphans":                           operators,
@@ -71,14 +72,15 @@ var contractRoutes = map[string]who{
 // bodies are requests a permitted caller could send, so that a pass of the
 // role check shows as something other than 403.
 var bodies = map[string]any{
-	"POST /v1/uploads/sign":       map[string]any{"filename": "cat.png", "contentType": "image/png", "size": 10},
-	"PUT /v1/account/connection":  map[string]any{"provider": "deviantart", "refreshToken": "rt-roles"},
-	"POST /v1/jobs":               map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}, "params": map[string]any{"title": "t"}},
-	"POST /v1/webhooks":           map[string]any{"url": "https://hooks.example.com/in", "events": []string{"job.failed"}},
-	"PATCH /v1/webhooks/{id}":     map[string]any{"enabled": true},
-	"POST /v1/schedules":          map[string]any{"name": "n", "rate": "5m", "job": map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1:9/x"}}},
-	"POST /v1/admin/jobs/restart": map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
-	"POST /v1/admin/jobs/stop":    map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
+	"POST /v1/uploads/sign":            map[string]any{"filename": "cat.png", "contentType": "image/png", "size": 10},
+	"PUT /v1/account/connection":       map[string]any{"provider": "deviantart", "refreshToken": "rt-roles"},
+	"POST /v1/jobs":                    map[string]any{"type": "publish", "items": []any{map[string]any{"uploadId": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"}}, "params": map[string]any{"title": "t"}},
+	"POST /v1/webhooks":                map[string]any{"url": "https://hooks.example.com/in", "events": []string{"job.failed"}},
+	"PATCH /v1/webhooks/{id}":          map[string]any{"enabled": true},
+	"POST /v1/webhooks/{id}/redeliver": map[string]any{"since": "2026-01-01T00:00:00Z"},
+	"POST /v1/schedules":               map[string]any{"name": "n", "rate": "5m", "job": map[string]any{"type": "http", "params": map[string]any{"url": "http://127.0.0.1:9/x"}}},
+	"POST /v1/admin/jobs/restart":      map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
+	"POST /v1/admin/jobs/stop":         map[string]any{"jobIds": []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}},
 }
 
 var params = map[string]string{

@@ -16,6 +16,8 @@ type UserServices struct {
 	// Keys and Endpoints are the users' webhook secrets and endpoints.
 	Keys      *webhook.Keys
 	Endpoints *webhook.Endpoints
+	// Redeliveries make an endpoint's deliveries again on request.
+	Redeliveries *webhook.Redeliveries
 	// Ready reports whether the dependencies answer (GET /healthz).
 	Ready func(context.Context) error
 	// Idempotency gives POST /v1/jobs and POST /v1/webhooks the

@@ -16,6 +16,7 @@ func registerWebhooks(rt *Router, s UserServices) {
 	rt.Handle(http.MethodGet, "/v1/webhooks", AnyUser, s.listWebhooks)
 	rt.Handle(http.MethodPatch, "/v1/webhooks/{id}", Writer, s.updateWebhook)
 	rt.Handle(http.MethodDelete, "/v1/webhooks/{id}", Writer, s.deleteWebhook)
+	rt.Handle(http.MethodPost, "/v1/webhooks/{id}/redeliver", Writer, s.redeliverWebhook)
 }
 
 func noStore(resp Response) Response {
@@ -79,4 +80,18 @@ func (s UserServices) deleteWebhook(r *Request) (Response, error) {
 		return Response{}, clientError(err)
 	}
 	return Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil
+}
+
+// redeliverWebhook makes deliveries to the endpoint again: 202, with how
+// many were queued (webhook.Redeliveries).
+func (s UserServices) redeliverWebhook(r *Request) (Response, error) {
+	var req webhook.RedeliverRequest
+	if err := Decode(r, &req); err != nil {
+		return Response{}, err
+	}
+	res, err := s.Redeliveries.Redeliver(r.Ctx, r.Claims.Subject, r.Params["id"], req)
+	if err != nil {
+		return Response{}, clientError(err)
+	}
+	return JSON(http.StatusAccepted, res), nil
 }

@@ -63,6 +63,10 @@ type Message struct {
 	// Endpoint names the owner's webhook endpoint ("whe_…") a delivery
 	// goes to; empty for the job's own webhookUrl.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Redelivery is set on a delivery its owner asked to be made again
+	// (POST /v1/webhooks/{id}/redeliver): when it was asked, in Unix ms,
+	// so that the copy is not taken for the first message's duplicate.
+	Redelivery int64 `json:"redelivery,omitempty"`
 	// Attempts counts a delivery's attempts made before this copy of its
 	// message (a copy moved out of its owner's slot to wait starts its
 	// receive count again).
@@ -145,10 +149,14 @@ func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(
 // group): a job's send (and move), or a webhook delivery.
 func (m Message) dedupID() string {
 	if m.DeliveryID != "" {
-		if m.Move > 0 {
-			return m.DeliveryID + "-m" + strconv.Itoa(m.Move)
+		id := m.DeliveryID
+		if m.Redelivery > 0 {
+			id += "-r" + strconv.FormatInt(m.Redelivery, 10)
 		}
-		return m.DeliveryID
+		if m.Move > 0 {
+			return id + "-m" + strconv.Itoa(m.Move)
+		}
+		return id
 	}
 	if m.Move > 0 {
 		return DedupID(m.JobID, m.Send) + "-m" + strconv.Itoa(m.Move)

@@ -383,9 +383,14 @@ type WebhookDelivery struct {
 	ID       string `dynamodbav:"deliveryId"`
 	JobID    string `dynamodbav:"jobId"`
 	Endpoint string `dynamodbav:"endpoint,omitempty"`
-	Event    string `dynamodbav:"event"`
-	URL      string `dynamodbav:"url"`
-	// Status is delivered, retrying or failed.
+	// Owner and Seq are the event's owner and sequence number (not
+	// "owner": that attribute keys the owners' job indexes; records
+	// written before they were kept have neither).
+	Owner string `dynamodbav:"deliveryOwner,omitempty"`
+	Seq   int64  `dynamodbav:"deliverySeq,omitempty"`
+	Event string `dynamodbav:"event"`
+	URL   string `dynamodbav:"url"`
+	// Status is DeliveryDelivered, DeliveryRetrying or DeliveryFailed.
 	Status     string    `dynamodbav:"status"`
 	Attempts   int       `dynamodbav:"attempts"`
 	LastStatus int       `dynamodbav:"lastStatus"`
@@ -406,13 +411,30 @@ func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, e
 	return item, nil
 }
 
-// PutWebhookDelivery records a delivery's state.
+// A delivery's states.
+const (
+	DeliveryDelivered = "delivered"
+	DeliveryRetrying  = "retrying"
+	DeliveryFailed    = "failed"
+)
+
+// PutWebhookDelivery records a delivery's state (a failure to an endpoint
+// with its entry in the endpoint's failures' log, in one transaction).
 func (s *Store) PutWebhookDelivery(ctx context.Context, dl WebhookDelivery) error {
-	item, err := webhookDeliveryItem(dl)
+	items, err := deliveryItems(dl)
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+	if len(items) == 1 {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: items[0]})
+	} else {
+		tx := make([]types.TransactWriteItem, len(items))
+		for i, item := range items {
+			tx[i] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item}}
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+	}
+	if err != nil {
 		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)
 	}
 	return nil
@@ -423,11 +445,11 @@ func (s *Store) PutWebhookDelivery(ctx context.Context, dl WebhookDelivery) erro
 // caller has just read the job; nil: read it first). It is ErrNotFound
 // when the job is gone, and then writes nothing.
 func (s *Store) FinishWebhookDelivery(ctx context.Context, dl WebhookDelivery, read *job.Job, fn func(*job.Job) error) error {
-	item, err := webhookDeliveryItem(dl)
+	items, err := deliveryItems(dl)
 	if err != nil {
 		return err
 	}
-	_, err = s.updateJob(ctx, dl.JobID, read, fn, []map[string]types.AttributeValue{item})
+	_, err = s.updateJob(ctx, dl.JobID, read, fn, items)
 	return err
 }
 

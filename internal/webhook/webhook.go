@@ -178,8 +178,8 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 			// Disabled (failing too long, or by its owner): the delivery
 			// fails at once, no connection made.
 			log.InfoContext(ctx, "webhook endpoint disabled; delivery failed", "endpoint", m.Endpoint)
-			dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target,
-				Attempts: attempt - 1, Status: "failed", LastError: "the endpoint is disabled"}
+			dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target,
+				Attempts: attempt - 1, Status: store.DeliveryFailed, LastError: "the endpoint is disabled"}
 			return Verdict{Done: true}, d.save(ctx, dl)
 		}
 		if until, open := OpenUntil(r.endpoint.Circuit, d.cfg.Now()); open {
@@ -195,24 +195,24 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 	if err != nil {
 		return Verdict{}, err
 	}
-	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Event: ev.Type, URL: target, Attempts: attempt}
+	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target, Attempts: attempt}
 	body, _ := job.Marshal(ev.Body())
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {
 	case sendErr == nil && status >= 200 && status < 300:
-		dl.Status = "delivered"
+		dl.Status = store.DeliveryDelivered
 		log.InfoContext(ctx, "webhook delivered", "status", status)
 		if err := d.closeCircuit(ctx, ev.Owner, r.endpoint); err != nil {
 			return Verdict{}, err
 		}
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered, r.job)
 	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbidden):
-		dl.Status, dl.LastError = "failed", sendErr.Error()
+		dl.Status, dl.LastError = store.DeliveryFailed, sendErr.Error()
 		log.WarnContext(ctx, "webhook target refused", "error", sendErr)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	case sendErr == nil && status < 500 && status != http.StatusTooManyRequests:
-		dl.Status, dl.LastError = "failed", fmt.Sprintf("the receiver answered %d", status)
+		dl.Status, dl.LastError = store.DeliveryFailed, fmt.Sprintf("the receiver answered %d", status)
 		log.WarnContext(ctx, "webhook refused by the receiver", "status", status)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
@@ -226,16 +226,16 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	if disabled {
-		dl.Status, dl.Disabled = "failed", true
+		dl.Status, dl.Disabled = store.DeliveryFailed, true
 		dl.LastError += "; the endpoint is disabled: it has failed for longer than " + d.cfg.Circuit.DisableAfter.String()
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	if attempt >= d.cfg.Retries.Attempts {
-		dl.Status = "failed"
+		dl.Status = store.DeliveryFailed
 		log.WarnContext(ctx, "webhook failed: attempts spent", "error", dl.LastError)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
-	dl.Status = "retrying"
+	dl.Status = store.DeliveryRetrying
 	wait := d.cfg.Retries.Wait(attempt)
 	log.InfoContext(ctx, "webhook will retry", "error", dl.LastError, "retry_in", wait.String())
 	next := m

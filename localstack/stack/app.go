@@ -135,8 +135,12 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 		return nil, err
 	}
 	a.Schedules = schedule.New(schedule.Config{Store: a.Store, Jobs: a.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config), Sealer: sealer})
+	redeliveries, err := handler.Redeliveries(env, a.Store, a.Sender, a.WebhookEndpoints)
+	if err != nil {
+		return nil, err
+	}
 	a.Router = handler.APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Redeliveries: redeliveries, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard)
 	a.AdminRouter = handler.AdminRouter(env, a.Admin)
 	a.UploadsRouter = handler.UploadsRouter(env, a.Uploads)
 	a.SchedulesRouter = handler.SchedulesRouter(env, a.Schedules, a.Store)
