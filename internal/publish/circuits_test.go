@@ -71,19 +71,20 @@ func TestOneTokensRateLimitLeavesTheHostCircuitClosed(t *testing.T) {
 		}
 		return breaker.Closed
 	}
-	// More 429s than the threshold, within one breaker window; the
-	// token's circuit is flagged (and closes again after its Retry-After,
-	// so it is watched while the 429s come).
-	tokenOpened := false
+	// More 429s than the threshold, within one breaker window, and the
+	// token's circuit flagged: its record exists only once a 429 counted
+	// on it (an open state lasts only the Retry-After, a second or two, so
+	// a poll of a loaded machine may never see it).
+	tokenFlagged := false
 	b.Eventually(func() bool {
 		recs, err := b.Stack.App.Breaker.List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
-			tokenOpened = tokenOpened || strings.HasPrefix(r.Key, "token:") && r.State == breaker.Open
+			tokenFlagged = tokenFlagged || strings.HasPrefix(r.Key, "token:")
 		}
-		return tokenOpened && limited() >= 8
+		return tokenFlagged && limited() >= 8
 	}, "the noisy token to be rate limited and its circuit flagged")
 	if s := hostState(); s != breaker.Closed {
 		t.Errorf("the host's circuit %s is %s after one token's %d 429s, want closed", host, s, limited())
