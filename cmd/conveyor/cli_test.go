@@ -721,3 +721,18 @@ func TestExitCodes(t *testing.T) {
 
 // portRE hides the ports of test servers in golden output.
 var portRE = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// TestAnEnvironmentsStreamURLIsItsStreamsOrigin: an environment that names
+// its streamUrl (the stack output StreamUrl) gets its event streams from
+// there, not from the API's url, where they are not served in AWS.
+func TestAnEnvironmentsStreamURLIsItsStreamsOrigin(t *testing.T) {
+	t.Parallel()
+	c := testCLI(nil, io.Discard, io.Discard, false)
+	tg := c.resolve("staging", envConfig{URL: "https://api.example/", Token: "x", StreamURL: "https://abc.lambda-url.eu-central-1.on.aws/"})
+	if tg.err != nil || tg.url != "https://api.example" || tg.streamURL != "https://abc.lambda-url.eu-central-1.on.aws" {
+		t.Errorf("resolved %+v, want the API at its url and the streams at streamUrl", tg)
+	}
+	if tg := c.resolve("staging", envConfig{URL: "https://api.example", Token: "x"}); tg.streamURL != "" {
+		t.Errorf("without streamUrl: streams at %q, want the API's origin", tg.streamURL)
+	}
+}

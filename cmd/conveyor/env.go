@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/cobra"
 
 	"github.com/conveyor/conveyor/internal/httpapi"
@@ -32,6 +33,27 @@ type envConfig struct {
 	// the environment's HS256 key, for `conveyor token --env`; default
 	// the CDK stack's name for a known environment (conveyor-<env>/jwt).
 	JWTSecret string `json:"jwtSecret,omitempty"`
+	// StreamURL is the event streams' origin (the stack output
+	// StreamUrl, a Lambda function URL): `events tail` calls it, not url.
+	StreamURL string `json:"streamUrl,omitempty"`
+	// Region and Profile are the AWS region and the shared-config profile
+	// the CLI reads the environment's AWS resources with (`token --env`);
+	// empty: the usual chain (AWS_REGION, AWS_PROFILE, the profile's
+	// region).
+	Region  string `json:"region,omitempty"`
+	Profile string `json:"profile,omitempty"`
+}
+
+// awsOptions are the SDK options that pick ec's region and profile.
+func (ec envConfig) awsOptions() []func(*config.LoadOptions) error {
+	var opts []func(*config.LoadOptions) error
+	if ec.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(ec.Profile))
+	}
+	if ec.Region != "" {
+		opts = append(opts, config.WithRegion(ec.Region))
+	}
+	return opts
 }
 
 type configFile struct {
@@ -182,7 +204,7 @@ func (c *cli) one(o *common) (target, error) {
 }
 
 func (c *cli) resolve(name string, ec envConfig) target {
-	t := target{name: name, url: strings.TrimRight(ec.URL, "/")}
+	t := target{name: name, url: strings.TrimRight(ec.URL, "/"), streamURL: strings.TrimRight(ec.StreamURL, "/")}
 	sources := 0
 	for _, s := range []string{ec.Token, ec.TokenEnv, ec.TokenFile} {
 		if s != "" {

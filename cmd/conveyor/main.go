@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"golang.org/x/term"
 
 	"github.com/conveyor/conveyor/internal/awsclient"
@@ -63,7 +64,7 @@ func newCLI() *cli {
 		stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now,
 		tty:       term.IsTerminal(int(os.Stderr.Fd())),
-		awsConfig: func(ctx context.Context) (aws.Config, error) { return awsclient.Load(ctx) },
+		awsConfig: awsclient.Load,
 	}
 }
 
@@ -77,7 +78,7 @@ type cli struct {
 	tty bool
 	// awsConfig is the SDK configuration (the usual chain: profile,
 	// region, AWS_ENDPOINT_URL), for `token --env` only.
-	awsConfig func(ctx context.Context) (aws.Config, error)
+	awsConfig func(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error)
 }
 
 // Exit codes.

@@ -163,7 +163,8 @@ func (c *cli) deployedKey(cmd *cobra.Command, env, cfgPath string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	id := cf.Environments[env].JWTSecret
+	ec := cf.Environments[env]
+	id := ec.JWTSecret
 	if id == "" {
 		e, err := job.ParseEnv(env)
 		if err != nil || e == job.Local {
@@ -171,7 +172,7 @@ func (c *cli) deployedKey(cmd *cobra.Command, env, cfgPath string) (string, erro
 		}
 		id = resources.JWTSecretName(e)
 	}
-	awsCfg, err := c.awsConfig(cmd.Context())
+	awsCfg, err := c.awsConfig(cmd.Context(), ec.awsOptions()...)
 	if err != nil {
 		return "", fmt.Errorf("the AWS configuration: %w", err)
 	}

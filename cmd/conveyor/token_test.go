@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
@@ -49,13 +50,22 @@ func TestTokenForADeployedEnvironment(t *testing.T) {
 	put(otherName, otherKey)
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "environments.json")
-	if err := os.WriteFile(cfgFile, []byte(`{"environments":{"eu-canary":{"url":"https://canary.example","token":"x","jwtSecret":"`+otherName+`"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(cfgFile, []byte(`{"environments":{"eu-canary":{"url":"https://canary.example","token":"x","jwtSecret":"`+otherName+`","region":"eu-central-1","profile":"canary-ops"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var asked config.LoadOptions // what the last token --env asked the SDK for
 	run := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
 		c := testCLI(map[string]string{"HOME": dir}, &out, &errOut, false)
-		c.awsConfig = func(context.Context) (aws.Config, error) { return awsCfg, nil }
+		c.awsConfig = func(_ context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
+			asked = config.LoadOptions{}
+			for _, o := range opts {
+				if err := o(&asked); err != nil {
+					return aws.Config{}, err
+				}
+			}
+			return awsCfg, nil
+		}
 		err := c.run(ctx, args)
 		return out.String(), errOut.String(), err
 	}
@@ -88,6 +98,9 @@ func TestTokenForADeployedEnvironment(t *testing.T) {
 	if c := verify(otherKey, js.Token); c.Role != httpapi.RoleAdmin || js.Env != "eu-canary" || js.Role != "admin" ||
 		exp.After(time.Now().Add(time.Hour+time.Minute)) {
 		t.Errorf("admin token of the default hour: %+v %+v", c, js)
+	}
+	if asked.Region != "eu-central-1" || asked.SharedConfigProfile != "canary-ops" {
+		t.Errorf("the environment's AWS configuration: region %q, profile %q; want the file's eu-central-1 and canary-ops", asked.Region, asked.SharedConfigProfile)
 	}
 	if _, err := httpapi.NewVerifier([]byte(stagingKey), time.Now).Verify("Bearer " + js.Token); err == nil {
 		t.Error("a token of one environment is accepted by another")

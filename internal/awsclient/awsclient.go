@@ -39,9 +39,6 @@ import (
 // the instance metadata service.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{}
-	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		opts = append(opts, config.WithRegion(awsenv.DefaultRegion))
-	}
 	if awsenv.Emulated() && os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	}
@@ -49,6 +46,11 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("loading AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		// Only when nothing named one (AWS_REGION, the profile's region,
+		// an option): a profile's region is never overridden.
+		cfg.Region = awsenv.DefaultRegion
 	}
 	return cfg, nil
 }

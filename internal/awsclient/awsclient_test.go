@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -161,5 +162,34 @@ func TestLambdaEnvReachesDynamoDBLocal(t *testing.T) {
 	}
 	if got := awsclient.New(cfg).DynamoDB.Options().BaseEndpoint; got == nil || *got != "http://127.0.0.1:1" {
 		t.Errorf("DynamoDB endpoint = %v, want AWS_ENDPOINT_URL_DYNAMODB", got)
+	}
+}
+
+// TestLoadKeepsAProfilesRegion: with no region variable, the named
+// profile's region is used (it was replaced by the default before), and
+// the default applies only when nothing names one.
+func TestLoadKeepsAProfilesRegion(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "config")
+	if err := os.WriteFile(cfgFile, []byte("[profile ops]\nregion = eu-central-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", cfgFile)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_PROFILE", "ops")
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Region != "eu-central-1" {
+		t.Errorf("with the profile ops: region %q, want the profile's eu-central-1", cfg.Region)
+	}
+	t.Setenv("AWS_PROFILE", "")
+	if cfg, err = awsclient.Load(context.Background()); err != nil || cfg.Region != awsenv.DefaultRegion {
+		t.Errorf("with no profile: region %q (%v), want the default %q", cfg.Region, err, awsenv.DefaultRegion)
 	}
 }
