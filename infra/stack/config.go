@@ -77,7 +77,13 @@ type Config struct {
 	// Account is the 12-digit account the environment deploys to.
 	// Environments whose Account is the same (or all left empty) are
 	// checked together: their reservations must fit one account.
+	// When set, the stack is bound to it (and to Region, when set): `cdk
+	// deploy` with credentials of another account, or into another
+	// region, refuses before it changes anything.
 	Account string `json:"account,omitempty"`
+	// Region is the region the environment deploys to (with Account);
+	// empty: the deploying credentials' region.
+	Region string `json:"region,omitempty"`
 	// AccountConcurrency is that account's regional concurrency quota
 	// (default AccountConcurrencyDefault).
 	AccountConcurrency int `json:"accountConcurrency,omitempty"`
@@ -307,6 +313,12 @@ func (cfg Config) Validate(env job.Env) error {
 	if cfg.Account != "" && !accountID.MatchString(cfg.Account) {
 		fail("account %q: want a 12-digit AWS account id", cfg.Account)
 	}
+	if cfg.Region != "" && !regionName.MatchString(cfg.Region) {
+		fail("region %q: want an AWS region name (eu-central-1)", cfg.Region)
+	}
+	if cfg.Region != "" && cfg.Account == "" {
+		fail("region %q without account: name the account it deploys to too", cfg.Region)
+	}
 	if cfg.AccountConcurrency < 0 {
 		fail("accountConcurrency %d: want the account's concurrency quota (default %d)", cfg.AccountConcurrency, AccountConcurrencyDefault)
 	}
@@ -414,6 +426,7 @@ const maxOrigins = 99
 var (
 	snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	accountID   = regexp.MustCompile(`^[0-9]{12}$`)
+	regionName  = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$`)
 )
 
 // checkReservations: known functions, at least 1 each, a queue consumer's

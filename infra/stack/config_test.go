@@ -179,6 +179,10 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`busEvents "progress": want "all"`, `or "lifecycle"`}},
 		{"bus events case", job.Staging, `{"externalApi":{"url":"https://sandbox.conveyor.dev"},"logRetentionDays":30,"busEvents":"Lifecycle"}`,
 			[]string{`busEvents "Lifecycle"`}},
+		{"region alone", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"region":"eu-central-1"}`,
+			[]string{"without account"}},
+		{"bad region", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"account":"123456789012","region":"Frankfurt"}`,
+			[]string{`region "Frankfurt"`}},
 		{"oidc claims without issuer", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"oidc":{"roleClaim":"role"}}`,
 			[]string{"need oidc.issuer"}},
 	} {

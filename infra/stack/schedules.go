@@ -11,11 +11,13 @@ import (
 
 // SuppressUserSchedules: the schedules function creates one EventBridge
 // Scheduler schedule per user's recurring schedule, named by its id at run
-// time, so its rights cover the environment's group and nothing else.
+// time, so its rights cover the environment's group and nothing else (the
+// partition, region and account are tokens, or literals in a stack bound to its
+// account).
 var SuppressUserSchedules = Suppression{
 	Rule:      "AwsSolutions-IAM5",
 	Reason:    "Users' recurring schedules are created at run time, one per definition, named by their id: the schedules function may manage any schedule of this environment's schedule group only.",
-	AppliesTo: []string{`/^Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/.*\/\*$/`},
+	AppliesTo: []string{`/^Resource::arn:(<AWS::Partition>|aws[a-z-]*):scheduler:(<AWS::Region>|[a-z0-9-]+):(<AWS::AccountId>|[0-9]{12}):schedule\/.*\/\*$/`},
 }
 
 // userSchedules is what the users' recurring schedules (internal/schedule)

@@ -148,10 +148,21 @@ func New(scope constructs.Construct, id string, props Props) awscdk.Stack {
 	if err := props.Config.Validate(props.Env); err != nil {
 		panic("infra: " + err.Error())
 	}
-	st := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
+	sp := &awscdk.StackProps{
 		Description: jsii.String(fmt.Sprintf("Conveyor job pipeline, %s environment", props.Env)),
 		Synthesizer: props.Synthesizer,
-	})
+	}
+	if acct := props.Config.Account; acct != "" {
+		// Bound to its account (and region): the CLI refuses to deploy it
+		// with another account's credentials ("Need to perform AWS calls
+		// for account …"), so one environment's `make deploy` cannot land
+		// in another's account.
+		sp.Env = &awscdk.Environment{Account: jsii.String(acct)}
+		if r := props.Config.Region; r != "" {
+			sp.Env.Region = jsii.String(r)
+		}
+	}
+	st := awscdk.NewStack(scope, jsii.String(id), sp)
 	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("conveyor"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("environment"), jsii.String(string(props.Env)), nil)
 

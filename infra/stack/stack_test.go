@@ -76,7 +76,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	jsii.Close()
-	os.RemoveAll(dir)
+	if os.Getenv("KEEP_CDK_OUT") == "" {
+		os.RemoveAll(dir)
+	}
 	os.Exit(code)
 }
 
@@ -120,7 +122,11 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 		}
 		arnStack := stack.New(app, "Conveyor-staging-byarn", stack.Props{Env: job.Staging, FunctionsDir: functionsDir,
 			OAuthClientSecretARN: oauthClientARN, Config: configuredStaging, WriteJobAttributes: true})
-		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: withAlarmTopic(configs[job.ProdEN])})
+		// The topic stack is also bound to an account and region (the
+		// checked-in environments are not).
+		topicCfg := withAlarmTopic(configs[job.ProdEN])
+		topicCfg.Account, topicCfg.Region = boundAccount, boundRegion
+		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: topicCfg})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -1529,4 +1535,22 @@ func TestDashboardRouted(t *testing.T) {
 			t.Errorf("DashboardUrl output = %s, want the API's endpoint followed by %s", b, stack.DashboardPath)
 		}
 	})
+}
+
+const boundAccount, boundRegion = "123456789012", "eu-west-1" // alarmTopicARN's
+
+// TestAnEnvironmentWithAnAccountIsBoundToIt: a configuration that names
+// its account and region synthesizes a stack bound to them, which the CDK
+// CLI refuses to deploy with another account's credentials or into
+// another region; one that names none stays environment-agnostic.
+func TestAnEnvironmentWithAnAccountIsBoundToIt(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	st := byTopic.stack
+	if a, r := *st.Account(), *st.Region(); a != boundAccount || r != boundRegion {
+		t.Errorf("a configured account and region: the stack is for %s in %s, want %s in %s", a, r, boundAccount, boundRegion)
+	}
+	if a := *stacks(t)[job.Staging].stack.Account(); !strings.HasPrefix(a, "${Token[") {
+		t.Errorf("no account configured: the stack is for %q, want the deploying credentials' account (a token)", a)
+	}
 }
