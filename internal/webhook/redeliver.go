@@ -96,15 +96,13 @@ var ErrNoDelivery = errors.New("webhook: no such delivery to this endpoint")
 // delivery it was never sent, an *invalid.UnusableError while the endpoint
 // is disabled (endpoint_disabled) or the delivery is being retried
 // (delivery_retrying), an *invalid.FieldError for a request
-// that names neither or both, or a time ahead.
+// that names neither or both (a since ahead finds nothing).
 func (r *Redeliveries) Redeliver(ctx context.Context, owner, id string, req RedeliverRequest) (RedeliverResult, error) {
 	switch {
 	case (req.Delivery == "") == (req.Since == nil):
 		return RedeliverResult{}, invalid.Field("", "name either a delivery or since (not both)")
 	case req.Cursor != "" && req.Since == nil:
 		return RedeliverResult{}, invalid.Field("cursor", "goes with the since it continues")
-	case req.Since != nil && req.Since.After(r.cfg.Now()):
-		return RedeliverResult{}, invalid.Field("since", "must not be in the future")
 	}
 	ep, err := r.cfg.Endpoints.Get(ctx, owner, id)
 	if err != nil {
