@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,9 +26,11 @@ import (
 
 func webhookFailurePK(owner, endpoint string) string { return "WHFAIL#" + owner + "#" + endpoint }
 
-func webhookFailureSK(at time.Time, delivery string) string {
-	return fmt.Sprintf("%013d#%s", max(at.UnixMilli(), 0), delivery)
-}
+// failureTime is the leading part of a failure's sort key: when it
+// failed, in ms, 13 digits, so that the keys sort by time.
+func failureTime(at time.Time) string { return fmt.Sprintf("%013d", max(at.UnixMilli(), 0)) }
+
+func webhookFailureSK(at time.Time, delivery string) string { return failureTime(at) + "#" + delivery }
 
 // WebhookFailure is one entry of an endpoint's failures' log: a delivery
 // that ended failed, and when.
@@ -55,7 +56,7 @@ func webhookFailureItem(dl WebhookDelivery) (map[string]types.AttributeValue, er
 	}
 	item[resources.AttrPK] = str(webhookFailurePK(dl.Owner, dl.Endpoint))
 	item[resources.AttrSK] = str(webhookFailureSK(dl.UpdatedAt, dl.ID))
-	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(EventTTLDefault).Unix(), 10)}
+	item[resources.AttrExpiresAt] = ttlAttr(dl.UpdatedAt.Add(EventTTLDefault))
 	return item, nil
 }
 
@@ -85,7 +86,7 @@ func deliveryItems(dl WebhookDelivery) ([]map[string]types.AttributeValue, error
 func (s *Store) WebhookFailures(ctx context.Context, owner, endpoint string, since time.Time, cursor string, limit int) (out []WebhookFailure, next string, err error) {
 	limit = min(max(limit, 1), 1000)
 	pk := webhookFailurePK(owner, endpoint)
-	from := fmt.Sprintf("%013d", max(since.UnixMilli(), 0))
+	from := failureTime(since)
 	var start map[string]types.AttributeValue
 	if cursor != "" {
 		sk, err := decodeFailureCursor(cursor, from)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -407,7 +406,7 @@ func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, e
 	}
 	item[resources.AttrPK] = str(jobPK(dl.JobID))
 	item[resources.AttrSK] = str("WH#" + dl.ID)
-	item[resources.AttrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(dl.UpdatedAt.Add(EventTTLDefault).Unix(), 10)}
+	item[resources.AttrExpiresAt] = ttlAttr(dl.UpdatedAt.Add(EventTTLDefault))
 	return item, nil
 }
 
@@ -432,7 +431,7 @@ func (s *Store) PutWebhookDelivery(ctx context.Context, dl WebhookDelivery) erro
 		for i, item := range items {
 			tx[i] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item}}
 		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		err = s.transact(ctx, tx, 0, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("recording delivery %s: %w", dl.ID, err)

@@ -159,9 +159,8 @@ func (r *Redeliveries) since(ctx context.Context, owner, endpoint string, t time
 		return RedeliverResult{}, err
 	}
 	refs := make([]store.DeliveryRef, len(failures))
-	seqs := map[string]int64{}
 	for i, f := range failures {
-		refs[i], seqs[f.DeliveryID] = store.DeliveryRef{JobID: f.JobID, ID: f.DeliveryID}, f.Seq
+		refs[i] = store.DeliveryRef{JobID: f.JobID, ID: f.DeliveryID}
 	}
 	recs, err := r.cfg.Store.GetWebhookDeliveries(ctx, refs)
 	if err != nil {
@@ -176,7 +175,7 @@ func (r *Redeliveries) since(ctx context.Context, owner, endpoint string, t time
 			continue
 		}
 		delete(recs, f.DeliveryID)
-		dl.Owner, dl.Seq = owner, seqs[f.DeliveryID]
+		dl.Owner, dl.Seq = owner, f.Seq
 		due = append(due, dl)
 	}
 	n, err := r.queue(ctx, due)
