@@ -293,34 +293,57 @@ func TestOverlappingRunsEnqueueOnce(t *testing.T) {
 	}
 }
 
-// slowSender takes delay for every send: a stand-in for a release whose
-// writes and sends take their time, so that a run's budget ends before a
-// large backlog of due jobs is through.
-type slowSender struct {
-	recovery.Sender
-	delay time.Duration
+// budgetClock is the run's budget measured in sends: each send through
+// countingSender moves it on by perSend, and nothing else does, so how
+// much a run does within its budget depends on its sends alone, not on how
+// fast the emulators answer.
+type budgetClock struct {
+	mu  sync.Mutex
+	now time.Time
 }
 
-func (s slowSender) Send(ctx context.Context, tier job.Tier, m queue.Message) error {
-	time.Sleep(s.delay)
+func (c *budgetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *budgetClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// countingSender moves clock on by perSend for every send: a stand-in for a
+// release whose writes and sends take their time, so that a run's budget
+// ends before a large backlog of due jobs is through.
+type countingSender struct {
+	recovery.Sender
+	clock   *budgetClock
+	perSend time.Duration
+}
+
+func (s countingSender) Send(ctx context.Context, tier job.Tier, m queue.Message) error {
+	s.clock.advance(s.perSend)
 	return s.Sender.Send(ctx, tier, m)
 }
 
 // TestReleaseTakesOwnersInTurn: one owner's mass scheduleAt, due just
 // before another owner's job, does not hold that job back past the run: the
 // release takes each owner's first due jobs before anyone's rest. The run's
-// budget is far too short to release the whole backlog (one send at a time,
-// 50 ms each), and the other owner's job sits behind the backlog's entries
-// in its own shard of the sweep index, pages of 3.
+// budget is far too short to release the whole backlog (a budget of 100
+// sends, one at a time), and the other owner's job sits behind the
+// backlog's entries in its own shard of the sweep index, pages of 3.
 func TestReleaseTakesOwnersInTurn(t *testing.T) {
 	t.Parallel()
 	b := setupRescue(t)
 	st := b.st
+	budget := &budgetClock{now: time.Unix(0, 0)}
 	rec := recovery.New(recovery.Config{
 		Store:      st,
-		Sender:     slowSender{queue.NewSender(b.sqs, b.queues, queue.Fairness{}), 50 * time.Millisecond},
+		Sender:     countingSender{queue.NewSender(b.sqs, b.queues, queue.Fairness{}), budget, 50 * time.Millisecond},
 		StuckAfter: stuckAfter, Turn: 3, Batch: 3, Concurrency: 1, Budget: 5 * time.Second,
-		Now: b.clk.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Now: b.clk.Now, Clock: budget.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	ctx := context.Background()
 	t0 := b.clk.Now()
