@@ -293,38 +293,19 @@ func TestOverlappingRunsEnqueueOnce(t *testing.T) {
 	}
 }
 
-// budgetClock is the run's budget measured in sends: each send through
-// countingSender moves it on by perSend, and nothing else does, so how
-// much a run does within its budget depends on its sends alone, not on how
-// fast the emulators answer.
-type budgetClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *budgetClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *budgetClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// countingSender moves clock on by perSend for every send: a stand-in for a
-// release whose writes and sends take their time, so that a run's budget
-// ends before a large backlog of due jobs is through.
+// countingSender moves clock on by perSend for every send, and nothing
+// else does: with clock as the run's budget clock, what a run does within
+// its budget depends on its sends alone, not on how fast the emulators
+// answer — a stand-in for a release whose writes and sends take their time,
+// so that a run's budget ends before a large backlog of due jobs is through.
 type countingSender struct {
 	recovery.Sender
-	clock   *budgetClock
+	clock   *clock.Simulated
 	perSend time.Duration
 }
 
 func (s countingSender) Send(ctx context.Context, tier job.Tier, m queue.Message) error {
-	s.clock.advance(s.perSend)
+	s.clock.Advance(s.perSend)
 	return s.Sender.Send(ctx, tier, m)
 }
 
@@ -338,7 +319,7 @@ func TestReleaseTakesOwnersInTurn(t *testing.T) {
 	t.Parallel()
 	b := setupRescue(t)
 	st := b.st
-	budget := &budgetClock{now: time.Unix(0, 0)}
+	budget := clock.NewSimulated(time.Unix(0, 0))
 	rec := recovery.New(recovery.Config{
 		Store:      st,
 		Sender:     countingSender{queue.NewSender(b.sqs, b.queues, queue.Fairness{}), budget, 50 * time.Millisecond},

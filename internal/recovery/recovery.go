@@ -191,7 +191,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 	var (
 		mu       sync.Mutex
 		turns    = map[string]int{}
-		deferred int
+		deferred bool // some owner's jobs were left for the second pass
 	)
 	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
 	st, err := pass(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 3), r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
@@ -200,7 +200,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 		if turn {
 			turns[j.Owner]++
 		} else {
-			deferred++
+			deferred = true
 		}
 		mu.Unlock()
 		if !turn {
@@ -208,7 +208,7 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 		}
 		return release(ctx, j)
 	})
-	if err == nil && (deferred > 0 || !st.Complete) {
+	if err == nil && (deferred || !st.Complete) {
 		// Everyone had a turn: the rest, oldest first (the pass read
 		// past the deferred jobs, so a new scan starts from the oldest).
 		scan = r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
