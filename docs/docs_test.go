@@ -250,3 +250,21 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEIndexesEveryPage: the README's index of docs/ links every page,
+// so a new page is found from the front door.
+func TestREADMEIndexesEveryPage(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages(t) {
+		if p.path == "README.md" {
+			continue
+		}
+		if !strings.Contains(string(b), "]("+p.path+")") {
+			t.Errorf("README.md's index does not link %s", p.path)
+		}
+	}
+}
