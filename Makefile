@@ -102,8 +102,8 @@ $(VENV)/bin/schemathesis: fuzz.requirements.txt | $(MOTO)
 # says what the step costs); `make fuzz` draws FUZZ_EXAMPLES (default 20).
 TEST_FUZZ_EXAMPLES ?= 5
 
-fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check, every operation) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
-	./localstack/fuzz.sh
+fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check, every operation) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20; SEED_JOBS=2000: that many jobs seeded first)
+	FUZZ_SEED_JOBS=$(or $(SEED_JOBS),0) ./localstack/fuzz.sh
 
 openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
 	$(OPENAPI_VALIDATOR) openapi.yaml
