@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-		"strings"
+	"strings"
 	"sync"
 	"time"
 
