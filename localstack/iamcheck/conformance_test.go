@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -110,6 +111,15 @@ func TestIAMConformance(t *testing.T) {
 	}
 	t.Logf("%d distinct accesses recorded: %v", len(calls), byFn)
 
+	// The static side: every SDK operation each function's main can reach,
+	// whether the scenario took it there or not (its local stand-ins not
+	// entered). One load and one graph for every function.
+	reachable, err := iamcheck.ReadAllowList(filepath.Join(root, "infra", "iam", "reachable.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reach := reachAll(t, root, local.Functions)
+
 	for _, env := range job.CloudEnvs {
 		t.Run(string(env), func(t *testing.T) {
 			tmpl, err := iamcheck.LoadTemplate(filepath.Join(templates, "Conveyor-"+string(env)+".template.json"), iamcheck.Mapping{
@@ -143,6 +153,27 @@ func TestIAMConformance(t *testing.T) {
 			for _, g := range stale {
 				t.Errorf("STALE infra/iam/unexercised.yaml lists %s: %s, which is not a granted-and-unused action", g.Function, g.Action)
 			}
+			t2 := time.Now()
+			found, err := iamcheck.ReachableDenied(ev, tmpl, lambdaruntime.AccountID, reach.Operations, calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("reachable actions evaluated in %v", time.Since(t2).Round(time.Millisecond))
+			unlisted, staleReach, listedReach := reachable.For(string(env)).Unreasoned(found, local.Functions)
+			for _, u := range unlisted {
+				t.Errorf("REACHABLE-DENIED %s\n  grant it, or list it with why it is never made in AWS in infra/iam/reachable.yaml", u)
+			}
+			for _, g := range staleReach {
+				t.Errorf("STALE infra/iam/reachable.yaml lists %s: %s, which is not a reachable, unrecorded action its role denies", g.Function, g.Action)
+			}
+			if env == job.Staging {
+				var lines []string
+				for g, reason := range listedReach {
+					lines = append(lines, fmt.Sprintf("%-9s %-32s %s", g.Function, g.Action, firstSentence(reason)))
+				}
+				sort.Strings(lines)
+				t.Logf("reachable, denied, listed (%d):\n%s", len(lines), strings.Join(lines, "\n"))
+			}
 			if env == job.Staging {
 				var lines []string
 				for g, reason := range listed {
@@ -153,6 +184,40 @@ func TestIAMConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reachAll is Reach over every deployed function, checked for what the
+// analysis needs to be complete: each function has operations, and each
+// configured stand-in is met (a stand-in renamed or gone would otherwise
+// leave its replacement unchecked, or its exclusion dead).
+func reachAll(t *testing.T, root string, functions []string) *iamcheck.Reachability {
+	t.Helper()
+	t0 := time.Now()
+	reach, err := iamcheck.Reach(iamcheck.FunctionsReach(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perFn := map[string]int{}
+	for _, o := range reach.Operations {
+		perFn[o.Function]++
+	}
+	t.Logf("reachable SDK operations, by function: %v, in %v (load %v, build %v, analyse %v)", perFn,
+		time.Since(t0).Round(time.Millisecond), reach.Load.Round(time.Millisecond), reach.Build.Round(time.Millisecond), reach.Analyse.Round(time.Millisecond))
+	for _, fn := range functions {
+		if perFn[fn] == 0 {
+			t.Errorf("function %s reaches no SDK operation: the static analysis lost its handler", fn)
+		}
+	}
+	for _, s := range iamcheck.FunctionStandIns {
+		met := false
+		for _, m := range reach.StandIns {
+			met = met || slices.Contains(m, s)
+		}
+		if !met {
+			t.Errorf("stand-in %s is not met by any function's graph: update iamcheck.FunctionStandIns", s)
+		}
+	}
+	return reach
 }
 
 func firstSentence(s string) string {

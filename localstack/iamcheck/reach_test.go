@@ -123,4 +123,3 @@ func TestReachReportsADeniedUnrecordedCall(t *testing.T) {
 		})
 	}
 }
-

@@ -77,16 +77,15 @@ func (u Unrecorded) String() string {
 //
 // An action the function's recorded calls made is left to Denied, which
 // evaluates it on the very resources it was made on. Any other is
-// evaluated on the resources (with the condition keys) the other
-// functions' recorded calls made it on — the stack's resources that
-// action is used on, whichever function's code path reaches it; an
-// action no function recorded is evaluated on the resources the role's
-// own Allow statements name for it (wildcards filled in) and those with a
-// resource policy of its service. The action is reported when its role
-// allows it on none of them: a call the function can make that, in AWS,
-// is denied wherever it goes. Which resource an unrecorded call would
-// name is not known statically; allowed on one, the action is not
-// reported.
+// evaluated on every resource it may name: those (with the condition
+// keys) the other functions' recorded calls made it on — the stack's
+// resources that action is used on, whichever function's code path
+// reaches it —, those the role's own Allow statements name for it
+// (wildcards filled in, no condition key), and those with a resource
+// policy of its service. The action is reported when its role allows it
+// on none of them: a call the function can make that, in AWS, is denied
+// wherever it goes. Which resource an unrecorded call would name is not
+// known statically; allowed on one, the action is not reported.
 func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation, calls []awsenv.Call) ([]Unrecorded, error) {
 	type fa struct{ fn, action string }
 	recorded := map[fa]bool{}
@@ -134,13 +133,11 @@ func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation,
 					on = append(on, r)
 				}
 			}
-			if len(on) == 0 {
-				for _, r := range roleResources(role, action) {
-					on = append(on, onRes{r, nil, "granted by the role"})
-				}
-				for _, r := range resourcePolicyResources(t, action) {
-					on = append(on, onRes{r, nil, "its resource policy"})
-				}
+			for _, r := range roleResources(role, action) {
+				on = append(on, onRes{r, nil, "granted by the role"})
+			}
+			for _, r := range resourcePolicyResources(t, action) {
+				on = append(on, onRes{r, nil, "its resource policy"})
 			}
 			out = append(out, u)
 			for _, r := range on {
