@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/awsenv"
@@ -393,6 +394,19 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	b.Must(b.Call("GET", "/v1/jobs?limit=10", user, nil), 200)
 	b.Must(b.Call("GET", "/v1/jobs?status=succeeded&limit=0", user, nil), 200)
 	b.Eventually(func() bool { return hooks.count() >= 2 }, "the job's webhook and the endpoint's delivered")
+
+	// A job whose media is gone by the time the publisher reads it (its
+	// object deleted behind the upload record's back): S3 answers the
+	// GetObject of a missing key 404 — the job fails as expired media, not
+	// retried — only to a caller that may list the bucket.
+	expiredUp := b.Upload(user, awstest.PNG(t, 8))
+	eu := b.Must(b.Call("GET", "/v1/uploads/"+expiredUp, user, nil), 200)
+	s3c := s3.NewFromConfig(s.App.Clients.Config, func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.Provisioned.Definition.Bucket.Name),
+		Key: aws.String(eu.Body["key"].(string))}); err != nil {
+		t.Fatalf("deleting upload %s's object: %v", expiredUp, err)
+	}
+	b.WaitStatus(user, submit("Expired", expiredUp, nil), "failed")
 
 	// A user with no webhook endpoint (free plan: the low tier): the relay
 	// finds no summary of theirs and builds it from the endpoint items.
