@@ -97,9 +97,13 @@ cdk-flags: ## rewrite infra/cdk.json's flags from the pinned aws-cdk-lib's recom
 # against its role in every environment's synthesized template by a real
 # policy evaluator (npm @cloud-copilot/iam-simulate, pinned, installed into
 # .cache/iam-simulate); every granted action used or listed with its
-# reason in infra/iam/unexercised.yaml; and every request an AWS service
-# makes for the stack (CloudWatch, Scheduler, S3, EventBridge, Lambda)
-# held against the resource, key and trust policies it needs
+# reason in infra/iam/unexercised.yaml; every SDK operation a function's
+# code can reach (a static call graph from its main, about a minute of
+# CPU: only here) allowed or listed with its reason in
+# infra/iam/reachable.yaml (TestReachReportsADeniedUnrecordedCall shows
+# the check on a fixture); and every request an AWS service makes for
+# the stack (CloudWatch, Scheduler, S3, EventBridge, Lambda) held against
+# the resource, key and trust policies it needs
 # (TestServicesMayUseTheStacksResources). `make test` runs it.
 IAM_SIMULATE_VERSION := 0.1.173
 IAM_SIMULATE_PREFIX  := $(CURDIR)/.cache/iam-simulate
