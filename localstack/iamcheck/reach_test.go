@@ -3,6 +3,7 @@ package iamcheck_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,7 +91,7 @@ func TestReachReportsADeniedUnrecordedCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			found, err := iamcheck.ReachableDenied(ev, tc.tmpl, account, r.Operations, tc.calls)
+			found, allowed, err := iamcheck.ReachableDenied(ev, tc.tmpl, account, r.Operations, tc.calls)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,6 +110,11 @@ func TestReachReportsADeniedUnrecordedCall(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
+			// PutObject is the recorded side's; ListBucket, unless denied,
+			// is vouched for here.
+			if wantAllowed := len(tc.want) == 0; wantAllowed != slices.Contains(allowed, iamcheck.Grant{Function: "lister", Action: "s3:ListBucket"}) || len(allowed) > 1 {
+				t.Errorf("allowed %v, for findings %v", allowed, got)
+			}
 
 			// The list gives a finding its reason; an entry that is not a
 			// finding is stale.
@@ -121,5 +127,45 @@ func TestReachReportsADeniedUnrecordedCall(t *testing.T) {
 				t.Errorf("stale %v, listed %v, for findings %v", stale, listed, got)
 			}
 		})
+	}
+}
+
+// TestReasonedListStaysExact: infra/iam/reachable.yaml parses, and the
+// list gives a finding its reason, leaves an unlisted one reported, and
+// names as stale each of its pairs ("all" standing for every function)
+// that is not a finding.
+func TestReasonedListStaysExact(t *testing.T) {
+	t.Parallel()
+	root, err := lambdaruntime.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iamcheck.ReadAllowList(filepath.Join(root, "infra", "iam", "reachable.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	l := iamcheck.AllowList{
+		{Functions: []string{"admin"}, Actions: []string{"sqs:ChangeMessageVisibility"}, Reason: "a finding"},
+		{Functions: []string{"all"}, Actions: []string{"s3:ListBucket"}, Reason: "a finding of one function, stale for the other"},
+	}
+	found := []iamcheck.Unrecorded{
+		{Function: "admin", Action: "sqs:ChangeMessageVisibility"},
+		{Function: "api", Action: "s3:ListBucket"},
+		{Function: "api", Action: "kms:Decrypt"},
+	}
+	unlisted, stale, listed := l.Unreasoned(found, []string{"admin", "api"})
+	var got []string
+	for _, u := range unlisted {
+		got = append(got, "unlisted "+u.Function+" "+u.Action)
+	}
+	for _, g := range stale {
+		got = append(got, "stale "+g.Function+" "+g.Action)
+	}
+	for g := range listed {
+		got = append(got, "listed "+g.Function+" "+g.Action)
+	}
+	slices.Sort(got)
+	want := []string{"listed admin sqs:ChangeMessageVisibility", "listed api s3:ListBucket", "stale admin s3:ListBucket", "unlisted api kms:Decrypt"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

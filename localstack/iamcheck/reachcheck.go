@@ -73,7 +73,9 @@ func (u Unrecorded) String() string {
 
 // ReachableDenied holds every action of the reachable operations against
 // its function's role in t, and returns those allowed on none of the
-// resources it is evaluated on, sorted by function and action.
+// resources it is evaluated on (denied), sorted by function and action,
+// and those it evaluated and found allowed on some (allowed): the
+// reachable actions the static side alone vouches for.
 //
 // An action the function's recorded calls made is left to Denied, which
 // evaluates it on the very resources it was made on. Any other is
@@ -86,7 +88,7 @@ func (u Unrecorded) String() string {
 // on none of them: a call the function can make that, in AWS, is denied
 // wherever it goes. Which resource an unrecorded call would name is not
 // known statically; allowed on one, the action is not reported.
-func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation, calls []awsenv.Call) ([]Unrecorded, error) {
+func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation, calls []awsenv.Call) (denied []Unrecorded, allowed []Grant, err error) {
 	type fa struct{ fn, action string }
 	recorded := map[fa]bool{}
 	type onRes struct {
@@ -159,12 +161,12 @@ func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation,
 		}
 		ds, err := ev.Evaluate(identity, t.ResourcePolicies, reqs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		allowed := map[int]bool{}
+		isAllowed := map[int]bool{}
 		for i, d := range ds {
 			if d.Allowed() {
-				allowed[owner[i]] = true
+				isAllowed[owner[i]] = true
 				continue
 			}
 			u := out[owner[i]]
@@ -172,23 +174,30 @@ func ReachableDenied(ev Evaluator, t *Template, account string, ops []Operation,
 		}
 		var kept []*Unrecorded
 		for i, u := range out {
-			if !allowed[i] {
+			if isAllowed[i] {
+				allowed = append(allowed, Grant{u.Function, u.Action})
+			} else {
 				kept = append(kept, u)
 			}
 		}
 		out = kept
 	}
-	res := make([]Unrecorded, 0, len(out))
 	for _, u := range out {
-		res = append(res, *u)
+		denied = append(denied, *u)
 	}
-	sort.Slice(res, func(i, j int) bool {
-		if res[i].Function != res[j].Function {
-			return res[i].Function < res[j].Function
+	sort.Slice(denied, func(i, j int) bool {
+		if denied[i].Function != denied[j].Function {
+			return denied[i].Function < denied[j].Function
 		}
-		return res[i].Action < res[j].Action
+		return denied[i].Action < denied[j].Action
 	})
-	return res, nil
+	sort.Slice(allowed, func(i, j int) bool {
+		if allowed[i].Function != allowed[j].Function {
+			return allowed[i].Function < allowed[j].Function
+		}
+		return allowed[i].Action < allowed[j].Action
+	})
+	return denied, allowed, nil
 }
 
 // roleResources are the resources role's Allow statements name for
