@@ -52,7 +52,11 @@ const VarModules = "IAM_SIMULATE_MODULES"
 // names) with a real IAM evaluator, and fails naming function, action and
 // resource for each one the role does not allow. The other way, every
 // action a role grants is used by some request or listed with its reason
-// in infra/iam/unexercised.yaml, which must stay exact.
+// in infra/iam/unexercised.yaml, which must stay exact. And statically:
+// every SDK operation a function's main can reach (iamcheck.Reach), made
+// by the scenario or not, is allowed by its role on some resource it may
+// name, or listed with its reason in infra/iam/reachable.yaml, which must
+// stay exact too.
 func TestIAMConformance(t *testing.T) {
 	templates := os.Getenv(VarTemplates)
 	if templates == "" {
@@ -70,6 +74,16 @@ func TestIAMConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The static side: every SDK operation each function's main can reach,
+	// whether the scenario takes it there or not (its local stand-ins not
+	// entered). One load and one graph for every function, built before the
+	// scenario's stack runs (it would share the CPU with it).
+	reachable, err := iamcheck.ReadAllowList(filepath.Join(root, "infra", "iam", "reachable.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reach := reachAll(t, root, resources.Named(job.Local, "").Functions)
 
 	// CONVEYOR_IAM_CALLS keeps the logs in a directory of one's choice;
 	// with CONVEYOR_IAM_REUSE=1 too, the scenario is not run again and the
@@ -112,14 +126,6 @@ func TestIAMConformance(t *testing.T) {
 	}
 	t.Logf("%d distinct accesses recorded: %v", len(calls), byFn)
 
-	// The static side: every SDK operation each function's main can reach,
-	// whether the scenario took it there or not (its local stand-ins not
-	// entered). One load and one graph for every function.
-	reachable, err := iamcheck.ReadAllowList(filepath.Join(root, "infra", "iam", "reachable.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reach := reachAll(t, root, local.Functions)
 
 	for _, env := range job.CloudEnvs {
 		t.Run(string(env), func(t *testing.T) {
