@@ -126,7 +126,6 @@ func TestIAMConformance(t *testing.T) {
 	}
 	t.Logf("%d distinct accesses recorded: %v", len(calls), byFn)
 
-
 	for _, env := range job.CloudEnvs {
 		t.Run(string(env), func(t *testing.T) {
 			tmpl, err := iamcheck.LoadTemplate(filepath.Join(templates, "Conveyor-"+string(env)+".template.json"), iamcheck.Mapping{
