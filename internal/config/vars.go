@@ -84,6 +84,9 @@ const (
 	VarOIDCJWKSURL               = "CONVEYOR_OIDC_JWKS_URL"
 	VarOIDCJWKSTTL               = "CONVEYOR_OIDC_JWKS_TTL"
 	VarOIDCJWKSMinRefresh        = "CONVEYOR_OIDC_JWKS_MIN_REFRESH"
+	// Tracing ([tracing](operations.md#tracing)).
+	VarOTLPEndpoint     = "CONVEYOR_OTLP_ENDPOINT"
+	VarTraceSampleRatio = "CONVEYOR_TRACE_SAMPLE_RATIO"
 	// The http kind's limits ([the http kind](http-kind.md)).
 	VarHTTPMaxSnoozes      = "CONVEYOR_HTTP_MAX_SNOOZES"
 	VarHTTPMaxAge          = "CONVEYOR_HTTP_MAX_AGE"
@@ -194,6 +197,8 @@ var Vars = []Var{
 	{Name: VarOIDCJWKSURL, DefaultText: "discovered", Meaning: "the issuer's key set; unset, read from `<issuer>/.well-known/openid-configuration` on the first token", Rule: "an https URL (http only on a loopback host)"},
 	{Name: VarOIDCJWKSTTL, Default: time.Hour, Meaning: "how long a fetched key set is trusted before the next token refetches it", Rule: "> 0"},
 	{Name: VarOIDCJWKSMinRefresh, Default: time.Minute, Meaning: "the least time between two fetches of the key set: a token naming an unknown key refetches only this long after the last fetch", Rule: "> 0, ≤ `CONVEYOR_OIDC_JWKS_TTL`"},
+	{Name: VarOTLPEndpoint, DefaultText: "none (tracing off)", Meaning: "the OTLP/HTTP collector the functions send their spans to (`/v1/traces` is added; the ADOT Lambda layer's collector listens on `http://localhost:4318`); unset, no span is recorded or sent, and an incoming `traceparent` is still passed on ([tracing](operations.md#tracing); infra/env/<env>.json `tracing.otlpEndpoint`)", Rule: "an https URL (http only on a loopback host)"},
+	{Name: VarTraceSampleRatio, Default: "1", Meaning: "the share of new traces recorded (a trace a caller started follows the caller's sampled flag; a job's spans follow its submission's decision)", Rule: "0 ≤ r ≤ 1"},
 	{Name: "CONVEYOR_SIMULATOR_TOKEN_TTL` / `_RATE_LIMIT` / `_RATE_WINDOW` / `_LATENCY` / `_LATENCY_JITTER", DefaultText: "`1h` / `0` (off) / `1m` / `0` / `0`", Meaning: "the local simulator: access token lifetime, calls per access token per window, added latency per call ([local stack](local-stack.md))"},
 	{Name: VarTableIndexes, Default: TableIndexesCurrent, Meaning: "which of the table's indexes the functions query: `retired` while a migration adds their replacements ([migrations](migrations.md); CDK sets it per stage)", Rule: "`current` or `retired`"},
 	{Name: VarJobItems, Default: JobItemsCompact, Meaning: "how the functions write a job item: `attributes` (every attribute, as code before compact items reads them) on the first deploy of the change, then `compact` ([migrations](migrations.md#compact-job-items); CDK sets it from the context)", Rule: "`compact` or `attributes`"},
