@@ -21,7 +21,6 @@ import (
 
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -145,12 +144,12 @@ type Fairness struct {
 func (f Fairness) env() map[string]string {
 	env := map[string]string{}
 	if len(f.Plans) > 0 {
-		slots, _ := queue.ParseSlots(queue.FairSlotsDefault)
+		slots, _ := config.ParseSlots(config.FairSlotsDefault)
 		maps.Copy(slots, f.Plans)
-		env[config.VarFairSlots] = queue.FormatSlots(slots)
+		env[config.VarFairSlots] = config.FormatSlots(slots)
 	}
 	if len(f.Owners) > 0 {
-		env[config.VarOwnerSlots] = queue.FormatSlots(f.Owners)
+		env[config.VarOwnerSlots] = config.FormatSlots(f.Owners)
 	}
 	return env
 }
@@ -158,7 +157,7 @@ func (f Fairness) env() map[string]string {
 // check reports the settings of f the functions would refuse.
 func (f Fairness) check() []string {
 	var bad []string
-	plans, _ := queue.ParseSlots(queue.FairSlotsDefault)
+	plans, _ := config.ParseSlots(config.FairSlotsDefault)
 	for _, p := range sortedKeys(f.Plans) {
 		if _, ok := plans[p]; !ok {
 			bad = append(bad, fmt.Sprintf("fairness.plans.%s: no such plan (want one of %v)", p, sortedKeys(plans)))

@@ -13,9 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 )
@@ -146,7 +144,7 @@ type Config struct {
 	// Fairness picks the message group of each job inside its tier: a few
 	// slots per owner (CONVEYOR_FAIR_SLOTS per plan, CONVEYOR_OWNER_SLOTS
 	// per named owner).
-	Fairness queue.Fairness
+	Fairness Fairness
 	// OwnerQueueDepth is the most jobs of one owner a tier's queue holds
 	// (CONVEYOR_OWNER_QUEUE_DEPTH, default 1000; 0: no bound).
 	OwnerQueueDepth int
@@ -352,7 +350,7 @@ func (r *reader) delivery(c *Config) {
 	c.StreamPoll = r.dur(VarStreamPoll)
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
 	c.StreamLifetime = r.dur(VarStreamLifetime)
-	c.Fairness = queue.Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
+	c.Fairness = Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
 	c.OwnerQueueDepth = r.int(VarOwnerQueueDepth)
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
@@ -523,7 +521,7 @@ func (c Config) validate(deadlines bool) error {
 	if c.HTTPBreakersPerUser < 1 {
 		bad("%s must be at least 1", VarHTTPBreakersPerUser)
 	}
-	if probe := breaker.ProbeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
+	if probe := probeCallTimeout(c.BreakerProbeLease); deadlines && c.CallTimeout > 0 && c.BreakerProbeLease > 0 && c.CallTimeout > probe {
 		bad("%s (%s) must be shorter than the breaker's probe lease: at most %s, the 4/5 of %s (%s) a half-open probe's call may take, so that no probe outlives its lease and lets a second one through",
 			VarCallTimeout, c.CallTimeout, probe, VarBreakerProbeLease, c.BreakerProbeLease)
 	}
@@ -704,9 +702,9 @@ func (r *reader) busEvents(name string) job.BusEvents {
 	return b
 }
 
-// slots reads a "name=n,…" list (queue.ParseSlots).
+// slots reads a "name=n,…" list (ParseSlots).
 func (r *reader) slots(name string) map[string]int {
-	m, err := queue.ParseSlots(r.str(name))
+	m, err := ParseSlots(r.str(name))
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
 		return map[string]int{}

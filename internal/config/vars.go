@@ -5,10 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/breaker"
-	"github.com/conveyor/conveyor/internal/httpkind"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
@@ -142,13 +139,13 @@ var Vars = []Var{
 	{Name: VarRetryBase, Default: 2 * time.Second, Meaning: "ceiling of the first backoff (full jitter, doubling per attempt)", Rule: "> 0, ≤ `CONVEYOR_RETRY_MAX`"},
 	{Name: VarRetryMax, Default: 15 * time.Minute, Meaning: "cap of every backoff", Rule: "≤ 12h (the longest SQS visibility timeout)"},
 	{Name: VarParkAfter, Default: time.Minute, Meaning: "the shortest wait a job spends in the table instead of the queue ([design](design.md#running-a-job-resume-never-repeat), \"Long waits leave the queue\")", Rule: "> 0"},
-	{Name: VarFairSlots, Default: queue.FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarFairSlots, Default: FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarOwnerQueueDepth, Default: 1000, Meaning: "the most jobs of one owner a tier's queue holds (queued or running); the owner's next jobs wait in its backlog in the table, in order, and are admitted as these finish, so no owner's backlog outgrows what SQS FIFO looks through for other owners ([fairness](fairness.md)); 0: no bound", Rule: "0 ≤ n ≤ 100000"},
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open a token's circuit (and an http target's)", Rule: "≥ 1"},
-	{Name: VarBreakerHostOwners, Default: breaker.HostOwnersDefault, Meaning: "circuit breaker: distinct owners whose failures within the window open the publishing host's circuit, each counted once whatever its tokens; a token's 429 never counts ([fairness](fairness.md#circuits))", Rule: "≥ 2"},
+	{Name: VarBreakerHostOwners, Default: BreakerHostOwnersDefault, Meaning: "circuit breaker: distinct owners whose failures within the window open the publishing host's circuit, each counted once whatever its tokens; a token's 429 never counts ([fairness](fairness.md#circuits))", Rule: "≥ 2"},
 	{Name: VarBreakerCooldown, Default: 5 * time.Minute, Meaning: "circuit breaker: how long a circuit stays open before one probe", Rule: "> 0"},
 	{Name: VarBreakerProbeLease, Default: 30 * time.Second, Meaning: "circuit breaker: how long the half-open probe holds its lease (unset: 30s, or `CONVEYOR_BREAKER_COOLDOWN` when shorter); the probe call ends at 4/5 of it", Rule: "> 0"},
 	{Name: VarBreakerCache, Default: 5 * time.Second, Meaning: "how long an instance trusts its snapshot of the breakers (one Query per period)", Rule: "≥ 0"},
@@ -170,7 +167,7 @@ var Vars = []Var{
 	{Name: VarStreamMaxPerUser, Default: 5, Meaning: "open SSE streams per user, across instances (beyond: `429 too_many_streams` at once, with `Retry-After`)", Rule: "≥ 1"},
 	{Name: VarStreamLifetime, Default: time.Minute, Meaning: "the longest an SSE stream runs: it then ends cleanly and the client resumes with `Last-Event-ID`; a stream whose client left holds its slot and its execution until then (a function URL does not stop a streaming function when its client goes)", Rule: "> 0"},
 	{Name: VarWebhookSecretOverlap, Default: 24 * time.Hour, Meaning: "how long a user's rotated-out webhook secret keeps signing beside the new one", Rule: "≥ 1m (functions cache a user's keys that long)"},
-	{Name: VarWebhookSlots, Default: queue.WebhookSlotsDefault, Meaning: "webhook deliveries of one owner in flight at once on the system tier: the owner's message groups there, each endpoint's deliveries in one of them ([fairness](fairness.md#webhooks)); 0: a group per delivery, no cap", Rule: "0 ≤ n ≤ 1000"},
+	{Name: VarWebhookSlots, Default: WebhookSlotsDefault, Meaning: "webhook deliveries of one owner in flight at once on the system tier: the owner's message groups there, each endpoint's deliveries in one of them ([fairness](fairness.md#webhooks)); 0: a group per delivery, no cap", Rule: "0 ≤ n ≤ 1000"},
 	{Name: VarWebhookTimeout, Default: 10 * time.Second, Meaning: "the longest one webhook delivery attempt waits for its receiver's answer", Rule: "> 0, ≤ 30s"},
 	{Name: VarWebhookRetryBase, Default: 30 * time.Second, Meaning: "the wait after a webhook delivery's first failed attempt; each further failure doubles it, less up to half at random", Rule: "> 0, ≤ `CONVEYOR_WEBHOOK_RETRY_MAX`"},
 	{Name: VarWebhookRetryMax, Default: 6 * time.Hour, Meaning: "cap of every wait between a delivery's attempts", Rule: "≤ 12h (the longest SQS visibility timeout)"},
@@ -181,10 +178,10 @@ var Vars = []Var{
 	{Name: VarWebhookDisableAfter, Default: 120 * time.Hour, Meaning: "how long a webhook endpoint's deliveries fail, with no success between, before the next failure disables it: its deliveries then fail at once until its owner enables it (`PATCH /v1/webhooks/{id}`)", Rule: "> 0"},
 	{Name: VarUploadExpiry, Default: 5 * time.Minute, Meaning: "presigned URL lifetime", Rule: "> 0, ≤ 168h (SigV4's limit)"},
 	{Name: VarMaxUploadSize, Default: int64(50 << 20), Meaning: "largest upload, bytes", Rule: "≥ 1"},
-	{Name: VarHTTPMaxSnoozes, Default: httpkind.MaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
-	{Name: VarHTTPMaxAge, Default: httpkind.MaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
-	{Name: VarHTTPTimeoutFloor, Default: httpkind.TimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
-	{Name: VarHTTPBreakersPerUser, Default: breaker.MaxPerOwnerDefault, Meaning: "http jobs: circuits (one per target host) a user may have; further hosts share one", Rule: "≥ 1"},
+	{Name: VarHTTPMaxSnoozes, Default: HTTPMaxSnoozesDefault, Meaning: "http jobs: waits without an attempt (429, circuit open) before the job fails `waits_exhausted`", Rule: "≥ 1"},
+	{Name: VarHTTPMaxAge, Default: HTTPMaxAgeDefault, Meaning: "http jobs: how long after it became due a job is tried before it fails `max_age_exceeded`", Rule: "> 0"},
+	{Name: VarHTTPTimeoutFloor, Default: HTTPTimeoutFloorDefault, Meaning: "http jobs: a `timeoutMs` below it that expires does not count on the target's circuit", Rule: "> 0"},
+	{Name: VarHTTPBreakersPerUser, Default: HTTPBreakersPerUserDefault, Meaning: "http jobs: circuits (one per target host) a user may have; further hosts share one", Rule: "≥ 1"},
 	{Name: VarDeviantArtURL, Default: "https://www.deviantart.com", Meaning: "external API base URL (the local stack points it at the simulator)", Rule: "an absolute http(s) URL"},
 	{Name: VarDeviantArtClientID + "` / `_SECRET", DefaultText: "none (generated locally)", Meaning: "OAuth client credentials; the functions that refresh tokens (`resources.OAuthClientFunctions`: the publisher) refuse to start without both"},
 	{Name: VarDeviantArtClientSecretARN, DefaultText: "set by CDK for the publisher", Meaning: "Secrets Manager secret `{\"clientId\":\"…\",\"clientSecret\":\"…\"}` read when a token first needs refreshing, when the two values are not set; until it holds both, jobs that need a refresh wait (no attempt spent) and the overview says why"},

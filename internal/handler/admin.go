@@ -58,7 +58,7 @@ func NewAdminWith(platform func(Env, *queue.Client) AdminPlatform) func(context.
 func buildAdmin(env Env, platform func(Env, *queue.Client) AdminPlatform) (HTTPHandler, error) {
 	db, sqsc := env.DynamoDB(), env.SQS()
 	st := env.Store(db)
-	sender := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness)
+	sender := queue.NewSender(sqsc, env.Config.QueueURLs, queue.Fairness(env.Config.Fairness))
 	// Restarts re-queue through the state machine (submission.Service.Requeue);
 	// nothing here submits, so no kind of job is registered.
 	js := submission.New(submission.Config{Store: st, Sender: sender, Kinds: &job.Fronts{}, Env: env.Config.Env,

@@ -98,7 +98,7 @@ func TestWaitsForTheOAuthClientSecret(t *testing.T) {
 	}
 	j := testfactory.Job(t, st, testfactory.JobOpts{Owner: owner, Tier: job.Medium, UploadIDs: []string{up.ID}})
 	sqsc := env.SQS()
-	if err := queue.NewSender(sqsc, env.Config.QueueURLs, env.Config.Fairness).Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+	if err := queue.NewSender(sqsc, env.Config.QueueURLs, queue.Fairness(env.Config.Fairness)).Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
 		t.Fatal(err)
 	}
 	poller := lambdaruntime.Poller{SQS: sqsc, QueueURL: env.Config.QueueURLs[j.Tier], BatchSize: 10, Timeout: time.Minute,

@@ -55,7 +55,7 @@ func Fronts(st *store.Store, s httpkind.Sealer) *job.Fronts {
 // of client, accepting the kinds of fronts.
 func NewSubmission(env Env, st *store.Store, client *queue.Client, fronts *job.Fronts) *Submission {
 	cfg := env.Config
-	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs, cfg.Fairness), Fronts: fronts}
+	s := &Submission{Sender: queue.NewSender(client, cfg.QueueURLs, queue.Fairness(cfg.Fairness)), Fronts: fronts}
 	s.Jobs = submission.New(submission.Config{
 		Store: st, Sender: s.Sender, Kinds: fronts, Env: cfg.Env, MaxAttempts: cfg.MaxAttempts, Now: env.Now, Logger: env.Log(),
 	})

@@ -70,7 +70,7 @@ func NewRelay(newBus func(aws.Config, config.Config) relay.Bus) func(context.Con
 		if err != nil {
 			return nil, err
 		}
-		rel, err := EventRelay(env, newBus(env.AWS, cfg), queue.NewSender(env.SQS(), cfg.QueueURLs, cfg.Fairness), endpoints)
+		rel, err := EventRelay(env, newBus(env.AWS, cfg), queue.NewSender(env.SQS(), cfg.QueueURLs, queue.Fairness(cfg.Fairness)), endpoints)
 		if err != nil {
 			return nil, err
 		}

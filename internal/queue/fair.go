@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -50,11 +48,6 @@ const (
 	// DefaultSlots is the slots of an owner whose plan Fairness does not
 	// name (and of jobs submitted before the plan was kept on the job).
 	DefaultSlots = 2
-	// FairSlotsDefault is CONVEYOR_FAIR_SLOTS's default: slots per plan.
-	FairSlotsDefault = "free=2,standard=3,pro=4,corporate=6,enterprise=8"
-	// WebhookSlotsDefault is CONVEYOR_WEBHOOK_SLOTS's default: the slots
-	// each owner's webhook deliveries share on the system tier.
-	WebhookSlotsDefault = 4
 	// ownGroupPrefix starts the group of a message moved out of its
 	// owner's slot; ownerGroupPrefix the group of an owner's slot.
 	ownerGroupPrefix = "o:"
@@ -132,35 +125,6 @@ func OwnerGroup(owner string, n int) string {
 // IsOwnerGroup reports whether group is an owner's slot, shared by several
 // jobs (a message there must not wait in the queue).
 func IsOwnerGroup(group string) bool { return strings.HasPrefix(group, ownerGroupPrefix) }
-
-// ParseSlots reads "name=n,name=n" (CONVEYOR_FAIR_SLOTS,
-// CONVEYOR_OWNER_SLOTS); n ≥ 0.
-func ParseSlots(s string) (map[string]int, error) {
-	out := map[string]int{}
-	for _, pair := range strings.Split(s, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		name, v, ok := strings.Cut(pair, "=")
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || err != nil || n < 0 || n > 1000 {
-			return nil, fmt.Errorf("%q: want name=slots with 0 ≤ slots ≤ 1000", pair)
-		}
-		out[name] = n
-	}
-	return out, nil
-}
-
-// FormatSlots renders slots as ParseSlots reads them, sorted by name.
-func FormatSlots(m map[string]int) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, k+"="+strconv.Itoa(m[k]))
-	}
-	return strings.Join(parts, ",")
-}
 
 // MessageSender is the part of the SQS client MoveOut uses.
 type MessageSender interface {

@@ -106,19 +106,3 @@ func TestWebhookGroups(t *testing.T) {
 		t.Errorf("a delivery naming no owner: %q, want a group of its own", g)
 	}
 }
-
-func TestParseSlots(t *testing.T) {
-	t.Parallel()
-	got, err := ParseSlots(FairSlotsDefault)
-	if err != nil || got["free"] != 2 || got["enterprise"] != 8 || FormatSlots(got) != "corporate=6,enterprise=8,free=2,pro=4,standard=3" {
-		t.Fatalf("default: %v %v", got, err)
-	}
-	if got, err := ParseSlots(""); err != nil || len(got) != 0 {
-		t.Errorf("empty: %v %v", got, err)
-	}
-	for _, bad := range []string{"free", "free=-1", "=3", "free=x", "free=1001"} {
-		if _, err := ParseSlots(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
