@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/breaker"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -167,7 +168,7 @@ func (c Config) validate() error {
 
 // ErrUnknownTier is returned for a tier that does not exist or has no
 // queue in this environment.
-var ErrUnknownTier = errors.New("no such tier")
+var ErrUnknownTier error = &fault.NotFound{Msg: "no such tier", Code: "unknown_tier", Detail: "no such tier (want one of high, medium, low, system)"}
 
 // ConflictError is an operation the resource's state does not allow (409).
 type ConflictError struct{ Code, Message string }
@@ -277,7 +278,7 @@ const MaxBreakerKey = 256
 // ErrUnknownBreaker is ResetBreaker's answer for a key no breaker has: a
 // key is known while its breaker has a record (Breakers lists them); any
 // other is closed with no failures already, and most likely mistyped.
-var ErrUnknownBreaker = errors.New("no breaker has this key")
+var ErrUnknownBreaker error = &fault.NotFound{Msg: "no breaker has this key", Detail: "no breaker has this key (GET /v1/admin/breakers lists them)"}
 
 // ResetBreaker closes key's breaker and forgets its failures, or returns
 // ErrUnknownBreaker when no breaker has the key (so a second reset of the

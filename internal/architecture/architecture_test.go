@@ -33,7 +33,7 @@ var wiring = []string{"internal/handler", "functions/", "localstack/", "internal
 // vocabulary is what a client of the API (the Go client, the CLI) and the
 // configuration may reach besides each other: the words of the contract,
 // no behaviour that does I/O.
-var vocabulary = []string{"internal/job", "internal/retry", "internal/ids", "internal/invalid", "internal/clock", "internal/envelope", "internal/resources"}
+var vocabulary = []string{"internal/job", "internal/retry", "internal/ids", "internal/invalid", "internal/fault", "internal/clock", "internal/envelope", "internal/resources"}
 
 // clients reach no domain package and no adapter.
 var clients = []string{"internal/apiclient", "cmd/conveyor", "internal/config"}

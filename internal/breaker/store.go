@@ -2,8 +2,10 @@ package breaker
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
+
+	"github.com/conveyor/conveyor/internal/fault"
 )
 
 // Store keeps the breakers' records, shared by every instance
@@ -44,7 +46,7 @@ type Store interface {
 
 // ErrConflict is a Store's answer to a write that lost a race: the record
 // changed since it was read.
-var ErrConflict = errors.New("breaker changed meanwhile")
+var ErrConflict = fmt.Errorf("breaker changed meanwhile: %w", fault.ErrConflict)
 
 // TargetRecord is one of an owner's target slots as stored: the record of
 // the circuit, the host it guards ("*" for the shared one) and the slot.

@@ -1,18 +1,19 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
-	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // Error codes the plumbing itself answers with. Handlers choose their own
@@ -160,12 +161,12 @@ func tooLarge(limit int64) *Error {
 // whose detail is only logged.
 func clientError(err error) error {
 	var (
-		unusable      *invalid.UnusableError
-		hookLimit     *webhook.LimitError
-		scheduleLimit *schedule.LimitError
-		transition    *job.TransitionError
-		conflict      *admin.ConflictError
-		unavailable   *schedule.UnavailableError
+		unusable    *invalid.UnusableError
+		limit       *fault.Limit
+		notFound    *fault.NotFound
+		transition  *job.TransitionError
+		conflict    *admin.ConflictError
+		unavailable *schedule.UnavailableError
 	)
 	if fe, ok := invalid.As(err); ok {
 		return BadRequest(fe.Field, "%s", fe.Error())
@@ -173,24 +174,18 @@ func clientError(err error) error {
 	switch {
 	case errors.As(err, &unusable):
 		return Unprocessable(unusable.Code, unusable.Field, unusable.Message)
-	case errors.As(err, &hookLimit):
-		return Unprocessable("webhook_limit", "", hookLimit.Error())
-	case errors.As(err, &scheduleLimit):
-		return Unprocessable("schedule_limit", "", scheduleLimit.Error())
+	case errors.As(err, &limit):
+		return Unprocessable(limit.Code, "", limit.Error())
 	case errors.Is(err, uploads.ErrNotUploaded):
 		return Unprocessable("upload_missing", "", "the object has not been uploaded yet")
 	case errors.As(err, &transition):
 		return Conflict("invalid_transition", transition.Error())
 	case errors.As(err, &conflict):
 		return Conflict(conflict.Code, conflict.Message)
-	case errors.Is(err, admin.ErrUnknownBreaker):
-		return Errorf(http.StatusNotFound, CodeNotFound, "no breaker has this key (GET /v1/admin/breakers lists them)")
-	case errors.Is(err, admin.ErrUnknownTier):
-		return Errorf(http.StatusNotFound, "unknown_tier", "no such tier (want one of high, medium, low, system)")
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, webhook.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
+	case errors.As(err, &notFound) && (notFound.Code != "" || notFound.Detail != ""):
+		return Errorf(http.StatusNotFound, cmp.Or(notFound.Code, CodeNotFound), "%s", cmp.Or(notFound.Detail, notFound.Msg))
+	case errors.Is(err, fault.ErrNotFound):
 		return NotFound()
-	case errors.Is(err, webhook.ErrNoDelivery):
-		return Errorf(http.StatusNotFound, CodeNotFound, "no delivery of this id was made to this endpoint (its webhook-id header names it)")
 	case errors.Is(err, store.ErrBadCursor):
 		return InvalidCursor(http.StatusUnprocessableEntity, "the cursor does not continue this list (%v); use the nextCursor of the same query, or start without one", err)
 	case errors.As(err, &unavailable):

@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conveyor/conveyor/internal/envelope"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -187,14 +188,11 @@ func New(cfg Config) *Service {
 }
 
 // ErrNotFound is an unknown schedule, or another user's.
-var ErrNotFound = errors.New("schedule not found")
+var ErrNotFound error = &fault.NotFound{Msg: "schedule not found"}
 
-// LimitError is a user who has as many schedules as allowed (422).
-type LimitError struct{ Max int }
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("at most %d schedules per user: delete one first", e.Max)
-}
+// LimitCode is the code of the answer to a user who has as many schedules
+// as allowed (a *fault.Limit, 422).
+const LimitCode = "schedule_limit"
 
 // Create validates r and creates an active schedule for c.
 func (s *Service) Create(ctx context.Context, c submission.Caller, r Request) (Schedule, error) {
@@ -263,7 +261,7 @@ func (s *Service) Create(ctx context.Context, c submission.Caller, r Request) (S
 		return Schedule{}, err
 	}
 	if n >= s.cfg.MaxPerOwner {
-		return Schedule{}, &LimitError{Max: s.cfg.MaxPerOwner}
+		return Schedule{}, &fault.Limit{Code: LimitCode, Max: s.cfg.MaxPerOwner, Msg: fmt.Sprintf("at most %d schedules per user: delete one first", s.cfg.MaxPerOwner)}
 	}
 	if err := s.put(ctx, &sc, false); err != nil {
 		return Schedule{}, err

@@ -21,16 +21,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
 // ErrNotFound is returned when an item does not exist or has expired.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = fault.ErrNotFound
 
 // ErrConflict is returned when a conditional write lost a race: the item
 // changed since it was read.
-var ErrConflict = errors.New("conflicting update")
+var ErrConflict = fault.ErrConflict
 
 // Store reads and writes the table.
 type Store struct {

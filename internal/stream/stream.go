@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
@@ -122,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 // Errors before streaming.
 var (
 	// ErrNotFound: an unknown job, or one the caller may not see.
-	ErrNotFound = errors.New("no such job")
+	ErrNotFound error = &fault.NotFound{Msg: "no such job"}
 	// ErrTooMany: the caller already holds MaxPerUser streams. An open
 	// never waits for a slot: it is refused at once, so a refused open
 	// does not hold an execution of the function.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -31,15 +32,11 @@ const (
 )
 
 // ErrNotFound is returned for an endpoint the caller does not have.
-var ErrNotFound = errors.New("webhook: no such endpoint")
+var ErrNotFound error = &fault.NotFound{Msg: "webhook: no such endpoint"}
 
-// LimitError is a user who has as many endpoints as allowed: the request is
-// well-formed, the state refuses it (422, like a schedule's limit).
-type LimitError struct{ Max int }
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("at most %d webhook endpoints per user: delete one first", e.Max)
-}
+// LimitCode is the code of the answer to a user who has as many endpoints
+// as allowed (a *fault.Limit, 422, like a schedule's limit).
+const LimitCode = "webhook_limit"
 
 // EndpointStore keeps each user's endpoints and the summary item that
 // lists them (*store.Store: the user's "HOOKS#<user>" partition). Its
@@ -202,7 +199,7 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 	// in one transaction.
 	err := s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, error) {
 		if len(list) >= s.cfg.Max {
-			return nil, &LimitError{Max: s.cfg.Max}
+			return nil, &fault.Limit{Code: LimitCode, Max: s.cfg.Max, Msg: fmt.Sprintf("at most %d webhook endpoints per user: delete one first", s.cfg.Max)}
 		}
 		return append(list, ep), nil
 	}, func(next store.WebhookSummary, prev int64) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -89,7 +90,8 @@ type RedeliverResult struct {
 
 // ErrNoDelivery is a delivery id that names no delivery made to the
 // endpoint.
-var ErrNoDelivery = errors.New("webhook: no such delivery to this endpoint")
+var ErrNoDelivery error = &fault.NotFound{Msg: "webhook: no such delivery to this endpoint",
+	Detail: "no delivery of this id was made to this endpoint (its webhook-id header names it)"}
 
 // Redeliver makes again what req names, for owner's endpoint id:
 // ErrNotFound for an endpoint owner does not have, ErrNoDelivery for a

@@ -14,6 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/awsclient"
 	simclock "github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
@@ -119,8 +120,8 @@ func TestSummaryFollowsCreateAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var limit *webhook.LimitError
-	if _, err := api.Create(ctx, owner, webhook.CreateRequest{URL: "http://127.0.0.1:9/c", Events: []string{job.EventFailed}}); !errors.As(err, &limit) {
+	var limit *fault.Limit
+	if _, err := api.Create(ctx, owner, webhook.CreateRequest{URL: "http://127.0.0.1:9/c", Events: []string{job.EventFailed}}); !errors.As(err, &limit) || limit.Code != webhook.LimitCode || limit.Max != 2 {
 		t.Fatalf("a third endpoint over a limit of 2: %v", err)
 	}
 	if err := api.Delete(ctx, owner, a.ID); err != nil {

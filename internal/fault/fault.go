@@ -1,0 +1,46 @@
+// Package fault is the classes of error the domain packages return and the
+// API answers by class, not by each package's own error: a resource that is
+// not there (404), a count at its limit (422), an update that lost a race
+// (409 or a retry). A domain error joins a class by being one of its types
+// or matching its sentinel (errors.Is), and keeps its own text; the API's
+// answer takes its code and message from the error. The package is part of
+// the vocabulary: it does no I/O and reaches nothing else.
+package fault
+
+import "errors"
+
+// The classes' sentinels: errors.Is(err, ErrNotFound) holds for every
+// not-found error of the domain, ErrConflict for every lost race.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflicting update")
+)
+
+// NotFound is an error of class ErrNotFound naming what was not found.
+// Code and Detail are the API's answer (404); empty, the answer is the
+// generic not_found.
+type NotFound struct {
+	// Msg is the error's text.
+	Msg string
+	// Code is the answer's error code (default not_found).
+	Code string
+	// Detail is the answer's message (default the generic one).
+	Detail string
+}
+
+func (e *NotFound) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFound) Is(target error) bool { return target == ErrNotFound }
+
+// Limit is a caller who has as many of something as allowed: the request
+// is well-formed and the state refuses it until the caller deletes one
+// (422). Code names the limit in the answer; Max is its value.
+type Limit struct {
+	Code string
+	Max  int
+	// Msg is the error's text and the answer's message.
+	Msg string
+}
+
+func (e *Limit) Error() string { return e.Msg }
