@@ -13,8 +13,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/awsclient"
 	simclock "github.com/conveyor/conveyor/internal/clock"
-	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/fault"
+	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
