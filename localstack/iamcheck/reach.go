@@ -86,7 +86,7 @@ type Reachability struct {
 // Reach builds each main package's call graph from its main (and package
 // initialisers) and returns the SDK operations reachable in it. The graph
 // is Rapid Type Analysis refined by Variable Type Analysis
-// (golang.org/x/tools/go/callgraph), with two steps of its own where a
+// (golang.org/x/tools/go/callgraph), with three steps of its own where a
 // function's wiring defeats them:
 //
 //   - lambda.Start takes the handler as an interface{} and calls it by
@@ -96,7 +96,9 @@ type Reachability struct {
 //     struct type's field across every value of that type, so each
 //     handler.Function[H]'s New would reach every function of the same
 //     handler type) keeps those the value can be traced to, when the
-//     trace is complete.
+//     trace is complete;
+//   - sync.WaitGroup.Go(f) and sync.Once.Do(f) call this site's f, not
+//     every function any site hands them (runsItsArgument).
 //
 // The SDK's own code is not analysed (its packages are type-checked, not
 // built): a call to a method of a service client (or its presign client,
@@ -426,6 +428,18 @@ func (a *analysis) callees(f *ssa.Function) []*ssa.Function {
 			case st != nil && st.Pkg != nil && st.Pkg.Pkg.Path() == lambdaStart && strings.HasPrefix(st.Name(), "Start") && len(common.Args) > 0:
 				// The handler, called by reflection.
 				cs = append(cs, a.handlers(common.Args[0])...)
+			case runsItsArgument(st) && len(common.Args) == 2:
+				// wg.Go(f), once.Do(f): the call runs f, this site's own.
+				// The method's body calls its parameter, which VTA merges
+				// over every call site in the program (each function's
+				// wg.Go would reach every closure any wg.Go is given), so
+				// the callee is f as traced here; the method when f
+				// cannot be traced.
+				if traced, ok := a.resolve(common.Args[1]); ok {
+					cs = traced
+				} else if !slices.Contains(cs, st) {
+					cs = append(cs, st)
+				}
 			case st != nil:
 				if !slices.Contains(cs, st) {
 					cs = append(cs, st)
@@ -443,6 +457,16 @@ func (a *analysis) callees(f *ssa.Function) []*ssa.Function {
 		}
 	}
 	return out
+}
+
+// runsItsArgument reports whether f is a standard library method that
+// only calls the function it is given: sync.WaitGroup's Go, sync.Once's Do.
+func runsItsArgument(f *ssa.Function) bool {
+	if f == nil || f.Pkg == nil || f.Pkg.Pkg.Path() != "sync" || f.Signature.Recv() == nil {
+		return false
+	}
+	recv := f.Signature.Recv().Type().String()
+	return (recv == "*sync.WaitGroup" && f.Name() == "Go") || (recv == "*sync.Once" && f.Name() == "Do")
 }
 
 // handlers are the functions the value handed to lambda.Start can hold:
