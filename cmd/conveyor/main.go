@@ -11,6 +11,7 @@
 //	conveyor dlq redrive <tier> [jobId…] [--batch 100] [--task]
 //	conveyor tier pause|resume <tier>
 //	conveyor breaker list · conveyor breaker reset <key>
+//	conveyor relay replay [--dry-run] [--json]
 //	conveyor completion bash|zsh|fish|powershell
 //	conveyor version · conveyor --version
 //

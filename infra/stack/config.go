@@ -115,6 +115,9 @@ type Config struct {
 	// It becomes the relay function's CONVEYOR_BUS_EVENTS. Unset: the
 	// functions' default (lifecycle).
 	BusEvents string `json:"busEvents,omitempty"`
+	// Adopt names an existing table and token key the stack uses instead
+	// of creating its own: a restore's (adopt.go). Unset: it creates both.
+	Adopt Adopt `json:"adopt,omitempty"`
 }
 
 // Bus is the BusEvents the relay function gets: the configured one, or
@@ -335,6 +338,7 @@ func (cfg Config) Validate(env job.Env) error {
 	}
 	bad = append(bad, cfg.checkOIDC()...)
 	bad = append(bad, cfg.Fairness.check()...)
+	bad = append(bad, cfg.Adopt.check(cfg.Account, cfg.Region)...)
 	if cfg.BusEvents != "" {
 		if _, err := job.ParseBusEvents(cfg.BusEvents); err != nil {
 			fail("busEvents %v", err)

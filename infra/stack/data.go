@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -33,10 +34,10 @@ type builder struct {
 	dlqs   map[job.Tier]awssqs.Queue
 	// failures is the on-failure destination of asynchronous invocations.
 	failures awssqs.Queue
-	table    awsdynamodb.Table
+	table    awsdynamodb.ITable
 	bucket   awss3.Bucket
 	logs     awss3.Bucket
-	key      awskms.Key
+	key      awskms.IKey
 	bus      awsevents.EventBus
 
 	jwtSecret awssecretsmanager.Secret
@@ -75,16 +76,7 @@ func (b *builder) data() {
 	b.tableFromDefinition()
 	b.uploadBucket()
 
-	// The key envelope-encrypts account tokens (internal/envelope): a data
-	// key per record, the secret sealed under it, only the wrapped data key
-	// stored.
-	b.key = awskms.NewKey(b.stack, jsii.String("TokenKey"), &awskms.KeyProps{
-		Alias:             jsii.String(b.def.KMSAlias),
-		Description:       jsii.String("Conveyor " + string(b.def.Env) + ": envelope encryption of connected-account tokens"),
-		EnableKeyRotation: jsii.Bool(true),
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-		RemovalPolicy:     b.removal(),
-	})
+	b.tokenKey()
 
 	b.bus = awsevents.NewEventBus(b.stack, jsii.String("EventBus"), &awsevents.EventBusProps{
 		EventBusName: jsii.String(b.def.EventBus),
@@ -104,6 +96,33 @@ func (b *builder) data() {
 	}
 	b.jwtSecret = secret("JWTSecret", "jwt", "HS256 key that signs and verifies Conveyor bearer tokens")
 	b.oauthClientSecret()
+}
+
+// tokenKey makes the key that envelope-encrypts account tokens
+// (internal/envelope: a data key per record, the secret sealed under it,
+// only the wrapped data key stored), or adopts an existing one
+// (Config.Adopt.TokenKeyARN: the key a deleted stack kept, which opens the
+// tokens of its restored table). Either way the alias names it, under the
+// same construct path (so the same logical id: switching updates the
+// alias in place).
+func (b *builder) tokenKey() {
+	if arn := b.props.Config.Adopt.TokenKeyARN; arn != "" {
+		scope := constructs.NewConstruct(b.stack, jsii.String("TokenKey"))
+		key := awskms.Key_FromKeyArn(scope, jsii.String("Adopted"), jsii.String(arn))
+		awskms.NewAlias(scope, jsii.String("Alias"), &awskms.AliasProps{AliasName: jsii.String(b.def.KMSAlias), TargetKey: key})
+		b.key = key
+		return
+	}
+	b.key = awskms.NewKey(b.stack, jsii.String("TokenKey"), &awskms.KeyProps{
+		Alias:             jsii.String(b.def.KMSAlias),
+		Description:       jsii.String("Conveyor " + string(b.def.Env) + ": envelope encryption of connected-account tokens"),
+		EnableKeyRotation: jsii.Bool(true),
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+		// Production keeps it when the stack goes (the tokens of a kept
+		// or restored table are sealed under it), never after a failed
+		// create; staging's is scheduled for deletion with the stack.
+		RemovalPolicy: b.removal(),
+	})
 }
 
 // oauthClientSecret references the OAuth client secret given by ARN, or
@@ -212,12 +231,23 @@ func attr(k resources.Key) *awsdynamodb.Attribute {
 
 func (b *builder) tableFromDefinition() {
 	t := b.def.Table
+	if a := b.props.Config.Adopt; a.Table != "" {
+		// A restored table: the stack names it, creates nothing of it.
+		var indexes []*string
+		for _, ix := range t.Indexes {
+			indexes = append(indexes, jsii.String(ix.Name))
+		}
+		b.table = awsdynamodb.Table_FromTableAttributes(b.stack, jsii.String("Table"), &awsdynamodb.TableAttributes{
+			TableName: jsii.String(a.Table), TableStreamArn: jsii.String(a.TableStreamARN), GlobalIndexes: &indexes,
+		})
+		return
+	}
 	// AWS-owned-by-service (aws/dynamodb) encryption, not the token key:
 	// the only secrets in the table (refresh tokens) are already sealed
 	// under the customer-managed key by the application, and a CMK on the
 	// table would add kms:Decrypt/GenerateDataKey to every function's role
 	// and a KMS request to many table operations.
-	b.table = awsdynamodb.NewTable(b.stack, jsii.String("Table"), &awsdynamodb.TableProps{
+	table := awsdynamodb.NewTable(b.stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		TableName:           jsii.String(t.Name),
 		PartitionKey:        attr(t.PartitionKey),
 		SortKey:             attr(t.SortKey),
@@ -243,8 +273,9 @@ func (b *builder) tableFromDefinition() {
 		if len(ix.Include) > 0 {
 			props.NonKeyAttributes = jsii.Strings(ix.Include...)
 		}
-		b.table.AddGlobalSecondaryIndex(props)
+		table.AddGlobalSecondaryIndex(props)
 	}
+	b.table = table
 }
 
 // BucketName is the upload bucket's name in the cloud: the definition's

@@ -127,6 +127,7 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 		topicCfg := withAlarmTopic(configs[job.ProdEN])
 		topicCfg.Account, topicCfg.Region = boundAccount, boundRegion
 		topicStack := stack.New(app, "Conveyor-prod-en-topic", stack.Props{Env: job.ProdEN, FunctionsDir: functionsDir, Config: topicCfg})
+		adoptedStack := stack.New(app, "Conveyor-prod-ru-adopted", stack.Props{Env: job.ProdRU, FunctionsDir: functionsDir, Config: withAdopted(configs[job.ProdRU])})
 		// The emulator synthesizer is checked on a one-resource stack: a
 		// fourth full stack would cost a quarter more synthesis time.
 		emu := awscdk.NewStack(app, jsii.String("EmulatorSynthesizer"), &awscdk.StackProps{Synthesizer: stack.EmulatorSynthesizer()})
@@ -139,6 +140,7 @@ func stacks(t *testing.T) map[job.Env]*synthesized {
 		emulator = decode(emu, resources.For(job.Staging))
 		byARN = decode(arnStack, resources.For(job.Staging))
 		byTopic = decode(topicStack, resources.For(job.ProdEN))
+		adopted = decode(adoptedStack, resources.For(job.ProdRU))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -292,3 +292,64 @@ func TestOverlappingRunsEnqueueOnce(t *testing.T) {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
 }
+
+// countingSender moves clock on by perSend for every send, and nothing
+// else does: with clock as the run's budget clock, what a run does within
+// its budget depends on its sends alone, not on how fast the emulators
+// answer — a stand-in for a release whose writes and sends take their time,
+// so that a run's budget ends before a large backlog of due jobs is through.
+type countingSender struct {
+	recovery.Sender
+	clock   *clock.Simulated
+	perSend time.Duration
+}
+
+func (s countingSender) Send(ctx context.Context, tier job.Tier, m queue.Message) error {
+	s.clock.Advance(s.perSend)
+	return s.Sender.Send(ctx, tier, m)
+}
+
+// TestReleaseTakesOwnersInTurn: one owner's mass scheduleAt, due just
+// before another owner's job, does not hold that job back past the run: the
+// release takes each owner's first due jobs before anyone's rest. The run's
+// budget is far too short to release the whole backlog (a budget of 100
+// sends, one at a time), and the other owner's job sits behind the
+// backlog's entries in its own shard of the sweep index, pages of 3.
+func TestReleaseTakesOwnersInTurn(t *testing.T) {
+	t.Parallel()
+	b := setupRescue(t)
+	st := b.st
+	budget := clock.NewSimulated(time.Unix(0, 0))
+	rec := recovery.New(recovery.Config{
+		Store:      st,
+		Sender:     countingSender{queue.NewSender(b.sqs, b.queues, queue.Fairness{}), budget, 50 * time.Millisecond},
+		StuckAfter: stuckAfter, Turn: 3, Batch: 3, Concurrency: 1, Budget: 5 * time.Second,
+		Now: b.clk.Now, Clock: budget.Now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	ctx := context.Background()
+	t0 := b.clk.Now()
+	heavy, light := testfactory.Owner(), testfactory.Owner()
+	const backlog = 200
+	for i := range backlog {
+		at := t0.Add(time.Minute + time.Duration(i)*time.Millisecond)
+		testfactory.Job(t, st, testfactory.JobOpts{Owner: heavy, Status: job.Scheduled, ScheduleAt: &at, At: t0})
+	}
+	at := t0.Add(time.Minute + time.Second)
+	other := testfactory.Job(t, st, testfactory.JobOpts{Owner: light, Status: job.Scheduled, ScheduleAt: &at, At: t0})
+
+	b.clk.Set(t0.Add(2 * time.Minute))
+	res, err := rec.ReleaseScheduled(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Released >= backlog {
+		t.Fatalf("released %d: the whole backlog fit in the budget, so the test shows nothing", res.Released)
+	}
+	j, err := st.GetJob(ctx, other.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != job.Queued {
+		t.Errorf("the other owner's due job is %s after a run that released %d of the backlog; want queued", j.Status, res.Released)
+	}
+}

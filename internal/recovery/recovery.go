@@ -28,6 +28,9 @@ const (
 	// the release and retention sweeps must keep up with the rate the
 	// pipeline takes jobs (docs/performance.md, "The sweeps").
 	ConcurrencyDefault = 128
+	// TurnDefault is how many due scheduled jobs of one owner one run
+	// releases before every other owner's (Config.Turn).
+	TurnDefault = 100
 	// BudgetDefault is how long one run's sweeps may work in all: under
 	// the release schedule's minute, so one run ends before the next.
 	BudgetDefault = 50 * time.Second
@@ -62,6 +65,9 @@ type Config struct {
 	// Paused reports whether a tier is paused: its parked jobs stay parked
 	// and its queued jobs are not stuck; the sweeps do not read them.
 	Paused func(ctx context.Context, tier job.Tier) bool
+	// Turn is how many due scheduled jobs of one owner the release takes
+	// before every other owner has had its turn (default TurnDefault).
+	Turn int
 	// Batch is how many due items one query of a sweep reads (default
 	// BatchDefault).
 	Batch int
@@ -96,6 +102,9 @@ func New(cfg Config) *Recoverer {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = ConcurrencyDefault
+	}
+	if cfg.Turn <= 0 {
+		cfg.Turn = TurnDefault
 	}
 	if cfg.Budget <= 0 {
 		cfg.Budget = BudgetDefault
@@ -157,12 +166,18 @@ func (res *Result) add(st SweepStats) {
 // resources.ReleaseParts); it runs every minute so that a job starts within
 // a minute after its time, never before. Each of its two sweeps works until
 // nothing is due or its share of the budget is spent.
+//
+// The scheduled jobs are released owners in turn: a first pass releases
+// each owner's oldest Config.Turn due jobs and reads past the rest, then a
+// second releases whatever is still due, oldest first. One owner's mass
+// scheduleAt thus delays another owner's due job by the time it takes to
+// read past its index entries (a query per Batch of them), not to release
+// them (a transaction and a send each).
 func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result, error) {
 	var res Result
 	now := r.cfg.Now()
 	until := r.budget(ctx)
-	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
-	st, err := sweep(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
+	release := func(ctx context.Context, j job.Job) (outcome, error) {
 		if j.ScheduleAt != nil && j.ScheduleAt.After(now) {
 			return skipped, nil
 		}
@@ -172,7 +187,36 @@ func (r *Recoverer) ReleaseScheduled(ctx context.Context, shards []int) (Result,
 			}
 			return j.Apply(job.Release, now)
 		}))
+	}
+	var (
+		mu       sync.Mutex
+		turns    = map[string]int{}
+		deferred bool // some owner's jobs were left for the second pass
+	)
+	scan := r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
+	st, err := pass(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 3), r.cfg.Concurrency, func(ctx context.Context, j job.Job) (outcome, error) {
+		mu.Lock()
+		turn := turns[j.Owner] < r.cfg.Turn
+		if turn {
+			turns[j.Owner]++
+		} else {
+			deferred = true
+		}
+		mu.Unlock()
+		if !turn {
+			return deferredTurn, nil
+		}
+		return release(ctx, j)
 	})
+	if err == nil && (deferred || !st.Complete) {
+		// Everyone had a turn: the rest, oldest first (the pass read
+		// past the deferred jobs, so a new scan starts from the oldest).
+		scan = r.cfg.Store.ScanDue(now, nil, job.Scheduled).OnShards(shards)
+		var rest SweepStats
+		rest, err = pass(ctx, r, SweepScheduled, scan, scan.Jobs, r.share(until, 2), r.cfg.Concurrency, release)
+		st = st.merge(rest)
+	}
+	r.report(ctx, st)
 	res.Released, res.Lost = st.Done, st.Lost
 	res.add(st)
 	if err != nil {

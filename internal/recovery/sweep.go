@@ -54,6 +54,9 @@ const (
 	// behind: a queued job not received for StuckAfter whose owner's
 	// messages move; nothing sent (Recoverer.mayBeLost).
 	behind
+	// deferredTurn: a due scheduled job whose owner had its turn in this
+	// pass; the next pass takes it (Recoverer.ReleaseScheduled).
+	deferredTurn
 )
 
 // page reads the next page of a scan: jobs or uploads, as the sweep needs.
@@ -67,8 +70,18 @@ type page[T any] func(ctx context.Context, limit int) ([]T, error)
 // first page, so that every sweep moves on in every run however its
 // predecessors spent the budget. Then it counts what is left: the items
 // read but not started, and the due items behind the cursors (the next run
-// reads both). An item's error ends the sweep and is returned.
+// reads both). An item's error ends the sweep and is returned. The
+// sweep's figures are logged and reported (Config.Report).
 func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, concurrency int, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
+	st, err := pass(ctx, r, name, scan, next, until, concurrency, handle)
+	r.report(ctx, st)
+	return st, err
+}
+
+// pass is one sweep's walk of scan (see sweep), unreported: a sweep made
+// of several passes (the release's turns, then the rest) sums them with
+// merge and reports once.
+func pass[T any](ctx context.Context, r *Recoverer, name string, scan *store.DueScan, next page[T], until time.Time, concurrency int, handle func(context.Context, T) (outcome, error)) (SweepStats, error) {
 	start := r.cfg.Clock()
 	st := SweepStats{Sweep: name}
 	var (
@@ -139,8 +152,22 @@ func sweep[T any](ctx context.Context, r *Recoverer, name string, scan *store.Du
 	}
 	st.Read, st.Queries = scan.Read, scan.Queries
 	st.Elapsed = r.cfg.Clock().Sub(start)
-	r.report(ctx, st)
 	return st, firstErr
+}
+
+// merge sums a later pass of the same sweep into st: what is left and
+// whether it is complete are the later pass's.
+func (st SweepStats) merge(later SweepStats) SweepStats {
+	st.Done += later.Done
+	st.Failed += later.Failed
+	st.Lost += later.Lost
+	st.Skipped += later.Skipped
+	st.Behind += later.Behind
+	st.Read += later.Read
+	st.Queries += later.Queries
+	st.Elapsed += later.Elapsed
+	st.Left, st.Complete = later.Left, later.Complete
+	return st
 }
 
 // report logs a sweep's figures and hands them to Config.Report.

@@ -15,6 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/conveyor/conveyor/internal/aws/relayfailures"
+	"github.com/conveyor/conveyor/internal/relay"
 )
 
 // StreamPoller feeds a DynamoDB stream's records to a function the way
@@ -488,34 +491,12 @@ func (p *StreamPoller) invoke(ctx context.Context, batch []types.Record) (int, e
 }
 
 // FailureRecord is what Lambda's stream event source mapping sends its
-// on-failure destination about a batch it gave up on.
-type FailureRecord struct {
-	RequestContext struct {
-		RequestID              string `json:"requestId"`
-		FunctionARN            string `json:"functionArn"`
-		Condition              string `json:"condition"`
-		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
-	} `json:"requestContext"`
-	ResponseContext struct {
-		StatusCode      int    `json:"statusCode"`
-		ExecutedVersion string `json:"executedVersion"`
-		FunctionError   string `json:"functionError,omitempty"`
-	} `json:"responseContext"`
-	Version   string          `json:"version"`
-	Timestamp string          `json:"timestamp"`
-	BatchInfo StreamBatchInfo `json:"DDBStreamBatchInfo"`
-}
+// on-failure destination about a batch it gave up on (relay.FailureRecord:
+// what a replay reads).
+type FailureRecord = relay.FailureRecord
 
 // StreamBatchInfo locates a batch in the stream.
-type StreamBatchInfo struct {
-	ShardID                         string `json:"shardId"`
-	StartSequenceNumber             string `json:"startSequenceNumber"`
-	EndSequenceNumber               string `json:"endSequenceNumber"`
-	ApproximateArrivalOfFirstRecord string `json:"approximateArrivalOfFirstRecord"`
-	ApproximateArrivalOfLastRecord  string `json:"approximateArrivalOfLastRecord"`
-	BatchSize                       int    `json:"batchSize"`
-	StreamARN                       string `json:"streamArn"`
-}
+type StreamBatchInfo = relay.BatchInfo
 
 // discard describes an exhausted batch on the failure queue.
 func (p *StreamPoller) discard(ctx context.Context, shard string, batch []types.Record, attempts int, err error) {
@@ -570,64 +551,10 @@ func (p *StreamPoller) matches(r types.Record) bool {
 	return matchPattern(p.filter, v)
 }
 
-// LambdaRecord renders a stream record as Lambda hands it to a function.
+// LambdaRecord renders a stream record as Lambda hands it to a function
+// (relayfailures.LambdaRecord: a replay re-reads records the same way).
 func LambdaRecord(r types.Record, streamARN, region string) events.DynamoDBEventRecord {
-	rec := events.DynamoDBEventRecord{
-		AWSRegion: region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
-		EventSource: "aws:dynamodb", EventVersion: aws.ToString(r.EventVersion), EventSourceArn: streamARN,
-	}
-	if r.UserIdentity != nil {
-		rec.UserIdentity = &events.DynamoDBUserIdentity{Type: aws.ToString(r.UserIdentity.Type), PrincipalID: aws.ToString(r.UserIdentity.PrincipalId)}
-	}
-	if d := r.Dynamodb; d != nil {
-		rec.Change = events.DynamoDBStreamRecord{
-			Keys: lambdaImage(d.Keys), NewImage: lambdaImage(d.NewImage), OldImage: lambdaImage(d.OldImage),
-			SequenceNumber: aws.ToString(d.SequenceNumber), SizeBytes: aws.ToInt64(d.SizeBytes), StreamViewType: string(d.StreamViewType),
-		}
-		if d.ApproximateCreationDateTime != nil {
-			rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *d.ApproximateCreationDateTime}
-		}
-	}
-	return rec
-}
-
-func lambdaImage(m map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(m))
-	for k, v := range m {
-		out[k] = lambdaValue(v)
-	}
-	return out
-}
-
-func lambdaValue(v types.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *types.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *types.AttributeValueMemberB:
-		return events.NewBinaryAttribute(v.Value)
-	case *types.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value)
-	case *types.AttributeValueMemberSS:
-		return events.NewStringSetAttribute(v.Value)
-	case *types.AttributeValueMemberNS:
-		return events.NewNumberSetAttribute(v.Value)
-	case *types.AttributeValueMemberBS:
-		return events.NewBinarySetAttribute(v.Value)
-	case *types.AttributeValueMemberL:
-		l := make([]events.DynamoDBAttributeValue, 0, len(v.Value))
-		for _, e := range v.Value {
-			l = append(l, lambdaValue(e))
-		}
-		return events.NewListAttribute(l)
-	case *types.AttributeValueMemberM:
-		return events.NewMapAttribute(lambdaImage(v.Value))
-	}
-	return events.NewNullAttribute()
+	return relayfailures.LambdaRecord(r, streamARN, region)
 }
 
 // checkPattern refuses the parts of EventBridge's pattern syntax that
