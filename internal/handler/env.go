@@ -188,8 +188,10 @@ func (e Env) Admin(p AdminParts) (*admin.Service, error) {
 // restarts and stops jobs through jobs and sends each operation's next
 // message with sender (to the system tier). The system function runs it;
 // recovery resumes, through it, an operation whose worker went quiet.
-func (e Env) Operations(st *store.Store, jobs admin.BulkJobs, sender admin.Sender) (*admin.Worker, error) {
-	return admin.NewWorker(admin.WorkerConfig{Store: st, Jobs: jobs, Sender: sender, Chunk: e.Config.BulkChunk, Now: e.Now, Logger: e.Log()})
+// crash is the worker's crash hook (admin.WorkerConfig.Crash; nil outside
+// tests).
+func (e Env) Operations(st *store.Store, jobs admin.BulkJobs, sender admin.Sender, crash func(point string, op store.Operation) error) (*admin.Worker, error) {
+	return admin.NewWorker(admin.WorkerConfig{Store: st, Jobs: jobs, Sender: sender, Chunk: e.Config.BulkChunk, Crash: crash, Now: e.Now, Logger: e.Log()})
 }
 
 // Emitter writes the function's EMF metrics.

@@ -181,7 +181,7 @@ func NewRecovery(_ context.Context, env Env) (func(context.Context, events.Event
 		return nil, err
 	}
 	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config), Sealer: seal})
-	ops, err := env.Operations(st, sub.Jobs, sub.Sender)
+	ops, err := env.Operations(st, sub.Jobs, sub.Sender, nil)
 	if err != nil {
 		return nil, err
 	}

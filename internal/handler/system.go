@@ -67,7 +67,7 @@ func NewSystem(_ context.Context, env Env) (SQSHandler, error) {
 	}
 	sqsc := env.SQS()
 	sub := NewSubmission(env, st, sqsc, &job.Fronts{})
-	ops, err := env.Operations(st, sub.Jobs, sub.Sender)
+	ops, err := env.Operations(st, sub.Jobs, sub.Sender, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ type AppOptions struct {
 	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
+	// OperationCrash is the bulk operations' worker's crash hook (tests;
+	// admin.WorkerConfig.Crash).
+	OperationCrash func(point string, op store.Operation) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []job.Kind
 	// Mover redrives DLQs (nil: the receive/send/delete mover,
@@ -129,7 +132,7 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 		return nil, err
 	}
 	a.Recoverer = handler.Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
-	if a.Operations, err = env.Operations(a.Store, a.Jobs, a.Sender); err != nil {
+	if a.Operations, err = env.Operations(a.Store, a.Jobs, a.Sender, opts.OperationCrash); err != nil {
 		return nil, err
 	}
 	a.Resumer = handler.QuietOperations{Worker: a.Operations, After: cfg.OperationQuietAfter, Now: env.Now}
