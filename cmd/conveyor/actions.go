@@ -84,8 +84,8 @@ func (c *cli) jobsActionCmd(verb string) *cobra.Command {
 	cmd.Flags().StringVar(&f.ErrorCode, "error-code", "", "with --status: only jobs whose error has this code")
 	cmd.Flags().StringVar(&f.Type, "type", "", "with --status: only this kind of job")
 	cmd.Flags().StringVar(&f.Owner, "owner", "", "with --status: only this user's jobs")
-	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("with --status: act on at most this many (1–%d; default %d)", admin.MaxBulk, admin.MaxBulk))
-	cmd.Flags().BoolVar(&all, "all", false, "with --status: call again until nothing matches (every match, by calls of the API's limit)")
+	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("with --status: act on at most this many, newest first, in one call (1–%d); without it every match, more than the API's sync max as an operation followed to its end", admin.MaxBulk))
+	cmd.Flags().BoolVar(&all, "all", false, "with --status: call again until nothing matches (an API that answers at most its limit per call)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "with --status: change nothing; print how many match and the ids a call would take")
 	json := map[string]string{"restart": `print {"environment","restarted":[…],"skipped":[{"id","reason"}]} (with --item: the job; when the API runs a large filter as an operation: the finished operation)`,
 		"stop": `print {"environment","stopped":[…],"skipped":[{"id","reason"}]} (when the API runs a large filter as an operation: the finished operation)`}[verb]

@@ -40,8 +40,9 @@ func (c *Client) StopJobs(ctx context.Context, ids []string) (admin.Stopped, err
 }
 
 // BulkFilter is a bulk call by filter (docs/operations.md, "Bulk actions
-// by filter"): the jobs Filter selects, at most Limit (nil: admin.MaxBulk);
-// DryRun changes nothing.
+// by filter"): the jobs Filter selects, at most Limit in the request, or
+// with Limit nil every match (in the request when they are few, else as an
+// operation the API starts); DryRun changes nothing.
 type BulkFilter struct {
 	Filter admin.Filter `json:"filter"`
 	Limit  *int         `json:"limit,omitempty"`
