@@ -226,12 +226,39 @@ func TestBulkRestartByFilterRunsAsAnOperation(t *testing.T) {
 // as already cancelled) with the operation done.
 func TestBulkOperationResumesAfterACrash(t *testing.T) {
 	t.Parallel()
+	crashAndResume(t, admin.CrashActed, opsChunk)
+}
+
+// TestBulkOperationResumesAfterACrashMidChunk: the same when the worker
+// dies part way through the second chunk, three of its jobs stopped on the
+// operation's behalf and the rest not yet.
+func TestBulkOperationResumesAfterACrashMidChunk(t *testing.T) {
+	t.Parallel()
+	crashAndResume(t, admin.CrashSelected, 3)
+}
+
+// crashAndResume runs a bulk stop whose worker dies at point of its second
+// chunk, the first acted of that chunk's jobs stopped by then (at
+// CrashSelected the test stops them itself, on the operation's behalf, as
+// a worker part way through would have), and checks that recovery resumes
+// it to the end with every job stopped once.
+func crashAndResume(t *testing.T, point string, acted int) {
+	t.Helper()
 	died := make(chan store.Operation, 1)
-	hook := &opHook{point: admin.CrashActed, seq: 1, do: func(op store.Operation) error {
+	var app *stack.App
+	hook := &opHook{point: point, seq: 1, do: func(op store.Operation) error {
+		if point == admin.CrashSelected {
+			for _, id := range op.Chunk[:acted] {
+				if _, err := app.Jobs.StopFor(context.Background(), id, &job.Error{Code: admin.StopCode, Message: "stopped by an operator", Retryable: true}, op.ID); err != nil {
+					t.Errorf("stopping %s on the operation's behalf: %v", id, err)
+				}
+			}
+		}
 		died <- op
 		return errors.New("the worker died")
 	}}
 	ob, mine, others := setupOps(t, map[string]string{"CONVEYOR_OPERATION_QUIET_AFTER": "1s"}, hook, job.Queued)
+	app = ob.Stack.App
 	ctx := context.Background()
 	op := ob.start("/v1/admin/jobs/stop", map[string]any{"status": "queued", "owner": ob.owner})
 
@@ -241,14 +268,16 @@ func TestBulkOperationResumesAfterACrash(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatal("the worker never reached the second chunk")
 	}
-	// The chunk's jobs are stopped, the operation says nothing of them:
-	// its message is in flight until the queue's visibility timeout.
-	for _, id := range crashed.Chunk {
-		ob.Eventually(func() bool {
-			j, err := ob.Stack.App.Store.GetJob(ctx, id)
-			return err == nil && j.Status == job.Cancelled
-		},
-			"job %s of the crashed chunk stopped", id)
+	// The chunk's first jobs are stopped, the rest not; the operation says
+	// nothing of them: its message is in flight until the queue's
+	// visibility timeout.
+	for i, id := range crashed.Chunk {
+		want := job.Queued
+		if i < acted {
+			want = job.Cancelled
+		}
+		ob.Eventually(func() bool { j, err := ob.Stack.App.Store.GetJob(ctx, id); return err == nil && j.Status == want },
+			"job %s of the crashed chunk %s", id, want)
 	}
 	if got := ob.get(op.ID); got.Status != store.OperationRunning || got.Done != opsChunk {
 		t.Fatalf("after the crash: %+v, want running with the first chunk done", got)
