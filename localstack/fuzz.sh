@@ -17,13 +17,19 @@ go build -o "$work/conveyor" ./cmd/conveyor
 cd "$work"
 # The stack runs outside the repository (its own .local/env), so name the
 # emulators the Makefile installed.
-CONVEYOR_MOTO_SERVER="$repo/.venv/bin/moto_server" CONVEYOR_DYNAMODB_LOCAL="$repo/.cache/dynamodb-local" \
+CONVEYOR_MOTO_SERVER="$repo/.venv/bin/moto_server" CONVEYOR_DYNAMODB_LOCAL="$repo/.cache/dynamodb-local" CONVEYOR_DYNOXIDE="$repo/.cache/dynoxide" \
 CONVEYOR_API_ADDR=127.0.0.1:$port CONVEYOR_SIMULATOR_ADDR=127.0.0.1:$sim CONVEYOR_STREAM_TIMEOUT=${FUZZ_STREAM_TIMEOUT:-2s} setsid ./conveyor-local -in-process >stack.log 2>&1 &
 pid=$!
 for _ in $(seq 1 180); do [ -f .local/env ] && break; sleep 1; done
 [ -f .local/env ] || { tail -30 stack.log; echo "the stack did not start" >&2; exit 1; }
 set -a; . ./.local/env; set +a
 token=$(./conveyor token --sub fuzz-admin --role admin --ttl 1h)
+# FUZZ_SEED_JOBS (make fuzz SEED_JOBS=2000): the stack holds that many jobs
+# of every kind and shape first, so every list, search, count and stored
+# document schemathesis reads is checked against the spec at that size.
+if [ "${FUZZ_SEED_JOBS:-0}" -gt 0 ]; then
+  ./conveyor-local seed -jobs "$FUZZ_SEED_JOBS"
+fi
 # Every check, every operation (the event streams included: the stack's
 # stream function URL times out after CONVEYOR_STREAM_TIMEOUT, and a stream
 # ends cleanly before it, so each answer is whole); nothing filtered.

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -215,6 +216,66 @@ type Tracing struct {
 	// SamplingRate is refused (Validate): Lambda's active tracing has no
 	// configurable rate.
 	SamplingRate *float64 `json:"samplingRate,omitempty"`
+	// OTLPEndpoint, when set, is the OpenTelemetry collector every
+	// function sends its spans to over OTLP/HTTP (CONVEYOR_OTLP_ENDPOINT):
+	// one trace per job, from the API request through the queue message
+	// to the worker's run and its external calls. An https collector, or
+	// http://localhost:4318 with CollectorLayer (a collector in the
+	// function's own sandbox, such as the ADOT collector layer). Empty:
+	// the functions record no span.
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
+	// SampleRatio is the share of new traces the functions record
+	// (CONVEYOR_TRACE_SAMPLE_RATIO, default 1); a caller's sampled flag
+	// decides for the traces it starts. Needs OTLPEndpoint.
+	SampleRatio *float64 `json:"sampleRatio,omitempty"`
+	// CollectorLayer is a Lambda layer version ARN added to every
+	// function: the collector a loopback OTLPEndpoint names, in the
+	// stack's region and for arm64.
+	CollectorLayer string `json:"collectorLayer,omitempty"`
+}
+
+// env is the functions' tracing variables; none without an endpoint.
+func (t Tracing) env() map[string]string {
+	if t.OTLPEndpoint == "" {
+		return nil
+	}
+	env := map[string]string{config.VarOTLPEndpoint: t.OTLPEndpoint}
+	if t.SampleRatio != nil {
+		env[config.VarTraceSampleRatio] = strconv.FormatFloat(*t.SampleRatio, 'g', -1, 64)
+	}
+	return env
+}
+
+// check reports what is wrong with the OTLP settings: an endpoint the
+// functions accept (https, or http on the loopback host, which only a
+// collector layer serves), a ratio from 0 to 1 with an endpoint, and a
+// layer ARN in the stack's region.
+func (t Tracing) check(region string) (bad []string) {
+	if e := t.OTLPEndpoint; e != "" {
+		u, err := url.Parse(e)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			bad = append(bad, fmt.Sprintf("tracing.otlpEndpoint %q: want an absolute https:// URL, or http://localhost:4318 with tracing.collectorLayer", e))
+		case u.Scheme == "http" && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1":
+			bad = append(bad, fmt.Sprintf("tracing.otlpEndpoint %q: http only to a collector on the loopback host (tracing.collectorLayer); spans leave the function over https", e))
+		case u.Scheme == "http" && t.CollectorLayer == "":
+			bad = append(bad, fmt.Sprintf("tracing.otlpEndpoint %q: a loopback collector needs tracing.collectorLayer (nothing listens in a function's sandbox without one)", e))
+		}
+	} else if t.SampleRatio != nil || t.CollectorLayer != "" {
+		bad = append(bad, "tracing: sampleRatio and collectorLayer need tracing.otlpEndpoint")
+	}
+	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+		bad = append(bad, fmt.Sprintf("tracing.sampleRatio %g: want 0 to 1", *r))
+	}
+	if l := t.CollectorLayer; l != "" {
+		m := layerARN.FindStringSubmatch(l)
+		if m == nil {
+			bad = append(bad, fmt.Sprintf("tracing.collectorLayer %q: want a layer version ARN (arn:aws:lambda:<region>:<account>:layer:<name>:<version>)", l))
+		} else if region != "" && m[1] != region {
+			bad = append(bad, fmt.Sprintf("tracing.collectorLayer %q: in %s, the stack is in %s (a function takes layers of its own region)", l, m[1], region))
+		}
+	}
+	return bad
 }
 
 // SystemLogLevels are the accepted SystemLogLevel values.
@@ -337,6 +398,7 @@ func (cfg Config) Validate(env job.Env) error {
 		fail("systemLogLevel %q: want one of %v", l, SystemLogLevels)
 	}
 	bad = append(bad, cfg.checkOIDC()...)
+	bad = append(bad, cfg.Tracing.check(cfg.Region)...)
 	bad = append(bad, cfg.Fairness.check()...)
 	bad = append(bad, cfg.Adopt.check(cfg.Account, cfg.Region)...)
 	if cfg.BusEvents != "" {
@@ -428,6 +490,7 @@ func (cfg Config) checkOIDC() (bad []string) {
 const maxOrigins = 99
 
 var (
+	layerARN    = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:([a-z0-9-]+):[0-9]{12}:layer:[A-Za-z0-9_-]{1,140}:[0-9]+$`)
 	snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	accountID   = regexp.MustCompile(`^[0-9]{12}$`)
 	regionName  = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$`)

@@ -22,12 +22,18 @@ var configuredStaging = stack.Config{
 	Alarms:              stack.Alarms{Subscribers: alarmSubscriptions, AccountConcurrencyPercent: 60},
 	ReservedConcurrency: map[string]int{resources.FuncAPI: 10, resources.FuncStream: 5},
 	LogRetentionDays:    14,
-	Tracing:             stack.Tracing{Enabled: false},
+	Tracing: stack.Tracing{Enabled: false, OTLPEndpoint: "http://localhost:4318", SampleRatio: &quarter,
+		CollectorLayer: collectorLayer},
 	OIDC: stack.OIDC{Issuer: "https://login.conveyor.dev/", Audience: "conveyor-staging",
 		RoleClaim: "https://conveyor.dev/role", PlanClaim: "plan"},
 	Fairness:  stack.Fairness{Plans: map[string]int{"free": 1, "enterprise": 12}, Owners: map[string]int{"user-42": 16}},
 	BusEvents: string(job.BusAll),
 }
+
+var quarter = 0.25
+
+// collectorLayer is the configured staging stack's trace collector.
+const collectorLayer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
 
 // alarmTopicARN is the existing topic of the by-topic stack.
 const alarmTopicARN = "arn:aws:sns:eu-west-1:123456789012:ops-alarms"
@@ -164,6 +170,16 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"logRetentionDays 31: want one of CloudWatch Logs' periods"}},
 		{"sampling", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"tracing":{"enabled":true,"samplingRate":0.05}}`,
 			[]string{"tracing.samplingRate: remove it: Lambda's active tracing samples at its own fixed rate"}},
+		{"otlp endpoint", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"tracing":{"otlpEndpoint":"http://collector.internal:4318"}}`,
+			[]string{`tracing.otlpEndpoint "http://collector.internal:4318": http only to a collector on the loopback host`}},
+		{"loopback collector without a layer", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"tracing":{"otlpEndpoint":"http://localhost:4318"}}`,
+			[]string{"a loopback collector needs tracing.collectorLayer"}},
+		{"sample ratio", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"tracing":{"otlpEndpoint":"https://otlp.conveyor.dev","sampleRatio":5}}`,
+			[]string{"tracing.sampleRatio 5: want 0 to 1"}},
+		{"ratio without endpoint", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"tracing":{"sampleRatio":0.5}}`,
+			[]string{"need tracing.otlpEndpoint"}},
+		{"layer in another region", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"account":"123456789012","region":"eu-central-1","tracing":{"otlpEndpoint":"http://localhost:4318","collectorLayer":"` + collectorLayer + `"}}`,
+			[]string{"in eu-west-1, the stack is in eu-central-1"}},
 		{"system log level", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"systemLogLevel":"warn"}`,
 			[]string{`systemLogLevel "warn": want one of [WARN INFO DEBUG]`}},
 		{"reservations", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"reservedConcurrency":{"apii":5,"stream":0,"publisher":100,"system":900}}`,

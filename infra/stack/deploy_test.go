@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/conveyor/conveyor/infra/stack"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
@@ -339,6 +340,30 @@ func TestTracingAndLogLevels(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A configured OTLP collector reaches every function: its endpoint and
+// sampling ratio as the functions read them (internal/config), and the
+// collector's layer; the checked-in environments, which name none, give
+// the functions neither (they record no span).
+func TestOTLPTracingReachesEveryFunction(t *testing.T) {
+	t.Parallel()
+	stacks(t)
+	for name, s := range map[string]*synthesized{"staging (configured)": byARN, "prod-ru": stacks(t)[job.ProdRU]} {
+		configured := s == byARN
+		for _, fn := range s.def.Functions {
+			props := s.res[s.functionID(t, fn)].Properties
+			vars, _ := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+			endpoint, ratio := vars[config.VarOTLPEndpoint], vars[config.VarTraceSampleRatio]
+			layers := fmt.Sprint(props["Layers"])
+			if configured && (endpoint != "http://localhost:4318" || ratio != "0.25" || !strings.Contains(layers, collectorLayer)) {
+				t.Errorf("%s %s: endpoint %v, ratio %v, layers %s; want the configured collector", name, fn, endpoint, ratio, layers)
+			}
+			if !configured && (endpoint != nil || ratio != nil || props["Layers"] != nil) {
+				t.Errorf("%s %s: endpoint %v, ratio %v, layers %s; want none", name, fn, endpoint, ratio, layers)
+			}
+		}
+	}
 }
 
 // What fails without an error metric has an alarm, to the alarm topic:

@@ -82,7 +82,19 @@ func (b *builder) commonEnv() map[string]*string {
 	for k, v := range b.props.Config.Fairness.env() {
 		env[k] = jsii.String(v)
 	}
+	for k, v := range b.props.Config.Tracing.env() {
+		env[k] = jsii.String(v)
+	}
 	return env
+}
+
+// layers is the functions' layers: the configured trace collector's, if any.
+func (b *builder) layers(id string) *[]awslambda.ILayerVersion {
+	arn := b.props.Config.Tracing.CollectorLayer
+	if arn == "" {
+		return nil
+	}
+	return &[]awslambda.ILayerVersion{awslambda.LayerVersion_FromLayerVersionArn(b.stack, jsii.String(id+"CollectorLayer"), jsii.String(arn))}
 }
 
 // secretEnv names the secrets a function may read, by ARN; the function
@@ -156,6 +168,7 @@ func (b *builder) functions() {
 			ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
 			Environment:           &env,
 			Tracing:               b.tracing(),
+			Layers:                b.layers(id),
 			RecursiveLoop:         awslambda.RecursiveLoop_TERMINATE,
 			// Off unless the configuration reserves some: a floor and a
 			// ceiling, out of the account's pool (Config.ReservedConcurrency).

@@ -192,6 +192,10 @@ func (b *builder) permissions() {
 			// granted by the event sources.
 			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
 			b.allow(fn, []string{"s3:GetObject"}, b.uploadObjects())
+			// An item's object can be gone when its job runs (retention, a
+			// replaced upload): 404, the job failed as expired media, not a
+			// 403 retried to the end of its attempts.
+			b.listUploads(fn)
 			// A message that must wait leaves its owner's slot: a copy is
 			// sent into its job's own group (queue.MoveOut) on its queue.
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.High, job.Medium, job.Low)...)

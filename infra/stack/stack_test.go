@@ -1113,8 +1113,8 @@ func TestLeastPrivilege(t *testing.T) {
 	// holds the admin powers (it serves the admin routes) and touches
 	// neither S3 nor KMS; only the relay puts events on the bus, and it
 	// reads and rebuilds the webhook endpoints' summaries in the table; the
-	// publisher sends no message; uploads and confirm may list the upload
-	// prefix (a missing object is a 404, not a 403).
+	// publisher sends no message; uploads, confirm and publisher may list
+	// the upload prefix (a missing object is a 404, not a 403).
 	want := map[string][]string{
 		resources.FuncAPI: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
@@ -1129,7 +1129,7 @@ func TestLeastPrivilege(t *testing.T) {
 		// (the on-failure destination): SendMessage only.
 		resources.FuncConfirm: concat(logs, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:GetObject", "s3:ListBucket",
 			"sqs:SendMessage"}),
-		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject",
+		resources.FuncPublisher: concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:GetObject", "s3:ListBucket",
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncSystem:   concat(logs, rw, consume, []string{"kms:Decrypt", "kms:GenerateDataKey", "sqs:SendMessage"}),
 		resources.FuncRecovery: concat(logs, rw, []string{"kms:Decrypt", "kms:GenerateDataKey", "s3:DeleteObject", "sqs:SendMessage"}),

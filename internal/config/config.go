@@ -59,6 +59,9 @@ type Config struct {
 	// OIDC, when Issuer is set, accepts the tokens of that OpenID Connect
 	// issuer beside the HS256 ones (CONVEYOR_OIDC_*; see httpapi.OIDCConfig).
 	OIDC OIDC
+	// Tracing says where the functions' spans go (CONVEYOR_OTLP_ENDPOINT,
+	// CONVEYOR_TRACE_SAMPLE_RATIO); with no endpoint, nowhere.
+	Tracing Tracing
 	// DeviantArtURL is the external API's base URL (CONVEYOR_DEVIANTART_URL,
 	// default the real service; the local stack points it at the simulator).
 	DeviantArtURL string
@@ -254,6 +257,7 @@ func From(getenv func(string) string, fns ...string) (Config, error) {
 	r.delivery(&c)
 	r.uploads(&c)
 	c.OIDC = r.oidc()
+	c.Tracing = r.tracing()
 	r.httpKind(&c)
 	c.Env = r.env()
 	if err := c.validate(getenv(VarCallTimeout) != "" || getenv(VarBreakerProbeLease) != ""); err != nil {
@@ -382,6 +386,32 @@ func (r *reader) oidc() OIDC {
 		RoleClaim: r.str(VarOIDCRoleClaim), PlanClaim: r.str(VarOIDCPlanClaim), JWKSURL: r.get(VarOIDCJWKSURL),
 		JWKSTTL: r.dur(VarOIDCJWKSTTL), JWKSMinRefresh: r.dur(VarOIDCJWKSMinRefresh),
 	}
+}
+
+// Tracing is where spans go and how many traces are kept.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP collector's base URL; empty: tracing off.
+	Endpoint string
+	// SampleRatio is the share of new traces recorded (default 1).
+	SampleRatio float64
+}
+
+// tracing reads the collector's address and the sampling ratio.
+func (r *reader) tracing() Tracing {
+	t := Tracing{Endpoint: r.get(VarOTLPEndpoint)}
+	if t.Endpoint != "" {
+		if err := httpsURL(t.Endpoint); err != nil {
+			r.errs = append(r.errs, fmt.Errorf("%s: %w", VarOTLPEndpoint, err))
+		}
+	}
+	v := r.str(VarTraceSampleRatio)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not a ratio between 0 and 1", VarTraceSampleRatio, v))
+		f = 1
+	}
+	t.SampleRatio = f
+	return t
 }
 
 // httpKind reads the http kind's limits.

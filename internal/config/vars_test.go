@@ -11,35 +11,35 @@ import (
 )
 
 const (
-	readmeBegin = "<!-- config table: generated from internal/config/vars.go (CONVEYOR_UPDATE_README=1 go test ./internal/config -run TestREADME) -->\n"
-	readmeEnd   = "<!-- end of config table -->\n"
+	tableBegin = "<!-- config table: generated from internal/config/vars.go (CONVEYOR_UPDATE_DOCS=1 go test ./internal/config -run TestConfigurationPage) -->\n"
+	tableEnd   = "<!-- end of config table -->\n"
 )
 
-// The README's configuration table is the table in vars.go, rendered: a
+// docs/configuration.md's table is the table in vars.go, rendered: a
 // variable added, renamed or given another default there changes the
-// README, or this test fails. CONVEYOR_UPDATE_README=1 rewrites it.
-func TestREADMETableIsTheVarsTable(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+// page, or this test fails. CONVEYOR_UPDATE_DOCS=1 rewrites it.
+func TestConfigurationPageIsTheVarsTable(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "configuration.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
-	i, j := strings.Index(readme, readmeBegin), strings.Index(readme, readmeEnd)
+	page := string(raw)
+	i, j := strings.Index(page, tableBegin), strings.Index(page, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers of the configuration table:\n%s%s", readmeBegin, readmeEnd)
+		t.Fatalf("docs/configuration.md lacks the markers of the configuration table:\n%s%s", tableBegin, tableEnd)
 	}
-	got, want := readme[i+len(readmeBegin):j], config.Markdown()
+	got, want := page[i+len(tableBegin):j], config.Markdown()
 	if got == want {
 		return
 	}
-	if os.Getenv("CONVEYOR_UPDATE_README") == "1" {
-		if err := os.WriteFile(path, []byte(readme[:i+len(readmeBegin)]+want+readme[j:]), 0o644); err != nil {
+	if os.Getenv("CONVEYOR_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(page[:i+len(tableBegin)]+want+page[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's configuration table differs from internal/config's (run CONVEYOR_UPDATE_README=1 go test ./internal/config -run TestREADME):\n--- README\n%s\n--- table\n%s", got, want)
+	t.Errorf("docs/configuration.md's table differs from internal/config's (run CONVEYOR_UPDATE_DOCS=1 go test ./internal/config -run TestConfigurationPage):\n--- page\n%s\n--- table\n%s", got, want)
 }
 
 // From reads every row of the table that has a typed default: a malformed

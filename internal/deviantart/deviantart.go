@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // RetryAfterMax bounds the Retry-After an APIError reports.
@@ -84,6 +86,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Transport: newTransport()}
 	}
+	// Every call is a client span named by its path, carrying its trace
+	// context (traceparent) to the API.
+	cfg.HTTPClient = telemetry.Client(cfg.HTTPClient, func(r *http.Request) string { return r.Method + " " + r.URL.Path })
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

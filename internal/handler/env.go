@@ -17,6 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // Env is what a function is built from at cold start: its configuration,
@@ -91,7 +92,8 @@ func (e Env) WithDefaults() Env {
 
 // NewLogger returns the JSON logger every function uses.
 func NewLogger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// trace_id, span_id and job_id from the context on every line.
+	return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 }
 
 // Log is the logger with the environment's name on every line.

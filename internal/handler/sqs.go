@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // SQSHandler is the handler of a queue consumer (the publisher, system):
@@ -140,7 +143,10 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 			return true
 		}
 		receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+		ctx, span := consumerSpan(ctx, m, msg, receives)
 		out, err := run(ctx, msg, receives)
+		span.SetAttributes(attribute.Bool("conveyor.done", out.Done))
+		telemetry.End(span, err)
 		shared := queue.IsOwnerGroup(m.Attributes["MessageGroupId"])
 		switch {
 		case err != nil:
@@ -192,6 +198,17 @@ func ConsumeMessages(ctx context.Context, ev events.SQSEvent, client VisibilityC
 		}
 	}
 	return resp
+}
+
+// consumerSpan starts the span of one message's work, in the trace the
+// message carries (its job's), with the job named on every log line.
+func consumerSpan(ctx context.Context, m events.SQSMessage, msg queue.Message, receives int) (context.Context, trace.Span) {
+	q := m.EventSourceARN[strings.LastIndex(m.EventSourceARN, ":")+1:]
+	ctx = telemetry.WithJobID(telemetry.WithTraceparent(ctx, msg.Traceparent), msg.JobID)
+	return telemetry.Start(ctx, "process "+q, trace.SpanKindConsumer,
+		attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", q),
+		attribute.String("messaging.message.id", m.MessageId), attribute.Int("messaging.sqs.receive_count", receives),
+		telemetry.AttrJobID.String(msg.JobID), attribute.String("conveyor.message.kind", msg.Kind))
 }
 
 // ErrorBackoff is when a message whose work failed (its outcome could not

@@ -5,6 +5,9 @@ import (
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // Function is one deployed function as its binary starts it: its name in
@@ -32,9 +35,35 @@ func Start[H any](f Function[H]) {
 	if err != nil {
 		log.Fatalf("%s: %v", f.Name, err)
 	}
+	tp, err := telemetry.Setup(telemetry.Config{Endpoint: env.Config.Tracing.Endpoint, SampleRatio: env.Config.Tracing.SampleRatio,
+		Service: "conveyor-" + f.Name, Environment: string(env.Config.Env)})
+	if err != nil {
+		log.Fatalf("%s: %v", f.Name, err)
+	}
 	h, err := f.New(ctx, env)
 	if err != nil {
 		log.Fatalf("%s: %v", f.Name, err)
 	}
-	lambda.Start(h)
+	if tp == nil || f.Name == resources.FuncStream {
+		// Tracing off; or the stream function, whose response is streamed
+		// (a wrapping Handler would buffer it) and which makes no spans.
+		lambda.Start(h)
+		return
+	}
+	lambda.Start(flushing{inner: lambda.NewHandler(h), tp: tp})
+}
+
+// flushing sends the invocation's spans before it answers: Lambda freezes
+// the process once the answer is posted.
+type flushing struct {
+	inner lambda.Handler
+	tp    *telemetry.Provider
+}
+
+func (f flushing) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := f.inner.Invoke(ctx, payload)
+	if ferr := f.tp.Flush(ctx); ferr != nil {
+		log.Printf("tracing: %v", ferr)
+	}
+	return out, err
 }

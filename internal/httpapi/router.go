@@ -41,8 +41,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyor/conveyor/internal/ids"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // MaxBodyDefault is the largest request body accepted unless Options say
@@ -322,10 +326,15 @@ func (rt *Router) Serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	if reqID == "" {
 		reqID = ids.New("req")
 	}
-	req := &Request{Ctx: ctx, Raw: ev, RequestID: reqID, maxBody: rt.opts.MaxBody}
 	method := strings.ToUpper(ev.RequestContext.HTTP.Method)
+	// A server span under the caller's traceparent (or a new trace): the
+	// job a request submits carries it (docs/operations.md#tracing).
+	ctx, span := telemetry.Start(telemetry.Extract(ctx, func(name string) string { return header(ev.Headers, name) }),
+		method, trace.SpanKindServer, attribute.String("http.request.method", method), telemetry.AttrRequestID.String(reqID))
+	req := &Request{Ctx: ctx, Raw: ev, RequestID: reqID, maxBody: rt.opts.MaxBody}
 	pattern, resp := rt.dispatch(req, method)
 	finish(&resp, reqID)
+	endServerSpan(span, method, pattern, resp.StatusCode)
 	if method == http.MethodHead {
 		headless(&resp)
 	}
@@ -343,6 +352,20 @@ func (rt *Router) Serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		slog.String("user", req.Claims.Subject),
 	)
 	return resp, nil
+}
+
+// endServerSpan names a request's span by its route and ends it, failed
+// for a 5xx answer.
+func endServerSpan(span trace.Span, method, pattern string, status int) {
+	if pattern != "" {
+		span.SetName(method + " " + pattern)
+		span.SetAttributes(attribute.String("http.route", pattern))
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if status >= http.StatusInternalServerError {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	span.End()
 }
 
 // dispatch finds the route and runs it; it returns the matched pattern ("" if

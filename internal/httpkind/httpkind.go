@@ -54,6 +54,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // UserAgent is sent unless the job sets its own.
@@ -132,7 +133,8 @@ func New(cfg Config) *Kind {
 			ResponseHeaderTimeout: MaxTimeout}
 	}
 	return &Kind{cfg: cfg, guard: guard, client: &http.Client{
-		Transport:     tr,
+		// The request is a client span, its traceparent sent to the target.
+		Transport:     telemetry.Transport(tr, func(r *http.Request) string { return r.Method + " " + r.URL.Host }),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }

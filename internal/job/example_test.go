@@ -14,9 +14,9 @@ import (
 
 // shout is a kind of job that upper-cases a message: params
 // {"message":"…"}, no items, one phase, the result {"shouted":"…"}. It is
-// the README's "add a job kind": ExampleKind shows its front and where it
-// is registered; TestAKindRegisteredInATestRunsThroughThePipeline submits
-// one through the API and lets the real run loop call its Work.
+// docs/architecture.md's "add a job kind": ExampleKind shows its front and
+// where it is registered; TestAKindRegisteredInATestRunsThroughThePipeline
+// submits one through the API and lets the real run loop call its Work.
 //
 // A kind in the product is one package holding its front (Name … Phases,
 // plus an optional job.Explainer) and its Work, with the hooks the run

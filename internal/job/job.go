@@ -295,6 +295,10 @@ type Job struct {
 	// keeps their objects from being deleted: taken when the job is created,
 	// released when it goes stale.
 	MediaRefs []string `json:"-" dynamodbav:"mediaRefs,omitempty"`
+	// Trace is the W3C traceparent of the request that submitted the job:
+	// every message that sends the job carries it, so that each run and
+	// its external calls join the job's one trace.
+	Trace string `json:"-" dynamodbav:"trace,omitempty"`
 	// EventSeq is the sequence number of the job's last persisted event.
 	EventSeq int64 `json:"-" dynamodbav:"eventSeq"`
 	// Pending are events to persist with the next write (not stored).

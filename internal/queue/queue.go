@@ -19,13 +19,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // Kinds of work.
@@ -90,6 +94,9 @@ type Message struct {
 	// Move counts the moves of this send (each copy needs its own
 	// deduplication id).
 	Move int `json:"move,omitempty"`
+	// Traceparent is the W3C trace context the message's work continues
+	// (the job's trace; a send with none takes its context's). Optional.
+	Traceparent string `json:"traceparent,omitempty"`
 	// Plan is the owner's plan, which picks the owner's number of slots.
 	// It is not sent: the group carries its effect.
 	Plan string `json:"-"`
@@ -98,7 +105,7 @@ type Message struct {
 // ForJob is the message that sends job id of owner for the send-th time.
 // ForJob is the message that sends j (as stored) to its tier queue.
 func ForJob(j job.Job) Message {
-	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues, Plan: j.Plan}
+	return Message{Kind: KindJob, JobID: j.ID, Owner: j.Owner, Uploads: j.MediaRefs, Send: j.Enqueues, Plan: j.Plan, Traceparent: j.Trace}
 }
 
 // Moved is m moved into its job's own group, to wait there without holding
@@ -187,12 +194,19 @@ func (s *Sender) url(tier job.Tier) (string, error) {
 }
 
 // Send puts m on tier's queue, in one of its owner's slots (a group of
-// its own when fairness is off for the owner).
-func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
+// its own when fairness is off for the owner). The send is a producer
+// span in m's trace (its job's; ctx's when m has none), and m carries
+// that span's trace context to its consumer.
+func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) (err error) {
 	url, err := s.url(tier)
 	if err != nil {
 		return err
 	}
+	ctx, span := telemetry.Start(telemetry.Join(ctx, m.Traceparent), "send "+queueName(url), trace.SpanKindProducer,
+		attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", queueName(url)),
+		telemetry.AttrJobID.String(m.JobID))
+	defer func() { telemetry.End(span, err) }()
+	m.Traceparent = telemetry.Traceparent(ctx)
 	body, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -207,6 +221,9 @@ func (s *Sender) Send(ctx context.Context, tier job.Tier, m Message) error {
 	}
 	return nil
 }
+
+// queueName is the last part of a queue's URL (its name).
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 
 // MaxBatch is the most messages one SendMessageBatch takes.
 const MaxBatch = 10
@@ -228,6 +245,9 @@ func (s *Sender) SendBatch(ctx context.Context, tier job.Tier, msgs []Message) [
 		chunk := msgs[start:min(start+MaxBatch, len(msgs))]
 		var entries []sqstypes.SendMessageBatchRequestEntry
 		for i, m := range chunk {
+			if m.Traceparent == "" {
+				m.Traceparent = telemetry.Traceparent(ctx)
+			}
 			body, err := json.Marshal(m)
 			if err != nil {
 				errs[start+i] = err

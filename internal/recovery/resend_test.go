@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
@@ -44,6 +45,41 @@ func (b *bundle) deliverOne(tier job.Tier) bool {
 		b.T.Fatal(err)
 	}
 	return true
+}
+
+// deliverAll delivers tier's messages until the queue holds none, visible,
+// in flight or delayed. An empty receive is not the end: under load a
+// receive the SDK gave up on and retried can leave a message in flight,
+// its group locked until the visibility timeout (30 s) passes, so the
+// queue's own counts decide, not the first empty answer. Three minutes
+// with messages left is a hang.
+func (b *bundle) deliverAll(tier job.Tier) {
+	b.T.Helper()
+	url := b.Stack.Config.QueueURLs[tier]
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		if b.deliverOne(tier) {
+			continue
+		}
+		out, err := b.Stack.App.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{
+				sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			},
+		})
+		if err != nil {
+			b.T.Fatal(err)
+		}
+		left := out.Attributes
+		if left["ApproximateNumberOfMessages"] == "0" && left["ApproximateNumberOfMessagesNotVisible"] == "0" && left["ApproximateNumberOfMessagesDelayed"] == "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.T.Fatalf("tier %s still holds messages after 3 minutes of delivering: %v", tier, left)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // recoverEvery is how often the definition schedules recovery's stuck
@@ -95,8 +131,7 @@ func TestADrainingBacklogOlderThanStuckAfterIsNotResent(t *testing.T) {
 		requeued += res.Requeued
 		behind += res.Behind
 	}
-	for b.deliverOne(tier) {
-	}
+	b.deliverAll(tier)
 	if requeued != 0 {
 		t.Errorf("recovery re-sent %d messages of a backlog that was draining, want none", requeued)
 	}
@@ -148,8 +183,7 @@ func TestALostMessageAmongMovingOnesIsResent(t *testing.T) {
 			resentAt = minute
 		}
 	}
-	for b.deliverOne(tier) {
-	}
+	b.deliverAll(tier)
 	j := b.job(lost)
 	if resentAt == 0 || j.Status != job.Succeeded || j.Enqueues != 2 {
 		t.Fatalf("lost job: re-sent at minute %d, %s from %d messages; want re-sent, then succeeded", resentAt, j.Status, j.Enqueues)

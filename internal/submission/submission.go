@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -24,6 +26,7 @@ import (
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // Limits of a submission.
@@ -295,7 +298,9 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		Hash:        hash,
 		QueuedAt:    &now,
 		Enqueues:    1,
+		Trace:       telemetry.Traceparent(ctx),
 	}
+	trace.SpanFromContext(ctx).SetAttributes(telemetry.AttrJobID.String(id))
 	if err := k.Prepare(ctx, c.Owner, job.Spec{Items: r.Items, Params: r.Params}, &j); err != nil {
 		if errors.Is(err, job.ErrDocTooLarge) {
 			err = paramsTooLarge(len(j.Params))

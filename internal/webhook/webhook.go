@@ -30,6 +30,7 @@ import (
 	"github.com/conveyor/conveyor/internal/netguard"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // TimeoutDefault is how long an attempt waits for its receiver.
@@ -115,7 +116,8 @@ func New(cfg Config) *Deliverer {
 		tr = &http.Transport{DialContext: guard.DialContext, TLSHandshakeTimeout: 5 * time.Second, MaxIdleConnsPerHost: 4}
 	}
 	client := &http.Client{
-		Transport:     tr,
+		// A delivery is a client span, its traceparent sent to the receiver.
+		Transport:     telemetry.Transport(tr, func(r *http.Request) string { return "webhook " + r.Method + " " + r.URL.Host }),
 		Timeout:       cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -18,10 +18,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
 // AfterClaim is the loop's crash point: the job is claimed, nothing else
@@ -198,7 +202,20 @@ func (p *Worker) heldWait(until, now time.Time, receives int) time.Duration {
 // run's lease, when not even that could be written). The error is non-nil
 // only when the job could not be read or claimed, or the run crashed (a
 // test's crash hook): the message must then come back.
+//
+// The run is a span in the delivery's trace (its job's), named for the
+// job's type, with the verdict on it.
 func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
+	ctx, span := telemetry.Start(ctx, "run job", trace.SpanKindInternal, telemetry.AttrJobID.String(d.JobID),
+		attribute.Int("conveyor.receives", d.Receives))
+	v, err := p.runOnce(telemetry.WithJobID(ctx, d.JobID), d)
+	span.SetAttributes(attribute.Bool("conveyor.done", v.Done), attribute.String("conveyor.verdict", v.Reason))
+	telemetry.End(span, err)
+	return v, err
+}
+
+// runOnce is Run's work, under its span.
+func (p *Worker) runOnce(ctx context.Context, d Delivery) (Verdict, error) {
 	id := d.JobID
 	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
 	j, loaded, err := p.load(ctx, d)
@@ -209,6 +226,9 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	span := trace.SpanFromContext(ctx)
+	span.SetName("run " + j.Type)
+	span.SetAttributes(attribute.String("conveyor.job.type", j.Type), attribute.String("conveyor.tier", string(j.Tier)))
 	now := p.cfg.Now()
 	if v, answered, err := p.notClaimable(ctx, log, j, d, now); answered {
 		return v, err
@@ -246,6 +266,7 @@ func (p *Worker) Run(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{}, err
 	}
 	log = log.With("attempt", j.Attempts, "tier", j.Tier)
+	span.SetAttributes(attribute.Int("conveyor.attempt", j.Attempts))
 	log.InfoContext(ctx, "job started", "resumed", slices.Contains(tried, true))
 	if err := p.crash(AfterClaim, &j); err != nil {
 		return Verdict{}, err

@@ -55,15 +55,34 @@ type DynamoDBOptions struct {
 	// DataDir, when set, is where DynamoDB Local keeps its database
 	// (-dbPath): tables and items outlive the process. Empty: in memory.
 	DataDir string
+	// Engine is the emulator to run (EngineDynamoDBLocal, EngineDynoxide);
+	// default $CONVEYOR_DYNAMODB_ENGINE, then DynamoDB Local.
+	Engine string
+	// Dynoxide is the dynoxide executable (default FindDynoxide).
+	Dynoxide string
 }
 
-// StartDynamoDB launches DynamoDB Local (in memory unless opts.DataDir) and waits until it answers
-// a real DynamoDB request (ListTables). It runs with -sharedDb: one database
-// whatever the caller's access key and region (without it DynamoDB Local
-// keeps one per key and region, and a shell or tool with other credentials
-// would see none of our tables); tests isolate themselves by table prefix.
-// Telemetry is off: nothing leaves the machine.
+// StartDynamoDB launches the DynamoDB emulator opts.Engine names and waits
+// until it answers a real DynamoDB request (ListTables); dynoxide is
+// startDynoxide's. DynamoDB Local runs in memory unless opts.DataDir, with
+// -sharedDb: one database whatever the caller's access key and region
+// (without it DynamoDB Local keeps one per key and region, and a shell or
+// tool with other credentials would see none of our tables); tests isolate
+// themselves by table prefix. Telemetry is off: nothing leaves the machine.
 func StartDynamoDB(ctx context.Context, opts DynamoDBOptions) (*Process, error) {
+	engine, err := Engine(opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if engine == EngineDynoxide {
+		port := opts.Port
+		if port == 0 {
+			if port, err = FreePort(); err != nil {
+				return nil, err
+			}
+		}
+		return startDynoxide(ctx, opts, port)
+	}
 	java, dir := opts.Java, opts.Dir
 	if java == "" || dir == "" {
 		fj, fd, err := FindDynamoDBLocal()
@@ -79,7 +98,6 @@ func StartDynamoDB(ctx context.Context, opts DynamoDBOptions) (*Process, error) 
 	}
 	port := opts.Port
 	if port == 0 {
-		var err error
 		if port, err = FreePort(); err != nil {
 			return nil, err
 		}

@@ -162,6 +162,9 @@ func (p *Process) waitReady(ctx context.Context, spec launchSpec) error {
 	}
 }
 
+// Name is the emulator's name: moto, DynamoDB Local or dynoxide.
+func (p *Process) Name() string { return p.name }
+
 // Pause freezes the emulator for d (SIGSTOP, then SIGCONT): every request
 // in that time hangs or times out, as during an outage of the service.
 func (p *Process) Pause(d time.Duration) {

@@ -58,3 +58,19 @@ func TestStartAllServesEachServiceAndPausesBoth(t *testing.T) {
 		t.Errorf("moto after the pause: %v", err)
 	}
 }
+
+func TestEngineNamesTheDynamoDBEmulator(t *testing.T) {
+	t.Setenv("CONVEYOR_DYNAMODB_ENGINE", "")
+	for in, want := range map[string]string{"": emulator.EngineDynamoDBLocal, emulator.EngineDynamoDBLocal: emulator.EngineDynamoDBLocal, emulator.EngineDynoxide: emulator.EngineDynoxide} {
+		if got, err := emulator.Engine(in); err != nil || got != want {
+			t.Errorf("emulator.Engine(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	t.Setenv("CONVEYOR_DYNAMODB_ENGINE", emulator.EngineDynoxide)
+	if got, _ := emulator.Engine(""); got != emulator.EngineDynoxide {
+		t.Errorf("with CONVEYOR_DYNAMODB_ENGINE=dynoxide, emulator.Engine(\"\") = %q", got)
+	}
+	if _, err := emulator.Engine("localstack"); err == nil {
+		t.Error("an unknown engine is accepted")
+	}
+}

@@ -11,11 +11,11 @@ import (
 )
 
 // Emulators is the offline AWS: moto for every service but DynamoDB, and
-// DynamoDB Local for DynamoDB.
+// DynamoDB Local (or dynoxide, DynamoDBOptions.Engine) for DynamoDB.
 type Emulators struct {
 	// Moto serves S3, SQS, KMS, EventBridge, Secrets Manager and the rest.
 	Moto *Process
-	// DynamoDB is DynamoDB Local.
+	// DynamoDB is DynamoDB Local or dynoxide.
 	DynamoDB *Process
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/awsenv"
@@ -50,7 +52,11 @@ const VarModules = "IAM_SIMULATE_MODULES"
 // names) with a real IAM evaluator, and fails naming function, action and
 // resource for each one the role does not allow. The other way, every
 // action a role grants is used by some request or listed with its reason
-// in infra/iam/unexercised.yaml, which must stay exact.
+// in infra/iam/unexercised.yaml, which must stay exact. And statically:
+// every SDK operation a function's main can reach (iamcheck.Reach), made
+// by the scenario or not, is allowed by its role on some resource it may
+// name, or listed with its reason in infra/iam/reachable.yaml, which must
+// stay exact too.
 func TestIAMConformance(t *testing.T) {
 	templates := os.Getenv(VarTemplates)
 	if templates == "" {
@@ -68,6 +74,16 @@ func TestIAMConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// The static side: every SDK operation each function's main can reach,
+	// whether the scenario takes it there or not (its local stand-ins not
+	// entered). One load and one graph for every function, built before the
+	// scenario's stack runs (it would share the CPU with it).
+	reachable, err := iamcheck.ReadAllowList(filepath.Join(root, "infra", "iam", "reachable.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reach := reachAll(t, root, resources.Named(job.Local, "").Functions)
 
 	// CONVEYOR_IAM_CALLS keeps the logs in a directory of one's choice;
 	// with CONVEYOR_IAM_REUSE=1 too, the scenario is not run again and the
@@ -143,6 +159,34 @@ func TestIAMConformance(t *testing.T) {
 			for _, g := range stale {
 				t.Errorf("STALE infra/iam/unexercised.yaml lists %s: %s, which is not a granted-and-unused action", g.Function, g.Action)
 			}
+			t2 := time.Now()
+			found, vouched, err := iamcheck.ReachableDenied(ev, tmpl, lambdaruntime.AccountID, reach.Operations, calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("reachable actions evaluated in %v", time.Since(t2).Round(time.Millisecond))
+			if env == job.Staging {
+				var lines []string
+				for _, g := range vouched {
+					lines = append(lines, fmt.Sprintf("%-9s %s", g.Function, g.Action))
+				}
+				t.Logf("reachable, unrecorded, allowed (%d):\n%s", len(lines), strings.Join(lines, "\n"))
+			}
+			unlisted, staleReach, listedReach := reachable.For(string(env)).Unreasoned(found, local.Functions)
+			for _, u := range unlisted {
+				t.Errorf("REACHABLE-DENIED %s\n  grant it, or list it with why it is never made in AWS in infra/iam/reachable.yaml", u)
+			}
+			for _, g := range staleReach {
+				t.Errorf("STALE infra/iam/reachable.yaml lists %s: %s, which is not a reachable, unrecorded action its role denies", g.Function, g.Action)
+			}
+			if env == job.Staging {
+				var lines []string
+				for g, reason := range listedReach {
+					lines = append(lines, fmt.Sprintf("%-9s %-32s %s", g.Function, g.Action, firstSentence(reason)))
+				}
+				sort.Strings(lines)
+				t.Logf("reachable, denied, listed (%d):\n%s", len(lines), strings.Join(lines, "\n"))
+			}
 			if env == job.Staging {
 				var lines []string
 				for g, reason := range listed {
@@ -150,9 +194,60 @@ func TestIAMConformance(t *testing.T) {
 				}
 				sort.Strings(lines)
 				t.Logf("granted, unexercised, listed (%d):\n%s", len(lines), strings.Join(lines, "\n"))
+				// Of those, the ones no code of the function reaches either:
+				// made by Lambda with the role (logs, traces, event sources,
+				// destinations), or grants that nothing needs.
+				needs := map[iamcheck.Grant]bool{}
+				for _, o := range reach.Operations {
+					for _, a := range o.Actions {
+						needs[iamcheck.Grant{Function: o.Function, Action: a}] = true
+					}
+				}
+				lines = nil
+				for g := range listed {
+					if base, _, _ := strings.Cut(g.Action, " (purpose "); !needs[iamcheck.Grant{Function: g.Function, Action: base}] {
+						lines = append(lines, fmt.Sprintf("%-9s %s", g.Function, g.Action))
+					}
+				}
+				sort.Strings(lines)
+				t.Logf("granted, unexercised, reached by no code of the function (%d):\n%s", len(lines), strings.Join(lines, "\n"))
 			}
 		})
 	}
+}
+
+// reachAll is Reach over every deployed function, checked for what the
+// analysis needs to be complete: each function has operations, and each
+// configured stand-in is met (a stand-in renamed or gone would otherwise
+// leave its replacement unchecked, or its exclusion dead).
+func reachAll(t *testing.T, root string, functions []string) *iamcheck.Reachability {
+	t.Helper()
+	t0 := time.Now()
+	reach, err := iamcheck.Reach(iamcheck.FunctionsReach(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perFn := map[string]int{}
+	for _, o := range reach.Operations {
+		perFn[o.Function]++
+	}
+	t.Logf("reachable SDK operations, by function: %v, in %v (load %v, build %v, analyse %v)", perFn,
+		time.Since(t0).Round(time.Millisecond), reach.Load.Round(time.Millisecond), reach.Build.Round(time.Millisecond), reach.Analyse.Round(time.Millisecond))
+	for _, fn := range functions {
+		if perFn[fn] == 0 {
+			t.Errorf("function %s reaches no SDK operation: the static analysis lost its handler", fn)
+		}
+	}
+	for _, s := range iamcheck.FunctionStandIns {
+		met := false
+		for _, m := range reach.StandIns {
+			met = met || slices.Contains(m, s)
+		}
+		if !met {
+			t.Errorf("stand-in %s is not met by any function's graph: update iamcheck.FunctionStandIns", s)
+		}
+	}
+	return reach
 }
 
 func firstSentence(s string) string {
@@ -331,6 +426,19 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	b.Must(b.Call("GET", "/v1/jobs?limit=10", user, nil), 200)
 	b.Must(b.Call("GET", "/v1/jobs?status=succeeded&limit=0", user, nil), 200)
 	b.Eventually(func() bool { return hooks.count() >= 2 }, "the job's webhook and the endpoint's delivered")
+
+	// A job whose media is gone by the time the publisher reads it (its
+	// object deleted behind the upload record's back): S3 answers the
+	// GetObject of a missing key 404 — the job fails as expired media, not
+	// retried — only to a caller that may list the bucket.
+	expiredUp := b.Upload(user, awstest.PNG(t, 8))
+	eu := b.Must(b.Call("GET", "/v1/uploads/"+expiredUp, user, nil), 200)
+	s3c := s3.NewFromConfig(s.App.Clients.Config, func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.Provisioned.Definition.Bucket.Name),
+		Key: aws.String(eu.Body["key"].(string))}); err != nil {
+		t.Fatalf("deleting upload %s's object: %v", expiredUp, err)
+	}
+	b.WaitStatus(user, submit("Expired", expiredUp, nil), "failed")
 
 	// A user with no webhook endpoint (free plan: the low tier): the relay
 	// finds no summary of theirs and builds it from the endpoint items.

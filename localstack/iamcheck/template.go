@@ -3,8 +3,10 @@
 // templates, with a real IAM policy evaluator (@cloud-copilot/iam-simulate,
 // run by infra/iam/simulate.mjs): every request must be allowed, and every
 // action a role grants must be used by some request or listed, with its
-// reason, in infra/iam/unexercised.yaml. No emulator enforces IAM; this is
-// what stands in for it (docs/iam.md).
+// reason, in infra/iam/unexercised.yaml. On the static side, every SDK
+// operation a function's code can reach (Reach), recorded or not, must be
+// allowed or listed, with its reason, in infra/iam/reachable.yaml. No
+// emulator enforces IAM; this is what stands in for it (docs/iam.md).
 package iamcheck
 
 import (

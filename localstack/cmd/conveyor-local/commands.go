@@ -26,6 +26,7 @@ var commands = []command{
 	{"chaos", "many jobs through a private stack while workers die, messages repeat and the API fails (make chaos)", runChaos},
 	{"invoke", "a sample event to one function against the running stack (make invoke)", runInvoke},
 	{"simulator", "the external-API simulator on its own", runSimulator},
+	{"seed", "thousands of jobs of every kind and shape into the running stack (make fuzz SEED_JOBS=…)", runSeed},
 	{"shape", "figures of the code's shape: long functions, packages without tests (make shape)", runShape},
 	{"with-emulators", "one moto and one DynamoDB Local around a command, stopped when it ends (make test)", runWithEmulators},
 }

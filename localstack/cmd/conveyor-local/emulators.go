@@ -16,7 +16,8 @@ import (
 )
 
 // runWithEmulators is the with-emulators subcommand: it starts one moto
-// and one DynamoDB Local, runs a command with AWS_ENDPOINT_URL and
+// and one DynamoDB emulator (DynamoDB Local, or what
+// $CONVEYOR_DYNAMODB_ENGINE names), runs a command with AWS_ENDPOINT_URL and
 // AWS_ENDPOINT_URL_DYNAMODB naming them, stops both when the command ends
 // (whatever its outcome, and on Ctrl-C), and exits with the command's
 // status.
@@ -51,8 +52,8 @@ func withEmulators(args []string, stderr io.Writer) int {
 	}
 	defer e.Stop()
 	ep := e.Endpoints()
-	fmt.Fprintf(stderr, "with-emulators: moto at %s (up in %.1fs), DynamoDB Local at %s (up in %.1fs); their logs in %s\n",
-		ep.Default, e.Moto.Started.Seconds(), ep.DynamoDB, e.DynamoDB.Started.Seconds(), dir)
+	fmt.Fprintf(stderr, "with-emulators: moto at %s (up in %.1fs), %s at %s (up in %.1fs); their logs in %s\n",
+		ep.Default, e.Moto.Started.Seconds(), e.DynamoDB.Name(), ep.DynamoDB, e.DynamoDB.Started.Seconds(), dir)
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+ep.Default, "AWS_ENDPOINT_URL_DYNAMODB="+ep.DynamoDB)
@@ -87,7 +88,7 @@ func reportEmulatorCPU(e *emulator.Emulators, stderr io.Writer) {
 	moto, err1 := e.Moto.CPUTime()
 	ddb, err2 := e.DynamoDB.CPUTime()
 	if err1 == nil && err2 == nil {
-		fmt.Fprintf(stderr, "with-emulators: CPU used by moto %.1fs, by DynamoDB Local %.1fs\n", moto.Seconds(), ddb.Seconds())
+		fmt.Fprintf(stderr, "with-emulators: CPU used by moto %.1fs, by %s %.1fs\n", moto.Seconds(), e.DynamoDB.Name(), ddb.Seconds())
 	}
 }
 
