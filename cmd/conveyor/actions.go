@@ -84,10 +84,11 @@ func (c *cli) jobsActionCmd(verb string) *cobra.Command {
 	cmd.Flags().StringVar(&f.ErrorCode, "error-code", "", "with --status: only jobs whose error has this code")
 	cmd.Flags().StringVar(&f.Type, "type", "", "with --status: only this kind of job")
 	cmd.Flags().StringVar(&f.Owner, "owner", "", "with --status: only this user's jobs")
-	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("with --status: act on at most this many (1–%d; default %d)", admin.MaxBulk, admin.MaxBulk))
-	cmd.Flags().BoolVar(&all, "all", false, "with --status: call again until nothing matches (every match, by calls of the API's limit)")
+	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("with --status: act on at most this many, newest first, in one call (1–%d); without it every match, more than the API's sync max as an operation followed to its end", admin.MaxBulk))
+	cmd.Flags().BoolVar(&all, "all", false, "with --status: call again until nothing matches (an API that answers at most its limit per call)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "with --status: change nothing; print how many match and the ids a call would take")
-	json := map[string]string{"restart": `print {"environment","restarted":[…],"skipped":[{"id","reason"}]} (with --item: the job)`, "stop": `print {"environment","stopped":[…],"skipped":[{"id","reason"}]}`}[verb]
+	json := map[string]string{"restart": `print {"environment","restarted":[…],"skipped":[{"id","reason"}]} (with --item: the job; when the API runs a large filter as an operation: the finished operation)`,
+		"stop": `print {"environment","stopped":[…],"skipped":[{"id","reason"}]} (when the API runs a large filter as an operation: the finished operation)`}[verb]
 	cmd.Flags().BoolVar(&asJSON, "json", false, json)
 	return cmd
 }
@@ -183,6 +184,9 @@ func (c *cli) bulkMatching(ctx context.Context, t target, verb string, f admin.F
 	if err != nil {
 		return err
 	}
+	if o.op != nil {
+		return c.followOperation(ctx, t, *o.op, asJSON)
+	}
 	return c.printBulk(t, verb, f, o, dry, asJSON)
 }
 
@@ -192,17 +196,22 @@ type bulkOutcome struct {
 	done    []string
 	skipped []admin.Skipped
 	first   *admin.Selection
+	// op is the operation a call started instead (the filter matched more
+	// than the API acts on inside a request): it works off every match in
+	// the background.
+	op *admin.Operation
 }
 
 // callBulk makes one restart (verb "restart") or stop call of req and
-// returns the jobs it acted on, those it skipped and its selection.
-func (c *cli) callBulk(ctx context.Context, t target, verb string, req apiclient.BulkFilter) ([]string, []admin.Skipped, *admin.Selection, error) {
+// returns the jobs it acted on, those it skipped and its selection, or
+// the operation the call started instead.
+func (c *cli) callBulk(ctx context.Context, t target, verb string, req apiclient.BulkFilter) ([]string, []admin.Skipped, *admin.Selection, *admin.Operation, error) {
 	if verb == "restart" {
-		r, err := c.api(t).RestartMatching(ctx, req)
-		return r.Restarted, r.Skipped, r.Selection, err
+		r, op, err := c.api(t).RestartMatching(ctx, req)
+		return r.Restarted, r.Skipped, r.Selection, op, err
 	}
-	r, err := c.api(t).StopMatching(ctx, req)
-	return r.Stopped, r.Skipped, r.Selection, err
+	r, op, err := c.api(t).StopMatching(ctx, req)
+	return r.Stopped, r.Skipped, r.Selection, op, err
 }
 
 // bulkCalls makes one call of req or, with all and not dry, calls until
@@ -216,12 +225,19 @@ func (c *cli) bulkCalls(ctx context.Context, t target, verb string, req apiclien
 	)
 	seen := map[string]bool{}
 	for {
-		got, sk, sel, err := c.callBulk(ctx, t, verb, req)
+		got, sk, sel, op, err := c.callBulk(ctx, t, verb, req)
 		if err != nil {
 			if bar != nil {
 				bar.finish()
 			}
 			return o, fmt.Errorf("%s: %w", t.name, friendly(err))
+		}
+		if op != nil {
+			if bar != nil {
+				bar.finish()
+			}
+			o.op = op
+			return o, nil
 		}
 		if sel == nil {
 			sel = &admin.Selection{}

@@ -58,6 +58,29 @@ type fakeEnv struct {
 	requests  []string
 	dlq       int // messages left to redrive
 	matching  int // jobs a bulk filter selects
+	// syncMax, when set, is the most matches a bulk call by filter
+	// without limit acts on in the request: more start an operation,
+	// which each read of it moves 40 jobs on (the last 2 skipped).
+	syncMax int
+	op      map[string]any
+}
+
+// operation serves the fake operation: each read moves it on.
+func (f *fakeEnv) operation(w http.ResponseWriter, id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.op == nil || f.op["id"] != id {
+		w.WriteHeader(404)
+		io.WriteString(w, `{"error":{"code":"not_found","message":"no such operation"}}`)
+		return
+	}
+	matched := f.op["matched"].(int)
+	done := min(f.op["done"].(int)+40, matched-2)
+	f.op["done"], f.op["progress"] = done, done*100/matched
+	if done == matched-2 {
+		f.op["status"], f.op["progress"], f.op["skipped"] = "succeeded", 100, map[string]int{"job is running": 2}
+	}
+	json.NewEncoder(w).Encode(f.op)
 }
 
 func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +110,21 @@ func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			limit = *in.Limit
 		}
 		matched := f.matching
+		if f.syncMax > 0 && in.Limit == nil && !in.DryRun && matched > f.syncMax {
+			action := "restart"
+			if strings.HasSuffix(r.URL.Path, "stop") {
+				action = "stop"
+			}
+			f.op = map[string]any{"id": "op_01hzzzzzzzzzzzzzzzzzzzzzzz", "action": action, "filter": in.Filter, "status": "running",
+				"matched": matched, "done": 0, "skipped": map[string]int{}, "progress": 0, "error": nil,
+				"createdAt": "2026-01-02T03:04:05Z", "updatedAt": "2026-01-02T03:04:05Z"}
+			f.matching = 0
+			f.mu.Unlock()
+			w.Header().Set("Location", "/v1/admin/operations/"+f.op["id"].(string))
+			w.WriteHeader(202)
+			json.NewEncoder(w).Encode(f.op)
+			return
+		}
 		var took []string
 		for i := range min(limit, matched) {
 			took = append(took, fmt.Sprintf("job_%026d", matched-i))
@@ -102,6 +140,8 @@ func (f *fakeEnv) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key = "stopped"
 		}
 		json.NewEncoder(w).Encode(map[string]any{key: done, "skipped": []string{}, "dryRun": in.DryRun, "matched": matched, "limit": limit, "jobIds": took})
+	case strings.HasPrefix(r.URL.Path, "/v1/admin/operations/"):
+		f.operation(w, strings.TrimPrefix(r.URL.Path, "/v1/admin/operations/"))
 	case r.URL.Path == "/v1/admin/overview":
 		io.WriteString(w, f.overview)
 	case f.inspector && r.URL.Path == "/v1/admin/jobs" && r.Method == http.MethodGet:
@@ -244,7 +284,7 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (string, string
 // with the rest of the suite has taken more than 10 s to answer.
 func testCLI(env map[string]string, stdout, stderr io.Writer, tty bool) *cli {
 	return &cli{stdout: stdout, stderr: stderr, getenv: func(k string) string { return env[k] },
-		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, tty: tty}
+		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, tty: tty, opPoll: time.Millisecond}
 }
 
 // runMain runs the CLI as the process would: it returns what it printed
@@ -494,6 +534,7 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 		{"dlq", "peek", "--help"}, {"dlq", "redrive", "--help"}, {"tier", "pause", "--help"}, {"tier", "resume", "--help"},
 		{"breaker", "list", "--help"}, {"breakers", "reset", "--help"}, {"overview", "--help"}, {"token", "--help"},
 		{"completion", "--help"}, {"completion", "bash", "--help"}, {"version", "--help"},
+		{"operations", "--help"}, {"operations", "get", "--help"},
 	} {
 		stdout, stderr, code := runMain(t, nil, args...)
 		if code != exitOK || stderr != "" || !strings.Contains(stdout, "Usage:") {
@@ -510,7 +551,7 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 		t.Errorf("dlq redrive --help:\n%s", redrive)
 	}
 	root, _, _ := runMain(t, nil, "--help")
-	for _, cmd := range []string{"overview", "jobs", "dlq", "tier", "breaker", "token", "completion", "version"} {
+	for _, cmd := range []string{"overview", "jobs", "dlq", "tier", "breaker", "operations", "token", "completion", "version"} {
 		if !strings.Contains(root, "\n  "+cmd+" ") {
 			t.Errorf("--help does not list %s:\n%s", cmd, root)
 		}
@@ -668,6 +709,62 @@ func TestInspectorCommands(t *testing.T) {
 
 // TestProgressOnlyOnATerminal: the bar redraws itself with \r on a
 // terminal, and writes nothing when stderr is a pipe or a file.
+// TestJobsStopByFilterFollowsTheOperation: when the API runs a large
+// filter as an operation (202), the bulk command follows it until it has
+// finished — a bar on stderr on a terminal — and prints it as it
+// finished (--json: the operation); skipped jobs make it partial.
+// `operations get` reads it again, and --wait follows a running one.
+func TestJobsStopByFilterFollowsTheOperation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	env := f.envs["prod-ru"]
+	env.matching, env.syncMax = 100, 5
+
+	var out, errOut bytes.Buffer
+	err := testCLI(f.getenv, &out, &errOut, true).run(context.Background(), []string{"jobs", "stop", "--env", "prod-ru", "--status", "queued", "--json", "--config", f.config})
+	if exitCode(err) != exitCode(errPartial) {
+		t.Errorf("exit: %v, want partial (2 skipped)", err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("--json: %v: %s", err, out.String())
+	}
+	if got["environment"] != "prod-ru" || got["id"] != "op_01hzzzzzzzzzzzzzzzzzzzzzzz" || got["status"] != "succeeded" || got["done"] != 98.0 || got["matched"] != 100.0 ||
+		got["progress"] != 100.0 || got["skipped"].(map[string]any)["job is running"] != 2.0 {
+		t.Errorf("--json: %s", out.String())
+	}
+	bar := errOut.String()
+	for _, step := range []string{"stop op_01hzzzzzzzzzzzzzzzzzzzzzzz [", "] 0/100   0%", "] 40/100  40%", "] 80/100  80%", "] 100/100 100%\n"} {
+		if !strings.Contains(bar, step) {
+			t.Errorf("stderr %q lacks %q", bar, step)
+		}
+	}
+	if strings.Contains(out.String(), "\r") {
+		t.Errorf("\\r on stdout: %q", out.String())
+	}
+
+	stdout, _, err := f.run(t, "operations", "get", "op_01hzzzzzzzzzzzzzzzzzzzzzzz", "--env", "prod-ru")
+	if exitCode(err) != exitCode(errPartial) || !strings.Contains(stdout, "prod-ru: operation op_01hzzzzzzzzzzzzzzzzzzzzzzz (stop status=queued): succeeded, 100%: 100 matched, 98 stopped, 2 skipped\n  skipped 2: job is running\n") {
+		t.Errorf("operations get: %v %q", err, stdout)
+	}
+	if _, _, err := f.run(t, "operations", "get", "op_01hyyyyyyyyyyyyyyyyyyyyyyy", "--env", "prod-ru"); err == nil || !strings.Contains(err.Error(), "no operation") {
+		t.Errorf("operations get (unknown): %v", err)
+	}
+
+	env.matching = 50
+	stdout, _, err = f.run(t, "jobs", "restart", "--env", "prod-ru", "--status", "failed")
+	if exitCode(err) != exitCode(errPartial) || !strings.HasPrefix(stdout, "prod-ru: operation op_01hzzzzzzzzzzzzzzzzzzzzzzz (restart status=failed): succeeded, 100%: 50 matched, 48 restarted, 2 skipped") {
+		t.Errorf("restart: %v %q", err, stdout)
+	}
+	env.mu.Lock()
+	env.op["status"], env.op["done"] = "running", 0
+	env.mu.Unlock()
+	stdout, _, err = f.run(t, "operations", "get", "op_01hzzzzzzzzzzzzzzzzzzzzzzz", "--env", "prod-ru", "--wait", "--json")
+	if exitCode(err) != exitCode(errPartial) || !strings.Contains(stdout, `"status": "succeeded"`) {
+		t.Errorf("operations get --wait: %v %q", err, stdout)
+	}
+}
+
 func TestProgressOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

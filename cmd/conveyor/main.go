@@ -77,6 +77,9 @@ type cli struct {
 	now            func() time.Time
 	// tty: stderr is a terminal, so a progress bar may redraw itself.
 	tty bool
+	// opPoll is how often a bulk operation is read while the CLI waits
+	// for it (0: apiclient.OperationPollDefault).
+	opPoll time.Duration
 	// awsConfig is the SDK configuration (the usual chain: profile,
 	// region, AWS_ENDPOINT_URL), for `token --env` only.
 	awsConfig func(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error)

@@ -138,7 +138,7 @@ Exit status: 0 success, 1 failure (the API, or some jobs or environments),
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{err: err, command: cmd.CommandPath()}
 	})
-	root.AddCommand(c.tokenCmd(), c.overviewCmd(), c.jobsCmd(), c.dlqCmd(), c.tierCmd(), c.breakerCmd(), c.eventsCmd(), c.schedulesCmd(), c.webhooksCmd(), c.versionCmd())
+	root.AddCommand(c.tokenCmd(), c.overviewCmd(), c.jobsCmd(), c.dlqCmd(), c.tierCmd(), c.breakerCmd(), c.operationsCmd(), c.eventsCmd(), c.schedulesCmd(), c.webhooksCmd(), c.versionCmd())
 	root.AddCommand(c.relayCmd())
 	// cobra's completion command (bash, zsh, fish, powershell), made now so
 	// that a missing or unknown shell is a usage error like any group's.

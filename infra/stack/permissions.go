@@ -204,7 +204,12 @@ func (b *builder) permissions() {
 			b.kms(fn, "kms:Decrypt", envelope.PurposeAccountToken, envelope.PurposeHTTPHeaders)
 			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeAccountToken)
 		case resources.FuncSystem:
-			b.allow(fn, concat(ddbRead, ddbWrite), b.table.TableArn())
+			// Webhook deliveries; the bulk operations' jobs, selected from
+			// the inspector's indexes a bulk filter picks.
+			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.BulkIndexes...)...)
+			// An operation's restarts go to their tiers; its stops send a
+			// cancelled running job for reconciliation.
+			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.High, job.Medium, job.Low)...)
 			// A delivery that must wait leaves its owner's slot (a copy sent
 			// into a group of its own) and goes back to it once due
 			// (queue.MoveOut, queue.Readmit), on the system queue.

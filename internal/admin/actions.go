@@ -156,41 +156,60 @@ func (s *Service) StopJobs(ctx context.Context, jobIDs []string, by string) (Sto
 // calling again until Matched is 0 goes through every match. With dryRun
 // nothing changes: the answer says how many match and which this call
 // would take.
-func (s *Service) RestartMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Restarted, error) {
+//
+// Without limit, a call whose filter matches more than the configured
+// BulkSyncMax jobs acts on none itself: it starts an operation that
+// restarts every match in the background and returns it instead.
+func (s *Service) RestartMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Restarted, *Operation, error) {
 	sel, err := s.selectJobs(ctx, f, limit, dryRun, Restartable)
 	if err != nil {
-		return Restarted{}, err
+		return Restarted{}, nil, err
+	}
+	if s.large(sel, limit, dryRun) {
+		op, err := s.startOperation(ctx, ActionRestart, f, sel.Matched, by)
+		return Restarted{}, &op, err
 	}
 	out := Restarted{Restarted: []string{}, Skipped: []Skipped{}, Selection: &sel}
 	if dryRun || len(sel.JobIDs) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
 	if out.Restarted, out.Skipped, err = s.bulk(ctx, "restarting a job", sel.JobIDs, s.restart); err != nil {
-		return Restarted{}, err
+		return Restarted{}, nil, err
 	}
 	s.cfg.Logger.InfoContext(ctx, "jobs restarted by an operator, by filter", "by", by, "filter", f.String(),
 		"matched", sel.Matched, "restarted", len(out.Restarted), "skipped", len(out.Skipped))
-	return out, nil
+	return out, nil, nil
+}
+
+// large reports whether a call by filter that selected sel runs as an
+// operation: no limit given, not a dry run, more matches than BulkSyncMax.
+func (s *Service) large(sel Selection, limit *int, dryRun bool) bool {
+	return limit == nil && !dryRun && sel.Matched > s.cfg.BulkSyncMax
 }
 
 // StopMatching stops the jobs f selects (as StopJobs does), at most limit
 // (nil: MaxBulk) per call, newest created first; f.Status must be one of
-// Stoppable. dryRun as for RestartMatching.
-func (s *Service) StopMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Stopped, error) {
+// Stoppable. dryRun, and the operation a large match starts, as for
+// RestartMatching.
+func (s *Service) StopMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Stopped, *Operation, error) {
 	sel, err := s.selectJobs(ctx, f, limit, dryRun, Stoppable)
 	if err != nil {
-		return Stopped{}, err
+		return Stopped{}, nil, err
+	}
+	if s.large(sel, limit, dryRun) {
+		op, err := s.startOperation(ctx, ActionStop, f, sel.Matched, by)
+		return Stopped{}, &op, err
 	}
 	out := Stopped{Stopped: []string{}, Skipped: []Skipped{}, Selection: &sel}
 	if dryRun || len(sel.JobIDs) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
 	if out.Stopped, out.Skipped, err = s.bulk(ctx, "stopping a job", sel.JobIDs, s.stop); err != nil {
-		return Stopped{}, err
+		return Stopped{}, nil, err
 	}
 	s.cfg.Logger.InfoContext(ctx, "jobs stopped by an operator, by filter", "by", by, "filter", f.String(),
 		"matched", sel.Matched, "stopped", len(out.Stopped), "skipped", len(out.Skipped))
-	return out, nil
+	return out, nil, nil
 }
 
 // selectJobs validates a bulk call's filter and limit and reads, from the

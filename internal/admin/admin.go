@@ -111,6 +111,10 @@ type Config struct {
 	// heartbeat, for this long is an orphan (required: CONVEYOR_STUCK_AFTER,
 	// the same threshold recovery uses).
 	StuckAfter time.Duration
+	// BulkSyncMax is the most matching jobs a bulk call by filter without
+	// limit acts on inside its request; more start an operation (default
+	// BulkSyncMaxDefault, at most MaxBulk).
+	BulkSyncMax int
 	// PauseCache is how long Paused trusts its last read (default
 	// PauseCacheDefault).
 	PauseCache time.Duration
@@ -140,6 +144,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.PauseCache == 0 {
 		cfg.PauseCache = PauseCacheDefault
 	}
+	if cfg.BulkSyncMax == 0 {
+		cfg.BulkSyncMax = BulkSyncMaxDefault
+	}
 	return &Service{cfg: cfg}, nil
 }
 
@@ -159,6 +166,9 @@ func (c Config) validate() error {
 	}
 	if c.StuckAfter <= 0 {
 		return fmt.Errorf("admin: StuckAfter must be positive, got %s", c.StuckAfter)
+	}
+	if c.BulkSyncMax < 0 || c.BulkSyncMax > MaxBulk {
+		return fmt.Errorf("admin: BulkSyncMax must be between 0 and %d, got %d", MaxBulk, c.BulkSyncMax)
 	}
 	if c.PauseCache < 0 {
 		return errors.New("admin: PauseCache must not be negative")

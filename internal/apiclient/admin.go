@@ -2,9 +2,12 @@ package apiclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/job"
@@ -37,8 +40,9 @@ func (c *Client) StopJobs(ctx context.Context, ids []string) (admin.Stopped, err
 }
 
 // BulkFilter is a bulk call by filter (docs/operations.md, "Bulk actions
-// by filter"): the jobs Filter selects, at most Limit (nil: admin.MaxBulk);
-// DryRun changes nothing.
+// by filter"): the jobs Filter selects, at most Limit in the request, or
+// with Limit nil every match (in the request when they are few, else as an
+// operation the API starts); DryRun changes nothing.
 type BulkFilter struct {
 	Filter admin.Filter `json:"filter"`
 	Limit  *int         `json:"limit,omitempty"`
@@ -46,18 +50,121 @@ type BulkFilter struct {
 }
 
 // RestartMatching calls POST /v1/admin/jobs/restart with a filter; the
-// answer's Selection says what matched and what the call took.
-func (c *Client) RestartMatching(ctx context.Context, f BulkFilter) (admin.Restarted, error) {
+// answer's Selection says what matched and what the call took. A filter
+// without Limit that matches more jobs than the API acts on inside a
+// request (CONVEYOR_BULK_SYNC_MAX) restarts none itself: the API answers
+// 202 with an operation that restarts them in the background, returned
+// instead (non-nil; follow it with WaitOperation).
+func (c *Client) RestartMatching(ctx context.Context, f BulkFilter) (admin.Restarted, *admin.Operation, error) {
 	var r admin.Restarted
-	_, err := c.call(ctx, http.MethodPost, "/v1/admin/jobs/restart", f, &r)
-	return r, err
+	op, err := c.bulkMatching(ctx, "/v1/admin/jobs/restart", f, &r)
+	return r, op, err
 }
 
-// StopMatching calls POST /v1/admin/jobs/stop with a filter.
-func (c *Client) StopMatching(ctx context.Context, f BulkFilter) (admin.Stopped, error) {
+// StopMatching calls POST /v1/admin/jobs/stop with a filter; a large
+// match starts an operation, as for RestartMatching.
+func (c *Client) StopMatching(ctx context.Context, f BulkFilter) (admin.Stopped, *admin.Operation, error) {
 	var r admin.Stopped
-	_, err := c.call(ctx, http.MethodPost, "/v1/admin/jobs/stop", f, &r)
-	return r, err
+	op, err := c.bulkMatching(ctx, "/v1/admin/jobs/stop", f, &r)
+	return r, op, err
+}
+
+// bulkMatching sends a bulk call by filter and decodes a 200 into out, or
+// a 202 into the operation it returns.
+func (c *Client) bulkMatching(ctx context.Context, path string, f BulkFilter, out any) (*admin.Operation, error) {
+	r, err := c.do(ctx, c.base, http.MethodPost, path, f, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if r.Status == http.StatusAccepted {
+		var op admin.Operation
+		if err := decode(http.MethodPost, path, r.Body, &op); err != nil {
+			return nil, err
+		}
+		return &op, nil
+	}
+	return nil, decode(http.MethodPost, path, r.Body, out)
+}
+
+// GetOperation calls GET /v1/admin/operations/{id}: a bulk operation's
+// status and progress.
+func (c *Client) GetOperation(ctx context.Context, id string) (admin.Operation, error) {
+	var op admin.Operation
+	_, err := c.call(ctx, http.MethodGet, "/v1/admin/operations/"+url.PathEscape(id), nil, &op)
+	return op, err
+}
+
+// OperationPollDefault is how often WaitOperation reads the operation
+// when every is zero.
+const OperationPollDefault = time.Second
+
+// WaitOperationFailures is how many reads in a row WaitOperation lets fail
+// (each one that may pass) before it gives up with the last error.
+const WaitOperationFailures = 5
+
+// WaitOperation reads operation id every every (0: OperationPollDefault)
+// until it has finished, and returns it as it finished (succeeded or
+// failed: see its Status and Error). progress, when not nil, is told each
+// read that differs from the one before, the first and the last included.
+// A failed read that may pass (APIError.Temporary, or the transport's) is
+// tried again at the next tick, up to WaitOperationFailures in a row; ctx
+// bounds the wait.
+func (c *Client) WaitOperation(ctx context.Context, id string, every time.Duration, progress func(admin.Operation)) (admin.Operation, error) {
+	if every <= 0 {
+		every = OperationPollDefault
+	}
+	var last admin.Operation
+	seen, failures := false, 0
+	for {
+		op, err := c.GetOperation(ctx, id)
+		if err != nil {
+			failures++
+		}
+		switch {
+		case err == nil:
+			failures = 0
+			if progress != nil && (!seen || op.Done != last.Done || op.Progress != last.Progress || op.Status != last.Status ||
+				skippedSum(op.Skipped) != skippedSum(last.Skipped)) {
+				progress(op)
+			}
+			last, seen = op, true
+			if op.Finished() {
+				return op, nil
+			}
+		case ctx.Err() != nil:
+			return last, ctx.Err()
+		case !temporary(err) || failures >= WaitOperationFailures:
+			return last, fmt.Errorf("waiting for operation %s: %w", id, err)
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return last, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func skippedSum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// temporary reports whether err, from a read, may pass on its own: an
+// answer the API marks retryable, or no answer at all.
+func temporary(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Temporary()
+	}
+	return true
 }
 
 // RestartItem calls POST /v1/admin/jobs/{id}/items/{itemId}/restart.

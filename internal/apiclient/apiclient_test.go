@@ -272,11 +272,11 @@ func TestAdminCalls(t *testing.T) {
 		t.Errorf("RestartJobs(unknown) = %+v, %v", restarted, err)
 	}
 	// (The job publishes meanwhile: no job of this owner is failed.)
-	dry, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "failed", Owner: "u-client-admin"}, DryRun: true})
-	if err != nil || dry.Selection == nil || !dry.DryRun || dry.Matched != 0 || dry.Limit != admin.MaxBulk || dry.JobIDs == nil || len(dry.Restarted) != 0 {
+	dry, op, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "failed", Owner: "u-client-admin"}, DryRun: true})
+	if err != nil || op != nil || dry.Selection == nil || !dry.DryRun || dry.Matched != 0 || dry.Limit != admin.MaxBulk || dry.JobIDs == nil || len(dry.Restarted) != 0 {
 		t.Errorf("RestartMatching(dry run) = %+v %+v, %v", dry, dry.Selection, err)
 	}
-	if _, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "queued"}}); apiclient.StatusOf(err) != http.StatusBadRequest {
+	if _, _, err := ops.RestartMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "queued"}}); apiclient.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("RestartMatching(queued) = %v, want 400: a restart takes failed, cancelled or stale jobs", err)
 	}
 	if _, err := ops.StopJobs(ctx, []string{}); apiclient.StatusOf(err) != http.StatusBadRequest {

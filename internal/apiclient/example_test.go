@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
@@ -70,4 +71,28 @@ func ExampleAPIError() {
 	// 400 invalid_request: params.title is required
 	// status: 400
 	// field: params.title
+}
+
+// A bulk stop by filter: the jobs stopped inside the request, or, when
+// more match than the API acts on there, the operation it started in the
+// background, followed to its end with its progress.
+func ExampleClient_WaitOperation() {
+	ctx := context.Background()
+	c := apiclient.New(os.Getenv("CONVEYOR_API_URL"), apiclient.WithToken(os.Getenv("ADMIN_TOKEN")))
+
+	stopped, op, err := c.StopMatching(ctx, apiclient.BulkFilter{Filter: admin.Filter{Status: "queued", Tier: "low"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if op == nil {
+		fmt.Println(len(stopped.Stopped), "stopped,", len(stopped.Skipped), "skipped")
+		return
+	}
+	final, err := c.WaitOperation(ctx, op.ID, time.Second, func(o admin.Operation) {
+		fmt.Fprintf(os.Stderr, "%s: %d/%d done (%d%%)\n", o.ID, o.Done, o.Matched, o.Progress)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(final.Status, final.Done, "stopped,", final.Skipped)
 }

@@ -114,6 +114,14 @@ type Config struct {
 	RecoveryInterval, StuckAfter time.Duration
 	// SweepBudget is how long one run of the sweeps may work (default 50s).
 	SweepBudget time.Duration
+	// BulkSyncMax is the most matching jobs a bulk call by filter acts on
+	// inside its request (CONVEYOR_BULK_SYNC_MAX, default 100); BulkChunk
+	// the most jobs an operation's worker acts on per invocation
+	// (CONVEYOR_BULK_CHUNK, default 200); OperationQuietAfter how long a
+	// running operation goes unwritten before recovery resumes it
+	// (CONVEYOR_OPERATION_QUIET_AFTER, default 2m).
+	BulkSyncMax, BulkChunk int
+	OperationQuietAfter    time.Duration
 	// ScheduleInterval is how often due scheduled jobs are released (default 1m).
 	ScheduleInterval time.Duration
 	// RetentionInterval is how often the retention sweeps run (stale
@@ -332,6 +340,9 @@ func (r *reader) sweeps(c *Config) {
 	c.RecoveryInterval = r.dur(VarRecoveryInterval)
 	c.StuckAfter = r.dur(VarStuckAfter)
 	c.SweepBudget = r.dur(VarSweepBudget)
+	c.BulkSyncMax = r.int(VarBulkSyncMax)
+	c.BulkChunk = r.int(VarBulkChunk)
+	c.OperationQuietAfter = r.dur(VarOperationQuietAfter)
 	c.ScheduleInterval = r.dur(VarScheduleInterval)
 	c.RetentionInterval = r.dur(VarRetentionInterval)
 	c.HeartbeatInterval = r.dur(VarHeartbeatInterval)
@@ -491,7 +502,7 @@ func (c Config) validate(deadlines bool) error {
 	}{
 		{VarParkAfter, c.ParkAfter}, {VarBreakerWindow, c.BreakerWindow}, {VarBreakerCooldown, c.BreakerCooldown},
 		{VarBreakerProbeLease, c.BreakerProbeLease}, {VarCallTimeout, c.CallTimeout}, {VarRecoveryInterval, c.RecoveryInterval},
-		{VarScheduleInterval, c.ScheduleInterval}, {VarRetentionInterval, c.RetentionInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarHeartbeatInterval, c.HeartbeatInterval},
+		{VarScheduleInterval, c.ScheduleInterval}, {VarRetentionInterval, c.RetentionInterval}, {VarStuckAfter, c.StuckAfter}, {VarSweepBudget, c.SweepBudget}, {VarOperationQuietAfter, c.OperationQuietAfter}, {VarHeartbeatInterval, c.HeartbeatInterval},
 		{VarStreamPing, c.StreamPing}, {VarUploadExpiry, c.UploadExpiry}, {VarOAuthClientRecheck, c.OAuthClientRecheck},
 		{VarHTTPMaxAge, c.HTTPMaxAge}, {VarHTTPTimeoutFloor, c.HTTPTimeoutFloor}, {VarDeadlineMargin, c.DeadlineMargin},
 		{VarCancelNotice, c.CancelNotice}, {VarIdempotencyWindow, c.IdempotencyWindow},
@@ -561,6 +572,12 @@ func (c Config) validate(deadlines bool) error {
 	}
 	if c.MaxUploadSize < 1 {
 		bad("%s must be positive", VarMaxUploadSize)
+	}
+	if c.BulkSyncMax < 1 || c.BulkSyncMax > 100 {
+		bad("%s must be between 1 and 100, got %d", VarBulkSyncMax, c.BulkSyncMax)
+	}
+	if c.BulkChunk < 1 || c.BulkChunk > 200 {
+		bad("%s must be between 1 and 200, got %d", VarBulkChunk, c.BulkChunk)
 	}
 	if c.Fairness.Webhooks < 0 || c.Fairness.Webhooks > 1000 {
 		bad("%s must be between 0 and 1000, got %d", VarWebhookSlots, c.Fairness.Webhooks)

@@ -48,6 +48,9 @@ const (
 	VarRetentionInterval         = "CONVEYOR_RETENTION_INTERVAL"
 	VarStuckAfter                = "CONVEYOR_STUCK_AFTER"
 	VarSweepBudget               = "CONVEYOR_SWEEP_BUDGET"
+	VarBulkSyncMax               = "CONVEYOR_BULK_SYNC_MAX"
+	VarBulkChunk                 = "CONVEYOR_BULK_CHUNK"
+	VarOperationQuietAfter       = "CONVEYOR_OPERATION_QUIET_AFTER"
 	VarHeartbeatInterval         = "CONVEYOR_HEARTBEAT_INTERVAL"
 	VarDeadlineMargin            = "CONVEYOR_DEADLINE_MARGIN"
 	VarCancelNotice              = "CONVEYOR_CANCEL_NOTICE"
@@ -156,6 +159,9 @@ var Vars = []Var{
 	{Name: VarRetentionInterval, Default: time.Minute, Meaning: "how often finished jobs go stale and unreferenced uploads expire (the local ticker; `rate(1 minute)` in AWS)", Rule: "> 0"},
 	{Name: VarStuckAfter, Default: 20 * time.Minute, Meaning: "a queued job not received, or a running job without a heartbeat, for this long is an orphan", Rule: "> 0"},
 	{Name: VarSweepBudget, Default: 50 * time.Second, Meaning: "how long one run of the recovery function's sweeps may work in all (cut to the invocation's deadline less 10s); each sweep loops until nothing is due or its share is spent", Rule: "> 0"},
+	{Name: VarBulkSyncMax, Default: 100, Meaning: "the most matching jobs a bulk restart or stop by filter without `limit` acts on inside its request; more start an operation (`202`, worked off in the background: [operations](operations.md#large-filters-run-as-operations))", Rule: "1 ≤ n ≤ 100"},
+	{Name: VarBulkChunk, Default: 200, Meaning: "the most jobs one invocation of an operation's worker (the system function) acts on", Rule: "1 ≤ n ≤ 200"},
+	{Name: VarOperationQuietAfter, Default: 2 * time.Minute, Meaning: "a running operation whose record was not written for this long has lost its worker: the recovery sweep sends its message again", Rule: "> 0"},
 	{Name: VarHeartbeatInterval, Default: 30 * time.Second, Meaning: "worker heartbeat; a claim lapses after 3 missed beats", Rule: "> 0"},
 	{Name: VarDeadlineMargin, Default: 10 * time.Second, Meaning: "what the publisher leaves of each invocation to record outcomes: no call starts that could end after the deadline less it; the job is handed back, no attempt spent", Rule: "> 0"},
 	{Name: VarCancelNotice, Default: 2 * time.Second, Meaning: "the longest a cancel or stop may go unnoticed by a running job's next external call: a run that saw its job running under its own lease less than this long ago (its claim, heartbeat or last write) makes the call without reading the job first ([leases](leases.md))", Rule: "> 0"},

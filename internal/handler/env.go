@@ -182,8 +182,18 @@ func (e Env) Admin(p AdminParts) (*admin.Service, error) {
 	return admin.New(admin.Config{
 		Env: cfg.Env, Store: p.Store, Jobs: p.Jobs, Sender: p.Sender, Queues: queue.Inspector{SQS: p.SQS, Logger: log},
 		QueueURLs: cfg.QueueURLs, DLQURLs: cfg.DLQURLs, Breakers: p.Breakers, StuckAfter: cfg.StuckAfter,
-		Mover: mover, Switch: p.Switch, Now: e.Now, Logger: log,
+		BulkSyncMax: cfg.BulkSyncMax, Mover: mover, Switch: p.Switch, Now: e.Now, Logger: log,
 	})
+}
+
+// Operations is the worker of the operators' bulk operations over st: it
+// restarts and stops jobs through jobs and sends each operation's next
+// message with sender (to the system tier). The system function runs it;
+// recovery resumes, through it, an operation whose worker went quiet.
+// crash is the worker's crash hook (admin.WorkerConfig.Crash; nil outside
+// tests).
+func (e Env) Operations(st *store.Store, jobs admin.BulkJobs, sender admin.Sender, crash func(point string, op store.Operation) error) (*admin.Worker, error) {
+	return admin.NewWorker(admin.WorkerConfig{Store: st, Jobs: jobs, Sender: sender, Chunk: e.Config.BulkChunk, Crash: crash, Now: e.Now, Logger: e.Log()})
 }
 
 // Emitter writes the function's EMF metrics.

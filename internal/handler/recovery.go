@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/breaker"
@@ -50,7 +51,7 @@ type Firer interface {
 // (resources.Schedule.Detail) —, "schedule" (a user's recurring schedule
 // ticked: submit its job) or "recover" (stuck jobs; the default). Release,
 // retain and recover also send the breakers' open gauge.
-func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
+func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, ops OperationResumer, emf *Emitter, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
 		var detail struct {
 			Task   string `json:"task"`
@@ -69,6 +70,9 @@ func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *Emitter
 			res, err = s.Retain(ctx, detail.Shards)
 		default:
 			res, err = s.Run(ctx)
+			if err == nil && ops != nil {
+				resumeOperations(ctx, ops, log)
+			}
 		}
 		if err != nil {
 			return err
@@ -85,6 +89,40 @@ func RecoveryHandler(s Sweeper, breakers BreakerGauge, ticks Firer, emf *Emitter
 			"orphans", res.Orphans, "requeued", res.Requeued, "failed_stuck", res.FailedStuck, "staled", res.Staled,
 			"media_expired", res.MediaExpired, "left", res.Left)
 		return nil
+	}
+}
+
+// OperationResumer sends again the message of every running bulk
+// operation whose worker went quiet (admin.Worker plus its threshold).
+type OperationResumer interface {
+	Resume(ctx context.Context, limit int) (int, error)
+}
+
+// QuietOperations is a Worker and the time after which a running
+// operation's worker counts as gone (CONVEYOR_OPERATION_QUIET_AFTER).
+type QuietOperations struct {
+	Worker *admin.Worker
+	After  time.Duration
+	Now    func() time.Time
+}
+
+// Resume is the worker's Resume of the operations quiet for After.
+func (q QuietOperations) Resume(ctx context.Context, limit int) (int, error) {
+	return q.Worker.Resume(ctx, q.Now().Add(-q.After), limit)
+}
+
+// resumeOperationsMax bounds the operations one recovery run resumes.
+const resumeOperationsMax = 100
+
+// resumeOperations resumes the quiet operations; a failure is logged, and
+// the next run tries again.
+func resumeOperations(ctx context.Context, ops OperationResumer, log *slog.Logger) {
+	n, err := ops.Resume(ctx, resumeOperationsMax)
+	if err != nil {
+		log.WarnContext(ctx, "resuming quiet bulk operations failed; the next run tries again", "error", err)
+	}
+	if n > 0 {
+		log.InfoContext(ctx, "bulk operations resumed", "resumed", n)
 	}
 }
 
@@ -143,7 +181,12 @@ func NewRecovery(_ context.Context, env Env) (func(context.Context, events.Event
 		return nil, err
 	}
 	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config), Sealer: seal})
-	return RecoveryHandler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules, emf, env.Log()), nil
+	ops, err := env.Operations(st, sub.Jobs, sub.Sender, nil)
+	if err != nil {
+		return nil, err
+	}
+	resumer := QuietOperations{Worker: ops, After: env.Config.OperationQuietAfter, Now: env.Now}
+	return RecoveryHandler(Recoverer(env, st, sub.Sender, objects, adm.Paused, emf), breakers, schedules, resumer, emf, env.Log()), nil
 }
 
 // Connections returns cfg whose clients keep an idle connection per host

@@ -19,15 +19,30 @@ type Deliverer interface {
 	Deliver(ctx context.Context, m queue.Message, attempt int) (webhook.Verdict, error)
 }
 
-// SystemHandler is the system tier's consumer: webhook deliveries now,
-// e-mail and billing work later (unknown kinds are dropped loudly). A
+// OperationWorker works one chunk of an operator's bulk operation and
+// sends its next message (admin.Worker).
+type OperationWorker interface {
+	Handle(ctx context.Context, m queue.Message) error
+}
+
+// SystemHandler is the system tier's consumer: webhook deliveries and the
+// chunks of operators' bulk operations (ops; nil: none), e-mail and
+// billing work later (unknown kinds are dropped loudly). A
 // delivery to retry leaves its owner's slot to wait in a group of its own
 // (or, in a group of its own already, gets its message delayed by the
 // backoff), and goes back to the slot once due.
-func SystemHandler(d Deliverer, client VisibilityChanger, urls QueueURLs, log *slog.Logger) SQSHandler {
+func SystemHandler(d Deliverer, ops OperationWorker, client VisibilityChanger, urls QueueURLs, log *slog.Logger) SQSHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		accept := func(m queue.Message) bool { return m.Kind == queue.KindWebhook }
+		accept := func(m queue.Message) bool {
+			return m.Kind == queue.KindWebhook || (m.Kind == queue.KindOperation && ops != nil)
+		}
 		return ConsumeMessages(ctx, ev, client, urls, log, accept, func(ctx context.Context, msg queue.Message, receives int) (Outcome, error) {
+			if msg.Kind == queue.KindOperation {
+				// One chunk; the next message is sent before this one is
+				// deleted (an error: this one comes back, and its chunk
+				// runs again without acting on a job twice).
+				return Outcome{Done: true}, ops.Handle(ctx, msg)
+			}
 			v, err := d.Deliver(ctx, msg, max(receives, 1))
 			return Outcome{Done: v.Done, RetryIn: v.RetryIn, Readmit: v.Readmit, Next: v.Next}, err
 		}), nil
@@ -41,14 +56,22 @@ func SystemHandler(d Deliverer, client VisibilityChanger, urls QueueURLs, log *s
 var System = Function[SQSHandler]{Name: resources.FuncSystem, New: NewSystem}
 
 // NewSystem wires the system function: the table, the users' webhook
-// secrets (KMS) and endpoints, and the queues (to delay a retry).
+// secrets (KMS) and endpoints, the queues (to delay a retry), and the bulk
+// operations' worker (which re-queues and stops jobs through the state
+// machine: no kind of job is registered, nothing here submits).
 func NewSystem(_ context.Context, env Env) (SQSHandler, error) {
 	st := env.Store(store.NewClient(env.AWS))
 	keys, endpoints, err := Webhooks(env, st)
 	if err != nil {
 		return nil, err
 	}
-	return SystemHandler(NewDeliverer(env, st, keys, endpoints), env.SQS(), env.QueueURLs(), env.Log()), nil
+	sqsc := env.SQS()
+	sub := NewSubmission(env, st, sqsc, &job.Fronts{})
+	ops, err := env.Operations(st, sub.Jobs, sub.Sender, nil)
+	if err != nil {
+		return nil, err
+	}
+	return SystemHandler(NewDeliverer(env, st, keys, endpoints), ops, sqsc, env.QueueURLs(), env.Log()), nil
 }
 
 // NewDeliverer delivers the webhooks, signed with the users' keys, reading

@@ -31,6 +31,8 @@ func RegisterAdmin(rt *Router, svc *admin.Service) {
 	rt.Handle(http.MethodGet, "/v1/admin/jobs", ReadOnly, a.searchJobs)
 	rt.Handle(http.MethodGet, "/v1/admin/jobs/{id}", ReadOnly, a.inspectJob)
 	rt.Handle(http.MethodGet, "/v1/admin/orphans", ReadOnly, a.orphans)
+	// Bulk actions by filter that run in the background.
+	rt.Handle(http.MethodGet, "/v1/admin/operations/{id}", ReadOnly, a.operation)
 }
 
 type adminRoutes struct{ svc *admin.Service }
@@ -76,7 +78,11 @@ func (a adminRoutes) restartJobs(r *Request) (Response, error) {
 	}
 	var res admin.Restarted
 	if body.Filter != nil {
-		res, err = a.svc.RestartMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+		var op *admin.Operation
+		res, op, err = a.svc.RestartMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+		if err == nil && op != nil {
+			return accepted(*op), nil
+		}
 	} else {
 		res, err = a.svc.RestartJobs(r.Ctx, body.JobIDs, r.Claims.Subject)
 	}
@@ -93,7 +99,11 @@ func (a adminRoutes) stopJobs(r *Request) (Response, error) {
 	}
 	var res admin.Stopped
 	if body.Filter != nil {
-		res, err = a.svc.StopMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+		var op *admin.Operation
+		res, op, err = a.svc.StopMatching(r.Ctx, *body.Filter, body.Limit, body.DryRun != nil && *body.DryRun, r.Claims.Subject)
+		if err == nil && op != nil {
+			return accepted(*op), nil
+		}
 	} else {
 		res, err = a.svc.StopJobs(r.Ctx, body.JobIDs, r.Claims.Subject)
 	}
@@ -101,6 +111,22 @@ func (a adminRoutes) stopJobs(r *Request) (Response, error) {
 		return Response{}, clientError(err)
 	}
 	return JSON(http.StatusOK, res), nil
+}
+
+// accepted is the answer of a bulk call by filter that started an
+// operation: 202, the operation, and where to follow it.
+func accepted(op admin.Operation) Response {
+	resp := JSON(http.StatusAccepted, op)
+	resp.Headers["Location"] = op.Location()
+	return resp
+}
+
+func (a adminRoutes) operation(r *Request) (Response, error) {
+	op, err := a.svc.GetOperation(r.Ctx, r.Params["id"])
+	if err != nil {
+		return Response{}, clientError(err)
+	}
+	return JSON(http.StatusOK, op), nil
 }
 
 func (a adminRoutes) restartItem(r *Request) (Response, error) {

@@ -67,6 +67,7 @@ var contractRoutes = map[string]who{
 	"GET /v1/admin/jobs":                              operators,
 	"GET /v1/admin/jobs/{id}":                         operators,
 	"GET /v1/admin/orphans":                           operators,
+	"GET /v1/admin/operations/{id}":                   operators,
 }
 
 // bodies are requests a permitted caller could send, so that a pass of the

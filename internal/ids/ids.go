@@ -11,11 +11,12 @@ import (
 
 // Kinds of identifiers.
 const (
-	Job      = "job"
-	Upload   = "upl"
-	Item     = "itm"
-	Delivery = "dlv"
-	Event    = "evt"
+	Job       = "job"
+	Upload    = "upl"
+	Item      = "itm"
+	Delivery  = "dlv"
+	Event     = "evt"
+	Operation = "op"
 )
 
 var enc = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

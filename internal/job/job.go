@@ -319,7 +319,17 @@ type Job struct {
 	// RetriedAt is when the job was last retried by its owner or an
 	// operator (Retry); see DueSince.
 	RetriedAt *time.Time `json:"-" dynamodbav:"retriedAt,omitempty"`
+	// Operation is the operator's bulk operation that last acted on the
+	// job (an "op_…" id), written in the same conditional write as its
+	// change: a chunk of the operation run again finds it here and leaves
+	// the job alone (ErrActedOn).
+	Operation string `json:"-" dynamodbav:"operation,omitempty"`
 }
+
+// ErrActedOn is what a change made on behalf of a bulk operation returns
+// when that operation already acted on the job (Job.Operation): nothing
+// is written, and the operation counts the job as done.
+var ErrActedOn = errors.New("the operation already acted on this job")
 
 // DueSince is when the job's current run of attempts became due: the
 // latest of its creation, its scheduled time and its last Retry. A kind

@@ -43,6 +43,9 @@ const (
 	// Deprecated: use KindJob.
 	KindPublish = KindJob
 	KindWebhook = "webhook"
+	// KindOperation is the system tier's message that works the next
+	// chunk of an operator's bulk operation (Message.Operation).
+	KindOperation = "operation"
 )
 
 // Message is the body of every queue message.
@@ -60,6 +63,9 @@ type Message struct {
 	Uploads []string `json:"uploads,omitempty"`
 	// Send is the job's enqueue counter at the time of sending.
 	Send int `json:"send"`
+	// Operation names the bulk operation a KindOperation message works
+	// ("op_…"); Send is then the operation's chunk sequence.
+	Operation string `json:"operation,omitempty"`
 	// DeliveryID names a webhook delivery (system tier).
 	DeliveryID string `json:"deliveryId,omitempty"`
 	// Seq is the job event a webhook delivers.
@@ -68,7 +74,8 @@ type Message struct {
 	// goes to; empty for the job's own webhookUrl.
 	Endpoint string `json:"endpoint,omitempty"`
 	// Redelivery is set on a delivery its owner asked to be made again
-	// (POST /v1/webhooks/{id}/redeliver): when it was asked, in Unix ms,
+	// (POST /v1/webhooks/{id}/redeliver), and on an operation's message
+	// recovery sends again when its worker went quiet: when, in Unix ms,
 	// so that the copy is not taken for the first message's duplicate.
 	Redelivery int64 `json:"redelivery,omitempty"`
 	// Attempts counts a delivery's attempts made before this copy of its
@@ -130,7 +137,7 @@ func Decode(body string) (Message, error) {
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return Message{}, fmt.Errorf("decoding queue message: %w", err)
 	}
-	if m.JobID == "" {
+	if m.JobID == "" && (m.Kind != KindOperation || m.Operation == "") {
 		return Message{}, fmt.Errorf("decoding queue message: no jobId")
 	}
 	return m, nil
@@ -155,6 +162,13 @@ func DedupID(jobID string, send int) string { return jobID + "-" + strconv.Itoa(
 // dedupID is m's deduplication id (and the group of a message in its own
 // group): a job's send (and move), or a webhook delivery.
 func (m Message) dedupID() string {
+	if m.Operation != "" {
+		id := DedupID(m.Operation, m.Send)
+		if m.Redelivery > 0 {
+			id += "-r" + strconv.FormatInt(m.Redelivery, 10)
+		}
+		return id
+	}
 	if m.DeliveryID != "" {
 		id := m.DeliveryID
 		if m.Redelivery > 0 {

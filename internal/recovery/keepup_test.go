@@ -84,7 +84,7 @@ func newKeepUpRig(t *testing.T, budget time.Duration, sweep string) (awstest.Env
 			}
 		},
 	})
-	r.fn = handler.RecoveryHandler(rec, noOpenCircuits{}, nil, handler.NewEmitter(io.Discard, "test", r.sim.Now), discard)
+	r.fn = handler.RecoveryHandler(rec, noOpenCircuits{}, nil, nil, handler.NewEmitter(io.Discard, "test", r.sim.Now), discard)
 	return env, r
 }
 

@@ -725,6 +725,11 @@ const (
 	IndexByCreated       = "byCreatedKeys"
 )
 
+// BulkIndexes are the indexes a bulk operation's worker selects its jobs
+// from: a bulk filter always names a status, so the inspector picks the
+// owner's, the error code's or the status's index.
+var BulkIndexes = []string{IndexByOwner, IndexByErrorCreated, IndexByStatusCreated}
+
 // RetiredIndexes are the indexes an earlier definition had, by name, with
 // their definitions: an existing table keeps them until the migration
 // drops them (docs/migrations.md). Five projected whole items (ALL), and

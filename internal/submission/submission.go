@@ -476,10 +476,24 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (job.Job, error)
 // the worker that receives it waits for the run to release the job, then
 // asks the API what happened and records it on the cancelled job.
 func (s *Service) Stop(ctx context.Context, id string, why *job.Error) (job.Job, error) {
+	return s.StopFor(ctx, id, why, "")
+}
+
+// StopFor is Stop on behalf of bulk operation op (empty: none): the job
+// keeps op in the write that stops it, and a job op already acted on is
+// left alone with job.ErrActedOn, so running a chunk of op again never
+// stops a job twice.
+func (s *Service) StopFor(ctx context.Context, id string, why *job.Error, op string) (job.Job, error) {
 	now := s.cfg.Now()
 	j, err := s.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
+		if op != "" && j.Operation == op {
+			return job.ErrActedOn
+		}
 		if err := j.Apply(job.Cancel, now); err != nil {
 			return err
+		}
+		if op != "" {
+			j.Operation = op
 		}
 		j.Error = why
 		if j.Unsettled() {
@@ -511,10 +525,24 @@ func (s *Service) Retry(ctx context.Context, owner, id string) (job.Job, error) 
 
 // Requeue applies a (Retry or Release) to job id and sends its message.
 func (s *Service) Requeue(ctx context.Context, id string, a job.Action) (job.Job, error) {
+	return s.RequeueFor(ctx, id, a, "")
+}
+
+// RequeueFor is Requeue on behalf of bulk operation op (empty: none): the
+// job keeps op in the write that re-queues it, and a job op already acted
+// on is left alone with job.ErrActedOn — even when it has failed again
+// since — so running a chunk of op again never restarts a job twice.
+func (s *Service) RequeueFor(ctx context.Context, id string, a job.Action, op string) (job.Job, error) {
 	now := s.cfg.Now()
 	j, err := s.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
+		if op != "" && j.Operation == op {
+			return job.ErrActedOn
+		}
 		if err := j.Apply(a, now); err != nil {
 			return err
+		}
+		if op != "" {
+			j.Operation = op
 		}
 		j.Enqueues++
 		return nil

@@ -40,7 +40,7 @@ func NewAdminService(t testing.TB, s *stack.Stack) *admin.Service {
 		Env: a.Config.Env, Store: a.Store, Jobs: a.Jobs, Sender: a.Sender,
 		Queues: queue.Inspector{SQS: a.Clients.SQS, Logger: a.Logger}, Mover: queue.SQSMover{SQS: a.Clients.SQS, Logger: a.Logger},
 		QueueURLs: a.Config.QueueURLs, DLQURLs: a.Config.DLQURLs, Breakers: a.Breaker,
-		StuckAfter: a.Config.StuckAfter, Logger: a.Logger,
+		StuckAfter: a.Config.StuckAfter, BulkSyncMax: a.Config.BulkSyncMax, Logger: a.Logger,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -309,6 +309,9 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 		"CONVEYOR_STREAM_LIFETIME": "25s",
 		// Finished jobs go stale (retention: their media deleted) soon.
 		"CONVEYOR_STALE_AFTER": "4s", "CONVEYOR_DELETE_AFTER": "1h",
+		// A bulk action by filter over more than one job runs as an
+		// operation (the system function's chunks).
+		"CONVEYOR_BULK_SYNC_MAX": "1",
 	}, stack.Options{Binaries: true, Bootstraps: awstest.Bootstraps(t), CallLog: logs,
 		FunctionOutput: writerFunc(func(p []byte) (int, error) { outMu.Lock(); defer outMu.Unlock(); return out.Write(p) })})
 	t.Cleanup(func() {
@@ -492,6 +495,14 @@ func runScenario(t *testing.T, logs string) scenarioRun {
 	b.Must(b.Call("POST", "/v1/jobs/"+cancelled+"/cancel", user, nil), 200)
 	stopped := submit("Stopped", fresh, map[string]any{"scheduleAt": later, "params": map[string]any{"title": "Stopped", "description": "x"}})
 	b.Must(b.Call("POST", "/v1/admin/jobs/stop", op, map[string]any{"jobIds": []string{stopped}}), 200)
+	// Both restarted by filter: past the sync max, an operation the system
+	// function works off (the inspector's index read, the jobs written,
+	// their messages sent to their tier).
+	bulk := b.Must(b.Call("POST", "/v1/admin/jobs/restart", op, map[string]any{"filter": map[string]any{"status": "cancelled", "owner": "u-iam"}}), 202)
+	opID, _ := bulk.Body["id"].(string)
+	b.Eventually(func() bool {
+		return b.Must(b.Call("GET", "/v1/admin/operations/"+opID, op, nil), 200).Body["status"] == "succeeded"
+	}, "the bulk restart's operation %s succeeded", opID)
 	soon := submit("Released", fresh, map[string]any{"scheduleAt": time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)})
 	b.WaitStatus(user, soon, "succeeded")
 	j := b.Must(b.Call("GET", "/v1/admin/jobs/"+soon, op, nil), 200)

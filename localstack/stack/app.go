@@ -45,6 +45,9 @@ type AppOptions struct {
 	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
+	// OperationCrash is the bulk operations' worker's crash hook (tests;
+	// admin.WorkerConfig.Crash).
+	OperationCrash func(point string, op store.Operation) error
 	// Kinds are kinds of job added to publish and http (tests, forks).
 	Kinds []job.Kind
 	// Mover redrives DLQs (nil: the receive/send/delete mover,
@@ -90,7 +93,12 @@ type App struct {
 	Metrics          *handler.Emitter
 	Recoverer        *recovery.Recoverer
 	Admin            *admin.Service
-	Schedules        *schedule.Service
+	// Operations works off the operators' bulk operations (the system
+	// function's, resumed by recovery's).
+	Operations *admin.Worker
+	// Resumer resumes the operations whose worker went quiet (recovery's).
+	Resumer   handler.QuietOperations
+	Schedules *schedule.Service
 	// Router is the api function's routes; AdminRouter, UploadsRouter and
 	// SchedulesRouter are the admin, uploads and schedules functions'
 	// (resources.HTTPRoutes).
@@ -124,6 +132,10 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 		return nil, err
 	}
 	a.Recoverer = handler.Recoverer(env, a.Store, a.Sender, a.Bucket, a.Admin.Paused, a.Metrics)
+	if a.Operations, err = env.Operations(a.Store, a.Jobs, a.Sender, opts.OperationCrash); err != nil {
+		return nil, err
+	}
+	a.Resumer = handler.QuietOperations{Worker: a.Operations, After: cfg.OperationQuietAfter, Now: env.Now}
 	if a.WebhookKeys, a.WebhookEndpoints, err = handler.Webhooks(env, a.Store); err != nil {
 		return nil, err
 	}

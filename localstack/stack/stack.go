@@ -34,6 +34,7 @@ import (
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/emulator"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -66,6 +67,9 @@ type Options struct {
 	Metrics io.Writer
 	// Crash is the publisher's crash hook (tests).
 	Crash func(point string, j *job.Job) error
+	// OperationCrash is the bulk operations' worker's crash hook (tests;
+	// admin.WorkerConfig.Crash). Not honoured with Binaries.
+	OperationCrash func(point string, op store.Operation) error
 	// PollerConcurrency is how many invocations each tier's poller runs at
 	// once (default 4).
 	PollerConcurrency int
@@ -346,7 +350,7 @@ func (s *Stack) serve(ctx context.Context, b *bringUp, opts Options) error {
 	if opts.FunctionOutputs != nil && !opts.Binaries {
 		logger = slog.New(newFunctionLogs(opts.Logger.Handler(), opts.FunctionOutputs, b.def.Functions))
 	}
-	a, err := NewApp(s.Config, b.awsCfg, AppOptions{Logger: logger, Crash: opts.Crash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
+	a, err := NewApp(s.Config, b.awsCfg, AppOptions{Logger: logger, Crash: opts.Crash, OperationCrash: opts.OperationCrash, Now: opts.Now, Metrics: opts.Metrics, Kinds: opts.Kinds,
 		Mover: handler.LocalMover(b.clients.SQS, opts.Logger), Dashboard: handler.LocalDashboard})
 	if err != nil {
 		_ = b.api.Close()

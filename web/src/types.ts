@@ -157,3 +157,19 @@ export interface JobEvent {
   detail?: Record<string, string>;
   job: Job;
 }
+
+// A bulk action by filter over more jobs than the API acts on inside a
+// request runs in the background (202; GET /v1/admin/operations/{id}).
+export interface Operation {
+  id: string;
+  action: 'restart' | 'stop';
+  filter: Record<string, string>;
+  status: 'running' | 'succeeded' | 'failed';
+  matched: number;
+  done: number;
+  skipped: Record<string, number>;
+  progress: number;
+  error: string | null;
+  createdAt: string;
+  updatedAt: string;
+}

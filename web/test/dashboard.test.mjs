@@ -12,7 +12,9 @@
 // tier with a click (the overview says paused, then not), saves
 // web/test/screenshot.png (the overview) and web/test/screenshot-job.png,
 // then retries and cancels failed jobs in bulk from the inspector (by
-// selection, and by filter after a dry run; screenshot-bulk.png), and
+// selection, and by filter after a dry run, the filter's two jobs past
+// the stack's sync max, so as an operation whose progress the page follows;
+// screenshot-bulk.png), and
 // stops the stack — its whole process group — even on failure.
 //
 // Every wait is on a condition with a deadline; nothing sleeps blindly.
@@ -154,7 +156,9 @@ async function go(args, opts = {}) {
 // Starts the stack; resolves with its printed environment once it runs.
 async function startStack(bin, workdir) {
   const [apiPort, simPort] = [await freePort(), await freePort()];
-  const env = { ...process.env, CONVEYOR_API_ADDR: `127.0.0.1:${apiPort}`, CONVEYOR_SIMULATOR_ADDR: `127.0.0.1:${simPort}` };
+  // A bulk action by filter over more than one job runs as an operation,
+  // so that the inspector's bulk actions by filter show one's progress.
+  const env = { ...process.env, CONVEYOR_API_ADDR: `127.0.0.1:${apiPort}`, CONVEYOR_SIMULATOR_ADDR: `127.0.0.1:${simPort}`, CONVEYOR_BULK_SYNC_MAX: '1' };
   // Our own emulators, never shared ones: the stack names its resources
   // conveyor-local, as `make run` does.
   delete env.AWS_ENDPOINT_URL;
@@ -480,13 +484,21 @@ test('the dashboard shows the stack live: a job to succeeded, pause and resume a
     assert.equal(await dry.getAttribute('data-matched'), '2', await dry.textContent());
     assert.match(await dry.textContent(), /2 jobs match the filter \(status failed, owner local-admin\)/);
     assert.deepEqual([await statusOf(b2), await statusOf(b3)], ['failed', 'failed'], 'the dry run changed nothing');
+    // Two are past the stack's sync max (CONVEYOR_BULK_SYNC_MAX=1): the
+    // API answers 202 with an operation, whose progress the panel follows.
     await bulk.getByRole('button', { name: 'Retry 2 jobs' }).click();
+    const op = bulk.getByTestId('bulk-operation');
+    await op.waitFor();
+    const opId = await op.getAttribute('data-operation');
+    assert.match(opId ?? '', /^op_/, 'the panel names the operation');
     await bulk.getByTestId('bulk-summary').getByText('Retry by filter: retried 2 jobs, skipped 0 jobs.').waitFor();
-    await bulk.locator(`li[data-done="${b2}"]`).waitFor();
-    await bulk.locator(`li[data-done="${b3}"]`).waitFor();
+    assert.equal(await op.getAttribute('data-status'), 'succeeded');
+    assert.equal(await op.getAttribute('data-progress'), '100');
     assert.deepEqual([await statusOf(b2), await statusOf(b3)], ['queued', 'queued'], 'both retried');
+    const finished = await api('GET', `/v1/admin/operations/${opId}`);
+    assert.deepEqual([finished.status, finished.matched, finished.done], ['succeeded', 2, 2], JSON.stringify(finished));
     await page.getByTestId('inspector-count').getByText('0 jobs match (every user).').waitFor();
-    log('retry by filter: dry run 2, then 2 retried');
+    log(`retry by filter: dry run 2, then operation ${opId} retried 2`);
 
     // Cancel: by id one queued job (and a succeeded one skipped), then by
     // filter the rest of the queued ones.

@@ -2,9 +2,14 @@
 // the selected jobs (POST /v1/admin/jobs/restart or /stop by jobIds), or
 // every job matching a filter (the same routes by filter: a dry run shows
 // the count first, then a confirmation acts). Each call's answer is shown
-// per id: what was acted on, and each skipped id with its reason.
+// per id: what was acted on, and each skipped id with its reason. A call by
+// filter over more jobs than the API acts on inside a request answers 202
+// with an operation, worked off in the background: its progress is shown
+// until it has finished, then its counts and skip reasons.
 import { describe } from './api.js';
 import { h, replace } from './dom.js';
+// How often a running operation is read.
+const OPERATION_POLL_MS = 1000;
 // The two actions and the statuses each applies to (the API's filter.status).
 export const BULK_ACTIONS = {
     restart: { label: 'Retry', done: 'restarted', past: 'Retried', statuses: ['failed', 'cancelled', 'stale'] },
@@ -57,6 +62,48 @@ export function bulkPanel(ctx, opts) {
             return null;
         }
     }
+    // callByFilter acts on a filter: the answer inside the request (200), or
+    // the operation the API started instead (202).
+    async function callByFilter(action, body) {
+        try {
+            const { data, response } = await ctx.api.request('POST', `/v1/admin/jobs/${action}`, body);
+            return response.status === 202 ? { operation: data } : { result: data };
+        }
+        catch (e) {
+            replace(result, h('p', { class: 'error', role: 'alert' }, `${BULK_ACTIONS[action].label} failed: ${describe(e)}`));
+            return null;
+        }
+    }
+    function showOperation(op, how) {
+        const a = BULK_ACTIONS[op.action];
+        const skipped = Object.entries(op.skipped ?? {}).sort(([x], [y]) => x.localeCompare(y));
+        const nSkipped = skipped.reduce((n, [, c]) => n + c, 0);
+        const finished = op.status !== 'running';
+        replace(result, h('div', { 'data-testid': 'bulk-operation', 'data-operation': op.id, 'data-status': op.status, 'data-progress': op.progress }, h('p', null, `${how}, in the background: operation `, h('code', null, op.id), ` ${op.status}, ${op.done + nSkipped} of ${plural(op.matched, 'job')} handled `, h('progress', { max: 100, value: op.progress, 'aria-label': `operation ${op.id} progress` }), ` ${op.progress}%`), finished
+            ? h('p', { 'data-testid': 'bulk-summary' }, `${how}: ${a.past.toLowerCase()} ${plural(op.done, 'job')}, skipped ${plural(nSkipped, 'job')}.`)
+            : h('p', { class: 'muted' }, 'It goes on if this page is closed.'), skipped.length ? h('ul', { class: 'ids' }, skipped.map(([reason, n]) => h('li', { 'data-reason': reason }, `${plural(n, 'job')} skipped: `, h('span', { class: 'reason' }, reason)))) : null, op.error ? h('p', { class: 'error', role: 'alert' }, `The operation failed: ${op.error}`) : null));
+    }
+    // follow shows op's progress until it has finished (or the panel is
+    // gone from the page).
+    async function follow(op, how) {
+        showOperation(op, how);
+        let failures = 0;
+        while (op.status === 'running' && el.isConnected) {
+            await new Promise((resolve) => setTimeout(resolve, OPERATION_POLL_MS));
+            try {
+                op = await ctx.api.get(`/v1/admin/operations/${encodeURIComponent(op.id)}`);
+                failures = 0;
+            }
+            catch (e) {
+                if (++failures >= 5) {
+                    result.append(h('p', { class: 'error', role: 'alert' }, `Reading operation ${op.id} failed: ${describe(e)}`));
+                    return;
+                }
+                continue;
+            }
+            showOperation(op, how);
+        }
+    }
     async function run(fn) {
         busy = true;
         sync();
@@ -90,23 +137,37 @@ export function bulkPanel(ctx, opts) {
             const matched = dry.matched ?? 0;
             const take = dry.jobIds?.length ?? 0;
             const go = h('button', { type: 'button', disabled: take === 0 }, `${a.label} ${plural(take, 'job')}`);
+            // More than one call takes: every match, in the background.
+            const every = matched > take ? h('button', { type: 'button' }, `${a.label} all ${matched} matching`) : null;
             const back = h('button', { type: 'button', class: 'secondary' }, 'Back');
-            replace(confirm, h('p', { 'data-testid': 'bulk-dry-run', 'data-matched': matched, 'data-take': take }, `Dry run: ${plural(matched, 'job')} ${matched === 1 ? 'matches' : 'match'} the filter (${describeFilter(filter)}); `, take === 0 ? 'nothing to do.' : `${a.label.toLowerCase()} acts on ${take === matched ? (take === 1 ? 'it' : `all ${take}`) : `the newest ${take} (the most one call takes)`}. Nothing has changed yet.`), h('div', { class: 'actions' }, go, back));
+            replace(confirm, h('p', { 'data-testid': 'bulk-dry-run', 'data-matched': matched, 'data-take': take }, `Dry run: ${plural(matched, 'job')} ${matched === 1 ? 'matches' : 'match'} the filter (${describeFilter(filter)}); `, take === 0 ? 'nothing to do.' : `${a.label.toLowerCase()} acts on ${take === matched ? (take === 1 ? 'it' : `all ${take}`) : `the newest ${take} (the most one call takes)`}. Nothing has changed yet.`), h('div', { class: 'actions' }, go, every, back));
             confirm.hidden = false;
             back.addEventListener('click', () => {
                 confirm.hidden = true;
                 replace(confirm);
             });
-            go.addEventListener('click', () => void run(async () => {
+            // All of them (no limit: the API acts inside the request, or starts
+            // an operation when they are many), or the newest take.
+            const act = (all) => void run(async () => {
                 go.disabled = back.disabled = true;
-                const r = await call(action, { filter, limit: Math.max(1, Math.min(take, 100)) });
+                if (every)
+                    every.disabled = true;
+                const body = all ? { filter } : { filter, limit: Math.max(1, Math.min(take, 100)) };
+                const r = await callByFilter(action, body);
                 confirm.hidden = true;
                 replace(confirm);
                 if (!r)
                     return;
-                show(action, r, `${a.label} by filter`);
+                if (r.operation) {
+                    await follow(r.operation, `${a.label} by filter`);
+                }
+                else if (r.result) {
+                    show(action, r.result, `${a.label} by filter`);
+                }
                 opts.changed();
-            }));
+            });
+            go.addEventListener('click', () => act(take === matched));
+            every?.addEventListener('click', () => act(true));
         }));
     }
     sync();
