@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -41,16 +42,27 @@ type adminRoutes struct{ svc *admin.Service }
 // the inspector's indexes (with an optional limit per call and dryRun).
 // A member given null is absent.
 type bulkBody struct {
-	JobIDs []string      `json:"jobIds"`
+	JobIDs []string      `json:"-"`
 	Filter *admin.Filter `json:"filter"`
 	Limit  *int          `json:"limit"`
 	DryRun *bool         `json:"dryRun"`
+	// IDs is jobIds as sent: a null member is refused, not read as "".
+	IDs []*string `json:"jobIds"`
 }
 
 func decodeBulk(r *Request) (bulkBody, error) {
 	var body bulkBody
 	if err := Decode(r, &body); err != nil {
 		return body, err
+	}
+	if body.IDs != nil {
+		body.JobIDs = make([]string, len(body.IDs))
+		for i, id := range body.IDs {
+			if id == nil {
+				return body, BadRequest(fmt.Sprintf("jobIds[%d]", i), "jobIds[%d] must be a job id, not null", i)
+			}
+			body.JobIDs[i] = *id
+		}
 	}
 	switch {
 	case body.JobIDs == nil && body.Filter == nil:

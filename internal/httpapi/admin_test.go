@@ -236,6 +236,8 @@ func TestAdminBadInput(t *testing.T) {
 		{"stop a filter's limit too big", "POST", "/v1/admin/jobs/stop", map[string]any{"filter": map[string]any{"status": "queued"}, "limit": 101}, 400, "limit"},
 		{"restart too many", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": make([]string, 101)}, 400, "jobIds"},
 		{"stop jobIds not a list", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": id}, 400, ""},
+		{"stop null job ids", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": []any{nil, nil}}, 400, "jobIds[0]"},
+		{"restart a null among ids", "POST", "/v1/admin/jobs/restart", map[string]any{"jobIds": []any{id, nil}}, 400, "jobIds[1]"},
 		{"stop unknown field", "POST", "/v1/admin/jobs/stop", map[string]any{"jobIds": []string{id}, "force": true}, 400, ""},
 		{"stop not JSON", "POST", "/v1/admin/jobs/stop", "{nope", 400, ""},
 		{"redrive empty jobIds", "POST", "/v1/admin/dlq/low/redrive", map[string]any{"jobIds": []string{}}, 400, "jobIds"},
