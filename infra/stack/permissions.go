@@ -2,6 +2,7 @@ package stack
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -19,6 +20,13 @@ var (
 	ddbRead  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
 	ddbWrite = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
 )
+
+// without is set less the actions drop names: a function whose code
+// makes none of them (make iam's static side reaches none) is not
+// granted them.
+func without(set []string, drop ...string) []string {
+	return slices.DeleteFunc(slices.Clone(set), func(a string) bool { return slices.Contains(drop, a) })
+}
 
 func concat(sets ...[]string) []string {
 	var out []string
@@ -205,8 +213,9 @@ func (b *builder) permissions() {
 			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeAccountToken)
 		case resources.FuncSystem:
 			// Webhook deliveries; the bulk operations' jobs, selected from
-			// the inspector's indexes a bulk filter picks.
-			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.BulkIndexes...)...)
+			// the inspector's indexes a bulk filter picks. Its writes put
+			// and update; none deletes or checks a condition apart.
+			b.allow(fn, concat(ddbRead, without(ddbWrite, "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")), b.tableAndIndexes(resources.BulkIndexes...)...)
 			// An operation's restarts go to their tiers; its stops send a
 			// cancelled running job for reconciliation.
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.High, job.Medium, job.Low)...)
@@ -219,8 +228,9 @@ func (b *builder) permissions() {
 			b.kms(fn, "kms:Decrypt", envelope.PurposeWebhookSigning)
 			b.kms(fn, "kms:GenerateDataKey", envelope.PurposeWebhookSigning)
 		case resources.FuncRecovery:
-			// Sweeps query the sparse sweep index, never scan.
-			b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(resources.IndexBySweep)...)
+			// Sweeps query the sparse sweep index, never scan. Retention
+			// expires items by TTL: recovery deletes none itself.
+			b.allow(fn, concat(ddbRead, without(ddbWrite, "dynamodb:DeleteItem")), b.tableAndIndexes(resources.IndexBySweep)...)
 			// Requeued jobs go back to their tier.
 			b.allow(fn, []string{"sqs:SendMessage"}, b.queueArns(job.Tiers...)...)
 			// Retention removes finished jobs' media.
@@ -270,8 +280,9 @@ func (b *builder) apiPermissions() {
 func (b *builder) adminPermissions() {
 	fn := resources.FuncAdmin
 	// Restarts, stops, the inspector's searches (every index), breakers,
-	// tier flags, the overview's counts and stats.
-	b.allow(fn, concat(ddbRead, ddbWrite), b.tableAndIndexes(b.allIndexes()...)...)
+	// tier flags, the overview's counts and stats; no transaction of its
+	// checks a condition apart.
+	b.allow(fn, concat(ddbRead, without(ddbWrite, "dynamodb:ConditionCheckItem")), b.tableAndIndexes(b.allIndexes()...)...)
 	// Restarts and redrive targets; the overview's depths.
 	b.allow(fn, []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, b.queueArns(job.Tiers...)...)
 	// DLQ peek (receive, then release with a visibility change), the
