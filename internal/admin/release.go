@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/store"
 )
 
-// ReleaseBatch bounds how many parked jobs one reset or resume releases at
-// once; the release sweep sends any beyond it when they are due.
-const ReleaseBatch = 1000
+// ReleaseBatch bounds how many parked jobs one reset or resume releases in
+// its request (BulkConcurrency at a time): a write and a send each, so the
+// request ends in a second or two, far within API Gateway's 30 s, however
+// many jobs wait. The release sweep sends the rest on its next run: a job
+// a pause parked is due at once (the worker parks it until the moment it
+// parked), one an open circuit parked at its old openUntil.
+const ReleaseBatch = 200
 
 // errNotWaiting aborts the release of a job that no longer waits for what
 // the operator released.
@@ -30,37 +35,55 @@ func (s *Service) releaseParked(ctx context.Context, reason, breaker string, tie
 	if err != nil {
 		return 0, err
 	}
-	released := 0
-	for _, p := range parked {
-		now := s.cfg.Now()
-		j, err := s.cfg.Store.UpdateJob(ctx, p.ID, func(j *job.Job) error {
-			if !waitsFor(j, reason, breaker) {
-				return errNotWaiting
-			}
-			if err := j.Unpark(now); err != nil {
-				return err
-			}
-			j.Enqueues++
-			return nil
-		})
-		var te *job.TransitionError
-		switch {
-		case errors.Is(err, errNotWaiting), errors.Is(err, store.ErrNotFound), errors.As(err, &te):
-			continue
-		case err != nil:
-			return released, fmt.Errorf("releasing job %s: %w", p.ID, err)
+	var (
+		mu       sync.Mutex
+		released int
+		failed   error
+	)
+	parallel(len(parked), BulkConcurrency, func(i int) {
+		ok, err := s.releaseOne(ctx, parked[i].ID, reason, breaker)
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			released++
 		}
-		if j.InBacklog() {
-			released++ // sent when its owner's backlog is admitted
-			continue
+		if err != nil && failed == nil {
+			failed = err
 		}
-		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
-			// Unparked and queued: recovery sends it if this send was lost.
-			s.cfg.Logger.ErrorContext(ctx, "sending a released job failed; recovery sends it", "job_id", j.ID, "error", err)
+	})
+	return released, failed
+}
+
+// releaseOne unparks job id if it still waits for reason (and breaker) and
+// sends it; ok reports whether it was released (sent, or admitted to its
+// owner's backlog).
+func (s *Service) releaseOne(ctx context.Context, id, reason, breaker string) (ok bool, err error) {
+	now := s.cfg.Now()
+	j, err := s.cfg.Store.UpdateJob(ctx, id, func(j *job.Job) error {
+		if !waitsFor(j, reason, breaker) {
+			return errNotWaiting
 		}
-		released++
+		if err := j.Unpark(now); err != nil {
+			return err
+		}
+		j.Enqueues++
+		return nil
+	})
+	var te *job.TransitionError
+	switch {
+	case errors.Is(err, errNotWaiting), errors.Is(err, store.ErrNotFound), errors.As(err, &te):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("releasing job %s: %w", id, err)
 	}
-	return released, nil
+	if j.InBacklog() {
+		return true, nil // sent when its owner's backlog is admitted
+	}
+	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+		// Unparked and queued: recovery sends it if this send was lost.
+		s.cfg.Logger.ErrorContext(ctx, "sending a released job failed; recovery sends it", "job_id", j.ID, "error", err)
+	}
+	return true, nil
 }
 
 // waitsFor reports whether the fresh copy j is still parked for reason

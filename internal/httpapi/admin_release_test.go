@@ -2,13 +2,17 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/localstack/awstest"
@@ -94,5 +98,47 @@ func TestResetAndResumeReleaseWhatTheyParked(t *testing.T) {
 	}
 	if j, _ := ab.Stack.App.Store.GetJob(context.Background(), pausedLow); j.Waiting != job.WaitPaused {
 		t.Errorf("resuming medium released a low job: waiting %q", j.Waiting)
+	}
+}
+
+// TestAResumeReleasesABoundedBatchInItsRequest: a resume releases at most
+// admin.ReleaseBatch of the jobs its pause parked inside its request (a
+// write and a send each, so the request stays far within API Gateway's
+// 30 s), and the release sweep's next run sends the rest: a job a pause
+// parked is due at once. Every job is sent once.
+func TestAResumeReleasesABoundedBatchInItsRequest(t *testing.T) {
+	t.Parallel()
+	ab := setupAdmin(t, nil, false)
+	ctx := context.Background()
+	st, now := ab.Stack.App.Store, time.Now().UTC()
+	const n = admin.ReleaseBatch + 7
+	parked := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range parked {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			parked[i] = putJob(t, st, fmt.Sprintf("u-parked-%03d", i), job.Medium, now, func(j *job.Job) error {
+				return j.Park(job.WaitPaused, now, now)
+			}).ID
+		})
+	}
+	wg.Wait()
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/pause", ab.admin, nil), 200)
+	ab.Must(ab.call("POST", "/v1/admin/tiers/medium/resume", ab.admin, nil), 200)
+	inRequest := ab.drain(job.Medium)
+	if len(inRequest) != admin.ReleaseBatch {
+		t.Fatalf("the resume's request sent %d of %d parked jobs, want admin.ReleaseBatch (%d)", len(inRequest), n, admin.ReleaseBatch)
+	}
+	if _, err := ab.Stack.App.Recoverer.ReleaseScheduled(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	swept := ab.drain(job.Medium)
+	all := append(slices.Clone(inRequest), swept...)
+	slices.Sort(all)
+	slices.Sort(parked)
+	if len(swept) != n-admin.ReleaseBatch || !slices.Equal(slices.Compact(slices.Clone(all)), parked) || len(all) != n {
+		t.Fatalf("after the release sweep: %d more sent (want %d), %d in all for %d parked jobs, each once", len(swept), n-admin.ReleaseBatch, len(all), n)
 	}
 }
