@@ -324,21 +324,28 @@ func Unexercised(t *Template, calls []awsenv.Call, functions []string, l AllowLi
 			missing = append(missing, g)
 		}
 	}
+	l.each(functions, func(e AllowEntry, g Grant) {
+		if !granted[g] || (exercised[g] && !e.Sometimes) {
+			stale = append(stale, g)
+		}
+	})
+	return missing, stale, listed
+}
+
+// each calls fn for every grant l's entries name, "all" standing for
+// functions.
+func (l AllowList) each(functions []string, fn func(e AllowEntry, g Grant)) {
 	for _, e := range l {
 		fns := e.Functions
 		if slices.Equal(fns, []string{"all"}) {
 			fns = functions
 		}
-		for _, fn := range fns {
+		for _, f := range fns {
 			for _, a := range e.Actions {
-				g := Grant{fn, a}
-				if !granted[g] || (exercised[g] && !e.Sometimes) {
-					stale = append(stale, g)
-				}
+				fn(e, Grant{f, a})
 			}
 		}
 	}
-	return missing, stale, listed
 }
 
 func pairs(m map[string]string) string {

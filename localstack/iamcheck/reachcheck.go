@@ -270,18 +270,10 @@ func (l AllowList) Unreasoned(found []Unrecorded, functions []string) (unlisted 
 			unlisted = append(unlisted, u)
 		}
 	}
-	for _, e := range l {
-		fns := e.Functions
-		if slices.Equal(fns, []string{"all"}) {
-			fns = functions
+	l.each(functions, func(_ AllowEntry, g Grant) {
+		if !isFound[g] {
+			stale = append(stale, g)
 		}
-		for _, fn := range fns {
-			for _, a := range e.Actions {
-				if g := (Grant{fn, a}); !isFound[g] {
-					stale = append(stale, g)
-				}
-			}
-		}
-	}
+	})
 	return unlisted, stale, listed
 }
