@@ -89,21 +89,24 @@ func (s *Store) operationItem(op *Operation) (map[string]types.AttributeValue, e
 func (s *Store) CreateOperation(ctx context.Context, op *Operation) error {
 	op.Version = 1
 	op.ExpiresAt = op.UpdatedAt.Add(OperationTTL).Unix()
+	return s.putOperation(ctx, op, expression.AttributeNotExists(expression.Name(resources.AttrPK)), "creating")
+}
+
+// putOperation writes op's item if cond holds: a failed condition is
+// ErrConflict.
+func (s *Store) putOperation(ctx context.Context, op *Operation, cond expression.ConditionBuilder, verb string) error {
 	item, err := s.operationItem(op)
 	if err != nil {
 		return err
 	}
-	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(resources.AttrPK))).Build()
-	if err != nil {
-		return err
-	}
+	e := condition(cond)
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 	switch {
 	case isConditionFailed(err):
 		return ErrConflict
 	case err != nil:
-		return fmt.Errorf("creating operation %s: %w", op.ID, err)
+		return fmt.Errorf("%s operation %s: %w", verb, op.ID, err)
 	}
 	return nil
 }
@@ -133,21 +136,8 @@ func (s *Store) SaveOperation(ctx context.Context, op *Operation) error {
 	next := *op
 	next.Version++
 	next.ExpiresAt = next.UpdatedAt.Add(OperationTTL).Unix()
-	item, err := s.operationItem(&next)
-	if err != nil {
+	if err := s.putOperation(ctx, &next, expression.Name("version").Equal(expression.Value(op.Version)), "saving"); err != nil {
 		return err
-	}
-	cond, err := expression.NewBuilder().WithCondition(expression.Name("version").Equal(expression.Value(op.Version))).Build()
-	if err != nil {
-		return err
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()})
-	switch {
-	case isConditionFailed(err):
-		return ErrConflict
-	case err != nil:
-		return fmt.Errorf("saving operation %s: %w", op.ID, err)
 	}
 	*op = next
 	return nil
