@@ -240,31 +240,24 @@ func anyValue(v attribute.Value) otlpAnyValue {
 		f := v.AsFloat64()
 		return otlpAnyValue{DoubleValue: &f}
 	case attribute.STRINGSLICE:
-		var vals []otlpAnyValue
-		for _, s := range v.AsStringSlice() {
-			vals = append(vals, otlpAnyValue{StringValue: &s})
-		}
-		return otlpAnyValue{ArrayValue: &otlpArrayValue{Values: vals}}
+		return array(v.AsStringSlice(), attribute.StringValue)
 	case attribute.INT64SLICE:
-		var vals []otlpAnyValue
-		for _, n := range v.AsInt64Slice() {
-			s := strconv.FormatInt(n, 10)
-			vals = append(vals, otlpAnyValue{IntValue: &s})
-		}
-		return otlpAnyValue{ArrayValue: &otlpArrayValue{Values: vals}}
+		return array(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.BOOLSLICE:
-		var vals []otlpAnyValue
-		for _, b := range v.AsBoolSlice() {
-			vals = append(vals, otlpAnyValue{BoolValue: &b})
-		}
-		return otlpAnyValue{ArrayValue: &otlpArrayValue{Values: vals}}
+		return array(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.FLOAT64SLICE:
-		var vals []otlpAnyValue
-		for _, f := range v.AsFloat64Slice() {
-			vals = append(vals, otlpAnyValue{DoubleValue: &f})
-		}
-		return otlpAnyValue{ArrayValue: &otlpArrayValue{Values: vals}}
+		return array(v.AsFloat64Slice(), attribute.Float64Value)
 	}
 	s := v.Emit()
 	return otlpAnyValue{StringValue: &s}
+}
+
+// array is a slice attribute's value: each element encoded as a scalar
+// attribute of its type is.
+func array[T any](xs []T, value func(T) attribute.Value) otlpAnyValue {
+	var vals []otlpAnyValue
+	for _, x := range xs {
+		vals = append(vals, anyValue(value(x)))
+	}
+	return otlpAnyValue{ArrayValue: &otlpArrayValue{Values: vals}}
 }
