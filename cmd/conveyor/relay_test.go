@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -54,24 +52,8 @@ func newReplayBundle(t *testing.T) *replayBundle {
 	t.Helper()
 	env := awstest.Provision(t)
 	def := env.Res.Definition
-	ctx := context.Background()
 	b := &replayBundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now)}
-	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(def.Prefix + "-bus-tap.fifo"),
-		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.tap = aws.ToString(q.QueueUrl)
-	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
-	if _, err := env.Clients.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("tap"), EventBusName: aws.String(def.EventBus),
-		EventPattern: aws.String(string(pattern))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Clients.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tap"), EventBusName: aws.String(def.EventBus),
-		Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String("arn:aws:sqs:" + env.Config.Region + ":123456789012:" + def.Prefix + "-bus-tap.fifo"),
-			SqsParameters: &ebtypes.SqsParameters{MessageGroupId: aws.String("all")}}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.tap = awstest.TapBus(t, env.Clients, def, env.Config.Region)
 	// The env file make run writes: the stack's names and its emulators.
 	vars := env.Res.Environ()
 	ep := awstest.Endpoints(t)

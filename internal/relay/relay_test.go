@@ -19,8 +19,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
@@ -66,24 +64,8 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 	t.Helper()
 	env := awstest.Provision(t)
 	def := env.Res.Definition
-	ctx := context.Background()
 	b := &bundle{env: env, def: def, st: store.New(env.Clients.DynamoDB, def.Table.Name, time.Now), sends: awsclient.NewCounter()}
-	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(def.Prefix + "-bus-tap.fifo"),
-		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.busQueue = aws.ToString(q.QueueUrl)
-	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
-	if _, err := env.Clients.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("tap"), EventBusName: aws.String(def.EventBus),
-		EventPattern: aws.String(string(pattern))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Clients.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tap"), EventBusName: aws.String(def.EventBus),
-		Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String("arn:aws:sqs:" + awstest.Config(t).Region + ":123456789012:" + def.Prefix + "-bus-tap.fifo"),
-			SqsParameters: &ebtypes.SqsParameters{MessageGroupId: aws.String("all")}}}}); err != nil {
-		t.Fatal(err)
-	}
+	b.busQueue = awstest.TapBus(t, env.Clients, def, awstest.Config(t).Region)
 	var logw io.Writer = io.Discard
 	if testing.Verbose() {
 		logw = os.Stderr

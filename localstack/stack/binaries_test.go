@@ -17,8 +17,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/conveyor/conveyor/internal/job"
@@ -253,24 +251,7 @@ type busEvent struct {
 
 func tapBus(t *testing.T, s *stack.Stack) *busTap {
 	t.Helper()
-	ctx := context.Background()
-	def := s.Provisioned.Definition
-	c := s.App.Clients
-	name := def.Prefix + "-tap.fifo"
-	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
-		Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource(def.Env)}})
-	if _, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("tap"), EventBusName: aws.String(def.EventBus), EventPattern: aws.String(string(pattern))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tap"), EventBusName: aws.String(def.EventBus),
-		Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String("arn:aws:sqs:us-east-1:123456789012:" + name), SqsParameters: &ebtypes.SqsParameters{MessageGroupId: aws.String("all")}}}}); err != nil {
-		t.Fatal(err)
-	}
-	return &busTap{sqs: c.SQS, url: aws.ToString(q.QueueUrl)}
+	return &busTap{sqs: s.App.Clients.SQS, url: awstest.TapBus(t, s.App.Clients, s.Provisioned.Definition, "us-east-1")}
 }
 
 // receive takes what arrived (waiting up to a second).
