@@ -275,21 +275,6 @@ func Ready(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// Reset drops every resource in the moto server at endpoint (moto's reset
-// API; DynamoDB Local has none).
-func Reset(ctx context.Context, endpoint string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/moto-api/reset", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("resetting emulator: %w", err)
-	}
-	_ = resp.Body.Close()
-	return nil
-}
-
 // FindCommand locates moto: $CONVEYOR_MOTO_SERVER (a moto_server
 // executable, run as it is), else $CONVEYOR_MOTO_PYTHON or the
 // repository's .venv/bin/python (for a stack run outside the repository)
