@@ -192,18 +192,26 @@ func (s *Service) Orphans(ctx context.Context) ([]Orphan, error) {
 		return nil, err
 	}
 	before := now.Add(-s.cfg.StuckAfter)
+	// Waiting behind a pause is not being lost: a paused tier's queued
+	// partitions are not read.
+	running := []job.Tier{}
+	for _, t := range job.Tiers {
+		if !paused[t] {
+			running = append(running, t)
+		}
+	}
 	out := []Orphan{}
 	for _, k := range []struct {
 		status job.Status
 		reason string
 	}{{job.Queued, ReasonNotReceived}, {job.Running, ReasonNoHeartbeat}} {
-		jobs, err := s.cfg.Store.Due(ctx, k.status, before, OrphansLimit)
+		jobs, err := s.cfg.Store.Overdue(ctx, k.status, before, running, OrphansLimit)
 		if err != nil {
 			return nil, fmt.Errorf("listing orphans: %w", err)
 		}
 		for _, j := range jobs {
 			if k.status == job.Queued && paused[j.Tier] {
-				continue // waiting behind a pause is not being lost
+				continue // an untiered entry of a paused tier's job
 			}
 			out = append(out, Orphan{JobID: j.ID, Owner: j.Owner, Tier: j.Tier, Status: string(j.Status),
 				Since: store.SweepTime(&j).UTC(), Reason: k.reason})

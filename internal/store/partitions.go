@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -12,10 +13,15 @@ import (
 // tier and shard), one Query each when they are empty.
 const partitionReaders = 16
 
+// errPartitionRead, returned by a page function, ends the reading of that
+// page's partition, and only that: the others go on, and it is no error.
+var errPartitionRead = errors.New("partition read enough")
+
 // queryPartitions runs the Query that build makes for each partition key,
-// every page of it, at most partitionReaders partitions at once, and hands
-// each page to page — one page at a time, so page may update the caller's
-// totals without a lock of its own. It returns the first error.
+// every page of it (or until page returns errPartitionRead), at most
+// partitionReaders partitions at once, and hands each page to page — one
+// page at a time, so page may update the caller's totals without a lock of
+// its own. It returns the first error.
 func (s *Store) queryPartitions(ctx context.Context, pks []string, build func(pk string) (*dynamodb.QueryInput, error),
 	page func(*dynamodb.QueryOutput) error) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -52,6 +58,9 @@ func (s *Store) queryPartitions(ctx context.Context, pks []string, build func(pk
 				mu.Lock()
 				err = page(res)
 				mu.Unlock()
+				if errors.Is(err, errPartitionRead) {
+					return
+				}
 				if err != nil {
 					fail(err)
 					return

@@ -40,24 +40,57 @@ func sweepPartitions(st job.Status, tiers []job.Tier) []string {
 	return out
 }
 
-// Due returns up to limit jobs in status whose sweep time is at or before
-// before, across every partition of the sparse bySweep index, oldest first
-// within each. It queries the index; it never scans the table. The sweeps
-// walk the same partitions with ScanDue, which resumes where it stopped.
-//
-// Status Waiting gives the queued jobs parked in the table, by when they
-// are to be sent again.
-func (s *Store) Due(ctx context.Context, status job.Status, before time.Time, limit int) ([]job.Job, error) {
-	scan := s.ScanDue(before, nil, status)
-	var out []job.Job
-	for len(out) < limit && !scan.Done() {
-		page, err := scan.Jobs(ctx, limit-len(out))
+// Overdue returns up to limit jobs in status whose sweep time is at or
+// before before, oldest first, across the partitions of the sparse
+// bySweep index (a Query each, never a Scan), every partition read at once
+// (at most partitionReaders at a time, at most limit entries each): what an
+// operator's request reads (the orphans), where a round of a few dozen
+// queries one after another is a request's whole time on a loaded table.
+// The sweeps walk the same partitions with ScanDue, which resumes where it
+// stopped. Status Waiting gives the queued jobs parked in the table, by
+// when they are to be sent again. For queued jobs, tiers names the
+// tiers whose partitions are read (nil: every tier). Each job holds what
+// the sweep index carries, as DueScan.Jobs says.
+func (s *Store) Overdue(ctx context.Context, status job.Status, before time.Time, tiers []job.Tier, limit int) ([]job.Job, error) {
+	d := &DueScan{s: s, before: sortTime(before)}
+	read := map[string]int{}
+	var items []map[string]types.AttributeValue
+	err := s.queryPartitions(ctx, sweepPartitions(status, tiers), func(pk string) (*dynamodb.QueryInput, error) {
+		in, err := d.query(&duePart{key: pk, status: status}, false)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
+		in.Limit = aws.Int32(int32(max(limit, 1)))
+		return in, nil
+	}, func(res *dynamodb.QueryOutput) error {
+		pk := ""
+		for _, item := range res.Items {
+			if v, ok := item[resources.AttrSweepKey].(*types.AttributeValueMemberS); ok {
+				pk = v.Value
+			}
+			if !s.expired(item) {
+				items = append(items, item)
+				read[pk]++
+			}
+		}
+		if read[pk] >= limit {
+			return errPartitionRead
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("querying overdue %s jobs: %w", status, err)
 	}
-	return out, nil
+	out := make([]job.Job, 0, len(items))
+	for _, item := range items {
+		j, err := sweptJob(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	slices.SortStableFunc(out, func(a, b job.Job) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
+	return out[:min(len(out), limit)], nil
 }
 
 // DueScan walks the due items of a set of bySweep partitions round-robin:
