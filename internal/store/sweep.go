@@ -81,13 +81,9 @@ func (s *Store) Overdue(ctx context.Context, status job.Status, before time.Time
 	if err != nil {
 		return nil, fmt.Errorf("querying overdue %s jobs: %w", status, err)
 	}
-	out := make([]job.Job, 0, len(items))
-	for _, item := range items {
-		j, err := sweptJob(item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
+	out, err := sweptJobs(items)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b job.Job) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
 	return out[:min(len(out), limit)], nil
@@ -208,6 +204,11 @@ func (d *DueScan) Jobs(ctx context.Context, limit int) ([]job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sweptJobs(items)
+}
+
+// sweptJobs decodes entries of the sweep index (sweptJob).
+func sweptJobs(items []map[string]types.AttributeValue) ([]job.Job, error) {
 	out := make([]job.Job, 0, len(items))
 	for _, item := range items {
 		j, err := sweptJob(item)
