@@ -1,6 +1,7 @@
 // Package store persists Conveyor's state in the one DynamoDB table: jobs
 // with their events and idempotency records, uploads, connected accounts,
-// breakers, webhooks, stream slots and recurring schedules; it reads the
+// breakers, webhooks, stream slots, rate buckets and recurring schedules;
+// it reads the
 // event items of the table's stream (DecodeEvent) and makes the DynamoDB
 // client (NewClient). Every state
 // change is a conditional write (optimistic concurrency on a version), so
