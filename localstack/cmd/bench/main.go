@@ -46,6 +46,7 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -553,7 +554,9 @@ func (b *bench) startStack(ctx context.Context, emu *emulator.Emulators) (*stack
 	counter.PriceTransactions(awsclient.NewTxPricer(b.plain.DynamoDB))
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
-	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
+	// The per-owner rate is measured apart (ratePhase): the pipeline's
+	// figures are those of owners under it.
+	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s", config.VarRateLimits: stack.RateLimitsForLoad}
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
 		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, MinPollers: b.o.pollers, Observe: durs.observe, FunctionOutputs: logs.writer,
