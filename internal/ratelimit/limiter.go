@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -55,7 +56,7 @@ type Config struct {
 	LeaseFor time.Duration
 	// Attempts is how many conditional writes one lease tries when other
 	// instances move the bucket between them (default AttemptsDefault);
-	// beyond, the request is served (fail open).
+	// beyond, the request is refused with a second's wait.
 	Attempts int
 	// OpenFor is how long after a store failure the limiter serves every
 	// request without asking the store again (default OpenForDefault).
@@ -184,6 +185,11 @@ func (lm *Limiter) Admit(ctx context.Context, ownerID, plan string) error {
 		return nil
 	}
 	n, err := lm.lease(ctx, o, bucketOf(ownerID), l, now)
+	if errors.Is(err, errContended) {
+		// Other instances keep taking units: refuse this request rather
+		// than serve one the bucket may not have.
+		return throttled(l, plan, ownerID, lm.cfg.PerOwner, max(l.Wait(o.tat, now), time.Second))
+	}
 	if err != nil {
 		lm.open(now)
 		lm.cfg.Logger.ErrorContext(ctx, "rate check failed; serving the request", "user", ownerID, "error", err.Error())
@@ -219,8 +225,11 @@ func (lm *Limiter) lease(ctx context.Context, o *owner, bucket string, l Limit, 
 		lm.refused.Add(1)
 		o.tat = cur
 	}
-	return 0, fmt.Errorf("the bucket moved under %d leases in a row", lm.cfg.Attempts)
+	return 0, errContended
 }
+
+// errContended: other instances moved the bucket under every attempt.
+var errContended = errors.New("the bucket moved under every lease attempted")
 
 // owner returns the instance's record of id, forgetting idle ones when
 // there are too many.

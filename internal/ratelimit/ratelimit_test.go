@@ -255,3 +255,28 @@ func TestConfigIsValidated(t *testing.T) {
 		}
 	}
 }
+
+// movingStore is a bucket another instance moves before every lease.
+type movingStore struct{ n int }
+
+func (m *movingStore) RateLease(_ context.Context, _ string, prev, _ time.Time) (bool, time.Time, error) {
+	m.n++
+	return false, time.Time{}.Add(time.Duration(m.n) * time.Microsecond), nil
+}
+
+func TestALeaseThatKeepsLosingItsRaceIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	st := &movingStore{}
+	lm, err := ratelimit.New(ratelimit.Config{Store: st, PerPlan: plans, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var th *fault.Throttled
+	if err := lm.Admit(context.Background(), "u", "free"); !errors.As(err, &th) || th.RetryAfter < time.Second {
+		t.Errorf("a lease whose bucket moved under every attempt: %v, want refused for a second", err)
+	}
+	if st.n != ratelimit.AttemptsDefault {
+		t.Errorf("%d attempts, want %d", st.n, ratelimit.AttemptsDefault)
+	}
+}
