@@ -226,6 +226,8 @@ type result struct {
 	BacklogFirstStartMs  float64            `json:"backlog_first_start_ms,omitempty"`
 	// Noisy is the noisy-neighbour figure (-noisy jobs; 0: skipped).
 	Noisy *noisyResult `json:"noisy_neighbour,omitempty"`
+	// RateCheck is the per-owner rate check's cost (docs/limits.md).
+	RateCheck *rateResult `json:"rate_check,omitempty"`
 }
 
 // cpuSample is the processor time used so far by each part of the stack.
@@ -275,6 +277,7 @@ func main() {
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	pollers := flag.Int("esm-pollers", 5, "workers per tier queue that long-poll even while it is idle (Lambda's event source mapping keeps five; 1: the local runtime's default, whose receives gather more messages than AWS's)")
 	billEnvName := flag.String("bill-env", string(job.ProdEN), "the cloud environment whose deploy configuration (infra/env/<env>.json: log retention, tracing sampling) and resource definition (archive retention, PITR) the bill prices")
+	rateOnly := flag.Bool("rate-check-only", false, "measure the per-owner rate check alone (write units and time a request) and stop")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
 	be, err := job.ParseEnv(*billEnvName)
@@ -286,7 +289,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -bill-env: %v\n", err)
 		os.Exit(2)
 	}
-	o := opts{billEnv: bc, pollers: *pollers, n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy}
+	o := opts{billEnv: bc, pollers: *pollers, n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy, rateOnly: *rateOnly}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -330,6 +333,8 @@ type opts struct {
 	billEnv billEnv
 	// pollers is -esm-pollers.
 	pollers int
+	// rateOnly is -rate-check-only.
+	rateOnly bool
 }
 
 // uploadSide is the side in pixels of the PNG each bench user uploads.
@@ -466,8 +471,16 @@ func run(o opts) error {
 	}
 	defer s.Close()
 
-	progress("measuring the emulator's floor")
 	res := &b.res
+	if res.RateCheck, err = b.rateCheck(ctx, s.Config.Table); err != nil {
+		return err
+	}
+	if o.rateOnly {
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		res.RateCheck.print(w)
+		return w.Flush()
+	}
+	progress("measuring the emulator's floor")
 	if res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, b.plain, s); err != nil {
 		return err
 	}
@@ -1870,6 +1883,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	}
 	printBacklog(w, r)
 	printUnits(w, r.DynamoDBUnitsPerJob)
+	if r.RateCheck != nil {
+		r.RateCheck.print(w)
+	}
 	printCPU(w, r.CPUMsPerJob)
 	printLatencies(w, r)
 	printEmulator(w, r)
