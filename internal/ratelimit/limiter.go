@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/fault"
@@ -79,10 +78,6 @@ type Limiter struct {
 	owners map[string]*owner
 	// openUntil: after a store failure, serve without asking until then.
 	openUntil time.Time
-
-	// leases counts the conditional writes made, refused those that found
-	// the bucket moved: for the bench and the tests.
-	leases, refused atomic.Int64
 }
 
 // owner is what the instance knows of one owner's bucket.
@@ -150,10 +145,6 @@ func (lm *Limiter) LimitOf(ownerID, plan string) Limit {
 	return lm.cfg.PerPlan[lm.cfg.Fallback]
 }
 
-// Leases is how many conditional writes the limiter has made, and how many
-// of them found the bucket moved by another instance.
-func (lm *Limiter) Leases() (writes, conflicts int64) { return lm.leases.Load(), lm.refused.Load() }
-
 // bucketOf is the store's name of owner's bucket.
 func bucketOf(ownerID string) string { return ownerID }
 
@@ -190,6 +181,11 @@ func (lm *Limiter) Admit(ctx context.Context, ownerID, plan string) error {
 		// than serve one the bucket may not have.
 		return throttled(l, plan, ownerID, lm.cfg.PerOwner, max(l.Wait(o.tat, now), time.Second))
 	}
+	if err != nil && ctx.Err() != nil {
+		// The request ended (its caller went, its deadline passed): not the
+		// store's failure.
+		return nil
+	}
 	if err != nil {
 		lm.open(now)
 		lm.cfg.Logger.ErrorContext(ctx, "rate check failed; serving the request", "user", ownerID, "error", err.Error())
@@ -214,7 +210,6 @@ func (lm *Limiter) lease(ctx context.Context, o *owner, bucket string, l Limit, 
 		}
 		next := l.Take(o.tat, now, n)
 		ok, cur, err := lm.cfg.Store.RateLease(ctx, bucket, o.tat, next)
-		lm.leases.Add(1)
 		if err != nil {
 			return 0, err
 		}
@@ -222,7 +217,6 @@ func (lm *Limiter) lease(ctx context.Context, o *owner, bucket string, l Limit, 
 			o.tat = next
 			return n, nil
 		}
-		lm.refused.Add(1)
 		o.tat = cur
 	}
 	return 0, errContended
