@@ -27,8 +27,9 @@ type RateLimits struct {
 
 // RateLimitsDefault is CONVEYOR_RATE_LIMITS's default: rate a second /
 // burst, per plan. Every burst takes 50 submissions at once; no sustained
-// rate is more than a tenth of the API stage's 1,000 requests a second.
-const RateLimitsDefault = "free=5/60,standard=10/100,pro=20/200,corporate=50/400,enterprise=100/600"
+// rate is more than a tenth of the API stage's 1,000 requests a second, no
+// burst more than a fifth of its 500 at once.
+const RateLimitsDefault = "free=5/60,standard=10/80,pro=20/100,corporate=50/100,enterprise=100/100"
 
 // Bounds of a Rate.
 const (

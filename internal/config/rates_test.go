@@ -15,13 +15,18 @@ func TestRatesParseAndFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]config.Rate{"free": {5, 60}, "standard": {10, 100}, "pro": {20, 200}, "corporate": {50, 400}, "enterprise": {100, 600}}
+	want := map[string]config.Rate{"free": {5, 60}, "standard": {10, 80}, "pro": {20, 100}, "corporate": {50, 100}, "enterprise": {100, 100}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the default (-want +got):\n%s", diff)
 	}
 	for plan, r := range got {
 		if r.Burst < 50 {
 			t.Errorf("%s's burst %d takes fewer than 50 submissions at once", plan, r.Burst)
+		}
+		// The API stage's throttle (infra/stack/triggers.go): 1,000 a
+		// second, bursts of 500; one owner gets a tenth and a fifth at most.
+		if r.PerSecond > 100 || r.Burst > 100 {
+			t.Errorf("%s's %d/%d takes more than a tenth of the stage's rate or a fifth of its burst", plan, r.PerSecond, r.Burst)
 		}
 	}
 	if back, _ := config.ParseRates(config.FormatRates(got)); !cmp.Equal(back, got) {
