@@ -280,3 +280,31 @@ func TestALeaseThatKeepsLosingItsRaceIsRefused(t *testing.T) {
 		t.Errorf("%d attempts, want %d", st.n, ratelimit.AttemptsDefault)
 	}
 }
+
+// TestUnitsLeftInALapsedBlockAreDropped: units an instance leased and did
+// not serve within LeaseFor are not served later, when other instances
+// have emptied the bucket since.
+func TestUnitsLeftInALapsedBlockAreDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	lm := b.limiter(t, func(c *ratelimit.Config) { c.PerPlan = map[string]ratelimit.Limit{"free": {Rate: 4, Burst: 16}} })
+	ctx := context.Background()
+	// Blocks of 1, 2, then 4: the last leaves 3 units on this instance.
+	for i := range 4 {
+		if err := lm.Admit(ctx, "u", "free"); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if got := b.store.count(); got != 3 {
+		t.Fatalf("%d leases for blocks of 1, 2 and 4, want 3", got)
+	}
+	b.clock.Advance(ratelimit.LeaseForDefault + time.Millisecond)
+	// Other instances empty the bucket meanwhile.
+	b.store.mu.Lock()
+	b.store.tat["u"] = b.clock.Now().Add(4 * time.Second)
+	b.store.mu.Unlock()
+	var th *fault.Throttled
+	if err := lm.Admit(ctx, "u", "free"); !errors.As(err, &th) {
+		t.Errorf("a request after the block lapsed, the bucket empty: %v, want throttled (the 3 units left are dropped)", err)
+	}
+}
