@@ -165,3 +165,53 @@ func TestTheRateChecksWriteUnitsPerRequest(t *testing.T) {
 		t.Errorf("no write units counted: %v", u)
 	}
 }
+
+// TestInstancesOfTheLimiterShareOneBucket: four limiters on one table (as
+// four instances of the api function), each hammered by two callers for
+// two seconds with one owner's requests, serve no more than the bound of
+// docs/limits.md together — Burst + Rate × (elapsed + LeaseFor) — and
+// refuse the rest.
+func TestInstancesOfTheLimiterShareOneBucket(t *testing.T) {
+	t.Parallel()
+	env := awstest.Provision(t)
+	st := store.New(env.Clients.DynamoDB, env.Res.Definition.Table.Name, nil)
+	l := ratelimit.Limit{Rate: 20, Burst: 40}
+	ctx := context.Background()
+	var served, refused atomic.Int64
+	start := time.Now()
+	stop := start.Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for range 4 {
+		lm, err := ratelimit.New(ratelimit.Config{Store: st, PerPlan: map[string]ratelimit.Limit{"free": l}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					var th *fault.Throttled
+					switch err := lm.Admit(ctx, "u-instances", "free"); {
+					case err == nil:
+						served.Add(1)
+					case errors.As(err, &th):
+						refused.Add(1)
+						time.Sleep(time.Millisecond)
+					default:
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	bound := float64(l.Burst) + float64(l.Rate)*(elapsed+ratelimit.LeaseForDefault).Seconds()
+	if float64(served.Load()) > bound {
+		t.Errorf("%d served by four instances in %v, over the bound %.1f", served.Load(), elapsed, bound)
+	}
+	if served.Load() < int64(l.Burst) || refused.Load() == 0 {
+		t.Errorf("%d served, %d refused in %v: want at least the burst served and the rest refused", served.Load(), refused.Load(), elapsed)
+	}
+	t.Logf("%d served, %d refused by four instances in %v (bound %.1f)", served.Load(), refused.Load(), elapsed, bound)
+}
