@@ -37,12 +37,6 @@ func (l *localCLI) run(t *testing.T, args ...string) (string, string, int) {
 	return runMain(t, l.home, append(args, "--env-file", l.envFile)...)
 }
 
-func (l *localCLI) runCtx(ctx context.Context, args ...string) (string, string, int) {
-	var out, errOut strings.Builder
-	code := l.runTo(ctx, &out, &errOut, args...)
-	return out.String(), errOut.String(), code
-}
-
 // runTo runs the CLI against the local stack, writing to stdout and
 // stderr as it goes.
 func (l *localCLI) runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) int {

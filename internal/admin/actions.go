@@ -161,11 +161,11 @@ func (s *Service) StopJobs(ctx context.Context, jobIDs []string, by string) (Sto
 // BulkSyncMax jobs acts on none itself: it starts an operation that
 // restarts every match in the background and returns it instead.
 func (s *Service) RestartMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Restarted, *Operation, error) {
-	sel, err := s.selectJobs(ctx, f, limit, dryRun, Restartable)
+	sel, large, err := s.selectJobs(ctx, f, limit, dryRun, Restartable)
 	if err != nil {
 		return Restarted{}, nil, err
 	}
-	if s.large(sel, limit, dryRun) {
+	if large {
 		op, err := s.startOperation(ctx, ActionRestart, f, sel.Matched, by)
 		return Restarted{}, &op, err
 	}
@@ -181,22 +181,16 @@ func (s *Service) RestartMatching(ctx context.Context, f Filter, limit *int, dry
 	return out, nil, nil
 }
 
-// large reports whether a call by filter that selected sel runs as an
-// operation: no limit given, not a dry run, more matches than BulkSyncMax.
-func (s *Service) large(sel Selection, limit *int, dryRun bool) bool {
-	return limit == nil && !dryRun && sel.Matched > s.cfg.BulkSyncMax
-}
-
 // StopMatching stops the jobs f selects (as StopJobs does), at most limit
 // (nil: MaxBulk) per call, newest created first; f.Status must be one of
 // Stoppable. dryRun, and the operation a large match starts, as for
 // RestartMatching.
 func (s *Service) StopMatching(ctx context.Context, f Filter, limit *int, dryRun bool, by string) (Stopped, *Operation, error) {
-	sel, err := s.selectJobs(ctx, f, limit, dryRun, Stoppable)
+	sel, large, err := s.selectJobs(ctx, f, limit, dryRun, Stoppable)
 	if err != nil {
 		return Stopped{}, nil, err
 	}
-	if s.large(sel, limit, dryRun) {
+	if large {
 		op, err := s.startOperation(ctx, ActionStop, f, sel.Matched, by)
 		return Stopped{}, &op, err
 	}
@@ -213,43 +207,48 @@ func (s *Service) StopMatching(ctx context.Context, f Filter, limit *int, dryRun
 }
 
 // selectJobs validates a bulk call's filter and limit and reads, from the
-// inspector's indexes, the first limit jobs it selects and how many it
-// selects in all.
-func (s *Service) selectJobs(ctx context.Context, f Filter, limit *int, dryRun bool, statuses []job.Status) (Selection, error) {
+// inspector's indexes, how many jobs it selects in all and the first limit
+// of them. large reports a call that runs as an operation (no limit given,
+// not a dry run, more matches than BulkSyncMax): it is known from the
+// count, so then no job is read and sel holds the count only.
+func (s *Service) selectJobs(ctx context.Context, f Filter, limit *int, dryRun bool, statuses []job.Status) (sel Selection, large bool, err error) {
 	names := make([]string, len(statuses))
 	for i, st := range statuses {
 		names[i] = string(st)
 	}
 	if f.Status == "" {
-		return Selection{}, invalid.Field("filter.status", "is required: one of "+strings.Join(names, ", "))
+		return Selection{}, false, invalid.Field("filter.status", "is required: one of "+strings.Join(names, ", "))
 	}
 	q, err := SearchRequest{Status: f.Status, Tier: f.Tier, Owner: f.Owner, Type: f.Type, ErrorCode: f.ErrorCode}.query()
 	if err != nil {
-		return Selection{}, invalid.Under("filter", err)
+		return Selection{}, false, invalid.Under("filter", err)
 	}
 	if !slices.Contains(statuses, q.Status) {
-		return Selection{}, invalid.Field("filter.status", "must be one of "+strings.Join(names, ", "))
+		return Selection{}, false, invalid.Field("filter.status", "must be one of "+strings.Join(names, ", "))
 	}
 	q.Limit = MaxBulk
 	if limit != nil {
 		if *limit < 1 || *limit > MaxBulk {
-			return Selection{}, invalid.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxBulk))
+			return Selection{}, false, invalid.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxBulk))
 		}
 		q.Limit = *limit
 	}
-	jobs, _, err := s.cfg.Store.SearchJobs(ctx, q)
-	if err != nil {
-		return Selection{}, err
-	}
 	total, err := s.cfg.Store.CountSearch(ctx, q)
 	if err != nil {
-		return Selection{}, err
+		return Selection{}, false, err
 	}
-	sel := Selection{DryRun: dryRun, Matched: total, Limit: q.Limit, JobIDs: make([]string, 0, len(jobs))}
+	sel = Selection{DryRun: dryRun, Matched: total, Limit: q.Limit, JobIDs: []string{}}
+	if limit == nil && !dryRun && total > s.cfg.BulkSyncMax {
+		return sel, true, nil
+	}
+	jobs, _, err := s.cfg.Store.SearchJobs(ctx, q)
+	if err != nil {
+		return Selection{}, false, err
+	}
 	for _, j := range jobs {
 		sel.JobIDs = append(sel.JobIDs, j.ID)
 	}
-	return sel, nil
+	return sel, false, nil
 }
 
 // Filter selects jobs for a bulk call by filter: the inspector's filters

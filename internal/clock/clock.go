@@ -1,7 +1,7 @@
-// Package clock gives services the time through one small interface, and
-// tests one simulated clock that only moves when the test moves it.
+// Package clock gives tests one simulated clock that only moves when the
+// test moves it.
 //
-// Services take the time as a `now func() time.Time` (or a Clock); a test
+// Services take the time as a `now func() time.Time`; a test
 // passes a Simulated's Now and advances it, so no test of logic waits for
 // real time to pass.
 package clock
@@ -10,18 +10,6 @@ import (
 	"sync"
 	"time"
 )
-
-// Clock tells the time.
-type Clock interface {
-	Now() time.Time
-}
-
-// Real is the system clock.
-var Real Clock = realClock{}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Simulated is a clock that stands still until Advance or Set moves it. It
 // is safe for concurrent use: services read it while the test moves it.

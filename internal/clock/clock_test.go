@@ -50,12 +50,3 @@ func TestSimulatedIsSafeForConcurrentUse(t *testing.T) {
 		t.Fatalf("Now() = %v, want %v after 800 one-second steps", c.Now(), want)
 	}
 }
-
-func TestRealFollowsTheSystemClock(t *testing.T) {
-	t.Parallel()
-	before := time.Now()
-	got := clock.Real.Now()
-	if got.Before(before) || got.After(time.Now()) {
-		t.Fatalf("Real.Now() = %v, outside the calls around it", got)
-	}
-}

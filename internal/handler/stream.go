@@ -80,20 +80,26 @@ func StreamHandler(open StreamOpener, verify func(context.Context, string) (http
 		case errors.Is(err, stream.ErrTooMany):
 			return streamError(http.StatusTooManyRequests, "too_many_streams", "this user already has the most open event streams allowed; close one and retry"), nil
 		case err != nil:
+			// Opening reads and writes nothing a retry could repeat wrongly
+			// (a slot lease, the job, the events after Last-Event-ID): what
+			// failed is the table (throttled, timed out), not the request.
 			log.ErrorContext(ctx, "opening a stream failed", "error", err)
-			return streamError(http.StatusInternalServerError, "internal", "could not open the stream"), nil
+			return streamError(http.StatusServiceUnavailable, "stream_unavailable", "the stream could not be opened right now; retry shortly"), nil
 		}
 		return streamResponse(ctx, sess, log), nil
 	}
 }
 
 // streamError is the stream function's JSON error answer (with
-// Retry-After on a 429).
+// Retry-After on a 429 and a 503).
 func streamError(status int, code, msg string) *events.LambdaFunctionURLStreamingResponse {
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 	h := map[string]string{"Content-Type": "application/json"}
-	if status == http.StatusTooManyRequests {
+	switch status {
+	case http.StatusTooManyRequests:
 		h["Retry-After"] = "5"
+	case http.StatusServiceUnavailable:
+		h["Retry-After"] = "2"
 	}
 	return &events.LambdaFunctionURLStreamingResponse{StatusCode: status, Headers: h, Body: strings.NewReader(string(b))}
 }

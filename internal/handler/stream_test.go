@@ -97,6 +97,12 @@ func TestStreamRoutesRolesAndErrors(t *testing.T) {
 	if resp, code := call("user", "/v1/events"); resp.StatusCode != 429 || code != "too_many_streams" || resp.Headers["Retry-After"] == "" {
 		t.Errorf("beyond the cap: %d %q %v", resp.StatusCode, code, resp.Headers)
 	}
+	// The table failed under the lease or the first reads: 503 with
+	// Retry-After, the caller's request was fine (an EventSource retries).
+	fail = fmt.Errorf("taking a stream slot: %w", errors.New("operation error DynamoDB: PutItem, exceeded maximum number of attempts"))
+	if resp, code := call("user", "/v1/events"); resp.StatusCode != 503 || code != "stream_unavailable" || resp.Headers["Retry-After"] == "" {
+		t.Errorf("the table failing: %d %q %v, want 503 stream_unavailable with Retry-After", resp.StatusCode, code, resp.Headers)
+	}
 	fail = stream.ErrNotFound
 	if resp, code := call("user", "/v1/jobs/"+job+"/events"); resp.StatusCode != 404 || code != "not_found" {
 		t.Errorf("a job not the caller's: %d %q", resp.StatusCode, code)

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
+	"github.com/conveyor/conveyor/internal/netguard"
 )
 
 // Type is the kind's name.
@@ -172,7 +173,7 @@ func (*Kind) Validate(ctx context.Context, env job.ValidationEnv, s job.Spec) er
 	if len(p.URL) > MaxURLLength {
 		return invalid.Field("params.url", fmt.Sprintf("must be at most %d bytes", MaxURLLength))
 	}
-	if _, err := env.URLPolicy().CheckURL(ctx, p.URL); err != nil {
+	if _, err := netguard.For(env.Local, env.Resolver).CheckURL(ctx, p.URL); err != nil {
 		return invalid.Field("params.url", err.Error())
 	}
 	if !slices.Contains(Methods, p.Method) {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/conveyor/conveyor/internal/invalid"
-	"github.com/conveyor/conveyor/internal/netguard"
 )
 
 // Spec is what a submission asks of a kind: its items and its params, as
@@ -34,13 +34,15 @@ type ValidationEnv struct {
 	// Local is the local environment: plain http and private targets are
 	// allowed there only.
 	Local bool
-	// Resolver checks host names (default net.DefaultResolver).
-	Resolver netguard.Resolver
+	// Resolver checks host names (nil: net.DefaultResolver).
+	Resolver Resolver
 }
 
-// URLPolicy is the outbound URL policy of env (netguard).
-func (e ValidationEnv) URLPolicy() netguard.Policy {
-	return netguard.Policy{AllowHTTP: e.Local, AllowPrivate: e.Local, Resolver: e.Resolver}
+// Resolver looks names up (*net.Resolver and netguard's resolvers satisfy
+// it): the outbound URL policy (netguard.For) resolves a URL's host with
+// it to judge where the URL leads.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // Front is the half of a kind of job that submission needs: what the job's

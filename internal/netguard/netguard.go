@@ -42,6 +42,13 @@ type Policy struct {
 	Resolver Resolver
 }
 
+// For is the policy of an environment: a deployed one (local false) allows
+// https to public addresses only; the local one allows plain http and
+// private targets too. r resolves host names (nil: net.DefaultResolver).
+func For(local bool, r Resolver) Policy {
+	return Policy{AllowHTTP: local, AllowPrivate: local, Resolver: r}
+}
+
 func (p Policy) resolver() Resolver {
 	if p.Resolver == nil {
 		return net.DefaultResolver

@@ -2,18 +2,12 @@ package recovery_test
 
 import (
 	"context"
-	"net/http"
-	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go/middleware"
-
-	"github.com/conveyor/conveyor/internal/handler"
 )
 
 // The round trips the capacity model assumes for AWS requests: 8 ms, as the
@@ -50,21 +44,12 @@ type latencyClock struct {
 	start    time.Time
 	spent    atomic.Int64 // nanoseconds
 	inflight atomic.Int64
-	mu       sync.Mutex
-	requests int
 }
 
 func newLatencyClock(start time.Time) *latencyClock { return &latencyClock{start: start} }
 
 // Now is the start plus the modelled time of every request so far.
 func (c *latencyClock) Now() time.Time { return c.start.Add(time.Duration(c.spent.Load())) }
-
-// Requests counts the requests the clock has seen.
-func (c *latencyClock) Requests() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.requests
-}
 
 // Attach returns cfg with the clock fed by every request made with it.
 func (c *latencyClock) Attach(cfg aws.Config) aws.Config {
@@ -74,22 +59,8 @@ func (c *latencyClock) Attach(cfg aws.Config) aws.Config {
 				n := c.inflight.Add(1)
 				defer c.inflight.Add(-1)
 				c.spent.Add(int64(latencyOf(awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx))) / n)
-				c.mu.Lock()
-				c.requests++
-				c.mu.Unlock()
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	})
-	return cfg
-}
-
-// recoveryConnections returns cfg with an HTTP client of its own that keeps
-// the connections the recovery function keeps (handler.Connections),
-// closed when the test ends.
-func recoveryConnections(t *testing.T, cfg aws.Config) aws.Config {
-	tr := awshttp.NewBuildableClient().GetTransport()
-	handler.KeepConnections(tr)
-	t.Cleanup(tr.CloseIdleConnections)
-	cfg.HTTPClient = &http.Client{Transport: tr}
 	return cfg
 }

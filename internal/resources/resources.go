@@ -377,9 +377,6 @@ func PartShards(p, parts int) []int {
 	return out
 }
 
-// RetainShards are the shards of retention's part p (of RetainParts).
-func RetainShards(p int) []int { return PartShards(p, RetainParts) }
-
 // Scheduled tasks of the recovery function.
 const (
 	// TaskRecover: stuck jobs (every 5 minutes).

@@ -20,12 +20,6 @@ type SecretReader interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// FromAWS resolves cfg's secrets with a Secrets Manager client made from
-// awsCfg: what a function that reads secrets does at cold start.
-func FromAWS(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error {
-	return Resolve(ctx, cfg, secretsmanager.NewFromConfig(awsCfg))
-}
-
 // oauthClient is the value of the OAuth client secret.
 type oauthClient struct {
 	ClientID     string `json:"clientId"`
@@ -41,8 +35,9 @@ func Resolve(ctx context.Context, cfg *config.Config, sm SecretReader) error {
 	return resolve(ctx, cfg, sm, true)
 }
 
-// ExceptJWT is FromAWS for the functions that verify tokens: it resolves
-// every secret but the JWT key, which their wiring reads in the
+// ExceptJWT resolves, with a Secrets Manager client made from awsCfg, what
+// a function that verifies tokens reads at cold start: every secret but
+// the JWT key, which their wiring reads in the
 // background with JWTKey, so their cold start does not wait for it.
 func ExceptJWT(ctx context.Context, cfg *config.Config, awsCfg aws.Config) error {
 	if cfg.DeviantArtClientSecretARN == "" {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/conveyor/conveyor/internal/resources"
@@ -124,4 +127,66 @@ func (p page) decode(c string) (map[string]types.AttributeValue, error) {
 		return nil, fmt.Errorf("%w: its key lies outside this list", ErrBadCursor)
 	}
 	return key, nil
+}
+
+// after is the cursor that resumes p's query after entry, one of its
+// index entries (the table's key and the index's are in every entry).
+func (p page) after(entry map[string]types.AttributeValue) (string, error) {
+	key := map[string]types.AttributeValue{}
+	for _, a := range p.keyAttrs() {
+		if v, ok := entry[a]; ok {
+			key[a] = v
+		}
+	}
+	return p.encode(key)
+}
+
+// maxEvaluated bounds the index entries one Query of a page evaluates.
+const maxEvaluated = 1000
+
+// entriesPage runs in, a Query of p's index from its ExclusiveStartKey,
+// until it holds limit entries that keep accepts (keep returns the job id
+// of an entry it keeps) or the key range ends, and returns their ids in
+// order, the entries by id, and the cursor after the last one kept ("" at
+// the range's end).
+//
+// DynamoDB applies a Query's Limit before its FilterExpression, so a page
+// whose filter drops most entries would take one round trip per limit
+// entries evaluated: a page of one under a filter that matches nothing in
+// 800 entries, 800 queries. Each Query after the first evaluates twice as
+// many entries as the one before (at most maxEvaluated), so such a page
+// takes log2 of the entries it reads in round trips and evaluates at most
+// about twice what it needs; matches past limit are left for the next
+// page, which starts after the last entry kept.
+func (s *Store) entriesPage(ctx context.Context, in *dynamodb.QueryInput, p page, limit int, keep func(map[string]types.AttributeValue) (string, bool)) ([]string, map[string]map[string]types.AttributeValue, string, error) {
+	var ids []string
+	entries := map[string]map[string]types.AttributeValue{}
+	evaluate := limit
+	for {
+		in.Limit = aws.Int32(int32(min(evaluate, maxEvaluated)))
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		for _, item := range out.Items {
+			id, ok := keep(item)
+			if !ok {
+				continue
+			}
+			if len(ids) == limit {
+				next, err := p.after(entries[ids[len(ids)-1]])
+				return ids, entries, next, err
+			}
+			ids, entries[id] = append(ids, id), item
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return ids, entries, "", nil
+		}
+		if len(ids) == limit {
+			next, err := p.encode(out.LastEvaluatedKey)
+			return ids, entries, next, err
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		evaluate = max(limit-len(ids), 2*int(*in.Limit))
+	}
 }

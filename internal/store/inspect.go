@@ -140,31 +140,9 @@ func (s *Store) SearchJobs(ctx context.Context, q SearchQuery) ([]job.Job, strin
 		return nil, "", err
 	}
 	in.ExclusiveStartKey = start
-	in.Limit = aws.Int32(int32(q.Limit))
-	var ids []string
-	entries := map[string]map[string]types.AttributeValue{}
-	next := ""
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, "", fmt.Errorf("searching jobs: %w", err)
-		}
-		for _, item := range out.Items {
-			if id, ok := jobIDOf(item); ok {
-				ids, entries[id] = append(ids, id), item
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		if len(ids) >= q.Limit {
-			if next, err = pg.encode(out.LastEvaluatedKey); err != nil {
-				return nil, "", err
-			}
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
+	ids, entries, next, err := s.entriesPage(ctx, in, pg, q.Limit, jobIDOf)
+	if err != nil {
+		return nil, "", fmt.Errorf("searching jobs: %w", err)
 	}
 	jobs, last, err := s.getJobsWithin(ctx, ids, MaxPageBytes)
 	if err != nil {
@@ -270,15 +248,7 @@ func encodedSize(j *job.Job) int {
 // id). A page that fits keeps next, unless the reading stopped after the
 // id last (getJobsWithin): then the page goes on after last.
 func (p page) bound(jobs []job.Job, entries map[string]map[string]types.AttributeValue, next, last string) ([]job.Job, string, error) {
-	after := func(id string) (string, error) {
-		key := map[string]types.AttributeValue{}
-		for _, a := range p.keyAttrs() {
-			if v, ok := entries[id][a]; ok {
-				key[a] = v
-			}
-		}
-		return p.encode(key)
-	}
+	after := func(id string) (string, error) { return p.after(entries[id]) }
 	size := 0
 	for i := range jobs {
 		size += encodedSize(&jobs[i]) + 1

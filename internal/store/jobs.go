@@ -686,31 +686,12 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) ([]job.Job, string, e
 		return nil, "", err
 	}
 	in.ExclusiveStartKey = start
-	in.Limit = aws.Int32(int32(q.Limit))
-	var ids []string
-	entries := map[string]map[string]types.AttributeValue{}
-	next := ""
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, "", fmt.Errorf("listing jobs: %w", err)
-		}
-		for _, item := range out.Items {
-			if id, ok := jobIDOf(item); ok && !s.expired(item) {
-				ids, entries[id] = append(ids, id), item
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		if len(ids) >= q.Limit {
-			if next, err = pg.encode(out.LastEvaluatedKey); err != nil {
-				return nil, "", err
-			}
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-		in.Limit = aws.Int32(int32(q.Limit - len(ids)))
+	ids, entries, next, err := s.entriesPage(ctx, in, pg, q.Limit, func(item map[string]types.AttributeValue) (string, bool) {
+		id, ok := jobIDOf(item)
+		return id, ok && !s.expired(item)
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing jobs: %w", err)
 	}
 	jobs, last, err := s.getJobsWithin(ctx, ids, MaxPageBytes)
 	if err != nil {

@@ -176,7 +176,7 @@ func (s *Service) validate(ctx context.Context, k job.Front, r SubmitRequest) er
 		return invalid.Unusable("scheduleAt", "schedule_too_far", fmt.Sprintf("scheduleAt must be within a year of now (%s at the latest)", s.cfg.Now().Add(MaxScheduleAhead).UTC().Format(time.RFC3339)))
 	}
 	if r.WebhookURL != "" {
-		if _, err := env.URLPolicy().CheckURL(ctx, r.WebhookURL); err != nil {
+		if _, err := netguard.For(env.Local, env.Resolver).CheckURL(ctx, r.WebhookURL); err != nil {
 			return invalid.Field("webhookUrl", err.Error())
 		}
 	}

@@ -37,8 +37,7 @@ const StartTimeoutDefault = 60 * time.Second
 // Options configures Start (moto). Every field is optional.
 type Options struct {
 	// Command runs moto (its arguments -H and -p are appended).
-	// Default: $CONVEYOR_MOTO_SERVER, then the repository's
-	// .venv/bin/moto_server, then moto_server on PATH.
+	// Default: FindCommand's.
 	Command []string
 	// Port to listen on; 0 picks a free loopback port.
 	Port int
@@ -50,7 +49,8 @@ type Options struct {
 	// (buckets and objects, queues and messages, keys, secrets, buses,
 	// schedules): read at start when it exists, written every few seconds
 	// and at Stop (moto_server.py, CONVEYOR_MOTO_STATE). Needs the
-	// repository's moto launcher (not a CONVEYOR_MOTO_SERVER of its own).
+	// repository's moto launcher (moto_server.py: not a
+	// CONVEYOR_MOTO_SERVER).
 	StateFile string
 }
 
@@ -275,29 +275,18 @@ func Ready(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// Reset drops every resource in the moto server at endpoint (moto's reset
-// API; DynamoDB Local has none).
-func Reset(ctx context.Context, endpoint string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/moto-api/reset", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("resetting emulator: %w", err)
-	}
-	_ = resp.Body.Close()
-	return nil
-}
-
 // FindCommand locates moto: $CONVEYOR_MOTO_SERVER (a moto_server
-// executable, run as it is), else the repository's .venv — its Python
+// executable, run as it is), else $CONVEYOR_MOTO_PYTHON or the
+// repository's .venv/bin/python (for a stack run outside the repository)
 // running moto_server.py, moto with its per-message hot paths made cheap
 // (see that file: every answer is moto's, but a call no longer costs
 // O(backlog)) — else moto_server on PATH.
 func FindCommand() ([]string, error) {
 	if b := os.Getenv("CONVEYOR_MOTO_SERVER"); b != "" {
 		return []string{b}, nil
+	}
+	if python := os.Getenv("CONVEYOR_MOTO_PYTHON"); python != "" {
+		return []string{python, "-c", motoServerPy}, nil
 	}
 	if root, err := RepoRoot(); err == nil {
 		python := filepath.Join(root, ".venv", "bin", "python")

@@ -690,10 +690,6 @@ func (s *Stack) Close() {
 	})
 }
 
-// LocalFunctionARN is the ARN a function named name would have in the
-// emulator's account (schedules name their target by it).
-func LocalFunctionARN(name string) string { return emulator.LocalFunctionARN(name) }
-
 // ScheduleFirerInterval is how often the local runtime looks for the users'
 // schedules' ticks (a tick fires at most this late).
 const ScheduleFirerInterval = 5 * time.Second
