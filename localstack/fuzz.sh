@@ -20,8 +20,10 @@ cd "$work"
 # it runs with the repository's patches (localstack/emulator/moto_server.py;
 # stock moto_server spins a core per long poll on a FIFO queue whose
 # messages wait behind a group in flight, and a seeded stack's requests then
-# outlast schemathesis' 10 s).
+# outlast schemathesis' 10 s). The fuzzer hammers with one token: its stack
+# runs under stack.RateLimitsForLoad, not the per-owner rate.
 CONVEYOR_MOTO_PYTHON="$repo/.venv/bin/python" CONVEYOR_DYNAMODB_LOCAL="$repo/.cache/dynamodb-local" CONVEYOR_DYNOXIDE="$repo/.cache/dynoxide" \
+CONVEYOR_RATE_LIMITS=free=10000/100000,standard=10000/100000,pro=10000/100000,corporate=10000/100000,enterprise=10000/100000 \
 CONVEYOR_API_ADDR=127.0.0.1:$port CONVEYOR_SIMULATOR_ADDR=127.0.0.1:$sim CONVEYOR_STREAM_TIMEOUT=${FUZZ_STREAM_TIMEOUT:-2s} setsid ./conveyor-local -in-process >stack.log 2>&1 &
 pid=$!
 for _ in $(seq 1 180); do [ -f .local/env ] && break; sleep 1; done

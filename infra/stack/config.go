@@ -109,6 +109,9 @@ type Config struct {
 	// Fairness sets how many jobs of one owner are in flight at once per
 	// tier (docs/fairness.md). Unset: the functions' defaults.
 	Fairness Fairness `json:"fairness,omitempty"`
+	// Rates sets each owner's request rate on the api function's routes
+	// (docs/limits.md). Unset: the functions' defaults.
+	Rates Rates `json:"rates,omitempty"`
 	// BusEvents is which job events the relay puts on the event bus:
 	// "lifecycle" keeps job.progress and job.phase.completed in the table,
 	// the event log and SSE only; "all" puts every event (docs/events.md).
@@ -173,6 +176,70 @@ func (f Fairness) check() []string {
 		if n := f.Owners[o]; n < 0 || n > 1000 {
 			bad = append(bad, fmt.Sprintf("fairness.owners.%s %d: want 0 to 1000 slots", o, n))
 		}
+	}
+	return bad
+}
+
+// Rates is the owners' request rates on the API: by plan, and for named
+// owners over their plan's, each a sustained rate a second and a burst.
+// They become the api function's CONVEYOR_RATE_LIMITS (the defaults with
+// the configured plans over them) and CONVEYOR_OWNER_RATE_LIMITS.
+type Rates struct {
+	// Plans overrides the default rates of the plans named (free,
+	// standard, pro, corporate, enterprise).
+	Plans map[string]Rate `json:"plans,omitempty"`
+	// Owners gives named owners (user ids) rates of their own.
+	Owners map[string]Rate `json:"owners,omitempty"`
+}
+
+// Rate is one rate: PerSecond requests a second sustained, Burst at once.
+type Rate struct {
+	PerSecond int `json:"perSecond"`
+	Burst     int `json:"burst"`
+}
+
+func (r Rate) config() config.Rate { return config.Rate{PerSecond: r.PerSecond, Burst: r.Burst} }
+
+// env is the api function's environment for r: only what it sets.
+func (r Rates) env() map[string]string {
+	env := map[string]string{}
+	if len(r.Plans) > 0 {
+		rates, _ := config.ParseRates(config.RateLimitsDefault)
+		for p, v := range r.Plans {
+			rates[p] = v.config()
+		}
+		env[config.VarRateLimits] = config.FormatRates(rates)
+	}
+	if len(r.Owners) > 0 {
+		owners := map[string]config.Rate{}
+		for o, v := range r.Owners {
+			owners[o] = v.config()
+		}
+		env[config.VarOwnerRateLimits] = config.FormatRates(owners)
+	}
+	return env
+}
+
+// check reports the settings of r the api function would refuse.
+func (r Rates) check() []string {
+	var bad []string
+	plans, _ := config.ParseRates(config.RateLimitsDefault)
+	checkRate := func(where string, v Rate) {
+		if v.PerSecond < 1 || v.PerSecond > config.RateMaxPerSecond || v.Burst < 1 || v.Burst > config.RateMaxBurst {
+			bad = append(bad, fmt.Sprintf("%s %d/%d: want 1 to %d a second and a burst of 1 to %d", where, v.PerSecond, v.Burst, config.RateMaxPerSecond, config.RateMaxBurst))
+		}
+	}
+	for _, p := range sortedKeys(r.Plans) {
+		if _, ok := plans[p]; !ok {
+			bad = append(bad, fmt.Sprintf("rates.plans.%s: no such plan (want one of %v)", p, sortedKeys(plans)))
+		}
+		checkRate("rates.plans."+p, r.Plans[p])
+	}
+	for _, o := range sortedKeys(r.Owners) {
+		if strings.TrimSpace(o) == "" || strings.ContainsAny(o, ",= \t/") {
+			bad = append(bad, fmt.Sprintf("rates.owners %q: want a user id (no comma, equals sign, slash or space)", o))
+		}
+		checkRate("rates.owners."+o, r.Owners[o])
 	}
 	return bad
 }
@@ -399,6 +466,7 @@ func (cfg Config) Validate(env job.Env) error {
 	bad = append(bad, cfg.checkOIDC()...)
 	bad = append(bad, cfg.Tracing.check(cfg.Region)...)
 	bad = append(bad, cfg.Fairness.check()...)
+	bad = append(bad, cfg.Rates.check()...)
 	bad = append(bad, cfg.Adopt.check(cfg.Account, cfg.Region)...)
 	if cfg.BusEvents != "" {
 		if _, err := job.ParseBusEvents(cfg.BusEvents); err != nil {

@@ -27,6 +27,7 @@ var configuredStaging = stack.Config{
 	OIDC: stack.OIDC{Issuer: "https://login.conveyor.dev/", Audience: "conveyor-staging",
 		RoleClaim: "https://conveyor.dev/role", PlanClaim: "plan"},
 	Fairness:  stack.Fairness{Plans: map[string]int{"free": 1, "enterprise": 12}, Owners: map[string]int{"user-42": 16}},
+	Rates:     stack.Rates{Plans: map[string]stack.Rate{"free": {PerSecond: 2, Burst: 50}}, Owners: map[string]stack.Rate{"user-42": {PerSecond: 40, Burst: 400}}},
 	BusEvents: string(job.BusAll),
 }
 
@@ -191,6 +192,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"oidc.audience: required"}},
 		{"fairness", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"fairness":{"plans":{"gold":3,"free":-1},"owners":{"a,b":2,"u-1":5000}}}`,
 			[]string{"fairness.plans.gold: no such plan", "fairness.plans.free -1", `fairness.owners "a,b"`, "fairness.owners.u-1 5000"}},
+		{"rates", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"rates":{"plans":{"gold":{"perSecond":3,"burst":9},"free":{"perSecond":0,"burst":10}},"owners":{"a/b":{"perSecond":2,"burst":2},"u-1":{"perSecond":5,"burst":200000}}}}`,
+			[]string{"rates.plans.gold: no such plan", "rates.plans.free 0/10", `rates.owners "a/b"`, "rates.owners.u-1 5/200000"}},
 		{"bus events", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"busEvents":"progress"}`,
 			[]string{`busEvents "progress": want "all"`, `or "lifecycle"`}},
 		{"bus events case", job.Staging, `{"externalApi":{"url":"https://sandbox.conveyor.dev"},"logRetentionDays":30,"busEvents":"Lifecycle"}`,

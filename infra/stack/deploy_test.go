@@ -257,6 +257,13 @@ func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
 		if got := vars["CONVEYOR_OWNER_SLOTS"]; got != "user-42=16" {
 			t.Errorf("%s: CONVEYOR_OWNER_SLOTS = %v, want user-42=16", fn, got)
 		}
+		// Only the api function admits requests by their owner's rate.
+		rates := map[string]any{"CONVEYOR_RATE_LIMITS": "corporate=50/100,enterprise=100/100,free=2/50,pro=20/100,standard=10/80", "CONVEYOR_OWNER_RATE_LIMITS": "user-42=40/400"}
+		for k, want := range rates {
+			if got, ok := vars[k]; ok != (fn == resources.FuncAPI) || (ok && got != want) {
+				t.Errorf("%s: %s = %v (set %v), want %v on the api function alone", fn, k, got, ok, want)
+			}
+		}
 		// Only the relay reads what goes on the bus: the configured choice.
 		if got, ok := vars["CONVEYOR_BUS_EVENTS"]; ok != (fn == resources.FuncRelay) || (ok && got != cfg.BusEvents) {
 			t.Errorf("%s: CONVEYOR_BUS_EVENTS = %v (set %v), want %q on the relay alone", fn, got, ok, cfg.BusEvents)

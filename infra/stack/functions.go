@@ -142,6 +142,12 @@ func (b *builder) functions() {
 		for k, v := range b.secretEnv(fn) {
 			env[k] = v
 		}
+		if fn == resources.FuncAPI {
+			// The api function alone admits requests by their owner's rate.
+			for k, v := range b.props.Config.Rates.env() {
+				env[k] = jsii.String(v)
+			}
+		}
 		if fn == b.def.EventStream.Function {
 			// The relay alone decides what goes on the bus.
 			env[config.VarBusEvents] = jsii.String(string(b.props.Config.Bus()))

@@ -113,10 +113,21 @@ type APIError struct {
 	// RetryAfter is the answer's Retry-After (seconds or an HTTP date),
 	// zero when it had none.
 	RetryAfter time.Duration
+	// Limit is the limit a 429 throttled names (the owner's request
+	// rate, docs/limits.md), nil when it names none.
+	Limit *Limit
 	// RequestID is the answer's X-Request-Id, to quote in a report.
 	RequestID string
 	// Method and Path are the call that failed.
 	Method, Path string
+}
+
+// Limit is a limit an answer refuses a request by: Value per Period, Burst
+// at once.
+type Limit struct {
+	Value  int    `json:"value"`
+	Period string `json:"period"`
+	Burst  int    `json:"burst,omitempty"`
 }
 
 // Error is "404 not_found: no such resource" (or "HTTP 502: <body>" when
@@ -269,10 +280,11 @@ func apiError(method, path string, r *Response, now time.Time) *APIError {
 			Code    string `json:"code"`
 			Message string `json:"message"`
 			Field   string `json:"field"`
+			Limit   *Limit `json:"limit"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(r.Body, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
+		e.Code, e.Message, e.Field, e.Limit = body.Error.Code, body.Error.Message, body.Error.Field, body.Error.Limit
 		return e
 	}
 	msg := strings.TrimSpace(string(r.Body))

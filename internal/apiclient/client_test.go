@@ -45,3 +45,13 @@ func TestAPIErrorOfAnAnswerOutsideTheContract(t *testing.T) {
 		t.Errorf("an error without a field unwraps to %v", e.Unwrap())
 	}
 }
+
+// A 429 throttled carries its Retry-After and the limit it names.
+func TestAPIErrorOfAThrottledRequest(t *testing.T) {
+	t.Parallel()
+	body := `{"error":{"code":"throttled","message":"too many requests","limit":{"value":5,"period":"1s","burst":60}}}`
+	e := apiError("POST", "/v1/jobs", &Response{Status: 429, Header: http.Header{"Retry-After": {"2"}}, Body: []byte(body)}, time.Now())
+	if e.Code != "throttled" || e.RetryAfter != 2*time.Second || !e.Temporary() || e.Limit == nil || *e.Limit != (Limit{Value: 5, Period: "1s", Burst: 60}) {
+		t.Errorf("429 throttled = %+v (limit %+v)", *e, e.Limit)
+	}
+}

@@ -153,6 +153,10 @@ type Config struct {
 	// slots per owner (CONVEYOR_FAIR_SLOTS per plan, CONVEYOR_OWNER_SLOTS
 	// per named owner).
 	Fairness Fairness
+	// RateLimits is each owner's request rate on the API function's
+	// routes (CONVEYOR_RATE_LIMITS per plan, CONVEYOR_OWNER_RATE_LIMITS
+	// per named owner; docs/limits.md).
+	RateLimits RateLimits
 	// OwnerQueueDepth is the most jobs of one owner a tier's queue holds
 	// (CONVEYOR_OWNER_QUEUE_DEPTH, default 1000; 0: no bound).
 	OwnerQueueDepth int
@@ -362,6 +366,7 @@ func (r *reader) delivery(c *Config) {
 	c.StreamMaxPerUser = r.int(VarStreamMaxPerUser)
 	c.StreamLifetime = r.dur(VarStreamLifetime)
 	c.Fairness = Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
+	c.RateLimits = RateLimits{PerPlan: r.rates(VarRateLimits), PerOwner: r.rates(VarOwnerRateLimits)}
 	c.OwnerQueueDepth = r.int(VarOwnerQueueDepth)
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
@@ -579,6 +584,9 @@ func (c Config) validate(deadlines bool) error {
 	if c.BulkChunk < 1 || c.BulkChunk > 200 {
 		bad("%s must be between 1 and 200, got %d", VarBulkChunk, c.BulkChunk)
 	}
+	if _, ok := c.RateLimits.PerPlan["free"]; !ok {
+		bad("%s must give the free plan a rate (a token of an unknown plan gets it)", VarRateLimits)
+	}
 	if c.Fairness.Webhooks < 0 || c.Fairness.Webhooks > 1000 {
 		bad("%s must be between 0 and 1000, got %d", VarWebhookSlots, c.Fairness.Webhooks)
 	}
@@ -717,6 +725,16 @@ func (r *reader) busEvents(name string) job.BusEvents {
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
 	}
 	return b
+}
+
+// rates reads a "name=rate/burst,…" list (ParseRates).
+func (r *reader) rates(name string) map[string]Rate {
+	m, err := ParseRates(r.str(name))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+		return map[string]Rate{}
+	}
+	return m
 }
 
 // slots reads a "name=n,…" list (ParseSlots).

@@ -33,6 +33,8 @@ const (
 	VarParkAfter                 = "CONVEYOR_PARK_AFTER"
 	VarFairSlots                 = "CONVEYOR_FAIR_SLOTS"
 	VarOwnerSlots                = "CONVEYOR_OWNER_SLOTS"
+	VarRateLimits                = "CONVEYOR_RATE_LIMITS"
+	VarOwnerRateLimits           = "CONVEYOR_OWNER_RATE_LIMITS"
 	VarOwnerQueueDepth           = "CONVEYOR_OWNER_QUEUE_DEPTH"
 	VarBusEvents                 = "CONVEYOR_BUS_EVENTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
@@ -145,6 +147,8 @@ var Vars = []Var{
 	{Name: VarFairSlots, Default: FairSlotsDefault, Meaning: "jobs of one owner in flight at once per tier, by plan: the owner's message groups ([fairness](fairness.md)); 0: a group per job, no cap", Rule: "`plan=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarOwnerQueueDepth, Default: 1000, Meaning: "the most jobs of one owner a tier's queue holds (queued or running); the owner's next jobs wait in its backlog in the table, in order, and are admitted as these finish, so no owner's backlog outgrows what SQS FIFO looks through for other owners ([fairness](fairness.md)); 0: no bound", Rule: "0 ≤ n ≤ 100000"},
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
+	{Name: VarRateLimits, Default: RateLimitsDefault, Meaning: "requests a second of one owner (a user token's subject) on the API function's routes, sustained / at once, by plan: a token bucket shared by every instance; beyond, `429 throttled` with `Retry-After` ([limits](limits.md)); admin and service tokens are not limited", Rule: "`plan=rate/burst` pairs, 1 ≤ rate ≤ 10000, 1 ≤ burst ≤ 100000, `free` among them"},
+	{Name: VarOwnerRateLimits, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=50/500`)", Rule: "`owner=rate/burst` pairs, as above"},
 	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open a token's circuit (and an http target's)", Rule: "≥ 1"},

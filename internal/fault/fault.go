@@ -1,13 +1,16 @@
 // Package fault is the classes of error the domain packages return and the
 // API answers by class, not by each package's own error: a resource that is
-// not there (404), a count at its limit (422), an update that lost a race
-// (409 or a retry). A domain error joins a class by being one of its types
+// not there (404), a count at its limit (422), a caller over a rate (429),
+// an update that lost a race (409 or a retry). A domain error joins a class by being one of its types
 // or matching its sentinel (errors.Is), and keeps its own text; the API's
 // answer takes its code and message from the error. The package is part of
 // the vocabulary: it does no I/O and reaches nothing else.
 package fault
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // The classes' sentinels: errors.Is(err, ErrNotFound) holds for every
 // not-found error of the domain, ErrConflict for every lost race.
@@ -44,3 +47,21 @@ type Limit struct {
 }
 
 func (e *Limit) Error() string { return e.Msg }
+
+// Throttled is a caller over a rate: the request is refused now and would
+// be accepted after RetryAfter (429 with Retry-After). Code names the limit
+// in the answer; Limit units per Period is its sustained value, Burst the
+// most taken at once.
+type Throttled struct {
+	Code   string
+	Limit  int
+	Period time.Duration
+	Burst  int
+	// RetryAfter is how long until the caller's next request is accepted
+	// (at least a second in the answer's Retry-After).
+	RetryAfter time.Duration
+	// Msg is the error's text and the answer's message.
+	Msg string
+}
+
+func (e *Throttled) Error() string { return e.Msg }

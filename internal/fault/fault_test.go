@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/conveyor/conveyor/internal/fault"
 )
@@ -21,5 +22,9 @@ func TestClassesMatchThroughWrapping(t *testing.T) {
 	var l *fault.Limit
 	if !errors.As(fmt.Errorf("creating: %w", &fault.Limit{Code: "schedule_limit", Max: 100, Msg: "at most 100"}), &l) || l.Code != "schedule_limit" || l.Max != 100 {
 		t.Errorf("a wrapped Limit: %+v", l)
+	}
+	var th *fault.Throttled
+	if !errors.As(fmt.Errorf("admitting: %w", &fault.Throttled{Code: "throttled", Limit: 5, Period: time.Second, Burst: 60, RetryAfter: time.Second, Msg: "too many"}), &th) || th.Limit != 5 || th.Error() != "too many" {
+		t.Errorf("a wrapped Throttled: %+v", th)
 	}
 }

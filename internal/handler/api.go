@@ -5,6 +5,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/web"
@@ -14,7 +15,8 @@ import (
 // platform made by platform: every path resources.FunctionForPath gives it
 // (API Gateway's $default route): health, account connection, jobs,
 // webhooks and the operations dashboard. Its handler is the router
-// (httpapi.Router.Serve). The admin, uploads and schedules routes are their
+// (httpapi.Router.Serve), which admits each user token's request by its
+// owner's rate (RateLimiter). The admin, uploads and schedules routes are their
 // own functions' (Admin, Uploads, Schedules), so this one creates no S3,
 // Scheduler or Lambda client and its role may call none of them. It reads
 // no secret at cold start (ResolveHTTP).
@@ -23,9 +25,14 @@ func API(platform func(Env) APIPlatform) Function[HTTPHandler] {
 }
 
 // APIRouter registers the users' API and the dashboard (the embedded app,
-// web.Files, served with dash's headers) on a new router.
-func APIRouter(env Env, s httpapi.UserServices, dash httpapi.DashboardOptions) *httpapi.Router {
-	rt := RouterFor(env)
+// web.Files, served with dash's headers) on a new router whose user
+// tokens' requests lim admits by their owner's rate (RateLimiter).
+func APIRouter(env Env, s httpapi.UserServices, dash httpapi.DashboardOptions, lim *ratelimit.Limiter) *httpapi.Router {
+	var l httpapi.Limiter // nil: no rate (a nil *Limiter is not a nil Limiter)
+	if lim != nil {
+		l = lim
+	}
+	rt := routerWith(env, l)
 	httpapi.RegisterUsers(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
 	httpapi.RegisterDashboard(rt, web.Files(), dash)
@@ -84,6 +91,10 @@ func buildAPI(env Env, pf APIPlatform) (HTTPHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	lim, err := RateLimiter(env, st)
+	if err != nil {
+		return nil, err
+	}
 	s := httpapi.UserServices{Jobs: sub.Jobs, Accounts: accts, Keys: keys, Endpoints: endpoints, Redeliveries: redeliveries, Idempotency: IdempotencyFor(env, st)}
-	return APIRouter(env, s, pf.Dashboard).Serve, nil
+	return APIRouter(env, s, pf.Dashboard, lim).Serve, nil
 }

@@ -5,7 +5,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/store"
 )
@@ -25,7 +27,28 @@ var ResolveHTTP Resolver = secretref.ExceptJWT
 // JWT key (read in the background from now on) and, when configured, with
 // env's OIDC issuer (Env.Verifier), and logs with env's logger.
 func RouterFor(env Env) *httpapi.Router {
-	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log()})
+	return routerWith(env, nil)
+}
+
+// routerWith is RouterFor with lim, when not nil, admitting each user
+// token's request by its owner's rate.
+func routerWith(env Env, lim httpapi.Limiter) *httpapi.Router {
+	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log(), Limiter: lim})
+}
+
+// RateLimiter is the api function's per-owner request rate
+// (CONVEYOR_RATE_LIMITS, CONVEYOR_OWNER_RATE_LIMITS; docs/limits.md), its
+// buckets in st, shared by every instance.
+func RateLimiter(env Env, st *store.Store) (*ratelimit.Limiter, error) {
+	limits := func(m map[string]config.Rate) map[string]ratelimit.Limit {
+		out := make(map[string]ratelimit.Limit, len(m))
+		for k, r := range m {
+			out[k] = ratelimit.Limit{Rate: r.PerSecond, Burst: r.Burst}
+		}
+		return out
+	}
+	return ratelimit.New(ratelimit.Config{Store: st, PerPlan: limits(env.Config.RateLimits.PerPlan), PerOwner: limits(env.Config.RateLimits.PerOwner),
+		Fallback: httpapi.PlanDefault, Now: env.Now, Logger: env.Log()})
 }
 
 // IdempotencyFor is the creating routes' Idempotency-Key guard, keeping its

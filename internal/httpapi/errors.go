@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
+	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/fault"
@@ -64,6 +66,20 @@ type Error struct {
 	// Field is the JSON path of the offending value ("params.title",
 	// "items.0.uploadId"), or empty.
 	Field string
+	// Limit is the limit a 429 is about (its code, value and period), or
+	// nil.
+	Limit *ErrorLimit
+	// RetryAfter, when positive, is sent as the Retry-After header, in
+	// seconds.
+	RetryAfter int
+}
+
+// ErrorLimit is the limit an answer refuses a request by: Value units per
+// Period (Go duration syntax), Burst at once.
+type ErrorLimit struct {
+	Value  int    `json:"value"`
+	Period string `json:"period"`
+	Burst  int    `json:"burst,omitempty"`
 }
 
 // Error returns the message.
@@ -127,6 +143,14 @@ func Forbidden() *Error {
 	return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "your role may not do this"}
 }
 
+// TooManyRequests is the 429 of a caller over a rate: th's code, message
+// and limit, with Retry-After in whole seconds (at least 1).
+func TooManyRequests(th *fault.Throttled) *Error {
+	secs := max(int((th.RetryAfter+time.Second-1)/time.Second), 1)
+	return &Error{Status: http.StatusTooManyRequests, Code: th.Code, Message: th.Msg, RetryAfter: secs,
+		Limit: &ErrorLimit{Value: th.Limit, Period: th.Period.String(), Burst: th.Burst}}
+}
+
 // Unauthorized is a 401 with msg saying what is wrong with the credentials.
 func Unauthorized(msg string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg}
@@ -157,12 +181,14 @@ func tooLarge(limit int64) *Error {
 // yet) or a user at a limit (webhooks, schedules) → 422; a transition the
 // state does not allow, or an operator's bulk call that conflicts → 409; an
 // unknown or another user's resource, breaker or tier → 404; Scheduler out
-// of capacity → 503. Any other error passes through and becomes a 500
+// of capacity → 503; a caller over a rate (*fault.Throttled) → 429 with
+// Retry-After and the limit. Any other error passes through and becomes a 500
 // whose detail is only logged.
 func clientError(err error) error {
 	var (
 		unusable    *invalid.UnusableError
 		limit       *fault.Limit
+		throttled   *fault.Throttled
 		notFound    *fault.NotFound
 		transition  *job.TransitionError
 		conflict    *admin.ConflictError
@@ -176,6 +202,8 @@ func clientError(err error) error {
 		return Unprocessable(unusable.Code, unusable.Field, unusable.Message)
 	case errors.As(err, &limit):
 		return Unprocessable(limit.Code, "", limit.Error())
+	case errors.As(err, &throttled):
+		return TooManyRequests(throttled)
 	case errors.Is(err, uploads.ErrNotUploaded):
 		return Unprocessable("upload_missing", "", "the object has not been uploaded yet")
 	case errors.As(err, &transition):
@@ -202,9 +230,18 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Limit is the limit of a 429 (openapi.yaml's Error.error.limit).
+	Limit *ErrorLimit `json:"limit,omitempty"`
 }
 
 // render turns e into its response.
 func render(e *Error) Response {
-	return JSON(e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+	resp := JSON(e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field, Limit: e.Limit}})
+	if e.RetryAfter > 0 {
+		if resp.Headers == nil {
+			resp.Headers = map[string]string{}
+		}
+		resp.Headers["Retry-After"] = strconv.Itoa(e.RetryAfter)
+	}
+	return resp
 }

@@ -153,6 +153,16 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBody is the largest request body in bytes. Default MaxBodyDefault.
 	MaxBody int64
+	// Limiter, when set, admits each request of a user token by its
+	// owner's rate (docs/limits.md); admin and service tokens pass.
+	Limiter Limiter
+}
+
+// Limiter admits a caller's request by the caller's rate
+// (ratelimit.Limiter): nil, or an error of class *fault.Throttled (429).
+// It decides what a failure of its own store means (it serves).
+type Limiter interface {
+	Admit(ctx context.Context, owner, plan string) error
 }
 
 // Router dispatches API Gateway events to routes. Register every route with
@@ -401,6 +411,9 @@ func (rt *Router) dispatch(req *Request, method string) (pattern string, resp Re
 		}
 		return pattern, resp
 	}
+	if e := rt.limit(req); e != nil {
+		return pattern, render(e)
+	}
 	if e := rt.checkSize(req.Raw); e != nil {
 		return pattern, render(e)
 	}
@@ -517,6 +530,25 @@ func (rt *Router) admit(r *Request, a Access, method string) *Error {
 	if !a.allows(c.Role, method) {
 		return Forbidden()
 	}
+	return nil
+}
+
+// limit applies the caller's rate to a request of a user token: a 429
+// with Retry-After over it. Public routes, admin and service tokens pass
+// (docs/limits.md says why).
+func (rt *Router) limit(r *Request) *Error {
+	if rt.opts.Limiter == nil || r.Claims.Role != RoleUser {
+		return nil
+	}
+	err := rt.opts.Limiter.Admit(r.Ctx, r.Claims.Subject, r.Claims.Plan)
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(clientError(err), &e) {
+		return e
+	}
+	rt.opts.Logger.ErrorContext(r.Ctx, "rate check failed; serving the request", "request_id", r.RequestID, "error", err.Error())
 	return nil
 }
 

@@ -1,11 +1,11 @@
 // Package store persists Conveyor's state in the one DynamoDB table: jobs
 // with their events and idempotency records, uploads, connected accounts,
-// breakers, webhooks, stream slots and recurring schedules; it reads the
-// event items of the table's stream (DecodeEvent) and makes the DynamoDB
-// client (NewClient). Every state
-// change is a conditional write (optimistic concurrency on a version), so
-// concurrent writers never lose each other's updates. Items whose TTL has
-// passed are treated as gone, since DynamoDB deletes them late.
+// breakers, webhooks, stream slots, rate buckets and recurring schedules;
+// it reads the event items of the table's stream (DecodeEvent) and makes
+// the DynamoDB client (NewClient). Every state change is a conditional
+// write (optimistic concurrency on a version), so concurrent writers never
+// lose each other's updates. Items whose TTL has passed are treated as
+// gone, since DynamoDB deletes them late.
 package store
 
 import (

@@ -58,6 +58,8 @@ func recordKind(pk, sk string) string {
 		return "stream slot"
 	case strings.HasPrefix(pk, "DEPTH#") && sk == "DEPTH":
 		return "queue depth"
+	case strings.HasPrefix(pk, "RATE#") && sk == "RATE":
+		return "rate bucket"
 	}
 	return ""
 }
@@ -133,7 +135,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary", "queue depth"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary", "queue depth", "rate bucket"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}

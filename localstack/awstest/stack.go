@@ -16,6 +16,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
@@ -39,7 +40,10 @@ type Bundle struct {
 func Setup(t *testing.T, env map[string]string, opts stack.Options) *Bundle {
 	t.Helper()
 	merged := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "200ms", "CONVEYOR_RETRY_BASE": "100ms", "CONVEYOR_RETRY_MAX": "500ms",
-		"CONVEYOR_WEBHOOK_RETRY_BASE": "100ms", "CONVEYOR_WEBHOOK_RETRY_MAX": "500ms"}
+		"CONVEYOR_WEBHOOK_RETRY_BASE": "100ms", "CONVEYOR_WEBHOOK_RETRY_MAX": "500ms",
+		// The tests push many requests through one owner; the rate's own
+		// tests set config.RateLimitsDefault.
+		config.VarRateLimits: stack.RateLimitsForLoad}
 	for k, v := range env {
 		merged[k] = v
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -227,6 +228,7 @@ func (c *runner) start(ctx context.Context) (*stack.Stack, error) {
 		// A run holds its job's lease over each call's deadline: a killed
 		// run's job waits that long for the next run.
 		"CONVEYOR_CALL_TIMEOUT": "2s", "CONVEYOR_BREAKER_PROBE_LEASE": "3s",
+		config.VarRateLimits: stack.RateLimitsForLoad,
 	}
 	if c.o.LongHaul {
 		env["CONVEYOR_STUCK_AFTER"], env["CONVEYOR_PARK_AFTER"] = longHaulStuckAfter.String(), "2s"

@@ -21,6 +21,7 @@ import (
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/schedule"
@@ -99,6 +100,9 @@ type App struct {
 	// Resumer resumes the operations whose worker went quiet (recovery's).
 	Resumer   handler.QuietOperations
 	Schedules *schedule.Service
+	// Rates is the api function's per-owner request rate (its Router's
+	// limiter).
+	Rates *ratelimit.Limiter
 	// Router is the api function's routes; AdminRouter, UploadsRouter and
 	// SchedulesRouter are the admin, uploads and schedules functions'
 	// (resources.HTTPRoutes).
@@ -151,8 +155,11 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 	if err != nil {
 		return nil, err
 	}
+	if a.Rates, err = handler.RateLimiter(env, a.Store); err != nil {
+		return nil, err
+	}
 	a.Router = handler.APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
-		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Redeliveries: redeliveries, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard)
+		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Redeliveries: redeliveries, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard, a.Rates)
 	a.AdminRouter = handler.AdminRouter(env, a.Admin)
 	a.UploadsRouter = handler.UploadsRouter(env, a.Uploads)
 	a.SchedulesRouter = handler.SchedulesRouter(env, a.Schedules, a.Store)

@@ -41,6 +41,13 @@ import (
 	"github.com/conveyor/conveyor/web"
 )
 
+// RateLimitsForLoad is a CONVEYOR_RATE_LIMITS of 10,000 requests a second
+// on every plan: what the harnesses that push load through one owner's
+// token (the tests' stacks, the bench, chaos, the fuzzer) run under,
+// where the per-owner rate is not what they measure. The rate's own tests
+// set the product's default (config.RateLimitsDefault).
+const RateLimitsForLoad = "free=10000/100000,standard=10000/100000,pro=10000/100000,corporate=10000/100000,enterprise=10000/100000"
+
 // Options configures Start; the zero value runs the functions in process
 // (`make run` sets Binaries).
 type Options struct {

@@ -46,6 +46,7 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/awsclient"
 	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -225,6 +226,8 @@ type result struct {
 	BacklogFirstStartMs  float64            `json:"backlog_first_start_ms,omitempty"`
 	// Noisy is the noisy-neighbour figure (-noisy jobs; 0: skipped).
 	Noisy *noisyResult `json:"noisy_neighbour,omitempty"`
+	// RateCheck is the per-owner rate check's cost (docs/limits.md).
+	RateCheck *rateResult `json:"rate_check,omitempty"`
 }
 
 // cpuSample is the processor time used so far by each part of the stack.
@@ -274,6 +277,7 @@ func main() {
 	warmup := flag.Bool("warmup", true, "push one unmeasured job per user first (each account's token refreshed, as in a running system)")
 	pollers := flag.Int("esm-pollers", 5, "workers per tier queue that long-poll even while it is idle (Lambda's event source mapping keeps five; 1: the local runtime's default, whose receives gather more messages than AWS's)")
 	billEnvName := flag.String("bill-env", string(job.ProdEN), "the cloud environment whose deploy configuration (infra/env/<env>.json: log retention, tracing sampling) and resource definition (archive retention, PITR) the bill prices")
+	rateOnly := flag.Bool("rate-check-only", false, "measure the per-owner rate check alone (write units and time a request) and stop")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the stack's handlers, pollers and gateway run in it) to this file")
 	flag.Parse()
 	be, err := job.ParseEnv(*billEnvName)
@@ -285,7 +289,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -bill-env: %v\n", err)
 		os.Exit(2)
 	}
-	o := opts{billEnv: bc, pollers: *pollers, n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy}
+	o := opts{billEnv: bc, pollers: *pollers, n: *n, conc: *conc, rate: *rate, users: *users, skipBuild: *skipBuild, simLatency: *simLatency, latencyJobs: *latencyJobs, reads: *reads, coldRuns: *coldRuns, coldBase: *coldBase, warmup: *warmup, archive: *archive, backlog: *backlog, noisy: *noisy, rateOnly: *rateOnly}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -329,6 +333,8 @@ type opts struct {
 	billEnv billEnv
 	// pollers is -esm-pollers.
 	pollers int
+	// rateOnly is -rate-check-only.
+	rateOnly bool
 }
 
 // uploadSide is the side in pixels of the PNG each bench user uploads.
@@ -465,8 +471,16 @@ func run(o opts) error {
 	}
 	defer s.Close()
 
-	progress("measuring the emulator's floor")
 	res := &b.res
+	if res.RateCheck, err = b.rateCheck(ctx, s.Config.Table); err != nil {
+		return err
+	}
+	if o.rateOnly {
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		res.RateCheck.print(w)
+		return w.Flush()
+	}
+	progress("measuring the emulator's floor")
 	if res.FloorPutItemP50, res.FloorSendP50, res.FloorReceiveP50, res.FloorSubmitTxP50, err = floor(ctx, b.plain, s); err != nil {
 		return err
 	}
@@ -553,7 +567,9 @@ func (b *bench) startStack(ctx context.Context, emu *emulator.Emulators) (*stack
 	counter.PriceTransactions(awsclient.NewTxPricer(b.plain.DynamoDB))
 	durs := &durations{by: map[string][]time.Duration{}}
 	logs := newLogBytes()
-	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s"}
+	// The per-owner rate is measured apart (ratePhase): the pipeline's
+	// figures are those of owners under it.
+	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s", config.VarRateLimits: stack.RateLimitsForLoad}
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoints: emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench",
 		Getenv: func(k string) string { return cfgEnv[k] }, Counter: counter, PollerConcurrency: 8, MinPollers: b.o.pollers, Observe: durs.observe, FunctionOutputs: logs.writer,
@@ -1867,6 +1883,9 @@ func report(r result, counts map[string]int, n int, main, slow, up phase) {
 	}
 	printBacklog(w, r)
 	printUnits(w, r.DynamoDBUnitsPerJob)
+	if r.RateCheck != nil {
+		r.RateCheck.print(w)
+	}
 	printCPU(w, r.CPUMsPerJob)
 	printLatencies(w, r)
 	printEmulator(w, r)

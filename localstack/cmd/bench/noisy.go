@@ -10,6 +10,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
+	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
@@ -54,7 +55,8 @@ type agedResult struct {
 // timed, so recovery has re-sent what is still queued.
 func (b *bench) agedNoisyPhase(ctx context.Context, noisy, quiet int, latency, stuckAfter time.Duration) (agedResult, error) {
 	r := agedResult{StuckAfterMs: ms(stuckAfter), AgedMs: ms(stuckAfter + time.Second)}
-	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s", "CONVEYOR_STUCK_AFTER": stuckAfter.String(), "CONVEYOR_RECOVERY_INTERVAL": "500ms"}
+	cfgEnv := map[string]string{"CONVEYOR_HEARTBEAT_INTERVAL": "30s", "CONVEYOR_STUCK_AFTER": stuckAfter.String(), "CONVEYOR_RECOVERY_INTERVAL": "500ms",
+		config.VarRateLimits: stack.RateLimitsForLoad}
 	progress("stuck backlog: a stack whose CONVEYOR_STUCK_AFTER is %s", stuckAfter)
 	s, err := stack.Start(ctx, stack.Options{
 		Endpoints: b.emu.Endpoints(), APIAddr: "127.0.0.1:0", Prefix: "bench-aged",

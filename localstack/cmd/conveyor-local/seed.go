@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )
@@ -155,14 +157,35 @@ func seedJob(ctx context.Context, o owner, i int, sim string) error {
 	}
 	// Each request differs from every other (an owner's identical active
 	// request is the same job: 200, not another).
-	j, _, err := o.c.SubmitJob(ctx, req)
+	var j job.Job
+	err := whenThrottled(ctx, func() (err error) { j, _, err = o.c.SubmitJob(ctx, req); return err })
 	if err != nil {
 		return fmt.Errorf("job %d (%s): %w", i, req.Type, err)
 	}
 	if i%10 == 4 {
-		if _, err := o.c.CancelJob(ctx, j.ID); err != nil && !errors.Is(err, context.Canceled) {
+		if err := whenThrottled(ctx, func() error { _, err := o.c.CancelJob(ctx, j.ID); return err }); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("cancelling job %d: %w", i, err)
 		}
 	}
 	return nil
+}
+
+// whenThrottled calls call again after the answer's Retry-After while the
+// API answers 429 (the owner's request rate, docs/limits.md: a stack on
+// the default rates seeds at its owners' rates), at most 60 times. A 429
+// is answered before the route runs, so calling again repeats nothing.
+func whenThrottled(ctx context.Context, call func() error) error {
+	for range 60 {
+		err := call()
+		var ae *apiclient.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(ae.RetryAfter, time.Second)):
+		}
+	}
+	return call()
 }
