@@ -111,7 +111,7 @@ type AccountOpts struct {
 }
 
 // Account stores a connected account for opts.Owner and returns it.
-func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
+func Account(t testing.TB, st *store.Store, opts AccountOpts) accounts.Account {
 	t.Helper()
 	ctx := context.Background()
 	defaults(&opts.Owner, &opts.At)
@@ -127,7 +127,7 @@ func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 			t.Fatalf("testfactory: sealing the refresh token: %v", err)
 		}
 	}
-	a := store.Account{Owner: opts.Owner, Provider: Provider, Refresh: env, Version: 1, ConnectedAt: opts.At.UTC(), UpdatedAt: opts.At.UTC()}
+	a := accounts.Account{Owner: opts.Owner, Provider: Provider, Refresh: env, Version: 1, ConnectedAt: opts.At.UTC(), UpdatedAt: opts.At.UTC()}
 	if err := st.PutAccount(ctx, a); err != nil {
 		t.Fatalf("testfactory: storing account: %v", err)
 	}
