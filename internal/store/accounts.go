@@ -18,6 +18,7 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // The store keeps the accounts of package accounts.
@@ -227,7 +228,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 	}
 	// Each upload asked for has an entry, empty until read: one that is
 	// gone is not asked for again (DescribeItems).
-	ups := map[string]Upload{}
+	ups := map[string]uploads.Upload{}
 	for _, r := range reads {
 		want(ItemKey{jobPK(r.ID), jobSK})
 		if r.Owner != "" {
@@ -235,7 +236,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 		}
 		for _, u := range r.Uploads {
 			want(ItemKey{uploadPK(u), uploadSK})
-			ups[u] = Upload{}
+			ups[u] = uploads.Upload{}
 		}
 	}
 	jobs, accts, unreadable := map[string]job.Job{}, map[string]*accounts.Account{}, map[string]error{}
@@ -257,7 +258,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 			}
 			jobs[k.PK] = j
 		case k.SK == uploadSK:
-			var u Upload
+			var u uploads.Upload
 			if err := attributevalue.UnmarshalMap(item, &u); err != nil {
 				return fmt.Errorf("decoding upload %s: %w", k.PK, err)
 			}
@@ -332,7 +333,7 @@ func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey,
 // no entry for (an empty entry is one already read and found gone). An item
 // whose upload record is gone stays undescribed; the worker fails it as
 // media_expired.
-func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Upload) error {
+func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]uploads.Upload) error {
 	var missing []string
 	for _, it := range j.Items {
 		if _, ok := ups[it.UploadID]; !ok && it.UploadID != "" && it.Key == "" {
@@ -345,7 +346,7 @@ func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Up
 			return fmt.Errorf("reading the uploads of job %s: %w", j.ID, err)
 		}
 		if ups == nil {
-			ups = map[string]Upload{}
+			ups = map[string]uploads.Upload{}
 		}
 		maps.Copy(ups, more)
 	}
