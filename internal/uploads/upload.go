@@ -40,21 +40,16 @@ type Upload struct {
 	// (taken when a job is created, released when it goes stale).
 	Refs int `json:"-" dynamodbav:"refs,omitempty"`
 	// UsableUntil is when new jobs stop being able to name the upload
-	// (sortable time, CreatedAt + resources.UploadUseWindow).
+	// (a job.SortTime, CreatedAt + resources.UploadUseWindow).
 	UsableUntil string `json:"-" dynamodbav:"usableUntil,omitempty"`
 	// ExpiresAt is the record's TTL, epoch seconds.
 	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
 }
 
-// sortTimeLayout is the store's sortable time, UsableUntil's layout: in it
-// lexicographic order is time order (the store's own constant of that name;
-// its tests of the use window hold the two together).
-const sortTimeLayout = "2006-01-02T15:04:05.000000000Z"
-
 // StatusAt is the upload's status as readers see it at now: a confirmed
 // upload past its use window reads expired.
 func (u Upload) StatusAt(now time.Time) Status {
-	if u.Status == Confirmed && u.UsableUntil != "" && now.UTC().Format(sortTimeLayout) >= u.UsableUntil {
+	if u.Status == Confirmed && u.UsableUntil != "" && job.SortTime(now) >= u.UsableUntil {
 		return Expired
 	}
 	return u.Status
