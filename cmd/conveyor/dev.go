@@ -22,7 +22,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
@@ -203,10 +202,10 @@ func withPublish(req submission.SubmitRequest, p publish.Params, uploadIDs []str
 
 // uploadFile signs a slot for the file, PUTs it and waits until the S3
 // event confirms it (confirming it on demand after confirmWaitDefault).
-func (c *cli) uploadFile(ctx context.Context, api *apiclient.Client, path string) (store.Upload, error) {
+func (c *cli) uploadFile(ctx context.Context, api *apiclient.Client, path string) (uploads.Upload, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return store.Upload{}, err
+		return uploads.Upload{}, err
 	}
 	ct := mime.TypeByExtension(strings.ToLower(filepath.Ext(path)))
 	if ct == "" || !strings.HasPrefix(ct, "image/") {
@@ -215,29 +214,29 @@ func (c *cli) uploadFile(ctx context.Context, api *apiclient.Client, path string
 	ct, _, _ = strings.Cut(ct, ";")
 	s, err := api.SignUpload(ctx, uploads.SignRequest{Filename: filepath.Base(path), ContentType: ct, Size: int64(len(data))})
 	if err != nil {
-		return store.Upload{}, err
+		return uploads.Upload{}, err
 	}
 	if err := api.PutObject(ctx, s, data); err != nil {
-		return store.Upload{}, err
+		return uploads.Upload{}, err
 	}
 	deadline := c.now().Add(confirmWaitDefault)
 	for {
 		u, err := api.GetUpload(ctx, s.UploadID)
 		if err != nil {
-			return store.Upload{}, err
+			return uploads.Upload{}, err
 		}
 		if u.Status == "confirmed" {
 			return u, nil
 		}
 		if u.Status != "pending" {
-			return store.Upload{}, fmt.Errorf("upload %s is %s", u.ID, u.Status)
+			return uploads.Upload{}, fmt.Errorf("upload %s is %s", u.ID, u.Status)
 		}
 		if c.now().After(deadline) {
 			return api.ConfirmUpload(ctx, s.UploadID)
 		}
 		select {
 		case <-ctx.Done():
-			return store.Upload{}, ctx.Err()
+			return uploads.Upload{}, ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}

@@ -16,10 +16,10 @@ import (
 
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/envelope"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Provider is the one external provider.
@@ -87,9 +87,51 @@ type Sealer interface {
 	Open(ctx context.Context, e envelope.Envelope, aad map[string]string) ([]byte, error)
 }
 
+// Account is a user's connected external account. Its tokens are stored
+// only as KMS envelopes; the plaintext never reaches the table. The
+// dynamodbav tags are the store's attribute names.
+type Account struct {
+	Owner    string `dynamodbav:"accountOwner"`
+	Provider string `dynamodbav:"provider"`
+	// Refresh is the sealed refresh token.
+	Refresh envelope.Envelope `dynamodbav:"refresh"`
+	// Access is the sealed access token, when one is known.
+	Access *envelope.Envelope `dynamodbav:"access,omitempty"`
+	// AccessExpiresAt is when Access stops working.
+	AccessExpiresAt *time.Time `dynamodbav:"accessExpiresAt,omitempty"`
+	// Version increases with every token change.
+	Version int64 `dynamodbav:"version"`
+	// LeaseOwner / LeaseUntil serialise refreshes of this account.
+	// LeaseUntilMs is epoch milliseconds (a number, so conditions compare
+	// it correctly).
+	LeaseOwner   string    `dynamodbav:"leaseOwner,omitempty"`
+	LeaseUntilMs int64     `dynamodbav:"leaseUntilMs,omitempty"`
+	ConnectedAt  time.Time `dynamodbav:"connectedAt"`
+	UpdatedAt    time.Time `dynamodbav:"updatedAt"`
+}
+
+// Store keeps the accounts (store.Store, on DynamoDB): declared here so
+// that this package links no DynamoDB client.
+type Store interface {
+	// GetAccount returns owner's account for provider, or fault.ErrNotFound.
+	GetAccount(ctx context.Context, owner, provider string) (Account, error)
+	// PutAccount stores a (re)connected account, replacing any earlier one.
+	PutAccount(ctx context.Context, a Account) error
+	// LeaseAccount takes the refresh lease of an account for worker until
+	// until, if nobody holds an unexpired one (fault.ErrConflict when
+	// another worker holds it).
+	LeaseAccount(ctx context.Context, owner, provider, worker string, now, until time.Time) error
+	// SaveRotated stores a's rotated tokens and releases any refresh lease,
+	// if the stored account still holds version spentVersion of the
+	// connection made at connectedAt (fault.ErrConflict otherwise).
+	SaveRotated(ctx context.Context, a Account, spentVersion int64, connectedAt time.Time) error
+	// ReleaseAccount gives up worker's refresh lease.
+	ReleaseAccount(ctx context.Context, owner, provider, worker string) error
+}
+
 // Config configures a Service.
 type Config struct {
-	Store     *store.Store
+	Store     Store
 	Sealer    Sealer
 	Refresher Refresher
 	// Ready, when set, says whether a refresh can be made now (the OAuth
@@ -183,7 +225,7 @@ func (s *Service) Connect(ctx context.Context, owner string, req ConnectRequest)
 		return invalid.Field("expiresAt", "is required with accessToken")
 	}
 	now := s.cfg.Now().UTC()
-	a := store.Account{Owner: owner, Provider: Provider, ConnectedAt: now, UpdatedAt: now}
+	a := Account{Owner: owner, Provider: Provider, ConnectedAt: now, UpdatedAt: now}
 	var err error
 	if a.Refresh, err = s.cfg.Sealer.Seal(ctx, []byte(req.RefreshToken), aad(owner, "refresh")); err != nil {
 		return fmt.Errorf("sealing the refresh token: %w", err)
@@ -222,7 +264,7 @@ type Connection struct {
 	UpdatedAt   time.Time `json:"updatedAt"`
 }
 
-// Connection returns owner's connection, or store.ErrNotFound when owner
+// Connection returns owner's connection, or fault.ErrNotFound when owner
 // has connected no account.
 func (s *Service) Connection(ctx context.Context, owner string) (Connection, error) {
 	a, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
@@ -240,7 +282,7 @@ func (s *Service) Connection(ctx context.Context, owner string) (Connection, err
 // Connected reports whether owner has connected an account.
 func (s *Service) Connected(ctx context.Context, owner string) (bool, error) {
 	_, err := s.cfg.Store.GetAccount(ctx, owner, Provider)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -271,7 +313,7 @@ func (s *Service) AccessToken(ctx context.Context, owner string) (string, error)
 // job, in one request): a stands in for the first read, so a token that
 // is cached or stored and unexpired costs no request. A reconnect or
 // refresh made before that read is seen, exactly as with AccessToken.
-func (s *Service) AccessTokenFrom(ctx context.Context, a store.Account) (string, error) {
+func (s *Service) AccessTokenFrom(ctx context.Context, a Account) (string, error) {
 	return s.token(ctx, a.Owner, "", &a)
 }
 
@@ -286,11 +328,11 @@ func (s *Service) ForceRefresh(ctx context.Context, owner, rejected string) (str
 // token is AccessToken, treating rejected (if not "") as unusable. When
 // read is set, it is the account as just read, used instead of the first
 // read.
-func (s *Service) token(ctx context.Context, owner, rejected string, read *store.Account) (string, error) {
+func (s *Service) token(ctx context.Context, owner, rejected string, read *Account) (string, error) {
 	deadline := s.cfg.Now().Add(s.cfg.RefreshLease + 5*time.Second)
 	for {
 		var (
-			a   store.Account
+			a   Account
 			err error
 		)
 		if read != nil && read.Provider == Provider {
@@ -299,7 +341,7 @@ func (s *Service) token(ctx context.Context, owner, rejected string, read *store
 			read = nil
 			a, err = s.cfg.Store.GetAccount(ctx, owner, Provider)
 		}
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			s.forget(owner)
 			return "", retry.Permanent(&codedError{CodeNotConnected, ErrNotConnected})
 		}
@@ -331,7 +373,7 @@ func (s *Service) token(ctx context.Context, owner, rejected string, read *store
 		switch err := s.cfg.Store.LeaseAccount(ctx, owner, Provider, holder, now, now.Add(s.cfg.RefreshLease)); {
 		case err == nil:
 			return s.refresh(ctx, a, holder, rejected)
-		case !errors.Is(err, store.ErrConflict):
+		case !errors.Is(err, fault.ErrConflict):
 			return "", err
 		}
 		// Another instance is refreshing: wait for its result.
@@ -348,7 +390,7 @@ func (s *Service) token(ctx context.Context, owner, rejected string, read *store
 
 // cachedFor returns the cached token of a's owner when it belongs to a's
 // connection and token version and has not expired.
-func (s *Service) cachedFor(a store.Account, now time.Time) (string, bool) {
+func (s *Service) cachedFor(a Account, now time.Time) (string, bool) {
 	s.mu.Lock()
 	c, ok := s.cache[a.Owner]
 	s.mu.Unlock()
@@ -358,7 +400,7 @@ func (s *Service) cachedFor(a store.Account, now time.Time) (string, bool) {
 	return c.token, true
 }
 
-func (s *Service) remember(a store.Account, token string, expires time.Time) {
+func (s *Service) remember(a Account, token string, expires time.Time) {
 	s.mu.Lock()
 	s.cache[a.Owner] = cached{token: token, expires: expires, connectedAt: a.ConnectedAt, version: a.Version}
 	s.mu.Unlock()
@@ -366,7 +408,7 @@ func (s *Service) remember(a store.Account, token string, expires time.Time) {
 
 // refresh runs under the account's lease: it exchanges the refresh token,
 // seals the rotated pair and stores it, releasing the lease.
-func (s *Service) refresh(ctx context.Context, a store.Account, holder, rejected string) (string, error) {
+func (s *Service) refresh(ctx context.Context, a Account, holder, rejected string) (string, error) {
 	owner := a.Owner
 	release := func() {
 		if err := s.cfg.Store.ReleaseAccount(context.WithoutCancel(ctx), owner, Provider, holder); err != nil {
@@ -442,7 +484,7 @@ func (s *Service) refresh(ctx context.Context, a store.Account, holder, rejected
 // write is conditional on the account still holding the spent token (same
 // version and connection), not on the lease: a lapsed lease does not lose
 // the only valid refresh token, and a reconnect made meanwhile wins.
-func (s *Service) persist(ctx context.Context, spent store.Account, tok deviantart.Token) (store.Account, error) {
+func (s *Service) persist(ctx context.Context, spent Account, tok deviantart.Token) (Account, error) {
 	owner := spent.Owner
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
 	defer cancel()
@@ -475,14 +517,14 @@ func (s *Service) persist(ctx context.Context, spent store.Account, tok devianta
 		if err == nil {
 			return a, nil
 		}
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, fault.ErrConflict) {
 			// Reconnected meanwhile: the user's new grant supersedes ours.
-			return store.Account{}, fmt.Errorf("the account changed while its token was refreshed: %w", err)
+			return Account{}, fmt.Errorf("the account changed while its token was refreshed: %w", err)
 		}
 		s.cfg.Logger.WarnContext(ctx, "storing the rotated tokens failed; retrying", "user", owner, "attempt", attempt, "error", err)
 		select {
 		case <-pctx.Done():
-			return store.Account{}, fmt.Errorf("after %d attempts: %w", attempt, err)
+			return Account{}, fmt.Errorf("after %d attempts: %w", attempt, err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)

@@ -90,7 +90,7 @@ func (h hook) Refresh(ctx context.Context, rt string) (deviantart.Token, error) 
 }
 
 // storedRefresh opens the refresh token stored for owner.
-func (b *testBundle) storedRefresh(t *testing.T, owner string) (string, store.Account) {
+func (b *testBundle) storedRefresh(t *testing.T, owner string) (string, accounts.Account) {
 	t.Helper()
 	a, err := b.store.GetAccount(context.Background(), owner, accounts.Provider)
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/submission"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"
@@ -49,7 +49,7 @@ func setup(t *testing.T, sub, plan string) *bundle {
 	if err != nil {
 		t.Fatalf("Upload: %v", err)
 	}
-	if up.Status != store.UploadConfirmed || up.ContentType != "image/png" || up.Size != int64(len(simulator.PNG(12))) {
+	if up.Status != uploads.Confirmed || up.ContentType != "image/png" || up.Size != int64(len(simulator.PNG(12))) {
 		t.Fatalf("Upload = %+v, want a confirmed image/png of the bytes sent", up)
 	}
 	return &bundle{Bundle: b, user: user, uploadID: up.ID}

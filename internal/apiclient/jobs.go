@@ -14,7 +14,6 @@ import (
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/submission"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -57,28 +56,28 @@ func (c *Client) PutObject(ctx context.Context, s uploads.Signed, data []byte) e
 
 // ConfirmUpload calls POST /v1/uploads/{id}/confirm (idempotent; 422
 // upload_missing while the object is not in S3).
-func (c *Client) ConfirmUpload(ctx context.Context, id string) (store.Upload, error) {
-	var u store.Upload
+func (c *Client) ConfirmUpload(ctx context.Context, id string) (uploads.Upload, error) {
+	var u uploads.Upload
 	_, err := c.call(ctx, http.MethodPost, "/v1/uploads/"+url.PathEscape(id)+"/confirm", nil, &u)
 	return u, err
 }
 
 // GetUpload calls GET /v1/uploads/{id}.
-func (c *Client) GetUpload(ctx context.Context, id string) (store.Upload, error) {
-	var u store.Upload
+func (c *Client) GetUpload(ctx context.Context, id string) (uploads.Upload, error) {
+	var u uploads.Upload
 	_, err := c.call(ctx, http.MethodGet, "/v1/uploads/"+url.PathEscape(id), nil, &u)
 	return u, err
 }
 
 // Upload signs a slot for data, PUTs it and confirms it: the upload, ready
 // to name in a job.
-func (c *Client) Upload(ctx context.Context, filename, contentType string, data []byte) (store.Upload, error) {
+func (c *Client) Upload(ctx context.Context, filename, contentType string, data []byte) (uploads.Upload, error) {
 	s, err := c.SignUpload(ctx, uploads.SignRequest{Filename: filename, ContentType: contentType, Size: int64(len(data))})
 	if err != nil {
-		return store.Upload{}, err
+		return uploads.Upload{}, err
 	}
 	if err := c.PutObject(ctx, s, data); err != nil {
-		return store.Upload{}, err
+		return uploads.Upload{}, err
 	}
 	return c.ConfirmUpload(ctx, s.UploadID)
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -35,7 +35,7 @@ func TestConfirmsTheUploadOfANewObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := env.Store(env.DynamoDB())
-	u := testfactory.Upload(t, st, testfactory.UploadOpts{Status: store.UploadPending, Filename: "my pic.png", Size: int64(img.Len())})
+	u := testfactory.Upload(t, st, testfactory.UploadOpts{Status: uploads.Pending, Filename: "my pic.png", Size: int64(img.Len())})
 	bucketName := env.Config.Bucket
 	if _, err := bucket.New(env.AWS, bucketName).Put(ctx, u.Key, bytes.NewReader(img.Bytes()), bucket.Headers{ContentType: "image/png"}); err != nil {
 		t.Fatal(err)
@@ -47,13 +47,13 @@ func TestConfirmsTheUploadOfANewObject(t *testing.T) {
 	if err := h(ctx, events.S3Event{Records: []events.S3EventRecord{record("ObjectRemoved:Delete", encoded)}}); err != nil {
 		t.Fatalf("a removal: %v", err)
 	}
-	if got, err := st.GetUpload(ctx, u.ID); err != nil || got.Status != store.UploadPending {
+	if got, err := st.GetUpload(ctx, u.ID); err != nil || got.Status != uploads.Pending {
 		t.Fatalf("after a removal the upload is %q (%v), want it still pending", got.Status, err)
 	}
 	if err := h(ctx, events.S3Event{Records: []events.S3EventRecord{record("ObjectCreated:Put", encoded)}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.GetUpload(ctx, u.ID); err != nil || got.Status != store.UploadConfirmed {
-		t.Errorf("the upload is %q (%v), want %q", got.Status, err, store.UploadConfirmed)
+	if got, err := st.GetUpload(ctx, u.ID); err != nil || got.Status != uploads.Confirmed {
+		t.Errorf("the upload is %q (%v), want %q", got.Status, err, uploads.Confirmed)
 	}
 }

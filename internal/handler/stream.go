@@ -217,6 +217,12 @@ func NewStream(_ context.Context, env Env) (func(context.Context, events.LambdaF
 	return StreamHandler(OpenStreams(srv), env.Verifier(key.Get).VerifyContext, env.Log()), nil
 }
 
+// The table serves the streams: their jobs and events, the users' slots.
+var (
+	_ stream.Store = (*store.Store)(nil)
+	_ stream.Slots = (*store.Store)(nil)
+)
+
 // StreamServer is the streams' server of env over the table st: the jobs
 // and events it streams, the users' stream slots.
 func StreamServer(env Env, st *store.Store) (*stream.Server, error) {

@@ -12,7 +12,7 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // Type is the publish kind's name: a job of confirmed uploads published
@@ -203,9 +203,9 @@ func (f *Kind) Explain(ctx context.Context, owner string, s job.Spec) error {
 		switch {
 		case !ok || u.Owner != owner:
 			return &job.UnusableError{Code: "upload_not_found", Field: field, Message: "no such upload"}
-		case u.Status == store.UploadExpired:
+		case u.Status == uploads.Expired:
 			return ExpiredUpload(field, id)
-		case u.Status != store.UploadConfirmed:
+		case u.Status != uploads.Confirmed:
 			return &job.UnusableError{Code: "upload_not_confirmed", Field: field, Message: fmt.Sprintf("upload %s is %s, not confirmed", id, u.Status)}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
@@ -51,7 +52,7 @@ type Tokens interface {
 // account the caller has just read with a strongly consistent read,
 // without reading it again (accounts.Service).
 type AccountTokens interface {
-	AccessTokenFrom(ctx context.Context, a store.Account) (string, error)
+	AccessTokenFrom(ctx context.Context, a accounts.Account) (string, error)
 }
 
 // Objects streams the items' uploaded objects (bucket.Bucket).
@@ -131,7 +132,7 @@ func (k *Kind) callTimeout(size int64) time.Duration {
 // read with it) and, when the message names the owner and the Tokens can
 // use it, the owner's account with it: one request, and the token phase
 // then needs no read of its own (job.Loader; Run.Loaded is the
-// *store.Account, nil when it was not read).
+// *accounts.Account, nil when it was not read).
 func (k *Kind) Load(ctx context.Context, d job.Delivery) (job.Job, any, error) {
 	if _, ok := k.cfg.Tokens.(AccountTokens); !ok || d.Owner == "" {
 		j, err := k.cfg.Store.GetJob(ctx, d.JobID)
@@ -176,7 +177,7 @@ func (k *Kind) LoadBatch(ctx context.Context, ds []job.Delivery) ([]job.Preload,
 func (k *Kind) Work(ctx context.Context, a job.Run) error {
 	ctx = breaker.WithOwner(ctx, a.Job().Owner)
 	r := &run{k: k, a: a, log: a.Logger()}
-	if acct, ok := a.Loaded().(*store.Account); ok && acct != nil {
+	if acct, ok := a.Loaded().(*accounts.Account); ok && acct != nil {
 		r.account = acct
 	}
 	return r.phases(ctx)
@@ -213,7 +214,7 @@ type run struct {
 	reauthed bool
 	// account is the owner's account as read with the job (nil when it
 	// was not): the first access token comes from it, with no read.
-	account *store.Account
+	account *accounts.Account
 }
 
 // phases runs every unfinished phase and item, then succeeds the job.

@@ -25,6 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -173,10 +174,10 @@ func TestSweepsDrainTheirBacklogInAFiftyThousandJobTable(t *testing.T) {
 	}
 	add(drainPaused, testfactory.JobOpts{Tier: job.Low, At: old, Waiting: "paused", RetryAt: &old})
 	add(drainStale-drainHeld, testfactory.JobOpts{Status: job.Succeeded, At: t0.Add(-200 * time.Hour)})
-	var uploads []store.Upload
-	upload := func(refs int) store.Upload {
+	var uploads []uploads.Upload
+	upload := func(refs int) uploads.Upload {
 		at := t0.Add(-30 * 24 * time.Hour)
-		return store.Upload{ID: ids.New(ids.Upload), Owner: testfactory.Owner(), Status: store.UploadConfirmed, Key: fmt.Sprintf("uploads/u/%d.png", len(uploads)),
+		return uploads.Upload{ID: ids.New(ids.Upload), Owner: testfactory.Owner(), Status: uploads.Confirmed, Key: fmt.Sprintf("uploads/u/%d.png", len(uploads)),
 			ContentType: "image/png", Size: 1024, CreatedAt: at, ConfirmedAt: &at, Refs: refs}
 	}
 	for range drainHeld {
@@ -372,7 +373,7 @@ func processCPU() time.Duration {
 }
 
 // importAll writes jobs and uploads, 8 batches at a time.
-func importAll(ctx context.Context, st *store.Store, jobs []job.Job, uploads []store.Upload) error {
+func importAll(ctx context.Context, st *store.Store, jobs []job.Job, uploads []uploads.Upload) error {
 	const chunk = 500
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup

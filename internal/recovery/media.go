@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // expireMedia is the retention sweep of uploads: media is referenced, not
@@ -16,7 +16,7 @@ import (
 // as expired for DeleteAfter.
 func (r *Recoverer) expireMedia(ctx context.Context, now time.Time, shards []int, until time.Time) (SweepStats, error) {
 	scan := r.cfg.Store.ScanDueUploads(now).OnShards(shards)
-	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, r.cfg.Concurrency, func(ctx context.Context, u store.Upload) (outcome, error) {
+	st, err := sweep(ctx, r, SweepMedia, scan, scan.Uploads, until, r.cfg.Concurrency, func(ctx context.Context, u uploads.Upload) (outcome, error) {
 		expired, ok, err := r.cfg.Store.ExpireUpload(ctx, u.ID, now, r.cfg.DeleteAfter)
 		if err != nil {
 			return lost, err
@@ -35,7 +35,7 @@ func (r *Recoverer) expireMedia(ctx context.Context, now time.Time, shards []int
 
 // removeObject deletes an expired upload's object (best effort: the
 // bucket's lifecycle rule removes what is left).
-func (r *Recoverer) removeObject(ctx context.Context, u store.Upload) {
+func (r *Recoverer) removeObject(ctx context.Context, u uploads.Upload) {
 	if r.cfg.Objects == nil || u.Key == "" {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -51,10 +52,10 @@ func TestRetentionCPU(t *testing.T) {
 	ctx := context.Background()
 	t0 := clk.Now()
 	var jobs []job.Job
-	var uploads []store.Upload
+	var uploads []uploads.Upload
 	for i := range retainCPUJobs {
 		at := t0.Add(-30 * 24 * time.Hour)
-		u := store.Upload{ID: ids.New(ids.Upload), Owner: testfactory.Owner(), Status: store.UploadConfirmed, Key: fmt.Sprintf("uploads/u/%d.png", i),
+		u := uploads.Upload{ID: ids.New(ids.Upload), Owner: testfactory.Owner(), Status: uploads.Confirmed, Key: fmt.Sprintf("uploads/u/%d.png", i),
 			ContentType: "image/png", Size: 1024, CreatedAt: at, ConfirmedAt: &at, Refs: 1}
 		uploads = append(uploads, u)
 		j := testfactory.Build(testfactory.JobOpts{Owner: u.Owner, Status: job.Succeeded, At: t0.Add(-200 * time.Hour), UploadIDs: []string{u.ID}})

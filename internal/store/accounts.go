@@ -15,32 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/conveyor/conveyor/internal/envelope"
+	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
-// Account is a user's connected external account. Its tokens are stored
-// only as KMS envelopes; the plaintext never reaches the table.
-type Account struct {
-	Owner    string `dynamodbav:"accountOwner"`
-	Provider string `dynamodbav:"provider"`
-	// Refresh is the sealed refresh token.
-	Refresh envelope.Envelope `dynamodbav:"refresh"`
-	// Access is the sealed access token, when one is known.
-	Access *envelope.Envelope `dynamodbav:"access,omitempty"`
-	// AccessExpiresAt is when Access stops working.
-	AccessExpiresAt *time.Time `dynamodbav:"accessExpiresAt,omitempty"`
-	// Version increases with every token change.
-	Version int64 `dynamodbav:"version"`
-	// LeaseOwner / LeaseUntil serialise refreshes of this account.
-	// LeaseUntilMs is epoch milliseconds (a number, so conditions compare
-	// it correctly).
-	LeaseOwner   string    `dynamodbav:"leaseOwner,omitempty"`
-	LeaseUntilMs int64     `dynamodbav:"leaseUntilMs,omitempty"`
-	ConnectedAt  time.Time `dynamodbav:"connectedAt"`
-	UpdatedAt    time.Time `dynamodbav:"updatedAt"`
-}
+// The store keeps the accounts of package accounts.
+var _ accounts.Store = (*Store)(nil)
 
 func accountPK(owner string) string { return "ACCT#" + owner }
 
@@ -96,14 +78,14 @@ func (s *Store) accountCheck(owner, provider string) (*types.TransactWriteItem, 
 }
 
 // GetAccount returns owner's account for provider, or ErrNotFound.
-func (s *Store) GetAccount(ctx context.Context, owner, provider string) (Account, error) {
-	var a Account
+func (s *Store) GetAccount(ctx context.Context, owner, provider string) (accounts.Account, error) {
+	var a accounts.Account
 	err := s.get(ctx, accountPK(owner), provider, &a)
 	return a, err
 }
 
 // PutAccount stores a (re)connected account, replacing any earlier one.
-func (s *Store) PutAccount(ctx context.Context, a Account) error {
+func (s *Store) PutAccount(ctx context.Context, a accounts.Account) error {
 	item, err := attributevalue.MarshalMap(a)
 	if err != nil {
 		return err
@@ -151,7 +133,7 @@ func (s *Store) LeaseAccount(ctx context.Context, owner, provider, worker string
 // otherwise, e.g. after a reconnect). It does not require the lease: a
 // refresher whose lease lapsed still holds the only valid refresh token,
 // and nobody else can have stored a successor of the one it spent.
-func (s *Store) SaveRotated(ctx context.Context, a Account, spentVersion int64, connectedAt time.Time) error {
+func (s *Store) SaveRotated(ctx context.Context, a accounts.Account, spentVersion int64, connectedAt time.Time) error {
 	a.LeaseOwner, a.LeaseUntilMs = "", 0
 	item, err := attributevalue.MarshalMap(a)
 	if err != nil {
@@ -203,7 +185,7 @@ func (s *Store) ReleaseAccount(ctx context.Context, owner, provider, worker stri
 // did not name is read apart (DescribeItems). The account is nil when owner
 // has none (or it expired); the job is ErrNotFound when it does not exist.
 // An account is returned only when the job belongs to owner.
-func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *Account, error) {
+func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *accounts.Account, error) {
 	got, err := s.GetJobsAndAccounts(ctx, provider, []JobRead{{ID: id, Owner: owner, Uploads: uploads}})
 	if err != nil {
 		return job.Job{}, nil, err
@@ -225,7 +207,7 @@ type JobRead struct {
 // does not exist).
 type JobAndAccount struct {
 	Job     job.Job
-	Account *Account
+	Account *accounts.Account
 	Err     error
 }
 
@@ -246,7 +228,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 	}
 	// Each upload asked for has an entry, empty until read: one that is
 	// gone is not asked for again (DescribeItems).
-	ups := map[string]Upload{}
+	ups := map[string]uploads.Upload{}
 	for _, r := range reads {
 		want(ItemKey{jobPK(r.ID), jobSK})
 		if r.Owner != "" {
@@ -254,18 +236,18 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 		}
 		for _, u := range r.Uploads {
 			want(ItemKey{uploadPK(u), uploadSK})
-			ups[u] = Upload{}
+			ups[u] = uploads.Upload{}
 		}
 	}
-	jobs, accounts, unreadable := map[string]job.Job{}, map[string]*Account{}, map[string]error{}
+	jobs, accts, unreadable := map[string]job.Job{}, map[string]*accounts.Account{}, map[string]error{}
 	err := s.GetItems(ctx, keys, func(k ItemKey, item map[string]types.AttributeValue) error {
 		switch {
 		case strings.HasPrefix(k.PK, accountPK("")):
-			var acct Account
+			var acct accounts.Account
 			if err := attributevalue.UnmarshalMap(item, &acct); err != nil {
 				return fmt.Errorf("decoding the account %s: %w", k.PK, err)
 			}
-			accounts[k.PK] = &acct
+			accts[k.PK] = &acct
 		case k.SK == jobSK:
 			// A job that does not decode fails its own read, not its
 			// batch-mates'.
@@ -276,7 +258,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 			}
 			jobs[k.PK] = j
 		case k.SK == uploadSK:
-			var u Upload
+			var u uploads.Upload
 			if err := attributevalue.UnmarshalMap(item, &u); err != nil {
 				return fmt.Errorf("decoding upload %s: %w", k.PK, err)
 			}
@@ -299,7 +281,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 			continue
 		}
 		if j.Owner == r.Owner {
-			out[i].Account = accounts[accountPK(r.Owner)]
+			out[i].Account = accts[accountPK(r.Owner)]
 		}
 		if out[i].Err = s.DescribeItems(ctx, &j, ups); out[i].Err == nil {
 			out[i].Job = j
@@ -351,7 +333,7 @@ func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey,
 // no entry for (an empty entry is one already read and found gone). An item
 // whose upload record is gone stays undescribed; the worker fails it as
 // media_expired.
-func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Upload) error {
+func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]uploads.Upload) error {
 	var missing []string
 	for _, it := range j.Items {
 		if _, ok := ups[it.UploadID]; !ok && it.UploadID != "" && it.Key == "" {
@@ -364,7 +346,7 @@ func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]Up
 			return fmt.Errorf("reading the uploads of job %s: %w", j.ID, err)
 		}
 		if ups == nil {
-			ups = map[string]Upload{}
+			ups = map[string]uploads.Upload{}
 		}
 		maps.Copy(ups, more)
 	}

@@ -25,21 +25,8 @@ import (
 // EventTTLDefault keeps events as long as jobs (the delete stage).
 const EventTTLDefault = 720 * time.Hour
 
-// EventRecord is one persisted event: written in the same transaction as
-// the job change it describes, with the job as it was right after.
-type EventRecord struct {
-	JobID  string            `dynamodbav:"jobId" json:"jobId"`
-	Owner  string            `dynamodbav:"eventOwner" json:"-"`
-	Seq    int64             `dynamodbav:"seq" json:"seq"`
-	Type   string            `dynamodbav:"type" json:"type"`
-	At     time.Time         `dynamodbav:"at" json:"at"`
-	Detail map[string]string `dynamodbav:"detail,omitempty" json:"detail,omitempty"`
-	// Job is the job's JSON right after the event. The item keeps it
-	// compressed (jobGz); items written before that keep it as text.
-	Job        string   `dynamodbav:"job,omitempty" json:"-"`
-	Tier       job.Tier `dynamodbav:"tier" json:"-"`
-	WebhookURL string   `dynamodbav:"webhookUrl,omitempty" json:"-"`
-}
+// EventRecord is one persisted event (job.EventRecord).
+type EventRecord = job.EventRecord
 
 // eventCodec is how an event item keeps its compressed parts: the job's
 // JSON in job, the write's earlier events in earlier.
@@ -116,22 +103,6 @@ func decodeEvent(item map[string]types.AttributeValue) (EventRecord, error) {
 		}
 	}
 	return r, nil
-}
-
-// ID is the event's id within its job's stream.
-func (e EventRecord) ID() string { return strconv.FormatInt(e.Seq, 10) }
-
-// Body is the event's public JSON (job.EventBody): what the bus, a webhook
-// and the SSE stream carry, none of the record's private fields (owner,
-// tier, webhook URL).
-func (e EventRecord) Body() job.EventBody {
-	return job.NewEventBody(e.JobID, e.Seq, e.Type, e.At, e.Detail, e.Job)
-}
-
-// BusBody is the event as the bus carries it (job.NewBusEventBody): Body
-// with the job's summary in place of the job.
-func (e EventRecord) BusBody() (job.EventBody, error) {
-	return job.NewBusEventBody(e.JobID, e.Seq, e.Type, e.At, e.Detail, e.Job)
 }
 
 func eventSK(seq int64) string { return fmt.Sprintf("%s%012d", resources.EventSKPrefix, seq) }

@@ -11,14 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
-// FeedKey is the sort key of an event in the feed index: its time, job and
-// sequence, so keys order events by time.
-func FeedKey(ev EventRecord) string {
-	return sortTime(ev.At) + "#" + ev.JobID + "#" + fmt.Sprintf("%012d", ev.Seq)
-}
+// FeedKey is the sort key of an event in the feed index (job.FeedKey).
+var FeedKey = job.FeedKey
 
 // FeedTime renders a time as a feed key that sorts before every event at
 // or after it.
@@ -35,11 +33,9 @@ func setFeedKeys(item map[string]types.AttributeValue, ev EventRecord, from int6
 	item[resources.AttrFeedFrom] = &types.AttributeValueMemberN{Value: strconv.FormatInt(from, 10)}
 }
 
-// FeedEvent is an event read from the feed, with its feed key.
-type FeedEvent struct {
-	EventRecord
-	Key string
-}
+// FeedEvent is an event read from the feed, with its feed key
+// (job.FeedEvent).
+type FeedEvent = job.FeedEvent
 
 // Feed returns up to limit events of every user from one shard of the feed
 // index whose feed key is after after, oldest first. The index is

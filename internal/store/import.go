@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // ImportJobs writes jobs as they are, with their table and index keys, 25
@@ -60,9 +61,9 @@ func (s *Store) batchPut(ctx context.Context, items []map[string]types.Attribute
 // ImportUploads writes uploads as they are (see ImportJobs); a confirmed
 // one enters the upload sweep at the end of its use window, as
 // SettleUpload puts it.
-func (s *Store) ImportUploads(ctx context.Context, uploads []Upload) error {
-	items := make([]map[string]types.AttributeValue, 0, len(uploads))
-	for _, u := range uploads {
+func (s *Store) ImportUploads(ctx context.Context, ups []uploads.Upload) error {
+	items := make([]map[string]types.AttributeValue, 0, len(ups))
+	for _, u := range ups {
 		if u.UsableUntil == "" {
 			u.UsableUntil = sortTime(u.CreatedAt.Add(resources.UploadUseWindow))
 		}
@@ -73,7 +74,7 @@ func (s *Store) ImportUploads(ctx context.Context, uploads []Upload) error {
 		for k, v := range keyOf(uploadPK(u.ID), uploadSK) {
 			item[k] = v
 		}
-		if u.Status == UploadConfirmed && u.Refs <= 0 {
+		if u.Status == uploads.Confirmed && u.Refs <= 0 {
 			item[resources.AttrSweepKey] = str(sweepKey(uploadSweepStatus, u.ID))
 			item[resources.AttrSweepAt] = str(u.UsableUntil)
 		}

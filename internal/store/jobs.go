@@ -656,19 +656,8 @@ func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func
 	return job.Job{}, fmt.Errorf("updating job %s: %w (gave up after retries)", id, ErrConflict)
 }
 
-// ListQuery selects jobs of one owner.
-type ListQuery struct {
-	Owner string
-	// Status filters by status when set.
-	Status job.Status
-	// UpdatedSince, when set, returns jobs updated at or after it, oldest first.
-	UpdatedSince string
-	// Limit is the page size (1–200).
-	Limit int
-	// Cursor continues a previous page of the same query (same owner,
-	// status and UpdatedSince; any Limit); any other is ErrBadCursor.
-	Cursor string
-}
+// ListQuery selects jobs of one owner (job.ListQuery).
+type ListQuery = job.ListQuery
 
 // ListJobs returns one page of jobs, newest first (or oldest first by
 // updatedAt when UpdatedSince is set), and the cursor of the next page.
@@ -713,13 +702,8 @@ func jobIDOf(item map[string]types.AttributeValue) (string, bool) {
 	return id, ok && id != ""
 }
 
-// JobChange is what the owner's change index says of a job: that it was
-// written at UpdatedAt, and the sequence of its last event then.
-type JobChange struct {
-	ID        string
-	UpdatedAt time.Time
-	EventSeq  int64
-}
+// JobChange is what the owner's change index says of a job (job.Change).
+type JobChange = job.Change
 
 // ChangedJobs returns up to limit of owner's jobs updated at or after since
 // (an updatedKey, SinceKey), oldest first, from byOwnerUpdatedKeys alone:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // Media is referenced, not owned. An upload record counts the jobs that may
@@ -68,7 +69,7 @@ func mediaOf(j *job.Job) []string {
 func (s *Store) referenceOps(j *job.Job, now time.Time) ([]types.TransactWriteItem, error) {
 	var ops []types.TransactWriteItem
 	for _, id := range j.MediaRefs {
-		cond := expression.Name("status").Equal(expression.Value(UploadConfirmed)).
+		cond := expression.Name("status").Equal(expression.Value(uploads.Confirmed)).
 			And(expression.Name("uploadOwner").Equal(expression.Value(j.Owner))).
 			And(expression.Or(
 				expression.AttributeNotExists(expression.Name("usableUntil")),
@@ -193,9 +194,9 @@ func (s *Store) StaleJob(ctx context.Context, seen job.Job, now time.Time, fn fu
 
 // DueUploads returns up to limit uploads that no job refers to and whose
 // time to go came at or before before, across the sweep index's shards.
-func (s *Store) DueUploads(ctx context.Context, before time.Time, limit int) ([]Upload, error) {
+func (s *Store) DueUploads(ctx context.Context, before time.Time, limit int) ([]uploads.Upload, error) {
 	scan := s.ScanDueUploads(before)
-	var out []Upload
+	var out []uploads.Upload
 	for len(out) < limit && !scan.Done() {
 		page, err := scan.Uploads(ctx, limit-len(out))
 		if err != nil {
@@ -218,19 +219,19 @@ func (s *Store) ScanDueUploads(before time.Time) *DueScan {
 // later. It reports whether it did: only then may the caller delete the
 // object. An upload that turned out to be referenced leaves the sweep (its
 // last release puts it back).
-func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep time.Duration) (Upload, bool, error) {
+func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep time.Duration) (uploads.Upload, bool, error) {
 	due := expression.Name(resources.AttrSweepAt).LessThanEqual(expression.Value(sortTime(now)))
 	unreferenced := expression.Or(expression.AttributeNotExists(expression.Name("refs")), expression.Name("refs").LessThanEqual(expression.Value(0)))
-	goes := expression.Name("status").In(expression.Value(UploadConfirmed), expression.Value(UploadPending), expression.Value(UploadRejected))
+	goes := expression.Name("status").In(expression.Value(uploads.Confirmed), expression.Value(uploads.Pending), expression.Value(uploads.Rejected))
 	cond := goes.And(unreferenced).And(due)
-	update := expression.Set(expression.Name("status"), expression.Value(UploadExpired)).
+	update := expression.Set(expression.Name("status"), expression.Value(uploads.Expired)).
 		Set(expression.Name("expiredAt"), expression.Value(now.UTC().Format(time.RFC3339Nano))).
 		Set(expression.Name(resources.AttrExpiresAt), expression.Value(now.Add(keep).Unix())).
 		Remove(expression.Name(resources.AttrSweepKey)).
 		Remove(expression.Name(resources.AttrSweepAt))
 	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
-		return Upload{}, false, err
+		return uploads.Upload{}, false, err
 	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
@@ -239,14 +240,14 @@ func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep
 		ReturnValues: types.ReturnValueAllNew,
 	})
 	if isConditionFailed(err) {
-		return Upload{}, false, s.unsweepUpload(ctx, id)
+		return uploads.Upload{}, false, s.unsweepUpload(ctx, id)
 	}
 	if err != nil {
-		return Upload{}, false, fmt.Errorf("expiring upload %s: %w", id, err)
+		return uploads.Upload{}, false, fmt.Errorf("expiring upload %s: %w", id, err)
 	}
-	var u Upload
+	var u uploads.Upload
 	if err := attributevalue.UnmarshalMap(res.Attributes, &u); err != nil {
-		return Upload{}, false, fmt.Errorf("decoding upload %s: %w", id, err)
+		return uploads.Upload{}, false, fmt.Errorf("decoding upload %s: %w", id, err)
 	}
 	return u, true, nil
 }
@@ -258,7 +259,7 @@ func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time, keep
 func (s *Store) unsweepUpload(ctx context.Context, id string) error {
 	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).And(expression.Or(
 		expression.Name("refs").GreaterThan(expression.Value(0)),
-		expression.Name("status").Equal(expression.Value(UploadExpired)),
+		expression.Name("status").Equal(expression.Value(uploads.Expired)),
 	))
 	update := expression.Remove(expression.Name(resources.AttrSweepKey)).Remove(expression.Name(resources.AttrSweepAt))
 	e, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()

@@ -76,11 +76,12 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 	return &Store{db: db, table: table, now: now}
 }
 
-// sortTimeLayout renders times so that lexicographic order is time order.
-const sortTimeLayout = "2006-01-02T15:04:05.000000000Z"
+// sortTimeLayout renders times so that lexicographic order is time order
+// (job.SortTimeLayout).
+const sortTimeLayout = job.SortTimeLayout
 
 // sortTime renders t so that lexicographic order is time order.
-func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
+func sortTime(t time.Time) string { return job.SortTime(t) }
 
 func keyOf(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{

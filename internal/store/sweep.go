@@ -16,6 +16,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // sweepPartitions lists the bySweep partitions of status st: one per shard,
@@ -239,14 +240,14 @@ func sweptJob(item map[string]types.AttributeValue) (job.Job, error) {
 
 // Uploads reads the next page (up to limit) of due uploads (a scan of the
 // upload sweep, ScanDueUploads).
-func (d *DueScan) Uploads(ctx context.Context, limit int) ([]Upload, error) {
+func (d *DueScan) Uploads(ctx context.Context, limit int) ([]uploads.Upload, error) {
 	items, err := d.page(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Upload, 0, len(items))
+	out := make([]uploads.Upload, 0, len(items))
 	for _, item := range items {
-		var u Upload
+		var u uploads.Upload
 		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
 			return nil, fmt.Errorf("decoding an upload: %w", err)
 		}

@@ -13,54 +13,11 @@ import (
 
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
-// UploadStatus is where an upload stands.
-type UploadStatus string
-
-// Upload statuses.
-const (
-	UploadPending   UploadStatus = "pending"
-	UploadConfirmed UploadStatus = "confirmed"
-	UploadRejected  UploadStatus = "rejected"
-	// UploadExpired: no new job may name the upload; its object is gone,
-	// or goes when the last job that may still run and refers to it goes.
-	UploadExpired UploadStatus = "expired"
-)
-
-// Upload is one presigned upload slot and what became of it.
-type Upload struct {
-	ID          string       `json:"id" dynamodbav:"id"`
-	Owner       string       `json:"-" dynamodbav:"uploadOwner"`
-	Status      UploadStatus `json:"status" dynamodbav:"status"`
-	Key         string       `json:"key" dynamodbav:"key"`
-	Filename    string       `json:"filename" dynamodbav:"filename"`
-	Size        int64        `json:"size" dynamodbav:"size"`
-	ContentType string       `json:"contentType" dynamodbav:"contentType"`
-	Reason      string       `json:"reason,omitempty" dynamodbav:"reason,omitempty"`
-	CreatedAt   time.Time    `json:"createdAt" dynamodbav:"createdAt"`
-	ConfirmedAt *time.Time   `json:"confirmedAt,omitempty" dynamodbav:"confirmedAt,omitempty"`
-	// Pin names the exact object that was checked when the upload was
-	// confirmed; the publisher downloads only that object.
-	Pin job.Pin `json:"-" dynamodbav:"pin,omitempty"`
-	// Refs counts the jobs that may still run and refer to the upload
-	// (taken when a job is created, released when it goes stale).
-	Refs int `json:"-" dynamodbav:"refs,omitempty"`
-	// UsableUntil is when new jobs stop being able to name the upload
-	// (sortable time, CreatedAt + resources.UploadUseWindow).
-	UsableUntil string `json:"-" dynamodbav:"usableUntil,omitempty"`
-	// ExpiresAt is the record's TTL, epoch seconds.
-	ExpiresAt int64 `json:"-" dynamodbav:"expiresAt,omitempty"`
-}
-
-// StatusAt is the upload's status as readers see it at now: a confirmed
-// upload past its use window reads expired.
-func (u Upload) StatusAt(now time.Time) UploadStatus {
-	if u.Status == UploadConfirmed && u.UsableUntil != "" && sortTime(now) >= u.UsableUntil {
-		return UploadExpired
-	}
-	return u.Status
-}
+// The store keeps the uploads of package uploads.
+var _ uploads.Store = (*Store)(nil)
 
 const uploadSK = "UPLOAD"
 
@@ -74,7 +31,7 @@ func uploadPK(id string) string { return "UPL#" + id }
 // TTL is PendingUploadMargin later, so that the sweep reaches it first.
 // Confirming it moves its sweep to the end of its use window; rejecting
 // it keeps this one.
-func (s *Store) PutUpload(ctx context.Context, u Upload) error {
+func (s *Store) PutUpload(ctx context.Context, u uploads.Upload) error {
 	u.UsableUntil = sortTime(u.CreatedAt.Add(resources.UploadUseWindow))
 	if u.ExpiresAt == 0 {
 		u.ExpiresAt = u.CreatedAt.Add(resources.PendingUploadMargin).Unix()
@@ -104,8 +61,8 @@ func (s *Store) PutUpload(ctx context.Context, u Upload) error {
 }
 
 // GetUpload returns the upload with id or ErrNotFound.
-func (s *Store) GetUpload(ctx context.Context, id string) (Upload, error) {
-	var u Upload
+func (s *Store) GetUpload(ctx context.Context, id string) (uploads.Upload, error) {
+	var u uploads.Upload
 	err := s.get(ctx, uploadPK(id), uploadSK, &u)
 	u.Status = u.StatusAt(s.now())
 	return u, err
@@ -113,7 +70,7 @@ func (s *Store) GetUpload(ctx context.Context, id string) (Upload, error) {
 
 // GetUploads returns the uploads with the given ids (missing ones are
 // absent from the map), in one BatchGetItem per 100 ids.
-func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload, error) {
+func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]uploads.Upload, error) {
 	out, _, err := s.GetUploadsAndAccount(ctx, ids, "", "")
 	return out, err
 }
@@ -121,8 +78,8 @@ func (s *Store) GetUploads(ctx context.Context, ids []string) (map[string]Upload
 // GetUploadsAndAccount reads the uploads and, when owner is set, whether
 // owner has connected an account for provider — in the same BatchGetItem,
 // so a submission costs one read request.
-func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]Upload, bool, error) {
-	out := map[string]Upload{}
+func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]uploads.Upload, bool, error) {
+	out := map[string]uploads.Upload{}
 	connected := false
 	var keys []ItemKey
 	if owner != "" {
@@ -136,7 +93,7 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 			connected = true
 			return nil
 		}
-		var u Upload
+		var u uploads.Upload
 		if err := attributevalue.UnmarshalMap(item, &u); err != nil {
 			return err
 		}
@@ -159,7 +116,7 @@ func (s *Store) GetUploadsAndAccount(ctx context.Context, ids []string, owner, p
 // backstop TTL past the bucket lifecycle; a rejected one keeps the sweep
 // PutUpload gave it (its object goes once its presigned URL can no longer
 // put one) and its record expires after resources.DeleteAfterDefault.
-func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus, reason string, pin job.Pin, at time.Time) (Upload, error) {
+func (s *Store) SettleUpload(ctx context.Context, id string, status uploads.Status, reason string, pin job.Pin, at time.Time) (uploads.Upload, error) {
 	update := expression.Set(expression.Name("status"), expression.Value(status)).
 		Set(expression.Name("confirmedAt"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
 	if !pin.IsZero() {
@@ -168,7 +125,7 @@ func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus
 	if reason != "" {
 		update = update.Set(expression.Name("reason"), expression.Value(reason))
 	}
-	if status == UploadConfirmed {
+	if status == uploads.Confirmed {
 		update = update.
 			Set(expression.Name(resources.AttrExpiresAt), expression.Value(at.Add(resources.UploadObjectHorizon+resources.DeleteAfterDefault).Unix())).
 			Set(expression.Name(resources.AttrSweepKey), expression.Value(sweepKey(uploadSweepStatus, id))).
@@ -177,10 +134,10 @@ func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus
 		update = update.Set(expression.Name(resources.AttrExpiresAt), expression.Value(at.Add(resources.DeleteAfterDefault).Unix()))
 	}
 	cond := expression.AttributeExists(expression.Name(resources.AttrPK)).
-		And(expression.Name("status").Equal(expression.Value(UploadPending)))
+		And(expression.Name("status").Equal(expression.Value(uploads.Pending)))
 	e, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
-		return Upload{}, err
+		return uploads.Upload{}, err
 	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: keyOf(uploadPK(id), uploadSK),
@@ -193,9 +150,9 @@ func (s *Store) SettleUpload(ctx context.Context, id string, status UploadStatus
 		return s.GetUpload(ctx, id)
 	}
 	if err != nil {
-		return Upload{}, fmt.Errorf("settling upload %s: %w", id, err)
+		return uploads.Upload{}, fmt.Errorf("settling upload %s: %w", id, err)
 	}
-	var u Upload
+	var u uploads.Upload
 	err = attributevalue.UnmarshalMap(res.Attributes, &u)
 	u.Status = u.StatusAt(s.now())
 	return u, err

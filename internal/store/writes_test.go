@@ -14,6 +14,7 @@ import (
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -286,7 +287,7 @@ func TestCreateJobIdempotencyAndUploadReferences(t *testing.T) {
 	}
 
 	others := testfactory.Upload(t, b.st, testfactory.UploadOpts{})
-	pending := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Status: store.UploadPending})
+	pending := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, Status: uploads.Pending})
 	for name, id := range map[string]string{"another owner's": others.ID, "pending": pending.ID, "unknown": "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"} {
 		j := testfactory.Build(testfactory.JobOpts{Owner: owner, UploadIDs: []string{up.ID, id}})
 		_, _, err := b.st.CreateJob(ctx, &j)
@@ -362,21 +363,21 @@ func TestUploadSettles(t *testing.T) {
 	b := setupStore(t)
 	ctx := context.Background()
 	now := b.clk.Now()
-	u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Status: store.UploadPending, At: now})
-	if err := b.st.PutUpload(ctx, store.Upload{ID: u.ID, Owner: "someone-else", Status: store.UploadPending, CreatedAt: now}); err == nil {
+	u := testfactory.Upload(t, b.st, testfactory.UploadOpts{Status: uploads.Pending, At: now})
+	if err := b.st.PutUpload(ctx, uploads.Upload{ID: u.ID, Owner: "someone-else", Status: uploads.Pending, CreatedAt: now}); err == nil {
 		t.Fatal("a second upload with the same id was stored")
 	}
-	first, err := b.st.SettleUpload(ctx, u.ID, store.UploadConfirmed, "", job.Pin{}, now)
-	if err != nil || first.Status != store.UploadConfirmed {
+	first, err := b.st.SettleUpload(ctx, u.ID, uploads.Confirmed, "", job.Pin{}, now)
+	if err != nil || first.Status != uploads.Confirmed {
 		t.Fatalf("confirm: %+v, %v", first, err)
 	}
-	again, err := b.st.SettleUpload(ctx, u.ID, store.UploadRejected, "too late", job.Pin{}, now.Add(time.Second))
-	if err != nil || again.Status != store.UploadConfirmed || again.Reason != "" {
+	again, err := b.st.SettleUpload(ctx, u.ID, uploads.Rejected, "too late", job.Pin{}, now.Add(time.Second))
+	if err != nil || again.Status != uploads.Confirmed || again.Reason != "" {
 		t.Fatalf("a later rejection changed the outcome: %+v, %v", again, err)
 	}
 	// Past its use window, a confirmed upload reads expired.
 	b.clk.Advance(resources.UploadUseWindow + time.Second)
-	if got, err := b.st.GetUpload(ctx, u.ID); err != nil || got.StatusAt(b.clk.Now()) != store.UploadExpired {
+	if got, err := b.st.GetUpload(ctx, u.ID); err != nil || got.StatusAt(b.clk.Now()) != uploads.Expired {
 		t.Errorf("after the use window: %s, %v; want expired", got.StatusAt(b.clk.Now()), err)
 	}
 	if _, err := b.st.GetUpload(ctx, "upl_aaaaaaaaaaaaaaaaaaaaaaaaaa"); !errors.Is(err, store.ErrNotFound) {
@@ -475,7 +476,7 @@ func TestCreateJobRefusesUnusableUploads(t *testing.T) {
 	owner := testfactory.Owner()
 	good := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now})
 	others := testfactory.Upload(t, b.st, testfactory.UploadOpts{At: now})
-	pending := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now, Status: store.UploadPending})
+	pending := testfactory.Upload(t, b.st, testfactory.UploadOpts{Owner: owner, At: now, Status: uploads.Pending})
 	for name, bad := range map[string]string{"someone else's": others.ID, "pending": pending.ID, "missing": "upl_missing"} {
 		j := testfactory.Build(testfactory.JobOpts{Owner: owner, UploadIDs: []string{good.ID, bad}, At: now})
 		_, _, err := b.st.CreateJob(ctx, &j)
@@ -508,7 +509,7 @@ func TestWorkersReadDescribesItems(t *testing.T) {
 	}
 	want := func(t *testing.T, got job.Job) {
 		t.Helper()
-		for i, u := range []store.Upload{u1, u2} {
+		for i, u := range []uploads.Upload{u1, u2} {
 			it := got.Items[i]
 			if it.Key != u.Key || it.ContentType != u.ContentType || it.Size != u.Size || it.Filename != u.Filename || it.Pin != u.Pin {
 				t.Errorf("item %d: %+v; want it to describe upload %+v", i, it, u)

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // ErrLeaseLost is returned by Renew when the slot expired and was taken.
@@ -15,7 +15,7 @@ var ErrLeaseLost = errors.New("stream slot lost")
 
 // Slots keeps each user's stream slots (*store.Store, in the table): a
 // slot is held by one holder until its lease ends; taking a held slot and
-// renewing one another holder took are store.ErrConflict.
+// renewing one another holder took are fault.ErrConflict.
 type Slots interface {
 	// TakeStreamSlot gives slot n of user to holder until until, if it is
 	// free at now (never taken, or its lease ended).
@@ -64,7 +64,7 @@ func (l *Leases) acquireOnce(ctx context.Context, user, holder string) (*Lease, 
 	for i := range l.Max {
 		n := (start + i) % l.Max
 		err := l.Slots.TakeStreamSlot(ctx, user, n, holder, now, now.Add(l.TTL))
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, fault.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -78,7 +78,7 @@ func (l *Leases) acquireOnce(ctx context.Context, user, holder string) (*Lease, 
 // Renew extends the lease; ErrLeaseLost when another stream took the slot.
 func (x *Lease) Renew(ctx context.Context) error {
 	err := x.l.Slots.RenewStreamSlot(ctx, x.user, x.slot, x.holder, x.l.Now().Add(x.l.TTL))
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, fault.ErrConflict) {
 		return ErrLeaseLost
 	}
 	return err

@@ -33,7 +33,6 @@ import (
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Defaults.
@@ -54,9 +53,31 @@ const (
 	feedLookback = 3 * time.Second
 )
 
+// Store reads the jobs and their events (store.Store, on DynamoDB):
+// declared here so that this package links no DynamoDB client.
+type Store interface {
+	// GetJob returns the job, or fault.ErrNotFound.
+	GetJob(ctx context.Context, id string) (job.Job, error)
+	// Events returns up to limit of the job's events after sequence after,
+	// oldest first.
+	Events(ctx context.Context, jobID string, after int64, limit int) ([]job.EventRecord, error)
+	// GetEvent returns the job's event seq, or fault.ErrNotFound.
+	GetEvent(ctx context.Context, jobID string, seq int64) (job.EventRecord, error)
+	// ListJobs returns one page of the query's jobs and the next page's
+	// cursor.
+	ListJobs(ctx context.Context, q job.ListQuery) ([]job.Job, string, error)
+	// ChangedJobs returns up to limit of owner's jobs updated at or after
+	// since (a job.SortTime), oldest first.
+	ChangedJobs(ctx context.Context, owner, since string, limit int) ([]job.Change, error)
+	// Feed returns up to limit events of every user from one shard of the
+	// feed index whose feed key is after after (a job.FeedKey or a
+	// job.SortTime), oldest first.
+	Feed(ctx context.Context, shard int, after string, limit int) ([]job.FeedEvent, error)
+}
+
 // Config configures a Server.
 type Config struct {
-	Store *store.Store
+	Store Store
 	// Slots keep the users' stream slots, which cap their open streams
 	// (*store.Store; nil: no cap).
 	Slots Slots
@@ -163,7 +184,7 @@ func (s *Server) Open(ctx context.Context, req Request) (*Session, error) {
 			return nil, ErrNotFound
 		}
 		j, err := s.cfg.Store.GetJob(ctx, req.JobID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && !req.Admin && j.Owner != req.Caller) {
+		if errors.Is(err, fault.ErrNotFound) || (err == nil && !req.Admin && j.Owner != req.Caller) {
 			return nil, ErrNotFound
 		}
 		if err != nil {
@@ -372,13 +393,13 @@ func (s *Server) job(ctx context.Context, out writer, j *job.Job, lastEventID st
 const eventPage = 100
 
 // eventData is what a client receives: the event and the job after it.
-func eventData(ev store.EventRecord) job.EventBody { return ev.Body() }
+func eventData(ev job.EventRecord) job.EventBody { return ev.Body() }
 
 // all streams every job of owner: a snapshot of the newest jobs, then the
 // events of every job that changes. Event ids are "<jobId>:<seq>". An idle
 // poll is one query of the owner's recently updated jobs.
 func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string) error {
-	jobs, _, err := s.cfg.Store.ListJobs(ctx, store.ListQuery{Owner: owner, Limit: 50})
+	jobs, _, err := s.cfg.Store.ListJobs(ctx, job.ListQuery{Owner: owner, Limit: 50})
 	if err != nil {
 		return err
 	}
@@ -409,7 +430,7 @@ func (s *Server) all(ctx context.Context, out writer, owner, lastEventID string)
 	}
 	t := s.newTicker(out)
 	for {
-		changed, err := s.cfg.Store.ChangedJobs(ctx, owner, store.SinceKey(since), 100)
+		changed, err := s.cfg.Store.ChangedJobs(ctx, owner, job.SortTime(since), 100)
 		if err != nil && ctx.Err() == nil {
 			s.cfg.Logger.WarnContext(ctx, "reading changed jobs failed", "error", err)
 		}
@@ -457,7 +478,7 @@ func (s *Server) feed(ctx context.Context, out writer, lastEventID string) error
 		if seq, err := strconv.ParseInt(seqStr, 10, 64); err == nil {
 			if ev, err := s.cfg.Store.GetEvent(ctx, id, seq); err == nil {
 				since = ev.At
-				sent[store.FeedKey(ev)] = ev.At
+				sent[job.FeedKey(ev)] = ev.At
 			}
 		}
 	}
@@ -471,13 +492,13 @@ func (s *Server) feed(ctx context.Context, out writer, lastEventID string) error
 	}
 	t := s.newTicker(out)
 	for {
-		var batch []store.FeedEvent
+		var batch []job.FeedEvent
 		for n := range newest {
 			from := newest[n].Add(-feedLookback)
 			if from.Before(since) {
 				from = since
 			}
-			evs, err := s.cfg.Store.Feed(ctx, n, store.FeedTime(from), 200)
+			evs, err := s.cfg.Store.Feed(ctx, n, job.SortTime(from), 200)
 			if err != nil && ctx.Err() == nil {
 				s.cfg.Logger.WarnContext(ctx, "reading the event feed failed", "error", err)
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // Provider is the provider of the accounts Account connects.
@@ -42,9 +43,9 @@ func Owner() string { return "u-" + random(6) }
 type UploadOpts struct {
 	// Owner defaults to a fresh Owner().
 	Owner string
-	// Status defaults to store.UploadConfirmed; store.UploadPending leaves
-	// it unsettled, store.UploadRejected settles it rejected.
-	Status store.UploadStatus
+	// Status defaults to uploads.Confirmed; uploads.Pending leaves
+	// it unsettled, uploads.Rejected settles it rejected.
+	Status uploads.Status
 	// At is when it was created (and settled); defaults to time.Now().
 	At time.Time
 	// ContentType defaults to image/png, Size to 1024, Filename to
@@ -57,12 +58,12 @@ type UploadOpts struct {
 // Upload creates an upload in st and returns it as stored. Its key names
 // the object uploads/<owner>/<id>/<filename>, which the factory does not write: a test
 // that streams the media puts the object itself.
-func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
+func Upload(t testing.TB, st *store.Store, opts UploadOpts) uploads.Upload {
 	t.Helper()
 	ctx := context.Background()
 	defaults(&opts.Owner, &opts.At)
 	if opts.Status == "" {
-		opts.Status = store.UploadConfirmed
+		opts.Status = uploads.Confirmed
 	}
 	if opts.ContentType == "" {
 		opts.ContentType = "image/png"
@@ -74,8 +75,8 @@ func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 	if opts.Filename == "" {
 		opts.Filename = id + ".png"
 	}
-	u := store.Upload{
-		ID: id, Owner: opts.Owner, Status: store.UploadPending,
+	u := uploads.Upload{
+		ID: id, Owner: opts.Owner, Status: uploads.Pending,
 		Key:      "uploads/" + opts.Owner + "/" + id + "/" + opts.Filename,
 		Filename: opts.Filename, Size: opts.Size, ContentType: opts.ContentType,
 		CreatedAt: opts.At.UTC(),
@@ -83,7 +84,7 @@ func Upload(t testing.TB, st *store.Store, opts UploadOpts) store.Upload {
 	if err := st.PutUpload(ctx, u); err != nil {
 		t.Fatalf("testfactory: storing upload: %v", err)
 	}
-	if opts.Status == store.UploadPending {
+	if opts.Status == uploads.Pending {
 		got, err := st.GetUpload(ctx, id)
 		if err != nil {
 			t.Fatalf("testfactory: reading upload %s: %v", id, err)
@@ -111,7 +112,7 @@ type AccountOpts struct {
 }
 
 // Account stores a connected account for opts.Owner and returns it.
-func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
+func Account(t testing.TB, st *store.Store, opts AccountOpts) accounts.Account {
 	t.Helper()
 	ctx := context.Background()
 	defaults(&opts.Owner, &opts.At)
@@ -127,7 +128,7 @@ func Account(t testing.TB, st *store.Store, opts AccountOpts) store.Account {
 			t.Fatalf("testfactory: sealing the refresh token: %v", err)
 		}
 	}
-	a := store.Account{Owner: opts.Owner, Provider: Provider, Refresh: env, Version: 1, ConnectedAt: opts.At.UTC(), UpdatedAt: opts.At.UTC()}
+	a := accounts.Account{Owner: opts.Owner, Provider: Provider, Refresh: env, Version: 1, ConnectedAt: opts.At.UTC(), UpdatedAt: opts.At.UTC()}
 	if err := st.PutAccount(ctx, a); err != nil {
 		t.Fatalf("testfactory: storing account: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
+	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 
@@ -32,7 +33,7 @@ func TestRecordsAreStoredAsTheOptionsSay(t *testing.T) {
 	}
 	for _, it := range running.Items {
 		u, err := st.GetUpload(ctx, it.UploadID)
-		if err != nil || u.Owner != owner || u.Status != store.UploadConfirmed || u.Refs != 1 || it.Key != u.Key || it.Size != u.Size {
+		if err != nil || u.Owner != owner || u.Status != uploads.Confirmed || u.Refs != 1 || it.Key != u.Key || it.Size != u.Size {
 			t.Errorf("item %+v on upload %+v (%v)", it, u, err)
 		}
 	}
@@ -49,8 +50,8 @@ func TestRecordsAreStoredAsTheOptionsSay(t *testing.T) {
 		t.Errorf("running jobs due = %d, %v; want the factory's one, indexed", n, err)
 	}
 
-	pending := testfactory.Upload(t, st, testfactory.UploadOpts{Status: store.UploadPending})
-	if pending.Status != store.UploadPending {
+	pending := testfactory.Upload(t, st, testfactory.UploadOpts{Status: uploads.Pending})
+	if pending.Status != uploads.Pending {
 		t.Errorf("pending upload = %+v", pending)
 	}
 	a := testfactory.Account(t, st, testfactory.AccountOpts{Owner: owner})

@@ -14,12 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // AllowedTypes are the content types an upload may declare.
@@ -33,15 +32,15 @@ type Objects interface {
 	// Name is the bucket's name, the one its events name.
 	Name() string
 	// PresignPut signs a PUT of key that must carry exactly h.
-	PresignPut(ctx context.Context, key string, h bucket.Headers, expires time.Duration) (bucket.Presigned, error)
-	// Get streams key's object as o narrows it; bucket.ErrNotFound when
+	PresignPut(ctx context.Context, key string, h Headers, expires time.Duration) (Presigned, error)
+	// Get streams key's object as o narrows it; ErrObjectNotFound when
 	// there is none.
-	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
+	Get(ctx context.Context, key string, o GetOptions) (io.ReadCloser, Object, error)
 }
 
 // Config configures a Service; every field is required unless noted.
 type Config struct {
-	Store *store.Store
+	Store Store
 	// Objects is the bucket uploads land in.
 	Objects Objects
 	// Prefix is where uploads land, e.g. "uploads/".
@@ -103,10 +102,10 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 		return Signed{}, invalid.Field("size", fmt.Sprintf("must be between 1 and %d bytes", s.cfg.MaxSize))
 	}
 	now := s.cfg.Now().UTC()
-	u := store.Upload{
+	u := Upload{
 		ID:          ids.New(ids.Upload),
 		Owner:       owner,
-		Status:      store.UploadPending,
+		Status:      Pending,
 		Filename:    SanitizeFilename(req.Filename),
 		Size:        req.Size,
 		ContentType: req.ContentType,
@@ -115,7 +114,7 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 		ExpiresAt: now.Add(s.cfg.Expiry + resources.PendingUploadMargin).Unix(),
 	}
 	u.Key = s.cfg.Prefix + owner + "/" + u.ID + "/" + u.Filename
-	presigned, err := s.cfg.Objects.PresignPut(ctx, u.Key, bucket.Headers{
+	presigned, err := s.cfg.Objects.PresignPut(ctx, u.Key, Headers{
 		ContentType:   u.ContentType,
 		ContentLength: u.Size,
 		// Signed like the type and size: the client sends it as given in
@@ -141,27 +140,27 @@ func (s *Service) Sign(ctx context.Context, owner string, req SignRequest) (Sign
 	}, nil
 }
 
-// Get returns owner's upload, or store.ErrNotFound (also for someone else's).
-func (s *Service) Get(ctx context.Context, owner, id string) (store.Upload, error) {
+// Get returns owner's upload, or fault.ErrNotFound (also for someone else's).
+func (s *Service) Get(ctx context.Context, owner, id string) (Upload, error) {
 	if !ids.Valid(ids.Upload, id) {
-		return store.Upload{}, store.ErrNotFound
+		return Upload{}, fault.ErrNotFound
 	}
 	u, err := s.cfg.Store.GetUpload(ctx, id)
 	if err != nil {
-		return store.Upload{}, err
+		return Upload{}, err
 	}
 	if u.Owner != owner {
-		return store.Upload{}, store.ErrNotFound
+		return Upload{}, fault.ErrNotFound
 	}
 	return u, nil
 }
 
 // Confirm checks owner's upload in S3 and settles it; idempotent. It returns
 // ErrNotUploaded when the object is not there yet.
-func (s *Service) Confirm(ctx context.Context, owner, id string) (store.Upload, error) {
+func (s *Service) Confirm(ctx context.Context, owner, id string) (Upload, error) {
 	u, err := s.Get(ctx, owner, id)
 	if err != nil {
-		return store.Upload{}, err
+		return Upload{}, err
 	}
 	return s.settle(ctx, u)
 }
@@ -169,29 +168,29 @@ func (s *Service) Confirm(ctx context.Context, owner, id string) (store.Upload, 
 // ObjectCreated handles the S3 ObjectCreated event of one object: the key
 // must be an upload slot of the user it names. Objects that are no upload
 // slot are ignored (logged), never an error, so the event is not retried.
-func (s *Service) ObjectCreated(ctx context.Context, bucketName, key string) (store.Upload, error) {
+func (s *Service) ObjectCreated(ctx context.Context, bucketName, key string) (Upload, error) {
 	log := s.cfg.Logger.With("bucket", bucketName, "key", key)
 	if bucketName != s.cfg.Objects.Name() {
 		log.WarnContext(ctx, "ignoring object of another bucket")
-		return store.Upload{}, nil
+		return Upload{}, nil
 	}
 	rest, ok := strings.CutPrefix(key, s.cfg.Prefix)
 	parts := strings.Split(rest, "/")
 	if !ok || len(parts) != 3 || !ids.Valid(ids.Upload, parts[1]) {
 		log.WarnContext(ctx, "ignoring object outside the upload slots")
-		return store.Upload{}, nil
+		return Upload{}, nil
 	}
 	u, err := s.cfg.Store.GetUpload(ctx, parts[1])
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		log.WarnContext(ctx, "ignoring object of an unknown upload", "upload_id", parts[1])
-		return store.Upload{}, nil
+		return Upload{}, nil
 	}
 	if err != nil {
-		return store.Upload{}, err
+		return Upload{}, err
 	}
 	if u.Owner != parts[0] || u.Key != key {
 		// Someone wrote into a slot path that is not theirs.
-		return s.cfg.Store.SettleUpload(ctx, u.ID, store.UploadRejected, "object key does not belong to the upload's owner", job.Pin{}, s.cfg.Now())
+		return s.cfg.Store.SettleUpload(ctx, u.ID, Rejected, "object key does not belong to the upload's owner", job.Pin{}, s.cfg.Now())
 	}
 	return s.settle(ctx, u)
 }
@@ -207,19 +206,19 @@ const sniffBytes = 512
 // checked (its ETag, and its version in a versioned bucket): a presigned
 // URL stays valid after confirmation, and the publisher refuses any other
 // object under the key.
-func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, error) {
-	if u.Status != store.UploadPending {
+func (s *Service) settle(ctx context.Context, u Upload) (Upload, error) {
+	if u.Status != Pending {
 		return u, nil
 	}
 	var first []byte
-	body, obj, err := s.cfg.Objects.Get(ctx, u.Key, bucket.GetOptions{Range: fmt.Sprintf("bytes=0-%d", sniffBytes-1)})
+	body, obj, err := s.cfg.Objects.Get(ctx, u.Key, GetOptions{Range: fmt.Sprintf("bytes=0-%d", sniffBytes-1)})
 	switch {
-	case errors.Is(err, bucket.ErrNotFound):
+	case errors.Is(err, ErrObjectNotFound):
 		return u, ErrNotUploaded
-	case errors.Is(err, bucket.ErrRangeNotSatisfiable):
+	case errors.Is(err, ErrRangeNotSatisfiable):
 		// An empty object: no byte to range over. Its ETag is not read;
 		// the rejection pins nothing.
-		obj = bucket.Object{}
+		obj = Object{}
 	case err != nil:
 		return u, fmt.Errorf("checking upload %s: %w", u.ID, err)
 	default:
@@ -241,9 +240,9 @@ func (s *Service) settle(ctx context.Context, u store.Upload) (store.Upload, err
 			reason = fmt.Sprintf("content is %s, not the declared %s", got, u.ContentType)
 		}
 	}
-	status := store.UploadConfirmed
+	status := Confirmed
 	if reason != "" {
-		status = store.UploadRejected
+		status = Rejected
 	}
 	settled, err := s.cfg.Store.SettleUpload(ctx, u.ID, status, reason, pin, s.cfg.Now())
 	if err == nil {

@@ -131,7 +131,7 @@ func TestSignBindsTypeSizeAndExpiry(t *testing.T) {
 		}
 	}
 	got, err := b.st.GetUpload(ctx, s.UploadID)
-	if err != nil || got.Status != store.UploadPending || got.Owner != owner || got.Size != 1234 {
+	if err != nil || got.Status != uploads.Pending || got.Owner != owner || got.Size != 1234 {
 		t.Errorf("stored upload %+v, %v", got, err)
 	}
 }
@@ -159,12 +159,12 @@ func TestConfirmChecksTheObject(t *testing.T) {
 		b.put(t, s.Key, "image/png", img)
 		for range 2 {
 			u, err := b.svc.Confirm(ctx, owner, s.UploadID)
-			if err != nil || u.Status != store.UploadConfirmed {
+			if err != nil || u.Status != uploads.Confirmed {
 				t.Fatalf("confirm: %s, %v", u.Status, err)
 			}
 		}
 		// The S3 event for the same object: the same answer.
-		if u, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key); err != nil || u.Status != store.UploadConfirmed {
+		if u, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key); err != nil || u.Status != uploads.Confirmed {
 			t.Fatalf("event after confirm: %s, %v", u.Status, err)
 		}
 	})
@@ -192,7 +192,7 @@ func TestConfirmChecksTheObject(t *testing.T) {
 			s := sign(owner, tc.declared)
 			b.put(t, s.Key, tc.contentType, tc.body)
 			u, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key)
-			if err != nil || u.Status != store.UploadRejected || u.Reason == "" {
+			if err != nil || u.Status != uploads.Rejected || u.Reason == "" {
 				t.Errorf("status %s reason %q err %v, want rejected with a reason", u.Status, u.Reason, err)
 			}
 		})
@@ -221,7 +221,7 @@ func TestConfirmReadsTheObjectOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter.Reset()
-	if u, err := svc.ObjectCreated(ctx, env.Res.Definition.Bucket.Name, s.Key); err != nil || u.Status != store.UploadConfirmed || u.Pin.ETag == "" {
+	if u, err := svc.ObjectCreated(ctx, env.Res.Definition.Bucket.Name, s.Key); err != nil || u.Status != uploads.Confirmed || u.Pin.ETag == "" {
 		t.Fatalf("the S3 event's confirm: %s %+v, %v; want confirmed and pinned", u.Status, u.Pin, err)
 	}
 	if _, err := svc.Confirm(ctx, owner, s.UploadID); err != nil {
@@ -257,10 +257,10 @@ func TestObjectCreatedIgnoresWhatIsNoSlot(t *testing.T) {
 	intruder := "uploads/u-intruder/" + s.UploadID + "/a.png"
 	b.put(t, intruder, "image/png", pngBytes(t))
 	u, err := b.svc.ObjectCreated(ctx, b.bucket, intruder)
-	if err != nil || u.Status != store.UploadRejected {
+	if err != nil || u.Status != uploads.Rejected {
 		t.Errorf("intruder's key: %s, %v; want rejected", u.Status, err)
 	}
-	if got, _ := b.st.GetUpload(ctx, s.UploadID); got.Status != store.UploadRejected {
+	if got, _ := b.st.GetUpload(ctx, s.UploadID); got.Status != uploads.Rejected {
 		t.Errorf("stored status %s, want rejected", got.Status)
 	}
 }
@@ -393,7 +393,7 @@ func TestUnicodeNameReachesS3(t *testing.T) {
 	}
 	// S3 events carry the key form-encoded.
 	up, err := b.svc.ObjectCreated(ctx, b.bucket, s.Key)
-	if err != nil || up.Status != store.UploadConfirmed || up.Filename != "кот 🐱 ñ.png" {
+	if err != nil || up.Status != uploads.Confirmed || up.Filename != "кот 🐱 ñ.png" {
 		t.Errorf("after the event: %+v, %v", up, err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/apiclient"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
@@ -220,7 +219,7 @@ func (b *Bundle) Upload(token string, data []byte) string {
 	}
 	b.Eventually(func() bool {
 		u, err := c.GetUpload(ctx, signed.UploadID)
-		return err == nil && u.Status == store.UploadConfirmed
+		return err == nil && u.Status == uploads.Confirmed
 	}, "upload %s confirmed by the S3 event", signed.UploadID)
 	return signed.UploadID
 }

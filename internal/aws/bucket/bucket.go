@@ -1,10 +1,11 @@
 // Package bucket is the S3 adapter: the one package that imports the S3
 // SDK. A Bucket is one bucket and the operations the domain makes on it —
-// presigned PUTs, HEAD, streamed GETs, DELETE — in the domain's terms: a
-// missing object is ErrNotFound, a failed If-Match is ErrPreconditionFailed,
-// a range past an empty object's end is ErrRangeNotSatisfiable, every other error is the SDK's own. The domain packages (uploads, publish,
-// recovery) each declare the few methods they call and are given a Bucket
-// at wiring time.
+// presigned PUTs, HEAD, streamed GETs, DELETE — in the domain's terms
+// (package uploads, aliased here): a missing object is ErrNotFound, a failed
+// If-Match is ErrPreconditionFailed, a range past an empty object's end is
+// ErrRangeNotSatisfiable, every other error is the SDK's own. The domain
+// packages (uploads, publish, recovery) each declare the few methods they
+// call and are given a Bucket at wiring time.
 package bucket
 
 import (
@@ -22,20 +23,30 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
-// ErrNotFound means the object (or the version asked for) is not in the
-// bucket: S3 answered 404. A caller without s3:ListBucket is answered 403
-// instead, which is not ErrNotFound.
-var ErrNotFound = errors.New("no such object")
+// The errors of the domain's terms (package uploads).
+var (
+	// ErrNotFound: S3 answered 404 (uploads.ErrObjectNotFound).
+	ErrNotFound = uploads.ErrObjectNotFound
+	// ErrPreconditionFailed: S3 answered 412 (uploads.ErrPreconditionFailed).
+	ErrPreconditionFailed = uploads.ErrPreconditionFailed
+	// ErrRangeNotSatisfiable: S3 answered 416 (uploads.ErrRangeNotSatisfiable).
+	ErrRangeNotSatisfiable = uploads.ErrRangeNotSatisfiable
+)
 
-// ErrPreconditionFailed means the object is not the one If-Match named: S3
-// answered 412.
-var ErrPreconditionFailed = errors.New("precondition failed")
-
-// ErrRangeNotSatisfiable means a ranged GET asked for bytes the object does
-// not have (an empty object): S3 answered 416.
-var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
+// The types of the domain's terms (package uploads).
+type (
+	// Object describes a stored object (uploads.Object).
+	Object = uploads.Object
+	// Headers are the headers a PUT sends (uploads.Headers).
+	Headers = uploads.Headers
+	// Presigned is a signed request (uploads.Presigned).
+	Presigned = uploads.Presigned
+	// GetOptions narrow a Get (uploads.GetOptions).
+	GetOptions = uploads.GetOptions
+)
 
 // Bucket is one S3 bucket. Its methods are safe for concurrent use.
 type Bucket struct {
@@ -67,40 +78,6 @@ func New(cfg aws.Config, name string, opts ...Option) *Bucket {
 
 // Name is the bucket's name.
 func (b *Bucket) Name() string { return b.name }
-
-// Object describes a stored object, as a HEAD or GET answered it; a field
-// S3 did not send is empty.
-type Object struct {
-	// ETag is the object's entity tag, quoted as S3 sends it.
-	ETag string
-	// VersionID is the object's version in a versioned bucket.
-	VersionID string
-	// Size is the length of the object (of the body a GET answered: a
-	// range's), in bytes.
-	Size int64
-	// Length is the whole object's length, in bytes: a ranged GET's
-	// Content-Range total, else Size.
-	Length int64
-	// ContentType and ContentDisposition are the headers stored with it.
-	ContentType        string
-	ContentDisposition string
-}
-
-// Headers are the headers a PUT sends with its body (each when set).
-type Headers struct {
-	ContentType        string
-	ContentDisposition string
-	// ContentLength is the body's exact size (0: not set).
-	ContentLength int64
-}
-
-// Presigned is a signed request: send Method to URL with every header of
-// SignedHeader as it is (Host is among them: the URL carries it).
-type Presigned struct {
-	Method       string
-	URL          string
-	SignedHeader http.Header
-}
 
 // PresignPut signs a PUT of key that must carry exactly h, valid for
 // expires. The signature binds each header of h, so a PUT of another
@@ -149,17 +126,6 @@ func (b *Bucket) Head(ctx context.Context, key string) (Object, error) {
 	size := aws.ToInt64(out.ContentLength)
 	return Object{ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId), Size: size, Length: size,
 		ContentType: aws.ToString(out.ContentType), ContentDisposition: aws.ToString(out.ContentDisposition)}, nil
-}
-
-// GetOptions narrow a Get; each applies when set.
-type GetOptions struct {
-	// IfMatch is the ETag the object must have (ErrPreconditionFailed if
-	// not).
-	IfMatch string
-	// VersionID is the version to read (ErrNotFound if it is gone).
-	VersionID string
-	// Range is an HTTP byte range ("bytes=0-511").
-	Range string
 }
 
 // Get streams key's object as o narrows it: the body is read from S3 as

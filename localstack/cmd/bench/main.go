@@ -1181,9 +1181,9 @@ func (e *env) confirmed(ctx context.Context, id string) error {
 			return err
 		}
 		switch {
-		case u.Status == store.UploadConfirmed:
+		case u.Status == uploads.Confirmed:
 			return nil
-		case u.Status != store.UploadPending:
+		case u.Status != uploads.Pending:
 			return fmt.Errorf("upload %s %s: %s", id, u.Status, u.Reason)
 		case time.Now().After(deadline):
 			return fmt.Errorf("upload %s not confirmed by its S3 event within a minute", id)
