@@ -257,11 +257,13 @@ func TestConfiguredSettingsReachTheTemplate(t *testing.T) {
 		if got := vars["CONVEYOR_OWNER_SLOTS"]; got != "user-42=16" {
 			t.Errorf("%s: CONVEYOR_OWNER_SLOTS = %v, want user-42=16", fn, got)
 		}
-		// Only the api function admits requests by their owner's rate.
+		// The functions that serve user tokens (api, uploads, schedules)
+		// admit requests by their owner's rate, the same rates.
 		rates := map[string]any{"CONVEYOR_RATE_LIMITS": "corporate=50/100,enterprise=100/100,free=2/50,pro=20/100,standard=10/80", "CONVEYOR_OWNER_RATE_LIMITS": "user-42=40/400"}
+		userFacing := fn == resources.FuncAPI || fn == resources.FuncUploads || fn == resources.FuncSchedules
 		for k, want := range rates {
-			if got, ok := vars[k]; ok != (fn == resources.FuncAPI) || (ok && got != want) {
-				t.Errorf("%s: %s = %v (set %v), want %v on the api function alone", fn, k, got, ok, want)
+			if got, ok := vars[k]; ok != userFacing || (ok && got != want) {
+				t.Errorf("%s: %s = %v (set %v), want %v on the api, uploads and schedules functions alone", fn, k, got, ok, want)
 			}
 		}
 		// Only the relay reads what goes on the bus: the configured choice.

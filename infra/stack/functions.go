@@ -142,8 +142,9 @@ func (b *builder) functions() {
 		for k, v := range b.secretEnv(fn) {
 			env[k] = v
 		}
-		if fn == resources.FuncAPI {
-			// The api function alone admits requests by their owner's rate.
+		if fn == resources.FuncAPI || fn == resources.FuncUploads || fn == resources.FuncSchedules {
+			// The functions that serve user tokens admit their requests by
+			// the owner's rate (the admin function's tokens are operators').
 			for k, v := range b.props.Config.Rates.env() {
 				env[k] = jsii.String(v)
 			}

@@ -16,8 +16,9 @@ import (
 // (API Gateway's $default route): health, account connection, jobs,
 // webhooks and the operations dashboard. Its handler is the router
 // (httpapi.Router.Serve), which admits each user token's request by its
-// owner's rate (RateLimiter). The admin, uploads and schedules routes are their
-// own functions' (Admin, Uploads, Schedules), so this one creates no S3,
+// owner's rate (RateLimiter), as the uploads and schedules functions do.
+// The admin, uploads and schedules routes are their own functions'
+// (Admin, Uploads, Schedules), so this one creates no S3,
 // Scheduler or Lambda client and its role may call none of them. It reads
 // no secret at cold start (ResolveHTTP).
 func API(platform func(Env) APIPlatform) Function[HTTPHandler] {
@@ -28,11 +29,7 @@ func API(platform func(Env) APIPlatform) Function[HTTPHandler] {
 // web.Files, served with dash's headers) on a new router whose user
 // tokens' requests lim admits by their owner's rate (RateLimiter).
 func APIRouter(env Env, s httpapi.UserServices, dash httpapi.DashboardOptions, lim *ratelimit.Limiter) *httpapi.Router {
-	var l httpapi.Limiter // nil: no rate (a nil *Limiter is not a nil Limiter)
-	if lim != nil {
-		l = lim
-	}
-	rt := routerWith(env, l)
+	rt := routerWith(env, lim)
 	httpapi.RegisterUsers(rt, s)
 	// The operations dashboard: served by the api function, in AWS as here.
 	httpapi.RegisterDashboard(rt, web.Files(), dash)

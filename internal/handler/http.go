@@ -32,11 +32,16 @@ func RouterFor(env Env) *httpapi.Router {
 
 // routerWith is RouterFor with lim, when not nil, admitting each user
 // token's request by its owner's rate.
-func routerWith(env Env, lim httpapi.Limiter) *httpapi.Router {
-	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log(), Limiter: lim})
+func routerWith(env Env, lim *ratelimit.Limiter) *httpapi.Router {
+	var l httpapi.Limiter // nil: no rate (a nil *Limiter is not a nil Limiter)
+	if lim != nil {
+		l = lim
+	}
+	return httpapi.NewRouter(httpapi.Options{Verifier: env.Verifier(secretref.JWTKey(env.Config, env.AWS).Get), Logger: env.Log(), Limiter: l})
 }
 
-// RateLimiter is the api function's per-owner request rate
+// RateLimiter is the per-owner request rate of the functions that serve
+// user tokens (api, uploads, schedules)
 // (CONVEYOR_RATE_LIMITS, CONVEYOR_OWNER_RATE_LIMITS; docs/limits.md), its
 // buckets in st, shared by every instance.
 func RateLimiter(env Env, st *store.Store) (*ratelimit.Limiter, error) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
 	"github.com/conveyor/conveyor/internal/sealer"
@@ -23,9 +24,10 @@ import (
 var Schedules = Function[HTTPHandler]{Name: resources.FuncSchedules, Resolve: ResolveHTTP, New: NewSchedules}
 
 // SchedulesRouter registers the schedules' routes on a new router; st
-// keeps their Idempotency-Keys.
-func SchedulesRouter(env Env, svc *schedule.Service, st *store.Store) *httpapi.Router {
-	rt := RouterFor(env)
+// keeps their Idempotency-Keys, and lim admits user tokens' requests by
+// their owner's rate (RateLimiter: the same buckets as the api function's).
+func SchedulesRouter(env Env, svc *schedule.Service, st *store.Store, lim *ratelimit.Limiter) *httpapi.Router {
+	rt := routerWith(env, lim)
 	httpapi.RegisterSchedules(rt, svc, IdempotencyFor(env, st))
 	return rt
 }
@@ -43,5 +45,9 @@ func NewSchedules(_ context.Context, env Env) (HTTPHandler, error) {
 	sub := NewSubmission(env, st, sqsc, Fronts(st, nil))
 	schedules := schedule.New(schedule.Config{Store: st, Jobs: sub.Jobs, Now: env.Now, Logger: env.Log(), Backend: scheduler.For(env.AWS, env.Config),
 		Sealer: sealer.For(env.AWS, env.Config.KMSKeyID)})
-	return SchedulesRouter(env, schedules, st).Serve, nil
+	lim, err := RateLimiter(env, st)
+	if err != nil {
+		return nil, err
+	}
+	return SchedulesRouter(env, schedules, st, lim).Serve, nil
 }

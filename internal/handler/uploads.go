@@ -5,6 +5,7 @@ import (
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/httpapi"
+	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
@@ -20,15 +21,21 @@ import (
 // secret at cold start (ResolveHTTP).
 var Uploads = Function[HTTPHandler]{Name: resources.FuncUploads, Resolve: ResolveHTTP, New: NewUploads}
 
-// UploadsRouter registers the uploads routes on a new router.
-func UploadsRouter(env Env, svc *uploads.Service) *httpapi.Router {
-	rt := RouterFor(env)
+// UploadsRouter registers the uploads routes on a new router, whose user
+// tokens' requests lim admits by their owner's rate (RateLimiter: the same
+// buckets as the api function's).
+func UploadsRouter(env Env, svc *uploads.Service, lim *ratelimit.Limiter) *httpapi.Router {
+	rt := routerWith(env, lim)
 	httpapi.RegisterUploads(rt, svc)
 	return rt
 }
 
 // NewUploads wires the uploads function from env: the table and the bucket.
 func NewUploads(_ context.Context, env Env) (HTTPHandler, error) {
-	db := env.DynamoDB()
-	return UploadsRouter(env, UploadsService(env, env.Store(db), bucket.New(env.AWS, env.Config.Bucket))).Serve, nil
+	st := env.Store(env.DynamoDB())
+	lim, err := RateLimiter(env, st)
+	if err != nil {
+		return nil, err
+	}
+	return UploadsRouter(env, UploadsService(env, st, bucket.New(env.AWS, env.Config.Bucket)), lim).Serve, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,6 +212,35 @@ func DecodeWithLimit(r *Request, v any, limit int64) error {
 		}
 	}
 	return nil
+}
+
+// DecodeNoNulls is Decode for a body whose members the contract never
+// allows as null: encoding/json reads a member given null as absent, and
+// the schema refuses it, so each such member is a 400 naming it (members
+// of nested objects are the type's own to check).
+func DecodeNoNulls(r *Request, v any) error {
+	if err := Decode(r, v); err != nil {
+		return err
+	}
+	body, err := decodeBody(r.Raw, r.limit())
+	if err != nil {
+		return err
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // not an object: Decode judged the body as v's type
+	}
+	names := make([]string, 0, len(members))
+	for name, raw := range members {
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidType, Field: names[0], Message: fmt.Sprintf("%s must not be null: leave it out instead", names[0])}
 }
 
 func checkContentType(ct string) *Error {

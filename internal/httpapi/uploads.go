@@ -22,7 +22,7 @@ type uploadRoutes struct{ svc *uploads.Service }
 
 func (u uploadRoutes) sign(r *Request) (Response, error) {
 	var req uploads.SignRequest
-	if err := Decode(r, &req); err != nil {
+	if err := DecodeNoNulls(r, &req); err != nil {
 		return Response{}, err
 	}
 	signed, err := u.svc.Sign(r.Ctx, r.Claims.Subject, req)

@@ -43,7 +43,7 @@ func (s UserServices) rotateWebhookSecret(r *Request) (Response, error) {
 
 func (s UserServices) createWebhook(r *Request) (Response, error) {
 	var req webhook.CreateRequest
-	if err := Decode(r, &req); err != nil {
+	if err := DecodeNoNulls(r, &req); err != nil {
 		return Response{}, err
 	}
 	ep, err := s.Endpoints.Create(r.Ctx, r.Claims.Subject, req)
@@ -65,7 +65,7 @@ func (s UserServices) listWebhooks(r *Request) (Response, error) {
 
 func (s UserServices) updateWebhook(r *Request) (Response, error) {
 	var req webhook.UpdateRequest
-	if err := Decode(r, &req); err != nil {
+	if err := DecodeNoNulls(r, &req); err != nil {
 		return Response{}, err
 	}
 	ep, err := s.Endpoints.Update(r.Ctx, r.Claims.Subject, r.Params["id"], req)
@@ -86,7 +86,7 @@ func (s UserServices) deleteWebhook(r *Request) (Response, error) {
 // many were queued (webhook.Redeliveries).
 func (s UserServices) redeliverWebhook(r *Request) (Response, error) {
 	var req webhook.RedeliverRequest
-	if err := Decode(r, &req); err != nil {
+	if err := DecodeNoNulls(r, &req); err != nil {
 		return Response{}, err
 	}
 	res, err := s.Redeliveries.Redeliver(r.Ctx, r.Claims.Subject, r.Params["id"], req)

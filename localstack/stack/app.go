@@ -161,7 +161,17 @@ func NewApp(cfg config.Config, awsCfg aws.Config, opts AppOptions) (*App, error)
 	a.Router = handler.APIRouter(env, httpapi.UserServices{Jobs: a.Jobs, Accounts: a.Accounts,
 		Keys: a.WebhookKeys, Endpoints: a.WebhookEndpoints, Redeliveries: redeliveries, Idempotency: handler.IdempotencyFor(env, a.Store)}, opts.Dashboard, a.Rates)
 	a.AdminRouter = handler.AdminRouter(env, a.Admin)
-	a.UploadsRouter = handler.UploadsRouter(env, a.Uploads)
-	a.SchedulesRouter = handler.SchedulesRouter(env, a.Schedules, a.Store)
+	// Each function has a limiter of its own, as each has its instances in
+	// AWS: they share the owners' buckets in the table.
+	uploadsRates, err := handler.RateLimiter(env, a.Store)
+	if err != nil {
+		return nil, err
+	}
+	schedulesRates, err := handler.RateLimiter(env, a.Store)
+	if err != nil {
+		return nil, err
+	}
+	a.UploadsRouter = handler.UploadsRouter(env, a.Uploads, uploadsRates)
+	a.SchedulesRouter = handler.SchedulesRouter(env, a.Schedules, a.Store, schedulesRates)
 	return a, nil
 }

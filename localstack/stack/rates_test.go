@@ -91,3 +91,29 @@ func TestAnOwnerHammeringTheAPIIsThrottledAndAnotherIsNot(t *testing.T) {
 	}
 	t.Logf("the script's %d requests in %v: %v (bound on 201: %d)", total, elapsed.Round(time.Millisecond), statuses, bound)
 }
+
+// TestAnOwnersRateIsOneAcrossTheFunctions: the uploads and schedules
+// functions admit a user's request by the same bucket as the api
+// function's (its item in the table), so an owner that spent its burst on
+// jobs is refused a presigned upload at once (429 with Retry-After), and
+// another owner's is signed.
+func TestAnOwnersRateIsOneAcrossTheFunctions(t *testing.T) {
+	t.Parallel()
+	b := awstest.Setup(t, map[string]string{config.VarRateLimits: "free=1/20"}, stack.Options{})
+	script, other := b.Token("u-spender", "user", "free"), b.Token("u-quiet", "user", "free")
+	sign := map[string]any{"filename": "a.png", "contentType": "image/png", "size": 1024}
+	for i := range 20 { // its burst, on the api function
+		b.Call("GET", fmt.Sprintf("/v1/jobs?limit=%d", i+1), script, nil)
+	}
+	r := b.Call("POST", "/v1/uploads/sign", script, sign)
+	secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if e, _ := r.Body["error"].(map[string]any); r.Status != 429 || err != nil || secs < 1 || e["code"] != "throttled" {
+		t.Errorf("a sign after the owner's burst went on jobs: %d Retry-After %q %s, want 429 throttled with Retry-After", r.Status, r.Header.Get("Retry-After"), r.Raw)
+	}
+	if r := b.Call("POST", "/v1/uploads/sign", other, sign); r.Status != 201 {
+		t.Errorf("another owner's sign: %d %s, want 201", r.Status, r.Raw)
+	}
+	if r := b.Call("GET", "/v1/schedules", script, nil); r.Status != 429 {
+		t.Errorf("the spender's list of schedules in the same second: %d %s, want 429", r.Status, r.Raw)
+	}
+}
