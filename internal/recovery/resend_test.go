@@ -170,8 +170,10 @@ func TestALostMessageAmongMovingOnesIsResent(t *testing.T) {
 		b.clk.Advance(time.Minute)
 		b.submit(nil)
 		b.submit(nil)
-		for b.deliverOne(tier) {
-		}
+		// Every passing job runs within its minute: a queue left with
+		// some (an empty receive under load) reads to the sweep as a
+		// backlog still draining, and the lost job waits behind it.
+		b.deliverAll(tier)
 		if minute%every != 0 {
 			continue
 		}
