@@ -139,10 +139,12 @@ func (b *builder) dlqArns() []*string {
 //     of the admin powers (DLQ peek/delete/redrive, event source mapping
 //     updates); no S3, no KMS.
 //   - uploads: the uploads routes (resources.UploadsPathPrefix): the
-//     upload records and the bucket's uploads/ prefix; nothing else.
+//     upload records, the bucket's uploads/ prefix and the owners' rate
+//     buckets; nothing else.
 //   - schedules: the recurring schedules' routes (resources.SchedulesPath):
-//     their records and the environment's Scheduler group (schedules.go);
-//     no queue (the ticks' jobs are submitted by recovery), no S3, no KMS.
+//     their records, the owners' rate buckets and the environment's
+//     Scheduler group (schedules.go); no queue (the ticks' jobs are
+//     submitted by recovery), no S3, no KMS.
 //   - publisher: loads, refreshes and stores tokens (Decrypt,
 //     GenerateDataKey), streams media, records progress. The only
 //     message it sends moves a waiting job out of its owner's slot on its
@@ -170,7 +172,8 @@ func (b *builder) permissions() {
 			b.adminPermissions()
 		case resources.FuncUploads:
 			// Sign (a new upload record), get, and confirm on demand (the
-			// conditional update that settles it).
+			// conditional update that settles it); the owner's rate bucket
+			// (UpdateItem, GetItem: store.RateLease).
 			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, b.table.TableArn())
 			// Presigned PUTs are signed with the function's credentials, so
 			// the role needs PutObject; HeadObject and the ranged GET that
@@ -180,9 +183,12 @@ func (b *builder) permissions() {
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 		case resources.FuncSchedules:
 			// The owner's schedules: one partition (list and count are a
-			// Query on its key, never an index), conditional puts, deletes.
-			// The Scheduler rights are userSchedules'.
-			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}, b.table.TableArn())
+			// Query on its key, never an index), conditional puts, deletes;
+			// and the owner's rate bucket (UpdateItem, and GetItem when a
+			// lease's refusal carries no value: store.RateLease), which the
+			// api and uploads functions move too. The Scheduler rights are
+			// userSchedules'.
+			b.allow(fn, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, b.table.TableArn())
 			b.allow(fn, []string{"secretsmanager:GetSecretValue"}, b.jwtSecret.SecretArn())
 			// A template's secret values (an http job's headers) are
 			// sealed apart from it; recovery opens them at each tick.

@@ -1120,7 +1120,7 @@ func TestLeastPrivilege(t *testing.T) {
 			"secretsmanager:GetSecretValue", "sqs:SendMessage"}),
 		resources.FuncUploads: concat(logs, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"s3:GetObject", "s3:ListBucket", "s3:PutObject", "secretsmanager:GetSecretValue"}),
-		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query",
+		resources.FuncSchedules: concat(logs, []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem",
 			"kms:GenerateDataKey", "secretsmanager:GetSecretValue"}, userScheduleActions),
 		resources.FuncAdmin: concat(logs, without(rw, "dynamodb:ConditionCheckItem"), []string{"lambda:UpdateEventSourceMapping",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
