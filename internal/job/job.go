@@ -756,3 +756,39 @@ func (j *Job) Resend(stuckAfter time.Duration, now time.Time) error {
 	j.UpdatedAt = now
 	return nil
 }
+
+// ListQuery selects jobs of one owner (the store's ListJobs and CountJobs).
+type ListQuery struct {
+	Owner string
+	// Status filters by status when set.
+	Status Status
+	// UpdatedSince, when set (rendered by SinceKey), returns jobs updated at
+	// or after it, oldest first.
+	UpdatedSince string
+	// Limit is the page size (1–200).
+	Limit int
+	// Cursor continues a previous page of the same query (same owner,
+	// status and UpdatedSince; any Limit); any other is fault.ErrBadCursor.
+	Cursor string
+}
+
+// sinceKeyLayout renders times so that lexicographic order is time order.
+const sinceKeyLayout = "2006-01-02T15:04:05.000000000Z"
+
+// SinceKey renders an updatedSince time for ListQuery.UpdatedSince: UTC,
+// so that lexicographic order is time order (the store's sort keys).
+func SinceKey(t time.Time) string { return t.UTC().Format(sinceKeyLayout) }
+
+// ErrNoAccount means a job that needs its owner's connected account
+// (Job.NeedsAccount) was not created: the owner has none.
+var ErrNoAccount = errors.New("no connected account")
+
+// UploadUnavailableError means a job could not take a reference on an
+// upload: there is no such upload, or it is not the job owner's, not
+// confirmed, or out of its use window (expired). Which of these is for the
+// caller to find out, by reading it (the kind's Explain).
+type UploadUnavailableError struct{ UploadID string }
+
+func (e *UploadUnavailableError) Error() string {
+	return fmt.Sprintf("upload %s can no longer be used", e.UploadID)
+}

@@ -279,8 +279,9 @@ type jobCreation struct {
 }
 
 // ErrNoAccount means a job that needs its owner's connected account
-// (job.Job.NeedsAccount) was not created: the owner has none.
-var ErrNoAccount = errors.New("no connected account")
+// (job.Job.NeedsAccount) was not created: the owner has none
+// (job.ErrNoAccount).
+var ErrNoAccount = job.ErrNoAccount
 
 // newJobCreation makes j's items (j's version, media references and event
 // sequence are set as stored).
@@ -657,19 +658,8 @@ func (s *Store) updateJob(ctx context.Context, id string, read *job.Job, fn func
 	return job.Job{}, fmt.Errorf("updating job %s: %w (gave up after retries)", id, ErrConflict)
 }
 
-// ListQuery selects jobs of one owner.
-type ListQuery struct {
-	Owner string
-	// Status filters by status when set.
-	Status job.Status
-	// UpdatedSince, when set, returns jobs updated at or after it, oldest first.
-	UpdatedSince string
-	// Limit is the page size (1–200).
-	Limit int
-	// Cursor continues a previous page of the same query (same owner,
-	// status and UpdatedSince; any Limit); any other is ErrBadCursor.
-	Cursor string
-}
+// ListQuery selects jobs of one owner (job.ListQuery).
+type ListQuery = job.ListQuery
 
 // ListJobs returns one page of jobs, newest first (or oldest first by
 // updatedAt when UpdatedSince is set), and the cursor of the next page.
@@ -806,8 +796,9 @@ func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
 	}, pg, nil
 }
 
-// SinceKey renders an updatedSince time for ListQuery.UpdatedSince.
-var SinceKey = sortTime
+// SinceKey renders an updatedSince time for ListQuery.UpdatedSince
+// (job.SinceKey, the store's sort-key rendering).
+var SinceKey = job.SinceKey
 
 // countQuery counts the items in matches, following every page (a count
 // Query stops at 1 MB of items read).

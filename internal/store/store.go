@@ -76,11 +76,13 @@ func New(db *dynamodb.Client, table string, now func() time.Time) *Store {
 	return &Store{db: db, table: table, now: now}
 }
 
-// sortTimeLayout renders times so that lexicographic order is time order.
+// sortTimeLayout renders times so that lexicographic order is time order
+// (job.SinceKey's layout, which parses what sortTime renders).
 const sortTimeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// sortTime renders t so that lexicographic order is time order.
-func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
+// sortTime renders t so that lexicographic order is time order (UTC, to
+// the nanosecond: job.SinceKey, which ListQuery.UpdatedSince is in).
+func sortTime(t time.Time) string { return job.SinceKey(t) }
 
 func keyOf(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
