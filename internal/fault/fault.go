@@ -19,6 +19,11 @@ var (
 	ErrConflict = errors.New("conflicting update")
 )
 
+// ErrBadCursor is returned for a list's cursor that does not continue the
+// list asked for: one from another filter, index, user or updatedSince,
+// or one forged, altered or garbled (the API answers 422 invalid_cursor).
+var ErrBadCursor = errors.New("invalid cursor")
+
 // NotFound is an error of class ErrNotFound naming what was not found.
 // Code and Detail are the API's answer (404); empty, the answer is the
 // generic not_found.

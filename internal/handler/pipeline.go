@@ -9,6 +9,12 @@ import (
 	"github.com/conveyor/conveyor/internal/submission"
 )
 
+// The store keeps the jobs of submission, the queue sends them.
+var (
+	_ submission.Store  = (*store.Store)(nil)
+	_ submission.Sender = (*queue.Sender)(nil)
+)
+
 // Submission is the half of the pipeline that submits and re-queues jobs:
 // the tier queues' sender, the kinds' fronts and the jobs service. It runs
 // none: it holds the kinds' fronts only (job.Front), so the functions that

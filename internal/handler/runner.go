@@ -21,6 +21,9 @@ import (
 	"github.com/conveyor/conveyor/internal/worker"
 )
 
+// The store keeps the jobs of the run loop.
+var _ worker.Store = (*store.Store)(nil)
+
 // RunnerConfig is what a Runner is built from.
 type RunnerConfig struct {
 	// Env is the function's environment.

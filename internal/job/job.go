@@ -555,6 +555,26 @@ func (e *LeaseHeldError) Error() string {
 // Unwrap makes errors.Is(err, ErrLeaseHeld) true.
 func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
 
+// Lease is who holds a job and in which state it is, as the store's
+// JobLease reads it (one strongly consistent read of these attributes
+// only). The dynamodbav tags are the store's attribute names.
+type Lease struct {
+	Status  Status     `dynamodbav:"status"`
+	Owner   string     `dynamodbav:"leaseOwner"`
+	Until   *time.Time `dynamodbav:"leaseUntil"`
+	Version int64      `dynamodbav:"version"`
+}
+
+// HeldBy reports whether worker's run still holds the job at now: the job
+// runs, leased to worker, and the lease has not lapsed.
+func (l Lease) HeldBy(worker string, now time.Time) bool {
+	return l.Status == Running && l.Owner == worker && l.Until != nil && l.Until.After(now)
+}
+
+// ErrPaused is what a claim returns when the job's tier is paused at that
+// moment (the store's ClaimJob): the job waits, WaitPaused.
+var ErrPaused = errors.New("tier paused")
+
 // RunningUnderLease reports whether a run is running the job under a lease
 // that has not ended at now: no other run may take it.
 func (j *Job) RunningUnderLease(now time.Time) bool {
@@ -735,4 +755,18 @@ func (j *Job) Resend(stuckAfter time.Duration, now time.Time) error {
 	j.RetryAt = nil
 	j.UpdatedAt = now
 	return nil
+}
+
+// ErrNoAccount means a job that needs its owner's connected account
+// (Job.NeedsAccount) was not created: the owner has none.
+var ErrNoAccount = errors.New("no connected account")
+
+// UploadUnavailableError means a job could not take a reference on an
+// upload: there is no such upload, or it is not the job owner's, not
+// confirmed, or out of its use window (expired). Which of these is for the
+// caller to find out, by reading it (the kind's Explain).
+type UploadUnavailableError struct{ UploadID string }
+
+func (e *UploadUnavailableError) Error() string {
+	return fmt.Sprintf("upload %s can no longer be used", e.UploadID)
 }

@@ -102,7 +102,7 @@ type Kind interface {
 
 // Explainer is what a kind whose jobs' creation checks their uploads or
 // account in the creating transaction also does: when the store refuses the
-// job (store.UploadUnavailableError, store.ErrNoAccount), Explain reads what
+// job (UploadUnavailableError, ErrNoAccount), Explain reads what
 // the Spec names and returns the *UnusableError the submitter should see,
 // or nil when nothing is wrong any more.
 type Explainer interface {

@@ -139,7 +139,7 @@ func (k *Kind) Load(ctx context.Context, d job.Delivery) (job.Job, any, error) {
 		if err != nil {
 			return j, nil, err
 		}
-		return j, nil, k.cfg.Store.DescribeItems(ctx, &j, nil)
+		return j, nil, k.cfg.Store.DescribeItems(ctx, &j)
 	}
 	j, a, err := k.cfg.Store.GetJobAndAccount(ctx, d.JobID, d.Owner, k.cfg.Provider, d.Uploads)
 	return j, a, err

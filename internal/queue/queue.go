@@ -193,6 +193,11 @@ func (s *Sender) url(tier job.Tier) (string, error) {
 	return url, nil
 }
 
+// SendJob puts j's message (ForJob) on j's tier queue.
+func (s *Sender) SendJob(ctx context.Context, j job.Job) error {
+	return s.Send(ctx, j.Tier, ForJob(j))
+}
+
 // Send puts m on tier's queue, in one of its owner's slots (a group of
 // its own when fairness is off for the owner). The send is a producer
 // span in m's trace (its job's; ctx's when m has none), and m carries

@@ -283,7 +283,7 @@ func (s *Store) GetJobsAndAccounts(ctx context.Context, provider string, reads [
 		if j.Owner == r.Owner {
 			out[i].Account = accts[accountPK(r.Owner)]
 		}
-		if out[i].Err = s.DescribeItems(ctx, &j, ups); out[i].Err == nil {
+		if out[i].Err = s.describeItems(ctx, &j, ups); out[i].Err == nil {
 			out[i].Job = j
 		}
 	}
@@ -329,11 +329,17 @@ func (s *Store) GetItems(ctx context.Context, keys []ItemKey, fn func(k ItemKey,
 
 // DescribeItems fills each of j's items that does not describe its upload
 // yet (job.Item's Key, ContentType, Size, Filename, Pin: submission leaves
-// them to the worker) from ups, reading in one request the uploads ups has
-// no entry for (an empty entry is one already read and found gone). An item
-// whose upload record is gone stays undescribed; the worker fails it as
-// media_expired.
-func (s *Store) DescribeItems(ctx context.Context, j *job.Job, ups map[string]uploads.Upload) error {
+// them to the worker) from its upload record, reading the records in one
+// request. An item whose upload record is gone stays undescribed; the
+// worker fails it as media_expired.
+func (s *Store) DescribeItems(ctx context.Context, j *job.Job) error {
+	return s.describeItems(ctx, j, nil)
+}
+
+// describeItems is DescribeItems from ups, reading in one request the
+// uploads ups has no entry for (an empty entry is one already read and
+// found gone).
+func (s *Store) describeItems(ctx context.Context, j *job.Job, ups map[string]uploads.Upload) error {
 	var missing []string
 	for _, it := range j.Items {
 		if _, ok := ups[it.UploadID]; !ok && it.UploadID != "" && it.Key == "" {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,14 +12,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 
 // ErrBadCursor is returned for a cursor this store did not hand out for
 // the query it is used with: one from another filter, index, user or
 // updatedSince, or one forged, altered or garbled. DynamoDB would refuse
-// most of them as a start key outside the key condition.
-var ErrBadCursor = errors.New("invalid cursor")
+// most of them as a start key outside the key condition (fault.ErrBadCursor).
+var ErrBadCursor = fault.ErrBadCursor
 
 // page describes one list query's index, so that the cursors it hands out
 // are bound to it and the cursors it accepts can be checked against it.

@@ -229,6 +229,22 @@ func firstSeq(evs []EventRecord) int64 {
 	return evs[0].Seq
 }
 
+// LoggedEvents is Events as the job's log, each event with the job as it
+// was right after it (job.Attempts reads them), and the number of the last
+// one (after when there is none): the next page starts after it.
+func (s *Store) LoggedEvents(ctx context.Context, jobID string, after int64, limit int) ([]job.LoggedEvent, int64, error) {
+	recs, err := s.Events(ctx, jobID, after, limit)
+	if err != nil {
+		return nil, after, err
+	}
+	out := make([]job.LoggedEvent, len(recs))
+	for i, r := range recs {
+		out[i] = job.LoggedEvent{Type: r.Type, At: r.At, Job: r.Job}
+		after = r.Seq
+	}
+	return out, after, nil
+}
+
 // Events returns a job's events after seq, oldest first (at most limit).
 // An item holds a write's events and is keyed by its last one, so the
 // items keyed after seq hold every event after it, and the first of them

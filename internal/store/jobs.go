@@ -279,8 +279,9 @@ type jobCreation struct {
 }
 
 // ErrNoAccount means a job that needs its owner's connected account
-// (job.Job.NeedsAccount) was not created: the owner has none.
-var ErrNoAccount = errors.New("no connected account")
+// (job.Job.NeedsAccount) was not created: the owner has none
+// (job.ErrNoAccount).
+var ErrNoAccount = job.ErrNoAccount
 
 // newJobCreation makes j's items (j's version, media references and event
 // sequence are set as stored).
@@ -391,8 +392,9 @@ func (s *Store) SaveJob(ctx context.Context, j *job.Job) error {
 	return s.saveJob(ctx, j, nil, nil)
 }
 
-// ErrPaused is returned by ClaimJob when the job's tier is paused.
-var ErrPaused = errors.New("tier paused")
+// ErrPaused is returned by ClaimJob when the job's tier is paused
+// (job.ErrPaused).
+var ErrPaused = job.ErrPaused
 
 // ClaimJob saves a job a worker has just claimed (job.Claim), on condition
 // that its tier is not paused at this moment: a pause that answered before
@@ -789,8 +791,9 @@ func (s *Store) listInput(q ListQuery) (*dynamodb.QueryInput, page, error) {
 	}, pg, nil
 }
 
-// SinceKey renders an updatedSince time for ListQuery.UpdatedSince.
-var SinceKey = sortTime
+// SinceKey renders an updatedSince time for ListQuery.UpdatedSince
+// (job.SortTime, the store's sort-key rendering).
+var SinceKey = job.SortTime
 
 // countQuery counts the items in matches, following every page (a count
 // Query stops at 1 MB of items read).
@@ -810,44 +813,30 @@ func (s *Store) countQuery(ctx context.Context, in *dynamodb.QueryInput) (int, e
 	}
 }
 
-// Lease is who holds a job and in which state it is, as JobLease reads it.
-type Lease struct {
-	Status  job.Status `dynamodbav:"status"`
-	Owner   string     `dynamodbav:"leaseOwner"`
-	Until   *time.Time `dynamodbav:"leaseUntil"`
-	Version int64      `dynamodbav:"version"`
-}
-
-// HeldBy reports whether worker's run still holds the job at now: the job
-// runs, leased to worker, and the lease has not lapsed.
-func (l Lease) HeldBy(worker string, now time.Time) bool {
-	return l.Status == job.Running && l.Owner == worker && l.Until != nil && l.Until.After(now)
-}
-
 // JobLease reads a job's status, lease and version with one strongly
 // consistent read of those attributes only: the check a run makes before a
 // call with a side effect when its last sight of the job is older than its
 // cancel notice (docs/leases.md).
-func (s *Store) JobLease(ctx context.Context, id string) (Lease, error) {
+func (s *Store) JobLease(ctx context.Context, id string) (job.Lease, error) {
 	proj := expression.NamesList(expression.Name("status"), expression.Name("leaseOwner"), expression.Name("leaseUntil"),
 		expression.Name("version"), expression.Name(resources.AttrExpiresAt))
 	e, err := expression.NewBuilder().WithProjection(proj).Build()
 	if err != nil {
-		return Lease{}, err
+		return job.Lease{}, err
 	}
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: keyOf(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
 		ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("reading the lease of job %s: %w", id, err)
+		return job.Lease{}, fmt.Errorf("reading the lease of job %s: %w", id, err)
 	}
 	if res.Item == nil || s.expired(res.Item) {
-		return Lease{}, ErrNotFound
+		return job.Lease{}, ErrNotFound
 	}
-	var l Lease
+	var l job.Lease
 	if err := attributevalue.UnmarshalMap(res.Item, &l); err != nil {
-		return Lease{}, fmt.Errorf("decoding the lease of job %s: %w", id, err)
+		return job.Lease{}, fmt.Errorf("decoding the lease of job %s: %w", id, err)
 	}
 	return l, nil
 }

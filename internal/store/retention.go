@@ -43,14 +43,8 @@ const uploadSweepStatus = job.Status("upload")
 const IdempotencyTTL = resources.DeleteAfterDefault
 
 // UploadUnavailableError means a job could not take a reference on an
-// upload: there is no such upload, or it is not the job owner's, not
-// confirmed, or out of its use window (expired). Which of these is for the
-// caller to find out, by reading it (publish's Explain).
-type UploadUnavailableError struct{ UploadID string }
-
-func (e *UploadUnavailableError) Error() string {
-	return fmt.Sprintf("upload %s can no longer be used", e.UploadID)
-}
+// upload (job.UploadUnavailableError).
+type UploadUnavailableError = job.UploadUnavailableError
 
 // mediaOf lists the distinct uploads j's items name.
 func mediaOf(j *job.Job) []string {

@@ -526,13 +526,13 @@ func TestWorkersReadDescribesItems(t *testing.T) {
 		})
 	}
 	stored := b.get(t, j.ID)
-	if err := b.st.DescribeItems(ctx, &stored, nil); err != nil {
+	if err := b.st.DescribeItems(ctx, &stored); err != nil {
 		t.Fatal(err)
 	}
 	want(t, stored)
 
 	gone := submitted(testfactory.JobOpts{Owner: a.Owner, UploadIDs: []string{"upl_gone"}, At: now})
-	if err := b.st.DescribeItems(ctx, &gone, nil); err != nil || gone.Items[0].Key != "" {
+	if err := b.st.DescribeItems(ctx, &gone); err != nil || gone.Items[0].Key != "" {
 		t.Errorf("upload record gone: key %q, err %v; want the item left undescribed", gone.Items[0].Key, err)
 	}
 }

@@ -19,13 +19,12 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
@@ -40,20 +39,43 @@ const (
 type UnusableError = job.UnusableError
 
 // ErrNotFound is returned for unknown jobs and for other users' jobs alike.
-var ErrNotFound = store.ErrNotFound
+var ErrNotFound = fault.ErrNotFound
 
 // ErrBadCursor (wrapped, with the reason) is returned by List for a cursor
 // that does not continue the list asked for.
-var ErrBadCursor = store.ErrBadCursor
+var ErrBadCursor = fault.ErrBadCursor
 
-// Sender puts a job's message on its tier's queue.
+// Sender puts a job's message on its tier's queue (queue.Sender).
 type Sender interface {
-	Send(ctx context.Context, tier job.Tier, m queue.Message) error
+	// SendJob puts j's message on j's tier queue.
+	SendJob(ctx context.Context, j job.Job) error
+}
+
+// Store keeps the jobs (store.Store, on DynamoDB): declared here so that
+// this package links no DynamoDB client.
+type Store interface {
+	// CreateJob stores the new job j, unless an identical active job
+	// exists (existing, created false); a refusal is
+	// *job.UploadUnavailableError, job.ErrNoAccount or the owner's limits.
+	CreateJob(ctx context.Context, j *job.Job) (existing job.Job, created bool, err error)
+	// GetJob returns the job with id, or fault.ErrNotFound.
+	GetJob(ctx context.Context, id string) (job.Job, error)
+	// UpdateJob reads the job, applies fn and saves it, retrying on
+	// conflicts; fn returns an error to abort without writing.
+	UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (job.Job, error)
+	// LoggedEvents returns a job's events after seq after, oldest first (at
+	// most limit), and the number of the last one (after when none).
+	LoggedEvents(ctx context.Context, jobID string, after int64, limit int) ([]job.LoggedEvent, int64, error)
+	// ListJobs returns one page of jobs and the cursor of the next page
+	// (fault.ErrBadCursor for a cursor of another query).
+	ListJobs(ctx context.Context, q job.ListQuery) ([]job.Job, string, error)
+	// CountJobs counts the jobs q selects (its Limit and Cursor aside).
+	CountJobs(ctx context.Context, q job.ListQuery) (int, error)
 }
 
 // Config configures a Service.
 type Config struct {
-	Store  *store.Store
+	Store  Store
 	Sender Sender
 	// Kinds are the kinds of job users may submit ("type"): their fronts
 	// only, since submitting runs nothing.
@@ -323,7 +345,7 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 		return existing, false, nil
 	}
 	if j.Status == job.Queued && !j.InBacklog() {
-		if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+		if err := s.cfg.Sender.SendJob(ctx, j); err != nil {
 			// The job is stored and queued: recovery will send it.
 			log.ErrorContext(ctx, "enqueue failed; recovery will send the job", "error", err)
 		}
@@ -338,8 +360,8 @@ func (s *Service) SubmitWith(ctx context.Context, c Caller, req SubmitRequest, o
 // (job.Explainer). If it finds nothing wrong any more (a confirmation or a
 // connection landed in between), the refusal stands, as the transaction saw it.
 func (s *Service) refused(ctx context.Context, k job.Front, owner string, r SubmitRequest, err error) error {
-	var gone *store.UploadUnavailableError
-	if !errors.As(err, &gone) && !errors.Is(err, store.ErrNoAccount) {
+	var gone *job.UploadUnavailableError
+	if !errors.As(err, &gone) && !errors.Is(err, job.ErrNoAccount) {
 		return err
 	}
 	if e, ok := k.(job.Explainer); ok {
@@ -381,14 +403,12 @@ func (s *Service) Attempts(ctx context.Context, owner, id string) ([]job.Attempt
 	}
 	var evs []job.LoggedEvent
 	for after := int64(0); ; {
-		recs, err := s.cfg.Store.Events(ctx, id, after, attemptsPage)
+		recs, last, err := s.cfg.Store.LoggedEvents(ctx, id, after, attemptsPage)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range recs {
-			evs = append(evs, job.LoggedEvent{Type: r.Type, At: r.At, Job: r.Job})
-			after = r.Seq
-		}
+		evs = append(evs, recs...)
+		after = last
 		if len(recs) < attemptsPage {
 			return job.Attempts(evs), nil
 		}
@@ -413,7 +433,7 @@ type ListResult struct {
 // List returns a page of owner's jobs and the count of all that match the
 // status filter. A cursor taken from another list gives ErrBadCursor.
 func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListResult, error) {
-	q := store.ListQuery{Owner: owner, Limit: DefaultLimit, Cursor: r.Cursor}
+	q := job.ListQuery{Owner: owner, Limit: DefaultLimit, Cursor: r.Cursor}
 	if r.Status != "" {
 		st, err := job.ParseStatus(r.Status)
 		if err != nil {
@@ -426,7 +446,7 @@ func (s *Service) List(ctx context.Context, owner string, r ListRequest) (ListRe
 		if err != nil {
 			return ListResult{}, invalid.Field("updatedSince", "must be an RFC 3339 time")
 		}
-		q.UpdatedSince = store.SinceKey(t)
+		q.UpdatedSince = job.SortTime(t)
 	}
 	if r.Limit != nil {
 		if *r.Limit < 0 || *r.Limit > MaxLimit {
@@ -506,7 +526,7 @@ func (s *Service) StopFor(ctx context.Context, id string, why *job.Error, op str
 	}
 	// The run's own message may still hold the job's slot: this one, a
 	// later send, goes to the owner's next slot (queue.Fairness).
-	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+	if err := s.cfg.Sender.SendJob(ctx, j); err != nil {
 		// The items stay tried: a retry asks the API before any call.
 		s.cfg.Logger.ErrorContext(ctx, "sending the cancelled job for reconciliation failed; a retry asks the API", "job_id", id, "error", err)
 	}
@@ -553,7 +573,7 @@ func (s *Service) RequeueFor(ctx context.Context, id string, a job.Action, op st
 	// A retried job's earlier message may still hold its slot (a
 	// cancelled run finishing its call): this later send goes to the
 	// owner's next slot (queue.Fairness).
-	if err := s.cfg.Sender.Send(ctx, j.Tier, queue.ForJob(j)); err != nil {
+	if err := s.cfg.Sender.SendJob(ctx, j); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "enqueue failed; recovery will send the job", "job_id", j.ID, "error", err)
 	}
 	return j, nil

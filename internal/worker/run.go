@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // run is one attempt at one job: the job.Run its kind's Work acts
@@ -209,7 +209,7 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) (err error) {
 				r.seen = sent
 			}
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, fault.ErrConflict) {
 			return err
 		}
 		fresh, err := r.p.cfg.Store.GetJob(ctx, r.job.ID)
@@ -229,7 +229,7 @@ func (r *run) save(ctx context.Context, mutate func(*job.Job)) (err error) {
 		r.noteLease()
 		r.job.UpdatedAt = r.p.cfg.Now().UTC()
 	}
-	return fmt.Errorf("saving job %s: %w", r.job.ID, store.ErrConflict)
+	return fmt.Errorf("saving job %s: %w", r.job.ID, fault.ErrConflict)
 }
 
 // cloneJob returns a copy of j that shares nothing a mutation writes

@@ -21,10 +21,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
@@ -36,10 +36,36 @@ const AfterClaim = "after-claim"
 // killed (job.ErrCrash).
 var ErrCrash = job.ErrCrash
 
+// Store keeps the jobs the loop runs (store.Store, on DynamoDB): declared
+// here so that this package links no DynamoDB client.
+type Store interface {
+	// GetJob returns the job with id, or fault.ErrNotFound (also once it
+	// expired).
+	GetJob(ctx context.Context, id string) (job.Job, error)
+	// DescribeItems fills each of j's items that does not describe its
+	// upload yet from its upload record; an item whose record is gone
+	// stays undescribed.
+	DescribeItems(ctx context.Context, j *job.Job) error
+	// ClaimJob saves a job just claimed (job.Claim) if its tier is not
+	// paused at this moment: job.ErrPaused then, fault.ErrConflict when the
+	// job changed meanwhile.
+	ClaimJob(ctx context.Context, j *job.Job) error
+	// SaveJob writes j if nobody changed it since it was read (its
+	// Version), and advances j.Version; fault.ErrConflict when the race was
+	// lost.
+	SaveJob(ctx context.Context, j *job.Job) error
+	// UpdateJob reads the job, applies fn and saves it, retrying on
+	// conflicts; fn returns an error to abort without writing.
+	UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (job.Job, error)
+	// JobLease reads a job's status, lease and version with one strongly
+	// consistent read (fault.ErrNotFound when there is none).
+	JobLease(ctx context.Context, id string) (job.Lease, error)
+}
+
 // Config configures a Worker.
 type Config struct {
 	// Store is the table the jobs are read from and written to.
-	Store *store.Store
+	Store Store
 	// Policy decides retries (backoff, attempts, parking).
 	Policy retry.Policy
 	// Heartbeat is how often a running job's heartbeat is written (default
@@ -219,7 +245,7 @@ func (p *Worker) runOnce(ctx context.Context, d Delivery) (Verdict, error) {
 	id := d.JobID
 	log := p.cfg.Logger.With("job_id", id, "worker", p.cfg.Worker)
 	j, loaded, err := p.load(ctx, d)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		log.WarnContext(ctx, "message for an unknown job dropped")
 		return Verdict{Done: true, Reason: "unknown job"}, nil
 	}
@@ -256,11 +282,11 @@ func (p *Worker) runOnce(ctx context.Context, d Delivery) (Verdict, error) {
 		return Verdict{Done: true, Reason: err.Error()}, nil
 	}
 	switch err := p.cfg.Store.ClaimJob(ctx, &j); {
-	case errors.Is(err, store.ErrPaused):
+	case errors.Is(err, job.ErrPaused):
 		// Paused before this claim: the job waits for the resume, in the
 		// table; the release sweep sends it once the tier runs again.
 		return p.park(ctx, log, id, "paused", now)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, fault.ErrConflict):
 		return Verdict{Done: true, Reason: "claimed by another worker"}, nil
 	case err != nil:
 		return Verdict{}, err
@@ -385,7 +411,7 @@ func (p *Worker) load(ctx context.Context, d Delivery) (job.Job, loaded, error) 
 	if err != nil {
 		return j, loaded{}, err
 	}
-	return j, loaded{}, p.cfg.Store.DescribeItems(ctx, &j, nil)
+	return j, loaded{}, p.cfg.Store.DescribeItems(ctx, &j)
 }
 
 // loader is the registry's Loader (the first kind by name that is one)
@@ -468,7 +494,7 @@ func (p *Worker) release(ctx context.Context, r *run) (requeued, ok bool) {
 	case err == nil:
 		r.log.InfoContext(ctx, "job released by the run it stopped being")
 		return false, true
-	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errNothing), errors.Is(err, fault.ErrNotFound):
 		return false, true // not r's any more (taken over, requeued by recovery), or gone
 	}
 	r.log.WarnContext(ctx, "releasing the job failed; its lease lapses instead", "error", err)
@@ -549,7 +575,7 @@ func (p *Worker) failSpent(ctx context.Context, log *slog.Logger, j job.Job, d D
 		return cur.FailStuck(fmt.Sprintf("the last of %d attempts stopped without recording its outcome", cur.Attempts), now)
 	})
 	switch {
-	case errors.Is(err, errNothing), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
+	case errors.Is(err, errNothing), errors.Is(err, fault.ErrNotFound), errors.Is(err, fault.ErrConflict):
 		return Verdict{Done: true, Reason: "job changed meanwhile"}, nil
 	case err != nil:
 		return Verdict{}, err
@@ -596,7 +622,7 @@ func (p *Worker) park(ctx context.Context, log *slog.Logger, id, reason string, 
 	})
 	var te *job.TransitionError
 	switch {
-	case errors.As(err, &te), errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &te), errors.Is(err, fault.ErrNotFound):
 		return Verdict{Done: true, Reason: "job changed meanwhile"}, nil
 	case err != nil:
 		return Verdict{}, err
