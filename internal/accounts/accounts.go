@@ -19,6 +19,7 @@ import (
 	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
 )
 
@@ -529,4 +530,22 @@ func (s *Service) persist(ctx context.Context, spent Account, tok deviantart.Tok
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// JobRead is one job the store's GetJobsAndAccounts reads: its id, the owner whose
+// account is read with it (none when empty) and the uploads its message
+// names.
+type JobRead struct {
+	ID, Owner string
+	Uploads   []string
+}
+
+// JobAndAccount is what the store's GetJobsAndAccounts read for one JobRead: the job
+// with its items described and its owner's account (nil when the owner has
+// none, or the job is not the owner's), or Err (fault.ErrNotFound when the job
+// does not exist).
+type JobAndAccount struct {
+	Job     job.Job
+	Account *Account
+	Err     error
 }

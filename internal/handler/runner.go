@@ -24,6 +24,9 @@ import (
 // The store keeps the jobs of the run loop.
 var _ worker.Store = (*store.Store)(nil)
 
+// The table is what the publish kind reads and writes of it (publish.Store).
+var _ publish.Store = (*store.Store)(nil)
+
 // RunnerConfig is what a Runner is built from.
 type RunnerConfig struct {
 	// Env is the function's environment.

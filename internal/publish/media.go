@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // ErrMediaExpired means an item's object is gone from S3 (retention, or the
@@ -33,13 +33,13 @@ func (e codedError) JobErrorCode() string { return string(e) }
 
 // pinnedGet asks for exactly the object the item's upload pinned: S3
 // answers 412 Precondition Failed (If-Match) for any other.
-func pinnedGet(it job.Item) bucket.GetOptions {
-	return bucket.GetOptions{IfMatch: it.Pin.ETag, VersionID: it.Pin.VersionID}
+func pinnedGet(it job.Item) uploads.GetOptions {
+	return uploads.GetOptions{IfMatch: it.Pin.ETag, VersionID: it.Pin.VersionID}
 }
 
 // checkPin checks the answer's ETag against the pin too, so the guarantee
 // does not rest on the server honouring If-Match alone.
-func checkPin(it job.Item, obj bucket.Object) error {
+func checkPin(it job.Item, obj uploads.Object) error {
 	if it.Pin.ETag == "" || sameETag(obj.ETag, it.Pin.ETag) {
 		return nil
 	}
@@ -58,9 +58,9 @@ func mediaChanged(it job.Item) error {
 // class.
 func downloadError(it job.Item, err error) error {
 	switch {
-	case errors.Is(err, bucket.ErrNotFound): // NoSuchKey, or NoSuchVersion of a pinned version
+	case errors.Is(err, uploads.ErrObjectNotFound): // NoSuchKey, or NoSuchVersion of a pinned version
 		return retry.Permanent(fmt.Errorf("%w: the object of upload %s is gone: %v", ErrMediaExpired, it.UploadID, err))
-	case errors.Is(err, bucket.ErrPreconditionFailed):
+	case errors.Is(err, uploads.ErrPreconditionFailed):
 		return mediaChanged(it)
 	}
 	return fmt.Errorf("downloading %s: %w", it.UploadID, err)

@@ -22,12 +22,11 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
-	"github.com/conveyor/conveyor/internal/aws/bucket"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/uploads"
 )
 
 // API is the external publishing API (deviantart.Client, possibly behind
@@ -55,12 +54,25 @@ type AccountTokens interface {
 	AccessTokenFrom(ctx context.Context, a accounts.Account) (string, error)
 }
 
+// Store is what the publish kind reads and writes of the table
+// (*store.Store): a delivery's job with its owner's account and its items
+// described (Load, LoadBatch), the upload records a refused submission is
+// explained by (Explain), a finished job's items reconciled (Reconcile).
+type Store interface {
+	GetJob(ctx context.Context, id string) (job.Job, error)
+	DescribeItems(ctx context.Context, j *job.Job) error
+	GetJobAndAccount(ctx context.Context, id, owner, provider string, uploads []string) (job.Job, *accounts.Account, error)
+	GetJobsAndAccounts(ctx context.Context, provider string, reads []accounts.JobRead) ([]accounts.JobAndAccount, error)
+	GetUploadsAndAccount(ctx context.Context, ids []string, owner, provider string) (map[string]uploads.Upload, bool, error)
+	UpdateJob(ctx context.Context, id string, fn func(*job.Job) error) (job.Job, error)
+}
+
 // Objects streams the items' uploaded objects (bucket.Bucket).
 type Objects interface {
-	// Get streams key's object as o narrows it: bucket.ErrNotFound when
-	// it (or its version) is gone, bucket.ErrPreconditionFailed when it is
+	// Get streams key's object as o narrows it: uploads.ErrObjectNotFound
+	// when it (or its version) is gone, uploads.ErrPreconditionFailed when it is
 	// not the one o.IfMatch names.
-	Get(ctx context.Context, key string, o bucket.GetOptions) (io.ReadCloser, bucket.Object, error)
+	Get(ctx context.Context, key string, o uploads.GetOptions) (io.ReadCloser, uploads.Object, error)
 }
 
 // Crash points of the publish kind's Work (job.Run.Crash): a test
@@ -81,7 +93,7 @@ type Config struct {
 	// Store is the table: a delivery's job is read with its owner's
 	// account (Load), a refused submission explained (Explain), a
 	// finished job's items reconciled (Reconcile).
-	Store *store.Store
+	Store Store
 	// Objects is the upload bucket the items' images are read from.
 	Objects Objects
 	// Tokens hands out the owners' access tokens.
@@ -149,11 +161,11 @@ func (k *Kind) Load(ctx context.Context, d job.Delivery) (job.Job, any, error) {
 // keys: every job, each owner's account (when the Tokens can use it) and
 // every upload the messages name (job.BatchLoader).
 func (k *Kind) LoadBatch(ctx context.Context, ds []job.Delivery) ([]job.Preload, error) {
-	_, accounts := k.cfg.Tokens.(AccountTokens)
-	reads := make([]store.JobRead, len(ds))
+	_, withAccounts := k.cfg.Tokens.(AccountTokens)
+	reads := make([]accounts.JobRead, len(ds))
 	for i, d := range ds {
-		reads[i] = store.JobRead{ID: d.JobID, Uploads: d.Uploads}
-		if accounts {
+		reads[i] = accounts.JobRead{ID: d.JobID, Uploads: d.Uploads}
+		if withAccounts {
 			reads[i].Owner = d.Owner
 		}
 	}

@@ -193,23 +193,12 @@ func (s *Store) GetJobAndAccount(ctx context.Context, id, owner, provider string
 	return got[0].Job, got[0].Account, got[0].Err
 }
 
-// JobRead is one job GetJobsAndAccounts reads: its id, the owner whose
-// account is read with it (none when empty) and the uploads its message
-// names.
-type JobRead struct {
-	ID, Owner string
-	Uploads   []string
-}
-
-// JobAndAccount is what GetJobsAndAccounts read for one JobRead: the job
-// with its items described and its owner's account (nil when the owner has
-// none, or the job is not the owner's), or Err (ErrNotFound when the job
-// does not exist).
-type JobAndAccount struct {
-	Job     job.Job
-	Account *accounts.Account
-	Err     error
-}
+// JobRead and JobAndAccount are the accounts' records of a batched read
+// (accounts.JobRead, accounts.JobAndAccount).
+type (
+	JobRead       = accounts.JobRead
+	JobAndAccount = accounts.JobAndAccount
+)
 
 // GetJobsAndAccounts is GetJobAndAccount for several jobs at once: every
 // job, every owner's account for provider and every upload the reads name,
