@@ -23,6 +23,9 @@ import (
 // function with them. It reads no secret at cold start (ResolveHTTP).
 var Schedules = Function[HTTPHandler]{Name: resources.FuncSchedules, Resolve: ResolveHTTP, New: NewSchedules}
 
+// The table keeps the schedules (schedule.Records).
+var _ schedule.Records = (*store.Store)(nil)
+
 // SchedulesRouter registers the schedules' routes on a new router; st
 // keeps their Idempotency-Keys, and lim admits user tokens' requests by
 // their owner's rate (RateLimiter: the same buckets as the api function's).

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -11,9 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/conveyor/conveyor/internal/envelope"
-	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/schedule"
 )
 
 // A recurring schedule (internal/schedule) is one item of the table, under
@@ -21,38 +19,12 @@ import (
 // listing a user's schedules is one Query, and a tick names its owner to
 // read its schedule.
 
-// ScheduleRecord is a recurring schedule as the table keeps it.
-type ScheduleRecord struct {
-	ID       string  `dynamodbav:"id"`
-	Name     string  `dynamodbav:"name"`
-	Cron     string  `dynamodbav:"cron,omitempty"`
-	Rate     string  `dynamodbav:"rate,omitempty"`
-	Timezone string  `dynamodbav:"timezone"`
-	Job      job.Doc `dynamodbav:"job"`
-	Status   string  `dynamodbav:"status"`
-	// CreatedAt, UpdatedAt and ActiveFrom (the last create or resume).
-	CreatedAt  time.Time `dynamodbav:"createdAt"`
-	UpdatedAt  time.Time `dynamodbav:"updatedAt"`
-	ActiveFrom time.Time `dynamodbav:"activeFrom"`
-	// Runs are the latest ticks that submitted a job, newest first.
-	Runs []ScheduleRun `dynamodbav:"runs"`
-	// Owner and Plan: who the ticks' jobs are submitted as.
-	Owner string `dynamodbav:"owner"`
-	Plan  string `dynamodbav:"plan"`
-	// Seed is the secret the ticks' job ids are derived from.
-	Seed string `dynamodbav:"seed"`
-	// Sealed holds the template's secret values (schedule.SealContext).
-	Sealed *envelope.Envelope `dynamodbav:"sealed,omitempty"`
-	// Version counts the writes of the item: a replace is conditional on
-	// the version read.
-	Version int64 `dynamodbav:"version"`
-}
-
-// ScheduleRun is one tick of a schedule and the job it submitted.
-type ScheduleRun struct {
-	At    time.Time `dynamodbav:"at"`
-	JobID string    `dynamodbav:"jobId"`
-}
+// ScheduleRecord and ScheduleRun are the schedules' records
+// (schedule.Record, schedule.RecordRun).
+type (
+	ScheduleRecord = schedule.Record
+	ScheduleRun    = schedule.RecordRun
+)
 
 // scheduleDocs are the attributes of a schedule item that hold documents
 // (EncodeDocs): its job template.
