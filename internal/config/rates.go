@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -41,30 +39,16 @@ const (
 // CONVEYOR_OWNER_RATE_LIMITS): 1 ≤ rate ≤ RateMaxPerSecond, 1 ≤ burst ≤
 // RateMaxBurst.
 func ParseRates(s string) (map[string]Rate, error) {
-	out := map[string]Rate{}
-	for _, pair := range strings.Split(s, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		name, v, ok := strings.Cut(pair, "=")
-		name = strings.TrimSpace(name)
-		rs, bs, ok2 := strings.Cut(strings.TrimSpace(v), "/")
+	want := fmt.Sprintf("name=rate/burst with 1 ≤ rate ≤ %d a second and 1 ≤ burst ≤ %d", RateMaxPerSecond, RateMaxBurst)
+	return parsePairs(s, want, func(v string) (Rate, bool) {
+		rs, bs, ok := strings.Cut(v, "/")
 		r, err1 := strconv.Atoi(strings.TrimSpace(rs))
 		b, err2 := strconv.Atoi(strings.TrimSpace(bs))
-		if !ok || !ok2 || name == "" || err1 != nil || err2 != nil || r < 1 || r > RateMaxPerSecond || b < 1 || b > RateMaxBurst {
-			return nil, fmt.Errorf("%q: want name=rate/burst with 1 ≤ rate ≤ %d a second and 1 ≤ burst ≤ %d", pair, RateMaxPerSecond, RateMaxBurst)
-		}
-		out[name] = Rate{PerSecond: r, Burst: b}
-	}
-	return out, nil
+		return Rate{PerSecond: r, Burst: b}, ok && err1 == nil && err2 == nil && r >= 1 && r <= RateMaxPerSecond && b >= 1 && b <= RateMaxBurst
+	})
 }
 
 // FormatRates renders rates as ParseRates reads them, sorted by name.
 func FormatRates(m map[string]Rate) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%d/%d", k, m[k].PerSecond, m[k].Burst))
-	}
-	return strings.Join(parts, ",")
+	return formatPairs(m, func(r Rate) string { return fmt.Sprintf("%d/%d", r.PerSecond, r.Burst) })
 }

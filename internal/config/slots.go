@@ -35,28 +35,42 @@ const (
 // ParseSlots reads "name=n,name=n" (CONVEYOR_FAIR_SLOTS,
 // CONVEYOR_OWNER_SLOTS); n ≥ 0.
 func ParseSlots(s string) (map[string]int, error) {
-	out := map[string]int{}
+	return parsePairs(s, "name=slots with 0 ≤ slots ≤ 1000", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0 && n <= 1000
+	})
+}
+
+// FormatSlots renders slots as ParseSlots reads them, sorted by name.
+func FormatSlots(m map[string]int) string { return formatPairs(m, strconv.Itoa) }
+
+// parsePairs reads "name=value,name=value" (spaces around each part
+// trimmed, empty entries skipped) with value parsing each value; an entry
+// without a name or with a value it refuses is an error naming the entry
+// and what is wanted.
+func parsePairs[V any](s, want string, value func(string) (V, bool)) (map[string]V, error) {
+	out := map[string]V{}
 	for _, pair := range strings.Split(s, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
 		name, v, ok := strings.Cut(pair, "=")
-		n, err := strconv.Atoi(strings.TrimSpace(v))
 		name = strings.TrimSpace(name)
-		if !ok || name == "" || err != nil || n < 0 || n > 1000 {
-			return nil, fmt.Errorf("%q: want name=slots with 0 ≤ slots ≤ 1000", pair)
+		val, good := value(strings.TrimSpace(v))
+		if !ok || name == "" || !good {
+			return nil, fmt.Errorf("%q: want %s", pair, want)
 		}
-		out[name] = n
+		out[name] = val
 	}
 	return out, nil
 }
 
-// FormatSlots renders slots as ParseSlots reads them, sorted by name.
-func FormatSlots(m map[string]int) string {
+// formatPairs renders m as parsePairs reads it, sorted by name.
+func formatPairs[V any](m map[string]V, value func(V) string) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, k+"="+strconv.Itoa(m[k]))
+		parts = append(parts, k+"="+value(m[k]))
 	}
 	return strings.Join(parts, ",")
 }
