@@ -142,6 +142,10 @@ func (b *builder) functions() {
 		for k, v := range b.secretEnv(fn) {
 			env[k] = v
 		}
+		// Every function that writes a job counts it with the same quotas.
+		for k, v := range b.props.Config.Quotas.env() {
+			env[k] = jsii.String(v)
+		}
 		if fn == resources.FuncAPI {
 			// The api function alone admits requests by their owner's rate.
 			for k, v := range b.props.Config.Rates.env() {
