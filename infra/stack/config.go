@@ -112,6 +112,9 @@ type Config struct {
 	// Rates sets each owner's request rate on the api function's routes
 	// (docs/limits.md). Unset: the functions' defaults.
 	Rates Rates `json:"rates,omitempty"`
+	// Quotas sets each owner's quotas (active jobs) by plan and for named
+	// owners (docs/limits.md#quotas). Unset: the functions' defaults.
+	Quotas Quotas `json:"quotas,omitempty"`
 	// BusEvents is which job events the relay puts on the event bus:
 	// "lifecycle" keeps job.progress and job.phase.completed in the table,
 	// the event log and SSE only; "all" puts every event (docs/events.md).
@@ -240,6 +243,69 @@ func (r Rates) check() []string {
 			bad = append(bad, fmt.Sprintf("rates.owners %q: want a user id (no comma, equals sign, slash or space)", o))
 		}
 		checkRate("rates.owners."+o, r.Owners[o])
+	}
+	return bad
+}
+
+// Quotas is the owners' quotas: by plan, and for named owners over their
+// plan's. They become every function's CONVEYOR_ACTIVE_JOB_QUOTAS (the
+// defaults with the configured plans over them) and
+// CONVEYOR_OWNER_ACTIVE_JOB_QUOTAS: every function that writes a job
+// counts it with the same quotas.
+type Quotas struct {
+	// Plans overrides the default quotas of the plans named (free,
+	// standard, pro, corporate, enterprise).
+	Plans map[string]Quota `json:"plans,omitempty"`
+	// Owners gives named owners (user ids) quotas of their own.
+	Owners map[string]Quota `json:"owners,omitempty"`
+}
+
+// Quota is one plan's or owner's quotas.
+type Quota struct {
+	// ActiveJobs is the most jobs scheduled, queued or running at once.
+	ActiveJobs int `json:"activeJobs"`
+}
+
+// env is the functions' environment for q: only what it sets.
+func (q Quotas) env() map[string]string {
+	env := map[string]string{}
+	if len(q.Plans) > 0 {
+		plans, _ := config.ParseQuotas(config.ActiveJobQuotasDefault)
+		for p, v := range q.Plans {
+			plans[p] = v.ActiveJobs
+		}
+		env[config.VarActiveJobQuotas] = config.FormatQuotas(plans)
+	}
+	if len(q.Owners) > 0 {
+		owners := map[string]int{}
+		for o, v := range q.Owners {
+			owners[o] = v.ActiveJobs
+		}
+		env[config.VarOwnerActiveJobQuotas] = config.FormatQuotas(owners)
+	}
+	return env
+}
+
+// check reports the settings of q the functions would refuse.
+func (q Quotas) check() []string {
+	var bad []string
+	plans, _ := config.ParseQuotas(config.ActiveJobQuotasDefault)
+	checkQuota := func(where string, v Quota) {
+		if v.ActiveJobs < 1 || v.ActiveJobs > config.QuotaMax {
+			bad = append(bad, fmt.Sprintf("%s.activeJobs %d: want 1 to %d", where, v.ActiveJobs, config.QuotaMax))
+		}
+	}
+	for _, p := range sortedKeys(q.Plans) {
+		if _, ok := plans[p]; !ok {
+			bad = append(bad, fmt.Sprintf("quotas.plans.%s: no such plan (want one of %v)", p, sortedKeys(plans)))
+		}
+		checkQuota("quotas.plans."+p, q.Plans[p])
+	}
+	for _, o := range sortedKeys(q.Owners) {
+		if strings.TrimSpace(o) == "" || strings.ContainsAny(o, ",= \t/") {
+			bad = append(bad, fmt.Sprintf("quotas.owners %q: want a user id (no comma, equals sign, slash or space)", o))
+		}
+		checkQuota("quotas.owners."+o, q.Owners[o])
 	}
 	return bad
 }
@@ -467,6 +533,7 @@ func (cfg Config) Validate(env job.Env) error {
 	bad = append(bad, cfg.Tracing.check(cfg.Region)...)
 	bad = append(bad, cfg.Fairness.check()...)
 	bad = append(bad, cfg.Rates.check()...)
+	bad = append(bad, cfg.Quotas.check()...)
 	bad = append(bad, cfg.Adopt.check(cfg.Account, cfg.Region)...)
 	if cfg.BusEvents != "" {
 		if _, err := job.ParseBusEvents(cfg.BusEvents); err != nil {

@@ -192,6 +192,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"oidc.audience: required"}},
 		{"fairness", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"fairness":{"plans":{"gold":3,"free":-1},"owners":{"a,b":2,"u-1":5000}}}`,
 			[]string{"fairness.plans.gold: no such plan", "fairness.plans.free -1", `fairness.owners "a,b"`, "fairness.owners.u-1 5000"}},
+		{"quotas", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"quotas":{"plans":{"gold":{"activeJobs":3},"free":{"activeJobs":0}},"owners":{"a/b":{"activeJobs":2},"u-1":{"activeJobs":20000000}}}}`,
+			[]string{"quotas.plans.gold: no such plan", "quotas.plans.free.activeJobs 0", `quotas.owners "a/b"`, "quotas.owners.u-1.activeJobs 20000000"}},
 		{"rates", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"rates":{"plans":{"gold":{"perSecond":3,"burst":9},"free":{"perSecond":0,"burst":10}},"owners":{"a/b":{"perSecond":2,"burst":2},"u-1":{"perSecond":5,"burst":200000}}}}`,
 			[]string{"rates.plans.gold: no such plan", "rates.plans.free 0/10", `rates.owners "a/b"`, "rates.owners.u-1 5/200000"}},
 		{"bus events", job.ProdRU, `{"externalApi":{"url":"https://www.deviantart.com"},"logRetentionDays":30,"busEvents":"progress"}`,

@@ -142,6 +142,10 @@ func (b *builder) functions() {
 		for k, v := range b.secretEnv(fn) {
 			env[k] = v
 		}
+		// Every function that writes a job counts it with the same quotas.
+		for k, v := range b.props.Config.Quotas.env() {
+			env[k] = jsii.String(v)
+		}
 		if fn == resources.FuncAPI || fn == resources.FuncUploads || fn == resources.FuncSchedules {
 			// The functions that serve user tokens admit their requests by
 			// the owner's rate (the admin function's tokens are operators').

@@ -113,8 +113,9 @@ type APIError struct {
 	// RetryAfter is the answer's Retry-After (seconds or an HTTP date),
 	// zero when it had none.
 	RetryAfter time.Duration
-	// Limit is the limit a 429 throttled names (the owner's request
-	// rate, docs/limits.md), nil when it names none.
+	// Limit is the limit a 429 names (throttled: the owner's request
+	// rate; quota_exceeded: a quota, by Name; docs/limits.md), nil when it
+	// names none.
 	Limit *Limit
 	// RequestID is the answer's X-Request-Id, to quote in a report.
 	RequestID string
@@ -122,11 +123,13 @@ type APIError struct {
 	Method, Path string
 }
 
-// Limit is a limit an answer refuses a request by: Value per Period, Burst
-// at once.
+// Limit is a limit an answer refuses a request by: a rate is Value per
+// Period, Burst at once; a quota is its Name (activeJobs) and Value, with
+// no Period.
 type Limit struct {
+	Name   string `json:"name,omitempty"`
 	Value  int    `json:"value"`
-	Period string `json:"period"`
+	Period string `json:"period,omitempty"`
 	Burst  int    `json:"burst,omitempty"`
 }
 

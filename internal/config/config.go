@@ -157,6 +157,9 @@ type Config struct {
 	// routes (CONVEYOR_RATE_LIMITS per plan, CONVEYOR_OWNER_RATE_LIMITS
 	// per named owner; docs/limits.md).
 	RateLimits RateLimits
+	// Quotas is each owner's quotas (active jobs), by plan and for named
+	// owners.
+	Quotas Quotas
 	// OwnerQueueDepth is the most jobs of one owner a tier's queue holds
 	// (CONVEYOR_OWNER_QUEUE_DEPTH, default 1000; 0: no bound).
 	OwnerQueueDepth int
@@ -368,6 +371,7 @@ func (r *reader) delivery(c *Config) {
 	c.Fairness = Fairness{PerPlan: r.slots(VarFairSlots), PerOwner: r.slots(VarOwnerSlots), Webhooks: r.int(VarWebhookSlots)}
 	c.RateLimits = RateLimits{PerPlan: r.rates(VarRateLimits), PerOwner: r.rates(VarOwnerRateLimits)}
 	c.OwnerQueueDepth = r.int(VarOwnerQueueDepth)
+	c.Quotas = Quotas{ActiveJobs: r.quotas(VarActiveJobQuotas), OwnerActiveJobs: r.quotas(VarOwnerActiveJobQuotas)}
 	c.BusEvents = r.busEvents(VarBusEvents)
 	c.WebhookSecretOverlap = r.dur(VarWebhookSecretOverlap)
 	c.WebhookTimeout = r.dur(VarWebhookTimeout)
@@ -587,6 +591,9 @@ func (c Config) validate(deadlines bool) error {
 	if _, ok := c.RateLimits.PerPlan["free"]; !ok {
 		bad("%s must give the free plan a rate (a token of an unknown plan gets it)", VarRateLimits)
 	}
+	if _, ok := c.Quotas.ActiveJobs["free"]; !ok {
+		bad("%s must give the free plan a quota (a token of an unknown plan gets it)", VarActiveJobQuotas)
+	}
 	if c.Fairness.Webhooks < 0 || c.Fairness.Webhooks > 1000 {
 		bad("%s must be between 0 and 1000, got %d", VarWebhookSlots, c.Fairness.Webhooks)
 	}
@@ -733,6 +740,16 @@ func (r *reader) rates(name string) map[string]Rate {
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
 		return map[string]Rate{}
+	}
+	return m
+}
+
+// quotas reads a "name=n,…" list of quotas (ParseQuotas).
+func (r *reader) quotas(name string) map[string]int {
+	m, err := ParseQuotas(r.str(name))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+		return map[string]int{}
 	}
 	return m
 }

@@ -36,6 +36,8 @@ const (
 	VarRateLimits                = "CONVEYOR_RATE_LIMITS"
 	VarOwnerRateLimits           = "CONVEYOR_OWNER_RATE_LIMITS"
 	VarOwnerQueueDepth           = "CONVEYOR_OWNER_QUEUE_DEPTH"
+	VarActiveJobQuotas           = "CONVEYOR_ACTIVE_JOB_QUOTAS"
+	VarOwnerActiveJobQuotas      = "CONVEYOR_OWNER_ACTIVE_JOB_QUOTAS"
 	VarBusEvents                 = "CONVEYOR_BUS_EVENTS"
 	VarBreakerWindow             = "CONVEYOR_BREAKER_WINDOW"
 	VarBreakerThreshold          = "CONVEYOR_BREAKER_THRESHOLD"
@@ -149,6 +151,8 @@ var Vars = []Var{
 	{Name: VarOwnerSlots, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=16`): how an operator gives one owner more or fewer", Rule: "`owner=n` pairs, 0 ≤ n ≤ 1000"},
 	{Name: VarRateLimits, Default: RateLimitsDefault, Meaning: "requests a second of one owner (a user token's subject) on the API function's routes, sustained / at once, by plan: a token bucket shared by every instance; beyond, `429 throttled` with `Retry-After` ([limits](limits.md)); admin and service tokens are not limited", Rule: "`plan=rate/burst` pairs, 1 ≤ rate ≤ 10000, 1 ≤ burst ≤ 100000, `free` among them"},
 	{Name: VarOwnerRateLimits, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=50/500`)", Rule: "`owner=rate/burst` pairs, as above"},
+	{Name: VarActiveJobQuotas, Default: ActiveJobQuotasDefault, Meaning: "active jobs (scheduled, queued or running) one owner may have at once, by the token's plan: a counter per owner in the table, moved in each job's own transaction; a submission over it gets `429 quota_exceeded` with `Retry-After` ([limits](limits.md#quotas)); a token of an unknown plan gets free's", Rule: "`plan=n` pairs, 1 ≤ n ≤ 10000000, `free` among them"},
+	{Name: VarOwnerActiveJobQuotas, Default: "", DefaultText: "none", Meaning: "the same for named owners, over their plan's (`user-42=500`)", Rule: "`owner=n` pairs, as above"},
 	{Name: VarBusEvents, Default: string(job.BusLifecycle), Meaning: "which job events the relay puts on the event bus: `lifecycle` keeps `job.progress` and `job.phase.completed` in the table, the event log and SSE only (about 3 events per job on the bus instead of 8); `all` puts every event ([events](events.md#what-goes-on-the-bus); infra/env/<env>.json `busEvents`)", Rule: "`lifecycle` or `all`"},
 	{Name: VarBreakerWindow, Default: time.Minute, Meaning: "circuit breaker: the period failures are counted in", Rule: "> 0"},
 	{Name: VarBreakerThreshold, Default: 5, Meaning: "circuit breaker: failures within the window that open a token's circuit (and an http target's)", Rule: "≥ 1"},

@@ -58,7 +58,10 @@ func (e *Limit) Error() string { return e.Msg }
 // in the answer; Limit units per Period is its sustained value, Burst the
 // most taken at once.
 type Throttled struct {
-	Code   string
+	Code string
+	// Name names a quota's limit (activeJobs), with Limit its value and
+	// no Period; "" for a rate.
+	Name   string
 	Limit  int
 	Period time.Duration
 	Burst  int

@@ -133,6 +133,9 @@ func (e Env) Store(db *store.Client) *store.Store {
 	if depth := e.Config.OwnerQueueDepth; depth > 0 {
 		st.SetQueueBound(func(string, string) int { return depth })
 	}
+	if q := e.Config.Quotas; len(q.ActiveJobs) > 0 {
+		st.SetActiveQuota(q.ActiveJobsOf)
+	}
 	if e.Config.TableIndexes == config.TableIndexesRetired {
 		st.ReadRetiredIndexes()
 	}

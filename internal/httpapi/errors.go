@@ -75,10 +75,12 @@ type Error struct {
 }
 
 // ErrorLimit is the limit an answer refuses a request by: Value units per
-// Period (Go duration syntax), Burst at once.
+// Period (Go duration syntax), Burst at once; a quota's is its Name
+// (activeJobs) and Value, with no period.
 type ErrorLimit struct {
+	Name   string `json:"name,omitempty"`
 	Value  int    `json:"value"`
-	Period string `json:"period"`
+	Period string `json:"period,omitempty"`
 	Burst  int    `json:"burst,omitempty"`
 }
 
@@ -148,7 +150,16 @@ func Forbidden() *Error {
 func TooManyRequests(th *fault.Throttled) *Error {
 	secs := max(int((th.RetryAfter+time.Second-1)/time.Second), 1)
 	return &Error{Status: http.StatusTooManyRequests, Code: th.Code, Message: th.Msg, RetryAfter: secs,
-		Limit: &ErrorLimit{Value: th.Limit, Period: th.Period.String(), Burst: th.Burst}}
+		Limit: &ErrorLimit{Name: th.Name, Value: th.Limit, Period: periodOf(th.Period), Burst: th.Burst}}
+}
+
+// periodOf is a limit's period in the answer: "" for a quota (a count,
+// not a rate).
+func periodOf(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // Unauthorized is a 401 with msg saying what is wrong with the credentials.

@@ -282,6 +282,13 @@ type Job struct {
 	// queue), or "" (neither). The store keeps the counters exact by
 	// changing them in the same transaction as the job (WantDepth).
 	Depth string `json:"-" dynamodbav:"depth,omitempty"`
+	// Active says the job is counted in its owner's active-jobs counter,
+	// as stored (store: ACTIVE#owner): set by the write that counts it in
+	// (its creation, or the first write that finds it active once a quota
+	// is configured) and cleared by the one that takes it out, in the same
+	// transaction as the counter, so a job is counted once at most and a
+	// job stored before the counter never takes one away.
+	Active bool `json:"-" dynamodbav:"active,omitempty"`
 	// Resends counts the messages recovery sent again because the last
 	// one might have been lost; each doubles the time before the next.
 	Resends int `json:"-" dynamodbav:"resends,omitempty"`

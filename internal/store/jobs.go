@@ -194,6 +194,10 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 	for attempt := 0; attempt < 5; attempt++ {
 		tx, firstRef := c.transaction(s.table, prev)
 		accountAt := firstRef + len(c.refs)
+		activeAt := accountAt
+		if c.account != nil {
+			activeAt++
+		}
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
 		var tc *types.TransactionCanceledException
 		if c.depth != nil && c.entering && errors.As(err, &tc) && failedAt(tc, len(tx)-1) && !failedAt(tc, 0) {
@@ -251,6 +255,10 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) (existing job.Job, cr
 			if c.account != nil && failedAt(tc, accountAt) {
 				return job.Job{}, false, ErrNoAccount
 			}
+			if c.active != nil && failedAt(tc, activeAt) {
+				// The owner has as many active jobs as its quota.
+				return job.Job{}, false, activeQuotaError(c.quota)
+			}
 		}
 		active, next, err := s.idempotencyHolder(ctx, j.Owner, j.Hash)
 		if err != nil {
@@ -276,6 +284,10 @@ type jobCreation struct {
 	// transaction; entering says it is conditional on room in the queue.
 	depth    *types.TransactWriteItem
 	entering bool
+	// active is the owner's active-jobs counter's increment, conditional
+	// on room under quota, just after the account check.
+	active *types.TransactWriteItem
+	quota  int
 }
 
 // ErrNoAccount means a job that needs its owner's connected account
@@ -311,6 +323,15 @@ func (s *Store) newJobCreation(j *job.Job) (jobCreation, error) {
 			return jobCreation{}, err
 		}
 		c.depth, c.entering, j.Depth = &op, d.entering, d.want
+	}
+	j.Active = false
+	if d, counted := s.activeDelta(j); d > 0 {
+		c.quota = s.ActiveQuota(j.Owner, j.Plan)
+		op, err := s.activeOp(j, d, c.quota)
+		if err != nil {
+			return jobCreation{}, err
+		}
+		c.active, j.Active = &op, counted
 	}
 	j.EventSeq += int64(len(j.Pending))
 	if c.item, err = s.jobItem(j); err != nil {
@@ -351,6 +372,9 @@ func (c jobCreation) transaction(table, prev string) (tx []types.TransactWriteIt
 	tx = append(tx, c.refs...)
 	if c.account != nil {
 		tx = append(tx, *c.account)
+	}
+	if c.active != nil {
+		tx = append(tx, *c.active)
 	}
 	tx = append(tx, c.counters...)
 	if c.depth != nil {
@@ -436,8 +460,8 @@ func (s *Store) saveJob(ctx context.Context, j *job.Job, puts []map[string]types
 // saveJobOnce is saveJob's one write; force counts a job entering the
 // queue whatever the room there.
 func (s *Store) saveJobOnce(ctx context.Context, j *job.Job, puts []map[string]types.AttributeValue, checks []types.TransactWriteItem, force bool) error {
-	prev, prevSeq, prevDepth := j.Version, j.EventSeq, j.Depth
-	var depth []types.TransactWriteItem
+	prev, prevSeq, prevDepth, prevActive := j.Version, j.EventSeq, j.Depth, j.Active
+	var depth, active []types.TransactWriteItem
 	if d, ok := s.depthOf(j); ok {
 		d.entering = d.entering && !force
 		op, err := s.depthOp(j, d, prevDepth == job.DepthBacklog)
@@ -446,7 +470,17 @@ func (s *Store) saveJobOnce(ctx context.Context, j *job.Job, puts []map[string]t
 		}
 		depth, j.Depth = []types.TransactWriteItem{op}, d.want
 	}
-	restore := func() { j.Version, j.EventSeq, j.Depth = prev, prevSeq, prevDepth }
+	if d, counted := s.activeDelta(j); d != 0 {
+		// Into or out of the owner's active jobs: no condition (only a
+		// creation is refused over the quota).
+		op, err := s.activeOp(j, d, 0)
+		if err != nil {
+			j.Depth = prevDepth
+			return err
+		}
+		active, j.Active = []types.TransactWriteItem{op}, counted
+	}
+	restore := func() { j.Version, j.EventSeq, j.Depth, j.Active = prev, prevSeq, prevDepth, prevActive }
 	j.Version++
 	events, err := s.eventItems(j)
 	if err != nil {
@@ -470,7 +504,7 @@ func (s *Store) saveJobOnce(ctx context.Context, j *job.Job, puts []map[string]t
 	writeID := ids.Hex(8)
 	item[attrWriteID] = str(writeID)
 	c := condition(expression.Name("version").Equal(expression.Value(prev)))
-	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 && len(depth) == 0 {
+	if len(events) == 0 && len(puts) == 0 && len(checks) == 0 && len(depth) == 0 && len(active) == 0 {
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(s.table), Item: item,
 			ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(), ExpressionAttributeValues: c.Values(),
@@ -485,6 +519,8 @@ func (s *Store) saveJobOnce(ctx context.Context, j *job.Job, puts []map[string]t
 		for _, it := range slices.Concat(events, puts) {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
 		}
+		// The owner's active-jobs counter (unconditional).
+		tx = append(tx, active...)
 		// The hourly counters of a finish: written with it (admin.go).
 		tx = append(tx, counters...)
 		// The owner's queue counter, just before the checks.

@@ -51,6 +51,9 @@ type Store struct {
 	// queueBound is the most jobs of an owner a tier's queue may hold
 	// (SetQueueBound; nil: no bound).
 	queueBound func(owner, plan string) int
+	// activeQuota is the most active jobs an owner may have
+	// (SetActiveQuota; nil: not counted).
+	activeQuota func(owner, plan string) int
 }
 
 // ReadRetiredIndexes makes s query, in place of each index that replaced a

@@ -60,6 +60,8 @@ func recordKind(pk, sk string) string {
 		return "queue depth"
 	case strings.HasPrefix(pk, "RATE#") && sk == "RATE":
 		return "rate bucket"
+	case strings.HasPrefix(pk, "ACTIVE#") && sk == "ACTIVE":
+		return "active jobs"
 	}
 	return ""
 }
@@ -72,6 +74,7 @@ var noTTL = map[string]string{
 	"webhook secret":            "the user's receivers verify with it for as long as they exist; rotation replaces it, one item per user",
 	"webhook endpoint":          "a user's configuration, until the user deletes it; at most 20 per user",
 	"queue depth":               "an owner's exact count of its jobs in a tier's queue and backlog: it must outlive every job it counts; store.DepthShards items per owner and tier that ever had a job counted",
+	"active jobs":               "an owner's exact count of its active jobs (its quota): it must outlive every job it counts; one item per owner that ever had a job counted",
 	"webhook endpoints summary": "the list of the user's endpoints, kept with them: one item per user who ever had one or whose events were relayed",
 }
 
@@ -135,7 +138,7 @@ func TestEveryRecordTypeExpires(t *testing.T) {
 			t.Errorf("%s (%s %s) has TTL %s", kind, pk, sk, ttl.Value)
 		}
 	}
-	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary", "queue depth", "rate bucket"} {
+	for _, kind := range []string{"job", "event", "webhook delivery", "idempotency", "idempotency key", "upload", "account", "tier flag", "recovery run", "hourly stats", "breaker", "webhook secret", "webhook endpoint", "webhook endpoints summary", "queue depth", "rate bucket", "active jobs"} {
 		if seen[kind] == 0 {
 			t.Errorf("no %s record was written: the test no longer covers it", kind)
 		}
