@@ -91,7 +91,7 @@ func (c *cli) relayReplay(ctx context.Context, f replayFlags, o *common) error {
 	if err != nil {
 		return err
 	}
-	rel, err := relay.New(relay.Config{Bus: bus.New(rs.awsCfg, rs.cfg.EventBus), Source: resources.EventSource(rs.cfg.Env),
+	rel, err := relay.New(relay.Config{Decode: store.DecodeEvents, Bus: bus.New(rs.awsCfg, rs.cfg.EventBus), Source: resources.EventSource(rs.cfg.Env),
 		BusEvents: rs.cfg.BusEvents, Sender: queue.NewSender(queue.NewClient(rs.awsCfg), rs.cfg.QueueURLs, queue.Fairness(rs.cfg.Fairness)),
 		Webhooks: webhook.Planner{Endpoints: endpoints}, Now: c.now, Logger: log})
 	if err != nil {

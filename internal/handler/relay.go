@@ -16,6 +16,14 @@ import (
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
+// The adapters are what the relay declares it needs: the store reads the
+// table's event items and feed, the queue sends the webhook deliveries.
+var (
+	_ relay.Decoder = store.DecodeEvents
+	_ relay.Feed    = (*store.Store)(nil)
+	_ relay.Sender  = (*queue.Sender)(nil)
+)
+
 // Relayer relays a stream batch of event items to the bus.
 type Relayer interface {
 	Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, relay.Result)
@@ -82,6 +90,6 @@ func NewRelay(newBus func(aws.Config, config.Config) relay.Bus) func(context.Con
 // deliveries they trigger through sender.
 func EventRelay(env Env, b relay.Bus, sender *queue.Sender, endpoints *webhook.Endpoints) (*relay.Relay, error) {
 	cfg := env.Config
-	return relay.New(relay.Config{Bus: b, Source: resources.EventSource(cfg.Env), BusEvents: cfg.BusEvents,
+	return relay.New(relay.Config{Decode: store.DecodeEvents, Bus: b, Source: resources.EventSource(cfg.Env), BusEvents: cfg.BusEvents,
 		Sender: sender, Webhooks: webhook.Planner{Endpoints: endpoints}, Now: env.Now, Logger: env.Log()})
 }

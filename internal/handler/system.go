@@ -14,6 +14,16 @@ import (
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 
+// The adapters are what webhooks declare they need: the store keeps the
+// endpoints, secrets and deliveries, the queue sends the deliveries.
+var (
+	_ webhook.EndpointStore   = (*store.Store)(nil)
+	_ webhook.SecretStore     = (*store.Store)(nil)
+	_ webhook.RedeliveryStore = (*store.Store)(nil)
+	_ webhook.DeliveryStore   = (*store.Store)(nil)
+	_ webhook.DeliverySender  = (*queue.Sender)(nil)
+)
+
 // Deliverer makes one webhook delivery attempt.
 type Deliverer interface {
 	Deliver(ctx context.Context, m queue.Message, attempt int) (webhook.Verdict, error)

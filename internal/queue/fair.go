@@ -73,11 +73,11 @@ func (f Fairness) group(m Message) string {
 		return f.deliveryGroup(m)
 	}
 	if m.Own || m.Owner == "" {
-		return m.dedupID()
+		return dedupID(m)
 	}
 	n := f.Slots(m.Owner, m.Plan)
 	if n <= 0 {
-		return m.dedupID()
+		return dedupID(m)
 	}
 	// Each send of a job goes to the owner's next slot: a retry, a restart
 	// or a resend never queues behind the job's previous message, which
@@ -96,7 +96,7 @@ func (f Fairness) group(m Message) string {
 // Deliveries to jobs' own webhookUrl spread over the slots by job.
 func (f Fairness) deliveryGroup(m Message) string {
 	if m.Own || m.Owner == "" || f.Webhooks <= 0 {
-		return m.dedupID()
+		return dedupID(m)
 	}
 	key := "endpoint:" + m.Endpoint
 	if m.Endpoint == "" {
@@ -139,7 +139,7 @@ type MessageSender interface {
 func MoveOut(ctx context.Context, client MessageSender, url string, m Message, slot string) error {
 	moved := m.Moved()
 	moved.Slot = slot
-	if err := sendCopy(ctx, client, url, moved, moved.dedupID()); err != nil {
+	if err := sendCopy(ctx, client, url, moved, dedupID(moved)); err != nil {
 		return fmt.Errorf("moving job %s out of its owner's slot: %w", m.JobID, err)
 	}
 	return nil
@@ -170,6 +170,6 @@ func sendCopy(ctx context.Context, client MessageSender, url string, m Message, 
 		return err
 	}
 	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body)),
-		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(m.dedupID())})
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedupID(m))})
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/store"
 )
 
 // TestLargeJobsAndEventsNeverStallTheRelay: a job whose document is at
@@ -55,7 +56,7 @@ func TestLargeJobsAndEventsNeverStallTheRelay(t *testing.T) {
 	batch := b.streamBatch(t, 6)
 
 	sends := awsclient.NewCounter()
-	r, err := relay.New(relay.Config{Bus: bus.New(b.env.Config, b.def.EventBus), Source: resources.EventSource(b.def.Env),
+	r, err := relay.New(relay.Config{Decode: store.DecodeEvents, Bus: bus.New(b.env.Config, b.def.EventBus), Source: resources.EventSource(b.def.Env),
 		Sender: queue.NewSender(awsclient.New(sends.Attach(b.env.Config)).SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

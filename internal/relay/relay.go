@@ -33,9 +33,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Limits of one PutEvents call (EventBridge quotas).
@@ -59,7 +57,7 @@ const AnswerMargin = 3 * time.Second
 // deduplication id, so a retried record queues no second copy within
 // SQS's five-minute window. It is called for one job's events in order.
 type Webhooks interface {
-	Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error)
+	Deliveries(ctx context.Context, ev job.EventRecord) ([]job.Message, error)
 }
 
 // Prefetcher is a Webhooks that can read what it needs for many owners at
@@ -74,18 +72,18 @@ type Prefetcher interface {
 // webhookUrl for the event types that trigger one (job.WebhookEvents).
 type JobWebhooks struct{}
 
-// Deliveries returns at most one KindWebhook message.
-func (JobWebhooks) Deliveries(_ context.Context, ev store.EventRecord) ([]queue.Message, error) {
+// Deliveries returns at most one job.MessageWebhook message.
+func (JobWebhooks) Deliveries(_ context.Context, ev job.EventRecord) ([]job.Message, error) {
 	if !job.WebhookEvents[ev.Type] || ev.WebhookURL == "" {
 		return nil, nil
 	}
-	return []queue.Message{{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}}, nil
+	return []job.Message{{Kind: job.MessageWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev)}}, nil
 }
 
 // Sender queues work (the webhook deliveries go to the system tier).
 type Sender interface {
 	// SendBatch returns each message's error, nil for those sent.
-	SendBatch(ctx context.Context, tier job.Tier, msgs []queue.Message) []error
+	SendBatch(ctx context.Context, tier job.Tier, msgs []job.Message) []error
 }
 
 // Entry is one event as the bus takes it.
@@ -110,8 +108,16 @@ type Bus interface {
 	Put(ctx context.Context, entries []Entry) ([]error, error)
 }
 
+// Decoder reads the events of a stream record's new image: an event item
+// as the table holds it (internal/store's DecodeEvents), each event in
+// order. It fails on an image that is not a whole event item.
+type Decoder func(image map[string]events.DynamoDBAttributeValue) ([]job.EventRecord, error)
+
 // Config configures a Relay.
 type Config struct {
+	// Decode reads the events of a stream record (the table's layout is
+	// the store's: store.DecodeEvents); required.
+	Decode Decoder
 	// Bus receives the events (the environment's event bus); required.
 	Bus Bus
 	// Source is the events' EventBridge source, e.g. "conveyor.staging"
@@ -147,6 +153,9 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Sender == nil {
 		errs = append(errs, errors.New("relay: Sender is required"))
 	}
+	if cfg.Decode == nil {
+		errs = append(errs, errors.New("relay: Decode is required"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -170,7 +179,7 @@ func New(cfg Config) (*Relay, error) {
 type Body = job.EventBody
 
 // DeliveryID is the id of the job-webhook delivery of an event.
-func DeliveryID(ev store.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
+func DeliveryID(ev job.EventRecord) string { return fmt.Sprintf("dlv_%s_%d", ev.JobID, ev.Seq) }
 
 // Result counts what one batch did.
 type Result struct {
@@ -202,12 +211,12 @@ type Result struct {
 type record struct {
 	seq string // the stream record's sequence number: the batch item identifier
 	key string // the job's partition: order is kept within it
-	ev  store.EventRecord
+	ev  job.EventRecord
 	err error
 	// decided is set once hooks holds the webhook deliveries the event
 	// triggers; entry and size are its PutEvents entry, once rendered.
 	decided bool
-	hooks   []queue.Message
+	hooks   []job.Message
 	entry   *Entry
 	size    int
 	// offBus: the event's type stays off the bus (Config.BusEvents), or
@@ -229,7 +238,7 @@ func (r *Relay) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.
 			continue
 		}
 		seq, key := sr.Change.SequenceNumber, sr.Change.Keys[resources.AttrPK].String()
-		evs, err := store.DecodeEvents(sr.Change.NewImage)
+		evs, err := r.cfg.Decode(sr.Change.NewImage)
 		if err != nil {
 			recs = append(recs, &record{seq: seq, key: key, err: err})
 			continue
@@ -459,8 +468,8 @@ func (r *Relay) fail(ctx context.Context, st *batchState, rec *record, why strin
 }
 
 // entry renders ev as the bus takes it: its body with the job's summary
-// (store.EventRecord.BusBody).
-func (r *Relay) entry(ev store.EventRecord) (Entry, error) {
+// (job.EventRecord.BusBody).
+func (r *Relay) entry(ev job.EventRecord) (Entry, error) {
 	body, err := ev.BusBody()
 	if err != nil {
 		return Entry{}, err
@@ -478,7 +487,7 @@ func (r *Relay) entry(ev store.EventRecord) (Entry, error) {
 // the error of each record with a delivery that was not queued.
 func (r *Relay) queueWebhooks(ctx context.Context, recs []*record, res *Result) map[*record]error {
 	var (
-		msgs  []queue.Message
+		msgs  []job.Message
 		owner []*record
 	)
 	for _, rec := range recs {

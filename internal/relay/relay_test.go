@@ -75,7 +75,7 @@ func prepare(t *testing.T, hooks relay.Webhooks, batchSize, maxRetries int, wrap
 	if wrap != nil {
 		eb = wrap(eb)
 	}
-	r, err := relay.New(relay.Config{Bus: eb, Source: resources.EventSource(def.Env),
+	r, err := relay.New(relay.Config{Decode: store.DecodeEvents, Bus: eb, Source: resources.EventSource(def.Env),
 		Sender: queue.NewSender(awsclient.New(b.sends.Attach(env.Config)).SQS, env.Res.QueueURLs, queue.Fairness{}), Webhooks: hooks, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -669,7 +669,7 @@ func TestARefusedEntryFailsTheLaterEntriesOfItsJob(t *testing.T) {
 		b.emit(t, y, job.EventProgress)
 	}
 	batch := b.streamBatch(t, 10)
-	r, err := relay.New(relay.Config{Bus: bus, Source: resources.EventSource(b.def.Env),
+	r, err := relay.New(relay.Config{Decode: store.DecodeEvents, Bus: bus, Source: resources.EventSource(b.def.Env),
 		Sender: queue.NewSender(b.env.Clients.SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -771,7 +771,7 @@ func TestALifecycleBusKeepsProgressOffTheBus(t *testing.T) {
 	} {
 		sends := awsclient.NewCounter()
 		bus := &refusing{Bus: &putNothing{}} // refuses nothing: jobID is empty
-		r, err := relay.New(relay.Config{Bus: bus, Source: resources.EventSource(b.def.Env), BusEvents: tc.setting,
+		r, err := relay.New(relay.Config{Decode: store.DecodeEvents, Bus: bus, Source: resources.EventSource(b.def.Env), BusEvents: tc.setting,
 			Sender: queue.NewSender(awsclient.New(sends.Attach(b.env.Config)).SQS, b.env.Res.QueueURLs, queue.Fairness{}), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // FailureRecord is what Lambda's DynamoDB Streams event source mapping
@@ -93,10 +93,10 @@ type StreamReader interface {
 	Read(ctx context.Context, b BatchInfo) ([]events.DynamoDBEventRecord, error)
 }
 
-// Feed reads the events of every job by time (store.Store.Feed: the feed
-// index), for a batch the stream no longer holds.
+// Feed reads the events of every job by time (the store's Feed: the feed
+// index, from after, a job.SortTime or the Key of the last event read), for a batch the stream no longer holds.
 type Feed interface {
-	Feed(ctx context.Context, shard int, after string, limit int) ([]store.FeedEvent, error)
+	Feed(ctx context.Context, shard int, after string, limit int) ([]job.FeedEvent, error)
 }
 
 // Replay defaults.
@@ -293,14 +293,14 @@ func (r *Replayer) replayOne(ctx context.Context, m FailureMessage, run *replayR
 	case err == nil:
 		f.Source, f.Records = "stream", len(records)
 		records = slices.DeleteFunc(records, func(sr events.DynamoDBEventRecord) bool { return run.records[sr.Change.SequenceNumber] })
-		f.Events = countEvents(records)
+		f.Events = countEvents(records, r.cfg.Relay.cfg.Decode)
 		if r.cfg.DryRun {
-			run.markRecords(records, nil)
+			run.markRecords(records, nil, r.cfg.Relay.cfg.Decode)
 			return f
 		}
 		resp, res := r.cfg.Relay.Handle(ctx, events.DynamoDBEvent{Records: records})
 		f.Relayed, f.Put, f.Webhooks = res.Relayed, res.Put, res.Webhooks
-		run.markRecords(records, resp.BatchItemFailures)
+		run.markRecords(records, resp.BatchItemFailures, r.cfg.Relay.cfg.Decode)
 		if n := len(resp.BatchItemFailures); n > 0 {
 			f.Err = fmt.Errorf("%d of the batch's stream records were not relayed (the relay's log says why)", n)
 		}
@@ -311,7 +311,7 @@ func (r *Replayer) replayOne(ctx context.Context, m FailureMessage, run *replayR
 			f.Err = fmt.Errorf("%v; reading the window's events from the table: %w", err, ferr)
 			return f
 		}
-		evs = slices.DeleteFunc(evs, func(ev store.EventRecord) bool { return run.events[eventKey(ev.JobID, ev.Seq)] })
+		evs = slices.DeleteFunc(evs, func(ev job.EventRecord) bool { return run.events[eventKey(ev.JobID, ev.Seq)] })
 		f.Source, f.Events = "table", len(evs)
 		if r.cfg.DryRun {
 			run.markEvents(evs)
@@ -342,7 +342,7 @@ func (r *Replayer) replayOne(ctx context.Context, m FailureMessage, run *replayR
 
 // markRecords notes records as relayed, but for the failed ones (and,
 // as the relay reports them, the later ones of their jobs).
-func (run *replayRun) markRecords(records []events.DynamoDBEventRecord, failed []events.DynamoDBBatchItemFailure) {
+func (run *replayRun) markRecords(records []events.DynamoDBEventRecord, failed []events.DynamoDBBatchItemFailure, decode Decoder) {
 	bad := map[string]bool{}
 	for _, f := range failed {
 		bad[f.ItemIdentifier] = true
@@ -354,7 +354,7 @@ func (run *replayRun) markRecords(records []events.DynamoDBEventRecord, failed [
 		}
 		run.records[seq] = true
 		if sr.EventName == string(events.DynamoDBOperationTypeInsert) && IsEventItem(sr.Change.Keys) {
-			if evs, err := store.DecodeEvents(sr.Change.NewImage); err == nil {
+			if evs, err := decode(sr.Change.NewImage); err == nil {
 				run.markEvents(evs)
 			}
 		}
@@ -362,20 +362,20 @@ func (run *replayRun) markRecords(records []events.DynamoDBEventRecord, failed [
 }
 
 // markEvents notes events as relayed.
-func (run *replayRun) markEvents(evs []store.EventRecord) {
+func (run *replayRun) markEvents(evs []job.EventRecord) {
 	for _, ev := range evs {
 		run.events[eventKey(ev.JobID, ev.Seq)] = true
 	}
 }
 
 // countEvents is how many events the event items among records hold.
-func countEvents(records []events.DynamoDBEventRecord) int {
+func countEvents(records []events.DynamoDBEventRecord, decode Decoder) int {
 	n := 0
 	for _, sr := range records {
 		if sr.EventName != string(events.DynamoDBOperationTypeInsert) || !IsEventItem(sr.Change.Keys) {
 			continue
 		}
-		evs, err := store.DecodeEvents(sr.Change.NewImage)
+		evs, err := decode(sr.Change.NewImage)
 		if err != nil {
 			n++ // the record counts; the relay will say why it fails
 			continue
@@ -388,7 +388,7 @@ func countEvents(records []events.DynamoDBEventRecord) int {
 // windowEvents reads from the table's feed index every event of the
 // batch's arrival window (widened by the slack), each once, each job's
 // in order.
-func (r *Replayer) windowEvents(ctx context.Context, b BatchInfo) ([]store.EventRecord, error) {
+func (r *Replayer) windowEvents(ctx context.Context, b BatchInfo) ([]job.EventRecord, error) {
 	from, to, err := b.Window()
 	if err != nil {
 		return nil, err
@@ -399,9 +399,9 @@ func (r *Replayer) windowEvents(ctx context.Context, b BatchInfo) ([]store.Event
 		seq int64
 	}
 	seen := map[key]bool{}
-	var out []store.EventRecord
+	var out []job.EventRecord
 	for shard := range resources.FeedShards {
-		after := store.FeedTime(from)
+		after := job.SortTime(from)
 	pages:
 		for {
 			page, err := r.cfg.Feed.Feed(ctx, shard, after, replayFeedPage)
@@ -423,7 +423,7 @@ func (r *Replayer) windowEvents(ctx context.Context, b BatchInfo) ([]store.Event
 			after = page[len(page)-1].Key
 		}
 	}
-	slices.SortStableFunc(out, func(a, b store.EventRecord) int {
+	slices.SortStableFunc(out, func(a, b job.EventRecord) int {
 		return cmp.Or(cmp.Compare(a.JobID, b.JobID), cmp.Compare(a.Seq, b.Seq))
 	})
 	return out, nil
@@ -432,7 +432,7 @@ func (r *Replayer) windowEvents(ctx context.Context, b BatchInfo) ([]store.Event
 // RelayEvents relays events read from the table rather than from a stream
 // batch, each job's in order, as Handle relays a batch's; it returns what
 // it did and how many events were not relayed.
-func (r *Relay) RelayEvents(ctx context.Context, evs []store.EventRecord) (Result, int) {
+func (r *Relay) RelayEvents(ctx context.Context, evs []job.EventRecord) (Result, int) {
 	var res Result
 	recs := make([]*record, 0, len(evs))
 	for _, ev := range evs {

@@ -32,15 +32,6 @@ func failureTime(at time.Time) string { return fmt.Sprintf("%013d", max(at.UnixM
 
 func webhookFailureSK(at time.Time, delivery string) string { return failureTime(at) + "#" + delivery }
 
-// WebhookFailure is one entry of an endpoint's failures' log: a delivery
-// that ended failed, and when.
-type WebhookFailure struct {
-	DeliveryID string    `dynamodbav:"deliveryId"`
-	JobID      string    `dynamodbav:"jobId"`
-	Seq        int64     `dynamodbav:"seq"`
-	FailedAt   time.Time `dynamodbav:"failedAt"`
-}
-
 // logsFailure reports whether dl's write also notes it in its endpoint's
 // failures' log: a delivery to an endpoint, of a known owner and event,
 // that ended failed.
@@ -154,9 +145,6 @@ func decodeFailureCursor(c, from string) (string, error) {
 	}
 	return sk, nil
 }
-
-// DeliveryRef names a delivery's record: its job and its id.
-type DeliveryRef struct{ JobID, ID string }
 
 // GetWebhookDeliveries reads the records of refs (strongly consistent, 100
 // a request), by delivery id; a delivery with no record is left out.

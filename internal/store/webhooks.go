@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
+	"github.com/conveyor/conveyor/internal/webhook"
 )
 
 // The webhooks' records (internal/webhook): each user's signing secret,
@@ -31,21 +31,35 @@ const (
 
 func webhookEndpointSK(id string) string { return "EP#" + id }
 
-// ErrExists is returned when an item that must be new already exists.
-var ErrExists = errors.New("already exists")
+// The webhook records as the store keeps them are webhook's; the store
+// names them as its callers know them.
+type (
+	// WebhookSecret is webhook.SecretRecord.
+	WebhookSecret = webhook.SecretRecord
+	// WebhookEndpoint is webhook.EndpointRecord.
+	WebhookEndpoint = webhook.EndpointRecord
+	// WebhookCircuit is webhook.CircuitRecord.
+	WebhookCircuit = webhook.CircuitRecord
+	// WebhookSummary is webhook.Summary.
+	WebhookSummary = webhook.Summary
+	// WebhookDelivery is webhook.DeliveryRecord.
+	WebhookDelivery = webhook.DeliveryRecord
+	// WebhookFailure is webhook.FailureRecord.
+	WebhookFailure = webhook.FailureRecord
+	// DeliveryRef is webhook.DeliveryRef.
+	DeliveryRef = webhook.DeliveryRef
+)
 
-// WebhookSecret is a user's webhook signing secret as stored: sealed, with
-// the one it replaced while that one still signs.
-type WebhookSecret struct {
-	Owner           string             `dynamodbav:"hooksOwner"`
-	Current         envelope.Envelope  `dynamodbav:"current"`
-	Previous        *envelope.Envelope `dynamodbav:"previous,omitempty"`
-	PreviousUntilMs int64              `dynamodbav:"previousUntilMs,omitempty"`
-	// Version increases by one with every change, for conditional writes.
-	Version   int64      `dynamodbav:"version"`
-	CreatedAt time.Time  `dynamodbav:"createdAt"`
-	RotatedAt *time.Time `dynamodbav:"rotatedAt,omitempty"`
-}
+// A delivery's states (webhook.Delivery…).
+const (
+	DeliveryDelivered = webhook.DeliveryDelivered
+	DeliveryRetrying  = webhook.DeliveryRetrying
+	DeliveryFailed    = webhook.DeliveryFailed
+)
+
+// ErrExists is returned when an item that must be new already exists
+// (webhook.ErrExists).
+var ErrExists = webhook.ErrExists
 
 // GetWebhookSecret returns owner's secret (strongly consistent), or
 // ErrNotFound when owner has none yet.
@@ -98,47 +112,10 @@ func (s *Store) PutWebhookSecret(ctx context.Context, rec WebhookSecret, prev in
 	return nil
 }
 
-// WebhookEndpoint is one of a user's webhook endpoints as stored.
-type WebhookEndpoint struct {
-	ID        string    `dynamodbav:"endpointId"`
-	URL       string    `dynamodbav:"url"`
-	Events    []string  `dynamodbav:"events"`
-	CreatedAt time.Time `dynamodbav:"createdAt"`
-	// Circuit is the state of the endpoint's circuit, kept on the
-	// endpoint's own item (FailWebhookEndpoint, ClearWebhookEndpoint);
-	// the summary's copies of it are not read.
-	Circuit WebhookCircuit `dynamodbav:"-"`
-}
-
-// WebhookCircuit is an endpoint's record of failed deliveries: its
-// consecutive failures, since when it has failed without a success between,
-// and until when its circuit is open (unix milliseconds; 0: none).
-type WebhookCircuit struct {
-	Failures       int   `dynamodbav:"circuitFailures,omitempty"`
-	FailingSinceMs int64 `dynamodbav:"failingSinceMs,omitempty"`
-	OpenUntilMs    int64 `dynamodbav:"circuitOpenUntilMs,omitempty"`
-	// DisabledAtMs is when the endpoint was disabled (after failing too
-	// long, or by its owner); 0: enabled.
-	DisabledAtMs int64 `dynamodbav:"disabledAtMs,omitempty"`
-}
-
 type webhookEndpointItem struct {
 	WebhookEndpoint
 	WebhookCircuit
 	Owner string `dynamodbav:"hooksOwner"`
-}
-
-// WebhookSummary lists a user's endpoints in one item beside them, so that
-// many users' endpoints are read with one BatchGetItem (GetWebhookSummaries).
-// Every creation and deletion of an endpoint changes it in the same
-// transaction (AddWebhookEndpoint, RemoveWebhookEndpoint).
-type WebhookSummary struct {
-	Owner     string            `dynamodbav:"hooksOwner"`
-	Endpoints []WebhookEndpoint `dynamodbav:"endpoints"`
-	// Version increases by one with every change, for conditional writes.
-	Version int64 `dynamodbav:"version"`
-	// BuiltAt is when the list was last read from the endpoint items.
-	BuiltAt time.Time `dynamodbav:"builtAt"`
 }
 
 // WebhookEndpoints returns owner's endpoint items (strongly consistent),
@@ -375,30 +352,6 @@ func (s *Store) changeWebhookEndpoints(ctx context.Context, owner string, first 
 	}
 }
 
-// WebhookDelivery is the kept state of one webhook delivery, stored beside
-// its job's events and kept as long as they are (EventTTLDefault after
-// UpdatedAt).
-type WebhookDelivery struct {
-	ID       string `dynamodbav:"deliveryId"`
-	JobID    string `dynamodbav:"jobId"`
-	Endpoint string `dynamodbav:"endpoint,omitempty"`
-	// Owner and Seq are the event's owner and sequence number (not
-	// "owner": that attribute keys the owners' job indexes; records
-	// written before they were kept have neither).
-	Owner string `dynamodbav:"deliveryOwner,omitempty"`
-	Seq   int64  `dynamodbav:"deliverySeq,omitempty"`
-	Event string `dynamodbav:"event"`
-	URL   string `dynamodbav:"url"`
-	// Status is DeliveryDelivered, DeliveryRetrying or DeliveryFailed.
-	Status     string    `dynamodbav:"status"`
-	Attempts   int       `dynamodbav:"attempts"`
-	LastStatus int       `dynamodbav:"lastStatus"`
-	LastError  string    `dynamodbav:"lastError,omitempty"`
-	UpdatedAt  time.Time `dynamodbav:"updatedAt"`
-	// Disabled is set on the failure that disabled its endpoint.
-	Disabled bool `dynamodbav:"endpointDisabled,omitempty"`
-}
-
 func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, error) {
 	item, err := attributevalue.MarshalMap(dl)
 	if err != nil {
@@ -409,13 +362,6 @@ func webhookDeliveryItem(dl WebhookDelivery) (map[string]types.AttributeValue, e
 	item[resources.AttrExpiresAt] = ttlAttr(dl.UpdatedAt.Add(EventTTLDefault))
 	return item, nil
 }
-
-// A delivery's states.
-const (
-	DeliveryDelivered = "delivered"
-	DeliveryRetrying  = "retrying"
-	DeliveryFailed    = "failed"
-)
 
 // PutWebhookDelivery records a delivery's state (a failure to an endpoint
 // with its entry in the endpoint's failures' log, in one transaction).

@@ -3,8 +3,6 @@ package webhook
 import (
 	"errors"
 	"time"
-
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Defaults of Circuit.
@@ -89,13 +87,13 @@ func (c Circuit) OpenFor(failures int) time.Duration {
 // was as st before it disables the endpoint: with it, the circuit is open,
 // and the endpoint has failed, with no success between, since at least
 // DisableAfter ago.
-func (c Circuit) Disables(st store.WebhookCircuit, now time.Time) bool {
+func (c Circuit) Disables(st CircuitRecord, now time.Time) bool {
 	return st.Failures+1 >= c.Failures && st.FailingSinceMs != 0 && now.Sub(time.UnixMilli(st.FailingSinceMs)) >= c.DisableAfter
 }
 
 // OpenUntil is when an endpoint whose circuit is as st is may be tried
 // again, and whether that is after now.
-func OpenUntil(st store.WebhookCircuit, now time.Time) (time.Time, bool) {
+func OpenUntil(st CircuitRecord, now time.Time) (time.Time, bool) {
 	if st.OpenUntilMs == 0 {
 		return time.Time{}, false
 	}

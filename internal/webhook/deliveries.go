@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Planner decides which webhook deliveries an event triggers.
@@ -39,13 +37,13 @@ func DeliveryID(jobID string, seq int64, endpoint string) string {
 // triggers: one to the job's webhookUrl, and one to each of the owner's
 // endpoints subscribed to the event's type. Events of other types trigger
 // none.
-func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.Message, error) {
+func (p Planner) Deliveries(ctx context.Context, ev job.EventRecord) ([]job.Message, error) {
 	if !job.WebhookEvents[ev.Type] {
 		return nil, nil
 	}
-	var out []queue.Message
+	var out []job.Message
 	if ev.WebhookURL != "" {
-		out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
+		out = append(out, job.Message{Kind: job.MessageWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, "")})
 	}
 	if p.Endpoints == nil || ev.Owner == "" {
 		return out, nil
@@ -56,7 +54,7 @@ func (p Planner) Deliveries(ctx context.Context, ev store.EventRecord) ([]queue.
 	}
 	for _, e := range eps {
 		if e.Subscribes(ev.Type) {
-			out = append(out, queue.Message{Kind: queue.KindWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
+			out = append(out, job.Message{Kind: job.MessageWebhook, JobID: ev.JobID, Owner: ev.Owner, Seq: ev.Seq, DeliveryID: DeliveryID(ev.JobID, ev.Seq, e.ID), Endpoint: e.ID})
 		}
 	}
 	return out, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // EndpointKind prefixes endpoint ids ("whe_…").
@@ -41,28 +40,28 @@ const LimitCode = "webhook_limit"
 // EndpointStore keeps each user's endpoints and the summary item that
 // lists them (*store.Store: the user's "HOOKS#<user>" partition). Its
 // writes are conditional on the summary's version read (0: none stored)
-// and are store.ErrConflict when it changed.
+// and are fault.ErrConflict when it changed.
 type EndpointStore interface {
 	// WebhookEndpoints returns owner's endpoint items, in no order.
-	WebhookEndpoints(ctx context.Context, owner string) ([]store.WebhookEndpoint, error)
-	// GetWebhookEndpoint returns one, or store.ErrNotFound.
-	GetWebhookEndpoint(ctx context.Context, owner, id string) (store.WebhookEndpoint, error)
+	WebhookEndpoints(ctx context.Context, owner string) ([]EndpointRecord, error)
+	// GetWebhookEndpoint returns one, or fault.ErrNotFound.
+	GetWebhookEndpoint(ctx context.Context, owner, id string) (EndpointRecord, error)
 	// GetWebhookSummaries returns the stored summaries of owners, by
 	// owner, in one request per 100.
-	GetWebhookSummaries(ctx context.Context, owners []string) (map[string]store.WebhookSummary, error)
+	GetWebhookSummaries(ctx context.Context, owners []string) (map[string]Summary, error)
 	// PutWebhookSummary stores next in place of version prev.
-	PutWebhookSummary(ctx context.Context, next store.WebhookSummary, prev int64) error
+	PutWebhookSummary(ctx context.Context, next Summary, prev int64) error
 	// AddWebhookEndpoint stores a new endpoint and the summary next in one
-	// transaction; store.ErrExists when ep's id is taken.
-	AddWebhookEndpoint(ctx context.Context, owner string, ep store.WebhookEndpoint, next store.WebhookSummary, prev int64) error
+	// transaction; ErrExists when ep's id is taken.
+	AddWebhookEndpoint(ctx context.Context, owner string, ep EndpointRecord, next Summary, prev int64) error
 	// EnableWebhookEndpoint enables (its circuit closed, its failures
-	// forgotten) or disables one at now and returns it; store.ErrNotFound
+	// forgotten) or disables one at now and returns it; fault.ErrNotFound
 	// when there is no such endpoint.
-	EnableWebhookEndpoint(ctx context.Context, owner, id string, enabled bool, now time.Time) (store.WebhookEndpoint, error)
+	EnableWebhookEndpoint(ctx context.Context, owner, id string, enabled bool, now time.Time) (EndpointRecord, error)
 	// RemoveWebhookEndpoint deletes an endpoint and stores the summary
-	// next in one transaction; store.ErrNotFound when there is no such
+	// next in one transaction; fault.ErrNotFound when there is no such
 	// endpoint.
-	RemoveWebhookEndpoint(ctx context.Context, owner, id string, next store.WebhookSummary, prev int64) error
+	RemoveWebhookEndpoint(ctx context.Context, owner, id string, next Summary, prev int64) error
 }
 
 // EndpointsConfig configures Endpoints.
@@ -115,7 +114,7 @@ type Endpoint struct {
 	Events    []string  `json:"events"`
 	CreatedAt time.Time `json:"createdAt"`
 	// Circuit is the endpoint's record of failed deliveries (Circuit).
-	Circuit store.WebhookCircuit `json:"-"`
+	Circuit CircuitRecord `json:"-"`
 }
 
 // Enabled reports whether e receives deliveries: not disabled, after
@@ -141,7 +140,7 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 }
 
 // endpoints are the endpoints of stored records.
-func endpoints(recs []store.WebhookEndpoint) []Endpoint {
+func endpoints(recs []EndpointRecord) []Endpoint {
 	out := make([]Endpoint, len(recs))
 	for i, r := range recs {
 		out[i] = Endpoint(r)
@@ -150,10 +149,10 @@ func endpoints(recs []store.WebhookEndpoint) []Endpoint {
 }
 
 // records are the stored records of endpoints.
-func records(eps []Endpoint) []store.WebhookEndpoint {
-	out := make([]store.WebhookEndpoint, len(eps))
+func records(eps []Endpoint) []EndpointRecord {
+	out := make([]EndpointRecord, len(eps))
 	for i, e := range eps {
-		out[i] = store.WebhookEndpoint(e)
+		out[i] = EndpointRecord(e)
 	}
 	return out
 }
@@ -202,9 +201,9 @@ func (s *Endpoints) Create(ctx context.Context, owner string, req CreateRequest)
 			return nil, &fault.Limit{Code: LimitCode, Max: s.cfg.Max, Msg: fmt.Sprintf("at most %d webhook endpoints per user: delete one first", s.cfg.Max)}
 		}
 		return append(list, ep), nil
-	}, func(next store.WebhookSummary, prev int64) error {
-		err := s.cfg.Store.AddWebhookEndpoint(ctx, owner, store.WebhookEndpoint(ep), next, prev)
-		if errors.Is(err, store.ErrExists) {
+	}, func(next Summary, prev int64) error {
+		err := s.cfg.Store.AddWebhookEndpoint(ctx, owner, EndpointRecord(ep), next, prev)
+		if errors.Is(err, ErrExists) {
 			return fmt.Errorf("storing a webhook endpoint of %s: its id exists", owner)
 		}
 		return err
@@ -242,7 +241,7 @@ func (s *Endpoints) Get(ctx context.Context, owner, id string) (Endpoint, error)
 		return Endpoint{}, ErrNotFound
 	}
 	rec, err := s.cfg.Store.GetWebhookEndpoint(ctx, owner, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return Endpoint{}, ErrNotFound
 	}
 	if err != nil {
@@ -259,9 +258,9 @@ func (s *Endpoints) Delete(ctx context.Context, owner, id string) error {
 	}
 	return s.change(ctx, owner, func(list []Endpoint) ([]Endpoint, error) {
 		return slices.DeleteFunc(list, func(ep Endpoint) bool { return ep.ID == id }), nil
-	}, func(next store.WebhookSummary, prev int64) error {
+	}, func(next Summary, prev int64) error {
 		err := s.cfg.Store.RemoveWebhookEndpoint(ctx, owner, id, next, prev)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return ErrNotFound
 		}
 		return err
@@ -286,7 +285,7 @@ func (s *Endpoints) Update(ctx context.Context, owner, id string, req UpdateRequ
 		return Endpoint{}, ErrNotFound
 	}
 	rec, err := s.cfg.Store.EnableWebhookEndpoint(ctx, owner, id, *req.Enabled, s.cfg.Now())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return Endpoint{}, ErrNotFound
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/envelope"
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/fault"
 )
 
 // Defaults of KeysConfig.
@@ -29,12 +29,12 @@ type Sealer interface {
 // SecretStore keeps each user's sealed secret (*store.Store: "HOOKS#<user>"
 // / "SECRET" in the table).
 type SecretStore interface {
-	// GetWebhookSecret returns owner's secret, store.ErrNotFound when
+	// GetWebhookSecret returns owner's secret, fault.ErrNotFound when
 	// there is none yet.
-	GetWebhookSecret(ctx context.Context, owner string) (store.WebhookSecret, error)
+	GetWebhookSecret(ctx context.Context, owner string) (SecretRecord, error)
 	// PutWebhookSecret stores rec in place of version prev (0: none),
-	// store.ErrConflict when the stored one is not that.
-	PutWebhookSecret(ctx context.Context, rec store.WebhookSecret, prev int64) error
+	// fault.ErrConflict when the stored one is not that.
+	PutWebhookSecret(ctx context.Context, rec SecretRecord, prev int64) error
 }
 
 // KeysConfig configures Keys.
@@ -121,10 +121,10 @@ func (k *Keys) Rotate(ctx context.Context, owner string) (Secret, error) {
 		}
 		now := k.cfg.Now().UTC()
 		prev := rec.Current
-		next := store.WebhookSecret{Owner: owner, Current: env, Previous: &prev, PreviousUntilMs: now.Add(k.cfg.Overlap).UnixMilli(),
+		next := SecretRecord{Owner: owner, Current: env, Previous: &prev, PreviousUntilMs: now.Add(k.cfg.Overlap).UnixMilli(),
 			Version: rec.Version + 1, CreatedAt: rec.CreatedAt, RotatedAt: &now}
 		err = k.cfg.Store.PutWebhookSecret(ctx, next, rec.Version)
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, fault.ErrConflict) {
 			continue // rotated concurrently: rotate what is there now
 		}
 		if err != nil {
@@ -176,7 +176,7 @@ func minTime(a, b time.Time) time.Time {
 
 func (k *Keys) forget(owner string) { k.cache.forget(owner) }
 
-func (k *Keys) view(ctx context.Context, owner string, rec store.WebhookSecret) (Secret, error) {
+func (k *Keys) view(ctx context.Context, owner string, rec SecretRecord) (Secret, error) {
 	cur, err := k.cfg.Sealer.Open(ctx, rec.Current, aad(owner))
 	if err != nil {
 		return Secret{}, fmt.Errorf("opening the webhook secret of %s: %w", owner, err)
@@ -191,22 +191,22 @@ func (k *Keys) view(ctx context.Context, owner string, rec store.WebhookSecret) 
 }
 
 // load reads owner's secret record, creating one if there is none.
-func (k *Keys) load(ctx context.Context, owner string) (store.WebhookSecret, error) {
+func (k *Keys) load(ctx context.Context, owner string) (SecretRecord, error) {
 	for range 3 {
 		rec, err := k.cfg.Store.GetWebhookSecret(ctx, owner)
-		if !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, fault.ErrNotFound) {
 			return rec, err
 		}
 		env, err := k.cfg.Sealer.Seal(ctx, NewSecretKey(), aad(owner))
 		if err != nil {
-			return store.WebhookSecret{}, fmt.Errorf("sealing a webhook secret: %w", err)
+			return SecretRecord{}, fmt.Errorf("sealing a webhook secret: %w", err)
 		}
-		rec = store.WebhookSecret{Owner: owner, Current: env, Version: 1, CreatedAt: k.cfg.Now().UTC()}
+		rec = SecretRecord{Owner: owner, Current: env, Version: 1, CreatedAt: k.cfg.Now().UTC()}
 		err = k.cfg.Store.PutWebhookSecret(ctx, rec, 0)
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, fault.ErrConflict) {
 			continue // created concurrently: read that one
 		}
 		return rec, err
 	}
-	return store.WebhookSecret{}, errors.New("webhook keys: could not create the secret")
+	return SecretRecord{}, errors.New("webhook keys: could not create the secret")
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // RedeliverMax is the most deliveries one redelivery request queues: a
@@ -23,22 +21,22 @@ const RedeliverMax = 100
 // RedeliveryStore reads the deliveries a redelivery makes again and
 // records that it makes them (*store.Store).
 type RedeliveryStore interface {
-	// GetEvent reads one event of a job; store.ErrNotFound when it is gone.
-	GetEvent(ctx context.Context, jobID string, seq int64) (store.EventRecord, error)
+	// GetEvent reads one event of a job; fault.ErrNotFound when it is gone.
+	GetEvent(ctx context.Context, jobID string, seq int64) (job.EventRecord, error)
 	// GetWebhookDeliveries reads deliveries' records by id (a delivery
 	// with none left out).
-	GetWebhookDeliveries(ctx context.Context, refs []store.DeliveryRef) (map[string]store.WebhookDelivery, error)
+	GetWebhookDeliveries(ctx context.Context, refs []DeliveryRef) (map[string]DeliveryRecord, error)
 	// WebhookFailures reads an endpoint's failures' log from since on,
 	// oldest first, after cursor; next is "" at its end.
-	WebhookFailures(ctx context.Context, owner, endpoint string, since time.Time, cursor string, limit int) ([]store.WebhookFailure, string, error)
+	WebhookFailures(ctx context.Context, owner, endpoint string, since time.Time, cursor string, limit int) ([]FailureRecord, string, error)
 	// RedeliverWebhook records dl, as read, as delivered again from its
-	// first attempt; store.ErrConflict when it changed since it was read.
-	RedeliverWebhook(ctx context.Context, dl store.WebhookDelivery, now time.Time) error
+	// first attempt; fault.ErrConflict when it changed since it was read.
+	RedeliverWebhook(ctx context.Context, dl DeliveryRecord, now time.Time) error
 }
 
 // DeliverySender queues deliveries on the system tier (*queue.Sender).
 type DeliverySender interface {
-	SendBatch(ctx context.Context, tier job.Tier, msgs []queue.Message) []error
+	SendBatch(ctx context.Context, tier job.Tier, msgs []job.Message) []error
 }
 
 // RedeliveriesConfig configures Redeliveries.
@@ -127,13 +125,13 @@ func (r *Redeliveries) one(ctx context.Context, owner, endpoint, delivery string
 		return RedeliverResult{}, ErrNoDelivery
 	}
 	ev, err := r.cfg.Store.GetEvent(ctx, jobID, seq)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && ev.Owner != owner) {
+	if errors.Is(err, fault.ErrNotFound) || (err == nil && ev.Owner != owner) {
 		return RedeliverResult{}, ErrNoDelivery
 	}
 	if err != nil {
 		return RedeliverResult{}, err
 	}
-	recs, err := r.cfg.Store.GetWebhookDeliveries(ctx, []store.DeliveryRef{{JobID: jobID, ID: delivery}})
+	recs, err := r.cfg.Store.GetWebhookDeliveries(ctx, []DeliveryRef{{JobID: jobID, ID: delivery}})
 	if err != nil {
 		return RedeliverResult{}, err
 	}
@@ -141,14 +139,14 @@ func (r *Redeliveries) one(ctx context.Context, owner, endpoint, delivery string
 	if !ok {
 		return RedeliverResult{}, ErrNoDelivery
 	}
-	if dl.Status == store.DeliveryRetrying {
+	if dl.Status == DeliveryRetrying {
 		// Its retries are under way, a message queued for the next: a
 		// second would race it.
 		return RedeliverResult{}, invalid.Unusable("delivery", "delivery_retrying",
 			fmt.Sprintf("the delivery is being retried (%d attempts so far); its outcome comes first", dl.Attempts))
 	}
 	dl.Owner, dl.Seq = owner, seq
-	n, err := r.queue(ctx, []store.WebhookDelivery{dl})
+	n, err := r.queue(ctx, []DeliveryRecord{dl})
 	return RedeliverResult{Queued: n}, err
 }
 
@@ -160,20 +158,20 @@ func (r *Redeliveries) since(ctx context.Context, owner, endpoint string, t time
 	if err != nil {
 		return RedeliverResult{}, err
 	}
-	refs := make([]store.DeliveryRef, len(failures))
+	refs := make([]DeliveryRef, len(failures))
 	for i, f := range failures {
-		refs[i] = store.DeliveryRef{JobID: f.JobID, ID: f.DeliveryID}
+		refs[i] = DeliveryRef{JobID: f.JobID, ID: f.DeliveryID}
 	}
 	recs, err := r.cfg.Store.GetWebhookDeliveries(ctx, refs)
 	if err != nil {
 		return RedeliverResult{}, err
 	}
-	var due []store.WebhookDelivery
+	var due []DeliveryRecord
 	for _, f := range failures {
 		dl, ok := recs[f.DeliveryID]
 		// Still failed as the log says: not delivered or being retried
 		// since (an earlier redelivery), and listed once.
-		if !ok || dl.Status != store.DeliveryFailed || dl.Endpoint != endpoint {
+		if !ok || dl.Status != DeliveryFailed || dl.Endpoint != endpoint {
 			continue
 		}
 		delete(recs, f.DeliveryID)
@@ -192,14 +190,14 @@ func (r *Redeliveries) since(ctx context.Context, owner, endpoint string, t time
 // being made again. Sent first: a crash between the two makes a delivery
 // that a later request may make once more (same webhook-id), never one
 // that is recorded and lost.
-func (r *Redeliveries) queue(ctx context.Context, dls []store.WebhookDelivery) (int, error) {
+func (r *Redeliveries) queue(ctx context.Context, dls []DeliveryRecord) (int, error) {
 	if len(dls) == 0 {
 		return 0, nil
 	}
 	now := r.cfg.Now()
-	msgs := make([]queue.Message, len(dls))
+	msgs := make([]job.Message, len(dls))
 	for i, dl := range dls {
-		msgs[i] = queue.Message{Kind: queue.KindWebhook, JobID: dl.JobID, Owner: dl.Owner, Seq: dl.Seq,
+		msgs[i] = job.Message{Kind: job.MessageWebhook, JobID: dl.JobID, Owner: dl.Owner, Seq: dl.Seq,
 			DeliveryID: dl.ID, Endpoint: dl.Endpoint, Redelivery: now.UnixMilli()}
 	}
 	queued := 0
@@ -210,7 +208,7 @@ func (r *Redeliveries) queue(ctx context.Context, dls []store.WebhookDelivery) (
 			continue
 		}
 		queued++
-		if err := r.cfg.Store.RedeliverWebhook(ctx, dls[i], now); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := r.cfg.Store.RedeliverWebhook(ctx, dls[i], now); err != nil && !errors.Is(err, fault.ErrConflict) {
 			failed = errors.Join(failed, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/fault"
 )
 
 // Each user's endpoints are also listed in one summary item beside them,
@@ -17,23 +17,23 @@ import (
 // that is missing (users from before it existed, or with no endpoint yet)
 // or older than SummaryRebuildAfter is rebuilt from them, one Query, when
 // read — which also heals a summary an older deployment's writes left
-// behind during a rolling update. The summary is store.WebhookSummary.
+// behind during a rolling update. The summary is Summary.
 
 // SummaryRebuildAfter is how long a summary is trusted before its reader
 // rebuilds it from the endpoint items.
 const SummaryRebuildAfter = time.Hour
 
 // fresh reports whether r may be used as it is at now.
-func fresh(r store.WebhookSummary, now time.Time) bool {
+func fresh(r Summary, now time.Time) bool {
 	return now.Sub(r.BuiltAt) < SummaryRebuildAfter
 }
 
 // current returns owner's summary as it stands, its Version the stored one
 // (0: none is stored).
-func (s *Endpoints) current(ctx context.Context, owner string) (store.WebhookSummary, error) {
+func (s *Endpoints) current(ctx context.Context, owner string) (Summary, error) {
 	got, err := s.cfg.Store.GetWebhookSummaries(ctx, []string{owner})
 	if err != nil {
-		return store.WebhookSummary{}, err
+		return Summary{}, err
 	}
 	r, stored := got[owner]
 	r, _, err = s.usable(ctx, owner, r, stored, s.cfg.Now())
@@ -43,15 +43,15 @@ func (s *Endpoints) current(ctx context.Context, owner string) (store.WebhookSum
 // usable returns r when it is stored and fresh at now; else owner's list
 // read again from the endpoint items (BuiltAt now, r's Version kept, so that
 // storing it is conditional on r) and true.
-func (s *Endpoints) usable(ctx context.Context, owner string, r store.WebhookSummary, stored bool, now time.Time) (store.WebhookSummary, bool, error) {
+func (s *Endpoints) usable(ctx context.Context, owner string, r Summary, stored bool, now time.Time) (Summary, bool, error) {
 	if stored && fresh(r, now) {
 		return r, false, nil
 	}
 	list, err := s.List(ctx, owner)
 	if err != nil {
-		return store.WebhookSummary{}, false, err
+		return Summary{}, false, err
 	}
-	return store.WebhookSummary{Owner: owner, Endpoints: records(list), Version: r.Version, BuiltAt: now.UTC()}, true, nil
+	return Summary{Owner: owner, Endpoints: records(list), Version: r.Version, BuiltAt: now.UTC()}, true, nil
 }
 
 // errSummaryChanged: a concurrent change of the user's endpoints; read
@@ -61,8 +61,8 @@ var errSummaryChanged = errors.New("webhook endpoints: changed concurrently")
 // change applies one endpoint write and the summary's new state, computed
 // by edit from the current one, in one transaction (write, given the new
 // summary and the version it replaces), retrying when the summary changed
-// meanwhile (store.ErrConflict). edit's and write's other errors abort.
-func (s *Endpoints) change(ctx context.Context, owner string, edit func(list []Endpoint) ([]Endpoint, error), write func(next store.WebhookSummary, prev int64) error) error {
+// meanwhile (fault.ErrConflict). edit's and write's other errors abort.
+func (s *Endpoints) change(ctx context.Context, owner string, edit func(list []Endpoint) ([]Endpoint, error), write func(next Summary, prev int64) error) error {
 	for range 5 {
 		cur, err := s.current(ctx, owner)
 		if err != nil {
@@ -78,7 +78,7 @@ func (s *Endpoints) change(ctx context.Context, owner string, edit func(list []E
 		case err == nil:
 			s.forget(owner)
 			return nil
-		case errors.Is(err, store.ErrConflict):
+		case errors.Is(err, fault.ErrConflict):
 			continue // the summary changed (or a conflict): read again
 		default:
 			return err
@@ -90,8 +90,8 @@ func (s *Endpoints) change(ctx context.Context, owner string, edit func(list []E
 // rebuild stores r (read from the endpoint items) as owner's summary if
 // nobody changed it since; a lost race is no error: r still says what the
 // items held when read.
-func (s *Endpoints) rebuild(ctx context.Context, r store.WebhookSummary) error {
-	if err := s.cfg.Store.PutWebhookSummary(ctx, r, r.Version); err != nil && !errors.Is(err, store.ErrConflict) {
+func (s *Endpoints) rebuild(ctx context.Context, r Summary) error {
+	if err := s.cfg.Store.PutWebhookSummary(ctx, r, r.Version); err != nil && !errors.Is(err, fault.ErrConflict) {
 		return err
 	}
 	return nil

@@ -25,11 +25,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/netguard"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/telemetry"
 )
 
@@ -41,23 +40,23 @@ const TimeoutDefault = 10 * time.Second
 type DeliveryStore interface {
 	// GetWebhookDelivery reads the event, its job (nil when gone) and
 	// owner's endpoint (nil when gone, or endpoint is empty) in one
-	// request; store.ErrNotFound when the event is gone.
-	GetWebhookDelivery(ctx context.Context, jobID string, seq int64, owner, endpoint string) (store.EventRecord, *job.Job, *store.WebhookEndpoint, error)
-	// GetEvent reads one event of a job; store.ErrNotFound when it is gone.
-	GetEvent(ctx context.Context, jobID string, seq int64) (store.EventRecord, error)
+	// request; fault.ErrNotFound when the event is gone.
+	GetWebhookDelivery(ctx context.Context, jobID string, seq int64, owner, endpoint string) (job.EventRecord, *job.Job, *EndpointRecord, error)
+	// GetEvent reads one event of a job; fault.ErrNotFound when it is gone.
+	GetEvent(ctx context.Context, jobID string, seq int64) (job.EventRecord, error)
 	// PutWebhookDelivery records a delivery's state.
-	PutWebhookDelivery(ctx context.Context, dl store.WebhookDelivery) error
+	PutWebhookDelivery(ctx context.Context, dl DeliveryRecord) error
 	// FailWebhookEndpoint counts a failed attempt at owner's endpoint id,
 	// opening its circuit until openUntil when that is not zero and
 	// disabling it when disable is set;
-	// ClearWebhookEndpoint forgets its failures. Both are store.ErrNotFound
+	// ClearWebhookEndpoint forgets its failures. Both are fault.ErrNotFound
 	// when the endpoint is gone.
 	FailWebhookEndpoint(ctx context.Context, owner, id string, now, openUntil time.Time, disable bool) error
 	ClearWebhookEndpoint(ctx context.Context, owner, id string) error
 	// FinishWebhookDelivery records it with fn's change of its job, in one
-	// transaction (from read, when not nil); store.ErrNotFound when the job
+	// transaction (from read, when not nil); fault.ErrNotFound when the job
 	// is gone.
-	FinishWebhookDelivery(ctx context.Context, dl store.WebhookDelivery, read *job.Job, fn func(*job.Job) error) error
+	FinishWebhookDelivery(ctx context.Context, dl DeliveryRecord, read *job.Job, fn func(*job.Job) error) error
 }
 
 // Config configures a Deliverer.
@@ -132,14 +131,14 @@ type Verdict struct {
 	Done    bool
 	RetryIn time.Duration
 	Readmit bool
-	Next    *queue.Message
+	Next    *job.Message
 }
 
 // Deliver makes one attempt at the delivery m names; receives is the
 // message's receive count (1-based), added to the attempts the message
 // says were made before it. A delivery waiting out of its owner's slot
 // makes no attempt: it waits until it is due, then goes back to the slot.
-func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, receives int) (Verdict, error) {
+func (d *Deliverer) Deliver(ctx context.Context, m job.Message, receives int) (Verdict, error) {
 	now := d.cfg.Now()
 	if m.Waits() {
 		if wait := m.RetryAt.Sub(now); wait > 0 {
@@ -159,9 +158,9 @@ func (d *Deliverer) Deliver(ctx context.Context, m queue.Message, receives int) 
 }
 
 // attempt makes the attempt-th attempt at m's delivery.
-func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (Verdict, error) {
+func (d *Deliverer) attempt(ctx context.Context, m job.Message, attempt int) (Verdict, error) {
 	r, err := d.read(ctx, m)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return Verdict{Done: true}, nil // retention removed the job meanwhile
 	}
 	if err != nil {
@@ -180,8 +179,8 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 			// Disabled (failing too long, or by its owner): the delivery
 			// fails at once, no connection made.
 			log.InfoContext(ctx, "webhook endpoint disabled; delivery failed", "endpoint", m.Endpoint)
-			dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target,
-				Attempts: attempt - 1, Status: store.DeliveryFailed, LastError: "the endpoint is disabled"}
+			dl := DeliveryRecord{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target,
+				Attempts: attempt - 1, Status: DeliveryFailed, LastError: "the endpoint is disabled"}
 			return Verdict{Done: true}, d.save(ctx, dl)
 		}
 		if until, open := OpenUntil(r.endpoint.Circuit, d.cfg.Now()); open {
@@ -197,24 +196,24 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 	if err != nil {
 		return Verdict{}, err
 	}
-	dl := store.WebhookDelivery{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target, Attempts: attempt}
+	dl := DeliveryRecord{ID: m.DeliveryID, JobID: m.JobID, Endpoint: m.Endpoint, Owner: ev.Owner, Seq: m.Seq, Event: ev.Type, URL: target, Attempts: attempt}
 	body, _ := job.Marshal(ev.Body())
 	status, sendErr := d.send(ctx, target, ev.Type, m.DeliveryID, body, keys)
 	dl.LastStatus = status
 	switch {
 	case sendErr == nil && status >= 200 && status < 300:
-		dl.Status = store.DeliveryDelivered
+		dl.Status = DeliveryDelivered
 		log.InfoContext(ctx, "webhook delivered", "status", status)
 		if err := d.closeCircuit(ctx, ev.Owner, r.endpoint); err != nil {
 			return Verdict{}, err
 		}
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookDelivered, r.job)
 	case sendErr != nil && errors.Is(sendErr, netguard.ErrForbidden):
-		dl.Status, dl.LastError = store.DeliveryFailed, sendErr.Error()
+		dl.Status, dl.LastError = DeliveryFailed, sendErr.Error()
 		log.WarnContext(ctx, "webhook target refused", "error", sendErr)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	case sendErr == nil && status < 500 && status != http.StatusTooManyRequests:
-		dl.Status, dl.LastError = store.DeliveryFailed, fmt.Sprintf("the receiver answered %d", status)
+		dl.Status, dl.LastError = DeliveryFailed, fmt.Sprintf("the receiver answered %d", status)
 		log.WarnContext(ctx, "webhook refused by the receiver", "status", status)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
@@ -228,16 +227,16 @@ func (d *Deliverer) attempt(ctx context.Context, m queue.Message, attempt int) (
 		return Verdict{}, err
 	}
 	if disabled {
-		dl.Status, dl.Disabled = store.DeliveryFailed, true
+		dl.Status, dl.Disabled = DeliveryFailed, true
 		dl.LastError += "; the endpoint is disabled: it has failed for longer than " + d.cfg.Circuit.DisableAfter.String()
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
 	if attempt >= d.cfg.Retries.Attempts {
-		dl.Status = store.DeliveryFailed
+		dl.Status = DeliveryFailed
 		log.WarnContext(ctx, "webhook failed: attempts spent", "error", dl.LastError)
 		return Verdict{Done: true}, d.finish(ctx, dl, job.EventWebhookFailed, r.job)
 	}
-	dl.Status = store.DeliveryRetrying
+	dl.Status = DeliveryRetrying
 	wait := d.cfg.Retries.Wait(attempt)
 	log.InfoContext(ctx, "webhook will retry", "error", dl.LastError, "retry_in", wait.String())
 	next := m
@@ -279,7 +278,7 @@ func (d *Deliverer) send(ctx context.Context, target, eventType, delivery string
 // when read with them, the job its outcome is appended to (nil: read it
 // when needed).
 type delivery struct {
-	event    store.EventRecord
+	event    job.EventRecord
 	endpoint *Endpoint
 	job      *job.Job
 }
@@ -288,7 +287,7 @@ type delivery struct {
 // since the planner put it there) costs one BatchGetItem: the event, the
 // job and the endpoint together. Older messages read the event, then the
 // endpoint of its owner.
-func (d *Deliverer) read(ctx context.Context, m queue.Message) (delivery, error) {
+func (d *Deliverer) read(ctx context.Context, m job.Message) (delivery, error) {
 	if m.Endpoint != "" && d.cfg.Endpoints == nil {
 		return delivery{}, errors.New("webhook: a delivery to an endpoint, but no endpoints configured")
 	}
@@ -321,7 +320,7 @@ func (d *Deliverer) read(ctx context.Context, m queue.Message) (delivery, error)
 }
 
 // readEndpoint reads the endpoint m names, of the event's owner.
-func (d *Deliverer) readEndpoint(ctx context.Context, m queue.Message, r *delivery) error {
+func (d *Deliverer) readEndpoint(ctx context.Context, m job.Message, r *delivery) error {
 	if m.Endpoint == "" {
 		return nil
 	}
@@ -357,7 +356,7 @@ func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint,
 			"failing_since", time.UnixMilli(ep.Circuit.FailingSinceMs).UTC().Format(time.RFC3339))
 	}
 	err = d.cfg.Store.FailWebhookEndpoint(ctx, owner, ep.ID, now, until, disabled)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return false, err
 	}
 	return disabled, nil
@@ -366,18 +365,18 @@ func (d *Deliverer) failCircuit(ctx context.Context, owner string, ep *Endpoint,
 // closeCircuit forgets ep's failures after a success (no write when it
 // had none).
 func (d *Deliverer) closeCircuit(ctx context.Context, owner string, ep *Endpoint) error {
-	if ep == nil || ep.Circuit == (store.WebhookCircuit{}) {
+	if ep == nil || ep.Circuit == (CircuitRecord{}) {
 		return nil
 	}
 	err := d.cfg.Store.ClearWebhookEndpoint(ctx, owner, ep.ID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
 // save records the delivery's state (a retry to come).
-func (d *Deliverer) save(ctx context.Context, dl store.WebhookDelivery) error {
+func (d *Deliverer) save(ctx context.Context, dl DeliveryRecord) error {
 	dl.UpdatedAt = d.cfg.Now().UTC()
 	return d.cfg.Store.PutWebhookDelivery(ctx, dl)
 }
@@ -385,13 +384,13 @@ func (d *Deliverer) save(ctx context.Context, dl store.WebhookDelivery) error {
 // finish records the delivery's outcome and appends it to the job's events,
 // in one transaction, from j when the delivery read the job (nil: the job
 // is read first). When the job is gone, the record alone is kept.
-func (d *Deliverer) finish(ctx context.Context, dl store.WebhookDelivery, event string, j *job.Job) error {
+func (d *Deliverer) finish(ctx context.Context, dl DeliveryRecord, event string, j *job.Job) error {
 	dl.UpdatedAt = d.cfg.Now().UTC()
 	err := d.cfg.Store.FinishWebhookDelivery(ctx, dl, j, func(j *job.Job) error {
 		j.Emit(event, d.cfg.Now(), webhookDetail(dl))
 		return nil
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return d.save(ctx, dl)
 	}
 	if err != nil {
@@ -400,7 +399,7 @@ func (d *Deliverer) finish(ctx context.Context, dl store.WebhookDelivery, event 
 	return nil
 }
 
-func webhookDetail(dl store.WebhookDelivery) map[string]string {
+func webhookDetail(dl DeliveryRecord) map[string]string {
 	d := map[string]string{"delivery": dl.ID, "event": dl.Event, "status": fmt.Sprint(dl.LastStatus)}
 	if dl.Endpoint != "" {
 		d["endpoint"] = dl.Endpoint
