@@ -130,7 +130,17 @@ func TestQueueDepthStaysExactThroughEveryTransition(t *testing.T) {
 				counts["finished"]++
 			}
 		case j.Status == job.Succeeded:
-			continue
+			// A succeeded job never moves again: a new one of the owner
+			// takes its place, so that the walk never runs out of jobs
+			// that move (with every job succeeded it would only count
+			// steps, and whether it had retried a job into the queue by
+			// then turned on the jobs' random ids).
+			nj := testfactory.Build(testfactory.JobOpts{Owner: owner, Tier: job.Medium, At: now})
+			if _, created, cerr := b.st.CreateJob(ctx, &nj); cerr != nil || !created {
+				t.Fatalf("step %d: creating a job in place of %s: %v, %v", step, id, created, cerr)
+			}
+			ids[slices.Index(ids, id)] = nj.ID
+			counts["replaced a succeeded job"]++
 		default: // failed or cancelled: the owner retries it
 			if err = j.Apply(job.Retry, now); err == nil {
 				err = b.st.SaveJob(ctx, &j)
