@@ -130,12 +130,12 @@ run: $(EMULATORS) ## start the whole stack on localhost: emulators, each functio
 # one process; they run two at a time, each one's output printed when it
 # ends (TEST_JOBS=1: one after the other).
 GO_TEST_P ?= 2
-GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/store ./internal/worker ./internal/publish
+GO_TEST_FIRST := ./internal/recovery ./internal/httpapi ./localstack/stack ./localstack/chaos ./internal/aws/store ./internal/worker ./internal/publish
 TEST_JOBS ?= 2
 # The suite's DynamoDB: dynoxide once installed (.cache/dynoxide), else
 # DynamoDB Local; the packages that run on DynamoDB Local as well.
 SUITE_DYNAMODB = $$(test -e $(DYNOXIDE) && echo dynoxide || echo dynamodb-local)
-STORE_CONFORMANCE := ./internal/store/ ./localstack/emulator/
+STORE_CONFORMANCE := ./internal/aws/store/ ./localstack/emulator/
 test: $(EMULATORS) $(VENV)/bin/schemathesis ## everything: OpenAPI validation, unit, emulator-backed integration, CDK tests (infra/, its own module), IAM conformance, schemathesis, the browser test
 	$(MAKE) --no-print-directory openapi
 	$(GO) vet -race ./...

@@ -50,7 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"golang.org/x/term"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
 )
 
 func main() {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conveyor/conveyor/internal/aws/secretref"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secretref"
 )
 
 // Bounds of a minted token's lifetime.

@@ -4,9 +4,9 @@ package main
 
 import (
 	"github.com/conveyor/conveyor/internal/aws/esm"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 )
 
 func main() { handler.Start(handler.Admin(platform)) }

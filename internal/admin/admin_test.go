@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/invalid"
-	"github.com/conveyor/conveyor/internal/queue"
 )
 
 func TestCheckIDs(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Inspector bounds.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/aws/store"
 )
 
 // TestRecordAndFinish: a chunk's outcomes are counted, the walk moves on,

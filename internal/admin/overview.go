@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/invalid"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // TierStats is one tier's queue as SQS approximates it.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // ReleaseBatch bounds how many parked jobs one reset or resume releases in

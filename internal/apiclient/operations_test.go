@@ -9,8 +9,8 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/apiclient"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"

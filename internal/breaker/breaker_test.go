@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 

@@ -15,7 +15,7 @@
 // Window, open it at Config.HostOwners, and a token's 429 flags only that
 // token, so no one owner (and no one token) can open it. breaker.go
 // shares the records between instances through a Store (store.go; the
-// table, internal/store); guard.go wraps the external API with it.
+// table, internal/aws/store); guard.go wraps the external API with it.
 package breaker
 
 import (

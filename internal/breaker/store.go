@@ -9,7 +9,7 @@ import (
 )
 
 // Store keeps the breakers' records, shared by every instance
-// (*store.Store keeps them in the table: internal/store, breakers.go).
+// (*store.Store keeps them in the table: internal/aws/store, breakers.go).
 // The product's circuits are records under their keys, read all at once;
 // an owner's target circuits (Targets) are records in numbered slots of a
 // partition of the owner's own, never read with the others. A record is

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpkind"
-	"github.com/conveyor/conveyor/internal/queue"
 )
 
 // TestDefaultsAreTheDomainsOwn: the configuration reaches no domain

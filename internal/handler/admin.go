@@ -5,10 +5,10 @@ import (
 	"log/slog"
 
 	"github.com/conveyor/conveyor/internal/admin"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/submission"
 )

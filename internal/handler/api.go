@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/web"
 )
 

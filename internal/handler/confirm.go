@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
 

@@ -11,12 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/telemetry"
 )
 

@@ -5,11 +5,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/secretref"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ratelimit"
-	"github.com/conveyor/conveyor/internal/secretref"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // HTTPHandler is the handler of a function behind the HTTP API (payload

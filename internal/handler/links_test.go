@@ -25,9 +25,9 @@ import (
 // alone are chosen by its main (mainLinks): the admin function's tier
 // switch (Lambda's event source mappings) and the relay's bus
 // (EventBridge), whose service packages' inits are the costliest (0.65 and
-// 0.4 ms). Nothing of a function imports internal/awsclient (the SDK's
+// 0.4 ms). Nothing of a function imports internal/aws/awsclient (the SDK's
 // shared-configuration loader, with SSO, SSO OIDC, sign-in and STS): a
-// deployed function's configuration comes from internal/awsenv. A function
+// deployed function's configuration comes from internal/aws/awsenv. A function
 // that starts linking another service — through an import that drags a
 // client for a type or a constant — fails here, naming it; `go list -deps`
 // shows the import chain.

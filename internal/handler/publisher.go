@@ -8,12 +8,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/secretref"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secretref"
 	"github.com/conveyor/conveyor/internal/worker"
 )
 

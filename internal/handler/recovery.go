@@ -14,16 +14,16 @@ import (
 
 	"github.com/conveyor/conveyor/internal/admin"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Sweeper is what the recovery function runs.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/secretref"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/httpkind"
@@ -15,9 +18,6 @@ import (
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/secretref"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/worker"
 )
 

@@ -7,12 +7,12 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/handler"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )
 

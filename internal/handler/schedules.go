@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/conveyor/conveyor/internal/aws/scheduler"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/ratelimit"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/internal/schedule"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Schedules is the schedules function behind API Gateway (HTTP API,

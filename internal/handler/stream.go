@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/secretref"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/secretref"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/stream"
 )
 

@@ -6,11 +6,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/ids"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/submission"
 )
 

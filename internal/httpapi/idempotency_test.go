@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/httpapi"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"gopkg.in/yaml.v3"
 )

@@ -8,7 +8,7 @@ import (
 // Doc is a JSON object whose shape belongs to the job's kind: the params a
 // kind normalised at submission, the result it produced. The core stores and
 // returns it without reading it. In JSON it is the object itself (null when
-// empty); the store keeps it as a map attribute (internal/store, docs.go).
+// empty); the store keeps it as a map attribute (internal/aws/store, docs.go).
 type Doc json.RawMessage
 
 // Decode reads the document into v (a kind's params or result struct). An

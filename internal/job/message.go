@@ -15,7 +15,7 @@ const (
 	MessageOperation = "operation"
 )
 
-// Message is the body of every queue message (internal/queue sends it on
+// Message is the body of every queue message (internal/aws/queue sends it on
 // the tier FIFO queues). It carries ids only, never media or secrets.
 type Message struct {
 	Kind  string `json:"kind"`

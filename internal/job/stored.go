@@ -10,7 +10,7 @@ import (
 // which several domain packages (the SSE stream, the relay, webhooks,
 // submission) share: declared here, in the vocabulary, so that each of
 // them can state the store methods it calls without importing the store
-// (internal/store names them by alias). The dynamodbav tags are the
+// (internal/aws/store names them by alias). The dynamodbav tags are the
 // store's attribute names.
 
 // SortTimeLayout renders times so that lexicographic order is time order:

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/sealer"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/simulator"

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/breaker"
 	"github.com/conveyor/conveyor/internal/deviantart"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/simulator"
 )

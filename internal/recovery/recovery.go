@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // Defaults.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/aws/bucket"
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/recovery"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )

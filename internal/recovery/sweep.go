@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/store"
+	"github.com/conveyor/conveyor/internal/aws/store"
 )
 
 // Names of the sweeps, as SweepStats and the metrics name them.

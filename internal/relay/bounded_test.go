@@ -9,14 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
 	"github.com/conveyor/conveyor/internal/aws/bus"
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // TestLargeJobsAndEventsNeverStallTheRelay: a job whose document is at

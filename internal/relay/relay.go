@@ -109,7 +109,7 @@ type Bus interface {
 }
 
 // Decoder reads the events of a stream record's new image: an event item
-// as the table holds it (internal/store's DecodeEvents), each event in
+// as the table holds it (internal/aws/store's DecodeEvents), each event in
 // order. It fails on an image that is not a whole event item.
 type Decoder func(image map[string]events.DynamoDBAttributeValue) ([]job.EventRecord, error)
 

@@ -18,13 +18,13 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/accounts"
+	"github.com/conveyor/conveyor/internal/aws/sealer"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/envelope"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/sealer"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/uploads"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/internal/uploads"
 	"github.com/conveyor/conveyor/localstack/awstest"

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	simclock "github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 

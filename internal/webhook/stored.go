@@ -8,7 +8,7 @@ import (
 )
 
 // The records the store keeps for webhooks, as it keeps them (the
-// dynamodbav tags are the table's attribute names): internal/store reads
+// dynamodbav tags are the table's attribute names): internal/aws/store reads
 // and writes them by these types.
 
 // ErrExists is what the store returns when an endpoint that must be new

@@ -11,12 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	simclock "github.com/conveyor/conveyor/internal/clock"
 	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/queue"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/webhook"
 )
 

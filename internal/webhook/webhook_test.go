@@ -18,10 +18,10 @@ import (
 
 	"github.com/conveyor/conveyor/internal/netguard"
 
+	"github.com/conveyor/conveyor/internal/aws/queue"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/ids"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/webhook"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/retry"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/internal/testfactory"
 	"github.com/conveyor/conveyor/internal/worker"
 	"github.com/conveyor/conveyor/localstack/awstest"

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/conveyor/conveyor/internal/admin"
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 	"github.com/conveyor/conveyor/localstack/stack"

@@ -19,12 +19,12 @@ import (
 
 	"github.com/conveyor/conveyor/internal/accounts"
 	"github.com/conveyor/conveyor/internal/apiclient"
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/queue"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/httpapi"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/publish"
-	"github.com/conveyor/conveyor/internal/queue"
 	"github.com/conveyor/conveyor/localstack/simulator"
 	"github.com/conveyor/conveyor/localstack/stack"
 )

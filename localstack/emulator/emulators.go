@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
 )
 
 // Emulators is the offline AWS: moto for every service but DynamoDB, and

@@ -15,7 +15,7 @@ var servicePrefix = map[string]string{
 }
 
 // operationActions are the IAM actions of operations not authorised as
-// themselves, by "<package>.<operation>" (internal/awsenv's recorder
+// themselves, by "<package>.<operation>" (internal/aws/awsenv's recorder
 // derives the same from a request: docs/iam.md).
 var operationActions = map[string][]string{
 	// A batch is authorised as its single action.

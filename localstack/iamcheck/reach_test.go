@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
 	"github.com/conveyor/conveyor/localstack/iamcheck"
 	"github.com/conveyor/conveyor/localstack/lambdaruntime"
 )

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
 	"github.com/conveyor/conveyor/internal/resources"
 )
 

@@ -1,5 +1,5 @@
 // Package iamcheck holds the functions' AWS requests, as recorded by
-// internal/awsclient, against their roles in the synthesized CloudFormation
+// internal/aws/awsclient, against their roles in the synthesized CloudFormation
 // templates, with a real IAM policy evaluator (@cloud-copilot/iam-simulate,
 // run by infra/iam/simulate.mjs): every request must be allowed, and every
 // action a role grants must be used by some request or listed, with its

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/resources"
 	"github.com/conveyor/conveyor/localstack/iamcheck"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/relay"
 	"github.com/conveyor/conveyor/localstack/awstest"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
-	"github.com/conveyor/conveyor/internal/store"
 	"github.com/conveyor/conveyor/localstack/awstest"
 	"github.com/conveyor/conveyor/localstack/stack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"

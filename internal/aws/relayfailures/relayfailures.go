@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/conveyor/conveyor/internal/awsenv"
+	"github.com/conveyor/conveyor/internal/aws/awsenv"
 	"github.com/conveyor/conveyor/internal/relay"
 )
 

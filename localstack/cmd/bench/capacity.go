@@ -8,10 +8,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/job"
 	"github.com/conveyor/conveyor/internal/recovery"
 	"github.com/conveyor/conveyor/internal/resources"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // AWS limits the design touches (us-east-1, checked 2026-11-23 in the AWS

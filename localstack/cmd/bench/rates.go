@@ -10,11 +10,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/conveyor/conveyor/internal/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/awsclient"
+	"github.com/conveyor/conveyor/internal/aws/store"
 	"github.com/conveyor/conveyor/internal/config"
 	"github.com/conveyor/conveyor/internal/fault"
 	"github.com/conveyor/conveyor/internal/ratelimit"
-	"github.com/conveyor/conveyor/internal/store"
 )
 
 // rateResult is the cost of the per-owner rate check (docs/limits.md) under
